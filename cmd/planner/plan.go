@@ -1,0 +1,128 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/plannerdev/planner"
+	"github.com/plannerdev/planner/internal/plan"
+	"github.com/plannerdev/planner/internal/report"
+	"github.com/plannerdev/planner/internal/scenario"
+)
+
+// Output formats of `planner plan`.
+var planFormats = []string{"table", "json", "yaml", "markdown"}
+
+func newPlanCmd(s streams) *cobra.Command {
+	var file, example, output string
+	cmd := &cobra.Command{
+		Use:   "plan (-f FILE | --example NAME)",
+		Short: "Plan per-class pools for a scenario",
+		Long: "Plan reads a scenario (YAML or JSON; -f - reads standard input) and prints,\n" +
+			"for every class, its pool, the constraint that binds it, the smallest pool its\n" +
+			"demand needs, predictions, client settings, and remedies when it does not fit.\n\n" +
+			"Examples shipped with planner: " + strings.Join(planner.ExampleNames(), ", ") + ".",
+		Example: "  planner plan --example chat\n  planner plan -f scenario.yaml -o json",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !oneOf(output, planFormats) {
+				return usageError{fmt.Errorf("--output must be one of %s, got %q", strings.Join(planFormats, ", "), output)}
+			}
+			data, err := scenarioBytes(s.in, file, example)
+			if err != nil {
+				return err
+			}
+			sc, err := scenario.Parse(data)
+			if err != nil {
+				return fmt.Errorf("invalid scenario: %w", err)
+			}
+			p, err := plan.Compute(sc)
+			if err != nil {
+				return fmt.Errorf("invalid scenario: %w", err)
+			}
+			return writePlan(s.out, p, output)
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "scenario file (YAML or JSON); - for standard input")
+	cmd.Flags().StringVar(&example, "example", "", "plan a shipped example instead: "+strings.Join(planner.ExampleNames(), ", "))
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: "+strings.Join(planFormats, ", "))
+	return cmd
+}
+
+// scenarioBytes reads the scenario named by -f or --example.
+func scenarioBytes(in io.Reader, file, example string) ([]byte, error) {
+	switch {
+	case example != "" && file != "":
+		return nil, usageError{errors.New("give either -f or --example, not both")}
+	case example != "":
+		b, ok := planner.Example(example)
+		if !ok {
+			return nil, usageError{fmt.Errorf("no example named %q; there are: %s", example, strings.Join(planner.ExampleNames(), ", "))}
+		}
+		return b, nil
+	case file == "-":
+		b, err := io.ReadAll(io.LimitReader(in, maxScenarioBytes+1))
+		if err != nil {
+			return nil, fmt.Errorf("read scenario from standard input: %w", err)
+		}
+		return checkSize(b, "standard input")
+	case file != "":
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, fmt.Errorf("read scenario: %w", err)
+		}
+		defer f.Close()
+		b, err := io.ReadAll(io.LimitReader(f, maxScenarioBytes+1))
+		if err != nil {
+			return nil, fmt.Errorf("read scenario %s: %w", file, err)
+		}
+		return checkSize(b, file)
+	}
+	return nil, usageError{errors.New("give a scenario with -f FILE (or -f - for standard input) or --example NAME")}
+}
+
+// maxScenarioBytes bounds a scenario file, as the API bounds request bodies.
+const maxScenarioBytes = 4 << 20
+
+func checkSize(b []byte, name string) ([]byte, error) {
+	if len(b) > maxScenarioBytes {
+		return nil, fmt.Errorf("scenario %s is larger than %d MiB", name, maxScenarioBytes>>20)
+	}
+	return b, nil
+}
+
+// writePlan renders a plan in one of planFormats.
+func writePlan(w io.Writer, p *plan.Plan, format string) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(p)
+	case "yaml":
+		b, err := yaml.Marshal(p)
+		if err != nil {
+			return fmt.Errorf("encode plan as YAML: %w", err)
+		}
+		_, err = w.Write(b)
+		return err
+	case "markdown":
+		return report.WriteMarkdown(w, p)
+	}
+	return report.WriteTable(w, p)
+}
+
+func oneOf(v string, options []string) bool {
+	for _, o := range options {
+		if v == o {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/plannerdev/planner"
+	"github.com/plannerdev/planner/internal/plan"
+)
+
+// execute runs the command line with the given standard input.
+func execute(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), args, strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestPlanExampleTable(t *testing.T) {
+	code, out, errOut := execute(t, "", "plan", "--example", "three-classes")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"CLASS", "chat", "summarise", "nightly", "tpm", "ceilings:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	for i, line := range strings.Split(out, "\n") {
+		if n := len([]rune(line)); n > 100 {
+			t.Errorf("line %d is %d columns wide: %q", i+1, n, line)
+		}
+	}
+}
+
+func TestPlanFormats(t *testing.T) {
+	code, js, _ := execute(t, "", "plan", "--example", "chat", "-o", "json")
+	if code != exitOK {
+		t.Fatalf("json exit %d", code)
+	}
+	var p plan.Plan
+	if err := json.Unmarshal([]byte(js), &p); err != nil || len(p.Classes) != 1 || p.Classes[0].Pool < 1 {
+		t.Fatalf("json plan %v: %s", err, js)
+	}
+	code, ym, _ := execute(t, "", "plan", "--example", "chat", "-o", "yaml")
+	var fromYAML plan.Plan
+	if err := yaml.Unmarshal([]byte(ym), &fromYAML); code != exitOK || err != nil || fromYAML.Classes[0].Pool != p.Classes[0].Pool {
+		t.Fatalf("yaml exit %d err %v", code, err)
+	}
+	code, md, _ := execute(t, "", "plan", "--example", "chat", "-o", "markdown")
+	if code != exitOK || !strings.HasPrefix(md, "# Capacity plan") || !strings.Contains(md, "| chat |") {
+		t.Fatalf("markdown exit %d:\n%s", code, md)
+	}
+}
+
+func TestPlanFromStdinMatchesFile(t *testing.T) {
+	_, fromExample, _ := execute(t, "", "plan", "--example", "chat", "-o", "json")
+	code, fromStdin, errOut := execute(t, exampleText(t, "chat"), "plan", "-f", "-", "-o", "json")
+	if code != exitOK || fromStdin != fromExample {
+		t.Fatalf("stdin plan differs (exit %d, %s)", code, errOut)
+	}
+}
+
+func TestPlanBadScenarioListsEveryProblem(t *testing.T) {
+	bad := strings.NewReplacer("rpm: 3000", "rpm: -1", "quota: prod", "quota: other", "{p50: 150, p95: 450}", "{p50: 150, p95: 100}").Replace(exampleText(t, "chat"))
+	code, out, errOut := execute(t, bad, "plan", "-f", "-")
+	if code != exitError || out != "" {
+		t.Fatalf("exit %d, stdout %q", code, out)
+	}
+	for _, want := range []string{"3 problems", "quotas[0].rpm", "classes[0].quota", `no quota named "other"`, "classes[0].output_tokens.p95: must be >= p50"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+}
+
+func TestPlanUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"plan"},
+		{"plan", "--example", "nope"},
+		{"plan", "--example", "chat", "-o", "xml"},
+		{"plan", "--example", "chat", "-f", "x.yaml"},
+		{"plan", "--bogus"},
+		{"plan", "extra-arg", "--example", "chat"},
+	} {
+		if code, _, _ := execute(t, "", args...); code != exitUsage {
+			t.Errorf("%v: exit %d, want %d", args, code, exitUsage)
+		}
+	}
+	if code, _, errOut := execute(t, "", "plan", "-f", "/nonexistent/scenario.yaml"); code != exitError || !strings.Contains(errOut, "no such file") {
+		t.Errorf("missing file: exit %d %s", code, errOut)
+	}
+}
+
+func exampleText(t *testing.T, name string) string {
+	t.Helper()
+	code, _, _ := execute(t, "", "plan", "--example", name)
+	if code != exitOK {
+		t.Fatalf("example %s does not plan", name)
+	}
+	b, ok := planner.Example(name)
+	if !ok {
+		t.Fatalf("no example %q", name)
+	}
+	return string(b)
+}

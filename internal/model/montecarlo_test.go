@@ -1,0 +1,101 @@
+package model
+
+import (
+	"math"
+	"slices"
+	"testing"
+)
+
+// TestTailMatchesBruteForce compares the tail shortcut with the quantile of
+// the whole sample X + W for many wait laws.
+func TestTailMatchesBruteForce(t *testing.T) {
+	d := NewDraws(42, 5000)
+	ttft, _ := LognormalP50P95(0.4, 0.9)
+	tpot, _ := LognormalP50P95(0.022, 0.035)
+	out, _ := LognormalP50P95(200, 600)
+	s := Service{TTFT: ttft, TPOT: tpot, In: Fixed(800), Out: out.Clip(1, 800), Prefill: 0.0001}
+	first, total := make([]float64, d.N), make([]float64, d.N)
+	s.Fill(d, first, total)
+	for _, p := range []float64{0.5, 0.95, 0.99} {
+		tail := NewTail(total, d, p)
+		for _, w := range []Wait{{}, {Prob: 0.01, Mean: 0.5}, {Prob: 0.3, Mean: 2}, {Prob: 0.9, Mean: 10}, {Prob: 0.05, Mean: 100}} {
+			sum := make([]float64, d.N)
+			for i := range sum {
+				sum[i] = total[i]
+				if d.U[i] < w.Prob {
+					sum[i] += d.E[i] * w.Mean
+				}
+			}
+			want := Quantile(sum, p)
+			if got := tail.Quantile(w); math.Abs(got-want) > 1e-12*want {
+				t.Errorf("p=%g wait %+v: tail %g, brute force %g", p, w, got, want)
+			}
+			if got := QuantileWithWait(total, d, w, p, make([]float64, d.N)); math.Abs(got-want) > 1e-12*want {
+				t.Errorf("p=%g wait %+v: one-off query %g, brute force %g", p, w, got, want)
+			}
+		}
+	}
+}
+
+func TestTailUnstableWaitIsInfinite(t *testing.T) {
+	d := NewDraws(1, 100)
+	tail := NewTail(slices.Repeat([]float64{1}, 100), d, 0.95)
+	if got := tail.Quantile(Wait{Prob: 1, Mean: math.Inf(1)}); !math.IsInf(got, 1) {
+		t.Fatalf("unstable wait gave %g", got)
+	}
+}
+
+func TestDrawsAreSeededAndShared(t *testing.T) {
+	a, b := NewDraws(9, 1000), NewDraws(9, 1000)
+	if !slices.Equal(a.ZTTFT, b.ZTTFT) || !slices.Equal(a.E, b.E) {
+		t.Fatal("same seed gave different draws")
+	}
+	if c := NewDraws(10, 1000); slices.Equal(a.ZOut, c.ZOut) {
+		t.Fatal("different seeds gave the same draws")
+	}
+	if SharedDraws(9, 1000) != SharedDraws(9, 1000) {
+		t.Fatal("SharedDraws did not reuse its draws")
+	}
+	for seed := range uint64(2 * drawCacheSize) {
+		SharedDraws(seed, 10)
+	}
+	if n := drawCache.Len(); n > drawCacheSize {
+		t.Fatalf("draw cache holds %d entries, want at most %d", n, drawCacheSize)
+	}
+}
+
+// TestServiceMomentsMatchSimulation checks E[S] and Var(S) against the
+// Monte Carlo sample built from the same parts.
+func TestServiceMomentsMatchSimulation(t *testing.T) {
+	d := NewDraws(3, 200000)
+	ttft, _ := LognormalP50P95(0.4, 0.9)
+	tpot, _ := LognormalP50P95(0.022, 0.035)
+	in, _ := LognormalP50P95(800, 2400)
+	out, _ := LognormalP50P95(200, 600)
+	s := Service{TTFT: ttft, TPOT: tpot, In: in, Out: out.Clip(1, 800), Prefill: 0.0002}
+	first, total := make([]float64, d.N), make([]float64, d.N)
+	s.Fill(d, first, total)
+	var m, m2 float64
+	for _, v := range total {
+		m += v
+		m2 += v * v
+	}
+	m /= float64(d.N)
+	v := m2/float64(d.N) - m*m
+	if rel := math.Abs(m-s.Mean()) / s.Mean(); rel > 0.005 {
+		t.Errorf("E[S]: closed form %g, simulated %g", s.Mean(), m)
+	}
+	if rel := math.Abs(v-s.Var()) / s.Var(); rel > 0.03 {
+		t.Errorf("Var(S): closed form %g, simulated %g", s.Var(), v)
+	}
+	if s.SCV() <= 0 {
+		t.Errorf("cs² = %g, want > 0", s.SCV())
+	}
+	fixed := Service{TTFT: Fixed(0.2), TPOT: Fixed(0.02), In: Fixed(100), Out: Fixed(51)}
+	if got := fixed.Mean(); math.Abs(got-1.2) > 1e-12 {
+		t.Errorf("fixed E[S] = %g, want 0.2 + 0.02·50 = 1.2", got)
+	}
+	if fixed.SCV() != 0 {
+		t.Errorf("fixed cs² = %g, want 0", fixed.SCV())
+	}
+}

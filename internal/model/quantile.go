@@ -1,0 +1,88 @@
+package model
+
+import (
+	"math"
+	"slices"
+)
+
+// Quantile returns the p-quantile of xs by linear interpolation between order
+// statistics, Hyndman and Fan's type 7 (the default of numpy.quantile and R):
+// with h = (n−1)·p, Q = x(⌊h⌋) + (h − ⌊h⌋)·(x(⌊h⌋+1) − x(⌊h⌋)).
+// xs need not be sorted and is left unchanged; an empty xs gives NaN.
+func Quantile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return QuantileSorted(s, p)
+}
+
+// QuantileSorted is Quantile for xs already sorted in ascending order.
+func QuantileSorted(sorted []float64, p float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return math.NaN()
+	}
+	k, frac := quantileRank(n, p)
+	if frac == 0 || k+1 >= n {
+		return sorted[k]
+	}
+	return sorted[k] + frac*(sorted[k+1]-sorted[k])
+}
+
+// quantileRank splits the type-7 position h = (n−1)·p into its integer and
+// fractional parts, with p clamped to [0, 1].
+func quantileRank(n int, p float64) (int, float64) {
+	p = math.Min(1, math.Max(0, p))
+	h := float64(n-1) * p
+	k := int(math.Floor(h))
+	if k >= n-1 {
+		return n - 1, 0
+	}
+	return k, h - float64(k)
+}
+
+// selectK reorders a so that a[k] holds the value it would hold if a were
+// sorted, with no larger value before it and no smaller value after it, and
+// returns a[k]. It is Hoare's quickselect with a median-of-three pivot:
+// O(len(a)) on average and deterministic.
+func selectK(a []float64, k int) float64 {
+	lo, hi := 0, len(a)-1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if a[mid] < a[lo] {
+			a[mid], a[lo] = a[lo], a[mid]
+		}
+		if a[hi] < a[lo] {
+			a[hi], a[lo] = a[lo], a[hi]
+		}
+		if a[hi] < a[mid] {
+			a[hi], a[mid] = a[mid], a[hi]
+		}
+		pivot := a[mid]
+		i, j := lo, hi
+		for i <= j {
+			for a[i] < pivot {
+				i++
+			}
+			for a[j] > pivot {
+				j--
+			}
+			if i <= j {
+				a[i], a[j] = a[j], a[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return a[k]
+		}
+	}
+	return a[k]
+}

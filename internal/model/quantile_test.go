@@ -1,0 +1,49 @@
+package model
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+func TestQuantileMatchesNumpyLinear(t *testing.T) {
+	tests := []struct {
+		xs   []float64
+		p    float64
+		want float64
+	}{
+		// numpy.quantile(xs, p) with the default method "linear".
+		{[]float64{1, 2, 3, 4}, 0.95, 3.85},
+		{[]float64{15, 20, 35, 40, 50}, 0.4, 29},
+		{[]float64{15, 20, 35, 40, 50}, 0.5, 35},
+		{[]float64{3, 1, 2}, 0, 1},
+		{[]float64{3, 1, 2}, 1, 3},
+		{[]float64{7}, 0.95, 7},
+		{[]float64{10, 20}, 0.95, 19.5},
+	}
+	for _, tt := range tests {
+		if got := Quantile(tt.xs, tt.p); math.Abs(got-tt.want) > 1e-12 {
+			t.Errorf("Quantile(%v, %g) = %g, want %g", tt.xs, tt.p, got, tt.want)
+		}
+	}
+	if !math.IsNaN(Quantile(nil, 0.5)) {
+		t.Error("Quantile of nothing should be NaN")
+	}
+}
+
+func TestSelectKAgreesWithSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for trial := range 200 {
+		n := 1 + r.IntN(300)
+		xs := make([]float64, n)
+		for i := range xs {
+			xs[i] = float64(r.IntN(20)) // many ties
+		}
+		sorted := slices.Sorted(slices.Values(xs))
+		k := r.IntN(n)
+		if got := selectK(slices.Clone(xs), k); got != sorted[k] {
+			t.Fatalf("trial %d: selectK(k=%d) = %g, want %g", trial, k, got, sorted[k])
+		}
+	}
+}

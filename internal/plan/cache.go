@@ -1,0 +1,36 @@
+package plan
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/plannerdev/planner/internal/model"
+)
+
+// The Monte Carlo tails of a service time depend only on the distributions
+// and the draws, not on quotas, demand or the pool. Repeated plans and
+// what-if sweeps reuse them from this bounded cache; tails of very large
+// Monte Carlo runs are not kept, so the cache stays under about 20 MB.
+const (
+	tailCacheEntries  = 16
+	tailCacheMaxDraws = 50000
+)
+
+type tailPair struct{ ttft, e2e *model.Tail }
+
+var tailCache = must(lru.New[[sha256.Size]byte, tailPair](tailCacheEntries))
+
+func tailKey(svc model.Service, draws *model.Draws) [sha256.Size]byte {
+	b := binary.LittleEndian.AppendUint64(nil, draws.Seed)
+	b = binary.LittleEndian.AppendUint64(b, uint64(draws.N))
+	return sha256.Sum256(svc.AppendKey(b))
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

@@ -1,0 +1,94 @@
+package plan
+
+import (
+	"testing"
+
+	"github.com/plannerdev/planner"
+	"github.com/plannerdev/planner/internal/scenario"
+)
+
+func example(t testing.TB, name string) scenario.Scenario {
+	t.Helper()
+	b, ok := planner.Example(name)
+	if !ok {
+		t.Fatalf("no example %q", name)
+	}
+	s, err := scenario.Parse(b)
+	if err != nil {
+		t.Fatalf("example %s: %v", name, err)
+	}
+	return s
+}
+
+func TestEveryExamplePlans(t *testing.T) {
+	names := planner.ExampleNames()
+	if len(names) < 4 {
+		t.Fatalf("only %d examples", len(names))
+	}
+	infeasible := 0
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			s := example(t, name)
+			p := mustPlan(t, s)
+			encode(t, p)
+			for ci, cp := range p.Classes {
+				if cp.Feasible {
+					continue
+				}
+				infeasible++
+				if len(cp.Remedies) == 0 {
+					t.Fatalf("%s is infeasible with no remedies", cp.Name)
+				}
+				fixed := mustPlan(t, applyRemedies(t, s, ci, cp.Remedies)).Classes[ci]
+				if !fixed.Feasible {
+					t.Fatalf("%s: remedies %+v did not make it fit (pool %d, min_pool %v)", cp.Name, cp.Remedies, fixed.Pool, fixed.MinPool)
+				}
+			}
+		})
+	}
+	if infeasible == 0 {
+		t.Error("no example shows an infeasible class with remedies")
+	}
+}
+
+func TestDailyLimitExample(t *testing.T) {
+	cp := mustPlan(t, example(t, "daily-limit-batch")).Classes[0]
+	if cp.Feasible || cp.BindingConstraint != "rpd" || cp.Batch == nil || cp.Batch.DailyLimits[0].OK {
+		t.Fatalf("daily-limit-batch: feasible %v bound by %s batch %+v; want the rpd limit to bind and fail", cp.Feasible, cp.BindingConstraint, cp.Batch)
+	}
+}
+
+func TestMeasuredCurveExampleUsesTheKnee(t *testing.T) {
+	p := mustPlan(t, example(t, "measured-curve"))
+	reports := p.Classes[1]
+	// semi safety 0.8 × knee 24 = 19.2 → 19.
+	if reports.Pool != 19 || reports.BindingConstraint != "knee" {
+		t.Fatalf("reports: pool %d by %s, want 19 by knee", reports.Pool, reports.BindingConstraint)
+	}
+	if !p.Classes[0].Feasible {
+		t.Fatalf("assistant should fit: %s", p.Classes[0].Explanation)
+	}
+}
+
+// TestWorkedExampleInConcepts holds the engine to the numbers worked by hand
+// in docs/concepts.md for docs/examples/chat.yaml.
+func TestWorkedExampleInConcepts(t *testing.T) {
+	cp := mustPlan(t, example(t, "chat")).Classes[0]
+	if cp.Predicted.MeanServiceMs != 3879.7 {
+		t.Errorf("E[S] = %g ms, want 3,879.7", cp.Predicted.MeanServiceMs)
+	}
+	for name, want := range map[string]int{"rpm": 174, "tpm": 39} {
+		if c := ceiling(cp, name); c == nil || *c.MaxPool != want {
+			t.Errorf("%s ceiling %+v, want %d", name, c, want)
+		}
+	}
+	if ceiling(cp, "slo_ttft").MaxPool != nil || ceiling(cp, "slo_e2e").MaxPool != nil {
+		t.Error("SLO ceilings should be unbounded")
+	}
+	if cp.Pool != 39 || cp.BindingConstraint != "tpm" || *cp.MinPool != 12 || !cp.Feasible {
+		t.Errorf("pool %d by %s, min_pool %d, feasible %v; want 39 by tpm, 12, true", cp.Pool, cp.BindingConstraint, *cp.MinPool, cp.Feasible)
+	}
+	if cp.TruncationRisk != 0.0105 || cp.Pacing.RateRPS != 10.1056 || cp.Pacing.Burst != 10 {
+		t.Errorf("truncation %g pacing %+v", cp.TruncationRisk, cp.Pacing)
+	}
+}

@@ -1,0 +1,47 @@
+package plan
+
+import (
+	"github.com/plannerdev/planner/internal/scenario"
+)
+
+func f(v float64) *float64 { return &v }
+
+func fixed(v float64) scenario.Dist      { return scenario.Dist{Fixed: f(v)} }
+func fixedMs(v float64) *scenario.Dist   { d := fixed(v); return &d }
+func pct(p50, p95 float64) scenario.Dist { return scenario.Dist{P50: f(p50), P95: f(p95)} }
+
+// handScenario is one class with a fixed service time of 2.5 s:
+// TTFT 500 ms + TPOT 20 ms × (101 − 1) output tokens, 1,000 input tokens.
+func handScenario(q scenario.Quota) scenario.Scenario {
+	q.Name = "key"
+	return scenario.Scenario{
+		Quotas:  []scenario.Quota{q},
+		Latency: scenario.Latency{TTFTMs: fixedMs(500), TPOTMs: fixedMs(20)},
+		Classes: []scenario.Class{{
+			Name: "work", Quota: "key", Mode: scenario.ModeInteractive,
+			InputTokens: fixed(1000), OutputTokens: fixed(101),
+		}},
+		Policy: scenario.Policy{MonteCarloDraws: 2000},
+	}
+}
+
+func mustPlan(t interface {
+	Helper()
+	Fatalf(string, ...any)
+}, s scenario.Scenario) *Plan {
+	t.Helper()
+	p, err := Compute(s)
+	if err != nil {
+		t.Fatalf("Compute: %v", err)
+	}
+	return p
+}
+
+func ceiling(cp ClassPlan, name string) *Ceiling {
+	for i := range cp.Ceilings {
+		if cp.Ceilings[i].Constraint == name {
+			return &cp.Ceilings[i]
+		}
+	}
+	return nil
+}

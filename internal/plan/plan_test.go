@@ -1,0 +1,238 @@
+package plan
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/plannerdev/planner/internal/model"
+	"github.com/plannerdev/planner/internal/scenario"
+)
+
+// TestHandWorkedCeilings checks each constraint against arithmetic done by
+// hand, with the fixed service time E[S] = 0.5 + 0.02 × 100 = 2.5 s and
+// headroom 0.9.
+func TestHandWorkedCeilings(t *testing.T) {
+	tests := []struct {
+		name       string
+		quota      scenario.Quota
+		maxTokens  int
+		constraint string
+		want       int
+	}{
+		// 0.9 × 600/60 = 9 req/s; × 2.5 s = 22.5 → 22.
+		{"rpm", scenario.Quota{RPM: 600}, 0, "rpm", 22},
+		// 0.9 × 1,200,000/60 = 18,000 tokens/s ÷ 1,101 = 16.35 req/s; × 2.5 = 40.9 → 40.
+		{"tpm actual", scenario.Quota{TPM: 1_200_000}, 0, "tpm", 40},
+		// max_tokens 400 counted at admission: ÷ 1,400 = 12.86 req/s; × 2.5 = 32.1 → 32.
+		{"tpm max_tokens", scenario.Quota{TPM: 1_200_000, TokenAccounting: "max_tokens"}, 400, "tpm", 32},
+		// 0.9 × 600,000/60 = 9,000 input tokens/s ÷ 1,000 = 9 req/s; × 2.5 = 22.5 → 22.
+		{"itpm", scenario.Quota{ITPM: 600_000}, 0, "itpm", 22},
+		// 0.9 × 100,000/60 = 1,500 output tokens/s ÷ 101 = 14.85 req/s; × 2.5 = 37.1 → 37.
+		{"otpm", scenario.Quota{OTPM: 100_000}, 0, "otpm", 37},
+		// 0.9 × 1,000,000 / 86,400 s = 10.42 req/s; × 2.5 = 26.0 → 26.
+		{"rpd", scenario.Quota{RPD: 1_000_000}, 0, "rpd", 26},
+		// Over 8 active hours: 0.9 × 1,000,000 / 28,800 s = 31.25 req/s; × 2.5 = 78.1 → 78.
+		{"rpd active hours", scenario.Quota{RPD: 1_000_000, ActiveHours: 8}, 0, "rpd", 78},
+		// 0.9 × 2e9 / 86,400 = 20,833 tokens/s ÷ 1,101 = 18.92 req/s; × 2.5 = 47.3 → 47.
+		{"tpd", scenario.Quota{TPD: 2_000_000_000}, 0, "tpd", 47},
+		// Headroom 0.5: 0.5 × 600/60 = 5 req/s; × 2.5 = 12.5 → 12.
+		{"headroom", scenario.Quota{RPM: 600, Headroom: 0.5}, 0, "rpm", 12},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := handScenario(tt.quota)
+			s.Classes[0].MaxTokens = tt.maxTokens
+			cp := mustPlan(t, s).Classes[0]
+			c := ceiling(cp, tt.constraint)
+			if c == nil || c.MaxPool == nil || *c.MaxPool != tt.want {
+				t.Fatalf("%s ceiling = %+v, want %d", tt.constraint, c, tt.want)
+			}
+			if cp.Pool != tt.want || cp.BindingConstraint != tt.constraint {
+				t.Errorf("pool %d bound by %s, want %d by %s", cp.Pool, cp.BindingConstraint, tt.want, tt.constraint)
+			}
+			if !strings.Contains(c.Detail, tt.constraint) || !strings.Contains(c.Detail, "2.5") {
+				t.Errorf("detail %q should name the constraint and E[S] 2.5 s", c.Detail)
+			}
+		})
+	}
+}
+
+func TestKneeCeilingAvoidsFloatingPointTrap(t *testing.T) {
+	// 0.7 × 30 is 20.999999999999996 in floating point; the ceiling is 21.
+	s := handScenario(scenario.Quota{RPM: 1e6})
+	s.Latency.Knee = intPtr(30)
+	cp := mustPlan(t, s).Classes[0]
+	if c := ceiling(cp, "knee"); c == nil || *c.MaxPool != 21 || cp.BindingConstraint != "knee" {
+		t.Fatalf("knee ceiling %+v, pool %d by %s; want 21 by knee", c, cp.Pool, cp.BindingConstraint)
+	}
+	s.Classes[0].Mode = scenario.ModeBatch
+	if c := ceiling(mustPlan(t, s).Classes[0], "knee"); *c.MaxPool != 30 {
+		t.Errorf("batch knee ceiling %d, want 30 (safety 1.0)", *c.MaxPool)
+	}
+}
+
+// curveScenario has a measured curve of two points, TTFT 200 ms at 8 in
+// flight and 1,400 ms at 16 (interpolated linearly between two points:
+// 200 + 150·(c − 8) ms), TPOT 20 ms throughout, and 51 output tokens, so
+// E2E(c) = TTFT(c) + 1,000 ms.
+func curveScenario() scenario.Scenario {
+	s := handScenario(scenario.Quota{RPM: 1e6})
+	s.Latency = scenario.Latency{Curve: []scenario.CurvePoint{
+		{Concurrency: 8, TTFTP50Ms: 200, TTFTP95Ms: 200, TPOTP50Ms: 20, TPOTP95Ms: 20},
+		{Concurrency: 16, TTFTP50Ms: 1400, TTFTP95Ms: 1400, TPOTP50Ms: 20, TPOTP95Ms: 20},
+	}}
+	s.Classes[0].OutputTokens = fixed(51)
+	return s
+}
+
+func TestSLOCeilingsOnACurve(t *testing.T) {
+	s := curveScenario()
+	// TTFT ≤ 800 ms: 200 + 150(c − 8) ≤ 800 → c ≤ 12.
+	// E2E ≤ 2,000 ms: TTFT ≤ 1,000 ms → c ≤ 13.33 → 13.
+	s.Classes[0].SLO = &scenario.SLO{TTFTP95Ms: 800, E2EP95Ms: 2000}
+	cp := mustPlan(t, s).Classes[0]
+	if c := ceiling(cp, "slo_ttft"); c == nil || c.MaxPool == nil || *c.MaxPool != 12 {
+		t.Errorf("slo_ttft ceiling %+v, want 12", c)
+	}
+	if c := ceiling(cp, "slo_e2e"); c == nil || c.MaxPool == nil || *c.MaxPool != 13 {
+		t.Errorf("slo_e2e ceiling %+v, want 13", c)
+	}
+	if cp.Pool != 12 || cp.BindingConstraint != "slo_ttft" {
+		t.Errorf("pool %d by %s, want 12 by slo_ttft", cp.Pool, cp.BindingConstraint)
+	}
+}
+
+func TestQuotaCeilingOnACurveIsSearched(t *testing.T) {
+	// X(c) = c / E[S(c)]: flat 1.2 s up to 8 (X(8) = 6.67 req/s), then
+	// E[S] = 1.2 + 0.15(c − 8) s, so X(c) tops out near 8 req/s at 16.
+	s := curveScenario()
+	s.Quotas[0].RPM = 7.5 * 60 / 0.9 // 7.5 req/s usable
+	cp := mustPlan(t, s).Classes[0]
+	// X(9) = 9/1.35 = 6.67, X(10) = 10/1.5 = 6.67, X(11) = 11/1.65 = 6.67:
+	// c/(1.2 + 0.15(c−8)) = c/(0.15c) → 6.67 for every c ≥ 8, never 7.5,
+	// but beyond 16 the saturated extrapolation keeps X flat too.
+	if c := ceiling(cp, "rpm"); c == nil || c.MaxPool != nil {
+		t.Fatalf("rpm ceiling %+v: the endpoint never sends 7.5 req/s, so it should be unbounded", c)
+	}
+	s.Quotas[0].RPM = 5 * 60 / 0.9 // 5 req/s: X(c) = c/1.2 > 5 from c = 7
+	cp = mustPlan(t, s).Classes[0]
+	if c := ceiling(cp, "rpm"); c == nil || c.MaxPool == nil || *c.MaxPool != 6 {
+		t.Fatalf("rpm ceiling %+v, want 6", c)
+	}
+}
+
+func TestPolicyCapWhenNothingLimits(t *testing.T) {
+	s := curveScenario()
+	s.Policy.MaxPool = 50
+	cp := mustPlan(t, s).Classes[0]
+	if cp.Pool != 50 || cp.BindingConstraint != ConstraintPolicy || len(cp.Warnings) == 0 {
+		t.Fatalf("pool %d by %s warnings %v, want 50 by policy_cap with a warning", cp.Pool, cp.BindingConstraint, cp.Warnings)
+	}
+}
+
+// TestMinPoolHandWorked: λ = 4 req/s and E[S] = 2.5 s (A = 10 erlangs,
+// cs² = 0). The wait is 0 with probability 1 − C, else exponential with
+// mean Wq/C, Wq = C/(c/E[S] − λ)·(1 + 0)/2, so p95(W) = (Wq/C)·ln(C/0.05):
+// c = 13: C = 0.28527, p95 = 2.5 + 0.726 = 3.23 s > 3 s;
+// c = 14: C = 0.17413, p95 = 2.5 + 0.390 = 2.89 s ≤ 3 s. So min_pool = 14.
+func TestMinPoolHandWorked(t *testing.T) {
+	s := handScenario(scenario.Quota{RPM: 600})
+	s.Policy.MonteCarloDraws = 20000
+	s.Classes[0].Demand = &scenario.Demand{RPS: 4}
+	s.Classes[0].SLO = &scenario.SLO{E2EP95Ms: 3000}
+	cp := mustPlan(t, s).Classes[0]
+	if cp.MinPool == nil || *cp.MinPool != 14 {
+		t.Fatalf("min_pool = %v, want 14", cp.MinPool)
+	}
+	// rpm allows 22 (see TestHandWorkedCeilings): feasible, pool 22.
+	if !cp.Feasible || cp.Pool != 22 {
+		t.Fatalf("pool %d feasible %v, want 22 and feasible", cp.Pool, cp.Feasible)
+	}
+	// At 22 the wait is tiny: C(10, 22) ≈ 0.0002, Wq = C/(8.8 − 4)/2.
+	wantWq := model.ErlangC(22, 10) / (22/2.5 - 4) / 2 * 1000
+	if got := *cp.Predicted.QueueWaitMeanMs; math.Abs(got-wantWq) > 0.1 {
+		t.Errorf("queue wait mean %g ms, want %g", got, wantWq)
+	}
+	if got := cp.Predicted.ThroughputRPS; got != 8.8 {
+		t.Errorf("throughput %g, want 22/2.5 = 8.8 req/s", got)
+	}
+	if got := cp.Predicted.Utilization["rpm"]; got != 0.4 {
+		t.Errorf("rpm utilization %g, want 4 × 60 / 600 = 0.4", got)
+	}
+}
+
+func TestInfeasibleClassGetsRemediesAndShed(t *testing.T) {
+	s := handScenario(scenario.Quota{RPM: 240}) // 3.6 req/s usable → ceiling 9
+	s.Classes[0].Demand = &scenario.Demand{RPS: 4}
+	s.Classes[0].SLO = &scenario.SLO{E2EP95Ms: 3000}
+	cp := mustPlan(t, s).Classes[0]
+	if cp.Feasible || cp.Pool != 9 {
+		t.Fatalf("pool %d feasible %v, want 9 and infeasible", cp.Pool, cp.Feasible)
+	}
+	if len(cp.Remedies) != 1 || cp.Remedies[0].Constraint != "rpm" {
+		t.Fatalf("remedies %+v, want one for rpm", cp.Remedies)
+	}
+	// min_pool 14 flat out sends 14/2.5 = 5.6 req/s: rpm = 5.6 × 60 / 0.9 = 373.3 → 374.
+	if got := cp.Remedies[0].Value; got != 374 {
+		t.Errorf("rpm remedy %g, want 374", got)
+	}
+	if cp.Shed == nil || cp.Shed.SustainableRPS <= 0 || cp.Shed.SustainableRPS >= 4 || math.Abs(cp.Shed.SustainableRPS+cp.Shed.ShedRPS-4) > 1e-3 {
+		t.Errorf("shed %+v", cp.Shed)
+	}
+	if !strings.Contains(cp.Explanation, "does not fit") || !strings.Contains(cp.Explanation, "374") {
+		t.Errorf("explanation %q should say it does not fit and name the remedy", cp.Explanation)
+	}
+}
+
+func TestTruncationRiskAndWarning(t *testing.T) {
+	s := handScenario(scenario.Quota{RPM: 600})
+	s.Classes[0].OutputTokens = pct(200, 600)
+	s.Classes[0].MaxTokens = 400
+	cp := mustPlan(t, s).Classes[0]
+	// P(X ≥ 400) = 1 − Φ(ln 2 / σ), σ = ln 3 / 1.6449 = 0.6679: 1 − Φ(1.0378) = 0.1497.
+	if math.Abs(cp.TruncationRisk-0.1497) > 1e-4 {
+		t.Errorf("truncation risk %g, want 0.1497", cp.TruncationRisk)
+	}
+	if !strings.Contains(strings.Join(cp.Warnings, " "), "max_tokens 400") {
+		t.Errorf("warnings %v should flag the truncation", cp.Warnings)
+	}
+}
+
+func TestBatchCompletionAndDailyLimit(t *testing.T) {
+	// 100,000 requests within 8 h; rpd 50,000: the daily share is
+	// 0.9 × 50,000 = 45,000, short of 100,000.
+	s := handScenario(scenario.Quota{RPM: 6000, RPD: 50000})
+	s.Classes[0].Mode = scenario.ModeBatch
+	s.Classes[0].Demand = &scenario.Demand{Requests: 100000, WithinHours: 8}
+	cp := mustPlan(t, s).Classes[0]
+	if cp.Batch == nil || len(cp.Batch.DailyLimits) != 1 || cp.Batch.DailyLimits[0].OK {
+		t.Fatalf("batch %+v: want the rpd check to fail", cp.Batch)
+	}
+	if d := cp.Batch.DailyLimits[0]; d.Needed != 100000 || d.Available != 45000 {
+		t.Errorf("rpd needed %g available %g, want 100,000 and 45,000", d.Needed, d.Available)
+	}
+	if cp.Feasible || cp.BindingConstraint != "rpd" {
+		t.Errorf("feasible %v bound by %s: the daily limit should bind", cp.Feasible, cp.BindingConstraint)
+	}
+}
+
+func TestPacingAndClientSettings(t *testing.T) {
+	s := handScenario(scenario.Quota{RPM: 600, BurstWindowS: 2})
+	s.Classes[0].SLO = &scenario.SLO{E2EP95Ms: 6000}
+	cp := mustPlan(t, s).Classes[0]
+	if cp.Pacing.RateRPS != 9 || cp.Pacing.Burst != 18 {
+		t.Errorf("pacing %+v, want 9 req/s with a burst of 18 (2 s window)", cp.Pacing)
+	}
+	// Admission: 6,000 − 2,500 ms p95 service = 3,500 ms.
+	if a := cp.Admission.MaxQueueWaitMs; a == nil || *a != 3500 || cp.Admission.RetryAfterS != 3 {
+		t.Errorf("admission %+v, want 3,500 ms and Retry-After 3 s", cp.Admission)
+	}
+	// Retry budget 3.5 s: sleeps 0.25 + 0.5 + 1 + 2 (cap 2) = 3.75 > 3.5, so 3 retries.
+	if cp.Retry.MaxAttempts != 4 || cp.Retry.CapMs != 2000 {
+		t.Errorf("retry %+v, want 4 attempts with a 2 s cap", cp.Retry)
+	}
+	if a := cp.Adaptive; a.Start != 22 || a.Ceiling != 22 || a.Floor != 1 || a.DecreaseFactor != 0.9 {
+		t.Errorf("adaptive %+v", a)
+	}
+}

@@ -1,0 +1,149 @@
+// Package plan combines the queueing model and the quotas into a plan: for
+// every task class the ceilings on its pool, the pool and the constraint
+// that binds it, the smallest pool its demand needs, the predicted latency
+// and quota use, client settings (pacing, admission, retry, adaptive) and,
+// when it does not fit, the changes that would make it fit (DESIGN §3).
+// It also runs what-if sweeps over a scenario.
+package plan
+
+// Constraint names (DESIGN §3.8), in the order that breaks ties.
+const (
+	ConstraintKnee     = "knee"
+	ConstraintSLOTTFT  = "slo_ttft"
+	ConstraintSLOE2E   = "slo_e2e"
+	ConstraintPolicy   = "policy_cap"
+	ConstraintDemand   = "demand"
+	unboundedThreshold = 1e9 // a closed-form ceiling above this is reported as unbounded
+)
+
+// Plan is the answer to a scenario. Its JSON names are a stable contract.
+type Plan struct {
+	Classes  []ClassPlan `json:"classes"`
+	Quotas   []QuotaPlan `json:"quotas"`
+	Warnings []string    `json:"warnings"`
+}
+
+// ClassPlan is the plan for one task class.
+type ClassPlan struct {
+	Name              string     `json:"name"`
+	Mode              string     `json:"mode"`
+	Quota             string     `json:"quota"`
+	Pool              int        `json:"pool" doc:"Client-side cap on in-flight requests; 0 when no pool fits."`
+	BindingConstraint string     `json:"binding_constraint" doc:"The ceiling that set the pool."`
+	TiedConstraints   []string   `json:"tied_constraints,omitempty" doc:"Other ceilings equal to the pool."`
+	Ceilings          []Ceiling  `json:"ceilings"`
+	MinPool           *int       `json:"min_pool" doc:"Smallest pool that serves the demand within the SLO; null when no pool up to 100,000 does."`
+	Feasible          bool       `json:"feasible"`
+	Predicted         Predicted  `json:"predicted"`
+	Pacing            Pacing     `json:"pacing"`
+	Admission         Admission  `json:"admission"`
+	Retry             Retry      `json:"retry"`
+	Adaptive          Adaptive   `json:"adaptive"`
+	TruncationRisk    float64    `json:"truncation_risk" doc:"P(output tokens >= max_tokens): the share of answers the cap cuts short."`
+	Batch             *BatchPlan `json:"batch,omitempty"`
+	Shed              *Shed      `json:"shed,omitempty"`
+	Remedies          []Remedy   `json:"remedies"`
+	Explanation       string     `json:"explanation"`
+	Warnings          []string   `json:"warnings"`
+}
+
+// Ceiling is one upper bound on a class's pool.
+type Ceiling struct {
+	Constraint string `json:"constraint"`
+	MaxPool    *int   `json:"max_pool" doc:"Largest pool that keeps the constraint; null when no pool up to the search limit breaks it."`
+	Detail     string `json:"detail" doc:"How the value was derived, in words and numbers."`
+}
+
+// Predicted is what the model expects at the planned pool.
+type Predicted struct {
+	MeanServiceMs   float64            `json:"mean_service_ms"`
+	ThroughputRPS   float64            `json:"throughput_rps" doc:"Requests per second with the pool full: pool / E[S]."`
+	OfferedRPS      float64            `json:"offered_rps,omitempty" doc:"The stated demand."`
+	TTFTP95Ms       *float64           `json:"ttft_p95_ms" doc:"Queue wait included when demand is given; null when the queue would grow without bound."`
+	E2EP95Ms        *float64           `json:"e2e_p95_ms"`
+	QueueWaitMeanMs *float64           `json:"queue_wait_mean_ms"`
+	QueueWaitP95Ms  *float64           `json:"queue_wait_p95_ms"`
+	Utilization     map[string]float64 `json:"utilization" doc:"Share of each limit of the key this class uses at its demand (or its pool when no demand is given)."`
+	Extrapolated    bool               `json:"extrapolated,omitempty" doc:"The pool lies outside the measured curve."`
+}
+
+// Pacing is a token bucket that keeps a client from starting requests faster
+// than the quota allows, even when the whole pool frees at once.
+type Pacing struct {
+	RateRPS float64 `json:"rate_rps"`
+	Burst   int     `json:"burst"`
+}
+
+// Admission is the shedding rule for requests that would wait too long.
+type Admission struct {
+	MaxQueueWaitMs *float64 `json:"max_queue_wait_ms" doc:"Shed a request that has waited this long for a slot: slo_e2e minus the p95 service time; null without an e2e SLO."`
+	Status         int      `json:"status"`
+	RetryAfterS    int      `json:"retry_after_s"`
+}
+
+// Retry is the retry policy for 429s and timeouts: exponential backoff with
+// full jitter, sleep = random(0, min(cap, base·2ⁿ)), sized to fit the deadline.
+type Retry struct {
+	MaxAttempts  int      `json:"max_attempts"`
+	BaseMs       float64  `json:"base_ms"`
+	CapMs        float64  `json:"cap_ms"`
+	Jitter       string   `json:"jitter"`
+	HonorHeaders []string `json:"honor_headers" doc:"Headers that set the wait instead of the backoff, in order."`
+	DeadlineMs   float64  `json:"deadline_ms"`
+}
+
+// Adaptive are AIMD settings for clients that resize the pool at run time.
+type Adaptive struct {
+	Start            int     `json:"start"`
+	DecreaseFactor   float64 `json:"decrease_factor"`
+	IncreaseStep     int     `json:"increase_step"`
+	IncreaseWhenUsed float64 `json:"increase_when_used" doc:"Grow only while at least this fraction of the pool is in use."`
+	Floor            int     `json:"floor"`
+	Ceiling          int     `json:"ceiling"`
+}
+
+// BatchPlan says when a batch finishes and whether daily limits allow it.
+type BatchPlan struct {
+	Requests        float64      `json:"requests"`
+	WithinHours     float64      `json:"within_hours"`
+	CompletionHours *float64     `json:"completion_hours" doc:"At the pool's throughput; null when the pool is 0."`
+	MeetsWindow     bool         `json:"meets_window"`
+	DailyLimits     []DailyCheck `json:"daily_limits,omitempty"`
+}
+
+// DailyCheck compares a batch's total use of a daily limit with its share.
+type DailyCheck struct {
+	Constraint string  `json:"constraint"`
+	Needed     float64 `json:"needed"`
+	Available  float64 `json:"available"`
+	OK         bool    `json:"ok"`
+}
+
+// Shed is the load a class must drop to become feasible at its pool.
+type Shed struct {
+	SustainableRPS float64 `json:"sustainable_rps" doc:"Largest arrival rate the pool serves within the SLO."`
+	ShedRPS        float64 `json:"shed_rps"`
+}
+
+// Remedy is one change that lifts a ceiling to the class's min_pool.
+type Remedy struct {
+	Constraint string  `json:"constraint"`
+	Change     string  `json:"change"`
+	Value      float64 `json:"value" doc:"The new limit or setting."`
+}
+
+// QuotaPlan shows how one key is divided and how much of it is used.
+type QuotaPlan struct {
+	Name        string             `json:"name"`
+	Limits      map[string]float64 `json:"limits"`
+	Usable      map[string]float64 `json:"usable" doc:"Limits times headroom."`
+	Allocations []Allocation       `json:"allocations"`
+	Utilization map[string]float64 `json:"utilization" doc:"Expected share of each limit used at the stated demand (pools flat out for classes without demand)."`
+}
+
+// Allocation is one class's share of a key, in each limit's own unit.
+type Allocation struct {
+	Class    string             `json:"class"`
+	Allotted map[string]float64 `json:"allotted"`
+	Reserved map[string]float64 `json:"reserved,omitempty" doc:"What the class's min_pool needs, reserved first under priority allocation."`
+}

@@ -1,0 +1,105 @@
+// Package quota turns an API key's rate limits into usable capacity per
+// second, measures what one request uses of each limit, and divides a shared
+// key among the task classes that use it (DESIGN §3.3 and §3.5).
+package quota
+
+import (
+	"math"
+
+	"github.com/plannerdev/planner/internal/scenario"
+)
+
+// Dimension is one kind of limit on a key.
+type Dimension int
+
+// The dimensions, in the order in which ties between ceilings are broken.
+const (
+	RPM Dimension = iota
+	TPM
+	ITPM
+	OTPM
+	RPD
+	TPD
+	NumDimensions
+)
+
+var names = [NumDimensions]string{"rpm", "tpm", "itpm", "otpm", "rpd", "tpd"}
+
+// String is the dimension's name in scenarios and plans.
+func (d Dimension) String() string { return names[d] }
+
+// Daily reports whether the limit is per day (else per minute).
+func (d Dimension) Daily() bool { return d == RPD || d == TPD }
+
+// Unit names what the dimension counts.
+func (d Dimension) Unit() string {
+	if d == RPM || d == RPD {
+		return "requests"
+	}
+	return "tokens"
+}
+
+// Vector holds one value per dimension.
+type Vector [NumDimensions]float64
+
+// Key is one quota with its defaults applied.
+type Key struct {
+	scenario.Quota
+}
+
+// Limit is the key's limit on d in its own unit (per minute or per day), or
+// 0 when the key has none.
+func (k Key) Limit(d Dimension) float64 {
+	return [NumDimensions]float64{k.RPM, k.TPM, k.ITPM, k.OTPM, k.RPD, k.TPD}[d]
+}
+
+// Seconds is the period a limit on d is spread over: 60 for per-minute
+// limits, active_hours·3600 for daily ones.
+func (k Key) Seconds(d Dimension) float64 {
+	if d.Daily() {
+		return k.ActiveHours * 3600
+	}
+	return 60
+}
+
+// Capacity is the usable rate on d in units per second: h·L/60 for a
+// per-minute limit and h·L/(active_hours·3600) for a daily one, with h the
+// headroom. It is +Inf when the key has no limit on d.
+func (k Key) Capacity(d Dimension) float64 {
+	l := k.Limit(d)
+	if l <= 0 {
+		return math.Inf(1)
+	}
+	return k.Headroom * l / k.Seconds(d)
+}
+
+// LimitFor is the inverse of Capacity: the limit (per minute or per day,
+// before headroom) that gives a usable rate of capacity units per second.
+func (k Key) LimitFor(d Dimension, capacity float64) float64 {
+	return capacity * k.Seconds(d) / k.Headroom
+}
+
+// Request describes the mean size of one request of a class.
+type Request struct {
+	MeanIn         float64 // E[input tokens]
+	MeanOut        float64 // E[output tokens], after the max_tokens clip
+	MaxTokens      float64 // the max_tokens cap, 0 when none
+	CachedFraction float64 // fraction of input tokens read from the prompt cache
+}
+
+// Use is what one request counts against each limit of k (DESIGN §3.3):
+// 1 for rpm and rpd; E[in] + E[out] for tpm and tpd, with max_tokens in
+// place of E[out] when the key counts max_tokens at admission; E[in] for
+// itpm, less cached input when the key does not count it; E[out] (or
+// max_tokens) for otpm.
+func (k Key) Use(r Request) Vector {
+	out := r.MeanOut
+	if k.TokenAccounting == scenario.AccountingMaxTokens && r.MaxTokens > 0 {
+		out = r.MaxTokens
+	}
+	in := r.MeanIn
+	if k.CachedInputFree {
+		in *= 1 - r.CachedFraction
+	}
+	return Vector{RPM: 1, TPM: r.MeanIn + out, ITPM: in, OTPM: out, RPD: 1, TPD: r.MeanIn + out}
+}

@@ -1,0 +1,89 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/plannerdev/planner/internal/plan"
+)
+
+// WriteMarkdown writes a plan as a Markdown document: a summary table, then
+// for each class its explanation, ceilings, remedies and warnings, then the
+// division of each key.
+func WriteMarkdown(w io.Writer, p *plan.Plan) error {
+	ew := &errWriter{w: w}
+	fmt.Fprintln(ew, "# Capacity plan")
+	fmt.Fprintln(ew)
+	fmt.Fprintln(ew, "| Class | Mode | Key | Pool | Binding | Min pool | Fits | TTFT p95 | E2E p95 | Throughput |")
+	fmt.Fprintln(ew, "|---|---|---|--:|---|--:|---|--:|--:|--:|")
+	for _, c := range p.Classes {
+		fmt.Fprintf(ew, "| %s | %s | %s | %d | **%s** | %s | %s | %s | %s | %s req/s |\n",
+			mdEscape(c.Name), c.Mode, mdEscape(c.Quota), c.Pool, c.BindingConstraint, intOrDash(c.MinPool),
+			yesNo(c.Feasible), msOrDash(c.Predicted.TTFTP95Ms), msOrDash(c.Predicted.E2EP95Ms), fmtNum(c.Predicted.ThroughputRPS))
+	}
+	for _, c := range p.Classes {
+		fmt.Fprintf(ew, "\n## %s\n\n%s\n\n", mdEscape(c.Name), c.Explanation)
+		fmt.Fprintln(ew, "| Constraint | Max pool | Derivation |")
+		fmt.Fprintln(ew, "|---|--:|---|")
+		for _, ce := range c.Ceilings {
+			name := ce.Constraint
+			if name == c.BindingConstraint {
+				name = "**" + name + "** (binds)"
+			}
+			fmt.Fprintf(ew, "| %s | %s | %s |\n", name, intOrDash(ce.MaxPool), mdEscape(ce.Detail))
+		}
+		fmt.Fprintf(ew, "\nClient settings: pacing %s req/s with a burst of %d; AIMD from %d between %d and %d; up to %d attempts with full-jitter backoff from %s ms (cap %s ms).\n",
+			fmtNum(c.Pacing.RateRPS), c.Pacing.Burst, c.Adaptive.Start, c.Adaptive.Floor, c.Adaptive.Ceiling,
+			c.Retry.MaxAttempts, fmtNum(c.Retry.BaseMs), fmtNum(c.Retry.CapMs))
+		if a := c.Admission.MaxQueueWaitMs; a != nil {
+			fmt.Fprintf(ew, "Shed a request that waits more than %s ms for a slot, with %d and Retry-After: %d.\n", fmtNum(*a), c.Admission.Status, c.Admission.RetryAfterS)
+		}
+		if len(c.Remedies) > 0 {
+			fmt.Fprintln(ew, "\nTo make it fit:")
+			for _, r := range c.Remedies {
+				fmt.Fprintf(ew, "- %s\n", mdEscape(r.Change))
+			}
+		}
+		if len(c.Warnings) > 0 {
+			fmt.Fprintln(ew, "\nWarnings:")
+			for _, warn := range c.Warnings {
+				fmt.Fprintf(ew, "- %s\n", mdEscape(warn))
+			}
+		}
+	}
+	for _, q := range p.Quotas {
+		fmt.Fprintf(ew, "\n## Key %s\n\n%s.\n\n", mdEscape(q.Name), strings.ToUpper(utilization(q.Utilization)[:1])+utilization(q.Utilization)[1:])
+		fmt.Fprintln(ew, "| Class | Allotted | Reserved |")
+		fmt.Fprintln(ew, "|---|---|---|")
+		for _, a := range q.Allocations {
+			fmt.Fprintf(ew, "| %s | %s | %s |\n", mdEscape(a.Class), limits(a.Allotted), limits(a.Reserved))
+		}
+	}
+	if len(p.Warnings) > 0 {
+		fmt.Fprintln(ew, "\n## Warnings")
+		fmt.Fprintln(ew)
+		for _, warn := range p.Warnings {
+			fmt.Fprintf(ew, "- %s\n", mdEscape(warn))
+		}
+	}
+	return ew.err
+}
+
+func limits(m map[string]float64) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, d := range []string{"rpm", "tpm", "itpm", "otpm", "rpd", "tpd"} {
+		if v, ok := m[d]; ok {
+			parts = append(parts, d+" "+fmtNum(v))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// mdEscape keeps table cells and list items intact.
+func mdEscape(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}

@@ -1,0 +1,209 @@
+package scenario
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// FieldError is one problem in a scenario, located by its path
+// (for example "classes[1].output_tokens.p95").
+type FieldError struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+func (e FieldError) Error() string {
+	if e.Path == "" {
+		return e.Message
+	}
+	return e.Path + ": " + e.Message
+}
+
+// Errors is every problem found in a scenario.
+type Errors []FieldError
+
+func (es Errors) Error() string {
+	if len(es) == 1 {
+		return es[0].Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d problems:", len(es))
+	for _, e := range es {
+		b.WriteString("\n  ")
+		b.WriteString(e.Error())
+	}
+	return b.String()
+}
+
+// checker collects problems under a path prefix.
+type checker struct{ errs Errors }
+
+func (c *checker) add(path, format string, args ...any) {
+	c.errs = append(c.errs, FieldError{Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+// Check returns the problems that the schema alone cannot express: rules
+// that span fields (p95 >= p50, one form per distribution, names that must
+// exist or be unique, a latency profile for every class). It assumes nothing
+// about the values the schema checks, so it is safe on a scenario that
+// failed schema validation.
+func (s Scenario) Check() Errors {
+	var c checker
+	quotas := map[string]Quota{}
+	for i, q := range s.Quotas {
+		p := fmt.Sprintf("quotas[%d]", i)
+		if _, dup := quotas[q.Name]; dup && q.Name != "" {
+			c.add(p+".name", "duplicate quota name %q", q.Name)
+		}
+		quotas[q.Name] = q
+		if q.RPM <= 0 && q.TPM <= 0 && q.ITPM <= 0 && q.OTPM <= 0 && q.RPD <= 0 && q.TPD <= 0 {
+			c.add(p, "set at least one limit: rpm, tpm, itpm, otpm, rpd or tpd")
+		}
+	}
+	if !s.Latency.IsZero() {
+		c.latency("latency", s.Latency)
+	}
+	names := map[string]bool{}
+	for i, cl := range s.Classes {
+		p := fmt.Sprintf("classes[%d]", i)
+		if names[cl.Name] && cl.Name != "" {
+			c.add(p+".name", "duplicate class name %q", cl.Name)
+		}
+		names[cl.Name] = true
+		q, ok := quotas[cl.Quota]
+		if !ok && cl.Quota != "" {
+			c.add(p+".quota", "no quota named %q", cl.Quota)
+		}
+		if ok && q.TokenAccounting == AccountingMaxTokens && cl.MaxTokens == 0 {
+			c.add(p+".max_tokens", "required: quota %q counts max_tokens at admission", q.Name)
+		}
+		if cl.Demand != nil {
+			c.demand(p+".demand", *cl.Demand)
+		}
+		c.dist(p+".input_tokens", cl.InputTokens)
+		c.dist(p+".output_tokens", cl.OutputTokens)
+		switch {
+		case cl.Latency != nil && !cl.Latency.IsZero():
+			c.latency(p+".latency", *cl.Latency)
+			c.profile(p+".latency", *cl.Latency)
+		case s.Latency.IsZero():
+			c.add(p+".latency", "no latency profile: give ttft_ms and tpot_ms or a curve, here or at the top level")
+		default:
+			c.profile("latency", s.Latency)
+		}
+	}
+	return dedupe(c.errs)
+}
+
+// profile requires a usable latency model: a curve, or both TTFT and TPOT.
+func (c *checker) profile(p string, l Latency) {
+	if len(l.Curve) > 0 {
+		return
+	}
+	if l.TTFTMs == nil {
+		c.add(p+".ttft_ms", "required without a curve")
+	}
+	if l.TPOTMs == nil {
+		c.add(p+".tpot_ms", "required without a curve")
+	}
+}
+
+func (c *checker) latency(p string, l Latency) {
+	if l.TTFTMs != nil {
+		c.dist(p+".ttft_ms", *l.TTFTMs)
+	}
+	if l.TPOTMs != nil {
+		c.dist(p+".tpot_ms", *l.TPOTMs)
+	}
+	seen := map[int]bool{}
+	for i, pt := range l.Curve {
+		pp := fmt.Sprintf("%s.curve[%d]", p, i)
+		if seen[pt.Concurrency] {
+			c.add(pp+".concurrency", "concurrency %d appears twice", pt.Concurrency)
+		}
+		seen[pt.Concurrency] = true
+		if pt.TTFTP95Ms < pt.TTFTP50Ms {
+			c.add(pp+".ttft_p95_ms", "must be >= ttft_p50_ms")
+		}
+		if pt.TPOTP95Ms < pt.TPOTP50Ms {
+			c.add(pp+".tpot_p95_ms", "must be >= tpot_p50_ms")
+		}
+		if pt.E2EP95Ms < pt.E2EP50Ms {
+			c.add(pp+".e2e_p95_ms", "must be >= e2e_p50_ms")
+		}
+	}
+}
+
+func (c *checker) demand(p string, d Demand) {
+	forms := 0
+	for _, v := range []float64{d.RPS, d.RPM, d.Requests} {
+		if v > 0 {
+			forms++
+		}
+	}
+	switch {
+	case forms != 1:
+		c.add(p, "give exactly one of rps, rpm, or requests with within_hours")
+	case d.Requests > 0 && d.WithinHours <= 0:
+		c.add(p+".within_hours", "required with requests")
+	case d.Requests <= 0 && d.WithinHours > 0:
+		c.add(p+".requests", "required with within_hours")
+	}
+}
+
+// dist checks that exactly one form is given and that its values fit it.
+func (c *checker) dist(p string, d Dist) {
+	forms := 0
+	if d.Fixed != nil {
+		forms++
+	}
+	if d.P50 != nil || d.P95 != nil {
+		forms++
+		switch {
+		case d.P50 == nil:
+			c.add(p+".p50", "required with p95")
+		case d.P95 == nil:
+			c.add(p+".p95", "required with p50")
+		case *d.P95 < *d.P50:
+			c.add(p+".p95", "must be >= p50")
+		}
+	}
+	if d.Mean != nil || d.Stddev != nil {
+		forms++
+		switch {
+		case d.Mean == nil:
+			c.add(p+".mean", "required with stddev")
+		case d.Stddev == nil:
+			c.add(p+".stddev", "required with mean")
+		}
+	}
+	if d.Samples != nil {
+		forms++
+		for i, v := range d.Samples {
+			if !(v >= 0) || math.IsInf(v, 0) || v > 1e9 {
+				c.add(fmt.Sprintf("%s.samples[%d]", p, i), "must be a finite number between 0 and 1e9")
+				break
+			}
+		}
+	}
+	switch forms {
+	case 0:
+		c.add(p, "give one of fixed, p50 and p95, mean and stddev, or samples")
+	case 1:
+	default:
+		c.add(p, "give only one of fixed, p50 and p95, mean and stddev, or samples")
+	}
+}
+
+func dedupe(es Errors) Errors {
+	seen := map[FieldError]bool{}
+	out := es[:0]
+	for _, e := range es {
+		if !seen[e] {
+			seen[e] = true
+			out = append(out, e)
+		}
+	}
+	return out
+}

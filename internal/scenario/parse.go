@@ -1,0 +1,100 @@
+package scenario
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/danielgtaylor/huma/v2"
+	"sigs.k8s.io/yaml"
+)
+
+// schema is the JSON Schema of Scenario generated from its struct tags, the
+// same one the API publishes and validates requests with.
+var schema = sync.OnceValues(func() (huma.Registry, *huma.Schema) {
+	reg := huma.NewMapRegistry("#/components/schemas/", huma.DefaultSchemaNamer)
+	return reg, reg.Schema(reflect.TypeFor[Scenario](), true, "Scenario")
+})
+
+// Parse reads a scenario from YAML or JSON and returns it with every problem
+// found: schema violations (types, ranges, unknown fields) and the rules of
+// Check. The error is Errors when the document parsed but is invalid.
+func Parse(data []byte) (Scenario, error) {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return Scenario{}, fmt.Errorf("scenario is neither valid YAML nor JSON: %w", err)
+	}
+	var generic any
+	if err := json.Unmarshal(js, &generic); err != nil {
+		return Scenario{}, fmt.Errorf("scenario: %w", err)
+	}
+	if _, ok := generic.(map[string]any); !ok {
+		return Scenario{}, errors.New("scenario must be a mapping with quotas, latency, classes and policy")
+	}
+	var errs Errors
+	reg, sch := schema()
+	res := &huma.ValidateResult{}
+	huma.Validate(reg, sch, huma.NewPathBuffer(nil, 0), huma.ModeWriteToServer, generic, res)
+	for _, e := range res.Errors {
+		var d *huma.ErrorDetail
+		if errors.As(e, &d) {
+			errs = append(errs, FieldError{Path: strings.TrimPrefix(d.Location, "."), Message: d.Message})
+		} else {
+			errs = append(errs, FieldError{Message: e.Error()})
+		}
+	}
+	var s Scenario
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil && len(errs) == 0 {
+		return Scenario{}, fmt.Errorf("scenario: %w", err)
+	}
+	errs = append(errs, onlyNewPaths(errs, s.Check())...)
+	if len(errs) > 0 {
+		slices.SortStableFunc(errs, func(a, b FieldError) int { return comparePaths(a.Path, b.Path) })
+		return s, errs
+	}
+	return s, nil
+}
+
+// onlyNewPaths drops rule problems on paths that already have a schema
+// problem, so that one bad value is reported once.
+func onlyNewPaths(have, more Errors) Errors {
+	bad := map[string]bool{}
+	for _, e := range have {
+		bad[e.Path] = true
+	}
+	var out Errors
+	for _, e := range more {
+		if !bad[e.Path] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// comparePaths orders paths as a reader expects: field by field, with list
+// indexes compared as numbers (classes[2] before classes[10]).
+func comparePaths(a, b string) int {
+	split := func(p string) []string {
+		return strings.FieldsFunc(p, func(r rune) bool { return r == '.' || r == '[' || r == ']' })
+	}
+	pa, pb := split(a), split(b)
+	for i := range min(len(pa), len(pb)) {
+		na, errA := strconv.Atoi(pa[i])
+		nb, errB := strconv.Atoi(pb[i])
+		switch {
+		case errA == nil && errB == nil && na != nb:
+			return na - nb
+		case (errA != nil || errB != nil) && pa[i] != pb[i]:
+			return strings.Compare(pa[i], pb[i])
+		}
+	}
+	return len(pa) - len(pb)
+}

@@ -1,0 +1,138 @@
+// Package scenario defines the planning input of DESIGN §3.0: quota tiers,
+// latency profiles (distributions or a measured curve), task classes and the
+// planning policy. It is the document that the command line reads from YAML
+// or JSON, that the API receives, and that measurements convert into, so its
+// JSON names are a public contract. Struct tags carry the OpenAPI schema
+// (shapes and ranges); Check adds the rules that span fields.
+package scenario
+
+// Scenario is everything a plan needs.
+type Scenario struct {
+	Quotas  []Quota `json:"quotas" minItems:"1" maxItems:"32" doc:"One entry per API key or deployment."`
+	Latency Latency `json:"latency,omitzero" doc:"Default latency profile; a class may carry its own."`
+	Classes []Class `json:"classes" minItems:"1" maxItems:"32" doc:"Task classes, each with its own pool."`
+	Policy  Policy  `json:"policy,omitzero" doc:"How quotas are shared and how the plan is computed."`
+}
+
+// Quota is the rate limit of one API key or deployment. A limit of zero (or
+// absent) means the key has no such limit.
+type Quota struct {
+	Name            string  `json:"name" minLength:"1" maxLength:"64" pattern:"^[A-Za-z0-9][A-Za-z0-9._-]*$" doc:"Name that classes refer to." example:"prod"`
+	RPM             float64 `json:"rpm,omitempty" minimum:"0" maximum:"1e12" doc:"Requests per minute."`
+	TPM             float64 `json:"tpm,omitempty" minimum:"0" maximum:"1e13" doc:"Tokens (input + output) per minute."`
+	ITPM            float64 `json:"itpm,omitempty" minimum:"0" maximum:"1e13" doc:"Input tokens per minute."`
+	OTPM            float64 `json:"otpm,omitempty" minimum:"0" maximum:"1e13" doc:"Output tokens per minute."`
+	RPD             float64 `json:"rpd,omitempty" minimum:"0" maximum:"1e13" doc:"Requests per day."`
+	TPD             float64 `json:"tpd,omitempty" minimum:"0" maximum:"1e15" doc:"Tokens per day."`
+	TokenAccounting string  `json:"token_accounting,omitempty" enum:"actual,max_tokens" default:"actual" doc:"How the provider counts output tokens against tpm, otpm and tpd: the tokens produced, or max_tokens reserved at admission (OpenAI, Azure OpenAI)."`
+	Headroom        float64 `json:"headroom,omitempty" exclusiveMinimum:"0" maximum:"1" default:"0.9" doc:"Fraction of each limit the plan may use."`
+	BurstWindowS    float64 `json:"burst_window_s,omitempty" exclusiveMinimum:"0" maximum:"3600" default:"1" doc:"Window, in seconds, over which the provider enforces per-minute limits."`
+	ActiveHours     float64 `json:"active_hours,omitempty" exclusiveMinimum:"0" maximum:"24" default:"24" doc:"Hours a day the key is used, over which daily limits are spread."`
+	CachedInputFree bool    `json:"cached_input_free,omitempty" doc:"Cached input tokens do not count against itpm."`
+}
+
+// Latency is a latency profile: TTFT and TPOT distributions, or a measured
+// latency-versus-concurrency curve (which then takes precedence), and the
+// measured knee.
+type Latency struct {
+	TTFTMs         *Dist        `json:"ttft_ms,omitempty" doc:"Time to first token, milliseconds (load independent)."`
+	TPOTMs         *Dist        `json:"tpot_ms,omitempty" doc:"Time per output token after the first, milliseconds (load independent)."`
+	PrefillMsPer1K float64      `json:"prefill_ms_per_1k_tokens,omitempty" minimum:"0" maximum:"1e6" doc:"Extra TTFT per 1,000 input tokens, milliseconds; used without a curve."`
+	Curve          []CurvePoint `json:"curve,omitempty" maxItems:"256" doc:"Measured points by concurrency; when present, TTFT and TPOT follow it."`
+	Knee           *int         `json:"knee,omitempty" minimum:"1" maximum:"100000" doc:"Measured knee concurrency."`
+}
+
+// IsZero reports whether no profile is given.
+func (l Latency) IsZero() bool {
+	return l.TTFTMs == nil && l.TPOTMs == nil && l.PrefillMsPer1K == 0 && len(l.Curve) == 0 && l.Knee == nil
+}
+
+// CurvePoint is one measured step of a ramp (DESIGN §3.6).
+type CurvePoint struct {
+	Concurrency     int     `json:"concurrency" minimum:"1" maximum:"100000"`
+	TTFTP50Ms       float64 `json:"ttft_p50_ms" exclusiveMinimum:"0" maximum:"1e7"`
+	TTFTP95Ms       float64 `json:"ttft_p95_ms" exclusiveMinimum:"0" maximum:"1e7"`
+	TPOTP50Ms       float64 `json:"tpot_p50_ms" exclusiveMinimum:"0" maximum:"1e6"`
+	TPOTP95Ms       float64 `json:"tpot_p95_ms" exclusiveMinimum:"0" maximum:"1e6"`
+	E2EP50Ms        float64 `json:"e2e_p50_ms,omitempty" minimum:"0" maximum:"1e8"`
+	E2EP95Ms        float64 `json:"e2e_p95_ms,omitempty" minimum:"0" maximum:"1e8"`
+	ThroughputRPS   float64 `json:"throughput_rps,omitempty" minimum:"0" maximum:"1e9"`
+	OutputTPS       float64 `json:"output_tps,omitempty" minimum:"0" maximum:"1e12"`
+	GoodputRPS      float64 `json:"goodput_rps,omitempty" minimum:"0" maximum:"1e9"`
+	ErrorRate       float64 `json:"error_rate,omitempty" minimum:"0" maximum:"1"`
+	RateLimitedRate float64 `json:"rate_limited_rate,omitempty" minimum:"0" maximum:"1" doc:"Fraction of the step's requests answered 429."`
+}
+
+// Dist is a distribution given as exactly one of: fixed; p50 and p95
+// (lognormal); mean and stddev (lognormal by moments); samples (empirical).
+// Max optionally clips it.
+type Dist struct {
+	Fixed   *float64  `json:"fixed,omitempty" minimum:"0" maximum:"1e9"`
+	P50     *float64  `json:"p50,omitempty" exclusiveMinimum:"0" maximum:"1e9"`
+	P95     *float64  `json:"p95,omitempty" exclusiveMinimum:"0" maximum:"1e9"`
+	Mean    *float64  `json:"mean,omitempty" exclusiveMinimum:"0" maximum:"1e9"`
+	Stddev  *float64  `json:"stddev,omitempty" minimum:"0" maximum:"1e9"`
+	Samples []float64 `json:"samples,omitempty" minItems:"1" maxItems:"10000" doc:"Measured values, each of equal weight."`
+	Max     *float64  `json:"max,omitempty" exclusiveMinimum:"0" maximum:"1e9" doc:"Clip at this value."`
+}
+
+// Class is one kind of work with its own pool.
+type Class struct {
+	Name                string   `json:"name" minLength:"1" maxLength:"64" pattern:"^[A-Za-z0-9][A-Za-z0-9._-]*$" example:"chat"`
+	Quota               string   `json:"quota" minLength:"1" maxLength:"64" doc:"Name of the quota (API key) the class uses."`
+	Mode                string   `json:"mode" enum:"interactive,semi,batch" doc:"Sets the priority and the knee safety factor."`
+	Demand              *Demand  `json:"demand,omitempty" doc:"Arrival rate; without it the class runs as fast as its share allows."`
+	InputTokens         Dist     `json:"input_tokens"`
+	OutputTokens        Dist     `json:"output_tokens"`
+	MaxTokens           int      `json:"max_tokens,omitempty" minimum:"1" maximum:"10000000" doc:"Cap on output tokens; required when the quota counts max_tokens."`
+	SLO                 *SLO     `json:"slo,omitempty"`
+	Latency             *Latency `json:"latency,omitempty" doc:"Latency profile for this class instead of the default."`
+	Weight              float64  `json:"weight,omitempty" exclusiveMinimum:"0" maximum:"1e6" default:"1" doc:"Share of a quota among classes of equal standing."`
+	Priority            int      `json:"priority,omitempty" minimum:"-1000" maximum:"1000" doc:"Order within a mode under priority allocation; lower goes first."`
+	CachedInputFraction float64  `json:"cached_input_fraction,omitempty" minimum:"0" maximum:"1" doc:"Fraction of input tokens served from the provider's prompt cache."`
+	ArrivalSCV          *float64 `json:"arrival_scv,omitempty" minimum:"0" maximum:"100" doc:"Squared coefficient of variation of inter-arrival times: 1 (the default) for Poisson arrivals, 0 for evenly paced ones."`
+}
+
+// Demand is a class's arrival rate: exactly one of rps, rpm, or a batch of
+// requests to finish within a number of hours.
+type Demand struct {
+	RPS         float64 `json:"rps,omitempty" minimum:"0" maximum:"1e7"`
+	RPM         float64 `json:"rpm,omitempty" minimum:"0" maximum:"1e9"`
+	Requests    float64 `json:"requests,omitempty" minimum:"0" maximum:"1e12"`
+	WithinHours float64 `json:"within_hours,omitempty" minimum:"0" maximum:"8760"`
+}
+
+// Rate is the demand in requests per second.
+func (d Demand) Rate() float64 {
+	switch {
+	case d.RPS > 0:
+		return d.RPS
+	case d.RPM > 0:
+		return d.RPM / 60
+	case d.Requests > 0 && d.WithinHours > 0:
+		return d.Requests / (d.WithinHours * 3600)
+	}
+	return 0
+}
+
+// SLO is a class's latency target.
+type SLO struct {
+	TTFTP95Ms float64 `json:"ttft_p95_ms,omitempty" minimum:"0" maximum:"1e8"`
+	E2EP95Ms  float64 `json:"e2e_p95_ms,omitempty" minimum:"0" maximum:"1e9"`
+}
+
+// Policy sets how the plan is computed.
+type Policy struct {
+	Allocation      string      `json:"allocation,omitempty" enum:"priority,weighted" default:"priority" doc:"How classes share a quota."`
+	KneeSafety      *KneeSafety `json:"knee_safety,omitempty" doc:"Fraction of the knee each mode may use."`
+	MonteCarloDraws int         `json:"monte_carlo_draws,omitempty" minimum:"1000" maximum:"200000" default:"20000"`
+	Seed            *uint64     `json:"seed,omitempty" doc:"Seed of the Monte Carlo draws (default 1)."`
+	MaxPool         int         `json:"max_pool,omitempty" minimum:"1" maximum:"100000" default:"1000" doc:"Largest pool the plan considers."`
+}
+
+// KneeSafety is the fraction of the measured knee a class of each mode may use.
+type KneeSafety struct {
+	Interactive float64 `json:"interactive,omitempty" exclusiveMinimum:"0" maximum:"1" default:"0.7"`
+	Semi        float64 `json:"semi,omitempty" exclusiveMinimum:"0" maximum:"1" default:"0.8"`
+	Batch       float64 `json:"batch,omitempty" exclusiveMinimum:"0" maximum:"1" default:"1"`
+}

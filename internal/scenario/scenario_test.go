@@ -1,0 +1,140 @@
+package scenario
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const good = `
+quotas:
+  - name: prod
+    rpm: 5000
+    tpm: 2000000
+    token_accounting: max_tokens
+latency:
+  ttft_ms: {p50: 400, p95: 900}
+  tpot_ms: {p50: 22, p95: 35}
+classes:
+  - name: chat
+    quota: prod
+    mode: interactive
+    demand: {rps: 3}
+    input_tokens: {p50: 800, p95: 2400}
+    output_tokens: {p50: 200, p95: 600}
+    max_tokens: 800
+    slo: {ttft_p95_ms: 1500, e2e_p95_ms: 12000}
+`
+
+func TestParseGoodYAMLAndJSON(t *testing.T) {
+	s, err := Parse([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Classes[0].Demand.Rate() != 3 || *s.Classes[0].OutputTokens.P95 != 600 || s.Quotas[0].TPM != 2e6 {
+		t.Fatalf("parsed %+v", s)
+	}
+	js := `{"quotas":[{"name":"k","rpm":60}],"latency":{"ttft_ms":{"fixed":300},"tpot_ms":{"mean":20,"stddev":5}},
+	"classes":[{"name":"c","quota":"k","mode":"batch","demand":{"requests":1000,"within_hours":2},
+	"input_tokens":{"samples":[100,200,300]},"output_tokens":{"fixed":50,"max":40}}]}`
+	if _, err := Parse([]byte(js)); err != nil {
+		t.Fatalf("JSON scenario: %v", err)
+	}
+}
+
+func TestParseListsEveryProblemByPath(t *testing.T) {
+	bad := strings.NewReplacer(
+		"rpm: 5000", "rpm: -5",
+		"quota: prod", "quota: nope",
+		"{p50: 200, p95: 600}", "{p50: 200, p95: 100}",
+		"max_tokens: 800", "max_tokens: lots",
+	).Replace(good) + "    colour: blue\n"
+	_, err := Parse([]byte(bad))
+	var errs Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("want Errors, got %v", err)
+	}
+	var paths []string
+	for _, e := range errs {
+		paths = append(paths, e.Path)
+	}
+	want := []string{
+		"classes[0].colour",
+		"classes[0].max_tokens",
+		"classes[0].output_tokens.p95",
+		"classes[0].quota",
+		"quotas[0].rpm",
+	}
+	if !slices.Equal(paths, want) {
+		t.Fatalf("paths %v, want %v\n%v", paths, want, err)
+	}
+	if !strings.Contains(err.Error(), "classes[0].output_tokens.p95: must be >= p50") {
+		t.Errorf("message %q should say p95 must be >= p50", err)
+	}
+}
+
+func TestCheckRules(t *testing.T) {
+	tests := []struct {
+		name, from, to, path string
+	}{
+		{"duplicate class", "classes:\n", "classes:\n  - {name: chat, quota: prod, mode: batch, input_tokens: {fixed: 1}, output_tokens: {fixed: 1}}\n", "classes[1].name"},
+		{"two forms", "{p50: 800, p95: 2400}", "{p50: 800, p95: 2400, fixed: 5}", "classes[0].input_tokens"},
+		{"p50 alone", "{p50: 800, p95: 2400}", "{p50: 800}", "classes[0].input_tokens.p95"},
+		{"no form", "{p50: 800, p95: 2400}", "{max: 10}", "classes[0].input_tokens"},
+		{"stddev alone", "{p50: 800, p95: 2400}", "{stddev: 10}", "classes[0].input_tokens.mean"},
+		{"two demands", "demand: {rps: 3}", "demand: {rps: 3, rpm: 60}", "classes[0].demand"},
+		{"requests alone", "demand: {rps: 3}", "demand: {requests: 300}", "classes[0].demand.within_hours"},
+		{"max_tokens accounting", "    max_tokens: 800\n", "", "classes[0].max_tokens"},
+		{"no latency", "latency:\n  ttft_ms: {p50: 400, p95: 900}\n  tpot_ms: {p50: 22, p95: 35}\n", "", "classes[0].latency"},
+		{"tpot missing", "  tpot_ms: {p50: 22, p95: 35}\n", "", "latency.tpot_ms"},
+		{"no limit", "    rpm: 5000\n    tpm: 2000000\n", "", "quotas[0]"},
+		{"curve dup", "  tpot_ms: {p50: 22, p95: 35}\n", "  tpot_ms: {p50: 22, p95: 35}\n  curve:\n    - {concurrency: 1, ttft_p50_ms: 1, ttft_p95_ms: 2, tpot_p50_ms: 1, tpot_p95_ms: 1}\n    - {concurrency: 1, ttft_p50_ms: 1, ttft_p95_ms: 2, tpot_p50_ms: 1, tpot_p95_ms: 1}\n", "latency.curve[1].concurrency"},
+		{"curve p95", "  tpot_ms: {p50: 22, p95: 35}\n", "  tpot_ms: {p50: 22, p95: 35}\n  curve:\n    - {concurrency: 1, ttft_p50_ms: 5, ttft_p95_ms: 2, tpot_p50_ms: 1, tpot_p95_ms: 1}\n", "latency.curve[0].ttft_p95_ms"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := strings.Replace(good, tt.from, tt.to, 1)
+			if doc == good {
+				t.Fatalf("replacement %q not found", tt.from)
+			}
+			_, err := Parse([]byte(doc))
+			var errs Errors
+			if !errors.As(err, &errs) {
+				t.Fatalf("want Errors, got %v", err)
+			}
+			if !slices.ContainsFunc(errs, func(e FieldError) bool { return e.Path == tt.path }) {
+				t.Fatalf("no problem at %s in:\n%v", tt.path, err)
+			}
+		})
+	}
+}
+
+func TestParseRejectsNonScenarios(t *testing.T) {
+	for _, doc := range []string{"", "[1, 2]", "just text", "{quotas: [", "quotas: [{name: a, rpm: .nan}]", "quotas: [{name: a, rpm: 1e400}]"} {
+		if _, err := Parse([]byte(doc)); err == nil {
+			t.Errorf("%q parsed", doc)
+		}
+	}
+}
+
+func TestWithDefaults(t *testing.T) {
+	s, err := Parse([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := s.WithDefaults()
+	q, c, p := d.Quotas[0], d.Classes[0], d.Policy
+	if q.Headroom != 0.9 || q.BurstWindowS != 1 || q.ActiveHours != 24 {
+		t.Errorf("quota defaults %+v", q)
+	}
+	if c.Weight != 1 || *c.ArrivalSCV != 1 || c.Latency == nil || c.Latency.TTFTMs == nil {
+		t.Errorf("class defaults %+v", c)
+	}
+	if p.Allocation != "priority" || p.MonteCarloDraws != 20000 || *p.Seed != 1 || p.MaxPool != 1000 || p.KneeSafety.Safety("semi") != 0.8 {
+		t.Errorf("policy defaults %+v", p)
+	}
+	if s.Quotas[0].Headroom != 0 || s.Classes[0].Latency != nil {
+		t.Error("WithDefaults changed its receiver")
+	}
+}
