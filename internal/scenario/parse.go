@@ -63,16 +63,16 @@ func Parse(data []byte) (Scenario, error) {
 	return s, nil
 }
 
-// onlyNewPaths drops rule problems on paths that already have a schema
-// problem, so that one bad value is reported once.
+// onlyNewPaths drops rule problems at a path where, or under which, the
+// schema already found one: a bad value is reported once, not again through
+// the rules it breaks.
 func onlyNewPaths(have, more Errors) Errors {
-	bad := map[string]bool{}
-	for _, e := range have {
-		bad[e.Path] = true
-	}
 	var out Errors
 	for _, e := range more {
-		if !bad[e.Path] {
+		covered := slices.ContainsFunc(have, func(h FieldError) bool {
+			return h.Path == e.Path || strings.HasPrefix(h.Path, e.Path+".") || strings.HasPrefix(h.Path, e.Path+"[")
+		})
+		if !covered {
 			out = append(out, e)
 		}
 	}

@@ -1,0 +1,154 @@
+package plan
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+
+	"github.com/plannerdev/planner/internal/scenario"
+)
+
+// MaxWhatIfCells bounds a what-if grid: the product of the variations'
+// value counts.
+const MaxWhatIfCells = 400
+
+// Variation varies one field of a scenario over a list of values.
+type Variation struct {
+	Path   string `json:"path" minLength:"1" maxLength:"256" doc:"JSON Pointer (RFC 6901) into the scenario, e.g. /quotas/0/tpm or /classes/1/output_tokens/p95." example:"/quotas/0/tpm"`
+	Values []any  `json:"values" minItems:"1" maxItems:"200" doc:"Values to put at the path, one grid row or column each."`
+}
+
+// WhatIf is the grid of a what-if sweep: one cell per combination of the
+// variations' values, in row-major order (the last variation varies fastest).
+type WhatIf struct {
+	Variations []Variation `json:"variations"`
+	Cells      []Cell      `json:"cells"`
+}
+
+// Cell is one combination of values and the plan's essentials for it, or
+// the problems that made the varied scenario invalid.
+type Cell struct {
+	Values  []any                 `json:"values"`
+	Classes []CellClass           `json:"classes,omitempty"`
+	Errors  []scenario.FieldError `json:"errors,omitempty"`
+}
+
+// CellClass is one class's outcome in a cell.
+type CellClass struct {
+	Name              string `json:"name"`
+	Pool              int    `json:"pool"`
+	BindingConstraint string `json:"binding_constraint"`
+	MinPool           *int   `json:"min_pool"`
+	Feasible          bool   `json:"feasible"`
+}
+
+// Sweep plans every combination of up to two variations of a valid
+// scenario. A path that does not exist in the scenario, or a grid larger
+// than MaxWhatIfCells, is an error located at the variation; a value that
+// makes the scenario invalid only marks its cell.
+func Sweep(base scenario.Scenario, vars []Variation) (*WhatIf, error) {
+	if len(vars) == 0 || len(vars) > 2 {
+		return nil, scenario.Errors{{Path: "variations", Message: "give one or two variations"}}
+	}
+	doc, err := json.Marshal(base)
+	if err != nil {
+		return nil, fmt.Errorf("encode scenario: %w", err)
+	}
+	cells := 1
+	for i, v := range vars {
+		cells *= len(v.Values)
+		if len(v.Values) == 0 {
+			return nil, scenario.Errors{{Path: fmt.Sprintf("variations[%d].values", i), Message: "give at least one value"}}
+		}
+		if _, err := set(doc, v.Path, v.Values[0]); err != nil {
+			return nil, scenario.Errors{{Path: fmt.Sprintf("variations[%d].path", i), Message: err.Error()}}
+		}
+	}
+	if cells > MaxWhatIfCells {
+		return nil, scenario.Errors{{Path: "variations", Message: fmt.Sprintf("the grid has %d cells; at most %d are allowed", cells, MaxWhatIfCells)}}
+	}
+	out := &WhatIf{Variations: vars, Cells: make([]Cell, cells)}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i := range cells {
+		values := make([]any, len(vars))
+		rest := i
+		for j := len(vars) - 1; j >= 0; j-- {
+			values[j] = vars[j].Values[rest%len(vars[j].Values)]
+			rest /= len(vars[j].Values)
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out.Cells[i] = planCell(doc, vars, values)
+		}()
+	}
+	wg.Wait()
+	return out, nil
+}
+
+func planCell(doc []byte, vars []Variation, values []any) Cell {
+	cell := Cell{Values: values}
+	var err error
+	for j, v := range vars {
+		if doc, err = set(doc, v.Path, values[j]); err != nil {
+			cell.Errors = []scenario.FieldError{{Path: strings.TrimPrefix(v.Path, "/"), Message: err.Error()}}
+			return cell
+		}
+	}
+	s, err := scenario.Parse(doc)
+	if err == nil {
+		var p *Plan
+		if p, err = Compute(s); err == nil {
+			for _, c := range p.Classes {
+				cell.Classes = append(cell.Classes, CellClass{Name: c.Name, Pool: c.Pool, BindingConstraint: c.BindingConstraint, MinPool: c.MinPool, Feasible: c.Feasible})
+			}
+			return cell
+		}
+	}
+	var errs scenario.Errors
+	if errors.As(err, &errs) {
+		cell.Errors = errs
+	} else {
+		cell.Errors = []scenario.FieldError{{Message: err.Error()}}
+	}
+	return cell
+}
+
+// set puts value at the JSON Pointer path of doc: replacing what is there,
+// or adding a member to an existing object.
+func set(doc []byte, path string, value any) ([]byte, error) {
+	if !strings.HasPrefix(path, "/") {
+		return nil, errors.New("a JSON Pointer starts with /")
+	}
+	v, err := json.Marshal(value)
+	if err != nil {
+		return nil, fmt.Errorf("value: %w", err)
+	}
+	apply := func(op string) ([]byte, error) {
+		p, err := jsonpatch.DecodePatch(fmt.Appendf(nil, `[{"op":%q,"path":%q,"value":%s}]`, op, path, v))
+		if err != nil {
+			return nil, err
+		}
+		return p.Apply(doc)
+	}
+	out, err := apply("replace")
+	if err == nil {
+		return out, nil
+	}
+	// "add" sets a field that the scenario leaves out (it omits zero values),
+	// but on an array index it would insert an element: no scenario object
+	// has a numeric key, so a numeric last token is an index.
+	if last := path[strings.LastIndex(path, "/")+1:]; strings.Trim(last, "0123456789") != "" && last != "-" {
+		if out, err := apply("add"); err == nil {
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("no field at %s in the scenario", path)
+}

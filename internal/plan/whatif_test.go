@@ -1,0 +1,88 @@
+package plan
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/plannerdev/planner/internal/scenario"
+)
+
+func TestSweepOneVariationMatchesSinglePlans(t *testing.T) {
+	base := handScenario(scenario.Quota{RPM: 600})
+	w, err := Sweep(base, []Variation{{Path: "/quotas/0/rpm", Values: []any{240, 600, 1200}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 0.9 × rpm/60 × 2.5 s: 9 → 9, 22.5 → 22, 45 → 45.
+	want := []int{9, 22, 45}
+	for i, c := range w.Cells {
+		if len(c.Errors) > 0 || c.Classes[0].Pool != want[i] || c.Classes[0].BindingConstraint != "rpm" {
+			t.Errorf("cell %d: %+v, want pool %d by rpm", i, c, want[i])
+		}
+	}
+}
+
+func TestSweepTwoVariationsGrid(t *testing.T) {
+	base := handScenario(scenario.Quota{RPM: 600})
+	w, err := Sweep(base, []Variation{
+		{Path: "/quotas/0/rpm", Values: []any{600, 1200}},
+		{Path: "/latency/knee", Values: []any{10, 40, 100}}, // absent in the base: added
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Cells) != 6 {
+		t.Fatalf("%d cells, want 6", len(w.Cells))
+	}
+	// Row-major: (600,10) (600,40) (600,100) (1200,10) ...; knee ceiling ⌊0.7·k⌋ = 7, 28, 70.
+	want := []struct {
+		pool    int
+		binding string
+	}{{7, "knee"}, {22, "rpm"}, {22, "rpm"}, {7, "knee"}, {28, "knee"}, {45, "rpm"}}
+	for i, c := range w.Cells {
+		if got := c.Classes[0]; got.Pool != want[i].pool || got.BindingConstraint != want[i].binding {
+			t.Errorf("cell %d %v: pool %d by %s, want %d by %s", i, c.Values, got.Pool, got.BindingConstraint, want[i].pool, want[i].binding)
+		}
+	}
+}
+
+func TestSweepInvalidValueMarksOnlyItsCell(t *testing.T) {
+	base := handScenario(scenario.Quota{RPM: 600})
+	w, err := Sweep(base, []Variation{{Path: "/quotas/0/rpm", Values: []any{-1, 600, "lots"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Cells[0].Errors) == 0 || w.Cells[0].Errors[0].Path != "quotas[0].rpm" || len(w.Cells[1].Errors) != 0 || len(w.Cells[2].Errors) == 0 {
+		t.Fatalf("cells %+v", w.Cells)
+	}
+}
+
+func TestSweepRejectsBadVariations(t *testing.T) {
+	base := handScenario(scenario.Quota{RPM: 600})
+	many := make([]any, 21)
+	for i := range many {
+		many[i] = i + 1
+	}
+	tests := []struct {
+		name string
+		vars []Variation
+		path string
+	}{
+		{"none", nil, "variations"},
+		{"three", []Variation{{"/quotas/0/rpm", []any{1}}, {"/quotas/0/rpm", []any{1}}, {"/quotas/0/rpm", []any{1}}}, "variations"},
+		{"missing array element", []Variation{{"/quotas/3/rpm", []any{1}}}, "variations[0].path"},
+		{"no leading slash", []Variation{{"quotas/0/rpm", []any{1}}}, "variations[0].path"},
+		{"insert into array", []Variation{{"/classes/1", []any{1}}}, "variations[0].path"},
+		{"no values", []Variation{{"/quotas/0/rpm", nil}}, "variations[0].values"},
+		{"too big", []Variation{{"/quotas/0/rpm", many}, {"/latency/knee", many}}, "variations"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Sweep(base, tt.vars)
+			var errs scenario.Errors
+			if !errors.As(err, &errs) || errs[0].Path != tt.path {
+				t.Fatalf("error %v, want one at %s", err, tt.path)
+			}
+		})
+	}
+}
