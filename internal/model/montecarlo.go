@@ -87,15 +87,21 @@ func must[T any](v T, err error) T {
 // draws whose X is largest (the "high" draws) and the waiting draws. A query
 // therefore starts from the high draws with their waits as a min-heap of
 // size K and offers it only the waiting draws: about (1 − p + P(wait))·n
-// draws instead of n, with no full selection.
+// draws instead of n. The K leaders are kept with a buffer of challengers
+// above their minimum; when the buffer fills, one selection over the 2K
+// values keeps the new leaders and raises the minimum (a buffered top-K),
+// so each challenger costs O(1) amortised.
 type Tail struct {
+	p        float64 // the quantile's probability
 	k        int     // rank of the quantile's lower order statistic
 	frac     float64 // type-7 interpolation weight towards rank k+1
 	hiX, hiU []float64
 	hiE      []float64
 	loX, loU []float64 // the other draws, in ascending order of U
 	loE      []float64
-	heaps    sync.Pool // *[]float64 of length K, so that queries may run concurrently
+	base     float64   // the p-quantile of X alone, the answer when nobody waits
+	summary  []float64 // quantiles of X at evenly spaced ranks, for Estimate
+	scratch  sync.Pool // *[]float64 of length 2K, so that queries may run concurrently
 }
 
 // NewTail prepares p-quantile queries on the sample x (one value per draw of
@@ -134,46 +140,118 @@ func NewTail(x []float64, d *Draws, p float64) *Tail {
 			tl.loX, tl.loU, tl.loE = append(tl.loX, x[i]), append(tl.loU, d.U[i]), append(tl.loE, d.E[i])
 		}
 	}
-	tl.heaps.New = func() any { h := make([]float64, top); return &h }
+	tl.scratch.New = func() any { b := make([]float64, 2*top); return &b }
+	tl.base = tl.query(Wait{})
+	// Estimate only guides searches, so a strided subsample of the draws
+	// (independent of each other, hence representative) is summary enough.
+	var sample []float64
+	for i := 0; i < n; i += max(1, n/2048) {
+		sample = append(sample, x[i])
+	}
+	slices.Sort(sample)
+	for i := range summaryPoints {
+		tl.summary = append(tl.summary, sample[(2*i+1)*len(sample)/(2*summaryPoints)])
+	}
+	tl.p = p
 	return tl
+}
+
+// summaryPoints is the number of quantiles of X that Estimate uses.
+const summaryPoints = 32
+
+// Estimate approximates the p-quantile of X + W in microseconds rather than
+// a pass over the draws: it solves (1 − C)·P(X > t) + C·P(X + E·m > t) = 1 − p
+// by bisection, with X represented by its quantiles at evenly spaced ranks.
+// Searches use it to decide where to ask Quantile, never as the answer.
+func (tl *Tail) Estimate(w Wait) float64 {
+	if !w.Stable() {
+		return math.Inf(1)
+	}
+	if w.Prob == 0 {
+		return tl.base
+	}
+	exceed := func(t float64) float64 {
+		var noWait, withWait float64
+		for _, x := range tl.summary {
+			if x > t {
+				noWait++
+				withWait++
+			} else {
+				withWait += math.Exp(-(t - x) / w.Mean)
+			}
+		}
+		k := float64(len(tl.summary))
+		return (1-w.Prob)*noWait/k + w.Prob*withWait/k
+	}
+	lo := tl.base
+	hi := math.Max(lo, tl.summary[len(tl.summary)-1]) + w.Mean*(1+math.Max(0, math.Log(w.Prob/(1-tl.p))))
+	for exceed(hi) > 1-tl.p {
+		hi = 2*hi + w.Mean
+	}
+	for range 25 {
+		mid := (lo + hi) / 2
+		if exceed(mid) > 1-tl.p {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi
 }
 
 // Quantile is the p-quantile of X + W (type 7). An unstable wait gives +Inf.
 // A Tail is immutable after NewTail, so Quantile is safe for concurrent use.
 func (tl *Tail) Quantile(w Wait) float64 {
-	if !w.Stable() {
+	switch {
+	case !w.Stable():
 		return math.Inf(1)
+	case w.Prob == 0:
+		return tl.base
 	}
-	buf := tl.heaps.Get().(*[]float64)
-	defer tl.heaps.Put(buf)
-	h := *buf
+	return tl.query(w)
+}
+
+func (tl *Tail) query(w Wait) float64 {
+	buf := tl.scratch.Get().(*[]float64)
+	defer tl.scratch.Put(buf)
+	all := *buf
+	top := len(tl.hiX) // K
 	for i, v := range tl.hiX {
 		if tl.hiU[i] < w.Prob {
 			v += tl.hiE[i] * w.Mean
 		}
-		h[i] = v
+		all[i] = v
 	}
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		siftDown(h, i)
-	}
+	threshold := slices.Min(all[:top])
+	n := top // leaders in all[:top], challengers in all[top:n]
 	for i, u := range tl.loU {
 		if u >= w.Prob {
 			break
 		}
-		if v := tl.loX[i] + tl.loE[i]*w.Mean; v > h[0] {
-			h[0] = v
-			siftDown(h, 0)
+		if v := tl.loX[i] + tl.loE[i]*w.Mean; v > threshold {
+			all[n] = v
+			n++
+			if n == len(all) {
+				threshold = keepTop(all, top)
+				n = top
+			}
 		}
 	}
-	q := h[0] // the K-th largest: rank k
-	if tl.frac == 0 || len(h) < 2 {
+	q := keepTop(all[:n], top) // the K-th largest: rank k
+	if tl.frac == 0 || top < 2 {
 		return q
 	}
-	next := h[1] // the (K−1)-th largest: rank k+1, the smaller child of the root
-	if len(h) > 2 && h[2] < next {
-		next = h[2]
-	}
+	next := slices.Min(all[1:top]) // the (K−1)-th largest: rank k+1
 	return q + tl.frac*(next-q)
+}
+
+// keepTop moves the k largest values of a to a[:k], with the smallest of
+// them at a[0], and returns it.
+func keepTop(a []float64, k int) float64 {
+	cut := len(a) - k
+	v := selectK(a, cut)
+	copy(a, a[cut:])
+	return v
 }
 
 // QuantileWithWait is the p-quantile (type 7) of X + W over the draws, where
@@ -196,24 +274,4 @@ func QuantileWithWait(x []float64, d *Draws, w Wait, p float64, scratch []float6
 		return q
 	}
 	return q + frac*(slices.Min(scratch[k+1:])-q)
-}
-
-// siftDown restores the min-heap property of h below index i.
-func siftDown(h []float64, i int) {
-	n := len(h)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		m := l
-		if r := l + 1; r < n && h[r] < h[l] {
-			m = r
-		}
-		if h[i] <= h[m] {
-			return
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
 }

@@ -99,3 +99,38 @@ func TestServiceMomentsMatchSimulation(t *testing.T) {
 		t.Errorf("fixed cs² = %g, want 0", fixed.SCV())
 	}
 }
+
+// TestTailEstimateIsClose checks that the quick estimate stays near the
+// exact Monte Carlo quantile across wait laws (it only guides searches).
+func TestTailEstimateIsClose(t *testing.T) {
+	d := NewDraws(8, 20000)
+	ttft, _ := LognormalP50P95(0.4, 0.9)
+	tpot, _ := LognormalP50P95(0.022, 0.035)
+	out, _ := LognormalP50P95(200, 600)
+	s := Service{TTFT: ttft, TPOT: tpot, In: Fixed(800), Out: out.Clip(1, 800)}
+	first, total := make([]float64, d.N), make([]float64, d.N)
+	s.Fill(d, first, total)
+	for _, x := range [][]float64{first, total} {
+		tail := NewTail(x, d, 0.95)
+		for _, w := range []Wait{{Prob: 0.02, Mean: 1}, {Prob: 0.2, Mean: 0.5}, {Prob: 0.5, Mean: 3}, {Prob: 0.9, Mean: 20}} {
+			exact, est := tail.Quantile(w), tail.Estimate(w)
+			if math.Abs(est-exact)/exact > 0.1 {
+				t.Errorf("wait %+v: estimate %g, exact %g", w, est, exact)
+			}
+		}
+	}
+}
+
+func TestTailEstimateRareWaits(t *testing.T) {
+	d := NewDraws(3, 2000)
+	x := make([]float64, d.N)
+	for i := range x {
+		x[i] = 0.25 + 0.05*float64(i%7)
+	}
+	tail := NewTail(x, d, 0.95)
+	for _, w := range []Wait{{Prob: 0.0016, Mean: 0.36}, {Prob: 1e-9, Mean: 1e-9}, {Prob: 0.04, Mean: 100}} {
+		if est := tail.Estimate(w); math.IsInf(est, 0) || math.IsNaN(est) || est < tail.Quantile(Wait{}) {
+			t.Errorf("wait %+v: estimate %g", w, est)
+		}
+	}
+}

@@ -462,48 +462,37 @@ func (m *classModel) violationNoWait() float64 {
 
 // firstAtMost is the smallest pool ≥ start whose violation is at most
 // bound, for load-independent latency (the violation then falls as the pool
-// grows). Closed forms bracket it first, so that the Monte Carlo runs only
-// near the answer: with W and S independent and non-negative,
-// max(p95(W), p95(S)) ≤ p95(W + S) ≤ p95(W) + p95(S) holds closely for the
-// wait law of the queue, where p95(W) = m·ln(C/0.05).
+// grows). A quick estimate of the percentiles (Tail.Estimate) picks the
+// pool to try first; the exact Monte Carlo then confirms it and its
+// neighbour, galloping away only when the estimate was off.
 func (m *classModel) firstAtMost(start int, bound float64) int {
 	st, se := m.slo()
 	t, e := m.tails(m.static)
-	var targets, service []float64
-	if st > 0 {
-		targets, service = append(targets, st*bound), append(service, t.Quantile(model.Wait{}))
+	estimate := func(c int) bool {
+		w := m.waitAt(c, m.lambda)
+		return (se == 0 || e.Estimate(w) <= bound*se) && (st == 0 || t.Estimate(w) <= bound*st)
 	}
-	if se > 0 {
-		targets, service = append(targets, se*bound), append(service, e.Quantile(model.Wait{}))
-	}
-	closedForm := func(sum bool) func(int) bool {
-		return func(c int) bool {
-			w := waitQuantile(m.waitAt(c, m.lambda), 0.95)
-			for i, tau := range targets {
-				v := math.Max(w, service[i])
-				if sum {
-					v = w + service[i]
-				}
-				if v > tau {
-					return false
-				}
+	guess := firstTrue(start, estimate)
+	if m.meets(guess, bound) {
+		hi := guess
+		for step := 1; hi > start; step *= 2 {
+			lo := max(start, hi-step)
+			if !m.meets(lo, bound) {
+				return m.firstAtMostIn(lo, hi, bound)
 			}
-			return true
+			hi = lo
 		}
-	}
-	exact := func(c int) bool { return m.meets(c, bound) }
-	lo := max(start, firstTrue(start, closedForm(false))-1) // likely fails
-	hi := max(lo+1, firstTrue(start, closedForm(true)))     // likely meets
-	for !exact(hi) && hi < searchLimit {
-		lo, hi = hi, min(searchLimit, hi+2*(hi-lo))
-	}
-	for lo > start && exact(lo) {
-		hi, lo = lo, max(start, lo-2*(hi-lo))
-	}
-	if lo == start && exact(start) {
 		return start
 	}
-	return m.firstAtMostIn(lo, hi, bound)
+	lo := guess
+	for step := 1; lo < searchLimit; step *= 2 {
+		hi := min(searchLimit, lo+step)
+		if m.meets(hi, bound) {
+			return m.firstAtMostIn(lo, hi, bound)
+		}
+		lo = hi
+	}
+	return searchLimit
 }
 
 // firstTrue is the smallest c ≥ start with ok(c), for a predicate that stays
