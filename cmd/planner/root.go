@@ -44,6 +44,8 @@ func newRootCmd(s streams) *cobra.Command {
 	root.Args = usageArgs(cobra.NoArgs)
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 	root.AddCommand(
+		newImportCmd(s),
+		newKneeCmd(s),
 		newPlanCmd(s),
 	)
 	return root

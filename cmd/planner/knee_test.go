@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/plannerdev/planner/internal/analysis"
+)
+
+const workshopRamp = importTestdata + "handmade/workshop_ramp.csv"
+
+func TestKneeWorkshopRamp(t *testing.T) {
+	code, out, errOut := runCLI(t, "", "knee", workshopRamp)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"format: workshop-ramp-csv", "conc", "e2e_p95", "knee: 8", "collapse: 16", "quota-limited: no", "TTFT and TPOT are unknown"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	rows := 0
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) == 15 && f[0] != "conc" {
+			rows++
+		}
+	}
+	if rows != 5 {
+		t.Errorf("%d table rows, want 5:\n%s", rows, out)
+	}
+}
+
+func TestKneeFlagsChangeTheVerdict(t *testing.T) {
+	// With a 1.5 s deadline the first step's p95 (1027 ms) is over 0.6 × 1.5 s.
+	code, out, _ := runCLI(t, "", "knee", "--deadline", "1.5s", workshopRamp)
+	if code != exitOK || !strings.Contains(out, "knee: none") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+	// Asking for 99 % growth per step passes 1→2→4 (100 %) and fails 4→8 (97.5 %).
+	code, out, _ = runCLI(t, "", "knee", "--min-gain-pct", "99", workshopRamp)
+	if code != exitOK || !strings.Contains(out, "knee: 4") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+}
+
+func TestKneeProbeRequestsCSV(t *testing.T) {
+	var recs []analysis.Record
+	for _, c := range []int{1, 2, 4} {
+		for i := range 8 {
+			e2e := 1000.0
+			if c == 4 {
+				e2e = 2000 // saturated: goodput stays flat
+			}
+			recs = append(recs, analysis.Record{
+				Step: c, Index: i, StartS: float64(i/c) * e2e / 1000, TTFTMs: 100, E2EMs: e2e,
+				OutputTokens: 20, Status: 200, OK: true, Attempts: 1,
+			})
+		}
+	}
+	var buf bytes.Buffer
+	if err := analysis.WriteCSV(&buf, recs); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "requests.csv")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "", "knee", "--json", path)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got struct {
+		Format   string `json:"format"`
+		Analysis struct {
+			Knee *int `json:"knee"`
+		} `json:"analysis"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if got.Format != "planner-requests-csv" || got.Analysis.Knee == nil || *got.Analysis.Knee != 2 {
+		t.Errorf("format %q, knee %v:\n%s", got.Format, got.Analysis.Knee, out)
+	}
+}
+
+func TestKneeExitCodes(t *testing.T) {
+	broken := filepath.Join(t.TempDir(), "broken.csv")
+	if err := os.WriteFile(broken, []byte("step,idx,ok,code,ms,wall_s\n1,0,1,200,900,4\n2,0,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string
+		code int
+		says string
+	}{
+		{"short row", []string{"knee", broken}, exitError, "looks like a workshop ramp CSV (step, idx, ok, code, ms, wall_s) but line 3 has 3 fields"},
+		{"no file", []string{"knee"}, exitUsage, "accepts 1 arg"},
+		{"two files", []string{"knee", broken, broken}, exitUsage, "accepts 1 arg"},
+		{"zero gain", []string{"knee", "--min-gain-pct", "0", broken}, exitUsage, "--min-gain-pct must be above 0"},
+		{"bad duration", []string{"knee", "--deadline", "soon", broken}, exitUsage, "invalid argument"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := runCLI(t, "", tc.args...)
+			if code != tc.code || !strings.Contains(errOut, tc.says) {
+				t.Errorf("exit %d, stderr %q; want exit %d saying %q", code, errOut, tc.code, tc.says)
+			}
+		})
+	}
+}

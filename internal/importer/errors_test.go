@@ -1,0 +1,147 @@
+package importer
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func readTestdata(t testing.TB, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestTruncatedFilesNameTheirFormat cuts each real file short and expects
+// an error that names the format it looked like.
+func TestTruncatedFilesNameTheirFormat(t *testing.T) {
+	cases := []struct {
+		file   string
+		keep   float64 // fraction of the bytes kept
+		format string
+		says   string
+	}{
+		{"vllm/benchmark_2025-05-13_04-37-51.json", 0.5, FormatVLLM, "looks like a vLLM bench serve result but the JSON ends early"},
+		{"guidellm/benchmarks_stripped.json", 0.5, FormatGuideLLM, "looks like a GuideLLM benchmarks.json but the JSON ends early"},
+		{"guidellm/guidellm_report_v2.json", 0.3, FormatGuideLLM, "looks like a GuideLLM benchmarks.json"},
+		{"aiperf/examples-run1/profile_export_aiperf.json", 0.5, FormatAIPerfJSON, "looks like an AIPerf profile_export_aiperf.json"},
+		{"aiperf/dev-smoke-100k-conc/profile_export_aiperf.json", 0.5, FormatAIPerfJSON, "looks like an AIPerf profile_export_aiperf.json"},
+		{"aiperf/examples-run1/profile_export.jsonl", 0.5, FormatAIPerfJSONL, "looks like an AIPerf profile_export.jsonl"},
+		{"llmperf/01-ai-Yi-1-5-34B-Chat_550_150_summary.json", 0.5, FormatLLMPerfSummary, "looks like an llmperf summary"},
+		{"llmperf/01-ai-Yi-1-5-34B-Chat_550_150_individual_responses.json", 0.5, FormatLLMPerfResponses, "looks like an llmperf individual_responses file"},
+		{"llmperf/leaderboard/fireworks_70b.json", 0.2, FormatLLMPerfSummary, "looks like an llmperf summary"},
+		{"aiperf/examples-run1/profile_export_aiperf.csv", 0.3, FormatAIPerfCSV, "looks like an AIPerf profile_export_aiperf.csv but line"},
+		{"genai-perf/profile_export_genai_perf.csv", 0.4, FormatGenAIPerfCSV, "looks like a GenAI-Perf profile_export_genai_perf.csv but line"},
+		{"handmade/workshop_ramp.csv", 0.5, FormatWorkshopCSV, "looks like a workshop ramp CSV"},
+		{"handmade/vllm-detailed/openai-chat-infqps-concurrency8-handmade.json", 0.5, FormatVLLM, "looks like a vLLM bench serve result"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.file, func(t *testing.T) {
+			data := readTestdata(t, tc.file)
+			cut := data[:int(float64(len(data))*tc.keep)]
+			_, err := Import(tc.file, cut, deadline12s)
+			var fe *FormatError
+			if !errors.As(err, &fe) || fe.Format != tc.format {
+				t.Fatalf("err = %v, want a FormatError for %s", err, tc.format)
+			}
+			if !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("err = %q, want it to say %q", err, tc.says)
+			}
+		})
+	}
+}
+
+// TestMissingFields strips a required key from a real file.
+func TestMissingFields(t *testing.T) {
+	cases := []struct {
+		file, drop, says string
+	}{
+		{"vllm/benchmark_2025-05-13_04-37-51.json", `"request_throughput": 3.4924899488507317, `,
+			`looks like a vLLM bench serve result but has no "request_throughput"`},
+		{"vllm/benchmark_2025-05-13_04-37-51.json", `"duration": 57.265733883017674, `,
+			`looks like a vLLM bench serve result but has no "duration"`},
+		{"llmperf/leaderboard/fireworks_70b.json", `"num_concurrent_requests": 5,`,
+			`looks like an llmperf summary but has no "num_concurrent_requests"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.drop, func(t *testing.T) {
+			data := string(readTestdata(t, tc.file))
+			if !strings.Contains(data, tc.drop) {
+				t.Fatalf("%s does not contain %q", tc.file, tc.drop)
+			}
+			_, err := Import(tc.file, []byte(strings.Replace(data, tc.drop, "", 1)), deadline12s)
+			if err == nil || !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("err = %v, want %q", err, tc.says)
+			}
+		})
+	}
+}
+
+func TestUnknownContent(t *testing.T) {
+	cases := map[string]string{
+		"text":          "hello world\n",
+		"json object":   `{"foo": 1, "bar": [1, 2]}`,
+		"json list":     `[1, 2, 3]`,
+		"csv":           "a,b,c\n1,2,3\n",
+		"broken json":   `{"foo": `,
+		"html":          "<html><body>502 Bad Gateway</body></html>",
+		"empty metrics": "Metric,Value\n",
+	}
+	for name, content := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := Import("x", []byte(content), deadline12s)
+			if err == nil {
+				t.Fatal("imported nonsense without error")
+			}
+			var fe *FormatError
+			if !errors.Is(err, ErrUnknownFormat) && !errors.As(err, &fe) {
+				t.Errorf("err = %v, want ErrUnknownFormat or a FormatError", err)
+			}
+		})
+	}
+	if _, err := Import("x", []byte("  \n"), deadline12s); err == nil || !strings.Contains(err.Error(), "empty") {
+		t.Errorf("empty file: err = %v", err)
+	}
+}
+
+func TestForcedFormat(t *testing.T) {
+	data := readTestdata(t, "vllm/benchmark_2025-05-13_04-37-51.json")
+	if _, err := Import("f.json", data, Options{Format: FormatVLLM}); err != nil {
+		t.Errorf("forced vLLM on a vLLM file: %v", err)
+	}
+	_, err := Import("f.json", data, Options{Format: FormatGuideLLM})
+	if err == nil || !strings.Contains(err.Error(), `looks like a GuideLLM benchmarks.json but has no "benchmarks"`) {
+		t.Errorf("forced GuideLLM on a vLLM file: err = %v", err)
+	}
+	if _, err := Import("f.json", data, Options{Format: "nope"}); err == nil || !strings.Contains(err.Error(), "unknown format") {
+		t.Errorf("unknown format id: err = %v", err)
+	}
+	for _, id := range Formats() {
+		if !KnownFormat(id) {
+			t.Errorf("KnownFormat(%q) = false", id)
+		}
+	}
+	if KnownFormat("csv") || !KnownFormat("auto") {
+		t.Error("KnownFormat accepts a non-id or refuses auto")
+	}
+}
+
+func TestImportManyRefusesMixedToolsAndRepeatedSteps(t *testing.T) {
+	vllm := File{"a.json", readTestdata(t, vllmSweep[3])}
+	again := File{"b.json", readTestdata(t, vllmSweep[3])}
+	if _, err := ImportMany([]File{vllm, again}, deadline12s); err == nil || !strings.Contains(err.Error(), "both measure concurrency 8") {
+		t.Errorf("same step twice: err = %v", err)
+	}
+	guide := File{"g.json", readTestdata(t, "guidellm/benchmarks_stripped.json")}
+	if _, err := ImportMany([]File{vllm, guide}, deadline12s); err == nil || !strings.Contains(err.Error(), "one tool at a time") {
+		t.Errorf("mixed tools: err = %v", err)
+	}
+	if _, err := ImportMany(nil, deadline12s); err == nil {
+		t.Error("no files: no error")
+	}
+}

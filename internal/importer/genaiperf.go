@@ -1,0 +1,57 @@
+package importer
+
+import (
+	"math"
+)
+
+// NVIDIA GenAI-Perf (`genai-perf profile ...`) writes
+// profile_export_genai_perf.json: each metric as {unit, avg, min, max, p25
+// … p99, std} at the top level, and the command's arguments under
+// input_config. Its definitions match DESIGN §2: TTFT is the first
+// response, request_latency runs to the last response, and
+// inter_token_latency is (request_latency − TTFT)/(output tokens − 1) per
+// request. It records no request counts and no duration; request_throughput
+// is requests over the span from the first send to the last response.
+
+func looksGenAIPerfJSON(vals []any) bool {
+	o, ok := singleObj(vals)
+	if !ok || looksAIPerfJSON(vals) {
+		return false
+	}
+	ms := collectMetrics(o)
+	_, _, hasLatency := ms.entry("time_to_first_token", "request_latency", "inter_token_latency")
+	_, _, hasThroughput := ms.entry("request_throughput")
+	return hasLatency && hasThroughput
+}
+
+func parseGenAIPerfJSON(_ string, vals []any) (*part, error) {
+	o, _ := singleObj(vals)
+	r, notes, err := summaryRun(collectMetrics(o))
+	if err != nil {
+		return nil, err
+	}
+	ic, _ := o.obj("input_config")
+	conc := firstNum(ic, [][]string{{"concurrency"}, {"perf_analyzer", "stimulus", "concurrency"}})
+	rate := firstNum(ic, [][]string{{"request_rate"}, {"perf_analyzer", "stimulus", "request_rate"}})
+	switch {
+	case conc >= 1 && conc <= maxConcurrency && conc == math.Trunc(conc):
+		r.concurrency = int(conc)
+	case rate > 0:
+		r.rateRPS = rate
+	}
+	p := &part{source: Source{Tool: "genai-perf"}, runs: []*run{r}}
+	p.source.Model = firstString(firstPresent(ic, [][]string{{"model"}, {"model_names"}}))
+	p.notes = append([]string{
+		"TTFT, TPOT (GenAI-Perf's inter_token_latency, (request_latency − TTFT)/(output tokens − 1)) and E2E (request_latency) match the planner's definitions",
+	}, notes...)
+	return p, nil
+}
+
+func firstNum(o obj, paths [][]string) float64 {
+	for _, p := range paths {
+		if v, ok := o.numAt(p...); ok {
+			return v
+		}
+	}
+	return 0
+}

@@ -1,0 +1,174 @@
+package importer
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// obj is a decoded JSON object read leniently: the tools add, rename and
+// null out keys between versions, so every accessor says whether the key
+// held a value of the wanted kind instead of failing.
+type obj map[string]any
+
+// decodeJSONValues decodes one JSON value or several in a row (newline
+// separated objects, as vLLM's --append-result and JSON Lines files hold).
+// On a syntax error it returns the values decoded before it, so that a
+// truncated file can still be recognised.
+func decodeJSONValues(data []byte) ([]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var vals []any
+	for {
+		var v any
+		err := dec.Decode(&v)
+		if errors.Is(err, io.EOF) {
+			if len(vals) == 0 {
+				return nil, errors.New("no JSON value")
+			}
+			return vals, nil
+		}
+		if err != nil {
+			after := ""
+			if len(vals) > 0 {
+				after = fmt.Sprintf(" after %d complete values", len(vals))
+			}
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				return vals, fmt.Errorf("the JSON ends early%s (truncated file?)", after)
+			}
+			return vals, fmt.Errorf("invalid JSON%s: %w", after, err)
+		}
+		vals = append(vals, v)
+	}
+}
+
+// asObj returns v as an object.
+func asObj(v any) (obj, bool) {
+	m, ok := v.(map[string]any)
+	return obj(m), ok
+}
+
+// asNum returns v as a finite number. JSON numbers and numeric strings
+// qualify; null, "inf", "NaN" and out-of-range literals do not.
+func asNum(v any) (float64, bool) {
+	var f float64
+	var err error
+	switch x := v.(type) {
+	case json.Number:
+		f, err = x.Float64()
+	case string:
+		f, err = strconv.ParseFloat(strings.TrimSpace(x), 64)
+	case float64:
+		f = x
+	default:
+		return 0, false
+	}
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, false
+	}
+	return f, true
+}
+
+// asInt64 returns v as an exact integer, for nanosecond timestamps that a
+// float64 would round.
+func asInt64(v any) (int64, bool) {
+	if n, ok := v.(json.Number); ok {
+		if i, err := n.Int64(); err == nil {
+			return i, true
+		}
+	}
+	f, ok := asNum(v)
+	if !ok || math.Abs(f) > 9e18 {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+func (o obj) has(key string) bool {
+	_, ok := o[key]
+	return ok
+}
+
+func (o obj) num(key string) (float64, bool) { return asNum(o[key]) }
+
+func (o obj) str(key string) (string, bool) {
+	s, ok := o[key].(string)
+	return s, ok
+}
+
+func (o obj) obj(key string) (obj, bool) { return asObj(o[key]) }
+
+func (o obj) arr(key string) ([]any, bool) {
+	a, ok := o[key].([]any)
+	return a, ok
+}
+
+// at follows a path of object keys.
+func (o obj) at(keys ...string) (any, bool) {
+	var cur any = map[string]any(o)
+	for _, k := range keys {
+		m, ok := asObj(cur)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[k]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+func (o obj) numAt(keys ...string) (float64, bool) {
+	v, ok := o.at(keys...)
+	if !ok {
+		return 0, false
+	}
+	return asNum(v)
+}
+
+func (o obj) strAt(keys ...string) (string, bool) {
+	v, ok := o.at(keys...)
+	if !ok {
+		return "", false
+	}
+	s, ok := v.(string)
+	return s, ok
+}
+
+func (o obj) objAt(keys ...string) (obj, bool) {
+	v, ok := o.at(keys...)
+	if !ok {
+		return nil, false
+	}
+	return asObj(v)
+}
+
+// firstString returns the first element of a list of strings, or the value
+// itself when it is a string (tools store model names either way).
+func firstString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []any:
+		if len(x) > 0 {
+			if s, ok := x[0].(string); ok {
+				return s
+			}
+		}
+	}
+	return ""
+}
+
+// count reads a non-negative whole number of requests.
+func count(v any) (int, bool) {
+	f, ok := asNum(v)
+	if !ok || f < 0 || f > 1e12 || f != math.Trunc(f) {
+		return 0, false
+	}
+	return int(f), true
+}

@@ -1,0 +1,94 @@
+package importer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/scenario"
+)
+
+// latencyBlock converts the analysis into a scenario latency block that
+// passes scenario validation, or returns nil with the reason in the notes.
+// A curve point needs a known concurrency, and one concurrency appears once
+// (the first step of that concurrency, the lowest rate, is kept). The knee
+// is left out when the ramp has a single concurrency: one step cannot show
+// where throughput stops growing. Without any curve point (a ramp with no
+// TTFT) the block holds the knee alone, to sit beside ttft_ms and tpot_ms.
+func latencyBlock(res analysis.Result) (*scenario.Latency, []string) {
+	distinct := map[int]bool{}
+	for _, s := range res.Steps {
+		distinct[s.Concurrency] = true
+	}
+	knee := res.Knee
+	if knee != nil && (*knee < 1 || len(distinct) < 2) {
+		knee = nil
+	}
+	l, err := res.Latency()
+	if err != nil {
+		if knee != nil {
+			return &scenario.Latency{Knee: knee}, []string{"the latency block holds the knee only (" + err.Error() + "): give ttft_ms and tpot_ms beside it"}
+		}
+		return nil, []string{"no latency block: " + err.Error()}
+	}
+	var notes []string
+	seen := map[int]bool{}
+	var curve []scenario.CurvePoint
+	for _, pt := range l.Curve {
+		switch {
+		case pt.Concurrency < 1:
+			notes = append(notes, "a step of unknown concurrency is left out of the latency curve")
+		case seen[pt.Concurrency]:
+			notes = append(notes, fmt.Sprintf("several steps estimate concurrency %d: the latency curve keeps the first (lowest rate)", pt.Concurrency))
+		default:
+			seen[pt.Concurrency] = true
+			curve = append(curve, pt)
+		}
+	}
+	if len(curve) == 0 {
+		return nil, append(notes, "no latency block: no step with TTFT and TPOT has a known concurrency")
+	}
+	l.Curve = curve
+	if l.Knee != nil && knee == nil {
+		notes = append(notes, "one concurrency only: the latency block has no knee (import a ramp to measure one)")
+	}
+	l.Knee = knee
+	if err := validLatency(l); err != nil {
+		return nil, append(notes, "no latency block: "+err.Error())
+	}
+	return &l, notes
+}
+
+// validLatency checks the block with the scenario's own validation, inside
+// the smallest scenario that has one quota and one class.
+func validLatency(l scenario.Latency) error {
+	doc := map[string]any{
+		"quotas":  []any{map[string]any{"name": "q", "rpm": 1}},
+		"latency": l,
+		"classes": []any{map[string]any{
+			"name": "c", "quota": "q", "mode": "batch",
+			"input_tokens": map[string]any{"fixed": 1}, "output_tokens": map[string]any{"fixed": 1},
+		}},
+	}
+	js, err := json.Marshal(doc)
+	if err != nil {
+		return fmt.Errorf("encode latency block: %w", err)
+	}
+	_, err = scenario.Parse(js)
+	var fes scenario.Errors
+	if !errors.As(err, &fes) {
+		return err
+	}
+	var msgs []string
+	for _, fe := range fes {
+		if strings.HasPrefix(fe.Path, "latency") {
+			msgs = append(msgs, fe.Error())
+		}
+	}
+	if len(msgs) > 0 {
+		return fmt.Errorf("the measured curve does not validate: %s", strings.Join(msgs, "; "))
+	}
+	return nil
+}

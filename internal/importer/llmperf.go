@@ -1,0 +1,232 @@
+package importer
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/plannerdev/planner/internal/analysis"
+)
+
+// ray-project/llmperf (token_benchmark_ray.py --results-dir DIR) writes, per
+// run, NAME_summary.json (results_<metric>_quantiles_pNN, _mean, _min, _max,
+// in seconds, over the requests without an error, plus
+// num_concurrent_requests and the counts) and NAME_individual_responses.json
+// (one object per request). Output tokens are counted by llmperf's own
+// tokenizer.
+//
+// Metric mapping onto DESIGN §2:
+//   - TTFT = ttft_s; E2E = end_to_end_latency_s.
+//   - llmperf's inter_token_latency_s is E2E / output tokens (the sum of all
+//     gaps, the first token's included, over the token count), not DESIGN's
+//     TPOT. Per request TPOT = (E2E − TTFT)/(output tokens − 1); from a
+//     summary alone it is estimated per percentile as (E2E_p − TTFT_p) /
+//     (output tokens p50 − 1).
+//   - Throughput = results_num_completed_requests_per_min / 60, and the wall
+//     time completed / throughput.
+
+func looksLLMPerfSummary(vals []any) bool {
+	o, ok := singleObj(vals)
+	if !ok {
+		return false
+	}
+	if o.has("num_concurrent_requests") {
+		return true
+	}
+	for k := range o {
+		if strings.HasPrefix(k, "results_") && strings.Contains(k, "_s_") {
+			return true
+		}
+	}
+	return false
+}
+
+func parseLLMPerfSummary(name string, vals []any) (*part, error) {
+	o, _ := singleObj(vals)
+	conc, ok := o.num("num_concurrent_requests")
+	if !ok || conc < 1 || conc > maxConcurrency {
+		return nil, errors.New(`has no "num_concurrent_requests"`)
+	}
+	completed, ok := count(o["results_num_completed_requests"])
+	if !ok {
+		return nil, errors.New(`has no "results_num_completed_requests"`)
+	}
+	perMin, ok := o.num("results_num_completed_requests_per_min")
+	if !ok || perMin < 0 {
+		return nil, errors.New(`has no "results_num_completed_requests_per_min"`)
+	}
+	r := &run{hasSummary: true, countsKnown: true, concurrency: int(conc), ok: completed, throughputRPS: perMin / 60}
+	if r.throughputRPS > 0 {
+		r.wallS = float64(completed) / r.throughputRPS
+	}
+	errs, _ := count(o["results_number_errors"])
+	r.rateLimited = min(llmperfRateLimited(o), errs)
+	r.errs = errs - r.rateLimited
+	r.requests = completed + errs
+	if started, ok := count(o["results_num_requests_started"]); ok && started > r.requests {
+		r.requests = started
+	}
+	r.outputTPS, _ = o.num("results_mean_output_throughput_token_per_s")
+	r.ttft = llmperfSummary(o, "ttft_s")
+	r.e2e = llmperfSummary(o, "end_to_end_latency_s")
+	if !r.ttft.known() || !r.e2e.known() {
+		return nil, errors.New(`has no results_ttft_s or results_end_to_end_latency_s quantiles`)
+	}
+	out := llmperfSummary(o, "number_output_tokens")
+	p := &part{source: Source{Tool: "llmperf"}, runs: []*run{r}, pairKey: llmperfKey(name)}
+	p.source.Version, _ = o.str("version")
+	p.source.Model, _ = o.str("model")
+	p.source.Date = unixDate(o["timestamp"])
+	p.notes = append(p.notes, "TTFT and E2E are llmperf's ttft_s and end_to_end_latency_s; output tokens are counted by llmperf's tokenizer")
+	outP50, _, ok := out.quantile(0.5)
+	if ok && outP50 > 1 {
+		r.tpot = estimateTPOT(r.ttft, r.e2e, outP50)
+		p.summaryNotes = append(p.summaryNotes, fmt.Sprintf("TPOT estimated as (E2E − TTFT)/(output tokens − 1) per percentile with %.4g output tokens: llmperf's inter_token_latency_s is E2E / output tokens, which counts the first token (import the individual_responses file for exact values)", outP50))
+	}
+	return p, nil
+}
+
+// estimateTPOT derives DESIGN's TPOT from E2E and TTFT summaries, quantile
+// by quantile. The 95th percentile is kept at or above the median, since a
+// difference of quantiles is not itself a quantile.
+func estimateTPOT(ttft, e2e summary, out float64) summary {
+	var s summary
+	if e2e.mean > ttft.mean && ttft.mean > 0 {
+		s.mean = (e2e.mean - ttft.mean) / (out - 1)
+	}
+	for _, q := range []float64{0.5, 0.95} {
+		a, _, ok1 := ttft.quantile(q)
+		b, _, ok2 := e2e.quantile(q)
+		if ok1 && ok2 && b > a {
+			s.set(q, (b-a)/(out-1))
+		}
+	}
+	if p50, ok := s.q[0.5]; ok {
+		if p95, ok := s.q[0.95]; ok && p95 < p50 {
+			s.set(0.95, p50)
+		}
+	}
+	return s
+}
+
+// llmperfSummary reads results_<metric>_mean, _min, _max and
+// _quantiles_pNN; seconds become milliseconds, token counts stay as they are.
+func llmperfSummary(o obj, metric string) summary {
+	prefix := "results_" + metric
+	var s summary
+	s.mean, _ = o.num(prefix + "_mean")
+	if v, ok := o.num(prefix + "_min"); ok {
+		s.set(0, v)
+	}
+	if v, ok := o.num(prefix + "_max"); ok {
+		s.set(1, v)
+	}
+	for k := range o {
+		rest, found := strings.CutPrefix(k, prefix+"_quantiles_p")
+		if !found {
+			continue
+		}
+		pct, err := strconv.ParseFloat(rest, 64)
+		if err != nil || !(pct > 0 && pct < 100) {
+			continue
+		}
+		if v, ok := o.num(k); ok {
+			s.set(pct/100, v)
+		}
+	}
+	if strings.HasSuffix(metric, "_s") {
+		return s.scale(1000)
+	}
+	return s
+}
+
+var errorCodeRE = regexp.MustCompile(`(\d{3})['"]?\s*:\s*(\d+)`)
+
+// llmperfRateLimited counts 429s in results_error_code_frequency, a
+// Python dict written as a string ("{429: 3}").
+func llmperfRateLimited(o obj) int {
+	freq, _ := o.str("results_error_code_frequency")
+	n := 0
+	for _, m := range errorCodeRE.FindAllStringSubmatch(freq, -1) {
+		if m[1] == "429" {
+			c, _ := strconv.Atoi(m[2])
+			n += c
+		}
+	}
+	return n
+}
+
+func unixDate(v any) string {
+	t, ok := asNum(v)
+	if !ok || t <= 0 || t > 1e11 {
+		return ""
+	}
+	return time.Unix(int64(t), 0).UTC().Format(time.RFC3339)
+}
+
+// llmperfKey names the run a file belongs to: its directory and the name
+// before _summary.json or _individual_responses.json.
+func llmperfKey(name string) string {
+	base := filepath.Base(name)
+	for _, suffix := range []string{"_summary.json", "_individual_responses.json"} {
+		if s, ok := strings.CutSuffix(base, suffix); ok {
+			return filepath.Join(filepath.Dir(name), s)
+		}
+	}
+	return ""
+}
+
+func looksLLMPerfResponses(vals []any) bool {
+	if len(vals) != 1 {
+		return false
+	}
+	list, ok := vals[0].([]any)
+	if !ok || len(list) == 0 {
+		return false
+	}
+	o, ok := asObj(list[0])
+	return ok && o.has("end_to_end_latency_s") && o.has("ttft_s")
+}
+
+func parseLLMPerfResponses(name string, vals []any) (*part, error) {
+	list, _ := vals[0].([]any)
+	recs := make([]analysis.Record, 0, len(list))
+	for i, v := range list {
+		o, ok := asObj(v)
+		if !ok {
+			return nil, fmt.Errorf("response %d is not an object", i+1)
+		}
+		ttft, ok1 := o.num("ttft_s")
+		e2e, ok2 := o.num("end_to_end_latency_s")
+		rec := analysis.Record{Index: i, Attempts: 1, TTFTMs: ttft * 1000, E2EMs: e2e * 1000, OutputEstimated: true}
+		rec.OutputTokens, _ = count(o["number_output_tokens"])
+		rec.InputTokens, _ = count(o["number_input_tokens"])
+		code, hasCode := o.num("error_code")
+		switch {
+		case hasCode:
+			rec.Status = int(code)
+			if code < 100 || code > 599 {
+				rec.Status = 0
+			}
+			rec.ErrorClass = classForStatus(rec.Status)
+		case !ok1 || !ok2:
+			return nil, fmt.Errorf("response %d has no ttft_s or end_to_end_latency_s", i+1)
+		default:
+			rec.Status = 200
+			rec.OK = rec.OutputTokens > 0
+			if !rec.OK {
+				rec.ErrorClass = analysis.ErrBadStream
+			}
+		}
+		recs = append(recs, rec)
+	}
+	r := &run{records: recs, recordsComplete: true}
+	p := &part{source: Source{Tool: "llmperf"}, runs: []*run{r}, companion: true, pairKey: llmperfKey(name)}
+	p.notes = append(p.notes, "per-request TTFT and E2E are llmperf's ttft_s and end_to_end_latency_s; TPOT is (E2E − TTFT)/(output tokens − 1) from llmperf's tokenizer count")
+	p.aloneNotes = append(p.aloneNotes, "the concurrency and wall time of these rows are in the run's _summary.json: import both files together")
+	return p, nil
+}

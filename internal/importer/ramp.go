@@ -1,0 +1,195 @@
+package importer
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/plannerdev/planner/internal/analysis"
+)
+
+// Ramp CSVs hold one row per request of a closed-loop ramp, so every step
+// is summarised from its rows by analysis.Summarize.
+//
+// The probe's own requests.csv (analysis.CSVHeader) carries everything
+// DESIGN §2 defines. The workshop layout, written by a common pandas ramp
+// script, has the columns step (the concurrency), idx, ok (0/1 or
+// True/False), code (HTTP status), ms (end-to-end latency in milliseconds)
+// and wall_s (the step's wall time, repeated on each row); it has no TTFT
+// and no token counts, so TTFT and TPOT are unknown there.
+
+func looksProbeCSV(header []string) bool { return analysis.IsProbeCSVHeader(header) }
+
+func parseProbeCSV(_ string, data []byte) (*part, error) {
+	recs, err := analysis.ReadCSV(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) == 0 {
+		return nil, errors.New("has no request rows")
+	}
+	byStep := map[int][]analysis.Record{}
+	for _, r := range recs {
+		byStep[r.Step] = append(byStep[r.Step], r)
+	}
+	p := &part{source: Source{Tool: "planner probe"}}
+	for _, c := range slices.Sorted(maps.Keys(byStep)) {
+		if c < 1 || c > maxConcurrency {
+			return nil, fmt.Errorf("step %d is not a concurrency", c)
+		}
+		p.runs = append(p.runs, &run{
+			label: fmt.Sprintf("step %d", c), concurrency: c,
+			records: byStep[c], recordsComplete: true, recordsTimed: true,
+		})
+	}
+	return p, nil
+}
+
+var workshopColumns = []string{"step", "idx", "ok", "code", "ms", "wall_s"}
+
+func workshopIndex(header []string) map[string]int {
+	idx := map[string]int{}
+	for i, h := range header {
+		h = strings.ToLower(strings.TrimSpace(h))
+		if slices.Contains(workshopColumns, h) {
+			if _, dup := idx[h]; !dup {
+				idx[h] = i
+			}
+		}
+	}
+	return idx
+}
+
+func looksWorkshopCSV(header []string) bool {
+	return len(workshopIndex(header)) == len(workshopColumns)
+}
+
+func parseWorkshopCSV(_ string, data []byte) (*part, error) {
+	rows, err := readCSV(data)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, errors.New("is empty")
+	}
+	col := workshopIndex(rows[0])
+	for _, c := range workshopColumns {
+		if _, ok := col[c]; !ok {
+			return nil, fmt.Errorf("has no %q column", c)
+		}
+	}
+	type step struct {
+		recs  []analysis.Record
+		wallS float64
+	}
+	steps := map[int]*step{}
+	var uneven []string
+	for i, row := range rows[1:] {
+		line := i + 2
+		if len(row) != len(rows[0]) {
+			return nil, fmt.Errorf("line %d has %d fields where the header has %d (truncated file?)", line, len(row), len(rows[0]))
+		}
+		rec, wall, err := workshopRow(row, col)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		st := steps[rec.Step]
+		if st == nil {
+			st = &step{}
+			steps[rec.Step] = st
+		}
+		if s := strconv.Itoa(rec.Step); st.wallS != 0 && wall != st.wallS && !slices.Contains(uneven, s) {
+			uneven = append(uneven, s)
+		}
+		st.wallS = math.Max(st.wallS, wall)
+		st.recs = append(st.recs, rec)
+	}
+	if len(steps) == 0 {
+		return nil, errors.New("has no request rows")
+	}
+	p := &part{source: Source{Tool: "workshop ramp script"}}
+	p.notes = append(p.notes, "the workshop layout has no TTFT and no token counts: TTFT and TPOT are unknown, so the latency block can hold the knee only; E2E is the ms column")
+	if len(uneven) > 0 {
+		p.notes = append(p.notes, fmt.Sprintf("wall_s differs between rows of step %s: the largest is used", strings.Join(uneven, ", ")))
+	}
+	for _, c := range slices.Sorted(maps.Keys(steps)) {
+		p.runs = append(p.runs, &run{
+			label: fmt.Sprintf("step %d", c), concurrency: c, wallS: steps[c].wallS,
+			records: steps[c].recs, recordsComplete: true,
+		})
+	}
+	return p, nil
+}
+
+func workshopRow(row []string, col map[string]int) (analysis.Record, float64, error) {
+	var rec analysis.Record
+	cell := func(name string) string { return strings.TrimSpace(row[col[name]]) }
+	step, err := wholeNumber(cell("step"))
+	if err != nil || step < 1 || step > maxConcurrency {
+		return rec, 0, fmt.Errorf("step %q is not a concurrency", cell("step"))
+	}
+	idx, err := wholeNumber(cell("idx"))
+	if err != nil || idx < 0 {
+		return rec, 0, fmt.Errorf("idx %q is not a row number", cell("idx"))
+	}
+	ok, err := boolish(cell("ok"))
+	if err != nil {
+		return rec, 0, err
+	}
+	code := 0
+	if c := cell("code"); c != "" {
+		if code, err = wholeNumber(c); err != nil || code < 0 || code > 999 {
+			return rec, 0, fmt.Errorf("code %q is not an HTTP status", c)
+		}
+	}
+	var ms float64
+	if m := cell("ms"); m != "" {
+		if ms, err = strconv.ParseFloat(m, 64); err != nil || !(ms >= 0) || math.IsInf(ms, 0) {
+			return rec, 0, fmt.Errorf("ms %q is not a latency", m)
+		}
+	} else if ok {
+		return rec, 0, errors.New("a successful row has no ms")
+	}
+	wall, err := strconv.ParseFloat(cell("wall_s"), 64)
+	if err != nil || !(wall > 0) || math.IsInf(wall, 0) {
+		return rec, 0, fmt.Errorf("wall_s %q is not a wall time", cell("wall_s"))
+	}
+	rec = analysis.Record{Step: step, Index: idx, OK: ok, Status: code, E2EMs: ms, Attempts: 1}
+	switch {
+	case ok:
+	case code == 200:
+		rec.ErrorClass = analysis.ErrBadStream
+	default:
+		rec.ErrorClass = classForStatus(code)
+	}
+	return rec, wall, nil
+}
+
+// wholeNumber reads an integer, also as pandas writes one in a float column
+// ("8.0").
+func wholeNumber(s string) (int, error) {
+	if n, err := strconv.Atoi(s); err == nil {
+		return n, nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1e12 {
+		return 0, fmt.Errorf("%q is not a whole number", s)
+	}
+	return int(f), nil
+}
+
+// boolish reads 1/0, 1.0/0.0 and true/false in any case.
+func boolish(s string) (bool, error) {
+	switch strings.ToLower(s) {
+	case "1", "1.0", "true", "t", "yes":
+		return true, nil
+	case "0", "0.0", "false", "f", "no", "":
+		return false, nil
+	}
+	return false, fmt.Errorf("ok %q is neither 0/1 nor True/False", s)
+}

@@ -1,0 +1,249 @@
+package importer
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/plannerdev/planner/internal/analysis"
+)
+
+// maxConcurrency bounds the concurrency an import accepts, so that a corrupt
+// number cannot overflow the step table.
+const maxConcurrency = 10_000_000
+
+// run is one step of a ramp as a parser read it: how the load was driven,
+// the tool's summary figures, and the per-request rows when the file has
+// them. finish turns it into an analysis.Step.
+type run struct {
+	label string // names the run in notes when an import holds several
+
+	// Load. A closed-loop run has a concurrency; an open-loop run has a rate
+	// and its concurrency is estimated.
+	concurrency  int     // configured in-flight cap of a closed loop; 0 when not known
+	rateRPS      float64 // offered rate of an open loop; 0 when closed or not known
+	meanInFlight float64 // average in-flight requests as the tool measured it; 0 when not given
+
+	// Summary figures, when the file has them.
+	hasSummary                      bool
+	countsKnown                     bool
+	requests, ok, rateLimited, errs int
+	wallS                           float64
+	throughputRPS, outputTPS        float64
+	ttft, tpot, e2e                 summary // milliseconds, over successful requests
+
+	// Per-request rows, when the file has them.
+	records         []analysis.Record
+	recordsComplete bool // every request of the run, not a sample
+	recordsTimed    bool // records carry start times
+}
+
+// finish resolves the run's concurrency and produces its step and records
+// (with Step set) plus notes on every estimate made.
+func (r *run) finish(opts analysis.Options) (analysis.Step, []analysis.Record, []string, error) {
+	for i := range r.records {
+		if err := checkRecord(r.records[i]); err != nil {
+			return analysis.Step{}, nil, nil, fmt.Errorf("request %d: %w", i+1, err)
+		}
+	}
+	var notes []string
+	c, estimated, cNotes, err := r.resolveConcurrency()
+	if err != nil {
+		return analysis.Step{}, nil, nil, err
+	}
+	notes = append(notes, cNotes...)
+	for i := range r.records {
+		r.records[i].Step = c
+	}
+	var st analysis.Step
+	switch {
+	case len(r.records) > 0 && (r.recordsComplete || !r.hasSummary):
+		st, err = r.stepFromRecords(c, opts)
+		if err != nil {
+			return analysis.Step{}, nil, nil, err
+		}
+		if !r.recordsTimed && r.wallS <= 0 {
+			notes = append(notes, "the rows carry no start times and the file no wall time: throughput, goodput and output TPS are unknown (0)")
+		}
+	case r.hasSummary:
+		var sNotes []string
+		st, sNotes = r.stepFromSummary(opts)
+		notes = append(notes, sNotes...)
+		if len(r.records) > 0 {
+			notes = append(notes, fmt.Sprintf("the file keeps a sample of %s: the step comes from the tool's summary, the rows are kept as they are", plural(len(r.records), "request")))
+		}
+	default:
+		return analysis.Step{}, nil, nil, errors.New("holds neither summary figures nor per-request rows")
+	}
+	st.Concurrency = c
+	st.ConcurrencyEstimated = estimated
+	st.RateRPS = r.rateRPS
+	if err := checkStep(st); err != nil {
+		return analysis.Step{}, nil, nil, err
+	}
+	return st, r.records, notes, nil
+}
+
+// resolveConcurrency returns the configured concurrency, or an estimate of
+// the average number of requests in flight: measured by the tool, or by
+// Little's Law (L = λW) from the rows or from throughput × mean E2E.
+func (r *run) resolveConcurrency() (int, bool, []string, error) {
+	if r.concurrency > 0 {
+		if r.concurrency > maxConcurrency {
+			return 0, false, nil, fmt.Errorf("concurrency %d is beyond %d", r.concurrency, maxConcurrency)
+		}
+		return r.concurrency, false, nil, nil
+	}
+	var l float64
+	var how string
+	switch {
+	case r.meanInFlight > 0:
+		l, how = r.meanInFlight, "the tool's measured mean of requests in flight"
+	case len(r.records) > 0 && (r.recordsComplete || !r.hasSummary) && r.recordsWall() > 0:
+		var busy float64
+		for _, rec := range r.records {
+			if !rec.Warmup {
+				busy += rec.E2EMs / 1000
+			}
+		}
+		l, how = busy/r.recordsWall(), "Little's Law from the rows: the sum of request times over the wall time"
+	case r.throughputRPS > 0 && r.e2e.mean > 0:
+		l, how = r.throughputRPS*r.e2e.mean/1000, fmt.Sprintf("Little's Law: throughput %.4g req/s × mean E2E %.4g ms", r.throughputRPS, r.e2e.mean)
+	}
+	if !(l > 0) {
+		return 0, false, []string{"concurrency unknown: the file gives no concurrency and no way to estimate it"}, nil
+	}
+	if l > maxConcurrency {
+		return 0, false, nil, fmt.Errorf("estimated concurrency %g is not plausible", l)
+	}
+	c := int(math.Round(l))
+	note := fmt.Sprintf("concurrency %d estimated (%.3g) by %s", max(c, 1), l, how)
+	if c < 1 {
+		c = 1
+		note += "; below 1, so recorded as 1"
+	}
+	return c, true, []string{note}, nil
+}
+
+// recordsWall is the run's wall time: as the file gives it, or from the
+// first send to the last completion of timed rows.
+func (r *run) recordsWall() float64 {
+	if r.wallS > 0 {
+		return r.wallS
+	}
+	if !r.recordsTimed {
+		return 0
+	}
+	first, last := math.Inf(1), math.Inf(-1)
+	for _, rec := range r.records {
+		if rec.Warmup {
+			continue
+		}
+		first = math.Min(first, rec.StartS)
+		last = math.Max(last, rec.StartS+rec.E2EMs/1000)
+	}
+	if last > first {
+		return last - first
+	}
+	return 0
+}
+
+func (r *run) stepFromRecords(c int, opts analysis.Options) (analysis.Step, error) {
+	var wall map[int]float64
+	if r.wallS > 0 {
+		wall = map[int]float64{c: r.wallS}
+	}
+	steps := analysis.Summarize(r.records, opts, wall)
+	if len(steps) != 1 {
+		return analysis.Step{}, errors.New("has no measured requests (only warm-up rows)")
+	}
+	st := steps[0]
+	if !r.recordsTimed && r.wallS <= 0 {
+		st.WallS, st.ThroughputRPS, st.GoodputRPS, st.OutputTPS = 0, 0, 0, 0
+	}
+	return st, nil
+}
+
+func (r *run) stepFromSummary(opts analysis.Options) (analysis.Step, []string) {
+	st := analysis.Step{
+		Requests:      r.requests,
+		OK:            r.ok,
+		RateLimited:   r.rateLimited,
+		Errors:        r.errs,
+		WallS:         r.wallS,
+		ThroughputRPS: r.throughputRPS,
+		OutputTPS:     r.outputTPS,
+		CountsUnknown: !r.countsKnown,
+	}
+	var notes, n []string
+	st.TTFTP50Ms, st.TTFTP95Ms, n = r.ttft.p50p95("TTFT")
+	notes = append(notes, n...)
+	st.TPOTP50Ms, st.TPOTP95Ms, n = r.tpot.p50p95("TPOT")
+	notes = append(notes, n...)
+	st.E2EP50Ms, st.E2EP95Ms, n = r.e2e.p50p95("E2E")
+	notes = append(notes, n...)
+	if !r.countsKnown {
+		notes = append(notes, "the file gives no request counts: requests, ok and errors are unknown (0)")
+	}
+	st.GoodputRPS = st.ThroughputRPS
+	if opts.DeadlineMs <= 0 || st.ThroughputRPS == 0 {
+		return st, notes
+	}
+	frac, exact, ok := r.e2e.fractionWithin(opts.DeadlineMs)
+	switch {
+	case !ok:
+		st.GoodputFromThroughput = true
+		notes = append(notes, "goodput is the throughput: the file gives no E2E distribution to judge the deadline by")
+	case exact:
+		st.GoodputRPS = st.ThroughputRPS * frac
+	default:
+		st.GoodputRPS = st.ThroughputRPS * frac
+		st.GoodputFromThroughput = true
+		notes = append(notes, fmt.Sprintf("goodput estimated as throughput × %.1f%%, the share of requests within the %.0f ms deadline read off the E2E percentiles", 100*frac, opts.DeadlineMs))
+	}
+	return st, notes
+}
+
+// checkStep rejects figures that are negative or not finite, which only a
+// corrupt file produces and which no output may carry.
+func checkStep(s analysis.Step) error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{
+		{"rate", s.RateRPS}, {"wall time", s.WallS}, {"goodput", s.GoodputRPS},
+		{"throughput", s.ThroughputRPS}, {"output TPS", s.OutputTPS},
+		{"TTFT p50", s.TTFTP50Ms}, {"TTFT p95", s.TTFTP95Ms},
+		{"E2E p50", s.E2EP50Ms}, {"E2E p95", s.E2EP95Ms},
+		{"TPOT p50", s.TPOTP50Ms}, {"TPOT p95", s.TPOTP95Ms},
+	} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
+			return fmt.Errorf("%s is %g: not a finite non-negative number", f.name, f.v)
+		}
+	}
+	if s.Requests < 0 || s.OK < 0 || s.RateLimited < 0 || s.Errors < 0 {
+		return errors.New("has a negative request count")
+	}
+	return nil
+}
+
+// checkRecord rejects a row whose times are negative or not finite.
+func checkRecord(r analysis.Record) error {
+	for _, v := range []float64{r.StartS, r.AckMs, r.TTFTMs, r.E2EMs, r.RetryAfterMs} {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			return fmt.Errorf("time %g is not a finite non-negative number", v)
+		}
+	}
+	if r.OutputTokens < 0 || r.InputTokens < 0 {
+		return errors.New("negative token count")
+	}
+	return nil
+}
+
+// plural writes "1 request" or "3 requests".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
