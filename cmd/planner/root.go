@@ -47,6 +47,9 @@ func newRootCmd(s streams) *cobra.Command {
 		newImportCmd(s),
 		newKneeCmd(s),
 		newPlanCmd(s),
+		newSimCmd(s),
+		newProbeCmd(s),
+		newReportCmd(s),
 	)
 	return root
 }

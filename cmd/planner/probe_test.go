@@ -1,0 +1,125 @@
+package main
+
+import (
+	"encoding/json"
+	"net"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/plannerdev/planner/internal/sim"
+)
+
+// probeSim serves a fast simulator on 127.0.0.1 and returns its base URL.
+func probeSim(t *testing.T, cfg sim.Config) string {
+	t.Helper()
+	srv, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	return ts.URL + "/v1"
+}
+
+// fastProbeArgs are the flags of a small, quick probe.
+func fastProbeArgs(base, out string) []string {
+	return []string{"probe", "--base-url", base, "--model", sim.DefaultModel, "--steps", "1,2,4",
+		"--requests-per-step", "6", "--max-tokens", "4", "--ignore-eos", "--input-tokens", "16",
+		"--pause", "1ms", "--out", out}
+}
+
+func TestProbeCommand(t *testing.T) {
+	const key = "sk-probe-test-0123456789abcdef"
+	t.Setenv("PLANNER_PROBE_TEST_KEY", key)
+	base := probeSim(t, sim.Config{APIKey: key, RPM: 100000, MaxNumSeqs: 8, TTFT: 2 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: sim.NoGrowth})
+	out := filepath.Join(t.TempDir(), "run")
+	code, stdout, stderr := execute(t, "", append(fastProbeArgs(base, out), "--api-key-env", "PLANNER_PROBE_TEST_KEY")...)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"conc", "knee:", "USL", "stop: completed", "rate limits announced:"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	if !strings.Contains(stderr, "concurrency 4:") {
+		t.Errorf("no progress line for the last step on stderr:\n%s", stderr)
+	}
+	for _, name := range []string{"requests.csv", "steps.json", "curve.yaml"} {
+		data, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if strings.Contains(string(data), key) {
+			t.Errorf("%s contains the API key", name)
+		}
+	}
+	if strings.Contains(stdout+stderr, key) {
+		t.Error("the output contains the API key")
+	}
+	var steps map[string]any
+	data, _ := os.ReadFile(filepath.Join(out, "steps.json"))
+	if err := json.Unmarshal(data, &steps); err != nil {
+		t.Fatal(err)
+	}
+	if steps["knee"] == nil || len(steps["steps"].([]any)) != 3 {
+		t.Errorf("steps.json: knee %v, steps %v", steps["knee"], steps["steps"])
+	}
+}
+
+func TestProbeCommandFailures(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String() + "/v1"
+	l.Close()
+	base := probeSim(t, sim.Config{MaxNumSeqs: 8, TTFT: time.Millisecond, ITL: time.Millisecond})
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"unreachable endpoint", fastProbeArgs(closed, filepath.Join(dir, "a")), exitError, "unreachable"},
+		{"wrong model", append(fastProbeArgs(base, filepath.Join(dir, "b")), "--model", "nope"), exitError, "refused"},
+		{"unknown flag", []string{"probe", "--base-url", base, "--model", "m", "--bogus"}, exitUsage, "bogus"},
+		{"missing model", []string{"probe", "--base-url", base}, exitUsage, "--model"},
+		{"steps not ascending", append(fastProbeArgs(base, dir), "--steps", "4,2"), exitUsage, "ascending"},
+		{"bad steps", append(fastProbeArgs(base, dir), "--steps", "one"), exitUsage, "steps"},
+		{"zero deadline", append(fastProbeArgs(base, dir), "--deadline", "0s"), exitUsage, "--deadline"},
+		{"key variable unset", append(fastProbeArgs(base, dir), "--api-key-env", "PLANNER_PROBE_UNSET_VAR"), exitUsage, "PLANNER_PROBE_UNSET_VAR"},
+		{"missing prompts file", append(fastProbeArgs(base, dir), "--prompts", filepath.Join(dir, "none.jsonl")), exitUsage, "--prompts"},
+		{"bad scheme", []string{"probe", "--base-url", "ftp://127.0.0.1/v1", "--model", "m"}, exitUsage, "scheme"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := execute(t, "", tc.args...)
+			if code != tc.code || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, want %d; stderr lacks %q?\nstdout:\n%s\nstderr:\n%s", code, tc.code, tc.want, stdout, stderr)
+			}
+		})
+	}
+}
+
+func TestProbeCommandPrompts(t *testing.T) {
+	base := probeSim(t, sim.Config{MaxNumSeqs: 8, TTFT: time.Millisecond, ITL: time.Millisecond})
+	dir := t.TempDir()
+	prompts := filepath.Join(dir, "prompts.jsonl")
+	if err := os.WriteFile(prompts, []byte(`{"prompt":"Tell me a story."}`+"\n"+`{"messages":[{"role":"user","content":"Hi"}]}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := execute(t, "", append(fastProbeArgs(base, filepath.Join(dir, "out")), "--prompts", prompts)...)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "out", "steps.json"))
+	if err != nil || !strings.Contains(string(data), `"prompts": 2`) {
+		t.Errorf("steps.json does not record the prompts: %v\n%s", err, data)
+	}
+}

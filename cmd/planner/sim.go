@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/plannerdev/planner/internal/sim"
+)
+
+// simShutdownGrace is how long in-flight streams may run on after the
+// command is cancelled before their connections are closed.
+const simShutdownGrace = 5 * time.Second
+
+// simFlagErrors names the flag behind each configuration error of sim.New.
+var simFlagErrors = []struct {
+	err  error
+	flag string
+}{
+	{sim.ErrTTFTGrowth, "ttft-growth"},
+	{sim.ErrPrefillPer1K, "prefill-per-1k"},
+	{sim.ErrRPM, "rpm"},
+	{sim.ErrTPM, "tpm"},
+	{sim.ErrTokenAccounting, "token-accounting"},
+}
+
+// newSimCmd builds `planner sim`, the simulated OpenAI-compatible endpoint.
+func newSimCmd(s streams) *cobra.Command {
+	var (
+		listen    string
+		apiKeyEnv string
+		cfg       sim.Config
+	)
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "Serve a simulated OpenAI-compatible chat-completions endpoint",
+		Long: "sim serves /v1/chat/completions and /v1/models like a continuously batching model\n" +
+			"server: at most --max-num-seqs sequences decode at once, the rest queue FIFO;\n" +
+			"TTFT and the per-token interval grow with the batch; optional RPM/TPM buckets\n" +
+			"answer 429 with retry-after and x-ratelimit-* headers. It prints its base URL\n" +
+			"and runs until interrupted.",
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, c := range []struct {
+				bad  bool
+				flag string
+				want string
+			}{
+				// Zero selects a default in sim.Config; on the command line it
+				// is a mistake, and a zero --itl-growth means no growth.
+				{cfg.MaxNumSeqs < 1, "max-num-seqs", "at least 1"},
+				{cfg.TTFT <= 0, "ttft", "positive"},
+				{cfg.ITL <= 0, "itl", "positive"},
+				{cfg.OutputTokens < 1, "output-tokens", "at least 1"},
+				{cfg.ITLGrowth < 0, "itl-growth", "zero or more"},
+			} {
+				if c.bad {
+					v := cmd.Flags().Lookup(c.flag).Value
+					return usageError{fmt.Errorf("--%s must be %s, got %s", c.flag, c.want, v)}
+				}
+			}
+			if cfg.ITLGrowth == 0 {
+				cfg.ITLGrowth = sim.NoGrowth
+			}
+			if apiKeyEnv != "" {
+				cfg.APIKey = os.Getenv(apiKeyEnv)
+				if cfg.APIKey == "" {
+					return usageError{fmt.Errorf("--api-key-env: environment variable %s is empty or unset", apiKeyEnv)}
+				}
+			}
+			srv, err := sim.New(cfg)
+			if err != nil {
+				for _, fe := range simFlagErrors {
+					if errors.Is(err, fe.err) {
+						return usageError{fmt.Errorf("--%s: %w", fe.flag, err)}
+					}
+				}
+				return fmt.Errorf("configuring the simulator: %w", err)
+			}
+			return serveSim(cmd.Context(), s, listen, srv, cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", "127.0.0.1:8000", "address to listen on (port 0 picks a free port)")
+	f.StringVar(&cfg.Model, "model", sim.DefaultModel, "model id served and echoed")
+	f.IntVar(&cfg.MaxNumSeqs, "max-num-seqs", sim.DefaultMaxNumSeqs, "sequences decoding at once; the rest wait FIFO")
+	f.DurationVar(&cfg.TTFT, "ttft", sim.DefaultTTFT, "base time to first token once admitted")
+	f.Float64Var(&cfg.TTFTGrowth, "ttft-growth", 0, "fractional TTFT growth per additional running sequence")
+	f.DurationVar(&cfg.ITL, "itl", sim.DefaultITL, "base interval between output tokens")
+	f.Float64Var(&cfg.ITLGrowth, "itl-growth", sim.DefaultITLGrowth, "fractional per-token interval growth per additional running sequence (0 for none)")
+	f.DurationVar(&cfg.PrefillPer1K, "prefill-per-1k", 0, "TTFT added per 1,000 prompt tokens")
+	f.IntVar(&cfg.OutputTokens, "output-tokens", sim.DefaultOutputTokens, "median output length without ignore_eos")
+	f.IntVar(&cfg.RPM, "rpm", 0, "requests per minute (0 = unlimited)")
+	f.IntVar(&cfg.TPM, "tpm", 0, "tokens per minute (0 = unlimited)")
+	f.StringVar(&cfg.TokenAccounting, "token-accounting", sim.AccountingActual, `TPM accounting: "actual" or "max_tokens"`)
+	f.Uint64Var(&cfg.Seed, "seed", 0, "seed for output lengths and ids")
+	f.StringVar(&apiKeyEnv, "api-key-env", "", "name of an environment variable holding the API key to require")
+	return cmd
+}
+
+// serveSim listens, prints the base URL, and serves until ctx is cancelled,
+// then shuts down gracefully.
+func serveSim(ctx context.Context, s streams, listen string, srv *sim.Server, cfg sim.Config) error {
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", listen, err)
+	}
+	url := "http://" + ln.Addr().String() + "/v1"
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+
+	if _, err := fmt.Fprintln(s.out, url); err != nil {
+		_ = hs.Close()
+		return fmt.Errorf("printing the base URL: %w", err)
+	}
+	slog.New(slog.NewTextHandler(s.err, nil)).Info("sim listening",
+		"url", url, "model", cfg.Model, "max_num_seqs", cfg.MaxNumSeqs,
+		"rpm", cfg.RPM, "tpm", cfg.TPM, "auth", cfg.APIKey != "")
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serving on %s: %w", listen, err)
+	case <-ctx.Done():
+	}
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), simShutdownGrace)
+	defer cancel()
+	if err := hs.Shutdown(shutCtx); err != nil {
+		_ = hs.Close()
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving on %s: %w", listen, err)
+	}
+	return nil
+}

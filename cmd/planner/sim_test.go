@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startSimCmd runs `planner sim` with args in the background and returns its
+// base URL, a cancel that stops it, and the exit code once it has stopped.
+func startSimCmd(t *testing.T, args ...string) (url string, cancel context.CancelFunc, exit <-chan int, stderr *bytes.Buffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	pr, pw := io.Pipe()
+	stderr = &bytes.Buffer{}
+	code := make(chan int, 1)
+	go func() {
+		code <- run(ctx, append([]string{"sim", "--listen", "127.0.0.1:0"}, args...), strings.NewReader(""), pw, stderr)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		cancel()
+		t.Fatalf("reading the base URL: %v (exit %d)", err, <-code)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	return strings.TrimSpace(line), cancel, code, stderr
+}
+
+func TestSimCommandServesAndStops(t *testing.T) {
+	url, cancel, exit, stderr := startSimCmd(t, "--ttft", "5ms", "--itl", "1ms", "--model", "rehearsal")
+	if !strings.HasPrefix(url, "http://127.0.0.1:") || !strings.HasSuffix(url, "/v1") || strings.HasSuffix(url, ":0/v1") {
+		t.Fatalf("printed URL %q", url)
+	}
+	resp, err := http.Post(url+"/chat/completions", "application/json", strings.NewReader(
+		`{"model":"rehearsal","messages":[{"role":"user","content":"hi"}],"max_tokens":4,"ignore_eos":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		Model string `json:"model"`
+		Usage struct {
+			CompletionTokens int `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || body.Model != "rehearsal" || body.Usage.CompletionTokens != 4 {
+		t.Fatalf("status %d, body %+v, err %v", resp.StatusCode, body, err)
+	}
+	cancel()
+	select {
+	case code := <-exit:
+		if code != exitOK {
+			t.Fatalf("exit code %d, want 0; stderr: %s", code, stderr)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("sim did not stop after cancel")
+	}
+	if !strings.Contains(stderr.String(), "sim listening") {
+		t.Errorf("stderr lacks the start message: %q", stderr)
+	}
+}
+
+func TestSimCommandAPIKeyEnv(t *testing.T) {
+	t.Setenv("PLANNER_TEST_SIM_KEY", "k-123")
+	url, cancel, exit, _ := startSimCmd(t, "--api-key-env", "PLANNER_TEST_SIM_KEY", "--ttft", "1ms", "--itl", "1ms")
+	for _, tt := range []struct {
+		auth string
+		want int
+	}{{"", 401}, {"Bearer k-123", 200}} {
+		req, _ := http.NewRequest(http.MethodGet, url+"/models", nil)
+		if tt.auth != "" {
+			req.Header.Set("Authorization", tt.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tt.want {
+			t.Errorf("Authorization %q: status %d, want %d", tt.auth, resp.StatusCode, tt.want)
+		}
+	}
+	cancel()
+	if code := <-exit; code != exitOK {
+		t.Fatalf("exit code %d", code)
+	}
+}
+
+func TestSimCommandBadFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		flag string // named in the message
+	}{
+		{"unparsable duration", []string{"--ttft", "soon"}, "ttft"},
+		{"zero max-num-seqs", []string{"--max-num-seqs", "0"}, "max-num-seqs"},
+		{"negative max-num-seqs", []string{"--max-num-seqs", "-2"}, "max-num-seqs"},
+		{"zero itl", []string{"--itl", "0s"}, "itl"},
+		{"negative itl-growth", []string{"--itl-growth", "-0.1"}, "itl-growth"},
+		{"negative prefill", []string{"--prefill-per-1k", "-1ms"}, "prefill-per-1k"},
+		{"negative rpm", []string{"--rpm", "-5"}, "rpm"},
+		{"unknown accounting", []string{"--token-accounting", "guess"}, "token-accounting"},
+		{"unset key variable", []string{"--api-key-env", "PLANNER_TEST_SIM_UNSET"}, "api-key-env"},
+		{"positional argument", []string{"extra"}, "extra"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			args := append([]string{"sim", "--listen", "127.0.0.1:0"}, tt.args...)
+			if code := run(context.Background(), args, strings.NewReader(""), &out, &errOut); code != exitUsage {
+				t.Fatalf("exit code %d, want %d; stderr: %s", code, exitUsage, errOut.String())
+			}
+			if !strings.Contains(errOut.String(), tt.flag) {
+				t.Errorf("stderr %q does not name %q", errOut.String(), tt.flag)
+			}
+			if out.Len() != 0 {
+				t.Errorf("stdout %q, want nothing", out.String())
+			}
+		})
+	}
+}
+
+func TestSimCommandListenError(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"sim", "--listen", "127.0.0.1:notaport"}, strings.NewReader(""), &out, &errOut)
+	if code != exitError || !strings.Contains(errOut.String(), "listening on") {
+		t.Fatalf("exit %d, stderr %q", code, errOut.String())
+	}
+}

@@ -1,0 +1,164 @@
+//go:build unix
+
+package probe
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/plannerdev/planner/internal/model"
+	"github.com/plannerdev/planner/internal/sim"
+)
+
+// benchSimEnv, when set to a sim.Config in JSON, turns the test binary into
+// a simulator process for BenchmarkProbeStreams, so that the probe's CPU
+// time is measured apart from the simulator's.
+const benchSimEnv = "PLANNER_PROBE_BENCH_SIM"
+
+func TestMain(m *testing.M) {
+	if cfg := os.Getenv(benchSimEnv); cfg != "" {
+		os.Exit(serveSimProcess(cfg))
+	}
+	os.Exit(m.Run())
+}
+
+// serveSimProcess serves a simulator on 127.0.0.1, prints its address, and
+// runs until its standard input closes.
+func serveSimProcess(js string) int {
+	var cfg sim.Config
+	if err := json.Unmarshal([]byte(js), &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "sim config:", err)
+		return 2
+	}
+	srv, err := sim.New(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println(l.Addr())
+	go func() { _ = http.Serve(l, srv) }()
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return 0
+}
+
+// simProcess is a simulator running in a child process.
+type simProcess struct {
+	cmd   *exec.Cmd
+	stdin io.Closer
+	base  string
+}
+
+func startSimProcess(b *testing.B, cfg sim.Config) *simProcess {
+	b.Helper()
+	js, err := json.Marshal(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), benchSimEnv+"="+string(js))
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	addr, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("the simulator process did not start: %v", err)
+	}
+	return &simProcess{cmd: cmd, stdin: stdin, base: "http://" + strings.TrimSpace(addr) + "/v1"}
+}
+
+// stop ends the simulator and returns the CPU time it used.
+func (p *simProcess) stop(b *testing.B) time.Duration {
+	b.Helper()
+	p.stdin.Close()
+	if err := p.cmd.Wait(); err != nil {
+		b.Fatalf("simulator process: %v", err)
+	}
+	return p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
+}
+
+// processCPU is the CPU time this process has used, user and system.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchTTFT is the simulator's fixed time to first token.
+const benchTTFT = 200 * time.Millisecond
+
+// BenchmarkProbeStreams measures the probe's own cost: a two-step ramp,
+// streams/4 then streams, of N = 3·c requests per step, against a
+// simulator in another process whose TTFT is fixed (200 ms, no growth, a
+// slot for every stream) and whose answers have lognormal lengths (median
+// 16 tokens, 20 ms apart). Metrics: ttft-err-p50-ms and ttft-err-p95-ms are
+// the measured TTFT minus the configured one over the last step's requests
+// after its warm-up; cpu-ns/req is the probe process's CPU time per
+// request; sim-cpu-ns/req the simulator's. Run it with
+//
+//	go test ./internal/probe -run '^$' -bench ProbeStreams -benchtime 1x
+func BenchmarkProbeStreams(b *testing.B) {
+	for _, streams := range []int{64, 250, 500, 750, 1000} {
+		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) {
+			p := startSimProcess(b, sim.Config{
+				MaxNumSeqs: streams, TTFT: benchTTFT, ITL: 20 * time.Millisecond, ITLGrowth: sim.NoGrowth, OutputTokens: 16,
+			})
+			cfg := Config{
+				BaseURL: p.base, Model: sim.DefaultModel, Steps: []int{streams / 4, streams}, RoundsPerStep: 3,
+				MaxTokens: 64, InputTokens: 64, Deadline: time.Minute, Pause: 100 * time.Millisecond,
+			}
+			var cpu time.Duration
+			var requests int
+			var errs []float64
+			for b.Loop() {
+				before := processCPU(b)
+				res, err := Run(b.Context(), cfg, nil)
+				cpu += processCPU(b) - before
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, rec := range res.Records {
+					if !rec.OK {
+						b.Fatalf("a request failed: %+v %v", rec, res.ErrorSamples)
+					}
+					if !rec.Warmup && rec.Step == streams {
+						errs = append(errs, rec.TTFTMs-float64(benchTTFT.Milliseconds()))
+					}
+				}
+				requests += len(res.Records)
+			}
+			simCPU := p.stop(b)
+			slices.Sort(errs)
+			b.ReportMetric(model.QuantileSorted(errs, 0.5), "ttft-err-p50-ms")
+			b.ReportMetric(model.QuantileSorted(errs, 0.95), "ttft-err-p95-ms")
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(requests), "cpu-ns/req")
+			b.ReportMetric(float64(simCPU.Nanoseconds())/float64(requests), "sim-cpu-ns/req")
+		})
+	}
+}

@@ -1,0 +1,229 @@
+package probe
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/plannerdev/planner/internal/analysis"
+)
+
+// maxErrorBody bounds how much of a non-200 answer is read.
+const maxErrorBody = 4 << 10
+
+// newTransport returns the run's transport: HTTP/1.1 keep-alive connections
+// (one per in-flight stream, as the common SDKs use them) with an idle pool
+// sized for the largest step, so that each step reuses the connections of
+// the one before. Compression is off because it would buffer the stream.
+func newTransport(maxConcurrency int) *http.Transport {
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          maxConcurrency + 16,
+		MaxIdleConnsPerHost:   maxConcurrency + 16,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+	}
+}
+
+// chatRequest is the body of one probe request.
+type chatRequest struct {
+	Model         string          `json:"model"`
+	Messages      json.RawMessage `json:"messages"`
+	MaxTokens     int             `json:"max_tokens"`
+	Stream        bool            `json:"stream"`
+	StreamOptions streamOptions   `json:"stream_options"`
+	IgnoreEOS     bool            `json:"ignore_eos,omitempty"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// sender sends one request, with its retries, and times it.
+type sender struct {
+	client      *http.Client
+	url         string
+	keyHeader   string // "" when no key is sent
+	keyValue    string
+	deadline    time.Duration
+	maxAttempts int
+	backoff     backoff
+	rnd         *lockedRand
+	limits      *rateLimitLog
+	budget      *budget
+	redact      func(string) string
+}
+
+// reply is the outcome of one request.
+type reply struct {
+	start      time.Time // first send
+	status     int       // last HTTP status; 0 without a response
+	class      string    // "" on success, else an analysis error class
+	msg        string    // what went wrong, redacted
+	stream     streamResult
+	attempts   int
+	retryAfter time.Duration // the longest wait a 429 asked for
+	end        time.Duration // when the request ended, from start
+}
+
+// send posts body until it gets an answer other than 429, the attempts run
+// out, a 429's wait would pass the deadline, or the budget refuses a retry.
+// The first attempt must have been admitted by the budget. runCtx is the
+// run's context: its end marks the request cancelled rather than failed.
+func (s *sender) send(runCtx context.Context, body []byte) reply {
+	ctx, cancel := context.WithTimeout(runCtx, s.deadline)
+	defer cancel()
+	r := reply{start: time.Now()}
+	for {
+		r.attempts++
+		wait, retry := s.attempt(runCtx, ctx, body, &r)
+		if !retry {
+			break
+		}
+		left := s.deadline - time.Since(r.start)
+		var gaveUp string
+		switch {
+		case r.attempts >= s.maxAttempts:
+			gaveUp = fmt.Sprintf("gave up after %d attempts", r.attempts)
+		case wait >= left:
+			gaveUp = fmt.Sprintf("the wait of %s would pass the deadline (%s left)", wait, left.Round(time.Millisecond))
+		case !s.budget.retry():
+			gaveUp = "the request budget allows no retry"
+		case !sleep(ctx, wait):
+			r.class = failureClass(runCtx, ctx)
+			gaveUp = "ended while waiting to retry"
+		default:
+			continue
+		}
+		r.msg += "; " + gaveUp
+		break
+	}
+	if r.end == 0 {
+		r.end = time.Since(r.start)
+	}
+	return r
+}
+
+// attempt sends body once and fills r. It returns retry = true, with the
+// wait to honour, when the answer is a 429.
+func (s *sender) attempt(runCtx, ctx context.Context, body []byte, r *reply) (wait time.Duration, retry bool) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
+	if err != nil {
+		r.class, r.msg = analysis.ErrClient, s.redact(err.Error())
+		return 0, false
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	if s.keyHeader != "" {
+		req.Header.Set(s.keyHeader, s.keyValue)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		r.class, r.msg = failureClass(runCtx, ctx), s.redact(err.Error())
+		return 0, false
+	}
+	defer resp.Body.Close()
+	now := time.Now()
+	r.status = resp.StatusCode
+	s.limits.observe(resp.Header, now)
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests:
+		r.class = analysis.ErrRateLimited
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		r.msg = s.redact("HTTP 429: " + errorText(b))
+		d, announced := retryAfter(resp.Header, now)
+		if announced {
+			r.retryAfter = max(r.retryAfter, d)
+		}
+		if announced && d > 0 {
+			return d, true
+		}
+		// No wait named (or "0"): back off rather than retry at once.
+		return s.backoff.delay(r.attempts-1, s.rnd), true
+	case resp.StatusCode != http.StatusOK:
+		r.class = statusClass(resp.StatusCode)
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		r.msg = s.redact(fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorText(b)))
+		return 0, false
+	}
+	r.class, r.msg = "", ""
+	st, err := readStream(resp.Body, r.start)
+	r.stream, r.end = st, st.end
+	switch {
+	case err != nil:
+		r.class, r.msg = failureClass(runCtx, ctx), s.redact(err.Error())
+	case st.errClass != "":
+		r.class, r.msg = st.errClass, s.redact(st.errMsg)
+		if st.errClass == analysis.ErrBadStream && !st.acked && !isEventStream(resp.Header) {
+			r.msg = fmt.Sprintf("the answer is not an event stream (content-type %q): does the endpoint support stream=true?", resp.Header.Get("Content-Type"))
+		}
+	case !st.ok():
+		r.class, r.msg = analysis.ErrBadStream, "the stream carried no output"
+	}
+	return 0, false
+}
+
+// failureClass classifies a request that ended without an answer: the run
+// ended (cancelled), its deadline passed (timeout), or the network failed.
+func failureClass(runCtx, ctx context.Context) string {
+	switch {
+	case runCtx.Err() != nil:
+		return analysis.ErrCancelled
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return analysis.ErrTimeout
+	}
+	return analysis.ErrTransport
+}
+
+// statusClass is the error class of a non-200, non-429 status.
+func statusClass(status int) string {
+	if status >= 500 {
+		return analysis.ErrServer
+	}
+	return analysis.ErrClient
+}
+
+// errorText is the message of an OpenAI-style error body, else the start
+// of the body.
+func errorText(body []byte) string {
+	if info, err := scanChunk(body); err == nil && info.hasError {
+		if m := info.errorMessage(); m != "" {
+			return m
+		}
+	}
+	text := strings.TrimSpace(string(body))
+	if len(text) > 200 {
+		text = text[:200] + "…"
+	}
+	return text
+}
+
+// isEventStream reports whether the answer says it is an event stream.
+func isEventStream(h http.Header) bool {
+	return strings.HasPrefix(strings.ToLower(h.Get("Content-Type")), "text/event-stream")
+}
+
+// sleep waits d; it reports false when ctx ended first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

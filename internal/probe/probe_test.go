@@ -1,0 +1,500 @@
+package probe
+
+import (
+	"cmp"
+	"context"
+	"math"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/model"
+	"github.com/plannerdev/planner/internal/sim"
+)
+
+// fastSim answers in well under a millisecond of simulated time, for tests
+// that do not measure timing.
+var fastSim = sim.Config{TTFT: time.Microsecond, ITL: time.Microsecond, ITLGrowth: sim.NoGrowth, MaxNumSeqs: 64}
+
+// startSim serves a simulator on 127.0.0.1 and returns it with its base URL.
+func startSim(t testing.TB, cfg sim.Config) (*sim.Server, string) {
+	t.Helper()
+	srv, err := sim.New(cfg)
+	if err != nil {
+		t.Fatalf("sim.New: %v", err)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	return srv, ts.URL + "/v1"
+}
+
+// quick is a small, fast probe configuration against base.
+func quick(base string) Config {
+	return Config{
+		BaseURL: base, Model: sim.DefaultModel, MaxTokens: 4, IgnoreEOS: true, InputTokens: 32,
+		Steps: []int{1, 2, 4}, MinRequestsPerStep: 4, RoundsPerStep: 2, Pause: time.Millisecond,
+		Deadline: 5 * time.Second,
+	}
+}
+
+func run(t *testing.T, ctx context.Context, cfg Config, obs Observer) *Result {
+	t.Helper()
+	res, err := Run(ctx, cfg, obs)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return res
+}
+
+func stepAt(t *testing.T, res *Result, c int) analysis.Step {
+	t.Helper()
+	for _, s := range res.Analysis.Steps {
+		if s.Concurrency == c {
+			return s
+		}
+	}
+	t.Fatalf("no step at concurrency %d in %+v", c, res.Analysis.Steps)
+	return analysis.Step{}
+}
+
+// TestKneeAgainstSim ramps a simulated server that batches 8 sequences:
+// throughput doubles up to 8 and stays flat after, while the queue shows
+// in TTFT, so the knee is 8.
+func TestKneeAgainstSim(t *testing.T) {
+	_, base := startSim(t, sim.Config{MaxNumSeqs: 8, TTFT: 200 * time.Millisecond, ITL: 20 * time.Millisecond})
+	cfg := quick(base)
+	cfg.Steps = []int{1, 2, 4, 8, 16, 32}
+	cfg.MaxTokens = 3
+	res := run(t, t.Context(), cfg, nil)
+
+	if len(res.Analysis.Steps) != 6 {
+		t.Fatalf("steps = %+v (stop %s: %s)", res.Analysis.Steps, res.StopReason, res.StopDetail)
+	}
+	for _, rec := range res.Records {
+		if !rec.OK {
+			t.Fatalf("a request failed: %+v (%v)", rec, res.ErrorSamples)
+		}
+	}
+	if k := res.Analysis.Knee; k == nil || *k != 8 {
+		t.Fatalf("knee = %v, want 8; steps %+v", k, res.Analysis.Steps)
+	}
+	at8 := stepAt(t, res, 8)
+	for _, c := range []int{16, 32} {
+		s := stepAt(t, res, c)
+		if d := math.Abs(s.ThroughputRPS/at8.ThroughputRPS - 1); d > 0.10 {
+			t.Errorf("throughput at %d = %.2f rps, %.0f%% from %.2f at 8 (want within 10%%)", c, s.ThroughputRPS, 100*d, at8.ThroughputRPS)
+		}
+	}
+	prev := at8.TTFTP95Ms
+	for _, c := range []int{16, 32} {
+		s := stepAt(t, res, c)
+		if s.TTFTP95Ms < prev*1.3 {
+			t.Errorf("TTFT p95 at %d = %.0f ms, did not grow from %.0f ms", c, s.TTFTP95Ms, prev)
+		}
+		prev = s.TTFTP95Ms
+	}
+	if res.Analysis.USL == nil {
+		t.Error("no USL fit")
+	}
+	lat, err := res.Analysis.Latency()
+	if err != nil || len(lat.Curve) != 6 || lat.Knee == nil || *lat.Knee != 8 {
+		t.Errorf("latency block = %+v, %v", lat, err)
+	}
+}
+
+// retryAfterLog records the retry-after-ms each answer announced, in
+// order; the handler is sequential at concurrency 1.
+type retryAfterLog struct {
+	mu   sync.Mutex
+	next http.Handler
+	ms   []string
+}
+
+func (l *retryAfterLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	l.next.ServeHTTP(w, r)
+	l.mu.Lock()
+	l.ms = append(l.ms, w.Header().Get("retry-after-ms"))
+	l.mu.Unlock()
+}
+
+// TestQuotaLimitedAgainstSim runs against a key whose RPM bucket is already
+// empty: every request meets a 429 first, waits what the 429 announced and
+// gets through on its retry. The probe calls the run quota-limited and
+// stops by the 429 rule.
+func TestQuotaLimitedAgainstSim(t *testing.T) {
+	const rpm = 240 // refills one request every 250 ms
+	cfg := fastSim
+	cfg.RPM = rpm
+	srv, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &retryAfterLog{next: srv}
+	ts := httptest.NewServer(log)
+	t.Cleanup(ts.Close)
+
+	// Spend the bucket the way other traffic on the same key would.
+	drain := quick(ts.URL + "/v1")
+	drain.Steps, drain.RequestsPerStep, drain.MaxAttempts = []int{32}, rpm+32, 1
+	if res := run(t, t.Context(), drain, nil); res.Analysis.Steps[0].RateLimited == 0 {
+		t.Fatalf("the bucket did not run dry: %+v", res.Analysis.Steps)
+	}
+	before := len(srv.Arrivals())
+	log.mu.Lock()
+	log.ms = nil
+	log.mu.Unlock()
+
+	p := quick(ts.URL + "/v1")
+	p.RequestsPerStep = 5
+	res := run(t, t.Context(), p, nil)
+
+	if res.StopReason != StopMax429Ratio || len(res.Analysis.Steps) != 1 {
+		t.Errorf("stop = %s (%s) after %d steps, want %s after the first", res.StopReason, res.StopDetail, len(res.Analysis.Steps), StopMax429Ratio)
+	}
+	if !res.Analysis.QuotaLimited {
+		t.Errorf("quota_limited = false; notes %v", res.Analysis.Notes)
+	}
+	retried := 0
+	for _, rec := range res.Records {
+		if rec.Attempts > 1 {
+			retried++
+			if rec.RetryAfterMs <= 0 {
+				t.Errorf("a retried request recorded no retry-after: %+v", rec)
+			}
+		}
+	}
+	if retried == 0 {
+		t.Fatal("no request was retried")
+	}
+	if rl := res.RateLimits.Requests; rl == nil || rl.Limit == nil || *rl.Limit != rpm {
+		t.Errorf("announced request limit = %+v, want %d", rl, rpm)
+	}
+
+	arr := srv.Arrivals()[before:]
+	log.mu.Lock()
+	announced := slices.Clone(log.ms)
+	log.mu.Unlock()
+	if len(arr) != len(announced) {
+		t.Fatalf("%d arrivals but %d answers logged", len(arr), len(announced))
+	}
+	checked := 0
+	for i := 0; i+1 < len(arr); i++ {
+		if arr[i].Status != http.StatusTooManyRequests {
+			continue
+		}
+		wait, err := strconv.Atoi(announced[i])
+		if err != nil {
+			t.Fatalf("429 without retry-after-ms: %q", announced[i])
+		}
+		// At concurrency 1 the next arrival is this request's retry.
+		if gap := arr[i+1].At.Sub(arr[i].At); gap < time.Duration(wait)*time.Millisecond {
+			t.Errorf("retry sent %v after a 429 that asked for %d ms", gap, wait)
+		}
+		checked++
+	}
+	if checked == 0 {
+		t.Error("no 429 to check")
+	}
+}
+
+// TestTimingFidelity checks the probe's clock against a simulator whose
+// TTFT is fixed: at concurrency 64 the median TTFT measured must be within
+// 2 ms of the configured one. Answers have lognormal lengths, as real ones
+// do, so the closed loop does not send its requests in lockstep.
+func TestTimingFidelity(t *testing.T) {
+	if raceDetector {
+		t.Skip("the race detector's slowdown makes millisecond timing meaningless")
+	}
+	const ttft = 200 * time.Millisecond
+	_, base := startSim(t, sim.Config{MaxNumSeqs: 128, TTFT: ttft, ITL: 10 * time.Millisecond, ITLGrowth: sim.NoGrowth, OutputTokens: 8})
+	cfg := quick(base)
+	cfg.Steps, cfg.RoundsPerStep, cfg.MaxTokens, cfg.IgnoreEOS = []int{64}, 3, 32, false
+	res := run(t, t.Context(), cfg, nil)
+	var ttfts []float64
+	for _, rec := range res.Records {
+		if rec.OK && !rec.Warmup {
+			ttfts = append(ttfts, rec.TTFTMs)
+		}
+	}
+	if len(ttfts) < 64 {
+		t.Fatalf("%d measured requests, want at least 64 (%v)", len(ttfts), res.ErrorSamples)
+	}
+	slices.Sort(ttfts)
+	med := model.QuantileSorted(ttfts, 0.5)
+	if err := med - float64(ttft.Milliseconds()); math.Abs(err) > 2 {
+		t.Errorf("median TTFT = %.3f ms, %.3f ms from the configured %v", med, err, ttft)
+	}
+	t.Logf("median TTFT %.3f ms for %v configured", med, ttft)
+}
+
+func TestBudgetsAndCancel(t *testing.T) {
+	_, base := startSim(t, fastSim)
+	_, slow := startSim(t, sim.Config{TTFT: 5 * time.Second, MaxNumSeqs: 64})
+
+	t.Run("requests", func(t *testing.T) {
+		cfg := quick(base)
+		cfg.Budget.MaxRequests = 5
+		res := run(t, t.Context(), cfg, nil)
+		if res.StopReason != StopBudgetRequests || len(res.Records) != 5 || res.Sent != 5 {
+			t.Errorf("stop %s, %d records, %d sent; want %s, 5, 5", res.StopReason, len(res.Records), res.Sent, StopBudgetRequests)
+		}
+		if !slices.ContainsFunc(res.Analysis.Notes, func(n string) bool { return strings.Contains(n, "sent 1 of its 4 requests") }) {
+			t.Errorf("no note about the cut step: %v", res.Analysis.Notes)
+		}
+	})
+	t.Run("tokens", func(t *testing.T) {
+		cfg := quick(base)
+		cfg.Budget.MaxTokens = 600
+		res := run(t, t.Context(), cfg, nil)
+		if res.StopReason != StopBudgetTokens || res.TokensUsed > 600 || len(res.Records) == 0 {
+			t.Errorf("stop %s, %d tokens used, %d records; want %s within 600", res.StopReason, res.TokensUsed, len(res.Records), StopBudgetTokens)
+		}
+		var sum int
+		for _, rec := range res.Records {
+			sum += rec.InputTokens + rec.OutputTokens
+		}
+		if sum != res.TokensUsed {
+			t.Errorf("tokens used %d, records say %d", res.TokensUsed, sum)
+		}
+	})
+	t.Run("duration cancels requests in flight", func(t *testing.T) {
+		cfg := quick(slow)
+		cfg.Budget.MaxDuration = 200 * time.Millisecond
+		cfg.Deadline = 10 * time.Second
+		start := time.Now()
+		res := run(t, t.Context(), cfg, nil)
+		if el := time.Since(start); el > 2*time.Second {
+			t.Errorf("the run took %v past a 200ms budget", el)
+		}
+		if res.StopReason != StopBudgetDuration || len(res.Records) == 0 {
+			t.Fatalf("stop %s with %d records", res.StopReason, len(res.Records))
+		}
+		for _, rec := range res.Records {
+			if rec.ErrorClass != analysis.ErrCancelled {
+				t.Errorf("record %+v, want it cancelled", rec)
+			}
+		}
+	})
+	t.Run("cancel keeps what was measured", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		cfg := quick(base)
+		cfg.Steps = []int{1, 2, 4, 8}
+		cfg.Pause = time.Minute
+		obs := &countingObserver{onStepDone: cancel}
+		res := run(t, ctx, cfg, obs)
+		if res.StopReason != StopCancelled || len(res.Analysis.Steps) != 1 || len(res.Records) != 4 {
+			t.Errorf("stop %s, %d steps, %d records; want cancelled after one step of 4", res.StopReason, len(res.Analysis.Steps), len(res.Records))
+		}
+	})
+}
+
+// countingObserver counts calls and checks their order; it is not safe for
+// concurrent use, so the race detector checks that calls are serialized.
+type countingObserver struct {
+	started, records, done int
+	inStep                 bool
+	onStepDone             func()
+	order                  []string
+}
+
+func (o *countingObserver) StepStarted(c, n int) {
+	o.started++
+	o.inStep = true
+	o.order = append(o.order, "start")
+}
+
+func (o *countingObserver) Record(analysis.Record) {
+	o.records++
+	if !o.inStep {
+		o.order = append(o.order, "record outside a step")
+	}
+}
+
+func (o *countingObserver) StepDone(analysis.Step) {
+	o.done++
+	o.inStep = false
+	o.order = append(o.order, "done")
+	if o.onStepDone != nil {
+		o.onStepDone()
+	}
+}
+
+func TestObserver(t *testing.T) {
+	_, base := startSim(t, fastSim)
+	obs := &countingObserver{}
+	res := run(t, t.Context(), quick(base), obs)
+	want := []string{"start", "done", "start", "done", "start", "done"}
+	if !slices.Equal(obs.order, want) || obs.records != len(res.Records) {
+		t.Errorf("calls %v with %d records, want %v with %d", obs.order, obs.records, want, len(res.Records))
+	}
+}
+
+func TestOpenLoop(t *testing.T) {
+	_, base := startSim(t, sim.Config{TTFT: 40 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: sim.NoGrowth, MaxNumSeqs: 64})
+	cfg := quick(base)
+	cfg.Open = &OpenLoop{RateRPS: 400, MaxInFlight: 4, Requests: 60}
+	cfg.Seed = 3
+	res := run(t, t.Context(), cfg, nil)
+	if res.Shed == 0 || len(res.Records)+res.Shed != 60 {
+		t.Errorf("%d records and %d shed, want some shed and 60 in all", len(res.Records), res.Shed)
+	}
+	if len(res.Analysis.Steps) != 1 || res.Analysis.Steps[0].RateRPS != 400 || res.Analysis.Steps[0].Concurrency != 4 {
+		t.Errorf("steps = %+v", res.Analysis.Steps)
+	}
+}
+
+// closedPort returns a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func TestUnreachable(t *testing.T) {
+	res := run(t, t.Context(), quick("http://"+closedPort(t)+"/v1"), nil)
+	err := res.Failure()
+	if err == nil || !strings.Contains(err.Error(), "unreachable") || res.StopReason != StopNoSuccess {
+		t.Errorf("failure = %v, stop %s", err, res.StopReason)
+	}
+	if len(res.Analysis.Steps) != 1 {
+		t.Errorf("the ramp went on after a step with no success: %+v", res.Analysis.Steps)
+	}
+}
+
+// TestAnswers drives the request path against hand-made endpoints.
+func TestAnswers(t *testing.T) {
+	stream := sse("\n", contentChunk, contentChunk, usageChunk) + "data: [DONE]\n\n"
+	tests := []struct {
+		name     string
+		handler  func(n int, w http.ResponseWriter) // n counts requests from 0
+		deadline time.Duration
+		class    string
+		status   int
+		attempts int
+		retryMs  float64
+	}{
+		{name: "ok", handler: func(_ int, w http.ResponseWriter) { writeStream(w, stream) }, status: 200, attempts: 1},
+		{name: "500", handler: func(_ int, w http.ResponseWriter) { http.Error(w, `{"error":{"message":"boom"}}`, 500) },
+			class: analysis.ErrServer, status: 500, attempts: 1},
+		{name: "404 wrong model", handler: func(_ int, w http.ResponseWriter) { http.Error(w, "no such model", 404) },
+			class: analysis.ErrClient, status: 404, attempts: 1},
+		{name: "429 then ok, backoff without retry-after", handler: func(n int, w http.ResponseWriter) {
+			if n == 0 {
+				w.WriteHeader(429)
+				return
+			}
+			writeStream(w, stream)
+		}, status: 200, attempts: 2},
+		{name: "retry-after 0 still backs off", handler: func(n int, w http.ResponseWriter) {
+			if n == 0 {
+				w.Header().Set("retry-after", "0")
+				w.WriteHeader(429)
+				return
+			}
+			writeStream(w, stream)
+		}, status: 200, attempts: 2},
+		{name: "429 on every attempt", handler: func(_ int, w http.ResponseWriter) {
+			w.Header().Set("retry-after-ms", "5")
+			w.WriteHeader(429)
+		}, class: analysis.ErrRateLimited, status: 429, attempts: 3, retryMs: 5},
+		{name: "retry-after past the deadline: no retry", handler: func(_ int, w http.ResponseWriter) {
+			w.Header().Set("retry-after", "30")
+			w.WriteHeader(429)
+		}, class: analysis.ErrRateLimited, status: 429, attempts: 1, retryMs: 30000},
+		{name: "not a stream", handler: func(_ int, w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"choices":[{"message":{"content":"hi"}}]}`))
+		}, class: analysis.ErrBadStream, status: 200, attempts: 1},
+		{name: "stalls past the deadline", handler: func(_ int, w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(200)
+			w.(http.Flusher).Flush()
+			time.Sleep(300 * time.Millisecond)
+		}, deadline: 100 * time.Millisecond, class: analysis.ErrTimeout, status: 200, attempts: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			n := 0
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				i := n
+				n++
+				mu.Unlock()
+				tc.handler(i, w)
+			}))
+			defer ts.Close()
+			cfg := quick(ts.URL)
+			cfg.Steps, cfg.RequestsPerStep, cfg.Warmup = []int{1}, 1, -1
+			cfg.BackoffBase, cfg.BackoffCap = 10*time.Millisecond, 20*time.Millisecond
+			cfg.Deadline = cmp.Or(tc.deadline, 2*time.Second)
+			res := run(t, t.Context(), cfg, nil)
+			if len(res.Records) != 1 {
+				t.Fatalf("%d records", len(res.Records))
+			}
+			rec := res.Records[0]
+			if rec.ErrorClass != tc.class || rec.Status != tc.status || rec.Attempts != tc.attempts || rec.RetryAfterMs != tc.retryMs {
+				t.Errorf("record %+v (%v), want class %q status %d attempts %d retry %g", rec, res.ErrorSamples, tc.class, tc.status, tc.attempts, tc.retryMs)
+			}
+			if rec.OK != (tc.class == "") {
+				t.Errorf("ok = %v", rec.OK)
+			}
+			if tc.class != "" && res.ErrorSamples[tc.class] == "" {
+				t.Errorf("no error sample for %s", tc.class)
+			}
+		})
+	}
+}
+
+func writeStream(w http.ResponseWriter, body string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	_, _ = w.Write([]byte(body))
+}
+
+func TestValidate(t *testing.T) {
+	ok := Config{BaseURL: "https://api.example.test/v1?api-version=2024-10-21", Model: "m"}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("valid config: %v", err)
+	}
+	tests := []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"no model", func(c *Config) { c.Model = "" }, "model"},
+		{"bad scheme", func(c *Config) { c.BaseURL = "ftp://x" }, "scheme"},
+		{"no host", func(c *Config) { c.BaseURL = "http:///v1" }, "no host"},
+		{"steps not ascending", func(c *Config) { c.Steps = []int{1, 4, 2} }, "ascending"},
+		{"step too large", func(c *Config) { c.Steps = []int{MaxConcurrency + 1} }, "outside"},
+		{"ratio above 1", func(c *Config) { c.Max429Ratio = 1.5 }, "429 ratio"},
+		{"negative deadline", func(c *Config) { c.Deadline = -time.Second }, "deadline"},
+		{"bad key header", func(c *Config) { c.APIKeyHeader = "X-Key" }, "api key header"},
+		{"open loop without a rate", func(c *Config) { c.Open = &OpenLoop{MaxInFlight: 2} }, "rate"},
+		{"bad prompt", func(c *Config) { c.Prompts = []Prompt{{}} }, "prompt 0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ok
+			tc.edit(&c)
+			if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want it to mention %q", err, tc.want)
+			}
+		})
+	}
+	if u, _ := ok.endpoint(); u != "https://api.example.test/v1/chat/completions?api-version=2024-10-21" {
+		t.Errorf("endpoint = %s", u)
+	}
+}

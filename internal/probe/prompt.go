@@ -1,0 +1,198 @@
+package probe
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Limits on a prompts file.
+const (
+	maxPrompts    = 100_000
+	maxPromptLine = 16 << 20
+)
+
+// Prompt is one request's input from a prompts file: either a text sent as
+// a single user message, or a chat messages array sent as given.
+type Prompt struct {
+	Text     string          `json:"prompt,omitempty"`
+	Messages json.RawMessage `json:"messages,omitempty"`
+}
+
+// LoadPrompts reads a JSONL prompts file: one {"prompt": "..."} or
+// {"messages": [...]} object per line; blank lines are skipped. Requests use
+// the prompts in order, round robin.
+func LoadPrompts(r io.Reader) ([]Prompt, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxPromptLine)
+	var out []Prompt
+	for line := 1; sc.Scan(); line++ {
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		var p Prompt
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&p); err != nil {
+			return nil, fmt.Errorf("prompts line %d: %w", line, err)
+		}
+		if err := p.check(); err != nil {
+			return nil, fmt.Errorf("prompts line %d: %w", line, err)
+		}
+		if len(out) == maxPrompts {
+			return nil, fmt.Errorf("prompts: more than %d prompts", maxPrompts)
+		}
+		out = append(out, p)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading prompts: %w", err)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("prompts: the file has no prompts")
+	}
+	return out, nil
+}
+
+// check requires exactly one of a non-empty text and a non-empty messages
+// array.
+func (p Prompt) check() error {
+	hasMsgs := len(p.Messages) > 0 && string(p.Messages) != "null"
+	switch {
+	case p.Text != "" && hasMsgs:
+		return errors.New(`give "prompt" or "messages", not both`)
+	case p.Text != "":
+		return nil
+	case !hasMsgs:
+		return errors.New(`needs a non-empty "prompt" or "messages"`)
+	}
+	var msgs []json.RawMessage
+	if err := json.Unmarshal(p.Messages, &msgs); err != nil {
+		return fmt.Errorf(`"messages" must be an array: %w`, err)
+	}
+	if len(msgs) == 0 {
+		return errors.New(`"messages" is empty`)
+	}
+	return nil
+}
+
+// messages renders the prompt as a chat messages array.
+func (p Prompt) messages() (json.RawMessage, error) {
+	if p.Text == "" {
+		return p.Messages, nil
+	}
+	return json.Marshal([]message{{Role: "user", Content: p.Text}})
+}
+
+// message is one chat message of a synthetic prompt.
+type message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Synthetic prompts start with an instruction that asks for a long answer
+// (for endpoints without ignore_eos) and continue with filler words.
+const (
+	instruction = "Write a long, detailed essay that continues the following text, and do not stop early. "
+	filler      = "capacity planning measures latency under load while every pool " +
+		"keeps its quota and the model serves each stream with care so that " +
+		"throughput grows until the batch is full and the queue begins to wait "
+	// charsPerToken is the first guess of synthetic text per token, before
+	// calibration (about right for English with common tokenizers).
+	charsPerToken = 4
+	// calibrationRounds is how many responses tune the synthetic length.
+	calibrationRounds = 8
+)
+
+// prompts hands out request inputs: prompts from a file in turn, or
+// synthetic text of a target length in tokens. The synthetic length is
+// calibrated on the first responses: a response that counted p prompt
+// tokens for a text of n characters sets the length to n·target/p, which
+// converges on the target when the chat template adds only a few tokens.
+type prompts struct {
+	fixed  []Prompt
+	target int    // input tokens of a synthetic prompt
+	runID  string // makes each prompt's start unique so provider prefix caches do not hide prefill
+
+	mu     sync.Mutex
+	chars  int // synthetic text length
+	rounds int // calibration rounds done
+}
+
+func newPrompts(fixed []Prompt, target int, runID string) *prompts {
+	return &prompts{fixed: fixed, target: target, runID: runID, chars: target * charsPerToken}
+}
+
+// input is one request's messages and, for a synthetic prompt, its text
+// length (0 for a prompt from a file).
+type input struct {
+	messages json.RawMessage
+	chars    int
+}
+
+// next returns the input of request seq (0, 1, ...) of the run.
+func (p *prompts) next(seq int) (input, error) {
+	if len(p.fixed) > 0 {
+		m, err := p.fixed[seq%len(p.fixed)].messages()
+		if err != nil {
+			return input{}, fmt.Errorf("prompt %d: %w", seq%len(p.fixed), err)
+		}
+		return input{messages: m}, nil
+	}
+	p.mu.Lock()
+	n := p.chars
+	p.mu.Unlock()
+	text := syntheticText(p.runID, seq, n)
+	m, err := json.Marshal([]message{{Role: "user", Content: text}})
+	if err != nil {
+		return input{}, fmt.Errorf("synthetic prompt: %w", err)
+	}
+	return input{messages: m, chars: len(text)}, nil
+}
+
+// observe calibrates the synthetic length from a response that counted
+// promptTokens for a text of chars characters.
+func (p *prompts) observe(chars, promptTokens int) {
+	if len(p.fixed) > 0 || chars <= 0 || promptTokens <= 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.rounds >= calibrationRounds {
+		return
+	}
+	p.rounds++
+	p.chars = max(1, int(float64(chars)*float64(p.target)/float64(promptTokens)+0.5))
+}
+
+// length reports the synthetic text length in use.
+func (p *prompts) length() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.chars
+}
+
+// syntheticText is n characters (at least the unique head): a head that
+// names the run and request, the instruction, then filler words.
+func syntheticText(runID string, seq, n int) string {
+	head := "[" + runID + "-" + strconv.Itoa(seq) + "] "
+	var b strings.Builder
+	b.Grow(max(n, len(head)))
+	b.WriteString(head)
+	body := instruction
+	for b.Len() < n {
+		rest := n - b.Len()
+		if len(body) > rest {
+			body = body[:rest]
+		}
+		b.WriteString(body)
+		body = filler
+	}
+	return b.String()
+}

@@ -1,0 +1,84 @@
+package probe
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestLoadPrompts(t *testing.T) {
+	in := `{"prompt": "Hello"}
+
+{"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]}
+`
+	ps, err := LoadPrompts(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 2 || ps[0].Text != "Hello" || len(ps[1].Messages) == 0 {
+		t.Fatalf("prompts = %+v", ps)
+	}
+	m, err := ps[0].messages()
+	if err != nil || string(m) != `[{"role":"user","content":"Hello"}]` {
+		t.Errorf("messages of a text prompt = %s, %v", m, err)
+	}
+	bad := []struct{ name, in, want string }{
+		{"empty file", "\n\n", "no prompts"},
+		{"both", `{"prompt":"a","messages":[{"role":"user","content":"b"}]}`, "not both"},
+		{"neither", `{}`, "needs"},
+		{"messages not an array", `{"messages":{"role":"user"}}`, "must be an array"},
+		{"empty messages", `{"messages":[]}`, "empty"},
+		{"unknown field", `{"prompt":"a","temperature":1}`, "line 1"},
+		{"not JSON", `prompt: a`, "line 1"},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := LoadPrompts(strings.NewReader(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want it to mention %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestSyntheticText(t *testing.T) {
+	for _, n := range []int{1, 10, 100, 5000} {
+		s := syntheticText("run", 12, n)
+		if !strings.HasPrefix(s, "[run-12] ") {
+			t.Errorf("text of %d chars lacks its unique head: %.30q", n, s)
+		}
+		if want := max(n, len("[run-12] ")); len(s) != want {
+			t.Errorf("len = %d, want %d", len(s), want)
+		}
+	}
+	if syntheticText("run", 1, 100) == syntheticText("run", 2, 100) {
+		t.Error("two requests got the same prompt: a prefix cache would hide their prefill")
+	}
+}
+
+// TestCalibration checks that the synthetic length converges on the target
+// against a tokenizer that counts ceil(bytes/4) plus a fixed template.
+func TestCalibration(t *testing.T) {
+	const target, template = 300, 11
+	p := newPrompts(nil, target, "r")
+	tokens := 0
+	for seq := range calibrationRounds {
+		in, err := p.next(seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var msgs []message
+		if err := json.Unmarshal(in.messages, &msgs); err != nil || len(msgs) != 1 || len(msgs[0].Content) != in.chars {
+			t.Fatalf("messages %s: %v", in.messages, err)
+		}
+		tokens = (in.chars+3)/4 + template
+		p.observe(in.chars, tokens)
+	}
+	if tokens < target-2 || tokens > target+2 {
+		t.Errorf("after calibration a prompt has %d tokens, want %d ± 2", tokens, target)
+	}
+	frozen := p.length()
+	p.observe(10, 1000)
+	if p.length() != frozen {
+		t.Error("calibration kept going after its rounds")
+	}
+}

@@ -1,0 +1,348 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/plannerdev/planner/internal/plan"
+	"github.com/plannerdev/planner/internal/scenario"
+)
+
+// RecordCard is the dated summary of one probe that an on-call engineer
+// reads: where and when the endpoint was measured, where its knee is and
+// how it behaved there, the pools in use with what binds them and how to
+// shed, and what to do when 429s appear, when p95 exceeds the SLO, and
+// when goodput falls. Its JSON names are a stable contract.
+type RecordCard struct {
+	ProbeID    string    `json:"probe_id,omitempty"`
+	PlanID     string    `json:"plan_id,omitempty"`
+	Endpoint   string    `json:"endpoint"`
+	Model      string    `json:"model"`
+	Date       time.Time `json:"date"`
+	DeadlineMs float64   `json:"deadline_ms"`
+	// Knee is the knee concurrency; null when the first step already failed.
+	Knee *int `json:"knee"`
+	// AtKnee is what the probe measured at the knee; null without a knee.
+	AtKnee *KneePoint `json:"at_knee"`
+	// Collapse is the first concurrency whose goodput fell; null when none did.
+	Collapse     *int `json:"collapse"`
+	QuotaLimited bool `json:"quota_limited"`
+	// Pools are the plan's classes; empty when no plan is linked.
+	Pools     []CardPool `json:"pools"`
+	Decisions []Decision `json:"decisions"`
+}
+
+// KneePoint is the step at the knee.
+type KneePoint struct {
+	E2EP95Ms   float64 `json:"e2e_p95_ms"`
+	TTFTP95Ms  float64 `json:"ttft_p95_ms"`
+	GoodputRPS float64 `json:"goodput_rps"`
+	OutputTPS  float64 `json:"output_tps"`
+}
+
+// CardPool is one class's recommended pool and the rules that go with it.
+type CardPool struct {
+	Class             string `json:"class"`
+	Mode              string `json:"mode"`
+	Quota             string `json:"quota"`
+	Pool              int    `json:"pool"`
+	BindingConstraint string `json:"binding_constraint"`
+	Feasible          bool   `json:"feasible"`
+	// KneeLimit is the measured knee times the class's safety factor, the
+	// pool to fall back to when goodput falls; null without a knee.
+	KneeLimit *int `json:"knee_limit"`
+	// Shedding is the admission rule: shed a request that waited
+	// max_queue_wait_ms for a slot, answering status with Retry-After.
+	Shedding       plan.Admission `json:"shedding"`
+	Pacing         plan.Pacing    `json:"pacing"`
+	Retry          plan.Retry     `json:"retry"`
+	SLOE2EP95Ms    float64        `json:"slo_e2e_p95_ms,omitempty"`
+	SLOTTFTP95Ms   float64        `json:"slo_ttft_p95_ms,omitempty"`
+	MaxTokens      int            `json:"max_tokens,omitempty"`
+	TruncationRisk float64        `json:"truncation_risk"`
+}
+
+// Decision is one row of the decision table: a symptom and the steps to
+// take, in order.
+type Decision struct {
+	When string   `json:"when"`
+	Do   []string `json:"do"`
+}
+
+// The symptoms of the decision table, in its order.
+const (
+	WhenRateLimited  = "429s appear"
+	WhenSLOExceeded  = "p95 exceeds the SLO"
+	WhenGoodputFalls = "goodput falls"
+)
+
+// CardInput is what a record card is made from: a probe's measurements
+// and, when the probe backs a plan, that plan and its scenario.
+type CardInput struct {
+	ProbeID string
+	PlanID  string
+	Probe   ProbeData
+	// Scenario and Plan are optional; with a plan, the card lists its pools
+	// and fills the decision table with their numbers. Without a scenario
+	// the default knee safety factors apply.
+	Scenario *scenario.Scenario
+	Plan     *plan.Plan
+}
+
+// NewRecordCard assembles the record card of a probe.
+func NewRecordCard(in CardInput) RecordCard {
+	r := in.Probe.Result
+	card := RecordCard{
+		ProbeID: in.ProbeID, PlanID: in.PlanID, Endpoint: in.Probe.Endpoint, Model: in.Probe.Model,
+		Date: in.Probe.Date.UTC(), DeadlineMs: in.Probe.DeadlineMs,
+		Knee: r.Knee, Collapse: r.Collapse, QuotaLimited: r.QuotaLimited, Pools: []CardPool{},
+	}
+	if k, ok := kneeStep(r); ok {
+		card.AtKnee = &KneePoint{E2EP95Ms: k.E2EP95Ms, TTFTP95Ms: k.TTFTP95Ms, GoodputRPS: k.GoodputRPS, OutputTPS: k.OutputTPS}
+	}
+	safety := safetyOf(in.Scenario)
+	if in.Plan != nil {
+		specs := map[string]scenario.Class{}
+		if in.Scenario != nil {
+			for _, c := range in.Scenario.Classes {
+				specs[c.Name] = c
+			}
+		}
+		for _, c := range in.Plan.Classes {
+			p := CardPool{
+				Class: c.Name, Mode: c.Mode, Quota: c.Quota, Pool: c.Pool, BindingConstraint: c.BindingConstraint,
+				Feasible: c.Feasible, Shedding: c.Admission, Pacing: c.Pacing, Retry: c.Retry, TruncationRisk: c.TruncationRisk,
+			}
+			if r.Knee != nil {
+				p.KneeLimit = ptr(kneeLimit(*r.Knee, safety[c.Mode]))
+			}
+			if spec, ok := specs[c.Name]; ok {
+				p.MaxTokens = spec.MaxTokens
+				if spec.SLO != nil {
+					p.SLOE2EP95Ms, p.SLOTTFTP95Ms = spec.SLO.E2EP95Ms, spec.SLO.TTFTP95Ms
+				}
+			}
+			card.Pools = append(card.Pools, p)
+		}
+	}
+	card.Decisions = []Decision{
+		{When: WhenRateLimited, Do: card.on429()},
+		{When: WhenSLOExceeded, Do: card.onSLO()},
+		{When: WhenGoodputFalls, Do: card.onGoodputFall(safety)},
+	}
+	return card
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// modes in the order a plan serves them.
+var modes = []string{scenario.ModeInteractive, scenario.ModeSemi, scenario.ModeBatch}
+
+// safetyOf returns the knee safety factor of each mode: the scenario's,
+// or the defaults.
+func safetyOf(sc *scenario.Scenario) map[string]float64 {
+	var base scenario.Scenario
+	if sc != nil {
+		base = *sc
+	}
+	ks := base.WithDefaults().Policy.KneeSafety
+	return map[string]float64{scenario.ModeInteractive: ks.Interactive, scenario.ModeSemi: ks.Semi, scenario.ModeBatch: ks.Batch}
+}
+
+// kneeLimit is floor(safety · knee), at least 1.
+func kneeLimit(knee int, safety float64) int {
+	return max(1, int(math.Floor(safety*float64(knee)+1e-9)))
+}
+
+func (c RecordCard) on429() []string {
+	var do []string
+	if len(c.Pools) > 0 {
+		var pace, bind, retry []string
+		for _, p := range c.Pools {
+			pace = append(pace, fmt.Sprintf("%s at most %s req/s in bursts of %d", p.Class, fmtNum(p.Pacing.RateRPS), p.Pacing.Burst))
+			bind = append(bind, fmt.Sprintf("%s is bound by %s at a pool of %d on key %s", p.Class, p.BindingConstraint, p.Pool, p.Quota))
+			retry = append(retry, fmt.Sprintf("%s: base %s ms, cap %s ms, at most %d attempts", p.Class, fmtNum(p.Retry.BaseMs), fmtNum(p.Retry.CapMs), p.Retry.MaxAttempts))
+		}
+		do = append(do,
+			"Check pacing: each class starts requests no faster than its token bucket ("+strings.Join(pace, "; ")+"); a burst faster than this trips the provider's per-second enforcement of a per-minute limit.",
+			"Check what binds each pool: "+strings.Join(bind, "; ")+". When a quota binds, compare the x-ratelimit-remaining headers with its limits.",
+			"Back off: retry only after the wait the endpoint names (retry-after-ms, then retry-after), else with full-jitter exponential backoff ("+strings.Join(retry, "; ")+").")
+	} else {
+		do = append(do,
+			"Check pacing: clients must not start requests faster than the quota's per-second share; a burst trips the provider's per-second enforcement of a per-minute limit.",
+			"Back off: retry only after the wait the endpoint names (retry-after-ms, then retry-after), else with full-jitter exponential backoff.")
+	}
+	switch {
+	case c.QuotaLimited && c.Knee != nil:
+		do = append(do, fmt.Sprintf("This endpoint answered 429 at or below its knee of %d in flight: the quota is the bottleneck, not the model. Raise the tier or split the load across keys.", *c.Knee))
+	case c.QuotaLimited:
+		do = append(do, "This endpoint answered 429 from the first step: the quota is the bottleneck, not the model. Raise the tier or split the load across keys.")
+	case c.Knee != nil && len(c.Pools) > 0:
+		do = append(do, fmt.Sprintf("If the 429s come at or below the knee (%d in flight), the quota is the bottleneck: raise the tier or split the load across keys. Above the knee, bring the pools back to the plan.", *c.Knee))
+	case c.Knee != nil:
+		do = append(do, fmt.Sprintf("If the 429s come at or below the knee (%d in flight), the quota is the bottleneck: raise the tier or split the load across keys. Above the knee, bring the requests in flight back under it.", *c.Knee))
+	default:
+		do = append(do, "If the 429s come at low concurrency, the quota is the bottleneck: raise the tier or split the load across keys.")
+	}
+	return do
+}
+
+func (c RecordCard) onSLO() []string {
+	var do []string
+	var shed []string
+	for _, p := range c.Pools {
+		if rule := shedRule(p.Shedding); rule != "" {
+			shed = append(shed, p.Class+": "+strings.ToLower(rule[:1])+rule[1:])
+		}
+	}
+	switch {
+	case len(shed) > 0:
+		do = append(do, "Shed per the admission rule: "+strings.Join(shed, " "))
+	case len(c.Pools) > 0:
+		do = append(do, "Shed requests that wait for a slot longer than the SLO minus the p95 service time, with 429 and Retry-After (no class here has an E2E SLO to derive the wait from).")
+	default:
+		do = append(do, "Shed requests that wait for a slot longer than the SLO minus the p95 service time, with 429 and Retry-After.")
+	}
+	if c.Knee != nil {
+		s := fmt.Sprintf("Reduce the pool toward the knee (%d in flight", *c.Knee)
+		if c.AtKnee != nil {
+			s += fmt.Sprintf(", where E2E p95 was %s ms and TTFT p95 %s ms", fmtNum(c.AtKnee.E2EP95Ms), fmtNum(c.AtKnee.TTFTP95Ms))
+		}
+		s += ")"
+		var pools []string
+		for _, p := range c.Pools {
+			pools = append(pools, fmt.Sprintf("%s runs %d, knee limit %d", p.Class, p.Pool, *p.KneeLimit))
+		}
+		if len(pools) > 0 {
+			s += ": " + strings.Join(pools, "; ")
+		}
+		do = append(do, s+".")
+	} else {
+		do = append(do, "Reduce the pool: the probe found no knee, so even its first step missed the latency rule; probe again from a lower concurrency.")
+	}
+	var caps []string
+	for _, p := range c.Pools {
+		if p.MaxTokens > 0 {
+			caps = append(caps, fmt.Sprintf("%s caps at %s (%s %% of answers reach it)", p.Class, fmtNum(float64(p.MaxTokens)), fmtNum(p.TruncationRisk*100)))
+		}
+	}
+	mt := "Check max_tokens: every output token adds one TPOT to E2E, and under max_tokens accounting the cap counts against the quota whether used or not"
+	if len(caps) > 0 {
+		mt += "; " + strings.Join(caps, "; ")
+	}
+	return append(do, mt+".")
+}
+
+func (c RecordCard) onGoodputFall(safety map[string]float64) []string {
+	if c.Knee == nil {
+		return []string{
+			"The probe found no knee: goodput or p95 failed from the first step. Cut concurrency to a few requests in flight and probe again from there.",
+			"Re-probe after any change to the endpoint, the model, or the traffic's token sizes, and re-plan with the new curve.",
+		}
+	}
+	k := *c.Knee
+	past := fmt.Sprintf("You are past the knee: goodput peaks around %d in flight", k)
+	if c.AtKnee != nil {
+		past += fmt.Sprintf(" (%s req/s", fmtNum(c.AtKnee.GoodputRPS))
+		if c.DeadlineMs > 0 {
+			past += fmt.Sprintf(" within the %s ms deadline", fmtNum(c.DeadlineMs))
+		}
+		past += ")"
+	}
+	if c.Collapse != nil {
+		past += fmt.Sprintf(" and fell at %d", *c.Collapse)
+	}
+	present := map[string]bool{}
+	for _, p := range c.Pools {
+		present[p.Mode] = true
+	}
+	var cuts []string
+	for _, m := range modes {
+		if len(present) == 0 || present[m] {
+			cuts = append(cuts, fmt.Sprintf("%s %d (%d × %s)", m, kneeLimit(k, safety[m]), k, fmtNum(safety[m])))
+		}
+	}
+	return []string{
+		past + ".",
+		"Cut the pool to the knee times the safety factor: " + strings.Join(cuts, ", ") + ".",
+		"Re-probe after any change to the endpoint, the model, or the traffic's token sizes, and re-plan with the new curve.",
+	}
+}
+
+// WriteRecordCardMarkdown writes a record card as Markdown: the facts, the
+// pools, the shedding rule and the decision table.
+func WriteRecordCardMarkdown(w io.Writer, c RecordCard) error {
+	ew := &errWriter{w: w}
+	fmt.Fprintf(ew, "# Record card: %s\n\n", mdText(orNone(c.Model, "unnamed model")))
+	fmt.Fprintln(ew, "| | |")
+	fmt.Fprintln(ew, "|---|---|")
+	row := func(k, v string) { fmt.Fprintf(ew, "| %s | %s |\n", k, v) }
+	row("Endpoint", mdText(orNone(c.Endpoint, "-")))
+	row("Model", mdText(orNone(c.Model, "-")))
+	date := "-"
+	if !c.Date.IsZero() {
+		date = c.Date.Format(timeLayout)
+	}
+	row("Date", date)
+	row("Deadline", msText(c.DeadlineMs))
+	if c.Knee != nil {
+		row("Knee", fmt.Sprintf("%d in flight", *c.Knee))
+	} else {
+		row("Knee", "none (the first step already failed)")
+	}
+	if k := c.AtKnee; k != nil {
+		row("E2E p95 at the knee", msText(k.E2EP95Ms))
+		row("TTFT p95 at the knee", msText(k.TTFTP95Ms))
+		row("Goodput at the knee", fmtNum(k.GoodputRPS)+" req/s")
+	}
+	if c.Collapse != nil {
+		row("Goodput fell at", fmt.Sprintf("%d in flight", *c.Collapse))
+	}
+	if c.QuotaLimited {
+		row("Quota limited", "yes: 429s at or below the knee")
+	} else {
+		row("Quota limited", "no")
+	}
+	if c.ProbeID != "" {
+		row("Probe", mdText(c.ProbeID))
+	}
+	if c.PlanID != "" {
+		row("Plan", mdText(c.PlanID))
+	}
+	if len(c.Pools) > 0 {
+		fmt.Fprint(ew, "\n## Pools\n\n")
+		fmt.Fprintln(ew, "| Class | Mode | Key | Pool | Binding | Fits | Knee limit | Pacing |")
+		fmt.Fprintln(ew, "|---|---|---|--:|---|---|--:|---|")
+		for _, p := range c.Pools {
+			fmt.Fprintf(ew, "| %s | %s | %s | %d | **%s** | %s | %s | %s req/s, burst %d |\n",
+				mdText(p.Class), p.Mode, mdText(p.Quota), p.Pool, p.BindingConstraint, yesNo(p.Feasible),
+				intOrDash(p.KneeLimit), fmtNum(p.Pacing.RateRPS), p.Pacing.Burst)
+		}
+		fmt.Fprint(ew, "\n## Shedding rule\n\n")
+		for _, p := range c.Pools {
+			rule := shedRule(p.Shedding)
+			if rule == "" {
+				rule = "No E2E SLO, so no shedding rule."
+			}
+			fmt.Fprintf(ew, "- %s: %s\n", mdText(p.Class), rule)
+		}
+	}
+	fmt.Fprint(ew, "\n## What to do\n")
+	for _, d := range c.Decisions {
+		fmt.Fprintf(ew, "\n### When %s\n\n", d.When)
+		for i, step := range d.Do {
+			fmt.Fprintf(ew, "%d. %s\n", i+1, mdText(step))
+		}
+	}
+	return ew.err
+}
+
+func msText(v float64) string {
+	if v <= 0 {
+		return "-"
+	}
+	return fmtNum(v) + " ms"
+}

@@ -1,0 +1,180 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/plannerdev/planner/internal/analysis"
+)
+
+func exampleCardInput(t *testing.T) CardInput {
+	sc, p := examplePlan(t, "measured-curve")
+	return CardInput{
+		ProbeID: "p7k2", PlanID: "q9m4",
+		Probe: ProbeData{Result: syntheticResult(), Endpoint: "http://127.0.0.1:8000/v1", Model: "example-model",
+			Date: exampleDate, DeadlineMs: exampleDeadlineMs},
+		Scenario: &sc, Plan: p,
+	}
+}
+
+func TestRecordCardWithPlan(t *testing.T) {
+	card := NewRecordCard(exampleCardInput(t))
+	if card.Knee == nil || *card.Knee != 24 || card.Collapse == nil || *card.Collapse != 48 || card.QuotaLimited {
+		t.Fatalf("knee %v collapse %v quota-limited %v", card.Knee, card.Collapse, card.QuotaLimited)
+	}
+	if k := card.AtKnee; k == nil || k.E2EP95Ms != 5800 || k.TTFTP95Ms != 450 || k.GoodputRPS != 4.95 {
+		t.Fatalf("at the knee: %+v", card.AtKnee)
+	}
+	if len(card.Pools) != 2 {
+		t.Fatalf("%d pools", len(card.Pools))
+	}
+	a := card.Pools[0]
+	if a.Class != "assistant" || a.Pool != 11 || a.BindingConstraint != "rpm" || *a.KneeLimit != 16 ||
+		a.Shedding.MaxQueueWaitMs == nil || a.Shedding.Status != 429 || a.SLOE2EP95Ms != 10000 || a.SLOTTFTP95Ms != 1000 || a.MaxTokens != 600 {
+		t.Errorf("assistant: %+v", a)
+	}
+	if r := card.Pools[1]; r.Class != "reports" || *r.KneeLimit != 19 || r.BindingConstraint != "knee" {
+		t.Errorf("reports: %+v", r)
+	}
+	wantSteps := map[string][]string{
+		WhenRateLimited: {
+			"assistant at most 2.96 req/s in bursts of 2",
+			"assistant is bound by rpm at a pool of 11 on key gpu-pool",
+			"assistant: base 250 ms, cap 2,000 ms, at most 4 attempts",
+			"If the 429s come at or below the knee (24 in flight), the quota is the bottleneck: raise the tier or split the load across keys.",
+		},
+		WhenSLOExceeded: {
+			"assistant: shed a request that waits more than 2,670.3 ms for a slot, with 429 and Retry-After: 4.",
+			"Reduce the pool toward the knee (24 in flight, where E2E p95 was 5,800 ms and TTFT p95 450 ms): assistant runs 11, knee limit 16; reports runs 19, knee limit 19.",
+			"assistant caps at 600",
+		},
+		WhenGoodputFalls: {
+			"You are past the knee: goodput peaks around 24 in flight (4.95 req/s within the 10,000 ms deadline) and fell at 48.",
+			"interactive 16 (24 × 0.7), semi 19 (24 × 0.8).",
+			"Re-probe",
+		},
+	}
+	if len(card.Decisions) != 3 {
+		t.Fatalf("%d decisions", len(card.Decisions))
+	}
+	for i, when := range []string{WhenRateLimited, WhenSLOExceeded, WhenGoodputFalls} {
+		d := card.Decisions[i]
+		if d.When != when {
+			t.Errorf("decision %d is %q, want %q", i, d.When, when)
+		}
+		all := strings.Join(d.Do, "\n")
+		for _, want := range wantSteps[when] {
+			if !strings.Contains(all, want) {
+				t.Errorf("when %s: lacks %q in\n%s", when, want, all)
+			}
+		}
+	}
+}
+
+func TestRecordCardVariants(t *testing.T) {
+	limited := syntheticResult()
+	limited.QuotaLimited = true
+	noKnee := analysis.Analyze([]analysis.Step{{Concurrency: 4, Requests: 40, OK: 40, GoodputRPS: 1, ThroughputRPS: 1, E2EP95Ms: 9000}},
+		analysis.Options{DeadlineMs: 10000})
+	tests := []struct {
+		name   string
+		in     CardInput
+		pools  int
+		want   []string
+		absent []string
+	}{
+		{
+			name:   "without a plan",
+			in:     CardInput{Probe: ProbeData{Result: syntheticResult(), Endpoint: "http://e/v1", Model: "m", DeadlineMs: 10000}},
+			want:   []string{"interactive 16 (24 × 0.7), semi 19 (24 × 0.8), batch 24 (24 × 1)", "bring the requests in flight back under it"},
+			absent: []string{"bound by"},
+		},
+		{
+			name: "quota limited",
+			in:   CardInput{Probe: ProbeData{Result: limited}},
+			want: []string{"This endpoint answered 429 at or below its knee of 24 in flight: the quota is the bottleneck, not the model. Raise the tier or split the load across keys."},
+		},
+		{
+			name:   "no knee",
+			in:     CardInput{Probe: ProbeData{Result: noKnee}},
+			want:   []string{"The probe found no knee", "probe again from a lower concurrency"},
+			absent: []string{"past the knee"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			card := NewRecordCard(tc.in)
+			if len(card.Pools) != tc.pools {
+				t.Errorf("%d pools", len(card.Pools))
+			}
+			var all []string
+			for _, d := range card.Decisions {
+				all = append(all, d.Do...)
+			}
+			text := strings.Join(all, "\n")
+			for _, want := range tc.want {
+				if !strings.Contains(text, want) {
+					t.Errorf("lacks %q in\n%s", want, text)
+				}
+			}
+			for _, no := range tc.absent {
+				if strings.Contains(text, no) {
+					t.Errorf("has %q", no)
+				}
+			}
+			var md bytes.Buffer
+			if err := WriteRecordCardMarkdown(&md, card); err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range []string{"# Record card", "### When 429s appear", "### When p95 exceeds the SLO", "### When goodput falls"} {
+				if !strings.Contains(md.String(), h) {
+					t.Errorf("the Markdown lacks %q", h)
+				}
+			}
+		})
+	}
+}
+
+// TestRecordCardJSON pins the JSON names clients read.
+func TestRecordCardJSON(t *testing.T) {
+	b, err := json.Marshal(NewRecordCard(exampleCardInput(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"probe_id", "plan_id", "endpoint", "model", "date", "deadline_ms", "knee", "at_knee", "collapse", "quota_limited", "pools", "decisions"} {
+		if _, ok := doc[k]; !ok {
+			t.Errorf("no %q in %s", k, b)
+		}
+	}
+	pool := doc["pools"].([]any)[0].(map[string]any)
+	for _, k := range []string{"class", "pool", "binding_constraint", "knee_limit", "shedding", "pacing"} {
+		if _, ok := pool[k]; !ok {
+			t.Errorf("no pools[0].%s", k)
+		}
+	}
+	shed := pool["shedding"].(map[string]any)
+	if shed["max_queue_wait_ms"] == nil || shed["status"] != 429.0 || shed["retry_after_s"] == nil {
+		t.Errorf("shedding %v", shed)
+	}
+	if d := doc["decisions"].([]any)[0].(map[string]any); d["when"] != WhenRateLimited || len(d["do"].([]any)) == 0 {
+		t.Errorf("decision %v", d)
+	}
+	var back RecordCard
+	if err := json.Unmarshal(b, &back); err != nil || *back.Knee != 24 || back.Pools[0].Pool != 11 {
+		t.Errorf("round trip: %v %+v", err, back)
+	}
+}
+
+func TestRecordCardMarkdownGolden(t *testing.T) {
+	var md bytes.Buffer
+	if err := WriteRecordCardMarkdown(&md, NewRecordCard(exampleCardInput(t))); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "testdata/record-card.md", md.Bytes())
+}

@@ -1,0 +1,319 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/plan"
+	"github.com/plannerdev/planner/internal/scenario"
+)
+
+// ReportInput is everything a team report shows: the scenario, its plan
+// and, when a probe backs the plan, what the probe measured.
+type ReportInput struct {
+	// Title heads the report; DefaultTitle when empty.
+	Title string
+	// Generated is when the report was made, shown in its header.
+	Generated time.Time
+	Scenario  scenario.Scenario
+	Plan      *plan.Plan
+	// Probe is nil when no probe backs the plan.
+	Probe *ProbeData
+}
+
+// DefaultTitle heads a report that was given no title.
+const DefaultTitle = "Capacity report"
+
+// ProbeData is what a probe measured against one endpoint.
+type ProbeData struct {
+	Result analysis.Result
+	// Endpoint is the base URL probed, without credentials.
+	Endpoint string
+	Model    string
+	// Date is when the probe ran.
+	Date time.Time
+	// DeadlineMs is the per-request deadline that defined goodput.
+	DeadlineMs float64
+	// Source says where the data came from (a probe id, an imported file,
+	// synthetic data); it is printed with the measurements.
+	Source string
+}
+
+func (in ReportInput) title() string {
+	if strings.TrimSpace(in.Title) == "" {
+		return DefaultTitle
+	}
+	return in.Title
+}
+
+func (in ReportInput) check() error {
+	if in.Plan == nil {
+		return errors.New("report: no plan to report")
+	}
+	return nil
+}
+
+const timeLayout = "2006-01-02 15:04 UTC"
+
+// WriteReportMarkdown writes the team report as Markdown: the scenario in
+// words, the plan (WriteMarkdown's tables, headings one level down), and
+// the probe's measurements as a table. Markdown has no charts: a note
+// points to the HTML form, whose charts carry the same numbers as the
+// tables.
+func WriteReportMarkdown(w io.Writer, in ReportInput) error {
+	if err := in.check(); err != nil {
+		return err
+	}
+	ew := &errWriter{w: w}
+	fmt.Fprintf(ew, "# %s\n\n", mdText(in.title()))
+	if !in.Generated.IsZero() {
+		fmt.Fprintf(ew, "Generated %s by planner.\n\n", in.Generated.UTC().Format(timeLayout))
+	}
+	words := describeScenario(in.Scenario)
+	fmt.Fprint(ew, "## Scenario\n\n")
+	for _, k := range words.Keys {
+		fmt.Fprintf(ew, "- %s\n", mdText(k))
+	}
+	fmt.Fprintf(ew, "\nLatency: %s.\n\nClasses:\n\n", mdText(words.Latency))
+	for _, c := range words.Classes {
+		fmt.Fprintf(ew, "- %s\n", mdText(c))
+	}
+	fmt.Fprintf(ew, "\n%s\n\n", mdText(words.Policy))
+	var planMD bytes.Buffer
+	if err := WriteMarkdown(&planMD, in.Plan); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	sc := bufio.NewScanner(&planMD)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			line = "#" + line // one level down, under the report's title
+		}
+		fmt.Fprintln(ew, line)
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if p := in.Probe; p != nil {
+		fmt.Fprint(ew, "\n## Measurements\n\n")
+		for _, s := range describeProbe(*p) {
+			fmt.Fprintf(ew, "%s\n\n", mdText(s))
+		}
+		writeStepsMarkdown(ew, p.Result)
+		if len(p.Result.Notes) > 0 {
+			fmt.Fprint(ew, "\nNotes:\n\n")
+			for _, n := range p.Result.Notes {
+				fmt.Fprintf(ew, "- %s\n", mdText(n))
+			}
+		}
+	}
+	fmt.Fprint(ew, "\n## Charts\n\nThe HTML form of this report draws each class's ceilings as a bar chart")
+	if in.Probe != nil {
+		fmt.Fprint(ew, ", and goodput, output TPS, TTFT p95 and E2E p95 against concurrency with the knee and the SLOs")
+	}
+	fmt.Fprint(ew, "; the tables above carry the same numbers.\n")
+	return ew.err
+}
+
+// writeStepsMarkdown writes a ramp's steps as a table, the knee marked.
+func writeStepsMarkdown(w io.Writer, r analysis.Result) {
+	fmt.Fprintln(w, "| In flight | Requests | OK | 429 | Errors | Goodput req/s | Throughput req/s | Output TPS | TTFT p95 ms | E2E p95 ms |")
+	fmt.Fprintln(w, "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	for _, s := range r.Steps {
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %s | %s | %s | %s | %s |\n", stepLabel(s, r),
+			s.Requests, s.OK, s.RateLimited, s.Errors, fmtNum(s.GoodputRPS), fmtNum(s.ThroughputRPS),
+			fmtNum(s.OutputTPS), fmtNum(s.TTFTP95Ms), fmtNum(s.E2EP95Ms))
+	}
+}
+
+// stepLabel is a step's concurrency, marked when it is the knee or the
+// collapse point.
+func stepLabel(s analysis.Step, r analysis.Result) string {
+	l := fmt.Sprint(s.Concurrency)
+	if r.Knee != nil && *r.Knee == s.Concurrency {
+		l += " (knee)"
+	}
+	if r.Collapse != nil && *r.Collapse == s.Concurrency {
+		l += " (collapse)"
+	}
+	return l
+}
+
+//go:embed report.html.tmpl
+var reportTemplateText string
+
+var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
+	"num":            fmtNum,
+	"intOrDash":      intOrDash,
+	"msOrDash":       msOrDash,
+	"yesNo":          yesNo,
+	"limits":         limits,
+	"use":            func(u map[string]float64) string { return upperFirst(utilization(u)) },
+	"stepLabel":      stepLabel,
+	"clientSettings": clientSettings,
+	"shedRule":       shedRule,
+}).Parse(reportTemplateText))
+
+// htmlReport is the data of report.html.tmpl.
+type htmlReport struct {
+	Title, Generated string
+	Words            scenarioWords
+	Plan             *plan.Plan
+	Classes          []htmlClass
+	Probe            *htmlProbe
+}
+
+type htmlClass struct {
+	plan.ClassPlan
+	Chart template.HTML
+}
+
+type htmlProbe struct {
+	Facts      []string
+	Result     analysis.Result
+	Throughput template.HTML
+	Latency    []htmlFigure
+}
+
+type htmlFigure struct {
+	Chart   template.HTML
+	Caption string
+}
+
+// WriteReportHTML writes the team report as one self-contained HTML page:
+// the content of WriteReportMarkdown, with each class's ceilings as an
+// inline SVG bar chart and, when a probe backs the plan, the throughput
+// chart and a latency chart for each distinct SLO of the classes. The page
+// loads nothing (no scripts, fonts, images or stylesheets) and every text
+// that came from a user is escaped.
+func WriteReportHTML(w io.Writer, in ReportInput) error {
+	if err := in.check(); err != nil {
+		return err
+	}
+	view := htmlReport{Title: in.title(), Words: describeScenario(in.Scenario), Plan: in.Plan}
+	if !in.Generated.IsZero() {
+		view.Generated = in.Generated.UTC().Format(timeLayout)
+	}
+	for _, c := range in.Plan.Classes {
+		svg, err := CeilingsSVG(c)
+		if err != nil && !errors.Is(err, ErrNoData) {
+			return fmt.Errorf("report: %w", err)
+		}
+		view.Classes = append(view.Classes, htmlClass{ClassPlan: c, Chart: trusted(svg)})
+	}
+	if p := in.Probe; p != nil {
+		hp := &htmlProbe{Facts: describeProbe(*p), Result: p.Result}
+		svg, err := ThroughputSVG(p.Result)
+		if err != nil && !errors.Is(err, ErrNoData) {
+			return fmt.Errorf("report: %w", err)
+		}
+		hp.Throughput = trusted(svg)
+		for _, g := range sloGroups(in.Scenario) {
+			svg, err := LatencySVG(p.Result, g.e2eMs, g.ttftMs)
+			if errors.Is(err, ErrNoData) {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("report: %w", err)
+			}
+			hp.Latency = append(hp.Latency, htmlFigure{Chart: trusted(svg), Caption: g.caption()})
+		}
+		view.Probe = hp
+	}
+	if err := reportTemplate.Execute(w, view); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return nil
+}
+
+// trusted marks a chart made by this package as safe HTML: gonum escapes
+// every text it draws and annotate escapes the attributes it adds.
+func trusted(svg []byte) template.HTML {
+	return template.HTML(svg)
+}
+
+// sloGroup is the classes that share one pair of SLOs, which one latency
+// chart serves.
+type sloGroup struct {
+	classes       []string
+	e2eMs, ttftMs float64
+}
+
+// sloGroups groups the classes by their SLOs, in class order; with no SLO
+// anywhere there is one group without lines.
+func sloGroups(sc scenario.Scenario) []sloGroup {
+	var gs []sloGroup
+	for _, c := range sc.Classes {
+		if c.SLO == nil || (c.SLO.E2EP95Ms <= 0 && c.SLO.TTFTP95Ms <= 0) {
+			continue
+		}
+		found := false
+		for i := range gs {
+			if gs[i].e2eMs == c.SLO.E2EP95Ms && gs[i].ttftMs == c.SLO.TTFTP95Ms {
+				gs[i].classes = append(gs[i].classes, c.Name)
+				found = true
+			}
+		}
+		if !found {
+			gs = append(gs, sloGroup{classes: []string{c.Name}, e2eMs: c.SLO.E2EP95Ms, ttftMs: c.SLO.TTFTP95Ms})
+		}
+	}
+	if len(gs) == 0 {
+		gs = append(gs, sloGroup{})
+	}
+	return gs
+}
+
+func (g sloGroup) caption() string {
+	if len(g.classes) == 0 {
+		return "Latency by concurrency; no class states an SLO."
+	}
+	var slo []string
+	if g.ttftMs > 0 {
+		slo = append(slo, "TTFT p95 "+fmtNum(g.ttftMs)+" ms")
+	}
+	if g.e2eMs > 0 {
+		slo = append(slo, "E2E p95 "+fmtNum(g.e2eMs)+" ms")
+	}
+	return fmt.Sprintf("Latency by concurrency against the SLO of %s: %s.", strings.Join(g.classes, ", "), strings.Join(slo, ", "))
+}
+
+// clientSettings is a class's client-side settings in one sentence.
+func clientSettings(c plan.ClassPlan) string {
+	return fmt.Sprintf("Client settings: pacing %s req/s with a burst of %d; AIMD from %d between %d and %d; up to %d attempts with full-jitter backoff from %s ms (cap %s ms).",
+		fmtNum(c.Pacing.RateRPS), c.Pacing.Burst, c.Adaptive.Start, c.Adaptive.Floor, c.Adaptive.Ceiling,
+		c.Retry.MaxAttempts, fmtNum(c.Retry.BaseMs), fmtNum(c.Retry.CapMs))
+}
+
+// shedRule is a class's admission rule in one sentence; empty when the
+// class has no E2E SLO to shed against.
+func shedRule(a plan.Admission) string {
+	if a.MaxQueueWaitMs == nil {
+		return ""
+	}
+	return fmt.Sprintf("Shed a request that waits more than %s ms for a slot, with %d and Retry-After: %d.", fmtNum(*a.MaxQueueWaitMs), a.Status, a.RetryAfterS)
+}
+
+// mdText escapes plain text for Markdown: table cells and list items stay
+// intact (mdEscape), and angle brackets and ampersands cannot open HTML.
+func mdText(s string) string {
+	return mdEscape(strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s))
+}
+
+// upperFirst capitalises the first letter of a sentence.
+func upperFirst(s string) string {
+	r := []rune(s)
+	if len(r) == 0 {
+		return s
+	}
+	return strings.ToUpper(string(r[0])) + string(r[1:])
+}

@@ -1,0 +1,271 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/plannerdev/planner/internal/scenario"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files (docs/report-example.*, testdata/*)")
+
+// exampleSource is printed with the synthetic measurements of the docs
+// example, so that no reader takes them for a real probe.
+const exampleSource = "The probe data in this example are synthetic: a ramp made up to match the latency curve of " +
+	"docs/examples/measured-curve.yaml, not a measurement of a real endpoint."
+
+// exampleInput is the report of docs/report-example.*: the measured-curve
+// example with a synthetic probe behind it.
+func exampleInput(t *testing.T) ReportInput {
+	sc, p := examplePlan(t, "measured-curve")
+	return ReportInput{
+		Title:     "Example capacity report: a self-hosted model server",
+		Generated: exampleDate,
+		Scenario:  sc,
+		Plan:      p,
+		Probe: &ProbeData{
+			Result: syntheticResult(), Endpoint: "http://127.0.0.1:8000/v1", Model: "example-model",
+			Date: exampleDate, DeadlineMs: exampleDeadlineMs, Source: exampleSource,
+		},
+	}
+}
+
+// golden compares got with a golden file, or rewrites it with -update.
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/report -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the rendering (run go test ./internal/report -update and review the diff)", path)
+	}
+}
+
+func renderBoth(t *testing.T, in ReportInput) (md, page []byte) {
+	t.Helper()
+	var m, h bytes.Buffer
+	if err := WriteReportMarkdown(&m, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteReportHTML(&h, in); err != nil {
+		t.Fatal(err)
+	}
+	return m.Bytes(), h.Bytes()
+}
+
+// TestReportGolden renders the shipped example (docs/report-example.md and
+// .html) and a plan without a probe (testdata), and checks the HTML.
+func TestReportGolden(t *testing.T) {
+	noProbe := func() ReportInput {
+		sc, p := examplePlan(t, "three-classes")
+		return ReportInput{Title: "Three classes on one key", Generated: exampleDate, Scenario: sc, Plan: p}
+	}
+	tests := []struct {
+		name   string
+		in     ReportInput
+		md     string
+		html   string
+		charts []string
+	}{
+		{
+			name: "docs example", in: exampleInput(t),
+			md: "../../docs/report-example.md", html: "../../docs/report-example.html",
+			// Two classes, the throughput chart, one latency chart per SLO.
+			charts: []string{ChartCeilings, ChartCeilings, ChartThroughput, ChartLatency, ChartLatency},
+		},
+		{
+			name: "no probe", in: noProbe(),
+			md: "testdata/three-classes.md", html: "testdata/three-classes.html",
+			charts: []string{ChartCeilings, ChartCeilings, ChartCeilings},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			md, page := renderBoth(t, tc.in)
+			charts, err := CheckHTML(bytes.NewReader(page))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kinds []string
+			for _, c := range charts {
+				kinds = append(kinds, c.Kind)
+			}
+			if strings.Join(kinds, ",") != strings.Join(tc.charts, ",") {
+				t.Errorf("charts %v, want %v", kinds, tc.charts)
+			}
+			md2, page2 := renderBoth(t, tc.in)
+			if !bytes.Equal(md, md2) || !bytes.Equal(page, page2) {
+				t.Error("two renderings of the same input differ")
+			}
+			golden(t, tc.md, md)
+			golden(t, tc.html, page)
+		})
+	}
+}
+
+func TestReportContent(t *testing.T) {
+	in := exampleInput(t)
+	md, page := renderBoth(t, in)
+	for _, want := range []string{
+		"Key gpu-pool: 100,000 requests/min; the plan uses 90 % of each limit",
+		"assistant (interactive, key gpu-pool): demand 2 req/s; input p50 500, p95 1,500 tokens; output p50 180, p95 400 tokens, capped by max_tokens 600; SLO TTFT p95 1,000 ms, E2E p95 10,000 ms",
+		"a measured curve of 7 points from 1 to 48 in flight",
+		"Knee: 24 requests in flight, where E2E p95 was 5,800 ms, TTFT p95 450 ms and goodput 4.95 req/s.",
+		"The probe data in this example are synthetic",
+		"Goodput fell first at 48 in flight",
+	} {
+		if !bytes.Contains(md, []byte(want)) {
+			t.Errorf("the Markdown lacks %q", want)
+		}
+		if !bytes.Contains(page, []byte(strings.ReplaceAll(want, "'", "&#39;"))) {
+			t.Errorf("the HTML lacks %q", want)
+		}
+	}
+	if !bytes.Contains(md, []byte("| 24 (knee) | 96 |")) || !bytes.Contains(md, []byte("## Charts")) {
+		t.Error("the Markdown lacks the steps table or the charts note")
+	}
+}
+
+// TestReportMarkdownReusesPlanMarkdown checks that the plan part of the
+// report is WriteMarkdown's, headings one level down.
+func TestReportMarkdownReusesPlanMarkdown(t *testing.T) {
+	in := exampleInput(t)
+	md, _ := renderBoth(t, in)
+	var plan bytes.Buffer
+	if err := WriteMarkdown(&plan, in.Plan); err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	sc := bufio.NewScanner(&plan)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			line = "#" + line
+		}
+		want.WriteString(line + "\n")
+	}
+	if !strings.Contains(string(md), want.String()) {
+		t.Error("the report does not contain the plan's Markdown")
+	}
+}
+
+func TestReportEscapesUserText(t *testing.T) {
+	in := exampleInput(t)
+	in.Title = `<script>alert("t")</script>`
+	in.Probe.Endpoint = `http://127.0.0.1/v1"><img src=x onerror=alert(1)>`
+	in.Probe.Model = "<b>m</b>"
+	in.Probe.Source = "<iframe src=//evil></iframe>"
+	in.Probe.Result.Notes = []string{"<style>@import 'x'</style> | pipe"}
+	md, page := renderBoth(t, in)
+	if _, err := CheckHTML(bytes.NewReader(page)); err != nil {
+		t.Fatalf("user text made the page unsafe: %v", err)
+	}
+	for _, raw := range []string{"<script", "<img", "<iframe", "<b>", "<style>@"} {
+		if bytes.Contains(page, []byte(raw)) {
+			t.Errorf("the HTML contains %q", raw)
+		}
+		if bytes.Contains(md, []byte(raw)) {
+			t.Errorf("the Markdown contains %q", raw)
+		}
+	}
+	if !bytes.Contains(page, []byte("&lt;script&gt;alert(&#34;t&#34;)&lt;/script&gt;")) {
+		t.Error("the title is not shown escaped")
+	}
+	if !bytes.Contains(md, []byte(`&lt;style&gt;@import 'x'&lt;/style&gt; \| pipe`)) {
+		t.Error("the note is not escaped for Markdown")
+	}
+}
+
+func TestReportNeedsAPlan(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteReportMarkdown(&buf, ReportInput{}); err == nil {
+		t.Error("Markdown report without a plan")
+	}
+	if err := WriteReportHTML(&buf, ReportInput{}); err == nil {
+		t.Error("HTML report without a plan")
+	}
+	if buf.Len() != 0 {
+		t.Error("a failed report wrote output")
+	}
+}
+
+func TestReportProbeWithoutSteps(t *testing.T) {
+	in := exampleInput(t)
+	in.Probe.Result = syntheticResult()
+	in.Probe.Result.Steps = nil
+	in.Probe.Result.Knee, in.Probe.Result.Collapse, in.Probe.Result.USL = nil, nil, nil
+	md, page := renderBoth(t, in)
+	charts, err := CheckHTML(bytes.NewReader(page))
+	if err != nil || len(charts) != len(in.Plan.Classes) {
+		t.Fatalf("%d charts (%v); want only the ceilings", len(charts), err)
+	}
+	if !bytes.Contains(md, []byte("No knee")) {
+		t.Error("the report does not say that there is no knee")
+	}
+}
+
+func TestSLOGroups(t *testing.T) {
+	slo := func(e2e, ttft float64) *scenario.SLO { return &scenario.SLO{E2EP95Ms: e2e, TTFTP95Ms: ttft} }
+	tests := []struct {
+		name    string
+		classes []scenario.Class
+		want    []string
+	}{
+		{"no SLO anywhere", []scenario.Class{{Name: "a"}, {Name: "b", SLO: &scenario.SLO{}}}, []string{"Latency by concurrency; no class states an SLO."}},
+		{"shared and distinct", []scenario.Class{{Name: "a", SLO: slo(1000, 0)}, {Name: "b", SLO: slo(2000, 300)}, {Name: "c", SLO: slo(1000, 0)}, {Name: "d"}},
+			[]string{"Latency by concurrency against the SLO of a, c: E2E p95 1,000 ms.", "Latency by concurrency against the SLO of b: TTFT p95 300 ms, E2E p95 2,000 ms."}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, g := range sloGroups(scenario.Scenario{Classes: tc.classes}) {
+				got = append(got, g.caption())
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	tests := []struct {
+		got, want string
+	}{
+		{describeDist(scenario.Dist{Fixed: f(200)}, "tokens"), "fixed at 200 tokens"},
+		{describeDist(scenario.Dist{P50: f(800), P95: f(2400), Max: f(4000)}, "tokens"), "p50 800, p95 2,400 tokens, clipped at 4,000"},
+		{describeDist(scenario.Dist{Mean: f(500), Stddev: f(120.5)}, "ms"), "mean 500, sd 120.5 ms"},
+		{describeDist(scenario.Dist{Samples: []float64{9, 1, 5, 3}}, "tokens"), "4 samples with median 4 tokens"},
+		{describeDemand(nil), "no stated demand (runs as fast as its share allows)"},
+		{describeDemand(&scenario.Demand{RPS: 3}), "demand 3 req/s"},
+		{describeDemand(&scenario.Demand{RPM: 180}), "demand 180 req/min (3 req/s)"},
+		{describeDemand(&scenario.Demand{Requests: 36000, WithinHours: 2}), "a batch of 36,000 requests within 2 h (5 req/s)"},
+		{describeQuota(scenario.Quota{Name: "k", RPM: 60, TPD: 1e6, Headroom: 0.8, TokenAccounting: "max_tokens", BurstWindowS: 10, ActiveHours: 8, CachedInputFree: true}),
+			"Key k: 60 requests/min, 1,000,000 tokens/day; the plan uses 80 % of each limit; output counts as max_tokens at admission; " +
+				"per-minute limits are enforced over 10 s; daily limits are spread over 8 active hours; cached input tokens do not count against itpm."},
+		{describeLatency(scenario.Latency{}), "none given"},
+		{describeLatency(scenario.Latency{TTFTMs: &scenario.Dist{P50: f(400), P95: f(900)}, TPOTMs: &scenario.Dist{Fixed: f(20)}, PrefillMsPer1K: 30}),
+			"TTFT p50 400, p95 900 ms; TPOT fixed at 20 ms per token; prefill adds 30 ms per 1,000 input tokens"},
+	}
+	for _, tc := range tests {
+		if tc.got != tc.want {
+			t.Errorf("got  %q\nwant %q", tc.got, tc.want)
+		}
+	}
+}

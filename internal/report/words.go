@@ -1,0 +1,255 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/model"
+	"github.com/plannerdev/planner/internal/scenario"
+)
+
+// The sentences here are plain text: the Markdown writer escapes them for
+// Markdown and the HTML template for HTML.
+
+// scenarioWords is a scenario told in sentences.
+type scenarioWords struct {
+	Keys    []string // one per quota
+	Latency string   // the default latency profile
+	Classes []string // one per class
+	Policy  string
+}
+
+// describeScenario tells a scenario in words, with the defaults applied so
+// that every figure the plan used is stated.
+func describeScenario(sc scenario.Scenario) scenarioWords {
+	s := sc.WithDefaults()
+	var w scenarioWords
+	for _, q := range s.Quotas {
+		w.Keys = append(w.Keys, describeQuota(q))
+	}
+	w.Latency = describeLatency(s.Latency)
+	for i, c := range s.Classes {
+		w.Classes = append(w.Classes, describeClass(c, sc.Classes[i].Latency != nil && !sc.Classes[i].Latency.IsZero()))
+	}
+	ks := s.Policy.KneeSafety
+	w.Policy = fmt.Sprintf("Keys are shared by %s allocation; classes may use %s of the knee (interactive), %s (semi) and %s (batch); "+
+		"percentiles come from %s Monte Carlo draws with seed %d; pools are searched up to %s.",
+		s.Policy.Allocation, fmtNum(ks.Interactive), fmtNum(ks.Semi), fmtNum(ks.Batch),
+		fmtNum(float64(s.Policy.MonteCarloDraws)), *s.Policy.Seed, fmtNum(float64(s.Policy.MaxPool)))
+	return w
+}
+
+// limitUnits names each quota dimension's unit, in the order of DESIGN §3.3.
+var limitUnits = []struct{ dim, unit string }{
+	{"rpm", "requests/min"}, {"tpm", "tokens/min"}, {"itpm", "input tokens/min"},
+	{"otpm", "output tokens/min"}, {"rpd", "requests/day"}, {"tpd", "tokens/day"},
+}
+
+func describeQuota(q scenario.Quota) string {
+	values := map[string]float64{"rpm": q.RPM, "tpm": q.TPM, "itpm": q.ITPM, "otpm": q.OTPM, "rpd": q.RPD, "tpd": q.TPD}
+	var lims []string
+	daily := false
+	for _, u := range limitUnits {
+		if v := values[u.dim]; v > 0 {
+			lims = append(lims, fmtNum(v)+" "+u.unit)
+			daily = daily || u.dim == "rpd" || u.dim == "tpd"
+		}
+	}
+	parts := []string{fmt.Sprintf("Key %s: %s", q.Name, orNone(strings.Join(lims, ", "), "no limits"))}
+	parts = append(parts, fmt.Sprintf("the plan uses %s %% of each limit", fmtNum(q.Headroom*100)))
+	if q.TokenAccounting == scenario.AccountingMaxTokens {
+		parts = append(parts, "output counts as max_tokens at admission")
+	} else {
+		parts = append(parts, "output counts as the tokens produced")
+	}
+	parts = append(parts, fmt.Sprintf("per-minute limits are enforced over %s s", fmtNum(q.BurstWindowS)))
+	if daily {
+		parts = append(parts, fmt.Sprintf("daily limits are spread over %s active hours", fmtNum(q.ActiveHours)))
+	}
+	if q.CachedInputFree {
+		parts = append(parts, "cached input tokens do not count against itpm")
+	}
+	return strings.Join(parts, "; ") + "."
+}
+
+func describeLatency(l scenario.Latency) string {
+	var parts []string
+	if n := len(l.Curve); n > 0 {
+		first, last := l.Curve[0], l.Curve[n-1]
+		parts = append(parts, fmt.Sprintf("a measured curve of %d points from %d to %d in flight (TTFT p95 %s to %s ms, TPOT p95 %s to %s ms per token)",
+			n, first.Concurrency, last.Concurrency, fmtNum(first.TTFTP95Ms), fmtNum(last.TTFTP95Ms), fmtNum(first.TPOTP95Ms), fmtNum(last.TPOTP95Ms)))
+	} else {
+		if l.TTFTMs != nil {
+			parts = append(parts, "TTFT "+describeDist(*l.TTFTMs, "ms"))
+		}
+		if l.TPOTMs != nil {
+			parts = append(parts, "TPOT "+describeDist(*l.TPOTMs, "ms per token"))
+		}
+		if l.PrefillMsPer1K > 0 {
+			parts = append(parts, fmt.Sprintf("prefill adds %s ms per 1,000 input tokens", fmtNum(l.PrefillMsPer1K)))
+		}
+	}
+	if l.Knee != nil {
+		parts = append(parts, fmt.Sprintf("measured knee at %d in flight", *l.Knee))
+	}
+	if len(parts) == 0 {
+		return "none given"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// describeDist tells a distribution: fixed, p50/p95, mean/sd or samples,
+// and its clip.
+func describeDist(d scenario.Dist, unit string) string {
+	var s string
+	switch {
+	case d.Fixed != nil:
+		s = "fixed at " + fmtNum(*d.Fixed)
+	case d.P50 != nil && d.P95 != nil:
+		s = fmt.Sprintf("p50 %s, p95 %s", fmtNum(*d.P50), fmtNum(*d.P95))
+	case d.Mean != nil:
+		s = "mean " + fmtNum(*d.Mean)
+		if d.Stddev != nil {
+			s += ", sd " + fmtNum(*d.Stddev)
+		}
+	case len(d.Samples) > 0:
+		xs := slices.Clone(d.Samples)
+		slices.Sort(xs)
+		s = fmt.Sprintf("%d samples with median %s", len(xs), fmtNum(model.QuantileSorted(xs, 0.5)))
+	default:
+		return "not given"
+	}
+	s += " " + unit
+	if d.Max != nil {
+		s += ", clipped at " + fmtNum(*d.Max)
+	}
+	return s
+}
+
+func describeDemand(d *scenario.Demand) string {
+	switch {
+	case d == nil || d.Rate() == 0:
+		return "no stated demand (runs as fast as its share allows)"
+	case d.RPS > 0:
+		return "demand " + fmtNum(d.RPS) + " req/s"
+	case d.RPM > 0:
+		return fmt.Sprintf("demand %s req/min (%s req/s)", fmtNum(d.RPM), fmtNum(d.Rate()))
+	}
+	return fmt.Sprintf("a batch of %s requests within %s h (%s req/s)", fmtNum(d.Requests), fmtNum(d.WithinHours), fmtNum(d.Rate()))
+}
+
+func describeClass(c scenario.Class, ownLatency bool) string {
+	parts := []string{
+		fmt.Sprintf("%s (%s, key %s): %s", c.Name, c.Mode, c.Quota, describeDemand(c.Demand)),
+		"input " + describeDist(c.InputTokens, "tokens"),
+		"output " + describeDist(c.OutputTokens, "tokens"),
+	}
+	if c.MaxTokens > 0 {
+		parts[len(parts)-1] += fmt.Sprintf(", capped by max_tokens %s", fmtNum(float64(c.MaxTokens)))
+	}
+	var slo []string
+	if c.SLO != nil && c.SLO.TTFTP95Ms > 0 {
+		slo = append(slo, "TTFT p95 "+fmtNum(c.SLO.TTFTP95Ms)+" ms")
+	}
+	if c.SLO != nil && c.SLO.E2EP95Ms > 0 {
+		slo = append(slo, "E2E p95 "+fmtNum(c.SLO.E2EP95Ms)+" ms")
+	}
+	parts = append(parts, "SLO "+orNone(strings.Join(slo, ", "), "none"))
+	if ownLatency {
+		parts = append(parts, "its own latency profile: "+describeLatency(*c.Latency))
+	} else {
+		parts = append(parts, "latency from the default profile")
+	}
+	if c.Weight != scenario.DefaultWeight {
+		parts = append(parts, "weight "+fmtNum(c.Weight))
+	}
+	if c.Priority != 0 {
+		parts = append(parts, "priority "+strconv.Itoa(c.Priority))
+	}
+	if c.CachedInputFraction > 0 {
+		parts = append(parts, fmtNum(c.CachedInputFraction*100)+" % of input served from the prompt cache")
+	}
+	if c.ArrivalSCV != nil && *c.ArrivalSCV != scenario.DefaultArrivalSCV {
+		parts = append(parts, "arrival variability (SCV) "+fmtNum(*c.ArrivalSCV))
+	}
+	return strings.Join(parts, "; ") + "."
+}
+
+func orNone(s, none string) string {
+	if s == "" {
+		return none
+	}
+	return s
+}
+
+// kneeStep returns the step at the knee, if the ramp has a knee.
+func kneeStep(r analysis.Result) (analysis.Step, bool) {
+	if r.Knee == nil {
+		return analysis.Step{}, false
+	}
+	for _, s := range r.Steps {
+		if s.Concurrency == *r.Knee {
+			return s, true
+		}
+	}
+	return analysis.Step{}, false
+}
+
+// describeProbe tells what a probe measured, in sentences.
+func describeProbe(p ProbeData) []string {
+	r := p.Result
+	var out []string
+	head := fmt.Sprintf("Measured on %s, model %s", orNone(p.Endpoint, "an unnamed endpoint"), orNone(p.Model, "unnamed"))
+	if !p.Date.IsZero() {
+		head += ", on " + p.Date.UTC().Format("2006-01-02 15:04 UTC")
+	}
+	if p.DeadlineMs > 0 {
+		head += fmt.Sprintf(", with a per-request deadline of %s ms", fmtNum(p.DeadlineMs))
+	}
+	out = append(out, head+".")
+	if p.Source != "" {
+		out = append(out, p.Source)
+	}
+	if k, ok := kneeStep(r); ok {
+		out = append(out, fmt.Sprintf("Knee: %d requests in flight, where E2E p95 was %s ms, TTFT p95 %s ms and goodput %s req/s.",
+			k.Concurrency, fmtNum(k.E2EP95Ms), fmtNum(k.TTFTP95Ms), fmtNum(k.GoodputRPS)))
+	} else if r.Knee != nil {
+		out = append(out, fmt.Sprintf("Knee: %d requests in flight.", *r.Knee))
+	} else {
+		out = append(out, "No knee: the first step already failed the knee rule (goodput growth, E2E p95 under the deadline's share).")
+	}
+	if r.Collapse != nil {
+		out = append(out, fmt.Sprintf("Goodput fell first at %d in flight (the collapse point).", *r.Collapse))
+	}
+	if r.QuotaLimited {
+		out = append(out, "429s appeared at or below the knee: the quota, not the model, is the bottleneck.")
+	}
+	if u := r.USL; u != nil && finite(u.Alpha, u.Beta, u.Gamma, u.R2) {
+		s := fmt.Sprintf("Universal Scalability Law fit to the throughput: α %s, β %s, γ %s req/s, R² %s",
+			fmtSig(u.Alpha), fmtSig(u.Beta), fmtSig(u.Gamma), fmtSig(u.R2))
+		if u.Peak != nil && finite(*u.Peak) {
+			s += fmt.Sprintf("; the model peaks at %s in flight", fmtNum(*u.Peak))
+		}
+		out = append(out, s+".")
+	}
+	return out
+}
+
+func finite(vs ...float64) bool {
+	for _, v := range vs {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// fmtSig formats a fit parameter with three significant digits, since
+// α and β are often far below 0.01.
+func fmtSig(v float64) string {
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}

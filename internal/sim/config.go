@@ -1,0 +1,144 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Defaults applied by New to zero-valued Config fields.
+const (
+	DefaultModel        = "sim-model"
+	DefaultMaxNumSeqs   = 16
+	DefaultTTFT         = 200 * time.Millisecond
+	DefaultITL          = 20 * time.Millisecond
+	DefaultITLGrowth    = 0.02
+	DefaultOutputTokens = 128
+	// DefaultMaxTokens is the max_tokens assumed for a request that sets
+	// neither max_tokens nor max_completion_tokens, standing in for the
+	// context limit a real model would stop at.
+	DefaultMaxTokens = 4096
+)
+
+// NoGrowth, set as Config.ITLGrowth, keeps the per-token interval constant
+// whatever the batch size, since a zero ITLGrowth selects DefaultITLGrowth.
+const NoGrowth = -1.0
+
+// Token accounting modes for the TPM bucket.
+const (
+	// AccountingActual charges prompt tokens at admission and completion
+	// tokens once they are known, as self-hosted gateways usually do.
+	AccountingActual = "actual"
+	// AccountingMaxTokens charges prompt tokens plus max_tokens at admission
+	// and never refunds, as OpenAI and Azure OpenAI do.
+	AccountingMaxTokens = "max_tokens"
+)
+
+// Errors returned by New for Config fields out of range, so that callers can
+// tell which setting was wrong.
+var (
+	ErrMaxNumSeqs      = errors.New("max_num_seqs must not be negative")
+	ErrTTFT            = errors.New("ttft must not be negative")
+	ErrTTFTGrowth      = errors.New("ttft_growth must not be negative")
+	ErrPrefillPer1K    = errors.New("prefill_per_1k must not be negative")
+	ErrITL             = errors.New("itl must not be negative")
+	ErrITLGrowth       = errors.New("itl_growth must not be negative (use NoGrowth for none)")
+	ErrOutputTokens    = errors.New("output_tokens must not be negative")
+	ErrRPM             = errors.New("rpm must not be negative")
+	ErrTPM             = errors.New("tpm must not be negative")
+	ErrTokenAccounting = errors.New(`token_accounting must be "actual" or "max_tokens"`)
+)
+
+// Config describes the simulated endpoint: its batching, latency, output
+// lengths, rate limits and authentication. Zero values select the defaults.
+type Config struct {
+	// Model is the model id served and echoed; default "sim-model".
+	Model string
+	// MaxNumSeqs is how many sequences decode at once (default 16); the rest
+	// wait FIFO, and that wait shows in TTFT.
+	MaxNumSeqs int
+	// TTFT is the base time to first token once a sequence is admitted to the
+	// batch (default 200ms).
+	TTFT time.Duration
+	// TTFTGrowth is the fractional growth of TTFT per additional running
+	// sequence (default 0): ttft = TTFT*(1+TTFTGrowth*(running-1)) +
+	// PrefillPer1K*inputTokens/1000.
+	TTFTGrowth float64
+	// PrefillPer1K is the TTFT added per 1,000 input tokens (default 0).
+	PrefillPer1K time.Duration
+	// ITL is the base per-output-token interval (default 20ms).
+	ITL time.Duration
+	// ITLGrowth is the fractional growth of the per-token interval per
+	// additional running sequence, read at each token (default 0.02; NoGrowth
+	// for none).
+	ITLGrowth float64
+	// OutputTokens is the median output length when ignore_eos is not set
+	// (lognormal, sigma 0.5, seeded, clipped to [1, max_tokens]); default 128.
+	OutputTokens int
+	// RPM is the requests-per-minute bucket (0 = unlimited), refilled
+	// continuously, with one minute's worth of capacity.
+	RPM int
+	// TPM is the tokens-per-minute bucket (0 = unlimited), refilled
+	// continuously, with one minute's worth of capacity.
+	TPM int
+	// TokenAccounting is AccountingActual (default) or AccountingMaxTokens.
+	TokenAccounting string
+	// Seed seeds output lengths and ids: the same seed and the same request
+	// order give the same lengths.
+	Seed uint64
+	// APIKey, when set, must arrive as "Authorization: Bearer <APIKey>",
+	// otherwise the request gets 401.
+	APIKey string
+}
+
+// withDefaults validates c and returns it with zero values replaced by the
+// defaults.
+func (c Config) withDefaults() (Config, error) {
+	checks := []struct {
+		bad bool
+		err error
+		got any
+	}{
+		{c.MaxNumSeqs < 0, ErrMaxNumSeqs, c.MaxNumSeqs},
+		{c.TTFT < 0, ErrTTFT, c.TTFT},
+		{c.TTFTGrowth < 0, ErrTTFTGrowth, c.TTFTGrowth},
+		{c.PrefillPer1K < 0, ErrPrefillPer1K, c.PrefillPer1K},
+		{c.ITL < 0, ErrITL, c.ITL},
+		{c.ITLGrowth < 0 && c.ITLGrowth != NoGrowth, ErrITLGrowth, c.ITLGrowth},
+		{c.OutputTokens < 0, ErrOutputTokens, c.OutputTokens},
+		{c.RPM < 0, ErrRPM, c.RPM},
+		{c.TPM < 0, ErrTPM, c.TPM},
+		{c.TokenAccounting != "" && c.TokenAccounting != AccountingActual &&
+			c.TokenAccounting != AccountingMaxTokens, ErrTokenAccounting, c.TokenAccounting},
+	}
+	for _, ch := range checks {
+		if ch.bad {
+			return c, fmt.Errorf("sim: %w (got %v)", ch.err, ch.got)
+		}
+	}
+	if c.Model == "" {
+		c.Model = DefaultModel
+	}
+	if c.MaxNumSeqs == 0 {
+		c.MaxNumSeqs = DefaultMaxNumSeqs
+	}
+	if c.TTFT == 0 {
+		c.TTFT = DefaultTTFT
+	}
+	if c.ITL == 0 {
+		c.ITL = DefaultITL
+	}
+	switch c.ITLGrowth {
+	case 0:
+		c.ITLGrowth = DefaultITLGrowth
+	case NoGrowth:
+		c.ITLGrowth = 0
+	}
+	if c.OutputTokens == 0 {
+		c.OutputTokens = DefaultOutputTokens
+	}
+	if c.TokenAccounting == "" {
+		c.TokenAccounting = AccountingActual
+	}
+	return c, nil
+}

@@ -1,0 +1,435 @@
+// Package sim is an OpenAI-compatible simulated chat-completions endpoint for
+// rehearsals and tests of clients and probes.
+//
+// It models a continuously batching model server: at most MaxNumSeqs
+// sequences decode at once and later requests wait in a FIFO queue. A
+// request is admitted on arrival when a slot is free, else when the slot it
+// waited for frees; it then sees its first token after
+//
+//	TTFT*(1+TTFTGrowth*(running-1)) + PrefillPer1K*promptTokens/1000
+//
+// and each further token ITL*(1+ITLGrowth*(running-1)) later, with running
+// read at every token. Deadlines are absolute (admission time plus the
+// accumulated intervals), so timing does not drift with the load.
+//
+// Prompt tokens are approximated deterministically: 3 tokens for priming
+// the reply, plus, per message, 4 tokens of overhead and ceil(bytes/4) of its
+// text (a string content, or the "text" parts of an array content).
+//
+// Optional RPM and TPM token buckets answer 429 with honest retry-after and
+// retry-after-ms headers, and every admitted or refused request carries
+// OpenAI's x-ratelimit-* headers for the configured buckets.
+package sim
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+const (
+	// maxArrivals bounds the arrival log.
+	maxArrivals = 100_000
+	// maxBody bounds a request body.
+	maxBody = 16 << 20
+	// lengthSigma is the lognormal sigma of output lengths.
+	lengthSigma = 0.5
+	// idAlphabet and idLength shape completion ids like OpenAI's.
+	idAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	idLength   = 29
+	// spinWindow is how much of a precise wait (first and last token) is
+	// spent yielding instead of on a timer; it covers the idle runtime's
+	// millisecond timer granularity.
+	spinWindow = 1500 * time.Microsecond
+	// spinMaxRunning limits precise waits to a lightly loaded batch, where
+	// the yielding is cheap; a busy runtime checks its timers often anyway.
+	spinMaxRunning = 32
+)
+
+// Arrival records one chat-completions request as it arrived and was
+// answered, so that tests can check what a client sent; it never holds
+// headers or keys.
+type Arrival struct {
+	// At is when the request reached the handler.
+	At time.Time
+	// Status is the HTTP status answered (200 once admitted to the queue).
+	Status int
+	// PromptTokens is the approximated prompt length (0 when unparsable).
+	PromptTokens int
+	// MaxTokens is max_completion_tokens or max_tokens as sent, 0 when absent.
+	MaxTokens int
+}
+
+// Server is the simulated endpoint; it is an http.Handler safe for
+// concurrent use.
+type Server struct {
+	cfg       Config
+	modelJSON []byte // cfg.Model as a JSON string
+	created   int64
+	batch     *batcher
+	limits    *limiter
+
+	rngMu   sync.Mutex
+	lengths *rand.Rand
+	ids     *rand.Rand
+
+	arrMu    sync.Mutex
+	arrivals []Arrival // ring buffer once full
+	arrHead  int       // oldest entry when full
+}
+
+// New validates cfg, applies the defaults and returns a ready server.
+func New(cfg Config) (*Server, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	modelJSON, err := json.Marshal(cfg.Model)
+	if err != nil {
+		return nil, fmt.Errorf("sim: encoding model id: %w", err)
+	}
+	now := time.Now()
+	return &Server{
+		cfg:       cfg,
+		modelJSON: modelJSON,
+		created:   now.Unix(),
+		batch:     newBatcher(cfg.MaxNumSeqs),
+		limits:    newLimiter(cfg.RPM, cfg.TPM, now),
+		lengths:   rand.New(rand.NewPCG(cfg.Seed, 0x6c656e67746873)),
+		ids:       rand.New(rand.NewPCG(cfg.Seed, 0x696473)),
+	}, nil
+}
+
+// ServeHTTP routes /v1/chat/completions and /v1/models; anything else is an
+// OpenAI-style 404.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/v1/chat/completions":
+		s.handleChat(w, r)
+	case "/v1/models":
+		s.handleModels(w, r)
+	default:
+		writeError(w, &apiError{status: http.StatusNotFound, Type: "invalid_request_error",
+			Message: fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path)})
+	}
+}
+
+// Arrivals returns the chat-completions requests received, oldest first
+// (the last 100,000).
+func (s *Server) Arrivals() []Arrival {
+	s.arrMu.Lock()
+	out := make([]Arrival, 0, len(s.arrivals))
+	out = append(out, s.arrivals[s.arrHead:]...)
+	out = append(out, s.arrivals[:s.arrHead]...)
+	s.arrMu.Unlock()
+	slices.SortStableFunc(out, func(a, b Arrival) int { return a.At.Compare(b.At) })
+	return out
+}
+
+// record appends a to the arrival log, dropping the oldest entry when full.
+func (s *Server) record(a Arrival) {
+	s.arrMu.Lock()
+	defer s.arrMu.Unlock()
+	if len(s.arrivals) < maxArrivals {
+		s.arrivals = append(s.arrivals, a)
+		return
+	}
+	s.arrivals[s.arrHead] = a
+	s.arrHead = (s.arrHead + 1) % maxArrivals
+}
+
+// authorize checks the bearer key when one is configured.
+func (s *Server) authorize(r *http.Request) *apiError {
+	if s.cfg.APIKey == "" {
+		return nil
+	}
+	got := r.Header.Get("Authorization")
+	if got == "" {
+		return (&apiError{status: http.StatusUnauthorized, Type: "invalid_request_error",
+			Message: "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth."}).withCode("invalid_api_key")
+	}
+	if subtle.ConstantTimeCompare([]byte(got), []byte("Bearer "+s.cfg.APIKey)) != 1 {
+		return (&apiError{status: http.StatusUnauthorized, Type: "invalid_request_error",
+			Message: "Incorrect API key provided."}).withCode("invalid_api_key")
+	}
+	return nil
+}
+
+// handleModels serves GET /v1/models.
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	if e := s.authorize(r); e != nil {
+		writeError(w, e)
+		return
+	}
+	if r.Method != http.MethodGet {
+		writeError(w, methodNotAllowed(r))
+		return
+	}
+	writeJSON(w, modelList{Object: "list", Data: []modelInfo{{
+		ID: s.cfg.Model, Object: "model", Created: s.created, OwnedBy: "planner-sim",
+	}}})
+}
+
+// handleChat serves POST /v1/chat/completions: it checks the request, takes
+// it through the rate limits and the batch, and answers streamed or whole.
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	arr := Arrival{At: time.Now()}
+	p, e := s.admit(w, r)
+	arr.PromptTokens, arr.MaxTokens = p.promptTokens, p.sentMax
+	if e != nil {
+		arr.Status = e.status
+		s.record(arr)
+		writeError(w, e)
+		return
+	}
+	arr.Status = http.StatusOK
+	s.record(arr)
+	s.generate(w, r, p, arr.At)
+}
+
+// admit runs every check before generation and takes the request from the
+// rate-limit buckets; on refusal it returns the error to answer with, its
+// headers already set.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request) (parsed, *apiError) {
+	if e := s.authorize(r); e != nil {
+		return parsed{}, e
+	}
+	if r.Method != http.MethodPost {
+		return parsed{}, methodNotAllowed(r)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+			e := invalidRequest("", "request body larger than %d bytes", mbe.Limit)
+			e.status = http.StatusRequestEntityTooLarge
+			return parsed{}, e
+		}
+		return parsed{}, invalidRequest("", "reading request body: %v", err)
+	}
+	p, e := parseRequest(body)
+	if e != nil {
+		return p, e
+	}
+	if p.req.Model != s.cfg.Model {
+		return p, (&apiError{status: http.StatusNotFound, Type: "invalid_request_error",
+			Message: fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", p.req.Model),
+		}).withCode("model_not_found")
+	}
+	cost := p.promptTokens
+	if s.cfg.TokenAccounting == AccountingMaxTokens {
+		cost += p.maxTokens
+	}
+	v := s.limits.admit(time.Now(), cost, w.Header())
+	if v.ok {
+		return p, nil
+	}
+	e = (&apiError{status: http.StatusTooManyRequests, Type: "rate_limit_exceeded"}).withCode("rate_limit_exceeded")
+	if v.retry == 0 {
+		e.Message = fmt.Sprintf("Request too large for %s on tokens per min (TPM): Limit %d, Requested %d.",
+			s.cfg.Model, v.limit, cost)
+		return p, e
+	}
+	retry := ceilMillis(v.retry)
+	ms := retry.Milliseconds()
+	w.Header().Set("retry-after", strconv.FormatInt((ms+999)/1000, 10))
+	w.Header().Set("retry-after-ms", strconv.FormatInt(ms, 10))
+	e.Message = fmt.Sprintf("Rate limit reached for %s on %s per min: Limit %d. Please try again in %s.",
+		s.cfg.Model, v.unit, v.limit, retry)
+	return p, e
+}
+
+// plan draws the output length and the id of an admitted request; the draws
+// happen in admission order so that a seed replays the same lengths.
+func (s *Server) plan(p parsed) (n int, id string) {
+	s.rngMu.Lock()
+	defer s.rngMu.Unlock()
+	z := s.lengths.NormFloat64()
+	n = p.maxTokens
+	if !p.req.IgnoreEOS {
+		drawn := math.Round(float64(s.cfg.OutputTokens) * math.Exp(lengthSigma*z))
+		n = int(math.Max(1, math.Min(drawn, float64(p.maxTokens))))
+	}
+	var b strings.Builder
+	b.WriteString("chatcmpl-")
+	for range idLength {
+		b.WriteByte(idAlphabet[s.ids.IntN(len(idAlphabet))])
+	}
+	return n, b.String()
+}
+
+// ttft is the time from admission to the first token.
+func (s *Server) ttft(running, promptTokens int) time.Duration {
+	base := float64(s.cfg.TTFT) * (1 + s.cfg.TTFTGrowth*float64(running-1))
+	return time.Duration(base + float64(s.cfg.PrefillPer1K)*float64(promptTokens)/1000)
+}
+
+// itl is the interval to the next token with running sequences decoding.
+func (s *Server) itl(running int) time.Duration {
+	return time.Duration(float64(s.cfg.ITL) * (1 + s.cfg.ITLGrowth*float64(running-1)))
+}
+
+// generate waits for a batch slot, produces the tokens on schedule and
+// answers as a stream or as one completion.
+func (s *Server) generate(w http.ResponseWriter, r *http.Request, p parsed, arrived time.Time) {
+	ctx := r.Context()
+	n, id := s.plan(p)
+	created := time.Now().Unix()
+	finish := "stop"
+	if n == p.maxTokens {
+		finish = "length"
+	}
+
+	var emit func(i int) error
+	var enc *chunkEncoder
+	rc := http.NewResponseController(w)
+	if p.req.Stream {
+		h := w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		w.WriteHeader(http.StatusOK)
+		if rc.Flush() != nil {
+			return
+		}
+		enc = newChunkEncoder(id, created, s.modelJSON, p.includeUsage)
+		emit = func(i int) error {
+			enc.buf = enc.buf[:0]
+			if i == 0 {
+				enc.roleChunk()
+			}
+			f := ""
+			if i == n-1 {
+				f = finish
+			}
+			enc.tokenChunk(i, f)
+			if _, err := w.Write(enc.buf); err != nil {
+				return fmt.Errorf("writing chunk %d: %w", i, err)
+			}
+			if err := rc.Flush(); err != nil {
+				return fmt.Errorf("flushing chunk %d: %w", i, err)
+			}
+			return nil
+		}
+	}
+
+	adm, err := s.batch.acquire(ctx, arrived)
+	if err != nil {
+		return
+	}
+	emitted := s.decode(ctx, adm.at.Add(s.ttft(adm.running, p.promptTokens)), n, emit)
+	s.batch.release()
+	if s.cfg.TokenAccounting == AccountingActual {
+		s.limits.charge(time.Now(), emitted)
+	}
+	if emitted < n {
+		return // the client went away
+	}
+
+	u := newUsage(p.promptTokens, n)
+	if p.req.Stream {
+		enc.buf = enc.buf[:0]
+		if p.includeUsage {
+			enc.usageChunk(u)
+		}
+		enc.done()
+		if _, err := w.Write(enc.buf); err == nil {
+			_ = rc.Flush()
+		}
+		return
+	}
+	var text strings.Builder
+	for i := range n {
+		text.WriteString(token(i))
+	}
+	writeJSON(w, completion{
+		ID: id, Object: "chat.completion", Created: created, Model: s.cfg.Model,
+		Choices: []completionChoice{{
+			Message:      completionMessage{Role: "assistant", Content: text.String()},
+			FinishReason: finish,
+		}},
+		Usage: u,
+	})
+}
+
+// decode produces n tokens, the first at due and each next one a per-token
+// interval later, against absolute deadlines. emit, when set, sends token i.
+// It returns how many tokens were produced: fewer than n when ctx ends or
+// emit fails.
+func (s *Server) decode(ctx context.Context, due time.Time, n int, emit func(i int) error) int {
+	t := time.NewTimer(time.Hour) // re-armed for every token
+	defer t.Stop()
+	for i := range n {
+		// The first token is observable only when streamed; the last one
+		// ends the response either way.
+		var spin time.Duration
+		if (i == n-1 || i == 0 && emit != nil) && s.batch.current() <= spinMaxRunning {
+			spin = spinWindow
+		}
+		at := due
+		if i != 0 && i != n-1 {
+			at = due.Add(expDelta)
+		}
+		if !sleepUntil(ctx, t, at, spin) {
+			return i
+		}
+		if emit != nil && emit(i) != nil {
+			return i
+		}
+		due = due.Add(s.itl(s.batch.current()))
+	}
+	return n
+}
+
+// sleepUntil waits until due and reports false when ctx ended first. The
+// timer covers all but the last spin of the wait and a yielding loop the
+// rest: an idle Go runtime sleeps in whole milliseconds, which would make
+// the deadline up to a millisecond late.
+func sleepUntil(ctx context.Context, t *time.Timer, due time.Time, spin time.Duration) bool {
+	if d := time.Until(due) - spin; d > 0 {
+		t.Reset(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for time.Now().Before(due) {
+		if ctx.Err() != nil {
+			return false
+		}
+		runtime.Gosched()
+	}
+	return ctx.Err() == nil
+}
+
+// methodNotAllowed is the OpenAI-style answer to a wrong method.
+func methodNotAllowed(r *http.Request) *apiError {
+	return &apiError{status: http.StatusMethodNotAllowed, Type: "invalid_request_error",
+		Message: fmt.Sprintf("Invalid method for URL (%s %s)", r.Method, r.URL.Path)}
+}
+
+// writeJSON sends v as a 200 JSON response.
+func writeJSON(w http.ResponseWriter, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, &apiError{status: http.StatusInternalServerError, Type: "server_error",
+			Message: fmt.Sprintf("encoding response: %v", err)})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(body, '\n'))
+}
+
+var expDelta, _ = time.ParseDuration(os.Getenv("SIM_DELTA"))

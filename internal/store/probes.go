@@ -1,0 +1,417 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/plannerdev/planner/internal/analysis"
+)
+
+// Status is the state of a probe run.
+type Status string
+
+// Probe run states. A run starts queued (or running), and ends in one of
+// the other four, after which its status no longer changes.
+const (
+	StatusQueued    Status = "queued"
+	StatusRunning   Status = "running"
+	StatusSucceeded Status = "succeeded"
+	StatusFailed    Status = "failed"
+	StatusCancelled Status = "cancelled"
+	// StatusInterrupted marks a run whose process stopped (a crash, a kill,
+	// a restart) before the run ended; Open sets it.
+	StatusInterrupted Status = "interrupted"
+)
+
+// Valid reports whether st is one of the probe run states.
+func (st Status) Valid() bool {
+	switch st {
+	case StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusCancelled, StatusInterrupted:
+		return true
+	}
+	return false
+}
+
+// Ended reports whether a run in this state has ended for good.
+func (st Status) Ended() bool {
+	switch st {
+	case StatusSucceeded, StatusFailed, StatusCancelled, StatusInterrupted:
+		return true
+	}
+	return false
+}
+
+// ProbeRun is one probe run: its configuration, state, counts and, once
+// analysed, its result.
+type ProbeRun struct {
+	// ID is assigned by CreateProbe.
+	ID     string
+	Status Status
+	// BaseURL and Model name the endpoint; BaseURL must carry no
+	// credential (user information, a key in the query).
+	BaseURL string
+	Model   string
+	// Config is the run's configuration as a JSON document, without the
+	// API key: a document with a credential field is refused.
+	Config json.RawMessage
+	// Error says why a run failed or stopped; bearer tokens and keys in it
+	// are redacted before it is stored.
+	Error string
+	// CreatedAt is set by CreateProbe to the current time (UTC) when zero;
+	// StartedAt when the run turns running; FinishedAt when it ends.
+	CreatedAt, StartedAt, FinishedAt time.Time
+	// Counts are the rows written so far.
+	Counts Counts
+	// Result is nil until SaveProbeResult.
+	Result *ProbeResult
+}
+
+// Counts summarises the rows of a run, warm-up requests included.
+type Counts struct {
+	Records     int // every request row
+	OK          int // successful responses
+	RateLimited int // answered 429
+	Failed      int // every other failure, cancelled requests included
+}
+
+// ProbeResult is the analysis of a run and how the run ended.
+type ProbeResult struct {
+	// Analysis holds the step summaries, knee, collapse, quota_limited and
+	// USL fit.
+	Analysis analysis.Result
+	// RateLimits is the quota the endpoint announced in its headers, as a
+	// JSON document; nil when none was announced.
+	RateLimits json.RawMessage
+	// StopReason and StopDetail say why the run stopped.
+	StopReason string
+	StopDetail string
+}
+
+// CreateProbe stores a new probe run and returns its id. The status must be
+// queued (the default) or running. ErrSecret means that the configuration
+// or the base URL carries a credential.
+func (s *Store) CreateProbe(ctx context.Context, p ProbeRun) (string, error) {
+	if p.Status == "" {
+		p.Status = StatusQueued
+	}
+	if p.Status != StatusQueued && p.Status != StatusRunning {
+		return "", fmt.Errorf("create probe: a run starts queued or running, not %q", p.Status)
+	}
+	if err := checkText("base_url", p.BaseURL); err != nil {
+		return "", fmt.Errorf("create probe: %w", err)
+	}
+	config := p.Config
+	if len(config) == 0 {
+		config = json.RawMessage("{}")
+	}
+	if err := checkDocument("config", config); err != nil {
+		return "", fmt.Errorf("create probe: %w", err)
+	}
+	created := p.CreatedAt
+	if created.IsZero() {
+		created = s.now()
+	}
+	started := p.StartedAt
+	if p.Status == StatusRunning && started.IsZero() {
+		started = s.now()
+	}
+	id := newID()
+	_, err := s.db.ExecContext(ctx, `INSERT INTO probes (id, status, base_url, model, config, created_ns, started_ns)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		id, p.Status, p.BaseURL, p.Model, string(config), created.UnixNano(), timeNs(started))
+	if err != nil {
+		return "", fmt.Errorf("create probe: %w", err)
+	}
+	return id, nil
+}
+
+// SetProbeStatus moves a run to a new status and records errMsg (tokens
+// redacted) as its error. Turning running sets the start time; ending sets
+// the finish time. A run that has ended cannot change (ErrFinished), and no
+// run goes back to queued.
+func (s *Store) SetProbeStatus(ctx context.Context, id string, status Status, errMsg string) error {
+	if !status.Valid() || status == StatusQueued {
+		return fmt.Errorf("set probe %s status: %q is not a status a run can move to", id, status)
+	}
+	now := s.now().UnixNano()
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var cur Status
+		err := tx.QueryRowContext(ctx, `SELECT status FROM probes WHERE id = ?`, id).Scan(&cur)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if cur.Ended() {
+			return fmt.Errorf("%w (%s)", ErrFinished, cur)
+		}
+		var started, finished sql.NullInt64
+		if status == StatusRunning {
+			started = sql.NullInt64{Int64: now, Valid: true}
+		}
+		if status.Ended() {
+			finished = sql.NullInt64{Int64: now, Valid: true}
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE probes SET status = ?, error = ?,
+			started_ns = coalesce(started_ns, ?), finished_ns = coalesce(finished_ns, ?) WHERE id = ?`,
+			status, redactText(errMsg), started, finished, id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("set probe %s status %s: %w", id, status, err)
+	}
+	return nil
+}
+
+// AppendRecords adds request rows to a run in one transaction: one insert
+// per row and one update of the run's counts, cheap enough to call for
+// every small batch while the run measures. ErrNotFound means no such run.
+func (s *Store) AppendRecords(ctx context.Context, probeID string, recs []analysis.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var seq, n int64
+		err := tx.QueryRowContext(ctx, `SELECT seq, n_records FROM probes WHERE id = ?`, probeID).Scan(&seq, &n)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO probe_records (probe, step, idx, seq, start_s, ack_ms, ttft_ms, e2e_ms,
+			output_tokens, input_tokens, output_estimated, status, error, attempts, retry_after_ms, ok, warmup)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		var c Counts
+		for i, r := range recs {
+			if _, err := stmt.ExecContext(ctx, seq, r.Step, r.Index, n+int64(i), r.StartS, r.AckMs, r.TTFTMs, r.E2EMs,
+				r.OutputTokens, r.InputTokens, r.OutputEstimated, r.Status, r.ErrorClass, r.Attempts, r.RetryAfterMs,
+				r.OK, r.Warmup); err != nil {
+				return fmt.Errorf("row %d: %w", i, err)
+			}
+			c.add(r)
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE probes SET n_records = n_records + ?, n_ok = n_ok + ?,
+			n_rate_limited = n_rate_limited + ?, n_failed = n_failed + ? WHERE seq = ?`,
+			c.Records, c.OK, c.RateLimited, c.Failed, seq)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("append %d records to probe %s: %w", len(recs), probeID, err)
+	}
+	return nil
+}
+
+// add counts one row the way the analysis classifies it.
+func (c *Counts) add(r analysis.Record) {
+	c.Records++
+	switch {
+	case r.OK:
+		c.OK++
+	case r.Status == 429 || r.ErrorClass == analysis.ErrRateLimited:
+		c.RateLimited++
+	default:
+		c.Failed++
+	}
+}
+
+// SaveProbeResult stores the analysis of a run and why it stopped,
+// replacing an earlier result. It does not change the run's status.
+func (s *Store) SaveProbeResult(ctx context.Context, id string, r ProbeResult) error {
+	analysisJSON, err := json.Marshal(r.Analysis)
+	if err != nil {
+		return fmt.Errorf("save probe %s result: encode analysis: %w", id, err)
+	}
+	var limits sql.NullString
+	if len(r.RateLimits) > 0 {
+		if err := checkDocument("rate_limits", r.RateLimits); err != nil {
+			return fmt.Errorf("save probe %s result: %w", id, err)
+		}
+		limits = sql.NullString{String: string(r.RateLimits), Valid: true}
+	}
+	res, err := s.db.ExecContext(ctx, `UPDATE probes SET result = ?, rate_limits = ?, stop_reason = ?, stop_detail = ? WHERE id = ?`,
+		string(analysisJSON), limits, r.StopReason, redactText(r.StopDetail), id)
+	if err != nil {
+		return fmt.Errorf("save probe %s result: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("save probe %s result: %w", id, err)
+	} else if n == 0 {
+		return fmt.Errorf("probe %s: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+const probeColumns = `seq, id, status, base_url, model, config, error, created_ns, started_ns, finished_ns,
+	n_records, n_ok, n_rate_limited, n_failed, result, rate_limits, stop_reason, stop_detail`
+
+// GetProbe returns the run with the given id, or ErrNotFound.
+func (s *Store) GetProbe(ctx context.Context, id string) (ProbeRun, error) {
+	p, _, err := scanProbe(s.db.QueryRowContext(ctx, `SELECT `+probeColumns+` FROM probes WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return ProbeRun{}, fmt.Errorf("probe %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return ProbeRun{}, fmt.Errorf("get probe %s: %w", id, err)
+	}
+	return p, nil
+}
+
+// ListProbes returns one page of probe runs, newest first, and the cursor
+// of the next page ("" on the last page).
+func (s *Store) ListProbes(ctx context.Context, opts ListOptions) ([]ProbeRun, string, error) {
+	after, err := parseCursor(opts.Cursor)
+	if err != nil {
+		return nil, "", fmt.Errorf("list probes: %w", err)
+	}
+	limit := opts.limit()
+	rows, err := s.db.QueryContext(ctx, `SELECT `+probeColumns+` FROM probes
+		WHERE created_ns < ? OR (created_ns = ? AND seq < ?)
+		ORDER BY created_ns DESC, seq DESC LIMIT ?`,
+		after.createdNs, after.createdNs, after.seq, limit+1)
+	if err != nil {
+		return nil, "", fmt.Errorf("list probes: %w", err)
+	}
+	defer rows.Close()
+	var out []ProbeRun
+	var keys []cursor
+	for rows.Next() {
+		p, key, err := scanProbe(rows)
+		if err != nil {
+			return nil, "", fmt.Errorf("list probes: %w", err)
+		}
+		out = append(out, p)
+		keys = append(keys, key)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("list probes: %w", err)
+	}
+	if len(out) <= limit {
+		return out, "", nil
+	}
+	return out[:limit], keys[limit-1].String(), nil
+}
+
+func scanProbe(sc scanner) (ProbeRun, cursor, error) {
+	var p ProbeRun
+	var key cursor
+	var config string
+	var started, finished sql.NullInt64
+	var result, limits sql.NullString
+	var stopReason, stopDetail string
+	if err := sc.Scan(&key.seq, &p.ID, &p.Status, &p.BaseURL, &p.Model, &config, &p.Error, &key.createdNs, &started, &finished,
+		&p.Counts.Records, &p.Counts.OK, &p.Counts.RateLimited, &p.Counts.Failed, &result, &limits, &stopReason, &stopDetail); err != nil {
+		return p, key, err
+	}
+	p.Config = json.RawMessage(config)
+	p.CreatedAt = time.Unix(0, key.createdNs).UTC()
+	p.StartedAt = nsTime(started)
+	p.FinishedAt = nsTime(finished)
+	if result.Valid {
+		r := &ProbeResult{StopReason: stopReason, StopDetail: stopDetail}
+		if err := json.Unmarshal([]byte(result.String), &r.Analysis); err != nil {
+			return p, key, fmt.Errorf("probe %s: decode result: %w", p.ID, err)
+		}
+		if limits.Valid {
+			r.RateLimits = json.RawMessage(limits.String)
+		}
+		p.Result = r
+	}
+	return p, key, nil
+}
+
+// querier is a *sql.DB or a *sql.Tx.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// probeSeq returns the internal key of a run, or ErrNotFound.
+func probeSeq(ctx context.Context, q querier, id string) (int64, error) {
+	var seq int64
+	err := q.QueryRowContext(ctx, `SELECT seq FROM probes WHERE id = ?`, id).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, ErrNotFound
+	}
+	return seq, err
+}
+
+// Records returns every row of a run, ordered by step, then index, then
+// arrival. ErrNotFound means no such run.
+func (s *Store) Records(ctx context.Context, probeID string) ([]analysis.Record, error) {
+	var out []analysis.Record
+	err := s.eachRecord(ctx, probeID, func(r analysis.Record) error {
+		out = append(out, r)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("records of probe %s: %w", probeID, err)
+	}
+	return out, nil
+}
+
+// WriteRecordsCSV streams the rows of a run to w as requests.csv
+// (analysis.CSVHeader, then one row per request in the order of Records),
+// without holding them all in memory. ErrNotFound, returned before anything
+// is written, means no such run.
+func (s *Store) WriteRecordsCSV(ctx context.Context, w io.Writer, probeID string) error {
+	cw := csv.NewWriter(w)
+	header := false
+	err := s.eachRecord(ctx, probeID, func(r analysis.Record) error {
+		if !header {
+			header = true
+			if err := cw.Write(analysis.CSVHeader); err != nil {
+				return err
+			}
+		}
+		return cw.Write(r.CSVRow())
+	})
+	if err == nil && !header {
+		err = cw.Write(analysis.CSVHeader)
+	}
+	if err != nil {
+		return fmt.Errorf("requests.csv of probe %s: %w", probeID, err)
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("requests.csv of probe %s: %w", probeID, err)
+	}
+	return nil
+}
+
+// eachRecord calls fn for every row of a run in order. It looks the run up
+// first, so that a missing run is ErrNotFound before fn is called.
+func (s *Store) eachRecord(ctx context.Context, probeID string, fn func(analysis.Record) error) error {
+	seq, err := probeSeq(ctx, s.db, probeID)
+	if err != nil {
+		return err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT step, idx, start_s, ack_ms, ttft_ms, e2e_ms, output_tokens, input_tokens,
+		output_estimated, status, error, attempts, retry_after_ms, ok, warmup
+		FROM probe_records WHERE probe = ? ORDER BY step, idx, seq`, seq)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r analysis.Record
+		if err := rows.Scan(&r.Step, &r.Index, &r.StartS, &r.AckMs, &r.TTFTMs, &r.E2EMs, &r.OutputTokens, &r.InputTokens,
+			&r.OutputEstimated, &r.Status, &r.ErrorClass, &r.Attempts, &r.RetryAfterMs, &r.OK, &r.Warmup); err != nil {
+			return err
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
