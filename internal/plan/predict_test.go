@@ -1,0 +1,31 @@
+package plan
+
+import (
+	"testing"
+
+	"github.com/plannerdev/planner/internal/scenario"
+)
+
+func TestPredictAt(t *testing.T) {
+	// Fixed service time 2.5 s: X(c) = c/2.5 and every percentile is 2.5 s.
+	s := handScenario(scenario.Quota{RPM: 600})
+	s.Classes[0].Demand = &scenario.Demand{RPS: 4} // ignored: a closed loop has no queue
+	p, err := PredictAt(s, "work", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ThroughputRPS != 4 || p.MeanServiceMs != 2500 || p.E2EP95Ms != 2500 || p.TTFTP95Ms != 500 {
+		t.Fatalf("prediction %+v", p)
+	}
+	// On a curve the prediction follows the load: 200 + 150·(12 − 8) ms TTFT at 12.
+	c, err := PredictAt(curveScenario(), "work", 12)
+	if err != nil || c.TTFTP95Ms != 800 || c.E2EP95Ms != 1800 {
+		t.Fatalf("curve prediction %+v %v", c, err)
+	}
+	if _, err := PredictAt(s, "nope", 1); err == nil {
+		t.Error("unknown class predicted")
+	}
+	if _, err := PredictAt(s, "work", 0); err == nil {
+		t.Error("concurrency 0 predicted")
+	}
+}
