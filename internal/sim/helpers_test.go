@@ -54,16 +54,10 @@ func post(t *testing.T, base, body string, header ...string) *http.Response {
 	return resp
 }
 
-// event is one server-sent event and when the client read it.
-type event struct {
-	data string
-	at   time.Duration // since the request was sent
-}
-
 // streamed is a whole streamed response as the client saw it.
 type streamed struct {
 	resp   *http.Response
-	events []event // including the final [DONE]
+	events []string // the data of every event, the final [DONE] included
 	// ack is when the first chunk arrived, ttft when the first chunk with
 	// content did, e2e when the last one with content did.
 	ack, ttft, e2e time.Duration
@@ -132,7 +126,7 @@ func streamE(base, body string) (streamed, error) {
 		if len(out.events) == 0 {
 			out.ack = at
 		}
-		out.events = append(out.events, event{data: data, at: at})
+		out.events = append(out.events, data)
 		if data == "[DONE]" {
 			continue
 		}

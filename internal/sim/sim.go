@@ -31,7 +31,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -377,11 +376,7 @@ func (s *Server) decode(ctx context.Context, due time.Time, n int, emit func(i i
 		if (i == n-1 || i == 0 && emit != nil) && s.batch.current() <= spinMaxRunning {
 			spin = spinWindow
 		}
-		at := due
-		if i != 0 && i != n-1 {
-			at = due.Add(expDelta)
-		}
-		if !sleepUntil(ctx, t, at, spin) {
+		if !sleepUntil(ctx, t, due, spin) {
 			return i
 		}
 		if emit != nil && emit(i) != nil {
@@ -431,5 +426,3 @@ func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(append(body, '\n'))
 }
-
-var expDelta, _ = time.ParseDuration(os.Getenv("SIM_DELTA"))

@@ -79,7 +79,7 @@ func TestStreamWireFormat(t *testing.T) {
 				t.Errorf("Content-Type = %q", ct)
 			}
 			evs := got.events
-			if len(evs) < 3 || evs[len(evs)-1].data != "[DONE]" {
+			if len(evs) < 3 || evs[len(evs)-1] != "[DONE]" {
 				t.Fatalf("stream must end with [DONE], got %d events", len(evs))
 			}
 			var first testChunk
@@ -87,21 +87,21 @@ func TestStreamWireFormat(t *testing.T) {
 			var finish []string
 			finishAt := -1
 			var usageSeen *usage
-			for i, ev := range evs[:len(evs)-1] {
+			for i, data := range evs[:len(evs)-1] {
 				var raw map[string]json.RawMessage
-				if err := json.Unmarshal([]byte(ev.data), &raw); err != nil {
+				if err := json.Unmarshal([]byte(data), &raw); err != nil {
 					t.Fatalf("event %d: %v", i, err)
 				}
 				for _, key := range []string{"id", "object", "created", "model", "system_fingerprint", "choices"} {
 					if _, ok := raw[key]; !ok {
-						t.Errorf("event %d lacks %q: %s", i, key, ev.data)
+						t.Errorf("event %d lacks %q: %s", i, key, data)
 					}
 				}
 				if string(raw["system_fingerprint"]) != "null" {
 					t.Errorf("system_fingerprint = %s, want null", raw["system_fingerprint"])
 				}
 				var c testChunk
-				if err := json.Unmarshal([]byte(ev.data), &c); err != nil {
+				if err := json.Unmarshal([]byte(data), &c); err != nil {
 					t.Fatal(err)
 				}
 				if i == 0 {
