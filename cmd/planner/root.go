@@ -33,7 +33,7 @@ func newRootCmd(s streams) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "planner",
 		Short:         "Capacity planning for teams calling LLM APIs",
-		Long:          "planner sizes per-class concurrency pools from quotas, token distributions,\nmeasured latency and SLOs, names the binding constraint, and measures endpoints.",
+		Long:          "planner sizes per-class concurrency pools from quotas, token distributions,\nmeasured latency and SLOs, names the binding constraint, and measures endpoints.\n\nWith no command, planner serves the API (planner serve).",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -42,7 +42,7 @@ func newRootCmd(s streams) *cobra.Command {
 	root.SetErr(s.err)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.Args = usageArgs(cobra.NoArgs)
-	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	root.RunE = func(cmd *cobra.Command, _ []string) error { return serveByDefault(cmd, s) }
 	root.AddCommand(
 		newImportCmd(s),
 		newKneeCmd(s),
@@ -50,6 +50,8 @@ func newRootCmd(s streams) *cobra.Command {
 		newSimCmd(s),
 		newProbeCmd(s),
 		newReportCmd(s),
+		newServeCmd(s),
+		newOpenAPICmd(s),
 	)
 	return root
 }

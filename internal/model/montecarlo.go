@@ -188,7 +188,7 @@ func (tl *Tail) Estimate(w Wait) float64 {
 	for exceed(hi) > 1-tl.p {
 		hi = 2*hi + w.Mean
 	}
-	for range 25 {
+	for range 18 {
 		mid := (lo + hi) / 2
 		if exceed(mid) > 1-tl.p {
 			lo = mid

@@ -1,14 +1,28 @@
 package plan
 
 import (
+	"context"
 	"runtime"
 	"testing"
 )
 
 // BenchmarkPlanThreeClasses plans docs/examples/three-classes.yaml with the
-// default 20,000 Monte Carlo draws, as a service does for repeated requests:
-// the draws and the service-time tails are reused from their caches.
+// default 20,000 Monte Carlo draws, bypassing the plan cache: the draws and
+// the service-time tails are reused from their caches, as for a scenario
+// that differs from recent ones only in quotas, demand or SLOs.
 func BenchmarkPlanThreeClasses(b *testing.B) {
+	s := example(b, "three-classes")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := computeContext(context.Background(), s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPlanThreeClassesRepeated is the same scenario through Compute,
+// answered from the plan cache: the cost of a repeated request.
+func BenchmarkPlanThreeClassesRepeated(b *testing.B) {
 	s := example(b, "three-classes")
 	b.ReportAllocs()
 	for b.Loop() {
@@ -25,7 +39,7 @@ func BenchmarkPlanThreeClassesCold(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		tailCache.Purge()
-		if _, err := Compute(s); err != nil {
+		if _, err := computeContext(context.Background(), s); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -38,7 +52,7 @@ func BenchmarkPlanMeasuredCurve(b *testing.B) {
 	s := example(b, "measured-curve")
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Compute(s); err != nil {
+		if _, err := computeContext(context.Background(), s); err != nil {
 			b.Fatal(err)
 		}
 	}

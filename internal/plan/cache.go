@@ -3,10 +3,12 @@ package plan
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/plannerdev/planner/internal/model"
+	"github.com/plannerdev/planner/internal/scenario"
 )
 
 // The Monte Carlo tails of a service time depend only on the distributions
@@ -19,6 +21,22 @@ const (
 )
 
 type tailPair struct{ ttft, e2e *model.Tail }
+
+// planCacheEntries bounds the plans kept by scenario: a plan is a few
+// kilobytes, so the cache stays under a few megabytes.
+const planCacheEntries = 256
+
+var planCache = must(lru.New[[sha256.Size]byte, *Plan](planCacheEntries))
+
+// planKey identifies a scenario by the SHA-256 of its JSON encoding, which
+// is deterministic (struct fields in order, map keys sorted).
+func planKey(s scenario.Scenario) ([sha256.Size]byte, bool) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return [sha256.Size]byte{}, false
+	}
+	return sha256.Sum256(b), true
+}
 
 var tailCache = must(lru.New[[sha256.Size]byte, tailPair](tailCacheEntries))
 

@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 
@@ -16,6 +18,7 @@ const searchLimit = 100000
 // classModel is the queueing model of one class: its service time at any
 // concurrency and the percentiles of latency with the client-side queue.
 type classModel struct {
+	ctx     context.Context // checked at each Monte Carlo evaluation
 	spec    scenario.Class
 	key     quota.Key
 	lambda  float64 // arrival rate, 0 without demand
@@ -93,7 +96,7 @@ func newClassModel(spec scenario.Class, key quota.Key, p scenario.Policy, draws 
 	m := &classModel{
 		spec: spec, key: key, ca2: *spec.ArrivalSCV, safety: p.KneeSafety.Safety(spec.Mode),
 		latency: *spec.Latency, knee: spec.Latency.Knee, maxPool: p.MaxPool, draws: draws,
-		services: map[int]*service{}, points: map[int]*point{}, xmax: []float64{0},
+		ctx: context.Background(), services: map[int]*service{}, points: map[int]*point{}, xmax: []float64{0},
 	}
 	if spec.Demand != nil {
 		m.lambda = spec.Demand.Rate()
@@ -133,6 +136,9 @@ func newClassModel(spec scenario.Class, key quota.Key, p scenario.Policy, draws 
 	svc := m.base
 	svc.TTFT, svc.TPOT, svc.Prefill = ttft, tpot, l.PrefillMsPer1K/1000/1000
 	m.static = newService(svc, false)
+	if !(m.static.mean > 0) {
+		return nil, errors.New("the service time is zero: give a positive ttft_ms, or a positive tpot_ms with more than one output token")
+	}
 	return m, nil
 }
 
@@ -164,6 +170,7 @@ func (m *classModel) tails(s *service) (ttft, e2e *model.Tail) {
 	if s.ttft != nil {
 		return s.ttft, s.e2e
 	}
+	checkContext(m.ctx)
 	cacheable := m.static != nil && m.draws.N <= tailCacheMaxDraws
 	var key [32]byte
 	if cacheable {
@@ -306,6 +313,7 @@ const (
 // of its own that few queries need, so both percentiles are taken at once
 // from one fresh sample instead of building tails.
 func (m *classModel) percentiles(c int, p *point, which percentile) {
+	checkContext(m.ctx)
 	if m.static != nil {
 		t, e := m.tails(m.static)
 		switch which {

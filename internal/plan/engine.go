@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -15,6 +16,57 @@ import (
 // again and returns scenario.Errors when they fail. The same scenario always
 // gives the same plan, to the byte once encoded.
 func Compute(s scenario.Scenario) (*Plan, error) {
+	return ComputeContext(context.Background(), s)
+}
+
+// ComputeContext is Compute that gives up when ctx is done, returning
+// ctx.Err(): a large scenario (many classes, many draws, a measured curve)
+// can take seconds, and a server bounds how long a request may plan.
+//
+// The plan of a scenario seen recently comes from a bounded cache (planning
+// is deterministic), so the result may be shared: callers must not modify
+// it.
+func ComputeContext(ctx context.Context, s scenario.Scenario) (*Plan, error) {
+	key, ok := planKey(s)
+	if ok {
+		if p, hit := planCache.Get(key); hit {
+			return p, nil
+		}
+	}
+	p, err := computeContext(ctx, s)
+	if err == nil && ok {
+		planCache.Add(key, p)
+	}
+	return p, err
+}
+
+// computeContext plans without the cache.
+func computeContext(ctx context.Context, s scenario.Scenario) (p *Plan, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c, ok := r.(cancelled)
+			if !ok {
+				panic(r)
+			}
+			p, err = nil, c.err
+		}
+	}()
+	return compute(ctx, s)
+}
+
+// cancelled unwinds a plan whose context is done; ComputeContext recovers
+// it. The searches check the context at each Monte Carlo evaluation, the
+// unit of expensive work, and unwinding spares every search an error path.
+type cancelled struct{ err error }
+
+// checkContext stops the plan when its context is done.
+func checkContext(ctx context.Context) {
+	if err := ctx.Err(); err != nil {
+		panic(cancelled{err})
+	}
+}
+
+func compute(ctx context.Context, s scenario.Scenario) (*Plan, error) {
 	if errs := s.Check(); len(errs) > 0 {
 		return nil, errs
 	}
@@ -27,10 +79,12 @@ func Compute(s scenario.Scenario) (*Plan, error) {
 	models := make([]*classModel, len(s.Classes))
 	cs := curves{}
 	for i, c := range s.Classes {
+		checkContext(ctx)
 		m, err := newClassModel(c, keys[c.Quota], s.Policy, draws, cs)
 		if err != nil {
 			return nil, scenario.Errors{{Path: fmt.Sprintf("classes[%d]", i), Message: err.Error()}}
 		}
+		m.ctx = ctx
 		m.findMinPool()
 		models[i] = m
 	}

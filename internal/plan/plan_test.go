@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"context"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -234,5 +236,30 @@ func TestPacingAndClientSettings(t *testing.T) {
 	}
 	if a := cp.Adaptive; a.Start != 22 || a.Ceiling != 22 || a.Floor != 1 || a.DecreaseFactor != 0.9 {
 		t.Errorf("adaptive %+v", a)
+	}
+}
+
+func TestComputeStopsWhenCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := ComputeContext(ctx, curveScenario()); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled plan returned %v", err)
+	}
+	if _, err := SweepContext(ctx, handScenario(scenario.Quota{RPM: 600}), []Variation{{Path: "/quotas/0/rpm", Values: []any{600, 700}}}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled sweep returned %v", err)
+	}
+	// A live context plans as before.
+	if _, err := ComputeContext(context.Background(), curveScenario()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestZeroServiceTimeIsRefused(t *testing.T) {
+	s := handScenario(scenario.Quota{RPM: 600})
+	s.Latency = scenario.Latency{TTFTMs: fixedMs(0), TPOTMs: fixedMs(0)}
+	_, err := Compute(s)
+	var errs scenario.Errors
+	if !errors.As(err, &errs) || errs[0].Path != "classes[0]" {
+		t.Fatalf("zero service time gave %v", err)
 	}
 }

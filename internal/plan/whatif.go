@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,6 +53,11 @@ type CellClass struct {
 // than MaxWhatIfCells, is an error located at the variation; a value that
 // makes the scenario invalid only marks its cell.
 func Sweep(base scenario.Scenario, vars []Variation) (*WhatIf, error) {
+	return SweepContext(context.Background(), base, vars)
+}
+
+// SweepContext is Sweep that gives up when ctx is done, returning ctx.Err().
+func SweepContext(ctx context.Context, base scenario.Scenario, vars []Variation) (*WhatIf, error) {
 	if len(vars) == 0 || len(vars) > 2 {
 		return nil, scenario.Errors{{Path: "variations", Message: "give one or two variations"}}
 	}
@@ -76,6 +82,9 @@ func Sweep(base scenario.Scenario, vars []Variation) (*WhatIf, error) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	for i := range cells {
+		if ctx.Err() != nil {
+			break
+		}
 		values := make([]any, len(vars))
 		rest := i
 		for j := len(vars) - 1; j >= 0; j-- {
@@ -86,14 +95,17 @@ func Sweep(base scenario.Scenario, vars []Variation) (*WhatIf, error) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			out.Cells[i] = planCell(doc, vars, values)
+			out.Cells[i] = planCell(ctx, doc, vars, values)
 		}()
 	}
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
-func planCell(doc []byte, vars []Variation, values []any) Cell {
+func planCell(ctx context.Context, doc []byte, vars []Variation, values []any) Cell {
 	cell := Cell{Values: values}
 	var err error
 	for j, v := range vars {
@@ -105,7 +117,7 @@ func planCell(doc []byte, vars []Variation, values []any) Cell {
 	s, err := scenario.Parse(doc)
 	if err == nil {
 		var p *Plan
-		if p, err = Compute(s); err == nil {
+		if p, err = ComputeContext(ctx, s); err == nil {
 			for _, c := range p.Classes {
 				cell.Classes = append(cell.Classes, CellClass{Name: c.Name, Pool: c.Pool, BindingConstraint: c.BindingConstraint, MinPool: c.MinPool, Feasible: c.Feasible})
 			}

@@ -50,6 +50,12 @@ func (c *checker) add(path, format string, args ...any) {
 // failed schema validation.
 func (s Scenario) Check() Errors {
 	var c checker
+	if len(s.Quotas) == 0 {
+		c.add("quotas", "give at least one quota")
+	}
+	if len(s.Classes) == 0 {
+		c.add("classes", "give at least one class")
+	}
 	quotas := map[string]Quota{}
 	for i, q := range s.Quotas {
 		p := fmt.Sprintf("quotas[%d]", i)

@@ -138,3 +138,16 @@ func TestWithDefaults(t *testing.T) {
 		t.Error("WithDefaults changed its receiver")
 	}
 }
+
+func TestNullListsAreRefused(t *testing.T) {
+	_, err := Parse([]byte(`{"quotas": null, "classes": null}`))
+	var errs Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("null lists parsed: %v", err)
+	}
+	for _, path := range []string{"quotas", "classes"} {
+		if !slices.ContainsFunc(errs, func(e FieldError) bool { return e.Path == path }) {
+			t.Errorf("no problem at %s: %v", path, err)
+		}
+	}
+}

@@ -1,0 +1,163 @@
+// Package api is planner's HTTP API (DESIGN §5): huma v2 operations on
+// net/http for plans, what-if sweeps and the quota-tier catalogue, health
+// and readiness probes, Prometheus metrics, the OpenAPI document and an
+// offline docs page. New builds the same API for `planner serve`,
+// `planner openapi` and the tests.
+package api
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humago"
+
+	"github.com/plannerdev/planner/internal/config"
+)
+
+// Version is the version of the API that the OpenAPI document states.
+const Version = "1.0.0"
+
+// Pinger is what readiness needs from the store: an answer to a ping.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Options configure an API.
+type Options struct {
+	// Tiers is the quota-tier catalogue served by GET /v1/tiers and used by
+	// what-if variations that name tiers.
+	Tiers []config.Tier
+	// Tokens are the bearer tokens that clients must present; with none,
+	// the API is open.
+	Tokens []string
+	// MaxBodyBytes caps request bodies; 0 means config.DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// PlanTimeout bounds the computation of one plan or what-if grid; 0
+	// means config.DefaultPlanTimeout.
+	PlanTimeout time.Duration
+	// Store answers readiness pings; nil means the server is never ready.
+	Store Pinger
+	// Logger receives access logs and errors; nil discards them.
+	Logger *slog.Logger
+}
+
+// Server is the API as an http.Handler, with its OpenAPI document.
+type Server struct {
+	api     huma.API
+	handler http.Handler
+	mux     *http.ServeMux
+	metrics *metrics
+	log     *slog.Logger
+	store   Pinger
+	tiers   []config.Tier
+	tokens  [][32]byte
+	maxBody int64
+	timeout time.Duration
+	// labels maps a route pattern ("POST /v1/plans") to the operation
+	// name used in logs and metrics.
+	labels map[string]string
+}
+
+// New builds the API. It panics only on a programming error in the
+// operation definitions, never on options.
+func New(opts Options) *Server {
+	s := &Server{
+		mux:     http.NewServeMux(),
+		metrics: newMetrics(),
+		log:     opts.Logger,
+		store:   opts.Store,
+		tiers:   opts.Tiers,
+		tokens:  hashTokens(opts.Tokens),
+		maxBody: opts.MaxBodyBytes,
+		timeout: opts.PlanTimeout,
+		labels:  map[string]string{},
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = config.DefaultMaxBodyBytes
+	}
+	if s.timeout <= 0 {
+		s.timeout = config.DefaultPlanTimeout
+	}
+	if s.tiers == nil {
+		s.tiers = []config.Tier{}
+	}
+	s.api = humago.New(s.mux, s.humaConfig())
+	s.registerPlans()
+	s.registerWhatIf()
+	s.registerTiers()
+	s.registerOperations()
+	s.registerDocs()
+	s.handler = s.observe(s.authenticate(http.HandlerFunc(s.route)))
+	return s
+}
+
+// ServeHTTP answers one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.handler.ServeHTTP(w, r)
+}
+
+// OpenAPI returns the API's OpenAPI 3.1 document.
+func (s *Server) OpenAPI() *huma.OpenAPI {
+	return s.api.OpenAPI()
+}
+
+// register adds a huma operation and records its label for logs and metrics.
+func register[I, O any](s *Server, op huma.Operation, handler func(context.Context, *I) (*O, error)) {
+	if op.Method == http.MethodPost {
+		// huma refuses a body of MaxBodyBytes or more; allow exactly the limit.
+		op.MaxBodyBytes = s.maxBody + 1
+	}
+	huma.Register(s.api, op, handler)
+	s.labels[op.Method+" "+op.Path] = op.OperationID
+}
+
+// handle adds a route outside huma (docs, spec) with its label.
+func (s *Server) handle(pattern, label string, h http.HandlerFunc) {
+	s.mux.HandleFunc(pattern, h)
+	s.labels[pattern] = label
+}
+
+// route dispatches to the mux, answering unknown routes and methods with
+// problem details instead of the mux's plain text.
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	h, pattern := s.mux.Handler(r)
+	if pattern != "" {
+		h.ServeHTTP(w, r)
+		return
+	}
+	// The mux's own answer says whether the path exists for another method.
+	probe := &headerCapture{header: http.Header{}}
+	h.ServeHTTP(probe, r)
+	if probe.status == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", probe.header.Get("Allow"))
+		writeProblem(w, http.StatusMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path)
+		return
+	}
+	writeProblem(w, http.StatusNotFound, "no operation at "+r.URL.Path+"; the operations are listed at /openapi.yaml")
+}
+
+// label names the operation a request is for, "unmatched" when none.
+func (s *Server) label(r *http.Request) string {
+	_, pattern := s.mux.Handler(r)
+	if l, ok := s.labels[pattern]; ok {
+		return l
+	}
+	return "unmatched"
+}
+
+// headerCapture records what the mux would answer for an unknown route.
+type headerCapture struct {
+	header http.Header
+	status int
+}
+
+func (c *headerCapture) Header() http.Header         { return c.header }
+func (c *headerCapture) Write(b []byte) (int, error) { return len(b), nil }
+func (c *headerCapture) WriteHeader(status int)      { c.status = status }

@@ -1,0 +1,46 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/plannerdev/planner/internal/plan"
+)
+
+// FuzzPlan sends arbitrary bodies to POST /v1/plans. Whatever the body, the
+// answer is a 200 with a whole plan in valid JSON (so no NaN or Inf, which
+// JSON cannot carry) or a 4xx problem whose every error has a location;
+// never a 5xx or a panic. The seed corpus (testdata/fuzz/FuzzPlan) holds the
+// shipped examples and broken bodies. A short plan timeout keeps slow
+// inputs (huge Monte Carlo runs) from stalling the fuzzer; they end as the
+// 422 that such a scenario gets.
+func FuzzPlan(f *testing.F) {
+	s := newServer(f, Options{PlanTimeout: 250 * time.Millisecond})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		rec := send(s, http.MethodPost, "/v1/plans", body)
+		switch {
+		case rec.Code == http.StatusOK:
+			if !json.Valid(rec.Body.Bytes()) {
+				t.Fatalf("200 with a body that is not JSON: %.300s", rec.Body)
+			}
+			var p plan.Plan
+			if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || len(p.Classes) == 0 {
+				t.Fatalf("200 without a plan (%v): %.300s", err, rec.Body)
+			}
+		case rec.Code >= 400 && rec.Code < 500:
+			p := readProblem(t, rec)
+			if len(p.Errors) == 0 {
+				t.Fatalf("%d problem without errors: %s", rec.Code, rec.Body)
+			}
+			for _, e := range p.Errors {
+				if e.Location == "" {
+					t.Fatalf("%d problem with an unlocated error: %s", rec.Code, rec.Body)
+				}
+			}
+		default:
+			t.Fatalf("status %d for body %q: %s", rec.Code, body, rec.Body)
+		}
+	})
+}

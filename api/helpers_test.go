@@ -1,0 +1,144 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/plannerdev/planner"
+	"github.com/plannerdev/planner/internal/config"
+	"github.com/plannerdev/planner/internal/scenario"
+)
+
+// fakeStore answers pings with err.
+type fakeStore struct{ err error }
+
+func (f fakeStore) Ping(context.Context) error { return f.err }
+
+// testTiers is a small catalogue with known numbers.
+var testTiers = []config.Tier{
+	{Name: "small", Description: "test tier", RPM: 100, TPM: 50000, TokenAccounting: "max_tokens"},
+	{Name: "large", Description: "test tier", RPM: 6000, TPM: 4000000, ITPM: 3000000, TokenAccounting: "actual"},
+}
+
+func newServer(t testing.TB, opts Options) *Server {
+	t.Helper()
+	if opts.Tiers == nil {
+		opts.Tiers = testTiers
+	}
+	if opts.Store == nil {
+		opts.Store = fakeStore{}
+	}
+	return New(opts)
+}
+
+// send answers one request in process.
+func send(h http.Handler, method, path string, body []byte, header ...string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, path, bytes.NewReader(body))
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// exampleDoc is a shipped example scenario as generic JSON, for building
+// request bodies.
+func exampleDoc(t testing.TB, name string) map[string]any {
+	t.Helper()
+	text, ok := planner.Example(name)
+	if !ok {
+		t.Fatalf("no example %q", name)
+	}
+	js, err := yaml.YAMLToJSON(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(js, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// exampleScenario is a shipped example scenario, parsed as planner plan does.
+func exampleScenario(t testing.TB, name string) scenario.Scenario {
+	t.Helper()
+	text, _ := planner.Example(name)
+	sc, err := scenario.Parse(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+func mustJSON(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// sameJSON reports whether two values encode to the same JSON document.
+func sameJSON(t testing.TB, a, b any) bool {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal(mustJSON(t, a), &x); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(mustJSON(t, b), &y); err != nil {
+		t.Fatal(err)
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+// problem is an RFC 9457 problem document as clients read it.
+type problem struct {
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail"`
+	Errors []struct {
+		Message  string `json:"message"`
+		Location string `json:"location"`
+		Value    any    `json:"value"`
+	} `json:"errors"`
+}
+
+func (p problem) locations() []string {
+	out := make([]string, len(p.Errors))
+	for i, e := range p.Errors {
+		out[i] = e.Location
+	}
+	return out
+}
+
+// readProblem decodes a problem response and checks its media type.
+func readProblem(t testing.TB, rec *httptest.ResponseRecorder) problem {
+	t.Helper()
+	if ct := rec.Header().Get("Content-Type"); ct != problemContentType {
+		t.Fatalf("content type %q, want %s; body %s", ct, problemContentType, rec.Body)
+	}
+	var p problem
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
+		t.Fatalf("problem body is not JSON: %v\n%s", err, rec.Body)
+	}
+	if p.Status != rec.Code {
+		t.Errorf("problem status %d, response status %d", p.Status, rec.Code)
+	}
+	return p
+}
+
+var errPing = errors.New("database is locked")

@@ -1,0 +1,83 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humago"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// readyTimeout bounds the store ping of a readiness check.
+const readyTimeout = 2 * time.Second
+
+// Status is the body of the health and readiness probes.
+type Status struct {
+	Status string `json:"status" enum:"ok,ready" doc:"ok: the process serves; ready: it can also reach its store."`
+}
+
+type statusOutput struct {
+	Body Status
+}
+
+func (s *Server) registerOperations() {
+	register(s, huma.Operation{
+		OperationID: "get-health",
+		Method:      http.MethodGet,
+		Path:        "/healthz",
+		Summary:     "Liveness probe",
+		Description: "Answers 200 while the process serves requests. It needs no token, so that a supervisor can probe it.",
+		Tags:        []string{tagOperations},
+		Security:    []map[string][]string{{}},
+	}, func(context.Context, *struct{}) (*statusOutput, error) {
+		return &statusOutput{Body: Status{Status: "ok"}}, nil
+	})
+
+	register(s, huma.Operation{
+		OperationID: "get-readiness",
+		Method:      http.MethodGet,
+		Path:        "/readyz",
+		Summary:     "Readiness probe",
+		Description: "Answers 200 when the server can reach its store, 503 otherwise.",
+		Tags:        []string{tagOperations},
+		Errors:      []int{http.StatusUnauthorized, http.StatusServiceUnavailable},
+	}, s.ready)
+
+	handler := promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{Registry: s.metrics.registry})
+	register(s, huma.Operation{
+		OperationID: "get-metrics",
+		Method:      http.MethodGet,
+		Path:        "/metrics",
+		Summary:     "Prometheus metrics",
+		Description: "Metrics in the Prometheus text format: requests and their latency by operation and status " +
+			"class, plan compute time, what-if cells planned, recovered panics, and the Go runtime and process.",
+		Tags:   []string{tagOperations},
+		Errors: []int{http.StatusUnauthorized},
+		Responses: map[string]*huma.Response{
+			"200": {
+				Description: "Metrics in the Prometheus text exposition format.",
+				Content:     map[string]*huma.MediaType{"text/plain": {Schema: &huma.Schema{Type: huma.TypeString}}},
+			},
+		},
+	}, func(context.Context, *struct{}) (*huma.StreamResponse, error) {
+		return &huma.StreamResponse{Body: func(ctx huma.Context) {
+			r, w := humago.Unwrap(ctx)
+			handler.ServeHTTP(w, r)
+		}}, nil
+	})
+}
+
+func (s *Server) ready(ctx context.Context, _ *struct{}) (*statusOutput, error) {
+	if s.store == nil {
+		return nil, huma.Error503ServiceUnavailable("the server has no store")
+	}
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	if err := s.store.Ping(ctx); err != nil {
+		s.log.Warn("readiness: store ping failed", "error", err)
+		return nil, huma.Error503ServiceUnavailable("the store does not answer")
+	}
+	return &statusOutput{Body: Status{Status: "ready"}}, nil
+}

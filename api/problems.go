@@ -1,0 +1,218 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/plannerdev/planner/internal/scenario"
+)
+
+// problemContentType is the media type of RFC 9457 problem details.
+const problemContentType = "application/problem+json"
+
+// writeProblem answers with a problem document outside huma (auth, unknown
+// routes, panics), in the same shape as huma's own.
+func writeProblem(w http.ResponseWriter, status int, detail string, details ...*huma.ErrorDetail) {
+	w.Header().Set("Content-Type", problemContentType)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(&huma.ErrorModel{
+		Title:  http.StatusText(status),
+		Status: status,
+		Detail: detail,
+		Errors: details,
+	})
+}
+
+// bodyStatuses are the problems about the request body as a whole.
+var bodyStatuses = []int{http.StatusBadRequest, http.StatusRequestTimeout, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType}
+
+// completeProblem is a huma transformer for problem responses: a problem
+// about the whole body (malformed JSON, missing, oversize) is located at
+// "body"; the body is not echoed back; the size limit is stated as
+// configured.
+func (s *Server) completeProblem(_ huma.Context, _ string, v any) (any, error) {
+	em, ok := v.(*huma.ErrorModel)
+	if !ok {
+		return v, nil
+	}
+	if em.Status == http.StatusRequestEntityTooLarge {
+		em.Detail = fmt.Sprintf("request body is larger than the limit of %d bytes", s.maxBody)
+	}
+	em.Errors = slices.DeleteFunc(em.Errors, func(d *huma.ErrorDetail) bool { return d == nil })
+	if len(em.Errors) == 0 && slices.Contains(bodyStatuses, em.Status) {
+		em.Errors = []*huma.ErrorDetail{{Location: "body", Message: em.Detail}}
+	}
+	for _, d := range em.Errors {
+		if requiredProperty.MatchString(d.Message) {
+			d.Location, d.Message = fieldLocation(d), "required"
+		}
+		switch d.Value.(type) {
+		case map[string]any, []any:
+			d.Value = nil // an echo of a whole object or list says less than the location
+		}
+		if d.Location == "body" {
+			d.Value = nil
+		}
+	}
+	return em, nil
+}
+
+// fieldLocation is where a schema problem is: for a missing property, the
+// property itself rather than its object.
+func fieldLocation(d *huma.ErrorDetail) string {
+	if m := requiredProperty.FindStringSubmatch(d.Message); m != nil {
+		return joinPath(d.Location, m[1])
+	}
+	return d.Location
+}
+
+// requiredProperty matches huma's problem for a missing property, which it
+// locates at the object; the property's own location names the field.
+var requiredProperty = regexp.MustCompile(`^expected required property ([A-Za-z0-9_$-]+) to be present$`)
+
+// scenarioProblem turns the scenario.Errors of the planning engine into a
+// 422 whose details sit under prefix ("body.scenario", "body"); any other
+// error is the server's fault.
+func (s *Server) scenarioProblem(err error, prefix string) error {
+	var errs scenario.Errors
+	if errors.Is(err, context.DeadlineExceeded) {
+		return huma.Error422UnprocessableEntity(fmt.Sprintf("planning stopped after %s, the server's limit", s.timeout), &huma.ErrorDetail{
+			Location: prefix,
+			Message:  "too large to plan in time: use fewer classes or policy.monte_carlo_draws, or a smaller what-if grid",
+		})
+	}
+	if !errors.As(err, &errs) {
+		s.log.Error("planning failed", "error", err)
+		return huma.Error500InternalServerError("planning failed; the server log has the cause")
+	}
+	details := make([]error, len(errs))
+	for i, e := range errs {
+		details[i] = &huma.ErrorDetail{Location: joinPath(prefix, e.Path), Message: e.Message}
+	}
+	return huma.Error422UnprocessableEntity("the request is invalid", details...)
+}
+
+func joinPath(prefix, path string) string {
+	switch {
+	case path == "":
+		return prefix
+	case prefix == "":
+		return path
+	case strings.HasPrefix(path, "["):
+		return prefix + path
+	}
+	return prefix + "." + path
+}
+
+// rule is a problem found by a cross-field rule, located like huma's schema
+// problems ("body.scenario.classes[1].output_tokens.p95").
+type rule struct {
+	location, message string
+}
+
+// bodySchema is the JSON Schema of a request body type, built the way huma
+// builds it, so that a resolver can tell which locations the schema already
+// refused.
+type bodySchema struct {
+	registry huma.Registry
+	schema   *huma.Schema
+}
+
+func schemaOf[T any]() bodySchema {
+	reg := huma.NewMapRegistry("#/components/schemas/", huma.DefaultSchemaNamer)
+	return bodySchema{registry: reg, schema: reg.Schema(reflect.TypeFor[T](), true, "")}
+}
+
+// uncoveredRules returns, as huma error details, the rule problems that no
+// schema problem already covers: huma runs resolvers even after the schema
+// refused a body, and a bad value should be reported once, not again
+// through the rules it breaks. Only bodies with rule problems pay for the
+// second look at the schema.
+func uncoveredRules(raw []byte, bs bodySchema, rules []rule) []error {
+	if len(rules) == 0 {
+		return nil
+	}
+	var doc any
+	if json.Unmarshal(raw, &doc) != nil {
+		return nil // huma reports the malformed body
+	}
+	pb := huma.NewPathBuffer(make([]byte, 0, 128), 0)
+	pb.Push("body")
+	res := &huma.ValidateResult{}
+	huma.Validate(bs.registry, bs.schema, pb, huma.ModeWriteToServer, doc, res)
+	var schemaLocations []string
+	for _, e := range res.Errors {
+		var d *huma.ErrorDetail
+		if errors.As(e, &d) {
+			schemaLocations = append(schemaLocations, fieldLocation(d))
+		}
+	}
+	var out []error
+	for _, r := range rules {
+		covered := slices.ContainsFunc(schemaLocations, func(l string) bool { return related(l, r.location) })
+		if !covered {
+			out = append(out, &huma.ErrorDetail{Location: r.location, Message: r.message, Value: valueAt(doc, r.location)})
+		}
+	}
+	return out
+}
+
+// scenarioRules runs the scenario's cross-field rules, located under prefix.
+// It also refuses null quotas and classes, which the schema lets through as
+// it allows null for every list.
+func scenarioRules(sc scenario.Scenario, prefix string) []rule {
+	var rules []rule
+	for _, e := range sc.Check() {
+		rules = append(rules, rule{location: joinPath(prefix, e.Path), message: e.Message})
+	}
+	return rules
+}
+
+// related reports whether one location is the other or lies inside it: a
+// schema problem there already explains a rule problem at the other.
+func related(a, b string) bool {
+	inside := func(x, y string) bool { return strings.HasPrefix(x, y+".") || strings.HasPrefix(x, y+"[") }
+	return a == b || inside(a, b) || inside(b, a)
+}
+
+// valueAt returns the value at a location such as
+// "body.scenario.classes[1].name" in a decoded JSON body, nil when absent.
+func valueAt(doc any, location string) any {
+	steps := strings.FieldsFunc(location, func(r rune) bool { return r == '.' || r == '[' || r == ']' })
+	if len(steps) == 0 || steps[0] != "body" {
+		return nil
+	}
+	cur := doc
+	for _, step := range steps[1:] {
+		switch node := cur.(type) {
+		case map[string]any:
+			cur = node[step]
+		case []any:
+			i, err := strconv.Atoi(step)
+			if err != nil || i < 0 || i >= len(node) {
+				return nil
+			}
+			cur = node[i]
+		default:
+			return nil
+		}
+	}
+	if _, composite := cur.(map[string]any); composite {
+		return nil // a whole object says less than its location
+	}
+	if _, composite := cur.([]any); composite {
+		return nil
+	}
+	return cur
+}

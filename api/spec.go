@@ -1,0 +1,70 @@
+package api
+
+import (
+	"github.com/danielgtaylor/huma/v2"
+)
+
+// Tags group the operations in the OpenAPI document and the docs page.
+const (
+	tagPlans      = "plans"
+	tagWhatIf     = "what-if"
+	tagTiers      = "tiers"
+	tagOperations = "operations"
+)
+
+// securityScheme names the bearer-token scheme in the OpenAPI document.
+const securityScheme = "bearerAuth"
+
+const apiDescription = `planner sizes client-side concurrency pools for teams that call LLM APIs.
+Given the quotas of your API keys, your task classes with their token
+distributions and latency targets, and the endpoint's measured latency, a
+plan gives every class a pool, names the constraint that binds it, predicts
+latency and quota use, and says what to change when a class does not fit.
+
+Errors are RFC 9457 problem details (application/problem+json); each
+problem in the request is listed under ` + "`errors`" + ` with its ` + "`location`" + `,
+for example ` + "`body.scenario.classes[1].output_tokens.p95`" + `.
+
+When the server is configured with tokens, every operation except
+` + "`GET /healthz`" + ` needs ` + "`Authorization: Bearer <token>`" + `. A server on a
+loopback address may run without tokens.`
+
+// humaConfig is the huma configuration: the document's metadata, and none
+// of huma's own routes (the spec and the offline docs page are served by
+// this package).
+func (s *Server) humaConfig() huma.Config {
+	cfg := huma.DefaultConfig("planner API", Version)
+	cfg.CreateHooks = nil // no $schema links in bodies: responses carry exactly the documented fields
+	cfg.OpenAPIPath = ""
+	cfg.DocsPath = ""
+	cfg.SchemasPath = ""
+	cfg.Transformers = []huma.Transformer{s.completeProblem}
+	cfg.Info.Description = apiDescription
+	cfg.Info.License = &huma.License{Name: "Proprietary", URL: "https://github.com/plannerdev/planner"}
+	cfg.Servers = []*huma.Server{{
+		URL:         "http://{address}",
+		Description: "planner serve",
+		Variables: map[string]*huma.ServerVariable{
+			"address": {Default: "127.0.0.1:8080", Description: "host:port the server listens on (--listen)."},
+		},
+	}}
+	cfg.Tags = []*huma.Tag{
+		{Name: tagPlans, Description: "Plan the pools of a scenario's task classes."},
+		{Name: tagWhatIf, Description: "Vary fields of a scenario, or its quota tier, and compare the plans."},
+		{Name: tagTiers, Description: "The quota-tier catalogue that the operator maintains."},
+		{Name: tagOperations, Description: "Liveness, readiness and metrics for running the service."},
+	}
+	cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
+		securityScheme: {
+			Type:        "http",
+			Scheme:      "bearer",
+			Description: "One of the tokens of the server's configuration (auth.tokens or PLANNER_AUTH_TOKENS). Not needed on a loopback server without tokens.",
+		},
+	}
+	cfg.Security = []map[string][]string{{securityScheme: {}}}
+	return cfg
+}
+
+// errorStatuses are the problem responses every body-taking operation
+// documents.
+var errorStatuses = []int{400, 401, 413, 422}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/plannerdev/planner/api"
+	"github.com/plannerdev/planner/internal/config"
+	"github.com/plannerdev/planner/internal/store"
+)
+
+// Timeouts of the HTTP server. Writes allow for the largest what-if grid;
+// shutdown waits that long for requests in flight.
+const (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 30 * time.Second
+	writeTimeout      = 5 * time.Minute
+	idleTimeout       = 2 * time.Minute
+	shutdownTimeout   = 30 * time.Second
+)
+
+func newServeCmd(s streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the planning API (the default command)",
+		Long: "Serve runs the planning API: plans, what-if sweeps, quota tiers, health and\n" +
+			"readiness, Prometheus metrics, the OpenAPI document and its docs page at /docs.\n\n" +
+			"Settings come from defaults, then the YAML file of --config (or PLANNER_CONFIG),\n" +
+			"then PLANNER_* environment variables (PLANNER_LISTEN, PLANNER_DB,\n" +
+			"PLANNER_AUTH_TOKENS, PLANNER_LIMITS_MAX_BODY_BYTES), then the flags; see\n" +
+			"configs/planner.example.yaml. A non-loopback --listen needs auth tokens.\n" +
+			"SIGINT or SIGTERM stops it after the requests in flight have finished.",
+		Example: "  planner serve\n  planner serve --listen 127.0.0.1:9000 --db /var/lib/planner/planner.db\n" +
+			"  PLANNER_AUTH_TOKENS=$(cat token) planner serve --listen 0.0.0.0:8080",
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serve(cmd.Context(), s, cmd.Flags())
+		},
+	}
+	cmd.Flags().String("listen", config.DefaultListen, "address to listen on, host:port; port 0 picks a free one (PLANNER_LISTEN)")
+	cmd.Flags().String("db", config.DefaultDB, "SQLite file for stored plans and probes (PLANNER_DB)")
+	cmd.Flags().String("config", "", "YAML configuration file (PLANNER_CONFIG)")
+	return cmd
+}
+
+// serveByDefault is what `planner` does with no command: serve with the
+// settings of the environment and the configuration file.
+func serveByDefault(cmd *cobra.Command, s streams) error {
+	return serve(cmd.Context(), s, nil)
+}
+
+// serve runs the API until ctx ends, then shuts down gracefully. flags may
+// be nil.
+func serve(ctx context.Context, s streams, flags *pflag.FlagSet) error {
+	cfg, err := config.Load(flags)
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, cfg.DB)
+	if err != nil {
+		return fmt.Errorf("open the store %s: %w", cfg.DB, err)
+	}
+	logger := slog.New(slog.NewJSONHandler(s.err, nil))
+	handler := api.New(api.Options{
+		Tiers:        cfg.Tiers,
+		Tokens:       cfg.Auth.Tokens,
+		MaxBodyBytes: cfg.Limits.MaxBodyBytes,
+		PlanTimeout:  cfg.Limits.PlanTimeout,
+		Store:        st,
+		Logger:       logger,
+	})
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return errors.Join(fmt.Errorf("listen on %s: %w", cfg.Listen, err), closeStore(st))
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	url := "http://" + ln.Addr().String()
+	fmt.Fprintf(s.out, "planner: serving on %s (docs at %s/docs)\n", url, url)
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return errors.Join(fmt.Errorf("serve: %w", err), closeStore(st))
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(s.out, "planner: stopping; waiting for requests in flight")
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	var errs []error
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		errs = append(errs, fmt.Errorf("shut down: %w", err), srv.Close())
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		errs = append(errs, fmt.Errorf("serve: %w", err))
+	}
+	errs = append(errs, closeStore(st))
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	fmt.Fprintln(s.out, "planner: stopped")
+	return nil
+}
+
+func closeStore(st *store.Store) error {
+	if err := st.Close(); err != nil {
+		return fmt.Errorf("close the store: %w", err)
+	}
+	return nil
+}

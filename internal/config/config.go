@@ -1,0 +1,448 @@
+// Package config loads and validates the configuration of `planner serve`:
+// defaults, then a YAML file, then PLANNER_* environment variables, then
+// command-line flags, each overriding the one before. A configuration with
+// mistakes is refused with every problem named by its YAML path, so that an
+// operator fixes the file in one pass.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-playground/validator/v10"
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// Defaults of the settings that have one.
+const (
+	DefaultListen       = "127.0.0.1:8080"
+	DefaultDB           = "planner.db"
+	DefaultMaxBodyBytes = 256 << 10
+	DefaultPlanTimeout  = 30 * time.Second
+	// EnvPrefix prefixes the environment variables that set the
+	// configuration: PLANNER_LISTEN, PLANNER_DB, PLANNER_AUTH_TOKENS,
+	// PLANNER_LIMITS_MAX_BODY_BYTES; PLANNER_CONFIG names the file.
+	EnvPrefix = "PLANNER"
+)
+
+// Config is the whole server configuration. Each concern has its own
+// section struct, so that a new concern (probe settings, say) is a new
+// section beside these rather than more fields here.
+type Config struct {
+	// Listen is the address to serve on, host:port.
+	Listen string `mapstructure:"listen" validate:"required,listen"`
+	// DB is the SQLite file of the store.
+	DB     string `mapstructure:"db" validate:"required"`
+	Auth   Auth   `mapstructure:"auth"`
+	Limits Limits `mapstructure:"limits"`
+	// Tiers is the quota-tier catalogue; without a tiers key in the file,
+	// the built-in catalogue of configs/tiers.yaml.
+	Tiers []Tier `mapstructure:"tiers" validate:"max=1000,dive"`
+}
+
+// Auth holds the bearer tokens that clients must present. With no tokens
+// the API is open, which is allowed only on a loopback address.
+type Auth struct {
+	Tokens []string `mapstructure:"tokens" validate:"max=100,dive,min=16,max=512,token"`
+}
+
+// Limits bounds what one request may ask of the server.
+type Limits struct {
+	MaxBodyBytes int64 `mapstructure:"max_body_bytes" validate:"min=1024,max=67108864"`
+	// PlanTimeout bounds the time one plan or what-if request may compute.
+	PlanTimeout time.Duration `mapstructure:"plan_timeout" validate:"min=100000000,max=600000000000"`
+}
+
+// Problem is one mistake in the configuration, at its YAML path
+// (for example "tiers[2].rpm").
+type Problem struct {
+	Path    string
+	Message string
+}
+
+// String is the problem as a person reads it: "path: message".
+func (p Problem) String() string {
+	if p.Path == "" {
+		return p.Message
+	}
+	return p.Path + ": " + p.Message
+}
+
+// Problems is every mistake found in a configuration.
+type Problems []Problem
+
+// Error lists every problem, one a line.
+func (ps Problems) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "invalid configuration (%d problem", len(ps))
+	if len(ps) != 1 {
+		b.WriteString("s")
+	}
+	b.WriteString("):")
+	for _, p := range ps {
+		b.WriteString("\n  ")
+		b.WriteString(p.String())
+	}
+	return b.String()
+}
+
+// Load builds the configuration from its defaults, the YAML file named by
+// the flag "config" or else by PLANNER_CONFIG (none when both are empty),
+// the PLANNER_* environment variables, and the flags "listen" and "db" when
+// they were set. flags may be nil. The error is Problems when the sources
+// were read but the configuration is invalid.
+func Load(flags *pflag.FlagSet) (Config, error) {
+	v := viper.New()
+	v.SetDefault("listen", DefaultListen)
+	v.SetDefault("db", DefaultDB)
+	v.SetDefault("auth.tokens", []string{})
+	v.SetDefault("limits.max_body_bytes", DefaultMaxBodyBytes)
+	v.SetDefault("limits.plan_timeout", DefaultPlanTimeout)
+	v.SetEnvPrefix(EnvPrefix)
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+	v.AutomaticEnv()
+
+	file := os.Getenv(EnvPrefix + "_CONFIG")
+	if flags != nil {
+		if f := flags.Lookup("config"); f != nil && f.Changed {
+			file = f.Value.String()
+		}
+		for _, name := range []string{"listen", "db"} {
+			if f := flags.Lookup(name); f != nil {
+				if err := v.BindPFlag(name, f); err != nil {
+					return Config{}, fmt.Errorf("bind flag --%s: %w", name, err)
+				}
+			}
+		}
+	}
+	if file != "" {
+		v.SetConfigFile(file)
+		v.SetConfigType("yaml")
+		if err := v.ReadInConfig(); err != nil {
+			return Config{}, fmt.Errorf("read configuration %s: %w", file, err)
+		}
+	}
+
+	var cfg Config
+	problems := unknownKeys(v.AllSettings(), reflect.TypeFor[Config](), "")
+	decodeErr := v.Unmarshal(&cfg)
+	problems = append(problems, decodeProblems(decodeErr)...)
+	if decodeErr != nil && len(problems) == 0 {
+		return Config{}, fmt.Errorf("decode configuration: %w", decodeErr)
+	}
+	if !v.IsSet("tiers") {
+		tiers, err := DefaultTiers()
+		if err != nil {
+			return Config{}, err
+		}
+		cfg.Tiers = tiers
+	}
+	cfg.normalize()
+	problems = append(problems, uncovered(problems, cfg.Validate())...)
+	if len(problems) > 0 {
+		slices.SortStableFunc(problems, func(a, b Problem) int { return comparePaths(a.Path, b.Path) })
+		return cfg, problems
+	}
+	return cfg, nil
+}
+
+// normalize trims what environment variables and files commonly pad.
+func (c *Config) normalize() {
+	tokens := c.Auth.Tokens[:0]
+	for _, t := range c.Auth.Tokens {
+		if t = strings.TrimSpace(t); t != "" {
+			tokens = append(tokens, t)
+		}
+	}
+	c.Auth.Tokens = tokens
+	for i := range c.Tiers {
+		if c.Tiers[i].TokenAccounting == "" {
+			c.Tiers[i].TokenAccounting = "actual"
+		}
+	}
+}
+
+// Validate returns every problem in the configuration: the field rules of
+// the struct tags and the rules that span fields (unique tier names, a limit
+// on every tier, tokens on a non-loopback address).
+func (c Config) Validate() Problems {
+	var fields, ps Problems
+	var verrs validator.ValidationErrors
+	if err := validate.Struct(c); errors.As(err, &verrs) {
+		for _, fe := range verrs {
+			fields = append(fields, Problem{Path: yamlPath(fe.Namespace()), Message: message(fe)})
+		}
+	} else if err != nil {
+		fields = append(fields, Problem{Message: err.Error()})
+	}
+	seen := map[string]int{}
+	for i, t := range c.Tiers {
+		p := fmt.Sprintf("tiers[%d]", i)
+		if j, dup := seen[t.Name]; dup && t.Name != "" {
+			ps = append(ps, Problem{Path: p + ".name", Message: fmt.Sprintf("duplicate tier name %q (also tiers[%d])", t.Name, j)})
+		} else {
+			seen[t.Name] = i
+		}
+		if !t.hasLimit() {
+			ps = append(ps, Problem{Path: p, Message: "set at least one limit: rpm, tpm, itpm, otpm, rpd or tpd"})
+		}
+	}
+	if len(c.Auth.Tokens) == 0 && c.Listen != "" && !IsLoopback(c.Listen) {
+		ps = append(ps, Problem{Path: "auth.tokens", Message: fmt.Sprintf("required: listen address %s is not a loopback address, so the API must ask for a bearer token", c.Listen)})
+	}
+	return append(fields, uncovered(fields, ps)...)
+}
+
+// uncovered drops the problems at a path where, or under which, have
+// already has one: a bad value is reported once, not again through the
+// rules it then breaks.
+func uncovered(have, more Problems) Problems {
+	var out Problems
+	for _, p := range more {
+		covered := slices.ContainsFunc(have, func(h Problem) bool {
+			return h.Path == p.Path || strings.HasPrefix(h.Path, p.Path+".") || strings.HasPrefix(h.Path, p.Path+"[")
+		})
+		if !covered {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// unknownKeys lists the keys of settings that no field of t (a struct with
+// mapstructure tags) takes, by path, at every depth.
+func unknownKeys(settings map[string]any, t reflect.Type, path string) Problems {
+	fields := map[string]reflect.Type{}
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("mapstructure"), ",")
+		fields[name] = f.Type
+	}
+	var ps Problems
+	for key, value := range settings {
+		p := key
+		if path != "" {
+			p = path + "." + key
+		}
+		ft, ok := fields[key]
+		if !ok {
+			ps = append(ps, Problem{Path: p, Message: "unknown setting"})
+			continue
+		}
+		ps = append(ps, unknownIn(value, ft, p)...)
+	}
+	return ps
+}
+
+// unknownIn applies unknownKeys to a value that should decode into t.
+func unknownIn(value any, t reflect.Type, path string) Problems {
+	switch {
+	case t.Kind() == reflect.Struct:
+		if m, ok := value.(map[string]any); ok {
+			return unknownKeys(m, t, path)
+		}
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct:
+		if items, ok := value.([]any); ok {
+			var ps Problems
+			for i, item := range items {
+				ps = append(ps, unknownIn(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i))...)
+			}
+			return ps
+		}
+	}
+	return nil
+}
+
+// IsLoopback reports whether a listen address (host:port) accepts
+// connections from this machine only: "localhost" or a loopback IP. An
+// empty host listens on every interface and is not loopback.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// validate checks the struct tags; it names fields by their YAML keys.
+var validate = func() *validator.Validate {
+	v := validator.New(validator.WithRequiredStructEnabled())
+	v.RegisterTagNameFunc(func(f reflect.StructField) string {
+		name, _, _ := strings.Cut(f.Tag.Get("mapstructure"), ",")
+		return name
+	})
+	must(v.RegisterValidation("listen", func(fl validator.FieldLevel) bool {
+		_, port, err := net.SplitHostPort(fl.Field().String())
+		if err != nil {
+			return false
+		}
+		n, err := strconv.Atoi(port)
+		return err == nil && n >= 0 && n <= 65535
+	}))
+	must(v.RegisterValidation("token", func(fl validator.FieldLevel) bool {
+		return !strings.ContainsFunc(fl.Field().String(), func(r rune) bool { return r <= ' ' || r > '~' })
+	}))
+	must(v.RegisterValidation("tiername", func(fl validator.FieldLevel) bool {
+		return tierName.MatchString(fl.Field().String())
+	}))
+	return v
+}()
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+// yamlPath turns a validator namespace ("Config.tiers[2].rpm") into the
+// YAML path of the field ("tiers[2].rpm").
+func yamlPath(ns string) string {
+	_, rest, found := strings.Cut(ns, ".")
+	if !found {
+		return ns
+	}
+	return rest
+}
+
+// message words a failed struct tag rule.
+func message(fe validator.FieldError) string {
+	numeric := false
+	switch fe.Kind() {
+	case reflect.Int, reflect.Int64, reflect.Float64, reflect.Float32, reflect.Int32:
+		numeric = true
+	}
+	switch fe.Tag() {
+	case "required":
+		return "required"
+	case "gte":
+		return "must be >= " + fe.Param()
+	case "lte":
+		return "must be <= " + fe.Param()
+	case "min":
+		if numeric {
+			return "must be >= " + fe.Param()
+		}
+		if fe.Kind() == reflect.Slice {
+			return "must have at least " + fe.Param() + " entries"
+		}
+		return "must be at least " + fe.Param() + " characters long"
+	case "max":
+		if numeric {
+			return "must be <= " + fe.Param()
+		}
+		if fe.Kind() == reflect.Slice {
+			return "must have at most " + fe.Param() + " entries"
+		}
+		return "must be at most " + fe.Param() + " characters long"
+	case "oneof":
+		return "must be one of: " + strings.ReplaceAll(fe.Param(), " ", ", ")
+	case "listen":
+		return "must be host:port, for example 127.0.0.1:8080 (port 0 picks a free one)"
+	case "tiername":
+		return "must start with a letter or digit and hold only letters, digits, '.', '_' and '-'"
+	case "token":
+		return "must be printable ASCII without spaces"
+	}
+	return "fails the rule " + fe.Tag()
+}
+
+// decodeProblems lists the values that could not be converted to their
+// field's type, by path.
+func decodeProblems(err error) Problems {
+	var ps Problems
+	var walk func(error)
+	walk = func(err error) {
+		var de *mapstructure.DecodeError
+		if errors.As(err, &de) && !isJoin(err) {
+			ps = append(ps, Problem{Path: de.Name(), Message: typeMessage(de.Unwrap())})
+			return
+		}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+			return
+		}
+		if u := errors.Unwrap(err); u != nil {
+			walk(u)
+		}
+	}
+	if err != nil {
+		walk(err)
+	}
+	return ps
+}
+
+func isJoin(err error) bool {
+	_, ok := err.(interface{ Unwrap() []error })
+	return ok
+}
+
+func typeMessage(err error) string {
+	var pe *mapstructure.ParseError
+	if errors.As(err, &pe) {
+		return fmt.Sprintf("cannot read %v as %s", pe.Value, kindName(pe.Expected.Kind()))
+	}
+	var ue *mapstructure.UnconvertibleTypeError
+	if errors.As(err, &ue) {
+		return fmt.Sprintf("must be %s, got %s", kindName(ue.Expected.Kind()), describe(ue.Value))
+	}
+	return err.Error()
+}
+
+func kindName(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		return "an integer"
+	case reflect.Float64, reflect.Float32:
+		return "a number"
+	case reflect.Slice:
+		return "a list"
+	case reflect.Struct, reflect.Map:
+		return "a mapping"
+	case reflect.Bool:
+		return "true or false"
+	}
+	return k.String()
+}
+
+func describe(v any) string {
+	if v == nil {
+		return "nothing"
+	}
+	return kindName(reflect.TypeOf(v).Kind())
+}
+
+// comparePaths orders paths field by field, list indexes as numbers.
+func comparePaths(a, b string) int {
+	split := func(p string) []string {
+		return strings.FieldsFunc(p, func(r rune) bool { return r == '.' || r == '[' || r == ']' })
+	}
+	pa, pb := split(a), split(b)
+	for i := range min(len(pa), len(pb)) {
+		na, errA := strconv.Atoi(pa[i])
+		nb, errB := strconv.Atoi(pb[i])
+		switch {
+		case errA == nil && errB == nil && na != nb:
+			return na - nb
+		case (errA != nil || errB != nil) && pa[i] != pb[i]:
+			return strings.Compare(pa[i], pb[i])
+		}
+	}
+	return len(pa) - len(pb)
+}

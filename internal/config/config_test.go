@@ -1,0 +1,271 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+// cleanEnv unsets every variable Load reads, so that the machine's
+// environment cannot leak into a test.
+func cleanEnv(t *testing.T) {
+	t.Helper()
+	for _, name := range []string{"CONFIG", "LISTEN", "DB", "AUTH_TOKENS", "LIMITS_MAX_BODY_BYTES"} {
+		t.Setenv(EnvPrefix+"_"+name, "")
+	}
+}
+
+func writeFile(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "planner.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// serveFlags is the flag set of `planner serve`.
+func serveFlags(t *testing.T, args ...string) *pflag.FlagSet {
+	t.Helper()
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	fs.String("listen", DefaultListen, "")
+	fs.String("db", DefaultDB, "")
+	fs.String("config", "", "")
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+func TestLoadDefaults(t *testing.T) {
+	cleanEnv(t)
+	cfg, err := Load(serveFlags(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults, err := DefaultTiers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != DefaultListen || cfg.DB != DefaultDB || cfg.Limits.MaxBodyBytes != DefaultMaxBodyBytes || len(cfg.Auth.Tokens) != 0 {
+		t.Errorf("defaults: got %+v", cfg)
+	}
+	if len(cfg.Tiers) == 0 || !slices.Equal(cfg.Tiers, defaults) {
+		t.Errorf("tiers: got %v, want the default catalogue %v", cfg.Tiers, defaults)
+	}
+	if _, err := Load(nil); err != nil {
+		t.Errorf("Load(nil): %v", err)
+	}
+}
+
+// TestDefaultTiersAreLabelledExamples keeps the shipped catalogue from
+// passing as any provider's real limits.
+func TestDefaultTiersAreLabelledExamples(t *testing.T) {
+	tiers, err := DefaultTiers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tier := range tiers {
+		if !strings.HasPrefix(tier.Name, "example-") || !strings.Contains(strings.ToLower(tier.Description), "example") {
+			t.Errorf("tier %q is not labelled as an example: %q", tier.Name, tier.Description)
+		}
+	}
+	if ps := (Config{Listen: DefaultListen, DB: DefaultDB, Limits: Limits{MaxBodyBytes: DefaultMaxBodyBytes, PlanTimeout: DefaultPlanTimeout}, Tiers: tiers}).Validate(); len(ps) > 0 {
+		t.Errorf("default catalogue is invalid: %v", ps)
+	}
+}
+
+func TestLoadEnvOverridesFileAndFlagOverridesEnv(t *testing.T) {
+	cleanEnv(t)
+	file := writeFile(t, `
+listen: 127.0.0.1:9001
+db: file.db
+limits: {max_body_bytes: 4096}
+tiers:
+  - {name: mine, description: "my key", rpm: 10}
+`)
+	t.Setenv("PLANNER_CONFIG", file)
+
+	cfg, err := Load(serveFlags(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != "127.0.0.1:9001" || cfg.DB != "file.db" || cfg.Limits.MaxBodyBytes != 4096 {
+		t.Errorf("file: got %+v", cfg)
+	}
+	if len(cfg.Tiers) != 1 || cfg.Tiers[0].Name != "mine" || cfg.Tiers[0].TokenAccounting != "actual" {
+		t.Errorf("file tiers replace the defaults, with accounting actual by default: got %+v", cfg.Tiers)
+	}
+
+	t.Setenv("PLANNER_LISTEN", "127.0.0.1:9002")
+	t.Setenv("PLANNER_DB", "env.db")
+	t.Setenv("PLANNER_AUTH_TOKENS", "first-token-0123456789, second-token-0123456789")
+	t.Setenv("PLANNER_LIMITS_MAX_BODY_BYTES", "8192")
+	cfg, err = Load(serveFlags(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != "127.0.0.1:9002" || cfg.DB != "env.db" || cfg.Limits.MaxBodyBytes != 8192 {
+		t.Errorf("env: got %+v", cfg)
+	}
+	if want := []string{"first-token-0123456789", "second-token-0123456789"}; !slices.Equal(cfg.Auth.Tokens, want) {
+		t.Errorf("PLANNER_AUTH_TOKENS: got %q, want %q", cfg.Auth.Tokens, want)
+	}
+
+	cfg, err = Load(serveFlags(t, "--listen", "127.0.0.1:9003", "--db", "flag.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != "127.0.0.1:9003" || cfg.DB != "flag.db" {
+		t.Errorf("flags: got listen %q db %q", cfg.Listen, cfg.DB)
+	}
+}
+
+func TestLoadConfigFlagBeatsEnv(t *testing.T) {
+	cleanEnv(t)
+	t.Setenv("PLANNER_CONFIG", writeFile(t, "db: from-env-file.db\n"))
+	flagFile := writeFile(t, "db: from-flag-file.db\n")
+	cfg, err := Load(serveFlags(t, "--config", flagFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.DB != "from-flag-file.db" {
+		t.Errorf("--config should win over PLANNER_CONFIG: db %q", cfg.DB)
+	}
+}
+
+func TestLoadExampleFile(t *testing.T) {
+	cleanEnv(t)
+	cfg, err := Load(serveFlags(t, "--config", "../../configs/planner.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Tiers) != 2 || cfg.Listen != DefaultListen {
+		t.Errorf("got %+v", cfg)
+	}
+}
+
+// TestLoadListsEveryProblem checks that one bad file reports all of its
+// mistakes, each by its YAML path, in path order.
+func TestLoadListsEveryProblem(t *testing.T) {
+	cleanEnv(t)
+	file := writeFile(t, `
+listen: 0.0.0.0
+db: ""
+auth:
+  tokens: [short, "has space in it 0123456789"]
+limits:
+  max_body_bytes: 10
+tiers:
+  - {name: ok, description: fine, rpm: 10}
+  - {name: ok, description: dup, tpm: 10}
+  - {name: bad, description: negative, rpm: -1, token_accounting: sometimes}
+  - {name: "", description: "", tpm: 5}
+  - {name: nolimit, description: "no limits at all"}
+  - {name: "-x", description: bad name, rpm: 1}
+`)
+	_, err := Load(serveFlags(t, "--config", file))
+	var ps Problems
+	if !errors.As(err, &ps) {
+		t.Fatalf("want Problems, got %v", err)
+	}
+	want := []string{
+		"auth.tokens[0]: must be at least 16 characters long",
+		"auth.tokens[1]: must be printable ASCII without spaces",
+		"db: required",
+		"limits.max_body_bytes: must be >= 1024",
+		"listen: must be host:port, for example 127.0.0.1:8080 (port 0 picks a free one)",
+		`tiers[1].name: duplicate tier name "ok" (also tiers[0])`,
+		"tiers[2].rpm: must be >= 0",
+		"tiers[2].token_accounting: must be one of: actual, max_tokens",
+		"tiers[3].description: required",
+		"tiers[3].name: required",
+		"tiers[4]: set at least one limit: rpm, tpm, itpm, otpm, rpd or tpd",
+		"tiers[5].name: must start with a letter or digit and hold only letters, digits, '.', '_' and '-'",
+	}
+	var got []string
+	for _, p := range ps {
+		got = append(got, p.String())
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("problems:\n got %q\nwant %q", got, want)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("message lacks %q:\n%s", w, err)
+		}
+	}
+}
+
+func TestLoadRefusesUnknownKeysAndWrongTypes(t *testing.T) {
+	cleanEnv(t)
+	file := writeFile(t, `
+lisen: 127.0.0.1:1
+auth: {tokenz: [x]}
+limits: {max_body_bytes: lots}
+tiers:
+  - {name: a, description: a, rpm: 1, rpmx: 2}
+`)
+	_, err := Load(serveFlags(t, "--config", file))
+	var ps Problems
+	if !errors.As(err, &ps) {
+		t.Fatalf("want Problems, got %v", err)
+	}
+	for _, want := range []string{
+		"auth.tokenz: unknown setting",
+		"limits.max_body_bytes: cannot read lots as an integer",
+		"lisen: unknown setting",
+		"tiers[0].rpmx: unknown setting",
+	} {
+		if !slices.ContainsFunc(ps, func(p Problem) bool { return p.String() == want }) {
+			t.Errorf("missing %q in:\n%v", want, err)
+		}
+	}
+}
+
+func TestLoadNonLoopbackNeedsTokens(t *testing.T) {
+	cleanEnv(t)
+	_, err := Load(serveFlags(t, "--listen", "0.0.0.0:8080"))
+	var ps Problems
+	if !errors.As(err, &ps) || len(ps) != 1 || ps[0].Path != "auth.tokens" {
+		t.Fatalf("want one problem at auth.tokens, got %v", err)
+	}
+	t.Setenv("PLANNER_AUTH_TOKENS", "a-long-enough-token-123")
+	if _, err := Load(serveFlags(t, "--listen", "0.0.0.0:8080")); err != nil {
+		t.Errorf("with a token: %v", err)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	cleanEnv(t)
+	_, err := Load(serveFlags(t, "--config", filepath.Join(t.TempDir(), "absent.yaml")))
+	var ps Problems
+	if err == nil || errors.As(err, &ps) || !strings.Contains(err.Error(), "absent.yaml") {
+		t.Errorf("want a read error naming the file, got %v", err)
+	}
+}
+
+func TestIsLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:8080":    true,
+		"127.0.0.2:0":       true,
+		"[::1]:8080":        true,
+		"localhost:8080":    true,
+		"LocalHost:1":       true,
+		"0.0.0.0:8080":      false,
+		":8080":             false,
+		"[::]:8080":         false,
+		"192.168.1.10:8080": false,
+		"example.com:80":    false,
+		"127.0.0.1":         false,
+	} {
+		if got := IsLoopback(addr); got != want {
+			t.Errorf("IsLoopback(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}
