@@ -58,15 +58,25 @@ func (m *classModel) kneeCeiling() Ceiling {
 }
 
 // sloCeiling is the largest pool whose predicted p95 (queue wait included
-// when demand is given) meets the target, searching upward from min_pool
-// (or 1 without demand). Load-independent latency only improves as the
-// pool grows, so the ceiling is unbounded once the target is met; with a
-// curve the p95 eventually grows with the pool and the boundary is
+// when demand is given) meets the target. Load-independent latency only
+// improves as the pool grows (the queue shrinks towards nothing), so the
+// ceiling is unbounded when the p95 without queueing meets the target, and
+// 0 when it does not. With a curve the p95 eventually grows with the pool:
+// the search starts at min_pool (or 1 without demand), and the boundary is
 // bracketed and bisected.
 func (m *classModel) sloCeiling(name string, target float64, p95 func(c int) float64) Ceiling {
 	label := "TTFT"
 	if name == ConstraintSLOE2E {
 		label = "E2E"
+	}
+	if m.static != nil {
+		alone := m.noWait95(name == ConstraintSLOTTFT)
+		if alone > target*(1+tolerance) {
+			return Ceiling{Constraint: name, MaxPool: intPtr(0),
+				Detail: fmt.Sprintf("%s: the %s p95 is %s ms without any queueing, over the %s ms target at every pool", name, label, num(alone*1000), num(target*1000))}
+		}
+		return Ceiling{Constraint: name,
+			Detail: fmt.Sprintf("%s: the %s p95 is %s ms without queueing and the queue only shrinks as the pool grows, so the %s ms target holds from min_pool up", name, label, num(alone*1000), num(target*1000))}
 	}
 	from := 1
 	if m.lambda > 0 && m.minPool != nil {
@@ -81,9 +91,9 @@ func (m *classModel) sloCeiling(name string, target float64, p95 func(c int) flo
 			Detail: fmt.Sprintf("%s: predicted %s p95 %s ms at %d in flight exceeds the %s ms target at every pool", name, label, num(v*1000), from, num(target*1000))}
 	}
 	top := max(m.maxPool, from)
-	if m.static != nil || from >= top {
+	if from >= top {
 		return Ceiling{Constraint: name,
-			Detail: fmt.Sprintf("%s: predicted %s p95 %s ms at %d in flight meets the %s ms target, and latency does not grow with the pool", name, label, num(v*1000), from, num(target*1000))}
+			Detail: fmt.Sprintf("%s: predicted %s p95 %s ms at %d in flight meets the %s ms target", name, label, num(v*1000), from, num(target*1000))}
 	}
 	ok := func(c int) bool { return p95(c) <= target*(1+tolerance) }
 	good, bad := from, 0

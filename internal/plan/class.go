@@ -384,14 +384,21 @@ func (m *classModel) violation(c int) float64 {
 	return v
 }
 
-// meets reports violation(c) ≤ bound, computing the TTFT percentile only
-// when the E2E target holds.
-func (m *classModel) meets(c int, bound float64) bool {
+// bounds scale the SLO targets a search accepts: 1 is the target itself; a
+// target that no pool can meet is searched for within 5 % of its best.
+type bounds struct{ ttft, e2e float64 }
+
+// exact accepts the targets as they are.
+var exact = bounds{1, 1}
+
+// meets reports whether pool c meets each target times its bound,
+// computing the TTFT percentile only when the E2E target holds.
+func (m *classModel) meets(c int, b bounds) bool {
 	st, se := m.slo()
-	if se > 0 && m.e2e95(c) > bound*se {
+	if se > 0 && m.e2e95(c) > b.e2e*se {
 		return false
 	}
-	return st == 0 || m.ttft95(c) <= bound*st
+	return st == 0 || m.ttft95(c) <= b.ttft*st
 }
 
 // stableStart is the smallest pool whose queue is stable, c > λ·E[S(c)].
@@ -408,10 +415,11 @@ func (m *classModel) stableStart() (int, bool) {
 }
 
 // findMinPool sets min_pool (DESIGN §3.4): the smallest stable pool whose
-// predicted p95s meet the SLOs. When no pool meets them, min_pool is the
-// pool that comes closest (for a load-independent latency: the smallest
-// pool within 5 % of the latency without queueing), so that the SLO remedy
-// names what it would achieve. Without demand it is 1.
+// predicted p95s meet the SLOs. When no pool meets a target, min_pool is
+// the pool that comes closest (for load-independent latency: the smallest
+// pool within 5 % of that p95 without queueing, while meeting the other
+// target), so that the SLO remedy names what it would achieve. Without
+// demand it is 1.
 func (m *classModel) findMinPool() {
 	start, ok := m.stableStart()
 	if !ok {
@@ -422,15 +430,19 @@ func (m *classModel) findMinPool() {
 		return
 	}
 	if m.static != nil {
-		bound := 1.0
-		if floor := m.violationNoWait(); floor > 1 {
-			bound = floor * 1.05
+		b := exact
+		st, se := m.slo()
+		if st > 0 {
+			b.ttft = math.Max(1, m.noWait95(true)/st*1.05)
 		}
-		c := m.firstAtMost(start, bound)
+		if se > 0 {
+			b.e2e = math.Max(1, m.noWait95(false)/se*1.05)
+		}
+		c := m.firstAtMost(start, b)
 		m.minPool = &c
 		return
 	}
-	if m.meets(start, 1) {
+	if m.meets(start, exact) {
 		m.minPool = &start
 		return
 	}
@@ -442,7 +454,7 @@ func (m *classModel) findMinPool() {
 		c := min(start+step, searchLimit)
 		v := m.violation(c)
 		if v <= 1 {
-			found := m.firstAtMostIn(lastFail, c, 1)
+			found := m.firstAtMostIn(lastFail, c, exact)
 			m.minPool = &found
 			return
 		}
@@ -454,39 +466,35 @@ func (m *classModel) findMinPool() {
 	}
 }
 
-// violationNoWait is the SLO violation of the service time alone.
-func (m *classModel) violationNoWait() float64 {
-	st, se := m.slo()
+// noWait95 is the p95 of TTFT (ttft true) or of S without any queueing,
+// for load-independent latency.
+func (m *classModel) noWait95(ttft bool) float64 {
 	t, e := m.tails(m.static)
-	v := 0.0
-	if st > 0 {
-		v = math.Max(v, t.Quantile(model.Wait{})/st)
+	if ttft {
+		return t.Quantile(model.Wait{})
 	}
-	if se > 0 {
-		v = math.Max(v, e.Quantile(model.Wait{})/se)
-	}
-	return v
+	return e.Quantile(model.Wait{})
 }
 
-// firstAtMost is the smallest pool ≥ start whose violation is at most
-// bound, for load-independent latency (the violation then falls as the pool
+// firstAtMost is the smallest pool ≥ start that meets the targets within
+// b, for load-independent latency (the percentiles then fall as the pool
 // grows). A quick estimate of the percentiles (Tail.Estimate) picks the
 // pool to try first; the exact Monte Carlo then confirms it and its
 // neighbour, galloping away only when the estimate was off.
-func (m *classModel) firstAtMost(start int, bound float64) int {
+func (m *classModel) firstAtMost(start int, b bounds) int {
 	st, se := m.slo()
 	t, e := m.tails(m.static)
 	estimate := func(c int) bool {
 		w := m.waitAt(c, m.lambda)
-		return (se == 0 || e.Estimate(w) <= bound*se) && (st == 0 || t.Estimate(w) <= bound*st)
+		return (se == 0 || e.Estimate(w) <= b.e2e*se) && (st == 0 || t.Estimate(w) <= b.ttft*st)
 	}
 	guess := firstTrue(start, estimate)
-	if m.meets(guess, bound) {
+	if m.meets(guess, b) {
 		hi := guess
 		for step := 1; hi > start; step *= 2 {
 			lo := max(start, hi-step)
-			if !m.meets(lo, bound) {
-				return m.firstAtMostIn(lo, hi, bound)
+			if !m.meets(lo, b) {
+				return m.firstAtMostIn(lo, hi, b)
 			}
 			hi = lo
 		}
@@ -495,8 +503,8 @@ func (m *classModel) firstAtMost(start int, bound float64) int {
 	lo := guess
 	for step := 1; lo < searchLimit; step *= 2 {
 		hi := min(searchLimit, lo+step)
-		if m.meets(hi, bound) {
-			return m.firstAtMostIn(lo, hi, bound)
+		if m.meets(hi, b) {
+			return m.firstAtMostIn(lo, hi, b)
 		}
 		lo = hi
 	}
@@ -527,12 +535,12 @@ func firstTrue(start int, ok func(int) bool) int {
 	return hi
 }
 
-// firstAtMostIn binary-searches (lo, hi] for the first pool with violation at
-// most bound, given that lo exceeds it and hi does not.
-func (m *classModel) firstAtMostIn(lo, hi int, bound float64) int {
+// firstAtMostIn binary-searches (lo, hi] for the first pool that meets the
+// targets within b, given that lo does not and hi does.
+func (m *classModel) firstAtMostIn(lo, hi int, b bounds) int {
 	for hi-lo > 1 {
 		mid := lo + (hi-lo)/2
-		if m.meets(mid, bound) {
+		if m.meets(mid, b) {
 			hi = mid
 		} else {
 			lo = mid

@@ -263,3 +263,28 @@ func TestZeroServiceTimeIsRefused(t *testing.T) {
 		t.Fatalf("zero service time gave %v", err)
 	}
 }
+
+// TestUnattainableE2EDoesNotBlameTTFT: S is fixed at 2.5 s, so an E2E
+// target of 2 s cannot be met at any pool, while a TTFT target of 1 s is met
+// by any pool large enough to keep the queue short. The E2E ceiling binds;
+// the TTFT ceiling stays unbounded; min_pool meets the TTFT target, and the
+// E2E remedy alone makes the class fit.
+func TestUnattainableE2EDoesNotBlameTTFT(t *testing.T) {
+	s := handScenario(scenario.Quota{RPM: 6000})
+	s.Classes[0].Demand = &scenario.Demand{RPS: 4}
+	s.Classes[0].SLO = &scenario.SLO{TTFTP95Ms: 1000, E2EP95Ms: 2000}
+	cp := mustPlan(t, s).Classes[0]
+	if c := ceiling(cp, "slo_ttft"); c.MaxPool != nil {
+		t.Errorf("slo_ttft ceiling %d, want unbounded: %s", *c.MaxPool, c.Detail)
+	}
+	if c := ceiling(cp, "slo_e2e"); c.MaxPool == nil || *c.MaxPool != 0 || cp.BindingConstraint != "slo_e2e" {
+		t.Fatalf("slo_e2e ceiling %+v, binding %s", c, cp.BindingConstraint)
+	}
+	if len(cp.Remedies) != 1 || cp.Remedies[0].Constraint != "slo_e2e" {
+		t.Fatalf("remedies %+v, want one for slo_e2e", cp.Remedies)
+	}
+	fixed := mustPlan(t, applyRemedies(t, s, 0, cp.Remedies)).Classes[0]
+	if !fixed.Feasible {
+		t.Fatalf("relaxing the E2E target to %g ms did not make it fit: %s", cp.Remedies[0].Value, fixed.Explanation)
+	}
+}
