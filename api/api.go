@@ -1,7 +1,9 @@
 // Package api is planner's HTTP API (DESIGN §5): huma v2 operations on
-// net/http for plans, what-if sweeps and the quota-tier catalogue, health
-// and readiness probes, Prometheus metrics, the OpenAPI document and an
-// offline docs page. New builds the same API for `planner serve`,
+// net/http for plans (computed, stored, reported and validated), what-if
+// sweeps, the quota-tier catalogue, probes run as background jobs with
+// their events, rows and charts, record cards, analyses of measured ramps,
+// health and readiness probes, Prometheus metrics, the OpenAPI document and
+// an offline docs page. New builds the same API for `planner serve`,
 // `planner openapi` and the tests.
 package api
 
@@ -16,6 +18,8 @@ import (
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
 	"github.com/plannerdev/planner/internal/config"
+	"github.com/plannerdev/planner/internal/jobs"
+	"github.com/plannerdev/planner/internal/target"
 )
 
 // Version is the version of the API that the OpenAPI document states.
@@ -39,8 +43,18 @@ type Options struct {
 	// PlanTimeout bounds the computation of one plan or what-if grid; 0
 	// means config.DefaultPlanTimeout.
 	PlanTimeout time.Duration
-	// Store answers readiness pings; nil means the server is never ready.
-	Store Pinger
+	// Store keeps plans and probes and answers readiness pings; nil means
+	// the server is never ready and stores nothing.
+	Store Store
+	// Jobs runs probes in the background; nil means probes cannot start.
+	Jobs *jobs.Manager
+	// Probe is the probe section of the configuration: the target
+	// allow-list, the named credentials and the caps. Zero fields select
+	// config.DefaultProbe's.
+	Probe config.Probe
+	// Network is how probes resolve and reach targets; zero means the
+	// system's resolver and dialer.
+	Network target.Network
 	// Logger receives access logs and errors; nil discards them.
 	Logger *slog.Logger
 }
@@ -52,7 +66,10 @@ type Server struct {
 	mux     *http.ServeMux
 	metrics *metrics
 	log     *slog.Logger
-	store   Pinger
+	store   Store
+	jobs    *jobs.Manager
+	probe   config.Probe
+	guard   *target.Guard
 	tiers   []config.Tier
 	tokens  [][32]byte
 	maxBody int64
@@ -70,6 +87,8 @@ func New(opts Options) *Server {
 		metrics: newMetrics(),
 		log:     opts.Logger,
 		store:   opts.Store,
+		jobs:    opts.Jobs,
+		probe:   withProbeDefaults(opts.Probe),
 		tiers:   opts.Tiers,
 		tokens:  hashTokens(opts.Tokens),
 		maxBody: opts.MaxBodyBytes,
@@ -88,10 +107,16 @@ func New(opts Options) *Server {
 	if s.tiers == nil {
 		s.tiers = []config.Tier{}
 	}
+	s.guard = s.newGuard(opts.Network)
 	s.api = humago.New(s.mux, s.humaConfig())
 	s.registerPlans()
+	s.registerSavedPlans()
+	s.registerValidate()
 	s.registerWhatIf()
 	s.registerTiers()
+	s.registerProbes()
+	s.registerRecords()
+	s.registerAnalyses()
 	s.registerOperations()
 	s.registerDocs()
 	s.handler = s.observe(s.authenticate(http.HandlerFunc(s.route)))
@@ -129,7 +154,7 @@ func (s *Server) handle(pattern, label string, h http.HandlerFunc) {
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	h, pattern := s.mux.Handler(r)
 	if pattern != "" {
-		h.ServeHTTP(w, r)
+		s.mux.ServeHTTP(w, r) // which, unlike h, sets the path's wildcards
 		return
 	}
 	// The mux's own answer says whether the path exists for another method.

@@ -230,7 +230,7 @@ func TestListTiers(t *testing.T) {
 func TestHealthAndReadiness(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		store     Pinger
+		store     Store
 		wantReady int
 	}{
 		{"store answers", fakeStore{}, http.StatusOK},
@@ -345,9 +345,9 @@ func TestUnknownRoutesAreProblems(t *testing.T) {
 		t.Fatalf("status %d", rec.Code)
 	}
 	readProblem(t, rec)
-	rec = send(s, http.MethodGet, "/v1/plans", nil)
+	rec = send(s, http.MethodPut, "/v1/plans", nil)
 	if rec.Code != http.StatusMethodNotAllowed || !strings.Contains(rec.Header().Get("Allow"), http.MethodPost) {
-		t.Fatalf("GET /v1/plans: %d, Allow %q", rec.Code, rec.Header().Get("Allow"))
+		t.Fatalf("PUT /v1/plans: %d, Allow %q", rec.Code, rec.Header().Get("Allow"))
 	}
 	readProblem(t, rec)
 }

@@ -99,7 +99,7 @@ func TestBadInput(t *testing.T) {
 			}
 			sc(b)["classes"] = many
 		}), status: 422, location: "body.scenario.classes"},
-		{name: "unknown top-level field", body: edit(t, func(b map[string]any) { b["save"] = true }), status: 422, location: "body.save"},
+		{name: "unknown top-level field", body: edit(t, func(b map[string]any) { b["colour"] = "red" }), status: 422, location: "body.colour"},
 		{name: "unknown scenario field", body: edit(t, func(b map[string]any) { sc(b)["quota"] = 1 }), status: 422, location: "body.scenario.quota"},
 		{name: "unknown class field", body: edit(t, func(b map[string]any) { obj(b, "scenario", "classes", 0)["colour"] = "red" }), status: 422, location: "body.scenario.classes[0].colour"},
 		{name: "unknown distribution field", body: edit(t, func(b map[string]any) { obj(b, "scenario", "classes", 0, "output_tokens")["p99"] = 900 }), status: 422, location: "body.scenario.classes[0].output_tokens.p99"},

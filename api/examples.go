@@ -84,11 +84,17 @@ func buildExamples() (examples, error) {
 }
 
 // withExamples attaches request and response examples to the POST
-// operation at path.
+// operation at path; the response examples go to its success response
+// (200, 201 or 202).
 func withExamples(doc *huma.OpenAPI, path string, request, response map[string]*huma.Example) {
 	op := doc.Paths[path].Post
 	// RawBody is read for the resolvers only, not a second request format.
 	delete(op.RequestBody.Content, "application/octet-stream")
 	op.RequestBody.Content["application/json"].Examples = request
-	op.Responses["200"].Content["application/json"].Examples = response
+	for _, status := range []string{"200", "201", "202"} {
+		if r := op.Responses[status]; r != nil {
+			r.Content["application/json"].Examples = response
+			return
+		}
+	}
 }

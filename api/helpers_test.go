@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -15,12 +16,29 @@ import (
 	"github.com/plannerdev/planner"
 	"github.com/plannerdev/planner/internal/config"
 	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/store"
 )
 
-// fakeStore answers pings with err.
-type fakeStore struct{ err error }
+// fakeStore answers pings with err; it stores nothing (its other methods
+// are those of the nil Store it embeds).
+type fakeStore struct {
+	Store
+	err error
+}
 
 func (f fakeStore) Ping(context.Context) error { return f.err }
+
+// openStore opens a store in a temporary directory, closed at the end of
+// the test.
+func openStore(t testing.TB) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "planner.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
 
 // testTiers is a small catalogue with known numbers.
 var testTiers = []config.Tier{
@@ -34,7 +52,7 @@ func newServer(t testing.TB, opts Options) *Server {
 		opts.Tiers = testTiers
 	}
 	if opts.Store == nil {
-		opts.Store = fakeStore{}
+		opts.Store = openStore(t)
 	}
 	return New(opts)
 }

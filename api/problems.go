@@ -119,6 +119,8 @@ func joinPath(prefix, path string) string {
 // problems ("body.scenario.classes[1].output_tokens.p95").
 type rule struct {
 	location, message string
+	// hide keeps the value out of the problem: it may be a credential.
+	hide bool
 }
 
 // bodySchema is the JSON Schema of a request body type, built the way huma
@@ -162,7 +164,11 @@ func uncoveredRules(raw []byte, bs bodySchema, rules []rule) []error {
 	for _, r := range rules {
 		covered := slices.ContainsFunc(schemaLocations, func(l string) bool { return related(l, r.location) })
 		if !covered {
-			out = append(out, &huma.ErrorDetail{Location: r.location, Message: r.message, Value: valueAt(doc, r.location)})
+			d := &huma.ErrorDetail{Location: r.location, Message: r.message}
+			if !r.hide {
+				d.Value = valueAt(doc, r.location)
+			}
+			out = append(out, d)
 		}
 	}
 	return out

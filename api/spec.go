@@ -9,6 +9,9 @@ const (
 	tagPlans      = "plans"
 	tagWhatIf     = "what-if"
 	tagTiers      = "tiers"
+	tagProbes     = "probes"
+	tagRecords    = "records"
+	tagAnalyses   = "analyses"
 	tagOperations = "operations"
 )
 
@@ -52,6 +55,9 @@ func (s *Server) humaConfig() huma.Config {
 		{Name: tagPlans, Description: "Plan the pools of a scenario's task classes."},
 		{Name: tagWhatIf, Description: "Vary fields of a scenario, or its quota tier, and compare the plans."},
 		{Name: tagTiers, Description: "The quota-tier catalogue that the operator maintains."},
+		{Name: tagProbes, Description: "Measure an endpoint with a bounded probe run in the background: its latency curve, knee and announced quota."},
+		{Name: tagRecords, Description: "Dated record cards of the probes, for on-call engineers."},
+		{Name: tagAnalyses, Description: "Judge ramps measured elsewhere: rows, step tables or benchmark tools' result files."},
 		{Name: tagOperations, Description: "Liveness, readiness and metrics for running the service."},
 	}
 	cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{

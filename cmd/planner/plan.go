@@ -15,6 +15,7 @@ import (
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/report"
 	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/validate"
 )
 
 // Output formats of `planner plan`.
@@ -22,15 +23,22 @@ var planFormats = []string{"table", "json", "yaml", "markdown"}
 
 func newPlanCmd(s streams) *cobra.Command {
 	var file, example, output string
+	var v validation
 	cmd := &cobra.Command{
-		Use:   "plan (-f FILE | --example NAME)",
+		Use:   "plan (-f FILE | --example NAME) [--validate --base-url URL --model M]",
 		Short: "Plan per-class pools for a scenario",
 		Long: "Plan reads a scenario (YAML or JSON; -f - reads standard input) and prints,\n" +
 			"for every class, its pool, the constraint that binds it, the smallest pool its\n" +
 			"demand needs, predictions, client settings, and remedies when it does not fit.\n\n" +
+			"With --validate it then checks the plan against the endpoint: for each class a\n" +
+			"short closed-loop probe at its pool and at ceil(1.25 × pool), with prompts of the\n" +
+			"class's input p50 and (ignore_eos) outputs of its mean length, compared with the\n" +
+			"model's throughput, TTFT p95 and E2E p95 at the same concurrencies; verdict ok,\n" +
+			"degraded or fails (exit status 1 when it fails).\n\n" +
 			"Examples shipped with planner: " + strings.Join(planner.ExampleNames(), ", ") + ".",
-		Example: "  planner plan --example chat\n  planner plan -f scenario.yaml -o json",
-		Args:    usageArgs(cobra.NoArgs),
+		Example: "  planner plan --example chat\n  planner plan -f scenario.yaml -o json\n" +
+			"  planner plan -f scenario.yaml --validate --base-url http://127.0.0.1:8000/v1 --model my-model",
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !oneOf(output, planFormats) {
 				return usageError{fmt.Errorf("--output must be one of %s, got %q", strings.Join(planFormats, ", "), output)}
@@ -43,16 +51,34 @@ func newPlanCmd(s streams) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("invalid scenario: %w", err)
 			}
+			base, err := v.config(cmd)
+			if err != nil {
+				return err
+			}
 			p, err := plan.Compute(sc)
 			if err != nil {
 				return fmt.Errorf("invalid scenario: %w", err)
 			}
-			return writePlan(s.out, p, output)
+			if !v.on {
+				return writePlan(s.out, p, output)
+			}
+			rep, err := validate.Run(cmd.Context(), sc, p, validate.Options{Probe: base, RequestsPerStep: v.requestsPerStep})
+			if err != nil {
+				return fmt.Errorf("validate: %w", err)
+			}
+			if err := writePlanValidation(s.out, p, rep, output); err != nil {
+				return err
+			}
+			if rep.Verdict == validate.VerdictFails {
+				return fmt.Errorf("the plan fails validation: %s", rep.Summary)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "scenario file (YAML or JSON); - for standard input")
 	cmd.Flags().StringVar(&example, "example", "", "plan a shipped example instead: "+strings.Join(planner.ExampleNames(), ", "))
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: "+strings.Join(planFormats, ", "))
+	v.addFlags(cmd)
 	return cmd
 }
 

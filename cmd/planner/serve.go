@@ -14,6 +14,7 @@ import (
 
 	"github.com/plannerdev/planner/api"
 	"github.com/plannerdev/planner/internal/config"
+	"github.com/plannerdev/planner/internal/jobs"
 	"github.com/plannerdev/planner/internal/store"
 )
 
@@ -32,12 +33,15 @@ func newServeCmd(s streams) *cobra.Command {
 		Use:   "serve",
 		Short: "Serve the planning API (the default command)",
 		Long: "Serve runs the planning API: plans, what-if sweeps, quota tiers, health and\n" +
-			"readiness, Prometheus metrics, the OpenAPI document and its docs page at /docs.\n\n" +
+			"readiness, Prometheus metrics, the OpenAPI document and its docs page at /docs,\n" +
+			"stored plans and their reports, and probes run as background jobs.\n\n" +
 			"Settings come from defaults, then the YAML file of --config (or PLANNER_CONFIG),\n" +
 			"then PLANNER_* environment variables (PLANNER_LISTEN, PLANNER_DB,\n" +
-			"PLANNER_AUTH_TOKENS, PLANNER_LIMITS_MAX_BODY_BYTES), then the flags; see\n" +
-			"configs/planner.example.yaml. A non-loopback --listen needs auth tokens.\n" +
-			"SIGINT or SIGTERM stops it after the requests in flight have finished.",
+			"PLANNER_AUTH_TOKENS, PLANNER_LIMITS_MAX_BODY_BYTES, PLANNER_PROBE_ALLOW), then\n" +
+			"the flags; see configs/planner.example.yaml, whose probe section holds the probe\n" +
+			"allow-list, credentials and caps. A non-loopback --listen needs auth tokens.\n" +
+			"SIGINT or SIGTERM stops it after the requests in flight have finished; running\n" +
+			"probes are stopped, keep what they measured, and are marked interrupted.",
 		Example: "  planner serve\n  planner serve --listen 127.0.0.1:9000 --db /var/lib/planner/planner.db\n" +
 			"  PLANNER_AUTH_TOKENS=$(cat token) planner serve --listen 0.0.0.0:8080",
 		Args: usageArgs(cobra.NoArgs),
@@ -69,12 +73,15 @@ func serve(ctx context.Context, s streams, flags *pflag.FlagSet) error {
 		return fmt.Errorf("open the store %s: %w", cfg.DB, err)
 	}
 	logger := slog.New(slog.NewJSONHandler(s.err, nil))
+	probes := jobs.New(st, jobs.Options{MaxRunning: cfg.Probe.MaxRunning, Logger: logger})
 	handler := api.New(api.Options{
 		Tiers:        cfg.Tiers,
 		Tokens:       cfg.Auth.Tokens,
 		MaxBodyBytes: cfg.Limits.MaxBodyBytes,
 		PlanTimeout:  cfg.Limits.PlanTimeout,
 		Store:        st,
+		Jobs:         probes,
+		Probe:        cfg.Probe,
 		Logger:       logger,
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -103,6 +110,12 @@ func serve(ctx context.Context, s streams, flags *pflag.FlagSet) error {
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
 	var errs []error
+	// Running probes stop first, saving what they measured, and end as
+	// interrupted; their event streams end with them, so that the server's
+	// shutdown does not wait on those streams.
+	if err := probes.Shutdown(shutdownCtx); err != nil {
+		errs = append(errs, err)
+	}
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		errs = append(errs, fmt.Errorf("shut down: %w", err), srv.Close())
 	}

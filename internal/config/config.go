@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,7 +22,12 @@ import (
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+
+	"github.com/plannerdev/planner/internal/target"
 )
+
+// envName matches an environment variable name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Defaults of the settings that have one.
 const (
@@ -29,6 +35,15 @@ const (
 	DefaultDB           = "planner.db"
 	DefaultMaxBodyBytes = 256 << 10
 	DefaultPlanTimeout  = 30 * time.Second
+	// Probe caps (section probe).
+	DefaultProbeMaxConcurrency = 256
+	DefaultProbeMaxRequests    = 20000
+	DefaultProbeMaxTokens      = 5_000_000
+	DefaultProbeMaxDuration    = 30 * time.Minute
+	DefaultProbeMaxRunning     = 2
+	// DefaultCredentialHeader carries a named credential's key unless the
+	// credential names another header; the key is sent as "Bearer KEY".
+	DefaultCredentialHeader = "Authorization"
 	// EnvPrefix prefixes the environment variables that set the
 	// configuration: PLANNER_LISTEN, PLANNER_DB, PLANNER_AUTH_TOKENS,
 	// PLANNER_LIMITS_MAX_BODY_BYTES; PLANNER_CONFIG names the file.
@@ -45,6 +60,7 @@ type Config struct {
 	DB     string `mapstructure:"db" validate:"required"`
 	Auth   Auth   `mapstructure:"auth"`
 	Limits Limits `mapstructure:"limits"`
+	Probe  Probe  `mapstructure:"probe"`
 	// Tiers is the quota-tier catalogue; without a tiers key in the file,
 	// the built-in catalogue of configs/tiers.yaml.
 	Tiers []Tier `mapstructure:"tiers" validate:"max=1000,dive"`
@@ -61,6 +77,53 @@ type Limits struct {
 	MaxBodyBytes int64 `mapstructure:"max_body_bytes" validate:"min=1024,max=67108864"`
 	// PlanTimeout bounds the time one plan or what-if request may compute.
 	PlanTimeout time.Duration `mapstructure:"plan_timeout" validate:"min=100000000,max=600000000000"`
+}
+
+// Probe says where the service's probes may go, which keys they may use,
+// and how much one probe (and all of them at once) may spend.
+type Probe struct {
+	// Allow is the target allow-list (package target): "loopback",
+	// host:port with * for a label or the port, ip:port, or cidr:port.
+	// Default: loopback only.
+	Allow []string `mapstructure:"allow" validate:"max=256"`
+	// Credentials are the API keys that a probe request may name.
+	Credentials []Credential `mapstructure:"credentials" validate:"max=100,dive"`
+	// MaxConcurrency caps each step's concurrency.
+	MaxConcurrency int `mapstructure:"max_concurrency" validate:"min=1,max=10000"`
+	// MaxRequests caps the HTTP requests of one probe, retries included.
+	MaxRequests int `mapstructure:"max_requests" validate:"min=1,max=10000000"`
+	// MaxTokens caps the input plus output tokens of one probe.
+	MaxTokens int `mapstructure:"max_tokens" validate:"min=1,max=100000000000"`
+	// MaxDuration caps the wall time of one probe.
+	MaxDuration time.Duration `mapstructure:"max_duration" validate:"min=1000000000,max=86400000000000"`
+	// MaxRunning caps the probes (and plan validations) running at once.
+	MaxRunning int `mapstructure:"max_running" validate:"min=1,max=64"`
+}
+
+// DefaultProbe is the probe section of a configuration that sets none:
+// loopback targets only, no credentials, and the default caps.
+func DefaultProbe() Probe {
+	return Probe{
+		Allow:          []string{target.Loopback},
+		Credentials:    []Credential{},
+		MaxConcurrency: DefaultProbeMaxConcurrency,
+		MaxRequests:    DefaultProbeMaxRequests,
+		MaxTokens:      DefaultProbeMaxTokens,
+		MaxDuration:    DefaultProbeMaxDuration,
+		MaxRunning:     DefaultProbeMaxRunning,
+	}
+}
+
+// Credential is a named API key: the key itself stays in the environment
+// variable Env, read when a probe that names the credential starts, and is
+// sent in Header.
+type Credential struct {
+	Name string `mapstructure:"name" validate:"required,max=64,tiername"`
+	// Env is the environment variable that holds the key.
+	Env string `mapstructure:"env" validate:"required,max=128,envname"`
+	// Header is "Authorization" (the default; the key is sent as
+	// "Bearer KEY") or "api-key" (Azure OpenAI; the bare key).
+	Header string `mapstructure:"header" validate:"oneof=Authorization api-key"`
 }
 
 // Problem is one mistake in the configuration, at its YAML path
@@ -108,6 +171,14 @@ func Load(flags *pflag.FlagSet) (Config, error) {
 	v.SetDefault("auth.tokens", []string{})
 	v.SetDefault("limits.max_body_bytes", DefaultMaxBodyBytes)
 	v.SetDefault("limits.plan_timeout", DefaultPlanTimeout)
+	pd := DefaultProbe()
+	v.SetDefault("probe.allow", pd.Allow)
+	v.SetDefault("probe.credentials", pd.Credentials)
+	v.SetDefault("probe.max_concurrency", pd.MaxConcurrency)
+	v.SetDefault("probe.max_requests", pd.MaxRequests)
+	v.SetDefault("probe.max_tokens", pd.MaxTokens)
+	v.SetDefault("probe.max_duration", pd.MaxDuration)
+	v.SetDefault("probe.max_running", pd.MaxRunning)
 	v.SetEnvPrefix(EnvPrefix)
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
 	v.AutomaticEnv()
@@ -170,6 +241,22 @@ func (c *Config) normalize() {
 			c.Tiers[i].TokenAccounting = "actual"
 		}
 	}
+	allow := c.Probe.Allow[:0]
+	for _, a := range c.Probe.Allow {
+		if a = strings.TrimSpace(a); a != "" {
+			allow = append(allow, a)
+		}
+	}
+	c.Probe.Allow = allow
+	for i := range c.Probe.Credentials {
+		cr := &c.Probe.Credentials[i]
+		switch {
+		case cr.Header == "", strings.EqualFold(cr.Header, DefaultCredentialHeader):
+			cr.Header = DefaultCredentialHeader
+		case strings.EqualFold(cr.Header, "api-key"):
+			cr.Header = "api-key"
+		}
+	}
 }
 
 // Validate returns every problem in the configuration: the field rules of
@@ -195,6 +282,19 @@ func (c Config) Validate() Problems {
 		}
 		if !t.hasLimit() {
 			ps = append(ps, Problem{Path: p, Message: "set at least one limit: rpm, tpm, itpm, otpm, rpd or tpd"})
+		}
+	}
+	for i, entry := range c.Probe.Allow {
+		if _, err := target.ParseRule(entry); err != nil {
+			ps = append(ps, Problem{Path: fmt.Sprintf("probe.allow[%d]", i), Message: err.Error()})
+		}
+	}
+	names := map[string]int{}
+	for i, cr := range c.Probe.Credentials {
+		if j, dup := names[cr.Name]; dup && cr.Name != "" {
+			ps = append(ps, Problem{Path: fmt.Sprintf("probe.credentials[%d].name", i), Message: fmt.Sprintf("duplicate credential name %q (also probe.credentials[%d])", cr.Name, j)})
+		} else {
+			names[cr.Name] = i
 		}
 	}
 	if len(c.Auth.Tokens) == 0 && c.Listen != "" && !IsLoopback(c.Listen) {
@@ -298,6 +398,9 @@ var validate = func() *validator.Validate {
 	must(v.RegisterValidation("tiername", func(fl validator.FieldLevel) bool {
 		return tierName.MatchString(fl.Field().String())
 	}))
+	must(v.RegisterValidation("envname", func(fl validator.FieldLevel) bool {
+		return envName.MatchString(fl.Field().String())
+	}))
 	return v
 }()
 
@@ -323,6 +426,16 @@ func message(fe validator.FieldError) string {
 	switch fe.Kind() {
 	case reflect.Int, reflect.Int64, reflect.Float64, reflect.Float32, reflect.Int32:
 		numeric = true
+	}
+	if fe.Type() == reflect.TypeFor[time.Duration]() {
+		if n, err := strconv.ParseInt(fe.Param(), 10, 64); err == nil {
+			switch fe.Tag() {
+			case "min":
+				return "must be at least " + time.Duration(n).String()
+			case "max":
+				return "must be at most " + time.Duration(n).String()
+			}
+		}
 	}
 	switch fe.Tag() {
 	case "required":
@@ -355,6 +468,8 @@ func message(fe validator.FieldError) string {
 		return "must start with a letter or digit and hold only letters, digits, '.', '_' and '-'"
 	case "token":
 		return "must be printable ASCII without spaces"
+	case "envname":
+		return "must be an environment variable name: letters, digits and '_', not starting with a digit"
 	}
 	return "fails the rule " + fe.Tag()
 }

@@ -15,7 +15,7 @@ import (
 // environment cannot leak into a test.
 func cleanEnv(t *testing.T) {
 	t.Helper()
-	for _, name := range []string{"CONFIG", "LISTEN", "DB", "AUTH_TOKENS", "LIMITS_MAX_BODY_BYTES"} {
+	for _, name := range []string{"CONFIG", "LISTEN", "DB", "AUTH_TOKENS", "LIMITS_MAX_BODY_BYTES", "PROBE_ALLOW", "PROBE_MAX_RUNNING"} {
 		t.Setenv(EnvPrefix+"_"+name, "")
 	}
 }
@@ -75,7 +75,7 @@ func TestDefaultTiersAreLabelledExamples(t *testing.T) {
 			t.Errorf("tier %q is not labelled as an example: %q", tier.Name, tier.Description)
 		}
 	}
-	if ps := (Config{Listen: DefaultListen, DB: DefaultDB, Limits: Limits{MaxBodyBytes: DefaultMaxBodyBytes, PlanTimeout: DefaultPlanTimeout}, Tiers: tiers}).Validate(); len(ps) > 0 {
+	if ps := (Config{Listen: DefaultListen, DB: DefaultDB, Limits: Limits{MaxBodyBytes: DefaultMaxBodyBytes, PlanTimeout: DefaultPlanTimeout}, Probe: DefaultProbe(), Tiers: tiers}).Validate(); len(ps) > 0 {
 		t.Errorf("default catalogue is invalid: %v", ps)
 	}
 }

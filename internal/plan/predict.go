@@ -17,7 +17,12 @@ type Prediction struct {
 	MeanServiceMs float64 `json:"mean_service_ms"`
 	TTFTP95Ms     float64 `json:"ttft_p95_ms"`
 	E2EP95Ms      float64 `json:"e2e_p95_ms"`
-	Extrapolated  bool    `json:"extrapolated,omitempty"`
+	// InputTokensP50 and MeanOutputTokens describe the class's requests
+	// (output capped at max_tokens), so that a probe can send requests of
+	// the shape the prediction is for.
+	InputTokensP50   float64 `json:"input_tokens_p50"`
+	MeanOutputTokens float64 `json:"mean_output_tokens"`
+	Extrapolated     bool    `json:"extrapolated,omitempty"`
 }
 
 // PredictAt predicts the named class of a valid scenario at concurrency c
@@ -49,6 +54,7 @@ func PredictAt(s scenario.Scenario, class string, c int) (Prediction, error) {
 		return Prediction{
 			Concurrency: c, ThroughputRPS: roundTo(m.rate(c), 4), MeanServiceMs: ms(sv.mean),
 			TTFTP95Ms: ms(m.ttft95(c)), E2EP95Ms: ms(m.e2e95(c)), Extrapolated: sv.extrapolated,
+			InputTokensP50: roundTo(m.base.In.Quantile(0.5), 2), MeanOutputTokens: roundTo(m.base.Out.Mean(), 2),
 		}, nil
 	}
 	return Prediction{}, fmt.Errorf("no class named %q", class)

@@ -14,8 +14,16 @@ func TestPredictAt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.ThroughputRPS != 4 || p.MeanServiceMs != 2500 || p.E2EP95Ms != 2500 || p.TTFTP95Ms != 500 {
+	if p.ThroughputRPS != 4 || p.MeanServiceMs != 2500 || p.E2EP95Ms != 2500 || p.TTFTP95Ms != 500 ||
+		p.InputTokensP50 != 1000 || p.MeanOutputTokens != 101 {
 		t.Fatalf("prediction %+v", p)
+	}
+	// The request shape: the input's median, the output's mean under the cap.
+	p50, p95 := 800.0, 2400.0
+	s.Classes[0].InputTokens = scenario.Dist{P50: &p50, P95: &p95}
+	s.Classes[0].MaxTokens = 60
+	if p, err := PredictAt(s, "work", 1); err != nil || p.InputTokensP50 != 800 || p.MeanOutputTokens != 60 {
+		t.Fatalf("shape %+v %v", p, err)
 	}
 	// On a curve the prediction follows the load: 200 + 150·(12 − 8) ms TTFT at 12.
 	c, err := PredictAt(curveScenario(), "work", 12)

@@ -22,10 +22,17 @@ const maxErrorBody = 4 << 10
 // (one per in-flight stream, as the common SDKs use them) with an idle pool
 // sized for the largest step, so that each step reuses the connections of
 // the one before. Compression is off because it would buffer the stream.
-func newTransport(maxConcurrency int) *http.Transport {
+// With dial set, connections go through it and never through a proxy.
+func newTransport(maxConcurrency int, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Transport {
+	proxy := http.ProxyFromEnvironment
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	} else {
+		proxy = nil
+	}
 	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		Proxy:                 proxy,
+		DialContext:           dial,
 		MaxIdleConns:          maxConcurrency + 16,
 		MaxIdleConnsPerHost:   maxConcurrency + 16,
 		IdleConnTimeout:       90 * time.Second,

@@ -11,9 +11,12 @@
 package probe
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"net/url"
 	"slices"
 	"time"
@@ -59,6 +62,20 @@ type Config struct {
 	// APIKeyHeader is "Authorization" (the default; sent as "Bearer KEY") or
 	// "api-key" (Azure OpenAI keys; sent as the bare key).
 	APIKeyHeader string
+	// APIKeyAsIs sends APIKey as the whole value of APIKeyHeader, without
+	// the "Bearer " that Authorization otherwise gets: for a complete
+	// header value passed through by the service ("Bearer sk-...").
+	APIKeyAsIs bool
+
+	// DialContext, when set, opens every connection of the run, and no
+	// proxy is used (a proxy would connect on the run's behalf, unchecked):
+	// the service passes a dialer that checks each address it connects to
+	// against its allow-list.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// CheckRedirect, when set, is the run's redirect policy, as
+	// http.Client's; the service refuses every redirect with it, so that an
+	// endpoint cannot send the probe and its key elsewhere.
+	CheckRedirect func(req *http.Request, via []*http.Request) error
 
 	// Steps is the ladder of concurrencies, strictly ascending.
 	Steps []int
@@ -139,6 +156,10 @@ type OpenLoop struct {
 	// Requests is the number of arrivals (default max(40, 4·MaxInFlight)).
 	Requests int `json:"requests"`
 }
+
+// WithDefaults returns c with zero values replaced by the defaults, as a
+// run uses it: what a record of the run should show.
+func (c Config) WithDefaults() Config { return c.withDefaults() }
 
 // withDefaults returns c with zero values replaced by the defaults.
 func (c Config) withDefaults() Config {

@@ -55,7 +55,7 @@ func Run(ctx context.Context, cfg Config, obs Observer) (*Result, error) {
 	if cfg.Open != nil {
 		maxConc = cfg.Open.MaxInFlight
 	}
-	tr := newTransport(maxConc)
+	tr := newTransport(maxConc, cfg.DialContext)
 	defer tr.CloseIdleConnections()
 
 	t0 := time.Now()
@@ -69,7 +69,7 @@ func Run(ctx context.Context, cfg Config, obs Observer) (*Result, error) {
 		planned: map[int]int{},
 	}
 	r.sender = &sender{
-		client:      &http.Client{Transport: tr},
+		client:      &http.Client{Transport: tr, CheckRedirect: cfg.CheckRedirect},
 		url:         endpoint,
 		deadline:    cfg.Deadline,
 		maxAttempts: cfg.MaxAttempts,
@@ -81,7 +81,7 @@ func Run(ctx context.Context, cfg Config, obs Observer) (*Result, error) {
 	}
 	if cfg.APIKey != "" {
 		r.sender.keyHeader, r.sender.keyValue = cfg.APIKeyHeader, cfg.APIKey
-		if cfg.APIKeyHeader == DefaultAPIKeyHeader {
+		if cfg.APIKeyHeader == DefaultAPIKeyHeader && !cfg.APIKeyAsIs {
 			r.sender.keyValue = "Bearer " + cfg.APIKey
 		}
 	}
@@ -97,12 +97,22 @@ func Run(ctx context.Context, cfg Config, obs Observer) (*Result, error) {
 	return r.result(reason, detail), nil
 }
 
-// redactor returns a function that removes key from a message.
+// redactor returns a function that removes key from a message, and the
+// token of a whole header value ("sk-..." of "Bearer sk-...") too.
 func redactor(key string) func(string) string {
 	if key == "" {
 		return func(s string) string { return s }
 	}
-	return func(s string) string { return strings.ReplaceAll(s, key, "[redacted]") }
+	secrets := []string{key}
+	if _, token, ok := strings.Cut(strings.TrimSpace(key), " "); ok && len(strings.TrimSpace(token)) >= 4 {
+		secrets = append(secrets, strings.TrimSpace(token))
+	}
+	return func(s string) string {
+		for _, k := range secrets {
+			s = strings.ReplaceAll(s, k, "[redacted]")
+		}
+		return s
+	}
 }
 
 // ramp runs the closed-loop steps until the ladder ends or a stop rule

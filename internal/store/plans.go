@@ -29,7 +29,8 @@ type StoredPlan struct {
 }
 
 // SavePlan stores a plan and returns its new id. ErrNotFound means that
-// ProbeID names no probe run; ErrSecret that a label carries a credential.
+// ProbeID names no probe run; ErrSecret that the name or a label carries a
+// credential.
 func (s *Store) SavePlan(ctx context.Context, p StoredPlan) (string, error) {
 	labels := p.Labels
 	if labels == nil {
@@ -40,6 +41,9 @@ func (s *Store) SavePlan(ctx context.Context, p StoredPlan) (string, error) {
 		return "", fmt.Errorf("save plan: encode labels: %w", err)
 	}
 	if err := checkDocument("labels", labelsJSON); err != nil {
+		return "", fmt.Errorf("save plan: %w", err)
+	}
+	if err := checkText("name", p.Name); err != nil {
 		return "", fmt.Errorf("save plan: %w", err)
 	}
 	scenarioJSON, err := json.Marshal(p.Scenario)

@@ -53,6 +53,9 @@ type ProbeRun struct {
 	// ID is assigned by CreateProbe.
 	ID     string
 	Status Status
+	// Label is the caller's name for the run; it must not carry a
+	// credential.
+	Label string
 	// BaseURL and Model name the endpoint; BaseURL must carry no
 	// credential (user information, a key in the query).
 	BaseURL string
@@ -106,6 +109,9 @@ func (s *Store) CreateProbe(ctx context.Context, p ProbeRun) (string, error) {
 	if err := checkText("base_url", p.BaseURL); err != nil {
 		return "", fmt.Errorf("create probe: %w", err)
 	}
+	if err := checkText("label", p.Label); err != nil {
+		return "", fmt.Errorf("create probe: %w", err)
+	}
 	config := p.Config
 	if len(config) == 0 {
 		config = json.RawMessage("{}")
@@ -122,9 +128,9 @@ func (s *Store) CreateProbe(ctx context.Context, p ProbeRun) (string, error) {
 		started = s.now()
 	}
 	id := newID()
-	_, err := s.db.ExecContext(ctx, `INSERT INTO probes (id, status, base_url, model, config, created_ns, started_ns)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		id, p.Status, p.BaseURL, p.Model, string(config), created.UnixNano(), timeNs(started))
+	_, err := s.db.ExecContext(ctx, `INSERT INTO probes (id, status, label, base_url, model, config, created_ns, started_ns)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		id, p.Status, p.Label, p.BaseURL, p.Model, string(config), created.UnixNano(), timeNs(started))
 	if err != nil {
 		return "", fmt.Errorf("create probe: %w", err)
 	}
@@ -253,7 +259,7 @@ func (s *Store) SaveProbeResult(ctx context.Context, id string, r ProbeResult) e
 	return nil
 }
 
-const probeColumns = `seq, id, status, base_url, model, config, error, created_ns, started_ns, finished_ns,
+const probeColumns = `seq, id, status, label, base_url, model, config, error, created_ns, started_ns, finished_ns,
 	n_records, n_ok, n_rate_limited, n_failed, result, rate_limits, stop_reason, stop_detail`
 
 // GetProbe returns the run with the given id, or ErrNotFound.
@@ -310,7 +316,7 @@ func scanProbe(sc scanner) (ProbeRun, cursor, error) {
 	var started, finished sql.NullInt64
 	var result, limits sql.NullString
 	var stopReason, stopDetail string
-	if err := sc.Scan(&key.seq, &p.ID, &p.Status, &p.BaseURL, &p.Model, &config, &p.Error, &key.createdNs, &started, &finished,
+	if err := sc.Scan(&key.seq, &p.ID, &p.Status, &p.Label, &p.BaseURL, &p.Model, &config, &p.Error, &key.createdNs, &started, &finished,
 		&p.Counts.Records, &p.Counts.OK, &p.Counts.RateLimited, &p.Counts.Failed, &result, &limits, &stopReason, &stopDetail); err != nil {
 		return p, key, err
 	}

@@ -149,3 +149,10 @@ func redactText(s string) string {
 		return "sk-[redacted]"
 	})
 }
+
+// LooksLikeSecret reports whether a text would be refused as a credential
+// (a bearer token, an sk- key, a URL with a password or a key parameter),
+// so that a caller can locate the problem before storing the text.
+func LooksLikeSecret(s string) bool {
+	return checkText("", s) != nil
+}

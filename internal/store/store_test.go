@@ -431,7 +431,7 @@ func TestProbeLifecycle(t *testing.T) {
 	s, _ := openTemp(t)
 	ctx := context.Background()
 	config := json.RawMessage(`{"base_url":"http://127.0.0.1:8000/v1","model":"m","api_key_set":true,"steps":[1,2,4],"deadline":"12s"}`)
-	id, err := s.CreateProbe(ctx, ProbeRun{BaseURL: "http://127.0.0.1:8000/v1", Model: "m", Config: config})
+	id, err := s.CreateProbe(ctx, ProbeRun{BaseURL: "http://127.0.0.1:8000/v1", Model: "m", Config: config, Label: "nightly check"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,7 +439,7 @@ func TestProbeLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Status != StatusQueued || !p.StartedAt.IsZero() || !p.FinishedAt.IsZero() || p.Result != nil || p.Counts != (Counts{}) {
+	if p.Status != StatusQueued || !p.StartedAt.IsZero() || !p.FinishedAt.IsZero() || p.Result != nil || p.Counts != (Counts{}) || p.Label != "nightly check" {
 		t.Fatalf("new run: %+v", p)
 	}
 	if !bytes.Equal(p.Config, config) {
@@ -686,6 +686,17 @@ func TestSecretsAreRefused(t *testing.T) {
 	p.Labels = map[string]string{"password": "hunter2hunter2"}
 	if _, err := s.SavePlan(ctx, p); !errors.Is(err, ErrSecret) {
 		t.Errorf("a secret label: %v", err)
+	}
+	p = examplePlan(t, "chat")
+	p.Name = "prod " + key
+	if _, err := s.SavePlan(ctx, p); !errors.Is(err, ErrSecret) {
+		t.Errorf("a secret name: %v", err)
+	}
+	if _, err := s.CreateProbe(ctx, ProbeRun{BaseURL: "http://127.0.0.1:8000/v1", Model: "m", Label: "key " + key}); !errors.Is(err, ErrSecret) {
+		t.Errorf("a secret probe label: %v", err)
+	}
+	if !LooksLikeSecret("Bearer abcdefghijklmnop") || LooksLikeSecret("nightly run, 4 GPUs") {
+		t.Error("LooksLikeSecret")
 	}
 	id, err := s.CreateProbe(ctx, ProbeRun{Status: StatusRunning, BaseURL: "http://127.0.0.1:8000/v1", Model: "m"})
 	if err != nil {

@@ -1,0 +1,197 @@
+package api
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/importer"
+	"github.com/plannerdev/planner/internal/scenario"
+)
+
+// AnalysisRequest is the body of POST /v1/analyses: exactly one of rows,
+// steps or file, and the judgement settings.
+type AnalysisRequest struct {
+	Rows           []AnalysisRow  `json:"rows,omitempty" maxItems:"100000" doc:"Per-request rows of a ramp (the columns of requests.csv); the steps are summarised from them."`
+	Steps          []AnalysisStep `json:"steps,omitempty" maxItems:"256" doc:"Per-step summaries of a ramp, when the rows are not at hand."`
+	File           *AnalysisFile  `json:"file,omitempty" doc:"A result file of a benchmarking tool (vLLM bench serve, GuideLLM, AIPerf, GenAI-Perf, llmperf) or a ramp CSV, detected by content."`
+	DeadlineMs     float64        `json:"deadline_ms,omitempty" minimum:"0" maximum:"3600000" doc:"A response is good only when it ends within this; 0 or absent: no deadline (goodput is throughput and the knee ignores p95)."`
+	MinGainPct     float64        `json:"min_gain_pct,omitempty" minimum:"0" maximum:"1000" doc:"Knee rule: goodput must grow at least this much per step; default 10."`
+	MaxP95Fraction float64        `json:"max_p95_fraction,omitempty" minimum:"0" maximum:"10" doc:"Knee rule: E2E p95 must stay under this fraction of the deadline; default 0.6."`
+}
+
+// AnalysisRow is one request of a ramp (analysis.Record); only step and
+// ok are required.
+type AnalysisRow struct {
+	Step            int     `json:"step" minimum:"0" maximum:"100000" doc:"Concurrency of the request's step."`
+	Index           int     `json:"idx,omitempty" minimum:"0"`
+	StartS          float64 `json:"start_s,omitempty" minimum:"0" maximum:"1e9" doc:"Send time, seconds from the start of the run."`
+	AckMs           float64 `json:"ack_ms,omitempty" minimum:"0" maximum:"1e9"`
+	TTFTMs          float64 `json:"ttft_ms,omitempty" minimum:"0" maximum:"1e9"`
+	E2EMs           float64 `json:"e2e_ms,omitempty" minimum:"0" maximum:"1e9"`
+	OutputTokens    int     `json:"output_tokens,omitempty" minimum:"0" maximum:"100000000"`
+	InputTokens     int     `json:"input_tokens,omitempty" minimum:"0" maximum:"100000000"`
+	OutputEstimated bool    `json:"output_estimated,omitempty"`
+	Status          int     `json:"status,omitempty" minimum:"0" maximum:"999" doc:"HTTP status; 0 when no response arrived."`
+	ErrorClass      string  `json:"error,omitempty" enum:"timeout,429,5xx,4xx,transport,bad_stream,cancelled" doc:"Empty on success."`
+	Attempts        int     `json:"attempts,omitempty" minimum:"0" maximum:"1000"`
+	RetryAfterMs    float64 `json:"retry_after_ms,omitempty" minimum:"0" maximum:"1e9"`
+	OK              bool    `json:"ok" doc:"HTTP 200 with non-empty output."`
+	Warmup          bool    `json:"warmup,omitempty" doc:"Left out of the summaries."`
+}
+
+// AnalysisStep is one step of a ramp (analysis.Step); concurrency and
+// goodput_rps are required.
+type AnalysisStep struct {
+	Concurrency   int     `json:"concurrency" minimum:"1" maximum:"100000"`
+	RateRPS       float64 `json:"rate_rps,omitempty" minimum:"0" maximum:"1e9"`
+	Requests      int     `json:"requests,omitempty" minimum:"0"`
+	OK            int     `json:"ok,omitempty" minimum:"0"`
+	RateLimited   int     `json:"rate_limited,omitempty" minimum:"0"`
+	Errors        int     `json:"errors,omitempty" minimum:"0"`
+	WallS         float64 `json:"wall_s,omitempty" minimum:"0" maximum:"1e9"`
+	GoodputRPS    float64 `json:"goodput_rps" minimum:"0" maximum:"1e9"`
+	ThroughputRPS float64 `json:"throughput_rps,omitempty" minimum:"0" maximum:"1e9"`
+	OutputTPS     float64 `json:"output_tps,omitempty" minimum:"0" maximum:"1e12"`
+	TTFTP50Ms     float64 `json:"ttft_p50_ms,omitempty" minimum:"0" maximum:"1e9"`
+	TTFTP95Ms     float64 `json:"ttft_p95_ms,omitempty" minimum:"0" maximum:"1e9"`
+	E2EP50Ms      float64 `json:"e2e_p50_ms,omitempty" minimum:"0" maximum:"1e9"`
+	E2EP95Ms      float64 `json:"e2e_p95_ms,omitempty" minimum:"0" maximum:"1e9"`
+	TPOTP50Ms     float64 `json:"tpot_p50_ms,omitempty" minimum:"0" maximum:"1e9"`
+	TPOTP95Ms     float64 `json:"tpot_p95_ms,omitempty" minimum:"0" maximum:"1e9"`
+}
+
+// AnalysisFile is an uploaded result file.
+type AnalysisFile struct {
+	Name     string `json:"name" minLength:"1" maxLength:"256" doc:"The file's name; some formats are told apart by it (profile_export.jsonl)." example:"profile_export_aiperf.json"`
+	Content  string `json:"content" minLength:"1" doc:"The file's content, as text or, with encoding base64, base64-encoded; within the server's body limit."`
+	Encoding string `json:"encoding,omitempty" enum:"text,base64" default:"text"`
+	Format   string `json:"format,omitempty" maxLength:"32" doc:"A format id to skip detection (as planner import --format takes); default: detect by content."`
+}
+
+// AnalysisResponse is the analysis of a ramp.
+type AnalysisResponse struct {
+	Format       string            `json:"format" doc:"rows, steps, or the format of the file as detected."`
+	Steps        []analysis.Step   `json:"steps"`
+	Knee         *int              `json:"knee" doc:"Knee concurrency; null when the first step already fails the knee rule."`
+	Collapse     *int              `json:"collapse" doc:"First concurrency whose goodput fell; null when none did."`
+	QuotaLimited bool              `json:"quota_limited"`
+	USL          *analysis.USLFit  `json:"usl,omitempty" doc:"Universal Scalability Law fit to the throughput, when the steps allow one."`
+	Notes        []string          `json:"notes"`
+	Latency      *scenario.Latency `json:"latency,omitempty" doc:"The latency block to put in a scenario: the curve and the knee."`
+}
+
+type analysisInput struct {
+	RawBody []byte
+	Body    AnalysisRequest
+}
+
+var analysisSchema = sync.OnceValue(schemaOf[AnalysisRequest])
+
+// Resolve requires exactly one of rows, steps and file.
+func (in *analysisInput) Resolve(huma.Context) []error {
+	n := 0
+	for _, given := range []bool{len(in.Body.Rows) > 0, len(in.Body.Steps) > 0, in.Body.File != nil} {
+		if given {
+			n++
+		}
+	}
+	if n == 1 {
+		return nil
+	}
+	return uncoveredRules(in.RawBody, analysisSchema(), []rule{{location: "body", message: "give exactly one of rows, steps or file"}})
+}
+
+type analysisOutput struct {
+	Body *AnalysisResponse
+}
+
+func (s *Server) registerAnalyses() {
+	op := huma.Operation{
+		OperationID: "create-analysis",
+		Method:      http.MethodPost,
+		Path:        "/v1/analyses",
+		Summary:     "Analyse a measured ramp",
+		Description: "Judges a concurrency ramp measured elsewhere: per-request rows, per-step summaries, or a " +
+			"result file of vLLM bench serve, GuideLLM, AIPerf, GenAI-Perf, llmperf or a ramp CSV (detected by " +
+			"content). Returns the step table, the knee (DESIGN §2), the collapse point, quota_limited, the " +
+			"Universal Scalability Law fit, notes on every mapping made, and the latency block to put in a " +
+			"scenario. A file that cannot be read gets a 422 at body.file saying which format it looked like " +
+			"and what is missing.",
+		Tags:   []string{tagAnalyses},
+		Errors: errorStatuses,
+	}
+	register(s, op, s.createAnalysis)
+	ex := analysisExamples()
+	withExamples(s.OpenAPI(), op.Path, ex.request, ex.response)
+}
+
+func (s *Server) createAnalysis(_ context.Context, in *analysisInput) (*analysisOutput, error) {
+	req := in.Body
+	opts := analysis.Options{DeadlineMs: req.DeadlineMs, MinGainPct: req.MinGainPct, MaxP95Fraction: req.MaxP95Fraction}
+	out := &AnalysisResponse{}
+	var res analysis.Result
+	switch {
+	case req.File != nil:
+		data := []byte(req.File.Content)
+		if req.File.Encoding == "base64" {
+			var err error
+			if data, err = base64.StdEncoding.DecodeString(req.File.Content); err != nil {
+				return nil, huma.Error422UnprocessableEntity("the request is invalid", &huma.ErrorDetail{
+					Location: "body.file.content", Message: "not valid base64: " + err.Error(),
+				})
+			}
+		}
+		imp, err := importer.Import(req.File.Name, data, importer.Options{Options: opts, Format: req.File.Format})
+		if err != nil {
+			return nil, huma.Error422UnprocessableEntity("the file cannot be analysed", &huma.ErrorDetail{Location: "body.file", Message: err.Error()})
+		}
+		out.Format, res, out.Latency = imp.Format, imp.Analysis, imp.Latency
+		res.Notes = slices.Concat(imp.Notes, res.Notes)
+	case len(req.Rows) > 0:
+		recs := make([]analysis.Record, len(req.Rows))
+		for i, r := range req.Rows {
+			recs[i] = analysis.Record(r)
+		}
+		out.Format = "rows"
+		res = analysis.Analyze(analysis.Summarize(recs, opts, nil), opts)
+	default:
+		steps := make([]analysis.Step, len(req.Steps))
+		for i, st := range req.Steps {
+			steps[i] = analysis.Step{
+				Concurrency: st.Concurrency, RateRPS: st.RateRPS, Requests: st.Requests, OK: st.OK,
+				RateLimited: st.RateLimited, Errors: st.Errors, WallS: st.WallS, GoodputRPS: st.GoodputRPS,
+				ThroughputRPS: st.ThroughputRPS, OutputTPS: st.OutputTPS, TTFTP50Ms: st.TTFTP50Ms, TTFTP95Ms: st.TTFTP95Ms,
+				E2EP50Ms: st.E2EP50Ms, E2EP95Ms: st.E2EP95Ms, TPOTP50Ms: st.TPOTP50Ms, TPOTP95Ms: st.TPOTP95Ms,
+				CountsUnknown: st.Requests == 0,
+			}
+		}
+		out.Format = "steps"
+		res = analysis.Analyze(steps, opts)
+	}
+	if out.Latency == nil {
+		if lat, err := res.Latency(); err == nil {
+			out.Latency = &lat
+		}
+	}
+	out.Steps, out.Knee, out.Collapse, out.QuotaLimited, out.USL = res.Steps, res.Knee, res.Collapse, res.QuotaLimited, res.USL
+	out.Notes = res.Notes
+	if out.Steps == nil {
+		out.Steps = []analysis.Step{}
+	}
+	if out.Notes == nil {
+		out.Notes = []string{}
+	}
+	if path := nonFinite(out); path != "" {
+		return nil, huma.Error422UnprocessableEntity("the measurements cannot be analysed", &huma.ErrorDetail{
+			Location: "body", Message: fmt.Sprintf("the analysis gives a non-finite %s", path),
+		})
+	}
+	return &analysisOutput{Body: out}, nil
+}

@@ -1,0 +1,118 @@
+package api
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/sse"
+
+	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/jobs"
+)
+
+// ProbeStatusEvent is the data of a status event: the probe's status.
+type ProbeStatusEvent struct {
+	Status string `json:"status" enum:"queued,running,succeeded,failed,cancelled,interrupted"`
+}
+
+func (s *Server) registerProbeEvents() {
+	op := huma.Operation{
+		OperationID: "get-probe-events",
+		Method:      http.MethodGet,
+		Path:        "/v1/probes/{id}/events",
+		Summary:     "Follow a probe's progress",
+		Description: "Streams a probe's progress as server-sent events. A running probe sends status (its current " +
+			"status), a step event for each step already finished, then, live: progress (the running step's " +
+			"finished requests, ok, rate_limited and errors, at most every 250 ms while they change), step (each " +
+			"step's summary as it finishes), status (the final status) and done (the whole probe, as GET returns " +
+			"it), after which the stream ends. A probe that has already ended sends done at once. A client too " +
+			"slow to keep up is disconnected rather than holding the probe back; it may connect again.",
+		Tags:   []string{tagProbes},
+		Errors: notFoundStatuses,
+		Middlewares: huma.Middlewares{func(ctx huma.Context, next func(huma.Context)) {
+			if _, err := s.storedProbe(ctx.Context(), ctx.Param("id")); err != nil {
+				writeHumaError(s.api, ctx, err)
+				return
+			}
+			next(ctx)
+		}},
+	}
+	// progress: the running step's finished requests so far, at most every
+	// 250 ms while they change; step: the summary of the step just
+	// finished (warm-up excluded); done, the last: the probe as GET
+	// /v1/probes/{id} returns it once it has ended.
+	sse.Register(s.api, op, map[string]any{
+		"status":   ProbeStatusEvent{},
+		"progress": jobs.Progress{},
+		"step":     analysis.Step{},
+		"done":     Probe{},
+	}, s.probeEvents)
+	s.labels[op.Method+" "+op.Path] = op.OperationID
+}
+
+// writeHumaError answers with the problem of a huma status error.
+func writeHumaError(api huma.API, ctx huma.Context, err error) {
+	se, ok := err.(huma.StatusError)
+	if !ok {
+		se = huma.Error500InternalServerError("the request failed")
+	}
+	var details []error
+	if em, ok := se.(*huma.ErrorModel); ok {
+		for _, d := range em.Errors {
+			details = append(details, d)
+		}
+		_ = huma.WriteErr(api, ctx, em.Status, em.Detail, details...)
+		return
+	}
+	_ = huma.WriteErr(api, ctx, se.GetStatus(), se.Error())
+}
+
+func (s *Server) probeEvents(ctx context.Context, in *probeIDInput, send sse.Sender) {
+	done := func() {
+		run, err := s.store.GetProbe(ctx, in.ID)
+		if err != nil {
+			s.log.Error("read a probe for its done event", "probe", in.ID, "error", err)
+			return
+		}
+		_ = send.Data(probeResource(run))
+	}
+	if s.jobs == nil {
+		done()
+		return
+	}
+	sub, live := s.jobs.Subscribe(in.ID)
+	if !live {
+		done()
+		return
+	}
+	defer sub.Close()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-sub.C:
+			if !ok {
+				if !sub.Dropped() {
+					done() // ended without a done event reaching this subscriber
+				}
+				return
+			}
+			var err error
+			switch ev.Kind {
+			case jobs.EventStatus:
+				err = send.Data(ProbeStatusEvent{Status: string(ev.Status)})
+			case jobs.EventProgress:
+				err = send.Data(ev.Progress)
+			case jobs.EventStep:
+				err = send.Data(ev.Step)
+			case jobs.EventDone:
+				done()
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,191 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/plannerdev/planner/internal/plan"
+	"github.com/plannerdev/planner/internal/report"
+	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/store"
+)
+
+// StoredPlan is a stored plan with its scenario.
+type StoredPlan struct {
+	ID        string            `json:"id"`
+	Name      string            `json:"name"`
+	Labels    map[string]string `json:"labels"`
+	CreatedAt time.Time         `json:"created_at"`
+	ProbeID   string            `json:"probe_id,omitempty" doc:"The probe whose measurements back the plan."`
+	Scenario  scenario.Scenario `json:"scenario"`
+	Plan      plan.Plan         `json:"plan"`
+}
+
+// PlanSummary is a stored plan in a list: what it is and how each class
+// came out.
+type PlanSummary struct {
+	ID        string            `json:"id"`
+	Name      string            `json:"name"`
+	Labels    map[string]string `json:"labels"`
+	CreatedAt time.Time         `json:"created_at"`
+	ProbeID   string            `json:"probe_id,omitempty"`
+	Classes   []ClassSummary    `json:"classes"`
+}
+
+// ClassSummary is one class of a stored plan.
+type ClassSummary struct {
+	Name              string `json:"name"`
+	Pool              int    `json:"pool"`
+	BindingConstraint string `json:"binding_constraint"`
+	Feasible          bool   `json:"feasible"`
+}
+
+// PlanList is one page of stored plans, newest first.
+type PlanList struct {
+	Items      []PlanSummary `json:"items"`
+	NextCursor string        `json:"next_cursor,omitempty" doc:"Cursor of the next page; absent on the last page."`
+}
+
+type planListOutput struct {
+	Body *PlanList
+}
+
+type planIDInput struct {
+	ID string `path:"id" maxLength:"64" doc:"Id of a stored plan."`
+}
+
+type storedPlanOutput struct {
+	Body *StoredPlan
+}
+
+type reportInput struct {
+	ID     string `path:"id" maxLength:"64" doc:"Id of a stored plan."`
+	Format string `query:"format" enum:"md,html" default:"html" doc:"html: one self-contained page with inline SVG charts; md: Markdown with the same numbers in tables."`
+}
+
+type documentOutput struct {
+	ContentType string `header:"Content-Type"`
+	Body        []byte
+}
+
+func (s *Server) registerSavedPlans() {
+	register(s, huma.Operation{
+		OperationID: "list-plans",
+		Method:      http.MethodGet,
+		Path:        "/v1/plans",
+		Summary:     "List the stored plans",
+		Description: "Returns one page of the plans stored with save, newest first: each with its id, name, labels, " +
+			"creation time, backing probe and every class's pool, binding constraint and feasibility. Follow " +
+			"next_cursor for the next page.",
+		Tags:   []string{tagPlans},
+		Errors: []int{http.StatusUnauthorized, http.StatusUnprocessableEntity, http.StatusServiceUnavailable},
+	}, s.listPlans)
+
+	register(s, huma.Operation{
+		OperationID: "get-plan",
+		Method:      http.MethodGet,
+		Path:        "/v1/plans/{id}",
+		Summary:     "Get a stored plan",
+		Description: "Returns a stored plan with its scenario, name, labels, creation time and backing probe.",
+		Tags:        []string{tagPlans},
+		Errors:      notFoundStatuses,
+	}, s.getPlan)
+
+	register(s, huma.Operation{
+		OperationID: "get-plan-report",
+		Method:      http.MethodGet,
+		Path:        "/v1/plans/{id}/report",
+		Summary:     "Get a stored plan's team report",
+		Description: "Returns the report of a stored plan, a document a team can read without the tool: the " +
+			"scenario in words, the plan, each class's ceilings as a bar chart with the binding one marked and, " +
+			"when a probe backs the plan, what it measured with the throughput chart (knee marked) and the latency " +
+			"charts (SLO lines). The HTML form is one self-contained page whose charts are inline SVG; the Markdown " +
+			"form carries the same numbers in tables.",
+		Tags:   []string{tagPlans},
+		Errors: notFoundStatuses,
+		Responses: map[string]*huma.Response{"200": {
+			Description: "The report.",
+			Content: map[string]*huma.MediaType{
+				"text/html":     {Schema: &huma.Schema{Type: huma.TypeString}},
+				"text/markdown": {Schema: &huma.Schema{Type: huma.TypeString}},
+			},
+		}},
+	}, s.planReport)
+}
+
+func (s *Server) listPlans(ctx context.Context, in *PageQuery) (*planListOutput, error) {
+	if err := s.needStore(); err != nil {
+		return nil, err
+	}
+	plans, next, err := s.store.ListPlans(ctx, in.options())
+	if err != nil {
+		return nil, s.storeError(err, "plan", "")
+	}
+	out := &PlanList{Items: make([]PlanSummary, 0, len(plans)), NextCursor: next}
+	for _, p := range plans {
+		sum := PlanSummary{ID: p.ID, Name: p.Name, Labels: labelsOf(p), CreatedAt: p.CreatedAt, ProbeID: p.ProbeID, Classes: []ClassSummary{}}
+		for _, c := range p.Plan.Classes {
+			sum.Classes = append(sum.Classes, ClassSummary{Name: c.Name, Pool: c.Pool, BindingConstraint: c.BindingConstraint, Feasible: c.Feasible})
+		}
+		out.Items = append(out.Items, sum)
+	}
+	return &planListOutput{Body: out}, nil
+}
+
+func labelsOf(p store.StoredPlan) map[string]string {
+	if p.Labels == nil {
+		return map[string]string{}
+	}
+	return p.Labels
+}
+
+// storedPlan reads a plan, or answers 404.
+func (s *Server) storedPlan(ctx context.Context, id string) (store.StoredPlan, error) {
+	if err := s.needStore(); err != nil {
+		return store.StoredPlan{}, err
+	}
+	p, err := s.store.GetPlan(ctx, id)
+	if err != nil {
+		return store.StoredPlan{}, s.storeError(err, "plan", id)
+	}
+	return p, nil
+}
+
+func (s *Server) getPlan(ctx context.Context, in *planIDInput) (*storedPlanOutput, error) {
+	p, err := s.storedPlan(ctx, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &storedPlanOutput{Body: &StoredPlan{
+		ID: p.ID, Name: p.Name, Labels: labelsOf(p), CreatedAt: p.CreatedAt, ProbeID: p.ProbeID, Scenario: p.Scenario, Plan: p.Plan,
+	}}, nil
+}
+
+func (s *Server) planReport(ctx context.Context, in *reportInput) (*documentOutput, error) {
+	p, err := s.storedPlan(ctx, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	rin := report.ReportInput{Title: p.Name, Generated: time.Now().UTC(), Scenario: p.Scenario, Plan: &p.Plan}
+	if p.ProbeID != "" {
+		run, err := s.store.GetProbe(ctx, p.ProbeID)
+		if err != nil {
+			return nil, s.storeError(err, "probe", p.ProbeID)
+		}
+		rin.Probe, _ = probeData(run)
+	}
+	var buf bytes.Buffer
+	write, ct := report.WriteReportHTML, "text/html; charset=utf-8"
+	if in.Format == "md" {
+		write, ct = report.WriteReportMarkdown, "text/markdown; charset=utf-8"
+	}
+	if err := write(&buf, rin); err != nil {
+		s.log.Error("render a report", "plan", p.ID, "error", err)
+		return nil, huma.Error500InternalServerError("the report could not be rendered; the server log has the cause")
+	}
+	return &documentOutput{ContentType: ct, Body: buf.Bytes()}, nil
+}

@@ -1,0 +1,139 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/plannerdev/planner/internal/jobs"
+	"github.com/plannerdev/planner/internal/probe"
+	"github.com/plannerdev/planner/internal/validate"
+)
+
+// validateMaxDuration bounds a validation, which runs while the client
+// waits: below the server's write timeout.
+const validateMaxDuration = 4 * time.Minute
+
+// ValidateRequest is the body of POST /v1/plans/{id}/validate.
+type ValidateRequest struct {
+	Target          ProbeTarget `json:"target"`
+	RequestsPerStep int         `json:"requests_per_step,omitempty" minimum:"1" maximum:"1000000" doc:"Requests per step; default max(40, 4 × concurrency)."`
+	MaxTokens       int         `json:"max_tokens,omitempty" minimum:"1" maximum:"1000000" doc:"Caps the output length asked per request (default: each class's mean output length); a class with a longer mean is validated, and predicted, at this length."`
+	DeadlineMs      int         `json:"deadline_ms,omitempty" minimum:"1" maximum:"600000" doc:"Per-request deadline, retries included; default 12,000."`
+	PauseMs         *int        `json:"pause_ms,omitempty" minimum:"0" maximum:"60000" doc:"Pause between the probe's steps; default 500."`
+	Budgets         *Budgets    `json:"budgets,omitempty" doc:"Bounds of the whole validation, all classes together; max_duration_s at most 240 (the validation runs while the client waits) and within the server's probe.max_duration."`
+}
+
+// ValidateResponse is a validation's report.
+type ValidateResponse struct {
+	PlanID string `json:"plan_id"`
+	validate.Report
+}
+
+type validateInput struct {
+	ID            string `path:"id" maxLength:"64" doc:"Id of a stored plan."`
+	Authorization string `header:"X-Probe-Authorization" doc:"The API key for the target, as the whole Authorization header value to send, instead of a named credential; never stored, logged or echoed."`
+	Body          ValidateRequest
+}
+
+type validateOutput struct {
+	Body *ValidateResponse
+}
+
+// defaultValidatePause separates a validation's two steps: a closed loop
+// leaves no queue behind, so a short pause does.
+const defaultValidatePause = 500 * time.Millisecond
+
+func (s *Server) registerValidate() {
+	op := huma.Operation{
+		OperationID: "validate-plan",
+		Method:      http.MethodPost,
+		Path:        "/v1/plans/{id}/validate",
+		Summary:     "Validate a stored plan against its endpoint",
+		Description: "Runs, while the client waits, a short closed-loop probe per class at its pool and at " +
+			"ceil(1.25 × pool), with prompts of the class's input p50 and, with ignore_eos, outputs of its mean " +
+			"length (so that the mean service time is the model's), and compares the measurements with the " +
+			"model's predictions at the same concurrencies: throughput, TTFT p95, E2E p95 and 429s, with relative " +
+			"errors. Verdict per class and overall: ok when throughput is within 15 % of the prediction at the " +
+			"pool and at 1.25 × it with no 429 or error at the pool and the SLOs met; fails when, at the pool, " +
+			"throughput is more than 15 % below the prediction, a 429 or error appears or an SLO is broken; " +
+			"degraded otherwise (faster than predicted, or off above the pool). The target passes the same " +
+			"allow-list, preflight and caps as a probe; the whole validation is bounded by its budgets and by " +
+			"4 minutes, and takes one of the probe.max_running slots while it runs.",
+		Tags:   []string{tagPlans},
+		Errors: []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusTooManyRequests, http.StatusServiceUnavailable},
+	}
+	register(s, op, s.validatePlan)
+	ex := validateExamples()
+	withExamples(s.OpenAPI(), op.Path, ex.request, ex.response)
+}
+
+func (s *Server) validatePlan(ctx context.Context, in *validateInput) (*validateOutput, error) {
+	if err := s.needJobs(); err != nil {
+		return nil, err
+	}
+	sp, err := s.storedPlan(ctx, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	req := in.Body
+	k, problems := s.probeKey(req.Target.Credential, in.Authorization, "body.target")
+	durationCap := min(s.probe.MaxDuration, validateMaxDuration)
+	budget, more := s.budget(req.Budgets, "body.budgets", durationCap)
+	problems = append(problems, more...)
+	if req.RequestsPerStep > s.probe.MaxRequests {
+		problems = append(problems, capProblem("body.requests_per_step", req.RequestsPerStep, "max_requests", s.probe.MaxRequests))
+	}
+	if req.MaxTokens > s.probe.MaxTokens {
+		problems = append(problems, capProblem("body.max_tokens", req.MaxTokens, "max_tokens", s.probe.MaxTokens))
+	}
+	for _, c := range sp.Plan.Classes {
+		if c.Pool < 1 {
+			continue
+		}
+		if hi := validate.Concurrencies(c.Pool)[1]; hi > s.probe.MaxConcurrency {
+			problems = append(problems, &huma.ErrorDetail{Location: "path.id", Value: in.ID, Message: fmt.Sprintf(
+				"class %s would run at %d (1.25 × its pool of %d), above the server's limit probe.max_concurrency of %d",
+				c.Name, hi, c.Pool, s.probe.MaxConcurrency)})
+		}
+	}
+	if len(problems) > 0 {
+		return nil, huma.Error422UnprocessableEntity("the request is invalid", problems...)
+	}
+	if _, err := s.checkTarget(ctx, req.Target.BaseURL, k, "body.target"); err != nil {
+		return nil, err
+	}
+	release, err := s.jobs.Acquire()
+	var busy *jobs.BusyError
+	switch {
+	case errors.As(err, &busy):
+		return nil, busyProblem(busy.Limit)
+	case err != nil:
+		return nil, huma.Error503ServiceUnavailable("the server is shutting down")
+	}
+	defer release()
+	cfg := probe.Config{
+		BaseURL: req.Target.BaseURL, Model: req.Target.Model, Deadline: time.Duration(req.DeadlineMs) * time.Millisecond,
+		Pause: defaultValidatePause, Budget: budget, Seed: uint64(time.Now().UnixNano()),
+	}
+	if req.PauseMs != nil {
+		cfg.Pause = time.Duration(*req.PauseMs) * time.Millisecond
+		if *req.PauseMs == 0 {
+			cfg.Pause = -1
+		}
+	}
+	k.apply(&cfg)
+	s.guarded(&cfg)
+	ctx, cancel := context.WithTimeout(ctx, durationCap+30*time.Second)
+	defer cancel()
+	rep, err := validate.Run(ctx, sp.Scenario, &sp.Plan, validate.Options{Probe: cfg, RequestsPerStep: req.RequestsPerStep, MaxTokens: req.MaxTokens})
+	if err != nil {
+		s.log.Error("validate a plan", "plan", in.ID, "error", err)
+		return nil, huma.Error500InternalServerError("the validation could not run; the server log has the cause")
+	}
+	return &validateOutput{Body: &ValidateResponse{PlanID: sp.ID, Report: *rep}}, nil
+}

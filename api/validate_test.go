@@ -1,0 +1,95 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/plannerdev/planner/internal/sim"
+)
+
+// matchedScenario has the latency of matchedSim: TTFT 100 ms and TPOT 10
+// ms at any load, 8 output tokens; a knee of 4 binds the pool at 4.
+const matchedScenario = `
+quotas: [{name: k, rpm: 100000}]
+latency: {ttft_ms: {fixed: 100}, tpot_ms: {fixed: 10}, knee: 4}
+classes:
+  - {name: jobs, quota: k, mode: batch, input_tokens: {fixed: 64}, output_tokens: {fixed: 8}, max_tokens: 8}
+`
+
+var matchedSim = sim.Config{MaxNumSeqs: 64, TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: sim.NoGrowth}
+
+func savePlan(t *testing.T, env *probeEnv, text string) string {
+	t.Helper()
+	var doc map[string]any
+	if err := yaml.Unmarshal([]byte(text), &doc); err != nil {
+		t.Fatal(err)
+	}
+	status, _, b := call(t, http.MethodPost, env.url+"/v1/plans", map[string]any{"scenario": doc, "save": true})
+	if status != http.StatusOK {
+		t.Fatalf("save: %d %s", status, b)
+	}
+	return decode[PlanResponse](t, b).ID
+}
+
+// TestValidatePlan validates a stored plan against a simulator that
+// matches its scenario: predicted and measured throughput agree within
+// 15 % at the pool and 1.25 × it, and the verdict is ok.
+func TestValidatePlan(t *testing.T) {
+	env := newProbeEnv(t, Options{})
+	s := newSim(t, matchedSim)
+	id := savePlan(t, env, matchedScenario)
+	status, _, b := call(t, http.MethodPost, env.url+"/v1/plans/"+id+"/validate", map[string]any{
+		"target": map[string]any{"base_url": s.url, "model": sim.DefaultModel}, "requests_per_step": 16, "pause_ms": 0,
+	})
+	if status != http.StatusOK {
+		t.Fatalf("%d %s", status, b)
+	}
+	v := decode[ValidateResponse](t, b)
+	if v.PlanID != id || v.Verdict != "ok" || len(v.Classes) != 1 || len(v.Classes[0].Points) != 2 {
+		t.Fatalf("validation %s", b)
+	}
+	for _, pt := range v.Classes[0].Points {
+		if pt.Measured == nil || pt.RelativeErrorPct.ThroughputRPS < -15 || pt.RelativeErrorPct.ThroughputRPS > 15 {
+			t.Errorf("at %d: %+v %+v", pt.Concurrency, pt.Measured, pt.RelativeErrorPct)
+		}
+	}
+	if got := s.chats.Load(); got != 32 {
+		t.Errorf("the simulator got %d chat requests, want 2 steps of 16", got)
+	}
+}
+
+func TestValidatePlanProblems(t *testing.T) {
+	pc := smallCaps()
+	env := newProbeEnv(t, Options{Probe: pc})
+	s := newSim(t, matchedSim)
+	big := savePlan(t, env, strings.Replace(matchedScenario, "knee: 4", "knee: 8", 1)) // pool 8, 1.25 × 8 = 10 > 8
+	small := savePlan(t, env, matchedScenario)
+	target := map[string]any{"base_url": s.url, "model": sim.DefaultModel}
+	for _, tc := range []struct {
+		name     string
+		path     string
+		body     map[string]any
+		status   int
+		location string
+		message  string
+	}{
+		{"unknown plan", "/v1/plans/nope/validate", map[string]any{"target": target}, 404, "path.id", "no plan has this id"},
+		{"over the concurrency cap", "/v1/plans/" + big + "/validate", map[string]any{"target": target}, 422, "path.id", "class jobs would run at 10 (1.25 × its pool of 8), above the server's limit probe.max_concurrency of 8"},
+		{"over the duration bound", "/v1/plans/" + big + "/validate", map[string]any{"target": target, "budgets": map[string]any{"max_duration_s": 90}}, 422, "body.budgets.max_duration_s", "above the server's limit of 60 s"},
+		{"forbidden target", "/v1/plans/" + small + "/validate", map[string]any{"target": map[string]any{"base_url": "http://10.0.0.1/v1", "model": "m"}}, 422, "body.target.base_url", "not in the probe allow-list"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, _, b := call(t, http.MethodPost, env.url+tc.path, tc.body)
+			if status != tc.status || !strings.Contains(string(b), `"location":"`+tc.location+`"`) || !strings.Contains(string(b), tc.message) {
+				t.Fatalf("%d %s; want %d with %q at %s", status, b, tc.status, tc.message, tc.location)
+			}
+		})
+	}
+	if s.chats.Load() != 0 {
+		t.Errorf("refused validations sent %d requests", s.chats.Load())
+	}
+}

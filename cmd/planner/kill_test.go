@@ -1,0 +1,264 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/plannerdev/planner"
+	"github.com/plannerdev/planner/internal/sim"
+	"github.com/plannerdev/planner/internal/store"
+)
+
+// serveChildEnv, when set to a database path, turns the test binary into
+// `planner serve --listen 127.0.0.1:0 --db PATH`, so that a test can kill
+// the service with SIGKILL.
+const serveChildEnv = "PLANNER_TEST_SERVE_CHILD_DB"
+
+func TestMain(m *testing.M) {
+	if db := os.Getenv(serveChildEnv); db != "" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--db", db}, os.Stdin, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// child is a `planner serve` in a child process.
+type child struct {
+	cmd    *exec.Cmd
+	url    string
+	stderr *syncBuffer
+}
+
+// startChild starts the service on db in a child process and reads the
+// address it prints.
+func startChild(t *testing.T, db string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), serveChildEnv+"="+db)
+	c := &child{cmd: cmd, stderr: &syncBuffer{}}
+	cmd.Stderr = c.stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if m := servingLine.FindStringSubmatch(sc.Text()); m != nil {
+				lines <- m[1]
+			}
+		}
+	}()
+	select {
+	case c.url = <-lines:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the child printed no address: %s", c.stderr)
+	}
+	return c
+}
+
+// jsonCall sends a request and returns the status and body.
+func jsonCall(t *testing.T, method, url string, body any) (int, []byte) {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, url, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+type probeView struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	Counts struct {
+		Records int `json:"records"`
+	} `json:"counts"`
+	Steps []json.RawMessage `json:"steps"`
+}
+
+func getProbe(t *testing.T, url, id string) probeView {
+	t.Helper()
+	status, b := jsonCall(t, http.MethodGet, url+"/v1/probes/"+id, nil)
+	var p probeView
+	if status != http.StatusOK || json.Unmarshal(b, &p) != nil {
+		t.Fatalf("get probe: %d %s", status, b)
+	}
+	return p
+}
+
+// slowSimURL serves a simulator whose answers take about 170 ms.
+func slowSimURL(t *testing.T) string {
+	t.Helper()
+	s, err := sim.New(sim.Config{MaxNumSeqs: 64, TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: sim.NoGrowth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return srv.URL + "/v1"
+}
+
+func longProbe(simURL string) map[string]any {
+	return map[string]any{
+		"target": map[string]any{"base_url": simURL, "model": sim.DefaultModel},
+		"steps":  []int{1, 2}, "requests_per_step": 200, "max_tokens": 8, "ignore_eos": true, "input_tokens": 32,
+	}
+}
+
+// TestKillMidProbe starts the service in a child process, saves a plan,
+// starts a probe, kills the service with SIGKILL once the probe has
+// written rows, and restarts it on the same database: the plan is intact
+// (the same JSON, byte for byte), the probe is interrupted, and its rows
+// are all there.
+func TestKillMidProbe(t *testing.T) {
+	cleanServeEnv(t)
+	db := filepath.Join(t.TempDir(), "planner.db")
+	first := startChild(t, db)
+	simURL := slowSimURL(t)
+
+	status, b := jsonCall(t, http.MethodPost, first.url+"/v1/probes", longProbe(simURL))
+	var started probeView
+	if status != http.StatusAccepted || json.Unmarshal(b, &started) != nil {
+		t.Fatalf("start the probe: %d %s", status, b)
+	}
+	text, _ := planner.Example("chat")
+	doc, err := yaml.YAMLToJSON(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, b = jsonCall(t, http.MethodPost, first.url+"/v1/plans", map[string]any{
+		"scenario": json.RawMessage(doc), "save": true, "name": "before the kill", "probe_id": started.ID,
+	})
+	var saved struct {
+		ID string `json:"id"`
+	}
+	if status != http.StatusOK || json.Unmarshal(b, &saved) != nil || saved.ID == "" {
+		t.Fatalf("save the plan: %d %.300s", status, b)
+	}
+	_, planBefore := jsonCall(t, http.MethodGet, first.url+"/v1/plans/"+saved.ID, nil)
+
+	var counted int
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		p := getProbe(t, first.url, started.ID)
+		if p.Counts.Records >= 3 {
+			if p.Status != "running" {
+				t.Fatalf("status %s before the kill", p.Status)
+			}
+			counted = p.Counts.Records
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no rows stored: %+v", p)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("the child ended with %v", err)
+	}
+
+	second := startChild(t, db)
+	_, planAfter := jsonCall(t, http.MethodGet, second.url+"/v1/plans/"+saved.ID, nil)
+	if !bytes.Equal(planBefore, planAfter) {
+		t.Fatalf("the plan changed across the kill:\nbefore %.300s\nafter  %.300s", planBefore, planAfter)
+	}
+	p := getProbe(t, second.url, started.ID)
+	if p.Status != "interrupted" || p.Counts.Records < counted {
+		t.Fatalf("after the restart: %+v, %d rows counted before the kill", p, counted)
+	}
+	status, b = jsonCall(t, http.MethodGet, second.url+"/v1/probes/"+started.ID+"/requests.csv", nil)
+	rows, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+	if status != http.StatusOK || err != nil || len(rows)-1 < counted || len(rows)-1 != p.Counts.Records {
+		t.Fatalf("requests.csv after the restart: %d, %d rows (%v); %d counted before, %d stored", status, len(rows)-1, err, counted, p.Counts.Records)
+	}
+	t.Logf("%d rows counted before the kill, %d stored", counted, p.Counts.Records)
+	if err := second.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.cmd.Wait(); err != nil {
+		t.Fatalf("the second child: %v %s", err, second.stderr)
+	}
+}
+
+// TestShutdownInterruptsProbes stops the service while a probe runs: it
+// exits cleanly, and the probe is marked interrupted with its rows kept.
+func TestShutdownInterruptsProbes(t *testing.T) {
+	cleanServeEnv(t)
+	db := filepath.Join(t.TempDir(), "planner.db")
+	r := startServe(t, "serve", "--listen", "127.0.0.1:0", "--db", db)
+	status, b := jsonCall(t, http.MethodPost, r.url+"/v1/probes", longProbe(slowSimURL(t)))
+	var started probeView
+	if status != http.StatusAccepted || json.Unmarshal(b, &started) != nil {
+		t.Fatalf("start the probe: %d %s", status, b)
+	}
+	for getProbe(t, r.url, started.ID).Counts.Records == 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.stop()
+	if code := r.wait(t); code != exitOK {
+		t.Fatalf("exit %d: %s", code, r.errOut)
+	}
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	run, err := st.GetProbe(context.Background(), started.ID)
+	if err != nil || run.Status != store.StatusInterrupted || run.Counts.Records == 0 || run.Result == nil || run.Result.StopReason != "cancelled" {
+		t.Fatalf("probe after shutdown: %+v %v", run, err)
+	}
+	if !strings.Contains(run.Error, "shut down") {
+		t.Errorf("error %q", run.Error)
+	}
+}

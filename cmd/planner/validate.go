@@ -1,0 +1,167 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/plannerdev/planner/internal/plan"
+	"github.com/plannerdev/planner/internal/probe"
+	"github.com/plannerdev/planner/internal/validate"
+)
+
+// validation holds the flags of `planner plan --validate`.
+type validation struct {
+	on              bool
+	baseURL, model  string
+	apiKeyEnv       string
+	apiKeyHeader    string
+	requestsPerStep int
+	deadline        time.Duration
+	maxRequests     int
+	maxDuration     time.Duration
+}
+
+func (v *validation) addFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.BoolVar(&v.on, "validate", false, "after planning, validate the plan against --base-url: a short probe per class at its pool and 1.25 × it, compared with the model")
+	f.StringVar(&v.baseURL, "base-url", "", "with --validate: API root of the endpoint, e.g. http://127.0.0.1:8000/v1")
+	f.StringVar(&v.model, "model", "", "with --validate: model (or Azure deployment) name")
+	f.StringVar(&v.apiKeyEnv, "api-key-env", defaultAPIKeyEnv, "with --validate: environment variable holding the API key (none is sent when it is unset)")
+	f.StringVar(&v.apiKeyHeader, "api-key-header", probe.DefaultAPIKeyHeader, `with --validate: header carrying the key: "Authorization" (Bearer) or "api-key" (Azure OpenAI)`)
+	f.IntVar(&v.requestsPerStep, "requests-per-step", 0, "with --validate: requests per step (default max(40, 4×concurrency))")
+	f.DurationVar(&v.deadline, "deadline", probe.DefaultDeadline, "with --validate: per-request deadline, retries included")
+	f.IntVar(&v.maxRequests, "max-requests", 0, "with --validate: budget of HTTP requests for the whole validation (0: only the steps bound them)")
+	f.DurationVar(&v.maxDuration, "max-duration", probe.DefaultMaxDuration, "with --validate: budget of wall time for the whole validation")
+}
+
+// config checks the flags and returns the base probe of the validation.
+func (v *validation) config(cmd *cobra.Command) (probe.Config, error) {
+	if !v.on {
+		for _, name := range []string{"base-url", "model", "api-key-env", "api-key-header", "requests-per-step", "max-requests", "max-duration"} {
+			if cmd.Flags().Changed(name) {
+				return probe.Config{}, usageError{fmt.Errorf("--%s needs --validate", name)}
+			}
+		}
+		return probe.Config{}, nil
+	}
+	switch {
+	case v.baseURL == "" || v.model == "":
+		return probe.Config{}, usageError{errors.New("--validate needs --base-url and --model")}
+	case v.deadline <= 0:
+		return probe.Config{}, usageError{fmt.Errorf("--deadline must be positive, got %s", v.deadline)}
+	case v.maxDuration <= 0:
+		return probe.Config{}, usageError{fmt.Errorf("--max-duration must be positive, got %s", v.maxDuration)}
+	case v.requestsPerStep < 0 || v.maxRequests < 0:
+		return probe.Config{}, usageError{errors.New("--requests-per-step and --max-requests must not be negative")}
+	}
+	cfg := probe.Config{
+		BaseURL: v.baseURL, Model: v.model, APIKeyHeader: v.apiKeyHeader, Deadline: v.deadline,
+		Pause: 500 * time.Millisecond, Budget: probe.Budget{MaxRequests: v.maxRequests, MaxDuration: v.maxDuration},
+		Seed: uint64(time.Now().UnixNano()),
+	}
+	cfg.APIKey = os.Getenv(v.apiKeyEnv)
+	if cfg.APIKey == "" && cmd.Flags().Changed("api-key-env") {
+		return probe.Config{}, usageError{fmt.Errorf("--api-key-env: environment variable %s is empty or unset", v.apiKeyEnv)}
+	}
+	if err := cfg.Validate(); err != nil {
+		return probe.Config{}, usageError{err}
+	}
+	return cfg, nil
+}
+
+// planAndValidation is the JSON and YAML form of a validated plan.
+type planAndValidation struct {
+	Plan       *plan.Plan       `json:"plan"`
+	Validation *validate.Report `json:"validation"`
+}
+
+// writePlanValidation writes a plan and its validation in one of
+// planFormats.
+func writePlanValidation(w io.Writer, p *plan.Plan, rep *validate.Report, format string) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(planAndValidation{Plan: p, Validation: rep})
+	case "yaml":
+		b, err := yaml.Marshal(planAndValidation{Plan: p, Validation: rep})
+		if err != nil {
+			return fmt.Errorf("encode as YAML: %w", err)
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	if err := writePlan(w, p, format); err != nil {
+		return err
+	}
+	return writeValidation(w, rep, format == "markdown")
+}
+
+// writeValidation prints a validation as a table (Markdown or text) with
+// each class's reasons.
+func writeValidation(w io.Writer, rep *validate.Report, markdown bool) error {
+	var b strings.Builder
+	if markdown {
+		fmt.Fprintf(&b, "\n## Validation: %s\n\n%s.\n\n", rep.Verdict, upperFirst(rep.Summary))
+		b.WriteString("| class | pool | concurrency | throughput predicted / measured (req/s) | error | TTFT p95 predicted / measured (ms) | E2E p95 predicted / measured (ms) | 429s | verdict |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	} else {
+		fmt.Fprintf(&b, "\nVALIDATION: %s (%s)\n", strings.ToUpper(rep.Verdict), rep.Summary)
+	}
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	if !markdown {
+		fmt.Fprintln(tw, "CLASS\tPOOL\tCONC\tREQ/S PRED\tREQ/S MEAS\tERROR\tTTFT p95 PRED\tTTFT p95 MEAS\tE2E p95 PRED\tE2E p95 MEAS\t429s\tVERDICT")
+	}
+	for _, c := range rep.Classes {
+		if len(c.Points) == 0 {
+			row(tw, markdown, c.Class, fmt.Sprint(c.Pool), "-", "-", "-", "-", "-", "-", "-", "-", "-", c.Verdict)
+		}
+		for _, pt := range c.Points {
+			meas, errPct, ttft, e2e, limited := "-", "-", "-", "-", "-"
+			if m := pt.Measured; m != nil {
+				meas, ttft, e2e, limited = fmt.Sprintf("%.2f", m.ThroughputRPS), fmt.Sprintf("%.0f", m.TTFTP95Ms), fmt.Sprintf("%.0f", m.E2EP95Ms), fmt.Sprint(m.RateLimited)
+				errPct = fmt.Sprintf("%+.1f %%", pt.RelativeErrorPct.ThroughputRPS)
+			}
+			row(tw, markdown, c.Class, fmt.Sprint(c.Pool), fmt.Sprint(pt.Concurrency), fmt.Sprintf("%.2f", pt.Predicted.ThroughputRPS), meas, errPct,
+				fmt.Sprintf("%.0f", pt.Predicted.TTFTP95Ms), ttft, fmt.Sprintf("%.0f", pt.Predicted.E2EP95Ms), e2e, limited, c.Verdict)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, c := range rep.Classes {
+		fmt.Fprintf(&b, "\n%s (%s, prompts of %d tokens, %d output tokens):\n", c.Class, c.Verdict, c.InputTokens, c.OutputTokens)
+		for _, r := range c.Reasons {
+			fmt.Fprintf(&b, "  - %s\n", r)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// row writes one table row, as Markdown or tab-separated.
+func row(w io.Writer, markdown bool, cells ...string) {
+	if markdown {
+		// Markdown rows pair predicted and measured in one cell.
+		fmt.Fprintf(w, "| %s | %s | %s | %s / %s | %s | %s / %s | %s / %s | %s | %s |\n",
+			cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], cells[7], cells[8], cells[9], cells[10], cells[11])
+		return
+	}
+	fmt.Fprintln(w, strings.Join(cells, "\t"))
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/plannerdev/planner/internal/sim"
+	"github.com/plannerdev/planner/internal/validate"
+)
+
+// validationScenario has the latency of the simulator of
+// TestPlanValidate: TTFT 100 ms, TPOT 10 ms, 8 output tokens; the knee
+// binds the pool at 4.
+const validationScenario = `
+quotas: [{name: k, rpm: 100000}]
+latency: {ttft_ms: {fixed: 100}, tpot_ms: {fixed: 10}, knee: 4}
+classes:
+  - {name: jobs, quota: k, mode: batch, input_tokens: {fixed: 64}, output_tokens: {fixed: 8}, max_tokens: 8}
+`
+
+func TestPlanValidate(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "scenario.yaml")
+	if err := os.WriteFile(file, []byte(validationScenario), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	serve := func(ttft, itl time.Duration) string {
+		s, err := sim.New(sim.Config{MaxNumSeqs: 64, TTFT: ttft, ITL: itl, ITLGrowth: sim.NoGrowth})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(s)
+		t.Cleanup(srv.Close)
+		return srv.URL + "/v1"
+	}
+	matched := serve(100*time.Millisecond, 10*time.Millisecond)
+	args := []string{"plan", "-f", file, "--validate", "--base-url", matched, "--model", sim.DefaultModel, "--requests-per-step", "16"}
+
+	code, out, errOut := execute(t, "", args...)
+	if code != exitOK || !strings.Contains(out, "VALIDATION: OK") || !strings.Contains(out, "jobs (ok, prompts of 64 tokens, 8 output tokens)") {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	slower := serve(200*time.Millisecond, 20*time.Millisecond)
+	args[5] = slower
+	code, out, errOut = execute(t, "", append(args, "-o", "json")...)
+	var doc struct {
+		Plan       json.RawMessage `json:"plan"`
+		Validation validate.Report `json:"validation"`
+	}
+	if code != exitError || json.Unmarshal([]byte(out), &doc) != nil || doc.Validation.Verdict != "fails" || len(doc.Plan) == 0 || !strings.Contains(errOut, "the plan fails validation") {
+		t.Fatalf("slower endpoint: exit %d: %s%s", code, out, errOut)
+	}
+	var md strings.Builder
+	if err := writeValidation(&md, &doc.Validation, true); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "## Validation: fails") || strings.Count(md.String(), "| jobs | 4 |") != 2 {
+		t.Errorf("Markdown:\n%s", md.String())
+	}
+}
+
+func TestPlanValidateUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plan", "--example", "chat", "--base-url", "http://127.0.0.1:1/v1"}, "--base-url needs --validate"},
+		{[]string{"plan", "--example", "chat", "--validate"}, "--validate needs --base-url and --model"},
+		{[]string{"plan", "--example", "chat", "--validate", "--base-url", "ftp://x", "--model", "m"}, "http or https"},
+	} {
+		code, _, errOut := execute(t, "", tc.args...)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d: %s", tc.args, code, errOut)
+		}
+	}
+}

@@ -1,0 +1,255 @@
+// Package jobs runs the service's probes in the background (DESIGN §4 and
+// §6): each probe is a job with its own context; at most a configured
+// number run at once; the rows a probe measures are written to the store
+// in small batches as they arrive, so that a kill loses at most the last
+// batch; the analysis of the steps finished so far is saved after each
+// step and the whole result at the end; and progress is fanned out to any
+// number of subscribers without a slow one ever holding the probe back.
+//
+// A job's status goes queued → running → succeeded | failed | cancelled,
+// or interrupted when the service stops it: on a graceful shutdown here,
+// and on the next start (by the store) after a crash or a kill. cancelled
+// always means that a client asked for it.
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/probe"
+	"github.com/plannerdev/planner/internal/store"
+)
+
+// Store is what the jobs need of the store.
+type Store interface {
+	CreateProbe(ctx context.Context, p store.ProbeRun) (string, error)
+	SetProbeStatus(ctx context.Context, id string, status store.Status, errMsg string) error
+	AppendRecords(ctx context.Context, probeID string, recs []analysis.Record) error
+	SaveProbeResult(ctx context.Context, id string, r store.ProbeResult) error
+}
+
+// Defaults of Options.
+const (
+	DefaultMaxRunning       = 2
+	DefaultFlushInterval    = 100 * time.Millisecond
+	DefaultFlushRows        = 100
+	DefaultProgressInterval = 250 * time.Millisecond
+	// subscriberBuffer is the events a subscriber may fall behind by
+	// before it is dropped.
+	subscriberBuffer = 256
+	// storeTimeout bounds each store write, which must happen even after
+	// the job's own context ended.
+	storeTimeout = 10 * time.Second
+)
+
+// Errors of Start, Acquire and Cancel.
+var (
+	// ErrClosed means the manager is shutting down and starts nothing.
+	ErrClosed = errors.New("the service is shutting down")
+	// ErrNotRunning means that no job with that id is queued or running
+	// in this process.
+	ErrNotRunning = errors.New("the probe is not running")
+)
+
+// BusyError is returned when max_running probes already run.
+type BusyError struct {
+	// Limit is the configured max_running.
+	Limit int
+}
+
+// Error names the limit.
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("%d probes (the limit max_running) are already running; try again when one has finished", e.Limit)
+}
+
+// Options configure a Manager; zero values select the defaults.
+type Options struct {
+	// MaxRunning bounds the jobs (and the slots taken with Acquire) at
+	// once.
+	MaxRunning int
+	// FlushInterval and FlushRows bound how long and how many rows a
+	// measured request waits before it is written: whichever comes first.
+	FlushInterval time.Duration
+	FlushRows     int
+	// ProgressInterval is the least time between two progress events.
+	ProgressInterval time.Duration
+	// Logger receives the failures of store writes; nil discards them.
+	Logger *slog.Logger
+}
+
+// Manager starts, tracks and stops jobs. It is safe for concurrent use.
+type Manager struct {
+	st   Store
+	opts Options
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	jobs    map[string]*job
+	running int // jobs plus Acquire slots
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+// New returns a manager that records its jobs in st.
+func New(st Store, opts Options) *Manager {
+	if opts.MaxRunning <= 0 {
+		opts.MaxRunning = DefaultMaxRunning
+	}
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = DefaultFlushInterval
+	}
+	if opts.FlushRows <= 0 {
+		opts.FlushRows = DefaultFlushRows
+	}
+	if opts.ProgressInterval <= 0 {
+		opts.ProgressInterval = DefaultProgressInterval
+	}
+	m := &Manager{st: st, opts: opts, log: opts.Logger, jobs: map[string]*job{}}
+	if m.log == nil {
+		m.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return m
+}
+
+// MaxRunning is the configured limit of jobs at once.
+func (m *Manager) MaxRunning() int { return m.opts.MaxRunning }
+
+// Spec is one probe to run.
+type Spec struct {
+	// Config is the probe, complete: key, network hooks and caps applied.
+	Config probe.Config
+	// Run is what the store keeps of it: label, base URL and model, and
+	// the configuration as JSON without the key. Its status is set here.
+	Run store.ProbeRun
+}
+
+// take reserves a running slot.
+func (m *Manager) take() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case m.closed:
+		return ErrClosed
+	case m.running >= m.opts.MaxRunning:
+		return &BusyError{Limit: m.opts.MaxRunning}
+	}
+	m.running++
+	return nil
+}
+
+func (m *Manager) give() {
+	m.mu.Lock()
+	m.running--
+	m.mu.Unlock()
+}
+
+// Acquire reserves a running slot for work done outside a job (a plan
+// validation, which runs its probes while the client waits), so that it
+// counts against max_running too. release frees the slot.
+func (m *Manager) Acquire() (release func(), err error) {
+	if err := m.take(); err != nil {
+		return nil, err
+	}
+	var once sync.Once
+	return func() { once.Do(m.give) }, nil
+}
+
+// Start stores the probe as queued and runs it in the background. It
+// returns the probe's id, a *BusyError when max_running jobs run, or
+// ErrClosed during shutdown.
+func (m *Manager) Start(spec Spec) (string, error) {
+	if err := m.take(); err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	run := spec.Run
+	run.Status = store.StatusQueued
+	id, err := m.st.CreateProbe(ctx, run)
+	if err != nil {
+		m.give()
+		return "", fmt.Errorf("store the probe: %w", err)
+	}
+	jctx, jcancel := context.WithCancelCause(context.Background())
+	j := &job{
+		m: m, id: id, cfg: spec.Config, ctx: jctx, cancel: jcancel,
+		done: make(chan struct{}), flush: make(chan struct{}, 1),
+		status: store.StatusQueued, subs: map[*Subscription]struct{}{},
+	}
+	m.mu.Lock()
+	m.jobs[id] = j
+	m.wg.Add(1)
+	m.mu.Unlock()
+	go j.run()
+	return id, nil
+}
+
+// Causes of a job's cancellation.
+var (
+	errCancelled = errors.New("cancelled by a client")
+	errShutdown  = errors.New("the service is shutting down")
+)
+
+// Cancel stops a queued or running job and returns a channel closed once
+// the job has saved what it measured and ended as cancelled. ErrNotRunning
+// means no such job runs in this process (it ended, or never existed).
+func (m *Manager) Cancel(id string) (<-chan struct{}, error) {
+	m.mu.Lock()
+	j, ok := m.jobs[id]
+	m.mu.Unlock()
+	if !ok {
+		return nil, ErrNotRunning
+	}
+	j.cancel(errCancelled)
+	return j.done, nil
+}
+
+// Running reports whether a job with that id is queued or running here.
+func (m *Manager) Running(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.jobs[id]
+	return ok
+}
+
+// Shutdown refuses new jobs, cancels the running ones, which end as
+// interrupted after saving what they measured, and waits for them until
+// ctx ends.
+func (m *Manager) Shutdown(ctx context.Context) error {
+	m.mu.Lock()
+	m.closed = true
+	for _, j := range m.jobs {
+		j.cancel(errShutdown)
+	}
+	m.mu.Unlock()
+	waited := make(chan struct{})
+	go func() {
+		m.wg.Wait()
+		close(waited)
+	}()
+	select {
+	case <-waited:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("probes still running at shutdown: %w", ctx.Err())
+	}
+}
+
+// marshalLimits encodes the announced rate limits, nil when none.
+func marshalLimits(r probe.RateLimits) (json.RawMessage, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	if string(b) == "{}" || string(b) == "null" {
+		return nil, nil
+	}
+	return b, nil
+}

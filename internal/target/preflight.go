@@ -1,0 +1,89 @@
+package target
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// preflightTimeout bounds the preflight request.
+const preflightTimeout = 10 * time.Second
+
+// maxPreflightBody bounds how much of the preflight answer is read.
+const maxPreflightBody = 64 << 10
+
+// Preflight sends GET {base}/models to a checked target, through the
+// guarded dialer and refusing redirects, with header (the API key, when
+// one is sent). It fails with ErrRedirect when the target answers with a
+// redirect, ErrUnauthorized on 401 or 403, and ErrUnreachable when no
+// answer arrives. Any other answer passes: an endpoint need not list its
+// models (404), and the probe itself reports 429s and 5xx.
+func (g *Guard) Preflight(ctx context.Context, t Target, header http.Header) error {
+	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
+	defer cancel()
+	tr := &http.Transport{DialContext: g.DialContext, DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, CheckRedirect: RefuseRedirect}
+	u := t.URL.JoinPath("models")
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrBadURL, err)
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		// The url.Error would repeat the whole URL, query included.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		var re *RedirectError
+		switch {
+		case errors.As(err, &re), errors.Is(err, ErrForbidden):
+			return fmt.Errorf("GET %s: %w", Display(u), err)
+		}
+		return fmt.Errorf("%w: GET %s: %s", ErrUnreachable, Display(u), Redact(err.Error(), header))
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxPreflightBody))
+	switch {
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		return fmt.Errorf("GET %s: %w", Display(u), &RedirectError{Status: resp.StatusCode})
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return fmt.Errorf("%w: GET %s answered %d", ErrUnauthorized, Display(u), resp.StatusCode)
+	}
+	return nil
+}
+
+// Redact removes from msg every value of header and the credential part of
+// each ("sk-..." of "Bearer sk-..."), so that an error that quotes a
+// request cannot carry its key.
+func Redact(msg string, header http.Header) string {
+	for _, vs := range header {
+		for _, v := range vs {
+			for _, secret := range []string{v, credentialPart(v)} {
+				if len(secret) >= 4 {
+					msg = strings.ReplaceAll(msg, secret, "[redacted]")
+				}
+			}
+		}
+	}
+	return msg
+}
+
+// credentialPart is the token of an Authorization value ("Bearer TOKEN"),
+// or the value itself.
+func credentialPart(v string) string {
+	if _, token, ok := strings.Cut(strings.TrimSpace(v), " "); ok {
+		return strings.TrimSpace(token)
+	}
+	return v
+}

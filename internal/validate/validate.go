@@ -1,0 +1,412 @@
+// Package validate checks a plan against the endpoint it was made for
+// (DESIGN §4, plan validation): for each class it runs a short closed-loop
+// probe at the class's pool and at 1.25 times it, with requests shaped
+// like the class's, and compares what it measures with what the model
+// predicts at the same concurrencies (plan.PredictAt): throughput, TTFT
+// p95, E2E p95 and 429s, with the relative errors and a verdict.
+//
+// Request shape: each request's prompt is the class's input length p50
+// (synthetic text, calibrated on the answers) and its output is fixed with
+// ignore_eos at the class's mean output length, rounded (capped at
+// max_tokens). With a fixed output of E[out] tokens the mean service time
+// is TTFT + TPOT·(E[out] − 1), the model's E[S] up to the rounding, so the
+// measured throughput c/E[S] is comparable with the model's. The
+// predictions are made for that same shape (a copy of the scenario whose
+// class has these fixed lengths), so that the p95s compare like with like;
+// a class whose output varies has wider p95s in production than here.
+//
+// Verdicts, with a tolerance of 15 %:
+//   - fails: at the pool, no successful step, any 429 or other error,
+//     measured throughput more than 15 % below the prediction, or a p95
+//     above the class's SLO. The plan does not hold.
+//   - degraded: the pool holds, but the endpoint is more than 15 % faster
+//     than predicted (the plan is safe but wastes capacity), or at 1.25 ×
+//     the pool the throughput is more than 15 % off or 429s appear when
+//     the pool is not bound by a quota (there is less headroom above the
+//     pool than the plan assumes). 429s above a pool that a quota binds are
+//     expected and only noted.
+//   - ok: neither.
+//
+// The overall verdict is the worst of the classes validated.
+package validate
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/plan"
+	"github.com/plannerdev/planner/internal/probe"
+	"github.com/plannerdev/planner/internal/quota"
+	"github.com/plannerdev/planner/internal/scenario"
+)
+
+// Tolerance is the relative throughput error within which the model holds.
+const Tolerance = 0.15
+
+// HeadroomFactor is the concurrency above the pool that is also tried.
+const HeadroomFactor = 1.25
+
+// Verdicts.
+const (
+	VerdictOK       = "ok"
+	VerdictDegraded = "degraded"
+	VerdictFails    = "fails"
+	VerdictSkipped  = "skipped"
+)
+
+// Options shape the validation probes.
+type Options struct {
+	// Probe is the base of every class's probe: the endpoint, the key, the
+	// network hooks, the deadline, pause, retries and the budget, which
+	// bounds the whole validation (all classes together). Steps, prompt and
+	// output length are set per class.
+	Probe probe.Config
+	// RequestsPerStep is N of each step; 0 selects max(40, 4·c).
+	RequestsPerStep int
+	// MaxTokens caps the output length asked per request; 0: no cap. A
+	// class whose mean output is longer is validated, and predicted, at
+	// this length.
+	MaxTokens int
+}
+
+// Report is the outcome of a validation.
+type Report struct {
+	Verdict      string        `json:"verdict" enum:"ok,degraded,fails" doc:"The worst verdict of the classes validated."`
+	Summary      string        `json:"summary"`
+	TolerancePct float64       `json:"tolerance_pct" doc:"Relative throughput error within which the model holds."`
+	Classes      []ClassReport `json:"classes"`
+}
+
+// ClassReport is one class's validation.
+type ClassReport struct {
+	Class             string   `json:"class"`
+	Pool              int      `json:"pool"`
+	BindingConstraint string   `json:"binding_constraint"`
+	Verdict           string   `json:"verdict" enum:"ok,degraded,fails,skipped"`
+	Reasons           []string `json:"reasons" doc:"Why the verdict, in words and numbers."`
+	InputTokens       int      `json:"input_tokens" doc:"Prompt length sent: the class's input p50."`
+	OutputTokens      int      `json:"output_tokens" doc:"Output length asked with ignore_eos: the class's mean output, rounded."`
+	Points            []Point  `json:"points" doc:"At the pool and at 1.25 times it."`
+	StopReason        string   `json:"stop_reason,omitempty" doc:"Why the class's probe stopped."`
+}
+
+// Point compares the prediction and the measurement at one concurrency.
+type Point struct {
+	Concurrency int             `json:"concurrency"`
+	Predicted   plan.Prediction `json:"predicted"`
+	// Measured is null when the probe did not reach this concurrency.
+	Measured *Measured `json:"measured"`
+	// RelativeErrorPct is (measured − predicted) / predicted × 100; null
+	// without a measurement.
+	RelativeErrorPct *Errors `json:"relative_error_pct"`
+}
+
+// Measured is what the probe measured at one concurrency (warm-up
+// excluded, except RateLimited, which counts every 429 answer).
+type Measured struct {
+	Requests         int     `json:"requests"`
+	OK               int     `json:"ok"`
+	Errors           int     `json:"errors" doc:"Failures other than 429."`
+	RateLimited      int     `json:"rate_limited" doc:"429 answers, retried ones and warm-up included."`
+	ThroughputRPS    float64 `json:"throughput_rps"`
+	TTFTP95Ms        float64 `json:"ttft_p95_ms"`
+	E2EP95Ms         float64 `json:"e2e_p95_ms"`
+	MeanOutputTokens float64 `json:"mean_output_tokens"`
+}
+
+// Errors are the relative errors of a measurement, in percent.
+type Errors struct {
+	ThroughputRPS float64 `json:"throughput_rps"`
+	TTFTP95Ms     float64 `json:"ttft_p95_ms"`
+	E2EP95Ms      float64 `json:"e2e_p95_ms"`
+}
+
+// Concurrencies are the two concurrencies a class of pool p is run at.
+func Concurrencies(pool int) []int {
+	return []int{pool, int(math.Ceil(HeadroomFactor * float64(pool)))}
+}
+
+// Run validates a plan of sc against the endpoint of opts.Probe. The
+// error is for a scenario that does not match the plan or a probe
+// configuration that does not validate; an endpoint that fails is a
+// verdict, not an error.
+func Run(ctx context.Context, sc scenario.Scenario, p *plan.Plan, opts Options) (*Report, error) {
+	rep := &Report{TolerancePct: Tolerance * 100, Classes: []ClassReport{}}
+	sp := &spend{start: time.Now()}
+	for _, cp := range p.Classes {
+		cr := ClassReport{Class: cp.Name, Pool: cp.Pool, BindingConstraint: cp.BindingConstraint, Points: []Point{}, Reasons: []string{}}
+		left, spent := sp.left(opts.Probe.Budget)
+		switch {
+		case cp.Pool < 1:
+			cr.Verdict = VerdictSkipped
+			cr.Reasons = append(cr.Reasons, "the class has no pool that fits, so there is nothing to validate")
+		case spent != "":
+			cr.Verdict = VerdictSkipped
+			cr.Reasons = append(cr.Reasons, "not run: "+spent)
+		default:
+			if err := runClass(ctx, sc, cp, opts, left, &cr, sp); err != nil {
+				return nil, fmt.Errorf("class %s: %w", cp.Name, err)
+			}
+		}
+		rep.Classes = append(rep.Classes, cr)
+	}
+	rep.Verdict, rep.Summary = overall(rep.Classes)
+	return rep, nil
+}
+
+// spend is what the classes validated so far have used of the budget.
+type spend struct {
+	start            time.Time
+	requests, tokens int
+}
+
+// left is the budget b minus what was spent, or why nothing is left.
+func (sp *spend) left(b probe.Budget) (probe.Budget, string) {
+	l := b
+	if b.MaxRequests > 0 {
+		if l.MaxRequests = b.MaxRequests - sp.requests; l.MaxRequests <= 0 {
+			return l, "the validation's request budget is spent"
+		}
+	}
+	if b.MaxTokens > 0 {
+		if l.MaxTokens = b.MaxTokens - sp.tokens; l.MaxTokens <= 0 {
+			return l, "the validation's token budget is spent"
+		}
+	}
+	if b.MaxDuration > 0 {
+		if l.MaxDuration = b.MaxDuration - time.Since(sp.start); l.MaxDuration <= 0 {
+			return l, "the validation's time budget is spent"
+		}
+	}
+	return l, ""
+}
+
+// runClass probes one class and judges it, adding what it used to sp.
+func runClass(ctx context.Context, sc scenario.Scenario, cp plan.ClassPlan, opts Options, left probe.Budget, cr *ClassReport, sp *spend) error {
+	concs := Concurrencies(cp.Pool)
+	base, err := plan.PredictAt(sc, cp.Name, concs[0])
+	if err != nil {
+		return err
+	}
+	in := max(1, int(math.Round(base.InputTokensP50)))
+	out := max(1, int(math.Round(base.MeanOutputTokens)))
+	if opts.MaxTokens > 0 && out > opts.MaxTokens {
+		cr.Reasons = append(cr.Reasons, fmt.Sprintf("output capped at max_tokens %d (the class's mean is %d); predicted for that length", opts.MaxTokens, out))
+		out = opts.MaxTokens
+	}
+	cr.InputTokens, cr.OutputTokens = in, out
+	shaped := shape(sc, cp.Name, in, out)
+
+	cfg := opts.Probe
+	cfg.Steps, cfg.InputTokens, cfg.MaxTokens, cfg.IgnoreEOS = concs, in, out, true
+	cfg.RequestsPerStep, cfg.Prompts, cfg.Open = opts.RequestsPerStep, nil, nil
+	cfg.Budget = left
+	cfg.Max429Ratio = 1 // both steps run whatever the 429s: they are what is measured
+	res, err := probe.Run(ctx, cfg, nil)
+	if err != nil {
+		return err
+	}
+	sp.requests += res.Sent
+	sp.tokens += res.TokensUsed
+	cr.StopReason = res.StopReason
+	for _, c := range concs {
+		pred, err := plan.PredictAt(shaped, cp.Name, c)
+		if err != nil {
+			return err
+		}
+		pt := Point{Concurrency: c, Predicted: pred}
+		if m, ok := measure(res, c); ok {
+			pt.Measured = &m
+			pt.RelativeErrorPct = &Errors{
+				ThroughputRPS: relPct(m.ThroughputRPS, pred.ThroughputRPS),
+				TTFTP95Ms:     relPct(m.TTFTP95Ms, pred.TTFTP95Ms),
+				E2EP95Ms:      relPct(m.E2EP95Ms, pred.E2EP95Ms),
+			}
+		}
+		cr.Points = append(cr.Points, pt)
+	}
+	judge(sc, cp, cr)
+	return nil
+}
+
+// shape is a copy of sc whose class has a fixed input and output length,
+// as the validation probe sends them.
+func shape(sc scenario.Scenario, class string, in, out int) scenario.Scenario {
+	c := sc
+	c.Classes = slices.Clone(sc.Classes)
+	for i := range c.Classes {
+		if c.Classes[i].Name != class {
+			continue
+		}
+		fi, fo := float64(in), float64(out)
+		c.Classes[i].InputTokens = scenario.Dist{Fixed: &fi}
+		c.Classes[i].OutputTokens = scenario.Dist{Fixed: &fo}
+		c.Classes[i].MaxTokens = out
+	}
+	return c
+}
+
+// measure is the measurement at concurrency c, false when the probe has
+// no summary of that step.
+func measure(res *probe.Result, c int) (Measured, bool) {
+	i := slices.IndexFunc(res.Analysis.Steps, func(s analysis.Step) bool { return s.Concurrency == c })
+	if i < 0 {
+		return Measured{}, false
+	}
+	s := res.Analysis.Steps[i]
+	m := Measured{
+		Requests: s.Requests, OK: s.OK, Errors: s.Errors, ThroughputRPS: round(s.ThroughputRPS, 4),
+		TTFTP95Ms: round(s.TTFTP95Ms, 1), E2EP95Ms: round(s.E2EP95Ms, 1),
+	}
+	if s.ThroughputRPS > 0 {
+		m.MeanOutputTokens = round(s.OutputTPS/s.ThroughputRPS, 2)
+	}
+	for _, r := range res.Records {
+		if r.Step != c || r.ErrorClass == analysis.ErrCancelled {
+			continue
+		}
+		m.RateLimited += max(0, r.Attempts-1)
+		if r.ErrorClass == analysis.ErrRateLimited {
+			m.RateLimited++
+		}
+	}
+	return m, true
+}
+
+// judge sets a class's verdict and reasons from its points.
+func judge(sc scenario.Scenario, cp plan.ClassPlan, cr *ClassReport) {
+	var fails, degraded []string
+	at, above := cr.Points[0], cr.Points[1]
+	quotaBound := isQuotaDimension(cp.BindingConstraint)
+	if at.Measured == nil || at.Measured.OK == 0 {
+		fails = append(fails, fmt.Sprintf("nothing succeeded at the pool of %d (probe stopped: %s)", cr.Pool, cr.StopReason))
+	} else {
+		m, e := at.Measured, at.RelativeErrorPct
+		if m.RateLimited > 0 {
+			fails = append(fails, fmt.Sprintf("%d 429 answers at the pool of %d: the quota is tighter than the plan assumes", m.RateLimited, cr.Pool))
+		}
+		if m.Errors > 0 {
+			fails = append(fails, fmt.Sprintf("%d failed requests at the pool of %d", m.Errors, cr.Pool))
+		}
+		switch {
+		case e.ThroughputRPS < -Tolerance*100:
+			fails = append(fails, fmt.Sprintf("throughput at the pool is %.1f req/s, %.0f %% below the predicted %.1f req/s: the endpoint is slower than the scenario's latency", m.ThroughputRPS, -e.ThroughputRPS, at.Predicted.ThroughputRPS))
+		case e.ThroughputRPS > Tolerance*100:
+			degraded = append(degraded, fmt.Sprintf("throughput at the pool is %.1f req/s, %.0f %% above the predicted %.1f req/s: the endpoint is faster than the scenario says, so the pool may be smaller than it could be", m.ThroughputRPS, e.ThroughputRPS, at.Predicted.ThroughputRPS))
+		default:
+			cr.Reasons = append(cr.Reasons, fmt.Sprintf("throughput at the pool is %.1f req/s, within %.0f %% of the predicted %.1f req/s (%+.1f %%)", m.ThroughputRPS, Tolerance*100, at.Predicted.ThroughputRPS, e.ThroughputRPS))
+		}
+		fails = append(fails, sloBreaches(sc, cp.Name, m)...)
+		if m.MeanOutputTokens > 0 && math.Abs(m.MeanOutputTokens-float64(cr.OutputTokens)) > 0.1*float64(cr.OutputTokens) {
+			cr.Reasons = append(cr.Reasons, fmt.Sprintf("answers had %.1f output tokens on average, not the %d asked: the endpoint may ignore ignore_eos, which skews the comparison", m.MeanOutputTokens, cr.OutputTokens))
+		}
+	}
+	switch m, e := above.Measured, above.RelativeErrorPct; {
+	case m == nil || m.OK == 0:
+		degraded = append(degraded, fmt.Sprintf("nothing was measured at %d (1.25 × the pool)", above.Concurrency))
+	case m.RateLimited > 0 && quotaBound:
+		cr.Reasons = append(cr.Reasons, fmt.Sprintf("%d 429 answers at %d (1.25 × the pool), as expected: %s binds the pool", m.RateLimited, above.Concurrency, cp.BindingConstraint))
+	case m.RateLimited > 0:
+		degraded = append(degraded, fmt.Sprintf("%d 429 answers at %d (1.25 × the pool): the quota leaves less headroom above the pool than the plan assumes", m.RateLimited, above.Concurrency))
+	case math.Abs(e.ThroughputRPS) > Tolerance*100:
+		degraded = append(degraded, fmt.Sprintf("throughput at %d (1.25 × the pool) is %.1f req/s, %+.0f %% off the predicted %.1f req/s: the model does not hold above the pool", above.Concurrency, m.ThroughputRPS, e.ThroughputRPS, above.Predicted.ThroughputRPS))
+	default:
+		cr.Reasons = append(cr.Reasons, fmt.Sprintf("at %d (1.25 × the pool) throughput is within %.0f %% of the prediction (%+.1f %%)", above.Concurrency, Tolerance*100, e.ThroughputRPS))
+	}
+	switch {
+	case len(fails) > 0:
+		cr.Verdict = VerdictFails
+	case len(degraded) > 0:
+		cr.Verdict = VerdictDegraded
+	default:
+		cr.Verdict = VerdictOK
+	}
+	cr.Reasons = slices.Concat(fails, degraded, cr.Reasons)
+}
+
+// sloBreaches lists the class's SLOs that the measurement at the pool
+// breaks.
+func sloBreaches(sc scenario.Scenario, class string, m *Measured) []string {
+	var out []string
+	for _, c := range sc.Classes {
+		if c.Name != class || c.SLO == nil {
+			continue
+		}
+		if c.SLO.E2EP95Ms > 0 && m.E2EP95Ms > c.SLO.E2EP95Ms {
+			out = append(out, fmt.Sprintf("E2E p95 at the pool is %.0f ms, above the SLO of %.0f ms", m.E2EP95Ms, c.SLO.E2EP95Ms))
+		}
+		if c.SLO.TTFTP95Ms > 0 && m.TTFTP95Ms > c.SLO.TTFTP95Ms {
+			out = append(out, fmt.Sprintf("TTFT p95 at the pool is %.0f ms, above the SLO of %.0f ms", m.TTFTP95Ms, c.SLO.TTFTP95Ms))
+		}
+	}
+	return out
+}
+
+// overall is the worst verdict of the classes validated, and a sentence.
+func overall(classes []ClassReport) (verdict, summary string) {
+	rank := map[string]int{VerdictOK: 1, VerdictDegraded: 2, VerdictFails: 3}
+	verdict = ""
+	var validated, worst []string
+	for _, c := range classes {
+		if c.Verdict == VerdictSkipped {
+			continue
+		}
+		validated = append(validated, c.Class)
+		switch {
+		case rank[c.Verdict] > rank[verdict]:
+			verdict, worst = c.Verdict, []string{c.Class}
+		case c.Verdict == verdict:
+			worst = append(worst, c.Class)
+		}
+	}
+	switch verdict {
+	case "":
+		return VerdictFails, "no class could be validated"
+	case VerdictOK:
+		return verdict, fmt.Sprintf("the plan holds: every class validated (%d) measured within %.0f %% of the model at its pool and 1.25 × it, without 429s at the pool", len(validated), Tolerance*100)
+	}
+	return verdict, fmt.Sprintf("%s: %s (see each class's reasons)", verdict, joinNames(worst))
+}
+
+func joinNames(names []string) string {
+	if len(names) == 1 {
+		return "class " + names[0]
+	}
+	out := "classes "
+	for i, n := range names {
+		if i > 0 {
+			out += ", "
+		}
+		out += n
+	}
+	return out
+}
+
+// relPct is (measured − predicted)/predicted in percent, 0 without a
+// prediction.
+func relPct(measured, predicted float64) float64 {
+	if predicted <= 0 {
+		return 0
+	}
+	return round((measured-predicted)/predicted*100, 1)
+}
+
+func round(v float64, d int) float64 {
+	p := math.Pow(10, float64(d))
+	return math.Round(v*p) / p
+}
+
+// isQuotaDimension reports whether a constraint is a quota limit (rpm,
+// tpm, itpm, otpm, rpd, tpd).
+func isQuotaDimension(constraint string) bool {
+	for d := range quota.NumDimensions {
+		if d.String() == constraint {
+			return true
+		}
+	}
+	return false
+}
