@@ -2,9 +2,9 @@
 // net/http for plans (computed, stored, reported and validated), what-if
 // sweeps, the quota-tier catalogue, probes run as background jobs with
 // their events, rows and charts, record cards, analyses of measured ramps,
-// health and readiness probes, Prometheus metrics, the OpenAPI document and
-// an offline docs page. New builds the same API for `planner serve`,
-// `planner openapi` and the tests.
+// health and readiness probes, Prometheus metrics, the OpenAPI document, an
+// offline docs page and the browser page of internal/ui. New builds the
+// same API for `planner serve`, `planner openapi` and the tests.
 package api
 
 import (
@@ -20,6 +20,7 @@ import (
 	"github.com/plannerdev/planner/internal/config"
 	"github.com/plannerdev/planner/internal/jobs"
 	"github.com/plannerdev/planner/internal/target"
+	"github.com/plannerdev/planner/internal/ui"
 )
 
 // Version is the version of the API that the OpenAPI document states.
@@ -119,6 +120,9 @@ func New(opts Options) *Server {
 	s.registerAnalyses()
 	s.registerOperations()
 	s.registerDocs()
+	page := ui.Handler()
+	s.handle("GET /{$}", "ui", page.ServeHTTP)
+	s.handle("GET /ui/", "ui", page.ServeHTTP)
 	s.handler = s.observe(s.authenticate(http.HandlerFunc(s.route)))
 	return s
 }

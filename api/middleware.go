@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -92,13 +93,14 @@ func (r *statusRecorder) Flush() {
 }
 
 // authenticate requires a configured bearer token on every route but
-// /healthz. Without tokens it lets everything through.
+// /healthz and the browser page's static files. Without tokens it lets
+// everything through.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	if len(s.tokens) == 0 {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == openPath || tokenMatches(r.Header.Get("Authorization"), s.tokens) {
+		if r.URL.Path == openPath || pageFile(r) || tokenMatches(r.Header.Get("Authorization"), s.tokens) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -106,6 +108,18 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		writeProblem(w, http.StatusUnauthorized, "a valid bearer token is required",
 			&huma.ErrorDetail{Location: "header.Authorization", Message: "missing, malformed or unknown bearer token"})
 	})
+}
+
+// pageFile reports whether a request reads a static file of the browser
+// page: the page at / and under /ui/ its scripts, styles and the example
+// scenarios. They hold no data, and a browser cannot add a token to a page
+// load; the page asks for the token and sends it on its API calls.
+func pageFile(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	p := r.URL.Path
+	return p == "/" || (strings.HasPrefix(p, "/ui/") && path.Clean(p) == strings.TrimSuffix(p, "/"))
 }
 
 // hashTokens keeps the configured tokens as SHA-256 digests, so that every

@@ -1,0 +1,433 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+	"sigs.k8s.io/yaml"
+
+	"github.com/plannerdev/planner"
+	"github.com/plannerdev/planner/internal/plan"
+	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/sim"
+)
+
+// The browser test drives the page of `planner serve` in headless
+// Chromium. It skips when no Chromium is installed, unless PLANNER_E2E=1,
+// where a missing browser fails it. With PLANNER_UI_SCREENSHOTS=1 it
+// writes the screenshots of docs/ui.md into docs/ui/.
+
+const (
+	e2eEnv        = "PLANNER_E2E"
+	screenshotEnv = "PLANNER_UI_SCREENSHOTS"
+	e2eExample    = "three-classes"
+)
+
+// chromiumPath finds the browser, or skips (fails under PLANNER_E2E=1).
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv(e2eEnv) == "1" {
+		t.Fatalf("%s=1 but no Chromium is installed (apt-get install chromium)", e2eEnv)
+	}
+	t.Skipf("no Chromium installed; set %s=1 to make this a failure", e2eEnv)
+	return ""
+}
+
+// browser starts headless Chromium with a fresh profile and returns a tab
+// context, closed when the test ends.
+func browser(t *testing.T, ctx context.Context) context.Context {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 800),
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	tab, cancelTab := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))
+	t.Cleanup(func() { cancelTab(); cancelAlloc() })
+	return tab
+}
+
+// pageClass is one class row as the page shows it.
+type pageClass struct {
+	Name    string `json:"name"`
+	Pool    string `json:"pool"`
+	Binding string `json:"binding"`
+}
+
+// readClasses reads the class rows under a selector: the plan table
+// ("#plan-body tbody[data-class]") or the what-if readout.
+func readClasses(selector string) chromedp.Action[[]pageClass] {
+	return chromedp.Evaluate[[]pageClass](fmt.Sprintf(`[...document.querySelectorAll(%q)].map((row) => ({
+		name: row.dataset.class,
+		pool: row.querySelector('[data-field=pool]').textContent.trim(),
+		binding: row.querySelector('[data-field=binding] mark').textContent.trim(),
+	}))`, selector))
+}
+
+// script runs JavaScript for its effect.
+func script(js string) chromedp.Action[chromedp.Void] {
+	return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { %s })()`, js))
+}
+
+// waitFor polls a JavaScript condition until it holds.
+func waitFor(cond string) chromedp.Action[chromedp.Void] {
+	poll := chromedp.Poll[bool](cond, chromedp.WithPollingTimeout(20*time.Second), chromedp.WithPollingInterval(50*time.Millisecond))
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := poll(ctx, t)
+		return err
+	})
+}
+
+// setSelect chooses an option of a select as a person would, firing change.
+func setSelect(selector, value string) chromedp.Action[chromedp.Void] {
+	return script(fmt.Sprintf(`const el = document.querySelector(%q);
+		el.value = %q;
+		el.dispatchEvent(new Event('change', { bubbles: true }));`, selector, value))
+}
+
+// screenshot writes the viewport to docs/ui/name when screenshots are on.
+func screenshot(t *testing.T, name string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, target *chromedp.Target) error {
+		if os.Getenv(screenshotEnv) != "1" {
+			return nil
+		}
+		png, err := chromedp.CaptureScreenshot()(ctx, target)
+		if err != nil {
+			return err
+		}
+		path := filepath.Join("..", "..", "docs", "ui", name)
+		t.Logf("writing %s", path)
+		return os.WriteFile(path, png, 0o644)
+	})
+}
+
+// scrollTo scrolls an element into view: "start" puts it at the top of
+// the viewport, "end" at the bottom.
+func scrollTo(selector, block string) chromedp.Action[chromedp.Void] {
+	return script(fmt.Sprintf(`document.querySelector(%q).scrollIntoView({block: %q});`, selector, block))
+}
+
+// read runs one action that returns a value, failing the test on an error.
+func read[T any](t *testing.T, ctx context.Context, a chromedp.Action[T]) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// do runs actions, failing the test on an error.
+func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// postJSON calls the API of the running server.
+func postJSON(t *testing.T, url string, body, out any) int {
+	t.Helper()
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(url, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			t.Fatalf("%s: %v", url, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+// startProbe fills the probe form for the simulator at base and starts the
+// probe; finishProbe waits for its end and returns its id and knee.
+func startProbe(t *testing.T, tab context.Context, base, steps string) {
+	t.Helper()
+	do(t, tab,
+		scrollTo("#probe", "start"),
+		chromedp.SetValue(chromedp.CSS("#probe-base-url"), base),
+		chromedp.SetValue(chromedp.CSS("#probe-model"), sim.DefaultModel),
+		chromedp.SetValue(chromedp.CSS("#probe-steps"), steps),
+		chromedp.SetValue(chromedp.CSS("#probe-requests"), "16"),
+		chromedp.SetValue(chromedp.CSS("#probe-max-tokens"), "16"),
+		chromedp.Click(chromedp.CSS("#probe-start")),
+	)
+}
+
+var probeID = regexp.MustCompile(`^Probe ([a-z0-9]+): succeeded`)
+
+func finishProbe(t *testing.T, tab context.Context) (id, knee string) {
+	t.Helper()
+	if err := chromedp.Do(tab, waitFor(`['succeeded', 'failed', 'cancelled', 'interrupted'].includes(document.querySelector('#probe').dataset.status)`)); err != nil {
+		t.Fatalf("the probe did not finish: %v; the page says: %s", err,
+			read(t, tab, chromedp.Evaluate[string](`[...document.querySelectorAll('#probe-status, #probe-progress, #probe .field-error')].map((e) => e.textContent).join(' | ')`)))
+	}
+	status := read(t, tab, chromedp.Evaluate[string](`document.querySelector('#probe-status').textContent`))
+	m := probeID.FindStringSubmatch(status)
+	if m == nil {
+		t.Fatalf("the probe ended: %s", status)
+	}
+	return m[1], read(t, tab, chromedp.Evaluate[string](`document.querySelector('#probe-knee').dataset.knee`))
+}
+
+// simulator serves a fast simulated endpoint on 127.0.0.1. Two sequences
+// run at a time, so a third and fourth in flight only wait and the knee
+// shows within three steps.
+func simulator(t *testing.T) string {
+	t.Helper()
+	s, err := sim.New(sim.Config{MaxNumSeqs: 2, TTFT: 5 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: sim.NoGrowth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := httptest.NewServer(s)
+	t.Cleanup(endpoint.Close)
+	return endpoint.URL + "/v1"
+}
+
+func TestUIEndToEnd(t *testing.T) {
+	chromiumPath(t)
+	cleanServeEnv(t)
+	started := time.Now()
+	srv := startServe(t, "serve", "--listen", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "planner.db"))
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	tab := browser(t, ctx)
+
+	text, _ := planner.Example(e2eExample)
+	sc, err := scenario.Parse(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := plan.Compute(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := yaml.YAMLToJSON(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(js, &doc); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("loads an example and shows its plan", func(t *testing.T) {
+		do(t, tab,
+			chromedp.EmulateViewport(1280, 800),
+			chromedp.Navigate(srv.url+"/"),
+			waitFor(`document.querySelector('#plan').dataset.status === 'ready'`),
+			script(`document.querySelector('#plan').dataset.status = 'reloading';`),
+			setSelect("#example-select", e2eExample),
+			chromedp.Click(chromedp.CSS("#example-load")),
+			waitFor(`document.querySelector('#plan').dataset.status === 'ready' && document.querySelector('#whatif').dataset.status === 'ready'`),
+			screenshot(t, "plan.png"),
+		)
+		got := read(t, tab, readClasses("#plan-body tbody[data-class]"))
+		if len(got) != len(want.Classes) {
+			t.Fatalf("the page shows %d classes, plan.Compute gives %d: %+v", len(got), len(want.Classes), got)
+		}
+		for i, c := range want.Classes {
+			if got[i].Name != c.Name || got[i].Pool != fmt.Sprint(c.Pool) || got[i].Binding != c.BindingConstraint {
+				t.Errorf("class %d on the page: %+v; plan.Compute: %s pool %d bound by %s", i, got[i], c.Name, c.Pool, c.BindingConstraint)
+			}
+		}
+	})
+
+	t.Run("what-if slider follows the API", func(t *testing.T) {
+		const field = "/classes/0/slo/e2e_p95_ms"
+		before := want.Classes[0].BindingConstraint
+		do(t, tab,
+			setSelect("#wi-field", field),
+			waitFor(fmt.Sprintf(`document.querySelector('#whatif').dataset.status === 'ready' && document.querySelector('#whatif').dataset.path === %q`, field)),
+			chromedp.Focus(chromedp.CSS("#wi-slider")),
+		)
+		// Lower the SLO with the arrow key until the first class's binding
+		// constraint changes.
+		var value string
+		var readout []pageClass
+		for range 30 {
+			do(t, tab, chromedp.KeyEvent(kb.ArrowLeft))
+			value = read(t, tab, chromedp.Evaluate[string](`document.querySelector('#whatif').dataset.value`))
+			readout = read(t, tab, readClasses("#wi-readout tr[data-class]"))
+			if len(readout) > 0 && readout[0].Binding != before {
+				break
+			}
+		}
+		if len(readout) == 0 || readout[0].Binding == before {
+			t.Fatalf("the binding constraint never changed from %s; readout %+v at %s", before, readout, value)
+		}
+		do(t, tab, waitFor(fmt.Sprintf(`document.querySelector('#plan').dataset.status === 'whatif' && document.querySelector('#plan').dataset.value === %q`, value)))
+		table := read(t, tab, readClasses("#plan-body tbody[data-class]"))
+
+		var v float64
+		if _, err := fmt.Sscan(value, &v); err != nil {
+			t.Fatalf("slider value %q: %v", value, err)
+		}
+		var grid struct {
+			Cells []plan.Cell `json:"cells"`
+		}
+		status := postJSON(t, srv.url+"/v1/what-if", map[string]any{
+			"scenario":   doc,
+			"variations": []map[string]any{{"path": field, "values": []float64{v}}},
+		}, &grid)
+		if status != http.StatusOK || len(grid.Cells) != 1 {
+			t.Fatalf("what-if at %v: %d, %d cells", v, status, len(grid.Cells))
+		}
+		api := grid.Cells[0].Classes
+		for name, shown := range map[string][]pageClass{"what-if readout": readout, "plan table": table} {
+			if len(shown) != len(api) {
+				t.Fatalf("%s: %d classes, the API %d", name, len(shown), len(api))
+			}
+			for i, c := range api {
+				if shown[i].Name != c.Name || shown[i].Pool != fmt.Sprint(c.Pool) || shown[i].Binding != c.BindingConstraint {
+					t.Errorf("%s at %s = %v: %+v; the API: %s pool %d bound by %s", name, field, v, shown[i], c.Name, c.Pool, c.BindingConstraint)
+				}
+			}
+		}
+		if markers := read(t, tab, chromedp.Evaluate[int](`document.querySelectorAll('#wi-chart .marker').length`)); markers == 0 {
+			t.Error("the what-if chart marks no change of binding constraint")
+		}
+		do(t, tab, scrollTo("#whatif", "start"), screenshot(t, "whatif.png"))
+	})
+
+	t.Run("an invalid scenario shows the field's error under the editor", func(t *testing.T) {
+		bad := strings.Replace(string(text), "output_tokens: {p50: 150, p95: 400}", "output_tokens: {p50: 150, p95: 100}", 1)
+		line := 1 + strings.Count(bad[:strings.Index(bad, "p95: 100}")], "\n")
+		const path = "classes[0].output_tokens.p95"
+		item := fmt.Sprintf(`#scenario-errors li[data-path=%q]`, path)
+		do(t, tab,
+			chromedp.SetValue(chromedp.CSS("#scenario-text"), bad),
+			chromedp.Click(chromedp.CSS("#plan-button")),
+			waitFor(fmt.Sprintf(`document.querySelector(%q) !== null`, item)),
+			scrollTo("#scenario-errors", "end"),
+			screenshot(t, "errors.png"),
+		)
+		message := read(t, tab, chromedp.Text(chromedp.CSS(item)))
+		marked := read(t, tab, chromedp.Evaluate[[]int](`[...document.querySelectorAll('#scenario-gutter .marked')].map((s) => Number(s.dataset.line))`))
+		if !strings.Contains(message, path) || !strings.Contains(message, ">= p50") || !strings.Contains(message, fmt.Sprintf("line %d", line)) {
+			t.Errorf("error under the editor: %q; want the path, the API's message and line %d", message, line)
+		}
+		if len(marked) != 1 || marked[0] != line {
+			t.Errorf("marked lines %v, want [%d]", marked, line)
+		}
+	})
+
+	hasProbes := postJSON(t, srv.url+"/v1/probes", map[string]any{}, nil) != http.StatusNotFound
+	t.Run("probe view", func(t *testing.T) {
+		if !hasProbes {
+			t.Skip("this server has no probe endpoints")
+		}
+		do(t, tab,
+			script(`document.querySelector('#plan').dataset.status = 'reloading';`),
+			chromedp.Click(chromedp.CSS("#example-load")),
+			waitFor(`document.querySelector('#plan').dataset.status === 'ready'`),
+		)
+		startProbe(t, tab, simulator(t), "1,2,4")
+		_, knee := finishProbe(t, tab)
+		do(t, tab, screenshot(t, "probe.png"))
+		steps := read(t, tab, chromedp.Evaluate[int](`document.querySelectorAll('#probe-steps-table tr[data-concurrency]').length`))
+		kneeLines := read(t, tab, chromedp.Evaluate[int](`document.querySelectorAll('#probe-charts .vline.knee').length`))
+		if knee == "" || steps != 3 || kneeLines == 0 {
+			t.Fatalf("knee %q, %d steps shown, %d knee lines", knee, steps, kneeLines)
+		}
+
+		// One click puts the measured latency into the scenario and plans it.
+		do(t, tab,
+			script(`document.querySelector('#plan').dataset.status = 'reloading';`),
+			chromedp.Click(chromedp.CSS("#probe-use")),
+			waitFor(`document.querySelector('#plan').dataset.status === 'ready'`),
+		)
+		edited := read(t, tab, chromedp.Evaluate[string](`document.querySelector('#scenario-text').value`))
+		var got struct {
+			Latency scenario.Latency `json:"latency"`
+		}
+		if err := yaml.Unmarshal([]byte(edited), &got); err != nil {
+			t.Fatalf("the editor holds no YAML after the latency was put in: %v\n%s", err, edited)
+		}
+		if got.Latency.Knee == nil || fmt.Sprint(*got.Latency.Knee) != knee || len(got.Latency.Curve) == 0 || got.Latency.TTFTMs != nil {
+			t.Errorf("the scenario's latency after the click: %+v; want the probe's curve and knee %s", got.Latency, knee)
+		}
+		if !strings.Contains(edited, "# Three kinds of work") {
+			t.Error("putting the latency in dropped the scenario's comments")
+		}
+	})
+
+	t.Run("narrow window", func(t *testing.T) {
+		do(t, tab,
+			chromedp.EmulateViewport(400, 800),
+			script(`document.querySelector('#plan').dataset.status = 'reloading';`),
+			chromedp.Click(chromedp.CSS("#example-load")),
+			waitFor(`document.querySelector('#plan').dataset.status === 'ready'`),
+			scrollTo("#plan", "start"),
+			screenshot(t, "narrow.png"),
+		)
+		if read(t, tab, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`)) {
+			t.Error("at 400 px the page is wider than the window")
+		}
+	})
+	t.Run("asks for the token when the API wants one", func(t *testing.T) {
+		const token = "ui-test-token-0123456789"
+		t.Setenv("PLANNER_AUTH_TOKENS", token)
+		secured := startServe(t, "serve", "--listen", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "planner.db"))
+		do(t, tab,
+			chromedp.Navigate(secured.url+"/"),
+			waitFor(`document.querySelector('#token-dialog').open`),
+			chromedp.SetValue(chromedp.CSS("#token-input"), token),
+			chromedp.Click(chromedp.CSS(`#token-dialog button[value="save"]`)),
+			waitFor(`document.querySelector('#plan').dataset.status === 'ready' && document.querySelector('#whatif').dataset.status === 'ready'`),
+		)
+		if got := read(t, tab, readClasses("#plan-body tbody[data-class]")); len(got) != len(want.Classes) {
+			t.Errorf("with the token the page shows %d classes, want %d", len(got), len(want.Classes))
+		}
+		if !hasProbes {
+			return
+		}
+		// With a token the page reads the events with fetch(), as an
+		// EventSource cannot send the header; it falls back to polling the
+		// probe only when that fails.
+		startProbe(t, tab, simulator(t), "1,2")
+		id, _ := finishProbe(t, tab)
+		if polled := `"path":"/v1/probes/` + id + `"`; strings.Contains(secured.errOut.String(), polled) {
+			t.Errorf("the page polled the probe instead of reading its events:\n%s", secured.errOut)
+		}
+		if !strings.Contains(secured.errOut.String(), `"path":"/v1/probes/`+id+`/events","status":200`) {
+			t.Errorf("the page did not read the probe's events:\n%s", secured.errOut)
+		}
+	})
+	t.Logf("browser test took %s", time.Since(started).Round(time.Millisecond))
+}

@@ -1,0 +1,96 @@
+// The plan as a table (one row per class) with each class's explanation,
+// warnings and ceilings chart, and the keys' utilisation.
+
+import { h, num, replace } from './dom.js';
+import { ceilingChart } from './chart.js';
+
+function ms(v) {
+  return v === null || v === undefined ? 'unbounded' : `${num(v, 1)}\u00a0ms`;
+}
+
+function ceilingItem(cls, c) {
+  const binding = c.constraint === cls.binding_constraint;
+  const value = c.max_pool === null ? 'unbounded' : num(c.max_pool);
+  return h('li', { class: binding ? 'binding' : undefined },
+    h('details', {},
+      h('summary', { title: c.detail },
+        h('span', { class: 'constraint', text: c.constraint }), ' ',
+        h('span', { class: 'value', 'data-constraint': c.constraint, text: value }),
+        binding ? h('span', { class: 'tag', text: 'binding' }) : null),
+      h('p', { text: c.detail })));
+}
+
+function remedies(cls) {
+  if (!cls.remedies || cls.remedies.length === 0) {
+    return cls.feasible ? h('span', { class: 'hint', text: 'none needed' }) : h('span', { class: 'hint', text: 'none found' });
+  }
+  return h('ul', { class: 'remedies' }, cls.remedies.map((r) =>
+    h('li', {}, h('span', { class: 'constraint', text: r.constraint }), ': ', r.change)));
+}
+
+const COLUMNS = ['Class', 'Pool', 'Binding', 'Min pool', 'Fits', 'TTFT p95', 'E2E p95', 'Throughput'];
+
+// classRows is one class: a row of figures, then a row with its ceilings
+// and remedies, in a tbody of their own.
+function classRows(cls) {
+  const cell = (field, label, ...content) => h('td', { 'data-field': field, 'data-label': label }, ...content);
+  const p = cls.predicted;
+  return h('tbody', { 'data-class': cls.name, class: cls.feasible ? undefined : 'infeasible' },
+    h('tr', {},
+      h('th', { scope: 'row', 'data-label': 'Class' }, h('span', { class: 'class-name', text: cls.name }),
+        h('span', { class: 'hint', text: `${cls.mode} · ${cls.quota}` })),
+      cell('pool', 'Pool', h('strong', { text: String(cls.pool) })),
+      cell('binding', 'Binding', h('mark', { class: 'binding', text: cls.binding_constraint }),
+        cls.tied_constraints && cls.tied_constraints.length ? h('span', { class: 'hint', text: ` (tied: ${cls.tied_constraints.join(', ')})` }) : null),
+      cell('min_pool', 'Min pool', cls.min_pool === null ? 'none fits' : String(cls.min_pool)),
+      cell('feasible', 'Fits', h('span', { class: cls.feasible ? 'ok' : 'bad', text: cls.feasible ? 'yes' : 'no' })),
+      cell('ttft', 'TTFT p95', ms(p.ttft_p95_ms)),
+      cell('e2e', 'E2E p95', ms(p.e2e_p95_ms)),
+      cell('throughput', 'Throughput', `${num(p.throughput_rps, 2)}\u00a0req/s`)),
+    h('tr', { class: 'more' },
+      h('td', { colspan: COLUMNS.length, 'data-field': 'ceilings' },
+        h('span', { class: 'more-label', text: 'Ceilings' }),
+        h('ul', { class: 'ceilings' }, cls.ceilings.map((c) => ceilingItem(cls, c)))),
+    ),
+    h('tr', { class: 'more' },
+      h('td', { colspan: COLUMNS.length, 'data-field': 'remedies' },
+        h('span', { class: 'more-label', text: 'Remedies' }), remedies(cls))));
+}
+
+function table(plan) {
+  return h('div', { class: 'table-wrap' },
+    h('table', { class: 'plan-table' },
+      h('caption', { class: 'visually-hidden', text: 'Pool and binding constraint of each class' }),
+      h('thead', {}, h('tr', {}, COLUMNS.map((c) => h('th', { scope: 'col', text: c })))),
+      plan.classes.map(classRows)));
+}
+
+function warnings(list, label) {
+  if (!list || list.length === 0) return null;
+  return h('ul', { class: 'warnings', 'aria-label': label }, list.map((w) => h('li', { text: w })));
+}
+
+function quotas(plan) {
+  return h('ul', { class: 'quotas' }, plan.quotas.map((q) => {
+    const use = Object.entries(q.utilization || {}).map(([dim, u]) => `${dim} ${num(u * 100, 0)} %`).join(', ');
+    return h('li', {}, h('strong', { text: q.name }), `: ${use || 'no limits'} used at the stated demand`);
+  }));
+}
+
+function classDetails(cls) {
+  return h('article', { class: 'class-card', 'data-class': cls.name },
+    h('h3', { text: cls.name }),
+    h('p', { text: cls.explanation }),
+    warnings(cls.warnings, `Warnings for ${cls.name}`),
+    h('figure', {}, ceilingChart(cls),
+      h('figcaption', { class: 'hint', text: 'Ceilings on a log scale; the dashed line is the smallest pool the demand needs. Hover a bar for its derivation.' })));
+}
+
+// renderPlan shows a plan in the element.
+export function renderPlan(el, plan) {
+  replace(el,
+    warnings(plan.warnings, 'Warnings'),
+    table(plan),
+    quotas(plan),
+    h('div', { class: 'class-cards' }, plan.classes.map(classDetails)));
+}

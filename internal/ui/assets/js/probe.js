@@ -1,0 +1,301 @@
+// The probe view: start a probe (POST /v1/probes), follow it live
+// (server-sent events on /v1/probes/{id}/events: EventSource without a
+// token, fetch() streaming with one, polling as the last resort), show the
+// steps, the knee and the curves, cancel it, and hand its latency block to
+// the scenario.
+
+import { h, byId, num, replace, setFieldError } from './dom.js';
+import { call, post, token, authHeaders, ApiError } from './api.js';
+import { lineChart, legend } from './chart.js';
+
+const FINAL = new Set(['succeeded', 'failed', 'cancelled', 'interrupted']);
+const POLL_MS = 1000;
+
+// fields maps the top of an error location to the input it is about.
+const FIELDS = [
+  ['body.target.base_url', 'probe-base-url'],
+  ['body.target.model', 'probe-model'],
+  ['body.target.credential', 'probe-credential'],
+  ['body.target', 'probe-base-url'],
+  ['body.steps', 'probe-steps'],
+  ['body.requests_per_step', 'probe-requests'],
+  ['body.max_tokens', 'probe-max-tokens'],
+  ['body.input_tokens', 'probe-input-tokens'],
+  ['body.deadline_ms', 'probe-deadline'],
+];
+
+function inputFor(location) {
+  const hit = FIELDS.find(([prefix]) => location === prefix || location.startsWith(`${prefix}.`) || location.startsWith(`${prefix}[`));
+  return hit ? byId(hit[1]) : null;
+}
+
+// parseSSE splits server-sent event text into complete events and the
+// unfinished rest.
+function parseSSE(buffer) {
+  const events = [];
+  const blocks = buffer.split('\n\n');
+  const rest = blocks.pop();
+  for (const block of blocks) {
+    let type = 'message';
+    const data = [];
+    for (const line of block.split('\n')) {
+      if (line.startsWith(':')) continue;
+      const [field, ...value] = line.split(':');
+      const text = value.join(':').replace(/^ /, '');
+      if (field === 'event') type = text;
+      else if (field === 'data') data.push(text);
+    }
+    if (data.length) events.push({ type, data: data.join('\n') });
+  }
+  return { events, rest };
+}
+
+const STEP_COLUMNS = [
+  ['concurrency', 'Concurrency', 0], ['requests', 'Requests', 0], ['ok', 'OK', 0], ['rate_limited', '429', 0],
+  ['errors', 'Errors', 0], ['goodput_rps', 'Goodput req/s', 2], ['throughput_rps', 'Throughput req/s', 2],
+  ['output_tps', 'Output tok/s', 1], ['ttft_p50_ms', 'TTFT p50 ms', 0], ['ttft_p95_ms', 'TTFT p95 ms', 0],
+  ['e2e_p50_ms', 'E2E p50 ms', 0], ['e2e_p95_ms', 'E2E p95 ms', 0], ['tpot_p50_ms', 'TPOT p50 ms', 1], ['tpot_p95_ms', 'TPOT p95 ms', 1],
+];
+
+// Probe drives the view. hooks.useLatency(latency) puts a latency block
+// into the scenario and plans it.
+export class Probe {
+  constructor(hooks) {
+    this.hooks = hooks;
+    this.section = byId('probe');
+    this.form = byId('probe-form');
+    this.cancelButton = byId('probe-cancel');
+    this.useButton = byId('probe-use');
+    this.status = byId('probe-status');
+    this.progress = byId('probe-progress');
+    this.summary = byId('probe-summary');
+    this.table = byId('probe-steps-table');
+    this.charts = byId('probe-charts');
+    this.resource = null;
+    this.form.addEventListener('submit', (e) => { e.preventDefault(); this.start(); });
+    this.cancelButton.addEventListener('click', () => this.cancel());
+    this.useButton.addEventListener('click', () => this.resource && this.hooks.useLatency(this.resource.latency));
+  }
+
+  clearErrors() {
+    for (const input of this.form.querySelectorAll('input')) setFieldError(input, '');
+    byId('probe-form-error').textContent = '';
+  }
+
+  // request reads the form into a probe request, or shows what is wrong.
+  request() {
+    const value = (id) => byId(id).value.trim();
+    const steps = value('probe-steps').split(/[\s,]+/).filter(Boolean).map(Number);
+    if (steps.length === 0 || steps.some((s) => !Number.isInteger(s) || s < 1)) {
+      setFieldError(byId('probe-steps'), 'give concurrencies as whole numbers, such as 1,2,4,8');
+      return null;
+    }
+    const target = { base_url: value('probe-base-url'), model: value('probe-model') };
+    if (value('probe-credential')) target.credential = value('probe-credential');
+    return {
+      target,
+      steps,
+      requests_per_step: Number(value('probe-requests')),
+      max_tokens: Number(value('probe-max-tokens')),
+      input_tokens: Number(value('probe-input-tokens')),
+      deadline_ms: Number(value('probe-deadline')),
+      ignore_eos: byId('probe-ignore-eos').checked,
+    };
+  }
+
+  async start() {
+    this.clearErrors();
+    const body = this.request();
+    if (!body) return;
+    this.stopWatching();
+    this.resource = null;
+    this.useButton.disabled = true;
+    this.setStatus('starting', 'Starting the probe…');
+    let resource;
+    try {
+      resource = await post('/v1/probes', body);
+    } catch (err) {
+      this.showStartError(err);
+      return;
+    }
+    this.render(resource);
+    this.watch(resource.id);
+  }
+
+  showStartError(err) {
+    this.setStatus('error', `The probe was not started: ${err.message}`);
+    if (!(err instanceof ApiError)) return;
+    if (err.status === 404 || err.status === 405) {
+      byId('probe-form-error').textContent = 'This server has no probe endpoints.';
+      return;
+    }
+    if (err.errors.length === 0) {
+      const input = err.status === 403 ? byId('probe-base-url') : null;
+      if (input) setFieldError(input, err.message);
+      else byId('probe-form-error').textContent = err.message;
+      return;
+    }
+    const unplaced = [];
+    for (const e of err.errors) {
+      const input = inputFor(e.location);
+      if (input) setFieldError(input, e.message);
+      else unplaced.push(`${e.location}: ${e.message}`);
+    }
+    byId('probe-form-error').textContent = unplaced.join('; ');
+  }
+
+  setStatus(state, text) {
+    this.section.dataset.status = state;
+    this.status.textContent = text;
+  }
+
+  // watch follows the probe's events until its final state.
+  watch(id) {
+    const url = `/v1/probes/${encodeURIComponent(id)}/events`;
+    this.cancelButton.disabled = false;
+    if (token()) {
+      this.streamWithFetch(url, id);
+      return;
+    }
+    const source = new EventSource(url);
+    this.source = source;
+    for (const type of ['status', 'progress', 'step', 'done']) {
+      source.addEventListener(type, (e) => this.onEvent(type, JSON.parse(e.data)));
+    }
+    source.addEventListener('error', () => {
+      source.close();
+      if (!this.finished()) this.poll(id);
+    });
+  }
+
+  async streamWithFetch(url, id) {
+    const controller = new AbortController();
+    this.abort = controller;
+    try {
+      const resp = await fetch(url, { headers: { Accept: 'text/event-stream', ...authHeaders() }, signal: controller.signal });
+      if (!resp.ok || !resp.body) throw new Error(`events: ${resp.status}`);
+      const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buffer = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += value.replace(/\r\n?/g, '\n');
+        const parsed = parseSSE(buffer);
+        buffer = parsed.rest;
+        for (const ev of parsed.events) this.onEvent(ev.type, JSON.parse(ev.data));
+      }
+    } catch (err) {
+      if (err.name === 'AbortError') return;
+    }
+    if (!this.finished()) this.poll(id);
+  }
+
+  // poll reads the probe resource until it is final.
+  async poll(id) {
+    if (this.polling) return;
+    this.polling = true;
+    while (this.polling && !this.finished()) {
+      try {
+        const { data } = await call('GET', `/v1/probes/${encodeURIComponent(id)}`);
+        this.render(data);
+      } catch (err) {
+        this.setStatus('error', `Lost the probe: ${err.message}`);
+        break;
+      }
+      if (!this.finished()) await new Promise((r) => setTimeout(r, POLL_MS));
+    }
+    this.polling = false;
+  }
+
+  stopWatching() {
+    if (this.source) this.source.close();
+    if (this.abort) this.abort.abort();
+    this.polling = false;
+    this.source = null;
+    this.abort = null;
+  }
+
+  finished() {
+    return Boolean(this.resource && FINAL.has(this.resource.status));
+  }
+
+  onEvent(type, data) {
+    if (!this.resource) return;
+    if (type === 'status') this.render({ ...this.resource, status: data.status });
+    else if (type === 'progress') {
+      this.progress.textContent = `At concurrency ${data.step}: ${num(data.requests)} requests done, ${num(data.ok)} OK, `
+        + `${num(data.rate_limited)} rate limited, ${num(data.errors)} errors`;
+    } else if (type === 'step') {
+      const steps = (this.resource.steps || []).filter((s) => s.concurrency !== data.concurrency);
+      this.render({ ...this.resource, steps: [...steps, data].sort((a, b) => a.concurrency - b.concurrency) });
+    } else if (type === 'done') {
+      this.stopWatching();
+      this.render(data);
+    }
+  }
+
+  async cancel() {
+    if (!this.resource) return;
+    this.cancelButton.disabled = true;
+    try {
+      await call('DELETE', `/v1/probes/${encodeURIComponent(this.resource.id)}`);
+      this.progress.textContent = 'Cancelling…';
+    } catch (err) {
+      byId('probe-form-error').textContent = `Cancel failed: ${err.message}`;
+      this.cancelButton.disabled = false;
+    }
+  }
+
+  render(resource) {
+    this.resource = resource;
+    const final = FINAL.has(resource.status);
+    const steps = resource.steps || [];
+    this.setStatus(resource.status, `Probe ${resource.id}: ${resource.status}${resource.target ? ` (${resource.target.model} at ${resource.target.base_url})` : ''}`);
+    this.cancelButton.disabled = final;
+    this.useButton.disabled = !(final && resource.latency);
+    if (final) this.progress.textContent = '';
+    this.renderSummary(resource, final);
+    replace(this.table, steps.length ? this.stepTable(steps) : null);
+    replace(this.charts, steps.length ? this.curveCharts(steps, resource.knee) : null);
+  }
+
+  renderSummary(r, final) {
+    const item = (term, value, attrs = {}) => [h('dt', { text: term }), h('dd', attrs, value)];
+    let knee = 'after the first steps';
+    if (r.knee !== undefined && r.knee !== null) knee = `${r.knee} in flight`;
+    else if (final) knee = 'none: the first step already failed the knee rule';
+    const usl = r.usl ? Object.entries(r.usl).map(([k, v]) => `${k} ${typeof v === 'number' ? num(v, 4) : v}`).join(', ') : null;
+    replace(this.summary,
+      item('Knee', knee, { id: 'probe-knee', 'data-knee': r.knee ?? '' }),
+      r.collapse !== undefined && r.collapse !== null ? item('Collapse', `${r.collapse} in flight`) : null,
+      r.quota_limited !== undefined ? item('Quota-limited', r.quota_limited ? 'yes: 429s at or below the knee' : 'no') : null,
+      r.stop_reason ? item('Stopped because', [r.stop_reason, r.stop_detail].filter(Boolean).join(': ')) : null,
+      r.error ? item('Error', r.error) : null,
+      usl ? item('USL fit', usl) : null);
+  }
+
+  stepTable(steps) {
+    return h('div', { class: 'table-wrap' }, h('table', { class: 'steps' },
+      h('caption', { class: 'visually-hidden', text: 'Measured steps' }),
+      h('thead', {}, h('tr', {}, STEP_COLUMNS.map(([, title]) => h('th', { scope: 'col', text: title })))),
+      h('tbody', {}, steps.map((s) => h('tr', { 'data-concurrency': s.concurrency },
+        STEP_COLUMNS.map(([key, title, digits]) => h('td', { 'data-label': title, text: num(s[key], digits) })))))));
+  }
+
+  curveCharts(steps, knee) {
+    const at = (key) => steps.map((s) => ({ x: s.concurrency, y: s[key] ?? null }));
+    const vlines = knee === null || knee === undefined ? [] : [{ x: knee, label: `knee ${knee}`, cls: 'knee' }];
+    const rate = [{ name: 'goodput', points: at('goodput_rps') }, { name: 'throughput', points: at('throughput_rps') }];
+    const latency = [{ name: 'TTFT p95', points: at('ttft_p95_ms') }, { name: 'E2E p95', points: at('e2e_p95_ms') }];
+    return [
+      h('figure', {}, legend(rate), lineChart({
+        title: 'Goodput and throughput against concurrency', description: `${steps.length} steps; knee ${knee ?? 'not found'}.`,
+        xLabel: 'concurrency', yLabel: 'req/s', series: rate, vlines,
+      })),
+      h('figure', {}, legend(latency), lineChart({
+        title: 'Latency p95 against concurrency', description: `${steps.length} steps; knee ${knee ?? 'not found'}.`,
+        xLabel: 'concurrency', yLabel: 'ms', series: latency, vlines,
+      })),
+    ];
+  }
+}
