@@ -253,7 +253,7 @@ func (s *Server) createProbe(ctx context.Context, in *createProbeInput) (*probeC
 	if err != nil {
 		return nil, fmt.Errorf("encode the probe configuration: %w", err)
 	}
-	id, err := s.jobs.Start(jobs.Spec{Config: cfg, Run: store.ProbeRun{
+	run, err := s.jobs.Start(jobs.Spec{Config: cfg, Run: store.ProbeRun{
 		Label: req.Label, BaseURL: req.Target.BaseURL, Model: req.Target.Model, Config: stored,
 	}})
 	var busy *jobs.BusyError
@@ -268,11 +268,7 @@ func (s *Server) createProbe(ctx context.Context, in *createProbeInput) (*probeC
 		s.log.Error("start a probe", "error", err)
 		return nil, huma.Error500InternalServerError("the probe could not be started; the server log has the cause")
 	}
-	run, err := s.store.GetProbe(ctx, id)
-	if err != nil {
-		return nil, s.storeError(err, "probe", id)
-	}
-	return &probeCreatedOutput{Location: "/v1/probes/" + id, Body: probeResource(run)}, nil
+	return &probeCreatedOutput{Location: "/v1/probes/" + run.ID, Body: probeResource(run)}, nil
 }
 
 // probeConfig builds the probe a request asks for, within the caps; the

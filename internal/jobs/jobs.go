@@ -30,6 +30,7 @@ import (
 // Store is what the jobs need of the store.
 type Store interface {
 	CreateProbe(ctx context.Context, p store.ProbeRun) (string, error)
+	GetProbe(ctx context.Context, id string) (store.ProbeRun, error)
 	SetProbeStatus(ctx context.Context, id string, status store.Status, errMsg string) error
 	AppendRecords(ctx context.Context, probeID string, recs []analysis.Record) error
 	SaveProbeResult(ctx context.Context, id string, r store.ProbeResult) error
@@ -162,20 +163,24 @@ func (m *Manager) Acquire() (release func(), err error) {
 }
 
 // Start stores the probe as queued and runs it in the background. It
-// returns the probe's id, a *BusyError when max_running jobs run, or
-// ErrClosed during shutdown.
-func (m *Manager) Start(spec Spec) (string, error) {
+// returns the probe as stored when it was accepted (queued, whatever has
+// happened since), a *BusyError when max_running jobs run, or ErrClosed
+// during shutdown.
+func (m *Manager) Start(spec Spec) (store.ProbeRun, error) {
 	if err := m.take(); err != nil {
-		return "", err
+		return store.ProbeRun{}, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	run := spec.Run
 	run.Status = store.StatusQueued
 	id, err := m.st.CreateProbe(ctx, run)
+	if err == nil {
+		run, err = m.st.GetProbe(ctx, id)
+	}
 	if err != nil {
 		m.give()
-		return "", fmt.Errorf("store the probe: %w", err)
+		return store.ProbeRun{}, fmt.Errorf("store the probe: %w", err)
 	}
 	jctx, jcancel := context.WithCancelCause(context.Background())
 	j := &job{
@@ -188,7 +193,7 @@ func (m *Manager) Start(spec Spec) (string, error) {
 	m.wg.Add(1)
 	m.mu.Unlock()
 	go j.run()
-	return id, nil
+	return run, nil
 }
 
 // Causes of a job's cancellation.

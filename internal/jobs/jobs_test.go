@@ -87,9 +87,13 @@ func waitStatus(t *testing.T, st *store.Store, id string, want store.Status) sto
 func TestJobRunsAndReports(t *testing.T) {
 	st := openStore(t)
 	m := New(st, Options{ProgressInterval: 20 * time.Millisecond})
-	id, err := m.Start(spec(simURL(t, slow), []int{1, 2}, 6))
+	started, err := m.Start(spec(simURL(t, slow), []int{1, 2}, 6))
 	if err != nil {
 		t.Fatal(err)
+	}
+	id := started.ID
+	if started.Status != store.StatusQueued || started.CreatedAt.IsZero() {
+		t.Fatalf("Start returned %+v, want the probe as accepted: queued", started)
 	}
 	sub, ok := m.Subscribe(id)
 	if !ok {
@@ -141,7 +145,8 @@ func TestJobRunsAndReports(t *testing.T) {
 func TestRowsArriveWhileRunning(t *testing.T) {
 	st := openStore(t)
 	m := New(st, Options{})
-	id, err := m.Start(spec(simURL(t, slow), []int{1}, 30)) // about 6 s
+	started, err := m.Start(spec(simURL(t, slow), []int{1}, 30)) // about 6 s
+	id := started.ID
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +186,8 @@ func TestMaxRunning(t *testing.T) {
 	st := openStore(t)
 	m := New(st, Options{MaxRunning: 1})
 	url := simURL(t, slow)
-	id, err := m.Start(spec(url, []int{1}, 100))
+	started, err := m.Start(spec(url, []int{1}, 100))
+	id := started.ID
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +217,8 @@ func TestMaxRunning(t *testing.T) {
 func TestShutdownInterrupts(t *testing.T) {
 	st := openStore(t)
 	m := New(st, Options{})
-	id, err := m.Start(spec(simURL(t, slow), []int{1, 2}, 100))
+	started, err := m.Start(spec(simURL(t, slow), []int{1, 2}, 100))
+	id := started.ID
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +249,8 @@ func TestSlowSubscriberIsDropped(t *testing.T) {
 	st := openStore(t)
 	m := New(st, Options{ProgressInterval: time.Millisecond})
 	quick := sim.Config{MaxNumSeqs: 64, TTFT: time.Millisecond, ITL: 100 * time.Microsecond, ITLGrowth: sim.NoGrowth}
-	id, err := m.Start(spec(simURL(t, quick), []int{8, 16}, 1500)) // a change every millisecond for about half a second
+	started, err := m.Start(spec(simURL(t, quick), []int{8, 16}, 1500)) // a change every millisecond for about half a second
+	id := started.ID
 	if err != nil {
 		t.Fatal(err)
 	}
