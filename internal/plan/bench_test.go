@@ -4,19 +4,42 @@ import (
 	"context"
 	"runtime"
 	"testing"
+
+	"github.com/plannerdev/planner/internal/scenario"
 )
 
 // BenchmarkPlanThreeClasses plans docs/examples/three-classes.yaml with the
-// default 20,000 Monte Carlo draws, bypassing the plan cache: the draws and
-// the service-time tails are reused from their caches, as for a scenario
-// that differs from recent ones only in quotas, demand or SLOs.
+// default 20,000 Monte Carlo draws as a scenario with a new demand or SLO:
+// the min_pool and percentile caches are emptied before each plan, while
+// the draws and the service-time tails come from their caches.
 func BenchmarkPlanThreeClasses(b *testing.B) {
 	s := example(b, "three-classes")
 	b.ReportAllocs()
 	for b.Loop() {
+		percentileCache.Purge()
+		minPoolCache.Purge()
 		if _, err := computeContext(context.Background(), s); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkPlanThreeClassesQuotas varies only the key's tokens-per-minute
+// limit, as a what-if sweep of quotas does: min_pool and the percentiles
+// come from their caches, so what is left is the quota arithmetic.
+func BenchmarkPlanThreeClassesQuotas(b *testing.B) {
+	variants := make([]scenario.Scenario, 1000)
+	for i := range variants {
+		variants[i] = mutable(example(b, "three-classes"))
+		variants[i].Quotas[0].TPM = 1_000_000 + float64(i)*2000
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := computeContext(context.Background(), variants[i%len(variants)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
 	}
 }
 
@@ -32,13 +55,16 @@ func BenchmarkPlanThreeClassesRepeated(b *testing.B) {
 	}
 }
 
-// BenchmarkPlanThreeClassesCold is the same plan with the tail cache emptied
-// before each plan: the cost of a scenario never seen before.
+// BenchmarkPlanThreeClassesCold is the same plan with every cache but the
+// draws emptied before each plan: the cost of service times never seen
+// before (new latency or token distributions).
 func BenchmarkPlanThreeClassesCold(b *testing.B) {
 	s := example(b, "three-classes")
 	b.ReportAllocs()
 	for b.Loop() {
 		tailCache.Purge()
+		percentileCache.Purge()
+		minPoolCache.Purge()
 		if _, err := computeContext(context.Background(), s); err != nil {
 			b.Fatal(err)
 		}
@@ -47,7 +73,7 @@ func BenchmarkPlanThreeClassesCold(b *testing.B) {
 
 // BenchmarkPlanMeasuredCurve plans docs/examples/measured-curve.yaml, whose
 // latency depends on the pool, so that every candidate pool needs its own
-// Monte Carlo sample.
+// Monte Carlo sample (nothing of it is cached across plans).
 func BenchmarkPlanMeasuredCurve(b *testing.B) {
 	s := example(b, "measured-curve")
 	b.ReportAllocs()

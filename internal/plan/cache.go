@@ -22,6 +22,33 @@ const (
 
 type tailPair struct{ ttft, e2e *model.Tail }
 
+// Percentiles and min_pool of load-independent classes depend on the
+// service time, the demand, the arrival variability (and for min_pool the
+// SLOs), never on quotas; plans that vary only limits, as what-if sweeps
+// of quotas do, share them through these caches.
+const (
+	percentileCacheEntries = 8192
+	minPoolCacheEntries    = 1024
+)
+
+type percentileKey struct {
+	service     [sha256.Size]byte
+	lambda, ca2 float64
+	pool        int
+	which       percentile
+}
+
+type minPoolKey struct {
+	service     [sha256.Size]byte
+	lambda, ca2 float64
+	ttft, e2e   float64 // the SLO targets, seconds
+}
+
+var (
+	percentileCache = must(lru.New[percentileKey, float64](percentileCacheEntries))
+	minPoolCache    = must(lru.New[minPoolKey, int](minPoolCacheEntries))
+)
+
 // planCacheEntries bounds the plans kept by scenario: a plan is a few
 // kilobytes, so the cache stays under a few megabytes.
 const planCacheEntries = 256

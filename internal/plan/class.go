@@ -42,6 +42,7 @@ type classModel struct {
 	xmax     []float64 // xmax[c] = max over c' ≤ c of X(c'), grown on demand
 
 	minPool *int
+	svcKey  [32]byte // identifies a load-independent service time and its draws
 }
 
 // service is the service time at one concurrency and its Monte Carlo tails.
@@ -136,6 +137,7 @@ func newClassModel(spec scenario.Class, key quota.Key, p scenario.Policy, draws 
 	svc := m.base
 	svc.TTFT, svc.TPOT, svc.Prefill = ttft, tpot, l.PrefillMsPer1K/1000/1000
 	m.static = newService(svc, false)
+	m.svcKey = tailKey(svc, m.draws)
 	if !(m.static.mean > 0) {
 		return nil, errors.New("the service time is zero: give a positive ttft_ms, or a positive tpot_ms with more than one output token")
 	}
@@ -172,9 +174,8 @@ func (m *classModel) tails(s *service) (ttft, e2e *model.Tail) {
 	}
 	checkContext(m.ctx)
 	cacheable := m.static != nil && m.draws.N <= tailCacheMaxDraws
-	var key [32]byte
+	key := m.svcKey
 	if cacheable {
-		key = tailKey(s.svc, m.draws)
 		if p, ok := tailCache.Get(key); ok {
 			s.ttft, s.e2e = p.ttft, p.e2e
 			return s.ttft, s.e2e
@@ -315,14 +316,14 @@ const (
 func (m *classModel) percentiles(c int, p *point, which percentile) {
 	checkContext(m.ctx)
 	if m.static != nil {
-		t, e := m.tails(m.static)
+		v := m.staticPercentile(c, p, which)
 		switch which {
 		case pctTTFT:
-			p.ttft95, p.hasTTFT = t.Quantile(p.wait), true
+			p.ttft95, p.hasTTFT = v, true
 		case pctE2E:
-			p.e2e95, p.hasE2E = e.Quantile(p.wait), true
+			p.e2e95, p.hasE2E = v, true
 		default:
-			p.service95, p.hasService = e.Quantile(model.Wait{}), true
+			p.service95, p.hasService = v, true
 		}
 		return
 	}
@@ -339,6 +340,29 @@ func (m *classModel) percentiles(c int, p *point, which percentile) {
 	p.e2e95 = model.QuantileWithWait(total, m.draws, p.wait, 0.95, tmp)
 	p.service95 = model.QuantileWithWait(total, m.draws, model.Wait{}, 0.95, tmp)
 	p.hasTTFT, p.hasE2E, p.hasService = true, true, true
+}
+
+// staticPercentile is one percentile of a load-independent class at pool c,
+// from percentileCache when a plan has already asked for it: it depends on
+// the service time, the demand and the arrival variability, never on the
+// quotas, so plans that differ only in limits share it.
+func (m *classModel) staticPercentile(c int, p *point, which percentile) float64 {
+	k := percentileKey{service: m.svcKey, lambda: m.lambda, ca2: m.ca2, pool: c, which: which}
+	if v, ok := percentileCache.Get(k); ok {
+		return v
+	}
+	t, e := m.tails(m.static)
+	var v float64
+	switch which {
+	case pctTTFT:
+		v = t.Quantile(p.wait)
+	case pctE2E:
+		v = e.Quantile(p.wait)
+	default:
+		v = e.Quantile(model.Wait{})
+	}
+	percentileCache.Add(k, v)
+	return v
 }
 
 // service95 is the p95 of the service time alone at a pool of c.
@@ -430,8 +454,13 @@ func (m *classModel) findMinPool() {
 		return
 	}
 	if m.static != nil {
-		b := exact
 		st, se := m.slo()
+		k := minPoolKey{service: m.svcKey, lambda: m.lambda, ca2: m.ca2, ttft: st, e2e: se}
+		if c, ok := minPoolCache.Get(k); ok {
+			m.minPool = &c
+			return
+		}
+		b := exact
 		if st > 0 {
 			b.ttft = math.Max(1, m.noWait95(true)/st*1.05)
 		}
@@ -439,6 +468,7 @@ func (m *classModel) findMinPool() {
 			b.e2e = math.Max(1, m.noWait95(false)/se*1.05)
 		}
 		c := m.firstAtMost(start, b)
+		minPoolCache.Add(k, c)
 		m.minPool = &c
 		return
 	}

@@ -64,6 +64,9 @@ func dimensionNamed(name string) quota.Dimension {
 	panic("plan: unknown quota dimension " + name)
 }
 
+// shedResolution is the precision of the sustainable rate, req/s.
+const shedResolution = 1e-4
+
 // shed is the largest arrival rate that the pool serves within the SLO with
 // a stable queue, found by bisection, and the rate above it to shed.
 func (m *classModel) shed(pool int) *Shed {
@@ -81,13 +84,14 @@ func (m *classModel) shed(pool int) *Shed {
 		if !w.Stable() {
 			return false
 		}
-		return (st == 0 || t.Quantile(w) <= st) && (se == 0 || e.Quantile(w) <= se)
+		return (se == 0 || e.Quantile(w) <= se) && (st == 0 || t.Quantile(w) <= st)
 	}
 	lo, hi := 0.0, m.lambda
 	if !ok(lo) {
 		return &Shed{SustainableRPS: 0, ShedRPS: roundTo(m.lambda, 4)}
 	}
-	for range 60 {
+	// The answer is kept to 10⁻⁴ req/s, rounded down: bisect to that width.
+	for hi-lo > shedResolution/2 {
 		mid := (lo + hi) / 2
 		if ok(mid) {
 			lo = mid
@@ -95,6 +99,6 @@ func (m *classModel) shed(pool int) *Shed {
 			hi = mid
 		}
 	}
-	sustainable := math.Floor(lo*1e4) / 1e4
+	sustainable := math.Floor(lo/shedResolution) / (1 / shedResolution)
 	return &Shed{SustainableRPS: sustainable, ShedRPS: roundTo(m.lambda-sustainable, 4)}
 }

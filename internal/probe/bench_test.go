@@ -124,7 +124,7 @@ const benchTTFT = 200 * time.Millisecond
 //
 //	go test ./internal/probe -run '^$' -bench ProbeStreams -benchtime 1x
 func BenchmarkProbeStreams(b *testing.B) {
-	for _, streams := range []int{64, 250, 500, 750, 1000} {
+	for _, streams := range []int{64, 250, 500, 750, 1000, 1500, 2000} {
 		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) {
 			p := startSimProcess(b, sim.Config{
 				MaxNumSeqs: streams, TTFT: benchTTFT, ITL: 20 * time.Millisecond, ITLGrowth: sim.NoGrowth, OutputTokens: 16,
