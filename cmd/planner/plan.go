@@ -43,21 +43,13 @@ func newPlanCmd(s streams) *cobra.Command {
 			if !oneOf(output, planFormats) {
 				return usageError{fmt.Errorf("--output must be one of %s, got %q", strings.Join(planFormats, ", "), output)}
 			}
-			data, err := scenarioBytes(s.in, file, example)
-			if err != nil {
-				return err
-			}
-			sc, err := scenario.Parse(data)
-			if err != nil {
-				return fmt.Errorf("invalid scenario: %w", err)
-			}
 			base, err := v.config(cmd)
 			if err != nil {
 				return err
 			}
-			p, err := plan.Compute(sc)
+			sc, p, err := planScenario(s.in, file, example)
 			if err != nil {
-				return fmt.Errorf("invalid scenario: %w", err)
+				return err
 			}
 			if !v.on {
 				return writePlan(s.out, p, output)
@@ -80,6 +72,24 @@ func newPlanCmd(s streams) *cobra.Command {
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: "+strings.Join(planFormats, ", "))
 	v.addFlags(cmd)
 	return cmd
+}
+
+// planScenario reads, validates and plans the scenario named by -f or
+// --example.
+func planScenario(in io.Reader, file, example string) (scenario.Scenario, *plan.Plan, error) {
+	data, err := scenarioBytes(in, file, example)
+	if err != nil {
+		return scenario.Scenario{}, nil, err
+	}
+	sc, err := scenario.Parse(data)
+	if err != nil {
+		return scenario.Scenario{}, nil, fmt.Errorf("invalid scenario: %w", err)
+	}
+	p, err := plan.Compute(sc)
+	if err != nil {
+		return scenario.Scenario{}, nil, fmt.Errorf("invalid scenario: %w", err)
+	}
+	return sc, p, nil
 }
 
 // scenarioBytes reads the scenario named by -f or --example.

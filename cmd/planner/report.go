@@ -14,9 +14,7 @@ import (
 
 	"github.com/plannerdev/planner"
 	"github.com/plannerdev/planner/internal/analysis"
-	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/report"
-	"github.com/plannerdev/planner/internal/scenario"
 )
 
 // Output formats of `planner report`.
@@ -43,17 +41,9 @@ func newReportCmd(s streams) *cobra.Command {
 			if !oneOf(format, reportFormats) {
 				return usageError{fmt.Errorf("--format must be one of %s, got %q", strings.Join(reportFormats, ", "), format)}
 			}
-			data, err := scenarioBytes(s.in, file, example)
+			sc, p, err := planScenario(s.in, file, example)
 			if err != nil {
 				return err
-			}
-			sc, err := scenario.Parse(data)
-			if err != nil {
-				return fmt.Errorf("invalid scenario: %w", err)
-			}
-			p, err := plan.Compute(sc)
-			if err != nil {
-				return fmt.Errorf("invalid scenario: %w", err)
 			}
 			in := report.ReportInput{Title: title, Generated: time.Now().UTC(), Scenario: sc, Plan: p}
 			if probePath != "" {

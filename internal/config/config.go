@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/plannerdev/planner/internal/fieldpath"
 	"github.com/plannerdev/planner/internal/target"
 )
 
@@ -221,7 +222,7 @@ func Load(flags *pflag.FlagSet) (Config, error) {
 	cfg.normalize()
 	problems = append(problems, uncovered(problems, cfg.Validate())...)
 	if len(problems) > 0 {
-		slices.SortStableFunc(problems, func(a, b Problem) int { return comparePaths(a.Path, b.Path) })
+		slices.SortStableFunc(problems, func(a, b Problem) int { return fieldpath.Compare(a.Path, b.Path) })
 		return cfg, problems
 	}
 	return cfg, nil
@@ -541,23 +542,4 @@ func describe(v any) string {
 		return "nothing"
 	}
 	return kindName(reflect.TypeOf(v).Kind())
-}
-
-// comparePaths orders paths field by field, list indexes as numbers.
-func comparePaths(a, b string) int {
-	split := func(p string) []string {
-		return strings.FieldsFunc(p, func(r rune) bool { return r == '.' || r == '[' || r == ']' })
-	}
-	pa, pb := split(a), split(b)
-	for i := range min(len(pa), len(pb)) {
-		na, errA := strconv.Atoi(pa[i])
-		nb, errB := strconv.Atoi(pb[i])
-		switch {
-		case errA == nil && errB == nil && na != nb:
-			return na - nb
-		case (errA != nil || errB != nil) && pa[i] != pb[i]:
-			return strings.Compare(pa[i], pb[i])
-		}
-	}
-	return len(pa) - len(pb)
 }

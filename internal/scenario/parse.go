@@ -7,12 +7,13 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/danielgtaylor/huma/v2"
 	"sigs.k8s.io/yaml"
+
+	"github.com/plannerdev/planner/internal/fieldpath"
 )
 
 // schema is the JSON Schema of Scenario generated from its struct tags, the
@@ -57,7 +58,7 @@ func Parse(data []byte) (Scenario, error) {
 	}
 	errs = append(errs, onlyNewPaths(errs, s.Check())...)
 	if len(errs) > 0 {
-		slices.SortStableFunc(errs, func(a, b FieldError) int { return comparePaths(a.Path, b.Path) })
+		slices.SortStableFunc(errs, func(a, b FieldError) int { return fieldpath.Compare(a.Path, b.Path) })
 		return s, errs
 	}
 	return s, nil
@@ -78,24 +79,4 @@ func onlyNewPaths(have, more Errors) Errors {
 		}
 	}
 	return out
-}
-
-// comparePaths orders paths as a reader expects: field by field, with list
-// indexes compared as numbers (classes[2] before classes[10]).
-func comparePaths(a, b string) int {
-	split := func(p string) []string {
-		return strings.FieldsFunc(p, func(r rune) bool { return r == '.' || r == '[' || r == ']' })
-	}
-	pa, pb := split(a), split(b)
-	for i := range min(len(pa), len(pb)) {
-		na, errA := strconv.Atoi(pa[i])
-		nb, errB := strconv.Atoi(pb[i])
-		switch {
-		case errA == nil && errB == nil && na != nb:
-			return na - nb
-		case (errA != nil || errB != nil) && pa[i] != pb[i]:
-			return strings.Compare(pa[i], pb[i])
-		}
-	}
-	return len(pa) - len(pb)
 }
