@@ -82,7 +82,7 @@ func (cs curves) get(points []scenario.CurvePoint) (*model.Curve, error) {
 			Throughput: c.ThroughputRPS,
 		}
 		if pts[i].Throughput == 0 && c.E2EP50Ms > 0 {
-			pts[i].Throughput = float64(c.Concurrency) / (c.E2EP50Ms / 1000) // Little's Law
+			pts[i].Throughput = model.LittleRate(float64(c.Concurrency), c.E2EP50Ms/1000)
 		}
 	}
 	c, err := model.NewCurve(pts)
@@ -195,7 +195,7 @@ func (m *classModel) tails(s *service) (ttft, e2e *model.Tail) {
 }
 
 // rate is X(c) = c / E[S(c)], the request rate of a full pool of c.
-func (m *classModel) rate(c int) float64 { return float64(c) / m.at(c).mean }
+func (m *classModel) rate(c int) float64 { return model.LittleRate(float64(c), m.at(c).mean) }
 
 // peakRate is the largest X(c') for c' ≤ c: the most a pool capped at c can
 // send. It equals X(c) when latency does not depend on load; with a curve it
@@ -431,7 +431,7 @@ func (m *classModel) stableStart() (int, bool) {
 		return 1, true
 	}
 	if m.static != nil {
-		c := int(math.Floor(m.lambda*m.static.mean)) + 1
+		c := int(math.Floor(model.LittleConcurrency(m.lambda, m.static.mean))) + 1 // offered load A
 		return c, c <= searchLimit
 	}
 	// c > λ·E[S(c)] is X(c) > λ.
