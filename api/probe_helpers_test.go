@@ -2,7 +2,6 @@ package api
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -22,26 +21,8 @@ import (
 	"github.com/plannerdev/planner/internal/sim"
 	"github.com/plannerdev/planner/internal/store"
 	"github.com/plannerdev/planner/internal/target"
+	"github.com/plannerdev/planner/internal/testutil"
 )
-
-// syncBuffer is a log destination that a test reads while the server
-// writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // probeEnv is an API with a file store and a job manager on a real
 // loopback listener, its log captured.
@@ -50,14 +31,14 @@ type probeEnv struct {
 	api  *Server
 	st   *store.Store
 	jobs *jobs.Manager
-	logs *syncBuffer
+	logs *testutil.SyncBuffer
 	db   string
 }
 
 // newProbeEnv starts the API; opts.Store, Jobs and Logger are set here.
 func newProbeEnv(t *testing.T, opts Options) *probeEnv {
 	t.Helper()
-	env := &probeEnv{logs: &syncBuffer{}, db: t.TempDir() + "/planner.db"}
+	env := &probeEnv{logs: &testutil.SyncBuffer{}, db: t.TempDir() + "/planner.db"}
 	st, err := store.Open(context.Background(), env.db)
 	if err != nil {
 		t.Fatal(err)
@@ -124,34 +105,7 @@ var (
 // call sends a JSON request and returns the status, headers and body.
 func call(t *testing.T, method, url string, body any, header ...string) (int, http.Header, []byte) {
 	t.Helper()
-	var r io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, url, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header, b
+	return testutil.CallJSON(t, method, url, body, header...)
 }
 
 // decode unmarshals a JSON body or fails the test.

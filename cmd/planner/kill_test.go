@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -25,6 +24,7 @@ import (
 	"github.com/plannerdev/planner"
 	"github.com/plannerdev/planner/internal/sim"
 	"github.com/plannerdev/planner/internal/store"
+	"github.com/plannerdev/planner/internal/testutil"
 )
 
 // serveChildEnv, when set to a database path, turns the test binary into
@@ -46,7 +46,7 @@ func TestMain(m *testing.M) {
 type child struct {
 	cmd    *exec.Cmd
 	url    string
-	stderr *syncBuffer
+	stderr *testutil.SyncBuffer
 }
 
 // startChild starts the service on db in a child process and reads the
@@ -55,7 +55,7 @@ func startChild(t *testing.T, db string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), serveChildEnv+"="+db)
-	c := &child{cmd: cmd, stderr: &syncBuffer{}}
+	c := &child{cmd: cmd, stderr: &testutil.SyncBuffer{}}
 	cmd.Stderr = c.stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -90,29 +90,8 @@ func startChild(t *testing.T, db string) *child {
 // jsonCall sends a request and returns the status and body.
 func jsonCall(t *testing.T, method, url string, body any) (int, []byte) {
 	t.Helper()
-	var r io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, url, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, b
+	status, _, b := testutil.CallJSON(t, method, url, body)
+	return status, b
 }
 
 type probeView struct {

@@ -11,32 +11,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/plannerdev/planner"
+	"github.com/plannerdev/planner/internal/testutil"
 )
-
-// syncBuffer is an output stream that a test reads while the command writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // cleanServeEnv keeps the machine's PLANNER_* variables out of a test.
 func cleanServeEnv(t *testing.T) {
@@ -49,8 +31,8 @@ func cleanServeEnv(t *testing.T) {
 // running is a `planner serve` started by startServe.
 type running struct {
 	url    string
-	out    *syncBuffer
-	errOut *syncBuffer
+	out    *testutil.SyncBuffer
+	errOut *testutil.SyncBuffer
 	stop   context.CancelFunc
 	code   chan int
 }
@@ -62,7 +44,7 @@ var servingLine = regexp.MustCompile(`serving on (http://127\.0\.0\.1:[0-9]+) \(
 func startServe(t *testing.T, args ...string) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{out: &syncBuffer{}, errOut: &syncBuffer{}, stop: cancel, code: make(chan int, 1)}
+	r := &running{out: &testutil.SyncBuffer{}, errOut: &testutil.SyncBuffer{}, stop: cancel, code: make(chan int, 1)}
 	go func() { r.code <- run(ctx, args, strings.NewReader(""), r.out, r.errOut) }()
 	t.Cleanup(func() {
 		cancel()
