@@ -15,8 +15,8 @@ import (
 
 	"github.com/plannerdev/planner"
 	"github.com/plannerdev/planner/internal/config"
-	"github.com/plannerdev/planner/internal/scenario"
 	"github.com/plannerdev/planner/internal/store"
+	"github.com/plannerdev/planner/internal/testutil"
 )
 
 // fakeStore answers pings with err; it stores nothing (its other methods
@@ -91,15 +91,7 @@ func exampleDoc(t testing.TB, name string) map[string]any {
 }
 
 // exampleScenario is a shipped example scenario, parsed as planner plan does.
-func exampleScenario(t testing.TB, name string) scenario.Scenario {
-	t.Helper()
-	text, _ := planner.Example(name)
-	sc, err := scenario.Parse(text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sc
-}
+var exampleScenario = testutil.Example
 
 func mustJSON(t testing.TB, v any) []byte {
 	t.Helper()

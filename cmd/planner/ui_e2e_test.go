@@ -23,6 +23,7 @@ import (
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
 	"github.com/plannerdev/planner/internal/sim"
+	"github.com/plannerdev/planner/internal/testutil"
 )
 
 // The browser test drives the page of `planner serve` in headless
@@ -229,11 +230,7 @@ func TestUIEndToEnd(t *testing.T) {
 	tab := browser(t, ctx)
 
 	text, _ := planner.Example(e2eExample)
-	sc, err := scenario.Parse(text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := plan.Compute(sc)
+	want, err := plan.Compute(testutil.Example(t, e2eExample))
 	if err != nil {
 		t.Fatal(err)
 	}

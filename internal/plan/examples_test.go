@@ -4,21 +4,11 @@ import (
 	"testing"
 
 	"github.com/plannerdev/planner"
-	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/testutil"
 )
 
-func example(t testing.TB, name string) scenario.Scenario {
-	t.Helper()
-	b, ok := planner.Example(name)
-	if !ok {
-		t.Fatalf("no example %q", name)
-	}
-	s, err := scenario.Parse(b)
-	if err != nil {
-		t.Fatalf("example %s: %v", name, err)
-	}
-	return s
-}
+// example is a shipped example scenario.
+var example = testutil.Example
 
 func TestEveryExamplePlans(t *testing.T) {
 	names := planner.ExampleNames()

@@ -4,10 +4,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plannerdev/planner"
 	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/testutil"
 )
 
 // exampleDeadlineMs is the deadline of the synthetic probe.
@@ -48,14 +48,7 @@ func syntheticResult() analysis.Result {
 // examplePlan plans a shipped example scenario.
 func examplePlan(t testing.TB, name string) (scenario.Scenario, *plan.Plan) {
 	t.Helper()
-	b, ok := planner.Example(name)
-	if !ok {
-		t.Fatalf("no example %q", name)
-	}
-	sc, err := scenario.Parse(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := testutil.Example(t, name)
 	p, err := plan.Compute(sc)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,6 @@
 // Package testutil holds the few helpers that tests of several packages
-// share: a buffer that a test can read while a server writes to it, and a
-// JSON request to a real HTTP server.
+// share: the shipped example scenarios, a buffer that a test can read while
+// a server writes to it, and a JSON request to a real HTTP server.
 package testutil
 
 import (
@@ -10,7 +10,26 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+
+	"github.com/plannerdev/planner"
+	"github.com/plannerdev/planner/internal/scenario"
 )
+
+// Example is the shipped example scenario name (docs/examples/NAME.yaml),
+// parsed as planner plan parses it; a missing or invalid example fails the
+// test.
+func Example(t testing.TB, name string) scenario.Scenario {
+	t.Helper()
+	text, ok := planner.Example(name)
+	if !ok {
+		t.Fatalf("no example %q", name)
+	}
+	sc, err := scenario.Parse(text)
+	if err != nil {
+		t.Fatalf("example %s: %v", name, err)
+	}
+	return sc
+}
 
 // SyncBuffer is an output stream (a log, a command's standard output) that
 // a test reads while another goroutine writes to it.
