@@ -70,6 +70,23 @@ func (s Scenario) Check() Errors {
 	if !s.Latency.IsZero() {
 		c.latency("latency", s.Latency)
 	}
+	endpoints := map[string]bool{}
+	for i, e := range s.Endpoints {
+		p := fmt.Sprintf("endpoints[%d]", i)
+		switch {
+		case e.Name == DefaultEndpoint:
+			c.add(p+".name", "%q names the top-level latency; choose another name", DefaultEndpoint)
+		case endpoints[e.Name] && e.Name != "":
+			c.add(p+".name", "duplicate endpoint name %q", e.Name)
+		}
+		endpoints[e.Name] = true
+		if e.Latency.IsZero() {
+			c.add(p+".latency", "give ttft_ms and tpot_ms or a curve")
+			continue
+		}
+		c.latency(p+".latency", e.Latency)
+		c.profile(p+".latency", e.Latency)
+	}
 	names := map[string]bool{}
 	for i, cl := range s.Classes {
 		p := fmt.Sprintf("classes[%d]", i)
@@ -89,12 +106,22 @@ func (s Scenario) Check() Errors {
 		}
 		c.dist(p+".input_tokens", cl.InputTokens)
 		c.dist(p+".output_tokens", cl.OutputTokens)
+		if d := cl.OutputTokens.Max; d != nil && *d < 1 {
+			c.add(p+".output_tokens.max", "must be at least 1: every answer has a first token")
+		}
+		own := cl.Latency != nil && !cl.Latency.IsZero()
 		switch {
-		case cl.Latency != nil && !cl.Latency.IsZero():
+		case cl.Endpoint != "" && own:
+			c.add(p+".endpoint", "give endpoint or latency, not both")
+		case cl.Endpoint != "":
+			if !endpoints[cl.Endpoint] {
+				c.add(p+".endpoint", "no endpoint named %q", cl.Endpoint)
+			}
+		case own:
 			c.latency(p+".latency", *cl.Latency)
 			c.profile(p+".latency", *cl.Latency)
 		case s.Latency.IsZero():
-			c.add(p+".latency", "no latency profile: give ttft_ms and tpot_ms or a curve, here or at the top level")
+			c.add(p+".latency", "no latency profile: give ttft_ms and tpot_ms or a curve here or at the top level, or name an endpoint")
 		default:
 			c.profile("latency", s.Latency)
 		}
@@ -135,7 +162,7 @@ func (c *checker) latency(p string, l Latency) {
 		if pt.TPOTP95Ms < pt.TPOTP50Ms {
 			c.add(pp+".tpot_p95_ms", "must be >= tpot_p50_ms")
 		}
-		if pt.E2EP95Ms < pt.E2EP50Ms {
+		if pt.E2EP95Ms > 0 && pt.E2EP95Ms < pt.E2EP50Ms {
 			c.add(pp+".e2e_p95_ms", "must be >= e2e_p50_ms")
 		}
 	}

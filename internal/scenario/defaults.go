@@ -10,6 +10,7 @@ const (
 	DefaultMonteCarloDraws   = 20000
 	DefaultSeed              = uint64(1)
 	DefaultMaxPool           = 1000
+	DefaultMaxUtilization    = 0.95
 	DefaultWeight            = 1.0
 	DefaultArrivalSCV        = 1.0
 	DefaultSafetyInteractive = 0.7
@@ -29,7 +30,9 @@ const (
 )
 
 // WithDefaults returns a copy of s with every omitted setting filled in, and
-// each class's latency profile resolved (its own, else the default one).
+// each class's latency profile resolved: its endpoint's (Endpoint names it,
+// DefaultEndpoint for the top-level latency), or its own (Endpoint stays
+// empty: an endpoint no other class shares).
 // Slices and pointers that it fills are new; the rest are shared with s.
 func (s Scenario) WithDefaults() Scenario {
 	out := s
@@ -43,6 +46,10 @@ func (s Scenario) WithDefaults() Scenario {
 		}
 		out.Quotas[i] = q
 	}
+	endpoints := map[string]Latency{}
+	for _, e := range s.Endpoints {
+		endpoints[e.Name] = e.Latency
+	}
 	out.Classes = make([]Class, len(s.Classes))
 	for i, c := range s.Classes {
 		setDefault(&c.Weight, DefaultWeight)
@@ -50,9 +57,13 @@ func (s Scenario) WithDefaults() Scenario {
 			v := DefaultArrivalSCV
 			c.ArrivalSCV = &v
 		}
-		if c.Latency == nil || c.Latency.IsZero() {
-			l := s.Latency
+		switch {
+		case c.Endpoint != "":
+			l := endpoints[c.Endpoint]
 			c.Latency = &l
+		case c.Latency == nil || c.Latency.IsZero():
+			l := s.Latency
+			c.Latency, c.Endpoint = &l, DefaultEndpoint
 		}
 		out.Classes[i] = c
 	}
@@ -78,6 +89,7 @@ func (s Scenario) WithDefaults() Scenario {
 	if p.MaxPool == 0 {
 		p.MaxPool = DefaultMaxPool
 	}
+	setDefault(&p.MaxUtilization, DefaultMaxUtilization)
 	out.Policy = p
 	return out
 }

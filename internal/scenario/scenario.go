@@ -12,18 +12,34 @@ type Scenario struct {
 	Latency Latency `json:"latency,omitzero" doc:"Default latency profile; a class may carry its own."`
 	Classes []Class `json:"classes" minItems:"1" maxItems:"32" doc:"Task classes, each with its own pool."`
 	Policy  Policy  `json:"policy,omitzero" doc:"How quotas are shared and how the plan is computed."`
+	// Endpoints are serving endpoints besides the default one (the
+	// top-level latency); classes that name the same endpoint share its
+	// knee and, with a curve, its latency (docs/concepts.md, "Endpoints
+	// shared by classes").
+	Endpoints []Endpoint `json:"endpoints,omitempty" maxItems:"32" doc:"Endpoints besides the default one (the top-level latency); a class picks one with endpoint. Classes on one endpoint share its knee and its latency."`
 }
 
-// Quota is the rate limit of one API key or deployment. A limit of zero (or
-// absent) means the key has no such limit.
+// DefaultEndpoint is the name of the endpoint that the top-level latency
+// describes; a declared endpoint may not take it.
+const DefaultEndpoint = "default"
+
+// Endpoint is a model deployment that classes send to: its latency grows
+// with everything in flight on it, whichever class sent it.
+type Endpoint struct {
+	Name    string  `json:"name" minLength:"1" maxLength:"64" pattern:"^[A-Za-z0-9][A-Za-z0-9._-]*$" doc:"Name that classes refer to with endpoint." example:"big-gpu"`
+	Latency Latency `json:"latency" doc:"The endpoint's latency profile: TTFT and TPOT, or a measured curve, and its knee."`
+}
+
+// Quota is the rate limit of one API key or deployment. An absent limit
+// means the key has no such limit; a limit must be positive when given.
 type Quota struct {
 	Name            string  `json:"name" minLength:"1" maxLength:"64" pattern:"^[A-Za-z0-9][A-Za-z0-9._-]*$" doc:"Name that classes refer to." example:"prod"`
-	RPM             float64 `json:"rpm,omitempty" minimum:"0" maximum:"1e12" doc:"Requests per minute."`
-	TPM             float64 `json:"tpm,omitempty" minimum:"0" maximum:"1e13" doc:"Tokens (input + output) per minute."`
-	ITPM            float64 `json:"itpm,omitempty" minimum:"0" maximum:"1e13" doc:"Input tokens per minute."`
-	OTPM            float64 `json:"otpm,omitempty" minimum:"0" maximum:"1e13" doc:"Output tokens per minute."`
-	RPD             float64 `json:"rpd,omitempty" minimum:"0" maximum:"1e13" doc:"Requests per day."`
-	TPD             float64 `json:"tpd,omitempty" minimum:"0" maximum:"1e15" doc:"Tokens per day."`
+	RPM             float64 `json:"rpm,omitempty" exclusiveMinimum:"0" maximum:"1e12" doc:"Requests per minute."`
+	TPM             float64 `json:"tpm,omitempty" exclusiveMinimum:"0" maximum:"1e13" doc:"Tokens (input + output) per minute."`
+	ITPM            float64 `json:"itpm,omitempty" exclusiveMinimum:"0" maximum:"1e13" doc:"Input tokens per minute."`
+	OTPM            float64 `json:"otpm,omitempty" exclusiveMinimum:"0" maximum:"1e13" doc:"Output tokens per minute."`
+	RPD             float64 `json:"rpd,omitempty" exclusiveMinimum:"0" maximum:"1e13" doc:"Requests per day."`
+	TPD             float64 `json:"tpd,omitempty" exclusiveMinimum:"0" maximum:"1e15" doc:"Tokens per day."`
 	TokenAccounting string  `json:"token_accounting,omitempty" enum:"actual,max_tokens" default:"actual" doc:"How the provider counts output tokens against tpm, otpm and tpd: the tokens produced, or max_tokens reserved at admission (OpenAI, Azure OpenAI)."`
 	Headroom        float64 `json:"headroom,omitempty" exclusiveMinimum:"0" maximum:"1" default:"0.9" doc:"Fraction of each limit the plan may use."`
 	BurstWindowS    float64 `json:"burst_window_s,omitempty" exclusiveMinimum:"0" maximum:"3600" default:"1" doc:"Window, in seconds, over which the provider enforces per-minute limits."`
@@ -86,7 +102,8 @@ type Class struct {
 	OutputTokens        Dist     `json:"output_tokens"`
 	MaxTokens           int      `json:"max_tokens,omitempty" minimum:"1" maximum:"10000000" doc:"Cap on output tokens; required when the quota counts max_tokens."`
 	SLO                 *SLO     `json:"slo,omitempty"`
-	Latency             *Latency `json:"latency,omitempty" doc:"Latency profile for this class instead of the default."`
+	Endpoint            string   `json:"endpoint,omitempty" maxLength:"64" doc:"Name of the endpoint the class sends to (one of endpoints); without it, the default endpoint of the top-level latency."`
+	Latency             *Latency `json:"latency,omitempty" doc:"A latency profile of this class's own: an endpoint that no other class shares. Give endpoint or latency, not both."`
 	Weight              float64  `json:"weight,omitempty" exclusiveMinimum:"0" maximum:"1e6" default:"1" doc:"Share of a quota among classes of equal standing."`
 	Priority            int      `json:"priority,omitempty" minimum:"-1000" maximum:"1000" doc:"Order within a mode under priority allocation; lower goes first."`
 	CachedInputFraction float64  `json:"cached_input_fraction,omitempty" minimum:"0" maximum:"1" doc:"Fraction of input tokens served from the provider's prompt cache."`
@@ -97,7 +114,7 @@ type Class struct {
 // requests to finish within a number of hours.
 type Demand struct {
 	RPS         float64 `json:"rps,omitempty" minimum:"0" maximum:"1e7"`
-	RPM         float64 `json:"rpm,omitempty" minimum:"0" maximum:"1e9"`
+	RPM         float64 `json:"rpm,omitempty" exclusiveMinimum:"0" maximum:"1e9"`
 	Requests    float64 `json:"requests,omitempty" minimum:"0" maximum:"1e12"`
 	WithinHours float64 `json:"within_hours,omitempty" minimum:"0" maximum:"8760"`
 }
@@ -128,6 +145,7 @@ type Policy struct {
 	MonteCarloDraws int         `json:"monte_carlo_draws,omitempty" minimum:"1000" maximum:"200000" default:"20000"`
 	Seed            *uint64     `json:"seed,omitempty" doc:"Seed of the Monte Carlo draws (default 1)."`
 	MaxPool         int         `json:"max_pool,omitempty" minimum:"1" maximum:"100000" default:"1000" doc:"Largest pool the plan considers."`
+	MaxUtilization  float64     `json:"max_utilization,omitempty" exclusiveMinimum:"0" exclusiveMaximum:"1" default:"0.95" doc:"Largest offered load per pool slot, A / pool, that min_pool accepts: a pool run at 100 % has a queue that grows without bound."`
 }
 
 // KneeSafety is the fraction of the measured knee a class of each mode may use.

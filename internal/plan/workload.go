@@ -1,0 +1,67 @@
+package plan
+
+import (
+	"fmt"
+
+	"github.com/plannerdev/planner/internal/model"
+	"github.com/plannerdev/planner/internal/quota"
+	"github.com/plannerdev/planner/internal/scenario"
+)
+
+// Workload is one class's requests as the plan models them: what a request
+// asks for and how long the endpoint takes to answer it at any load. A
+// simulation draws its requests from it, so that it runs the same model
+// the plan predicts with.
+type Workload struct {
+	Class string
+	// Endpoint names the endpoint the class sends to; classes with the same
+	// name share it, so their latency follows their total in flight. A
+	// class with a latency profile of its own has the endpoint to itself
+	// and its name is "class:" + its name.
+	Endpoint string
+	// Use is what one request counts against each limit of the class's key
+	// (quota.Key.Use, with max_tokens under max_tokens accounting).
+	Use quota.Vector
+	m   *classModel
+}
+
+// At is the service time of one request with inFlight requests on the
+// endpoint (at least 1): TTFT, TPOT, input and output tokens (clipped to
+// [1, max_tokens]) as independent distributions.
+func (w Workload) At(inFlight int) model.Service {
+	return w.m.at(max(1, min(inFlight, searchLimit))).svc
+}
+
+// Extrapolated reports whether the latency at inFlight lies outside the
+// measured curve.
+func (w Workload) Extrapolated(inFlight int) bool {
+	return w.m.at(max(1, min(inFlight, searchLimit))).extrapolated
+}
+
+// Workloads returns the workload of every class of a valid scenario, in the
+// scenario's order. A Workload is not safe for concurrent use.
+func Workloads(s scenario.Scenario) ([]Workload, error) {
+	if errs := s.Check(); len(errs) > 0 {
+		return nil, errs
+	}
+	s = s.WithDefaults()
+	keys := map[string]quota.Key{}
+	for _, q := range s.Quotas {
+		keys[q.Name] = quota.Key{Quota: q}
+	}
+	draws := model.SharedDraws(*s.Policy.Seed, s.Policy.MonteCarloDraws)
+	cs := curves{}
+	out := make([]Workload, len(s.Classes))
+	for i, c := range s.Classes {
+		m, err := newClassModel(c, keys[c.Quota], s.Policy, draws, cs)
+		if err != nil {
+			return nil, scenario.Errors{{Path: fmt.Sprintf("classes[%d]", i), Message: err.Error()}}
+		}
+		ep := c.Endpoint
+		if ep == "" {
+			ep = "class:" + c.Name
+		}
+		out[i] = Workload{Class: c.Name, Endpoint: ep, Use: m.use, m: m}
+	}
+	return out, nil
+}
