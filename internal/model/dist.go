@@ -173,23 +173,24 @@ func (d Dist) Quantile(p float64) float64 {
 	return d.clip(math.Exp(d.mu + d.sigma*normQuantile(p)))
 }
 
-// Exceed is P(X ≥ x) for the clipped distribution. The truncation risk of a
-// max_tokens cap m is Exceed(m) of the output length before that cap.
+// Exceed is P(X > x) for the clipped distribution. The truncation risk of
+// a max_tokens cap m is Exceed(m) of the output length before that cap: an
+// answer of exactly m tokens is complete, one that would be longer is cut.
 func (d Dist) Exceed(x float64) float64 {
-	if x <= d.lo {
+	if x < d.lo {
 		return 1
 	}
-	if x > d.hi {
+	if x >= d.hi {
 		return 0
 	}
 	switch d.kind {
 	case kindFixed:
-		if d.v >= x {
+		if d.v > x {
 			return 1
 		}
 		return 0
 	case kindEmpirical:
-		i, _ := slices.BinarySearch(d.sorted, x)
+		i, _ := slices.BinarySearch(d.sorted, math.Nextafter(x, math.Inf(1)))
 		return float64(len(d.sorted)-i) / float64(len(d.sorted))
 	}
 	return 1 - normCDF((math.Log(x)-d.mu)/d.sigma)

@@ -6,8 +6,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
-
-	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // Draws are the random numbers of one seeded Monte Carlo run. Every class and
@@ -43,37 +41,6 @@ func NewDraws(seed uint64, n int) *Draws {
 	}
 	slices.SortFunc(d.byU, func(a, b int32) int { return cmp.Compare(d.U[a], d.U[b]) })
 	return d
-}
-
-// drawCache keeps the draws of the few most recent (seed, n) pairs: plans are
-// usually made with the default seed and size, so the draws are generated
-// once per process, and memory stays bounded whatever seeds clients send.
-var drawCache = must(lru.New[drawKey, *Draws](drawCacheSize))
-
-type drawKey struct {
-	seed uint64
-	n    int
-}
-
-const drawCacheSize = 4
-
-// SharedDraws returns the draws for (seed, n) from a small process-wide cache.
-// The result is shared and must not be modified.
-func SharedDraws(seed uint64, n int) *Draws {
-	k := drawKey{seed, n}
-	if d, ok := drawCache.Get(k); ok {
-		return d
-	}
-	d := NewDraws(seed, n)
-	drawCache.Add(k, d)
-	return d
-}
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
 }
 
 // Tail answers "what is the p-quantile of X + W" for one Monte Carlo sample

@@ -45,22 +45,13 @@ func TestTailUnstableWaitIsInfinite(t *testing.T) {
 	}
 }
 
-func TestDrawsAreSeededAndShared(t *testing.T) {
+func TestDrawsAreSeeded(t *testing.T) {
 	a, b := NewDraws(9, 1000), NewDraws(9, 1000)
 	if !slices.Equal(a.ZTTFT, b.ZTTFT) || !slices.Equal(a.E, b.E) {
 		t.Fatal("same seed gave different draws")
 	}
 	if c := NewDraws(10, 1000); slices.Equal(a.ZOut, c.ZOut) {
 		t.Fatal("different seeds gave the same draws")
-	}
-	if SharedDraws(9, 1000) != SharedDraws(9, 1000) {
-		t.Fatal("SharedDraws did not reuse its draws")
-	}
-	for seed := range uint64(2 * drawCacheSize) {
-		SharedDraws(seed, 10)
-	}
-	if n := drawCache.Len(); n > drawCacheSize {
-		t.Fatalf("draw cache holds %d entries, want at most %d", n, drawCacheSize)
 	}
 }
 

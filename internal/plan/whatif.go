@@ -49,15 +49,22 @@ type CellClass struct {
 }
 
 // Sweep plans every combination of up to two variations of a valid
-// scenario. A path that does not exist in the scenario, or a grid larger
-// than MaxWhatIfCells, is an error located at the variation; a value that
-// makes the scenario invalid only marks its cell.
+// scenario with a new engine. See Engine.Sweep.
 func Sweep(base scenario.Scenario, vars []Variation) (*WhatIf, error) {
-	return SweepContext(context.Background(), base, vars)
+	return New().Sweep(context.Background(), base, vars)
 }
 
 // SweepContext is Sweep that gives up when ctx is done, returning ctx.Err().
 func SweepContext(ctx context.Context, base scenario.Scenario, vars []Variation) (*WhatIf, error) {
+	return New().Sweep(ctx, base, vars)
+}
+
+// Sweep plans every combination of up to two variations of a valid
+// scenario. A path that does not exist in the scenario, or a grid larger
+// than MaxWhatIfCells, is an error located at the variation; a value that
+// makes the scenario invalid only marks its cell. It gives up when ctx is
+// done, returning ctx.Err().
+func (e *Engine) Sweep(ctx context.Context, base scenario.Scenario, vars []Variation) (*WhatIf, error) {
 	if len(vars) == 0 || len(vars) > 2 {
 		return nil, scenario.Errors{{Path: "variations", Message: "give one or two variations"}}
 	}
@@ -95,7 +102,7 @@ func SweepContext(ctx context.Context, base scenario.Scenario, vars []Variation)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			out.Cells[i] = planCell(ctx, doc, vars, values)
+			out.Cells[i] = e.planCell(ctx, doc, vars, values)
 		}()
 	}
 	wg.Wait()
@@ -105,7 +112,7 @@ func SweepContext(ctx context.Context, base scenario.Scenario, vars []Variation)
 	return out, nil
 }
 
-func planCell(ctx context.Context, doc []byte, vars []Variation, values []any) Cell {
+func (e *Engine) planCell(ctx context.Context, doc []byte, vars []Variation, values []any) Cell {
 	cell := Cell{Values: values}
 	var err error
 	for j, v := range vars {
@@ -117,7 +124,7 @@ func planCell(ctx context.Context, doc []byte, vars []Variation, values []any) C
 	s, err := scenario.Parse(doc)
 	if err == nil {
 		var p *Plan
-		if p, err = ComputeContext(ctx, s); err == nil {
+		if p, err = e.Plan(ctx, s); err == nil {
 			for _, c := range p.Classes {
 				cell.Classes = append(cell.Classes, CellClass{Name: c.Name, Pool: c.Pool, BindingConstraint: c.BindingConstraint, MinPool: c.MinPool, Feasible: c.Feasible})
 			}
