@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/config"
 	"github.com/plannerdev/planner/internal/jobs"
+	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/target"
 	"github.com/plannerdev/planner/internal/ui"
 )
@@ -44,6 +46,9 @@ type Options struct {
 	// PlanTimeout bounds the computation of one plan or what-if grid; 0
 	// means config.DefaultPlanTimeout.
 	PlanTimeout time.Duration
+	// MaxComputations caps the plan computations running at once (a plan,
+	// or one cell of a what-if grid); 0 means one per CPU.
+	MaxComputations int
 	// Store keeps plans and probes and answers readiness pings; nil means
 	// the server is never ready and stores nothing.
 	Store Store
@@ -75,6 +80,8 @@ type Server struct {
 	tokens  [][32]byte
 	maxBody int64
 	timeout time.Duration
+	engine  *plan.Engine
+	compute *computeLimit
 	// labels maps a route pattern ("POST /v1/plans") to the operation
 	// name used in logs and metrics.
 	labels map[string]string
@@ -94,8 +101,14 @@ func New(opts Options) *Server {
 		tokens:  hashTokens(opts.Tokens),
 		maxBody: opts.MaxBodyBytes,
 		timeout: opts.PlanTimeout,
+		engine:  plan.New(),
 		labels:  map[string]string{},
 	}
+	slots := opts.MaxComputations
+	if slots <= 0 {
+		slots = runtime.NumCPU()
+	}
+	s.compute = newComputeLimit(slots)
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}

@@ -78,6 +78,10 @@ type Limits struct {
 	MaxBodyBytes int64 `mapstructure:"max_body_bytes" validate:"min=1024,max=67108864"`
 	// PlanTimeout bounds the time one plan or what-if request may compute.
 	PlanTimeout time.Duration `mapstructure:"plan_timeout" validate:"min=100000000,max=600000000000"`
+	// MaxComputations caps the plan computations (a plan, or one cell of a
+	// what-if grid) running at once across the service; 0 means one per
+	// CPU.
+	MaxComputations int `mapstructure:"max_computations" validate:"min=0,max=1024"`
 }
 
 // Probe says where the service's probes may go, which keys they may use,
@@ -172,6 +176,7 @@ func Load(flags *pflag.FlagSet) (Config, error) {
 	v.SetDefault("auth.tokens", []string{})
 	v.SetDefault("limits.max_body_bytes", DefaultMaxBodyBytes)
 	v.SetDefault("limits.plan_timeout", DefaultPlanTimeout)
+	v.SetDefault("limits.max_computations", 0)
 	pd := DefaultProbe()
 	v.SetDefault("probe.allow", pd.Allow)
 	v.SetDefault("probe.credentials", pd.Credentials)

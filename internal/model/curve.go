@@ -129,11 +129,16 @@ func (c *Curve) growth(n float64) float64 {
 		if xn > 0 && xh > 0 {
 			r = (n / xn) / (c.hi / xh)
 		} else {
-			r = math.Inf(1)
+			r = maxGrowth
 		}
 	}
-	return math.Max(1, r)
+	return math.Min(maxGrowth, math.Max(1, r))
 }
+
+// maxGrowth caps how far extrapolated latency may grow beyond the last
+// measured point: past the USL's throughput collapse the model has nothing
+// to say but "far slower", and a cap keeps every product finite.
+const maxGrowth = 1e6
 
 // lognormalOrFixed fits p50 and p95 that are already known to be valid.
 func lognormalOrFixed(p50, p95 float64) Dist {

@@ -211,6 +211,15 @@ func (d Dist) Sample(z float64) float64 {
 	return d.clip(d.v)
 }
 
+// SampleAll maps every standard normal draw of z to a value (Sample).
+func (d Dist) SampleAll(z []float64) []float64 {
+	out := make([]float64, len(z))
+	for i, v := range z {
+		out[i] = d.Sample(v)
+	}
+	return out
+}
+
 // normCDF is Φ(x), the standard normal distribution function.
 func normCDF(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
 

@@ -77,3 +77,80 @@ func LittleRate(concurrency, timeInSystem float64) float64 {
 	}
 	return concurrency / timeInSystem
 }
+
+// Variant selects an experimental wait law.
+var Variant = 1
+
+// QueueWaitGIGc is an experimental wait law.
+func QueueWaitGIGc(c int, lambda, meanS, ca2, cs2 float64) Wait {
+	if lambda <= 0 || meanS <= 0 {
+		return Wait{}
+	}
+	a := lambda * meanS
+	if float64(c) <= a {
+		return Wait{Prob: 1, Mean: math.Inf(1)}
+	}
+	rho := a / float64(c)
+	ec := ErlangC(c, a)
+	// mean wait
+	theta := (ca2 + cs2) / 2 * meanS / (float64(c) * (1 - rho))
+	if c > 1 && cs2 < 1 {
+		g := math.Min(0.24, (1-rho)*float64(c-1)*(math.Sqrt(4+5*float64(c))-2)/(16*float64(c)*rho))
+		theta *= 1 + g*(1-cs2)
+	}
+	if ca2 > 1 && (Variant == 9 || Variant == 11 || Variant == 13) {
+		theta *= math.Exp(-(1 - rho) * (ca2 - 1) / (ca2 + 4*cs2))
+	}
+	pi := ec * qedRatio(c, rho, (1+ca2)/2)
+	mean := pi * theta
+	if Variant >= 10 {
+		pi = ec * qedRatio(c, rho, math.Max(0.01, (ca2+cs2)/2))
+		theta = mean / pi
+	}
+	if c == 1 && Variant >= 12 {
+		pi = qnaDelay(rho, ca2, cs2)
+		theta = klbMean(rho, meanS, ca2, cs2) / pi
+	}
+	if Variant%2 == 1 && Variant != 9 {
+	}
+	if Variant == 11 || Variant == 13 {
+		theta *= 1.1
+	}
+	pi = math.Min(1, pi)
+	if pi <= 0 || theta <= 0 {
+		return Wait{}
+	}
+	return Wait{Prob: pi, Mean: theta}
+}
+
+// qedRatio is α(β/√z)/α(β) with α the Halfin–Whitt delay probability.
+func qedRatio(c int, rho, z float64) float64 {
+	beta := (1 - rho) * math.Sqrt(float64(c))
+	return hw(beta/math.Sqrt(z)) / hw(beta)
+}
+
+func hw(b float64) float64 {
+	phi := math.Exp(-b*b/2) / math.Sqrt(2*math.Pi)
+	cdf := 0.5 * math.Erfc(-b/math.Sqrt2)
+	return 1 / (1 + b*cdf/phi)
+}
+
+func qnaDelay(rho, ca2, cs2 float64) float64 {
+	var h float64
+	if ca2 <= 1 {
+		h = (1 + ca2 + rho*cs2) / (1 + rho*(cs2-1) + rho*rho*(4*ca2+cs2))
+	} else {
+		h = 4 * rho / (ca2 + rho*rho*(4*ca2+cs2))
+	}
+	return math.Max(1e-6, math.Min(1, rho+(ca2-1)*rho*(1-rho)*h))
+}
+
+func klbMean(rho, meanS, ca2, cs2 float64) float64 {
+	var g float64
+	if ca2 < 1 {
+		g = math.Exp(-2 * (1 - rho) * (1 - ca2) * (1 - ca2) / (3 * rho * (ca2 + cs2)))
+	} else {
+		g = math.Exp(-(1 - rho) * (ca2 - 1) / (ca2 + 4*cs2))
+	}
+	return rho * meanS * (ca2 + cs2) / (2 * (1 - rho)) * g
+}

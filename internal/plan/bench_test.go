@@ -67,6 +67,7 @@ func BenchmarkPlanThreeClassesCold(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		e.tails.Purge()
+		e.samples.Purge()
 		e.percentiles.Purge()
 		e.minPools.Purge()
 		if _, err := e.plan(context.Background(), s, true); err != nil {
@@ -84,6 +85,7 @@ func BenchmarkPlanMeasuredCurve(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		e.tails.Purge()
+		e.samples.Purge()
 		e.percentiles.Purge()
 		e.minPools.Purge()
 		if _, err := e.plan(context.Background(), s, true); err != nil {

@@ -24,6 +24,8 @@ type Engine struct {
 	percentiles *lru.Cache[percentileKey, float64]
 	minPools    *lru.Cache[minPoolKey, int]
 	plans       *lru.Cache[[sha256.Size]byte, *Plan]
+	samples     *lru.Cache[sampleKey, []float64]
+	curves      *lru.Cache[string, *model.Curve]
 }
 
 // Cache sizes. A tail pair of the default 20,000 draws takes about 1 MB,
@@ -36,6 +38,9 @@ const (
 	percentileCacheEntries = 16384
 	minPoolCacheEntries    = 2048
 	planCacheEntries       = 256
+	// A sample of the default 20,000 draws takes 160 kB.
+	sampleCacheEntries = 96
+	curveCacheEntries  = 64
 )
 
 // New returns an engine with empty caches.
@@ -46,7 +51,42 @@ func New() *Engine {
 		percentiles: must(lru.New[percentileKey, float64](percentileCacheEntries)),
 		minPools:    must(lru.New[minPoolKey, int](minPoolCacheEntries)),
 		plans:       must(lru.New[[sha256.Size]byte, *Plan](planCacheEntries)),
+		samples:     must(lru.New[sampleKey, []float64](sampleCacheEntries)),
+		curves:      must(lru.New[string, *model.Curve](curveCacheEntries)),
 	}
+}
+
+// sampleKey identifies one part's Monte Carlo sample: its distribution,
+// which of the draws' streams it maps, and the draws.
+type sampleKey [sha256.Size]byte
+
+// sampled returns d mapped over the draws z (a stream of draws), from the
+// cache when a class or a load has drawn it already: the TTFT and TPOT of
+// an endpoint at a load are the same for all its classes. The result is
+// shared and must not be modified.
+func (e *Engine) sampled(d model.Dist, draws *model.Draws, z []float64, stream byte) []float64 {
+	b := binary.LittleEndian.AppendUint64([]byte{stream}, draws.Seed)
+	b = binary.LittleEndian.AppendUint64(b, uint64(draws.N))
+	k := sampleKey(sha256.Sum256(d.AppendKey(b)))
+	if v, ok := e.samples.Get(k); ok {
+		return v
+	}
+	v := d.SampleAll(z)
+	e.samples.Add(k, v)
+	return v
+}
+
+// parts is the Monte Carlo sample of every part of a service time.
+func (e *Engine) parts(svc model.Service, draws *model.Draws) model.Parts {
+	p := model.Parts{
+		TTFT: e.sampled(svc.TTFT, draws, draws.ZTTFT, 0),
+		TPOT: e.sampled(svc.TPOT, draws, draws.ZTPOT, 1),
+		Out:  e.sampled(svc.Out, draws, draws.ZOut, 3),
+	}
+	if svc.Prefill != 0 {
+		p.In = e.sampled(svc.In, draws, draws.ZIn, 2)
+	}
+	return p
 }
 
 type drawKey struct {

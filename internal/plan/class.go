@@ -40,7 +40,7 @@ type classModel struct {
 	base   model.Service
 
 	services map[int]*service // by load, for a curve
-	decode   []float64        // out − 1 per draw, shared by a curve's loads
+	buf      []float64        // scratch for quantile selections
 	xmax     []float64        // xmax[c] = max over c' ≤ c of X(c'), grown on demand
 }
 
@@ -56,9 +56,18 @@ type service struct {
 	mean, scv    float64
 	extrapolated bool
 	key          serviceKey
-	ttft, e2e    *model.Tail // built on first use
-	noWait       [2]float64  // p95 of TTFT and of S without queueing; 0 until known
+	ttft, e2e    *model.Tail // load-independent latency: built on first use
+	// A curve's load has few queries, so its Monte Carlo sample is kept as
+	// drawn and each query selects from it.
+	first, total []float64
+	approx       [2]*model.Estimator // closed-form stand-ins for TTFT and S
+	noWait       [2]float64          // p95 of TTFT and of S without queueing; 0 until known
 	minPool      *minPoolResult
+}
+
+// estimator guides searches: it approximates a percentile with a queue.
+type estimator interface {
+	Estimate(w model.Wait) float64
 }
 
 // minPoolResult is min_pool at one load: nil Pool when no pool up to the
@@ -67,7 +76,7 @@ type minPoolResult struct {
 	Pool *int
 }
 
-func newClassModel(eng *Engine, spec scenario.Class, key quota.Key, p scenario.Policy, draws *model.Draws, cs curves) (*classModel, error) {
+func newClassModel(eng *Engine, spec scenario.Class, key quota.Key, p scenario.Policy, draws *model.Draws) (*classModel, error) {
 	m := &classModel{
 		eng: eng, spec: spec, key: key, ca2: *spec.ArrivalSCV, safety: p.KneeSafety.Safety(spec.Mode),
 		rhoMax: p.MaxUtilization, maxPool: p.MaxPool, draws: draws, services: map[int]*service{}, xmax: []float64{0},
@@ -97,8 +106,11 @@ func newClassModel(eng *Engine, spec scenario.Class, key quota.Key, p scenario.P
 	})
 	l := *spec.Latency
 	if len(l.Curve) > 0 {
-		if m.curve, err = cs.get(l.Curve); err != nil {
+		if m.curve, err = eng.curve(l.Curve); err != nil {
 			return nil, fmt.Errorf("latency.curve: %w", err)
+		}
+		if mean := m.at(1).mean; !(mean <= maxServiceSeconds) {
+			return nil, fmt.Errorf("the mean service time at one request in flight is %s s, beyond the %s s the planner accepts: check the curve and the output token distribution", num(mean), num(maxServiceSeconds))
 		}
 		return m, nil
 	}
@@ -116,7 +128,7 @@ func newClassModel(eng *Engine, spec scenario.Class, key quota.Key, p scenario.P
 	if !(m.static.mean > 0) {
 		return nil, errors.New("the service time is zero: give a positive ttft_ms, or a positive tpot_ms with more than one output token")
 	}
-	if math.IsInf(m.static.mean, 0) || math.IsNaN(m.static.mean) || m.static.mean > maxServiceSeconds {
+	if !(m.static.mean <= maxServiceSeconds) {
 		return nil, fmt.Errorf("the mean service time is %s s, beyond the %s s the planner accepts: check the latency and token distributions", num(m.static.mean), num(maxServiceSeconds))
 	}
 	return m, nil
@@ -152,8 +164,9 @@ func (m *classModel) at(load int) *service {
 	return s
 }
 
-// tails returns the Monte Carlo tails of TTFT and of S for a service time,
-// from the engine's cache when a plan has already drawn them.
+// tails returns the Monte Carlo tails of TTFT and of S for a
+// load-independent service time, from the engine's cache when a plan has
+// already drawn them.
 func (m *classModel) tails(ctx context.Context, s *service) (ttft, e2e *model.Tail, err error) {
 	if s.ttft != nil {
 		return s.ttft, s.e2e, nil
@@ -167,19 +180,55 @@ func (m *classModel) tails(ctx context.Context, s *service) (ttft, e2e *model.Ta
 	}
 	n := m.draws.N
 	first, total := make([]float64, n), make([]float64, n)
-	if m.static != nil {
-		s.svc.Fill(m.draws, first, total)
-	} else {
-		if m.decode == nil {
-			m.decode = m.base.Decode(m.draws)
-		}
-		s.svc.FillWith(m.draws, m.decode, first, total)
-	}
+	s.svc.FillParts(m.eng.parts(s.svc, m.draws), first, total)
 	s.ttft, s.e2e = model.NewTail(first, m.draws, 0.95), model.NewTail(total, m.draws, 0.95)
 	if n <= tailCacheMaxDraws {
 		m.eng.tails.Add(s.key, tailPair{s.ttft, s.e2e})
 	}
 	return s.ttft, s.e2e, nil
+}
+
+// sample returns the Monte Carlo sample of TTFT and of S at a curve's load,
+// drawn on first use.
+func (m *classModel) sample(ctx context.Context, s *service) (first, total []float64, err error) {
+	if s.first != nil {
+		return s.first, s.total, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	n := m.draws.N
+	s.first, s.total = make([]float64, n), make([]float64, n)
+	s.svc.FillParts(m.eng.parts(s.svc, m.draws), s.first, s.total)
+	return s.first, s.total, nil
+}
+
+// estimatorOf is what guides searches on a metric at a service time: the
+// Monte Carlo tail's own estimate for load-independent latency, else the
+// closed-form stand-in, which needs no draws.
+func (m *classModel) estimatorOf(ctx context.Context, s *service, metric int) (estimator, error) {
+	if m.static != nil {
+		t, e, err := m.tails(ctx, s)
+		if metric == metricTTFT {
+			return t, err
+		}
+		return e, err
+	}
+	if s.approx[metric] == nil {
+		d := s.svc.Lognormal()
+		if metric == metricTTFT {
+			d = s.svc.TTFTLognormal()
+		}
+		s.approx[metric] = model.NewEstimator(d, 0.95)
+	}
+	return s.approx[metric], nil
+}
+
+// approxNoWait95 is the closed-form stand-in's p95 of TTFT or S without
+// queueing at a load, for bracketing searches over the load.
+func (m *classModel) approxNoWait95(load, metric int) float64 {
+	e, _ := m.estimatorOf(context.Background(), m.at(load), metric)
+	return e.Estimate(model.Wait{})
 }
 
 // rate is X(c) = c / E[S(c)], the request rate of a pool of c alone on
@@ -284,22 +333,50 @@ func (m *classModel) p95(ctx context.Context, c, load int, which percentile) (fl
 			return math.Inf(1), nil
 		}
 	}
+	return m.quantile(ctx, s, w, which)
+}
+
+// quantile is the p95 of TTFT (pctTTFT) or S plus the wait w.
+func (m *classModel) quantile(ctx context.Context, s *service, w model.Wait, which percentile) (float64, error) {
+	if which == pctService {
+		which, w = pctE2E, model.Wait{}
+	}
 	k := percentileKey{service: s.key, wait: w, which: which}
 	if v, ok := m.eng.percentiles.Get(k); ok {
 		return v, nil
 	}
-	t, e, err := m.tails(ctx, s)
-	if err != nil {
-		return 0, err
-	}
 	var v float64
-	if which == pctTTFT {
-		v = t.Quantile(w)
+	if m.static != nil {
+		t, e, err := m.tails(ctx, s)
+		if err != nil {
+			return 0, err
+		}
+		if which == pctTTFT {
+			v = t.Quantile(w)
+		} else {
+			v = e.Quantile(w)
+		}
 	} else {
-		v = e.Quantile(w)
+		first, total, err := m.sample(ctx, s)
+		if err != nil {
+			return 0, err
+		}
+		x := total
+		if which == pctTTFT {
+			x = first
+		}
+		v = model.QuantileWithWait(x, m.draws, w, 0.95, m.scratch())
 	}
 	m.eng.percentiles.Add(k, v)
 	return v, nil
+}
+
+// scratch is a buffer of one value per draw for quantile selections.
+func (m *classModel) scratch() []float64 {
+	if m.buf == nil {
+		m.buf = make([]float64, m.draws.N)
+	}
+	return m.buf
 }
 
 // noWait95 is the p95 of TTFT (metricTTFT) or of S (metricE2E) without
@@ -313,16 +390,12 @@ func (m *classModel) noWait95(ctx context.Context, load, metric int) (float64, e
 	if metric == metricTTFT {
 		which = pctTTFT
 	}
-	t, e, err := m.tails(ctx, s)
+	v, err := m.quantile(ctx, s, model.Wait{}, which)
 	if err != nil {
 		return 0, err
 	}
-	tail := e
-	if which == pctTTFT {
-		tail = t
-	}
-	s.noWait[metric] = tail.Quantile(model.Wait{})
-	return s.noWait[metric], nil
+	s.noWait[metric] = v
+	return v, nil
 }
 
 // hasSLO reports whether the class has a target on the metric.
@@ -410,6 +483,35 @@ func (m *classModel) minPoolAt(ctx context.Context, load int) (*int, error) {
 	m.eng.minPools.Add(k, c)
 	s.minPool = &minPoolResult{Pool: &c}
 	return &c, nil
+}
+
+// approxMinPoolAt is min_pool at a load from the closed-form stand-ins
+// alone (no draws), for bracketing searches over the load; false when no
+// pool keeps the queue stable.
+func (m *classModel) approxMinPoolAt(load int) (int, bool) {
+	s := m.at(load)
+	start, ok := m.stableStart(s)
+	if !ok || m.lambda == 0 {
+		return start, ok
+	}
+	ctx := context.Background()
+	var est [2]estimator
+	b := exact
+	for metric := range 2 {
+		est[metric], _ = m.estimatorOf(ctx, s, metric)
+		if m.hasSLO(metric) {
+			b[metric] = math.Max(1, est[metric].Estimate(model.Wait{})/m.slo[metric]*1.05)
+		}
+	}
+	return firstTrue(start, func(c int) bool {
+		w := m.waitAt(c, s)
+		for metric := range 2 {
+			if m.hasSLO(metric) && est[metric].Estimate(w) > b[metric]*m.slo[metric] {
+				return false
+			}
+		}
+		return true
+	}), true
 }
 
 // minPoolShared is min_pool on a curve endpoint where the other classes
@@ -512,7 +614,11 @@ func firstStable(stable func(int) bool) (int, bool) {
 // only when the estimate was off.
 func (m *classModel) firstMeeting(ctx context.Context, start, load int, b bounds) (int, error) {
 	s := m.at(load)
-	t, e, err := m.tails(ctx, s)
+	t, err := m.estimatorOf(ctx, s, metricTTFT)
+	if err != nil {
+		return 0, err
+	}
+	e, err := m.estimatorOf(ctx, s, metricE2E)
 	if err != nil {
 		return 0, err
 	}

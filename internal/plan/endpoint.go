@@ -41,13 +41,11 @@ type sloBudget struct {
 	reason  string
 }
 
-// curves holds the curves of one plan by their points, so that classes that
-// share a latency profile share its interpolation and USL fit.
-type curves map[string]*model.Curve
-
-func (cs curves) get(points []scenario.CurvePoint) (*model.Curve, error) {
+// curve returns the interpolation and USL fit of a measured curve, from the
+// cache when a plan has fitted the same points (a curve is immutable).
+func (e *Engine) curve(points []scenario.CurvePoint) (*model.Curve, error) {
 	key := fmt.Sprint(points)
-	if c, ok := cs[key]; ok {
+	if c, ok := e.curves.Get(key); ok {
 		return c, nil
 	}
 	pts := make([]model.LatencyPoint, len(points))
@@ -66,7 +64,7 @@ func (cs curves) get(points []scenario.CurvePoint) (*model.Curve, error) {
 	if err != nil {
 		return nil, err
 	}
-	cs[key] = c
+	e.curves.Add(key, c)
 	return c, nil
 }
 
@@ -113,6 +111,10 @@ func (r *run) hopeless(ctx context.Context, i, metric int) (bool, error) {
 	if !m.hasSLO(metric) {
 		return false, nil
 	}
+	// The closed form settles clear cases without drawing.
+	if m.loadDependent() && m.approxNoWait95(1, metric) < 0.8*m.slo[metric] {
+		return false, nil
+	}
 	v, err := m.noWait95(ctx, 1, metric)
 	return v > m.slo[metric]*(1+tolerance), err
 }
@@ -145,43 +147,56 @@ func (r *run) sloBudgets(ctx context.Context, e *endpoint, bound int) error {
 		if !b.active {
 			continue
 		}
-		// The largest T at which every target holds without a queue.
-		noWait := func(t int) (bool, int, error) {
+		// The largest T at which every target holds without a queue: found
+		// with the closed-form stand-ins, then settled with the Monte Carlo.
+		noWait := func(t int, exact bool) (bool, int, error) {
 			for _, i := range judged {
 				m := r.models[i]
 				if !m.hasSLO(metric) {
 					continue
 				}
-				v, err := m.noWait95(ctx, t, metric)
-				if err != nil || v > m.slo[metric]*(1+tolerance) {
-					return false, i, err
+				v := 0.0
+				if exact {
+					var err error
+					if v, err = m.noWait95(ctx, t, metric); err != nil {
+						return false, i, err
+					}
+				} else {
+					v = m.approxNoWait95(t, metric)
+				}
+				if v > m.slo[metric]*(1+tolerance) {
+					return false, i, nil
 				}
 			}
 			return true, -1, nil
 		}
-		ok, _, err := noWait(bound)
+		guess, _ := lastTrue(1, bound+1, func(t int) (bool, error) { ok, _, err := noWait(t, false); return ok, err })
+		top, err := refineLast(guess, 1, bound, func(t int) (bool, error) { ok, _, err := noWait(t, true); return ok, err })
 		if err != nil {
 			return err
 		}
-		top := bound
-		if !ok {
-			t, err := lastTrue(1, bound, func(t int) (bool, error) { ok, _, err := noWait(t); return ok, err })
+		if top < bound {
+			_, breaker, err := noWait(top+1, true)
 			if err != nil {
 				return err
 			}
-			_, breaker, err := noWait(t + 1)
-			if err != nil {
-				return err
-			}
-			top = t
-			b.total, b.breaker, b.reason = intPtr(t), breaker, "noWait"
+			b.total, b.breaker, b.reason = intPtr(top), breaker, "noWait"
 		}
-		// Walk down from top to the largest T at which the min_pools fit.
-		fits := func(t int) (bool, error) {
+		// The largest T up to top at which the min_pools of the classes
+		// with demand fit in T, bracketed and settled the same way.
+		fits := func(t int, exact bool) (bool, error) {
 			sum := 0
 			for _, i := range judged {
 				m := r.models[i]
 				if m.lambda == 0 {
+					continue
+				}
+				if !exact {
+					c, ok := m.approxMinPoolAt(t)
+					if !ok {
+						return false, nil
+					}
+					sum += c
 					continue
 				}
 				c, err := m.minPoolAt(ctx, t)
@@ -192,19 +207,87 @@ func (r *run) sloBudgets(ctx context.Context, e *endpoint, bound int) error {
 			}
 			return sum <= t, nil
 		}
-		ok, err = fits(top)
+		ok, err := fits(top, true)
+		if err != nil || ok {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		guess = walkDown(top, func(t int) bool { ok, _ := fits(t, false); return ok })
+		good, err := refineLast(max(guess, 1), 1, top, func(t int) (bool, error) { return fits(t, true) })
 		if err != nil {
 			return err
 		}
-		if ok {
-			continue
+		if good < 1 {
+			continue // the demand does not fit at any total: the classes say so
 		}
-		good, bad := 0, top
-		for step := 1; bad-step >= 1; step *= 2 {
-			t := bad - step
-			ok, err := fits(t)
+		b.total, b.breaker, b.reason = intPtr(good), r.demandBreaker(e, metric), "minPool"
+	}
+	return nil
+}
+
+// walkDown is the largest t ≤ top with ok(t), walking down in doubling
+// steps from top and bisecting; 0 when ok(1) fails too. ok holds on an
+// interval that top lies above.
+func walkDown(top int, ok func(int) bool) int {
+	bad := top
+	for step := 1; ; step *= 2 {
+		t := max(1, bad-step)
+		if ok(t) {
+			for bad-t > 1 {
+				mid := t + (bad-t)/2
+				if ok(mid) {
+					t = mid
+				} else {
+					bad = mid
+				}
+			}
+			return t
+		}
+		if t == 1 {
+			return 0
+		}
+		bad = t
+	}
+}
+
+// refineLast is the largest t in [lo, hi] with exact(t), for a predicate
+// that holds up to some t and fails after, starting from a guess that an
+// approximation gave: it gallops away from the guess until the answer is
+// bracketed, then bisects, so that a good guess costs two or three exact
+// evaluations. It is lo − 1 when exact(lo) fails.
+func refineLast(guess, lo, hi int, exact func(int) (bool, error)) (int, error) {
+	g := max(lo, min(guess, hi))
+	ok, err := exact(g)
+	if err != nil {
+		return 0, err
+	}
+	good, bad := g, hi+1
+	if ok {
+		for step := 1; good < hi; step *= 2 {
+			t := min(hi, good+step)
+			ok, err := exact(t)
 			if err != nil {
-				return err
+				return 0, err
+			}
+			if !ok {
+				bad = t
+				break
+			}
+			good = t
+		}
+		if good == hi {
+			return hi, nil
+		}
+	} else {
+		bad = g
+		good = lo - 1
+		for step := 1; bad > lo; step *= 2 {
+			t := max(lo, bad-step)
+			ok, err := exact(t)
+			if err != nil {
+				return 0, err
 			}
 			if ok {
 				good = t
@@ -212,24 +295,23 @@ func (r *run) sloBudgets(ctx context.Context, e *endpoint, bound int) error {
 			}
 			bad = t
 		}
-		if good == 0 {
-			continue // the demand does not fit at any total: the classes say so
+		if good < lo {
+			return lo - 1, nil
 		}
-		for bad-good > 1 {
-			mid := good + (bad-good)/2
-			ok, err := fits(mid)
-			if err != nil {
-				return err
-			}
-			if ok {
-				good = mid
-			} else {
-				bad = mid
-			}
-		}
-		b.total, b.breaker, b.reason = intPtr(good), r.demandBreaker(e, metric), "minPool"
 	}
-	return nil
+	for bad-good > 1 {
+		mid := good + (bad-good)/2
+		ok, err := exact(mid)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			good = mid
+		} else {
+			bad = mid
+		}
+	}
+	return good, nil
 }
 
 // hopelessAny reports whether a class fails one of its targets at any pool.

@@ -123,13 +123,12 @@ func (e *Engine) newRun(ctx context.Context, in scenario.Scenario) (*run, error)
 	for _, q := range s.Quotas {
 		r.keys = append(r.keys, quota.Key{Quota: q})
 	}
-	cs := curves{}
 	claims := make([]quota.Claim, len(s.Classes))
 	for i, c := range s.Classes {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		m, err := newClassModel(e, c, r.keyOf(c.Quota), s.Policy, draws, cs)
+		m, err := newClassModel(e, c, r.keyOf(c.Quota), s.Policy, draws)
 		if err != nil {
 			return nil, scenario.Errors{{Path: fmt.Sprintf("classes[%d]", i), Message: err.Error()}}
 		}

@@ -51,20 +51,26 @@ type CellClass struct {
 // Sweep plans every combination of up to two variations of a valid
 // scenario with a new engine. See Engine.Sweep.
 func Sweep(base scenario.Scenario, vars []Variation) (*WhatIf, error) {
-	return New().Sweep(context.Background(), base, vars)
+	return New().Sweep(context.Background(), base, vars, nil)
 }
 
-// SweepContext is Sweep that gives up when ctx is done, returning ctx.Err().
-func SweepContext(ctx context.Context, base scenario.Scenario, vars []Variation) (*WhatIf, error) {
-	return New().Sweep(ctx, base, vars)
+// Workers hands out extra workers to a sweep: a service bounds the
+// computations it runs at once and lends a sweep the slots that are free.
+type Workers interface {
+	// TryAcquire takes a slot when one is free, without waiting.
+	TryAcquire() bool
+	// Release frees a slot that TryAcquire took.
+	Release()
 }
 
 // Sweep plans every combination of up to two variations of a valid
 // scenario. A path that does not exist in the scenario, or a grid larger
 // than MaxWhatIfCells, is an error located at the variation; a value that
-// makes the scenario invalid only marks its cell. It gives up when ctx is
-// done, returning ctx.Err().
-func (e *Engine) Sweep(ctx context.Context, base scenario.Scenario, vars []Variation) (*WhatIf, error) {
+// makes the scenario invalid only marks its cell. Cells are planned by one
+// worker and by as many more as workers lends (up to one per CPU; with nil
+// workers, one per CPU), sharing the engine's draws, samples and tails. It
+// gives up when ctx is done, returning ctx.Err().
+func (e *Engine) Sweep(ctx context.Context, base scenario.Scenario, vars []Variation, workers Workers) (*WhatIf, error) {
 	if len(vars) == 0 || len(vars) > 2 {
 		return nil, scenario.Errors{{Path: "variations", Message: "give one or two variations"}}
 	}
@@ -86,25 +92,38 @@ func (e *Engine) Sweep(ctx context.Context, base scenario.Scenario, vars []Varia
 		return nil, scenario.Errors{{Path: "variations", Message: fmt.Sprintf("the grid has %d cells; at most %d are allowed", cells, MaxWhatIfCells)}}
 	}
 	out := &WhatIf{Variations: vars, Cells: make([]Cell, cells)}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	next := make(chan int, cells)
 	for i := range cells {
-		if ctx.Err() != nil {
+		next <- i
+	}
+	close(next)
+	work := func() {
+		for i := range next {
+			if ctx.Err() != nil {
+				return
+			}
+			values := make([]any, len(vars))
+			rest := i
+			for j := len(vars) - 1; j >= 0; j-- {
+				values[j] = vars[j].Values[rest%len(vars[j].Values)]
+				rest /= len(vars[j].Values)
+			}
+			out.Cells[i] = e.planCell(ctx, doc, vars, values)
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(cells, runtime.GOMAXPROCS(0)) - 1 {
+		if workers != nil && !workers.TryAcquire() {
 			break
 		}
-		values := make([]any, len(vars))
-		rest := i
-		for j := len(vars) - 1; j >= 0; j-- {
-			values[j] = vars[j].Values[rest%len(vars[j].Values)]
-			rest /= len(vars[j].Values)
-		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			out.Cells[i] = e.planCell(ctx, doc, vars, values)
-		}()
+		wg.Go(func() {
+			if workers != nil {
+				defer workers.Release()
+			}
+			work()
+		})
 	}
+	work()
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -43,7 +43,6 @@ func (e *Engine) Workloads(ctx context.Context, s scenario.Scenario) ([]Workload
 	}
 	s = s.WithDefaults()
 	draws := e.drawsFor(*s.Policy.Seed, s.Policy.MonteCarloDraws)
-	cs := curves{}
 	out := make([]Workload, len(s.Classes))
 	for i, c := range s.Classes {
 		if err := ctx.Err(); err != nil {
@@ -55,7 +54,7 @@ func (e *Engine) Workloads(ctx context.Context, s scenario.Scenario) ([]Workload
 				key = quota.Key{Quota: q}
 			}
 		}
-		m, err := newClassModel(e, c, key, s.Policy, draws, cs)
+		m, err := newClassModel(e, c, key, s.Policy, draws)
 		if err != nil {
 			return nil, scenario.Errors{{Path: fmt.Sprintf("classes[%d]", i), Message: err.Error()}}
 		}
