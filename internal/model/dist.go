@@ -115,23 +115,29 @@ func (d Dist) Mean() float64 { return d.moment(1) }
 // SecondMoment is E[X²] of the clipped distribution.
 func (d Dist) SecondMoment() float64 { return d.moment(2) }
 
+// ThirdMoment is E[X³] of the clipped distribution.
+func (d Dist) ThirdMoment() float64 { return d.moment(3) }
+
 // Var is the variance of the clipped distribution.
 func (d Dist) Var() float64 {
 	m := d.Mean()
 	return math.Max(0, d.SecondMoment()-m*m)
 }
 
-// moment returns E[X^k] for k = 1 or 2. For the lognormal clipped to [a, b]:
+// moment returns E[X^k] for k = 1, 2 or 3. For the lognormal clipped to [a, b]:
 // E[X^k] = a^k·P(X≤a) + b^k·P(X≥b) + e^{kμ+k²σ²/2}·(Φ(β−kσ) − Φ(α−kσ)),
 // with α = (ln a − μ)/σ and β = (ln b − μ)/σ (the partial moments of the
 // lognormal; Johnson, Kotz and Balakrishnan, Continuous Univariate
 // Distributions, vol. 1, ch. 14).
 func (d Dist) moment(k int) float64 {
 	pow := func(x float64) float64 {
-		if k == 1 {
+		switch k {
+		case 1:
 			return x
+		case 2:
+			return x * x
 		}
-		return x * x
+		return x * x * x
 	}
 	switch d.kind {
 	case kindFixed:

@@ -41,6 +41,22 @@ func (s Service) Var() float64 {
 	return math.Max(0, s.TTFT.Var()+s.Prefill*s.Prefill*s.In.Var()+vd)
 }
 
+// Moments are E[S], E[S²] and E[S³], exact from the parts' moments: with
+// T = TTFT + prefill·in and V = TPOT·D independent, E[V^k] = E[TPOT^k]·E[D^k]
+// and E[(T + V)³] = E[T³] + 3E[T²]E[V] + 3E[T]E[V²] + E[V³].
+func (s Service) Moments() (m1, m2, m3 float64) {
+	t1, t2, t3 := s.TTFT.Mean(), s.TTFT.SecondMoment(), s.TTFT.ThirdMoment()
+	if p := s.Prefill; p != 0 {
+		i1, i2, i3 := s.In.Mean(), s.In.SecondMoment(), s.In.ThirdMoment()
+		t1, t2, t3 = t1+p*i1, t2+2*p*s.TTFT.Mean()*i1+p*p*i2,
+			t3+3*p*s.TTFT.SecondMoment()*i1+3*p*p*s.TTFT.Mean()*i2+p*p*p*i3
+	}
+	o1, o2, o3 := s.Out.Mean(), s.Out.SecondMoment(), s.Out.ThirdMoment()
+	d1, d2, d3 := o1-1, o2-2*o1+1, o3-3*o2+3*o1-1
+	v1, v2, v3 := s.TPOT.Mean()*d1, s.TPOT.SecondMoment()*d2, s.TPOT.ThirdMoment()*d3
+	return t1 + v1, t2 + 2*t1*v1 + v2, t3 + 3*t2*v1 + 3*t1*v2 + v3
+}
+
 // SCV is the squared coefficient of variation cs² = Var(S)/E[S]², the
 // service-time variability that the Allen–Cunneen wait needs.
 func (s Service) SCV() float64 {

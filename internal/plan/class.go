@@ -54,6 +54,7 @@ const (
 type service struct {
 	svc          model.Service
 	mean, scv    float64
+	tail         float64 // E[S]·E[S³]/E[S²]²: how heavy the service time's tail is
 	extrapolated bool
 	key          serviceKey
 	ttft, e2e    *model.Tail // load-independent latency: built on first use
@@ -140,7 +141,18 @@ func newClassModel(eng *Engine, spec scenario.Class, key quota.Key, p scenario.P
 const maxServiceSeconds = 365 * 24 * 3600
 
 func (m *classModel) newService(svc model.Service, extrapolated bool) *service {
-	return &service{svc: svc, mean: svc.Mean(), scv: svc.SCV(), extrapolated: extrapolated, key: newServiceKey(svc, m.draws)}
+	m1, m2, m3 := svc.Moments()
+	s := &service{svc: svc, mean: svc.Mean(), scv: svc.SCV(), extrapolated: extrapolated, key: newServiceKey(svc, m.draws)}
+	if m2 > 0 {
+		s.tail = m1 * m3 / (m2 * m2)
+	}
+	return s
+}
+
+// queue is the client's pool of c at the class's demand as a queue, for
+// the service time s.
+func (m *classModel) queue(c int, lambda float64, s *service) model.Queue {
+	return model.Queue{C: c, Lambda: lambda, CA2: m.ca2, Mean: s.mean, CS2: s.scv, Tail: s.tail}
 }
 
 // loadDependent reports whether the class's latency follows its endpoint's
@@ -307,7 +319,7 @@ func (m *classModel) firstAbove(bound, scale float64, limit int) (int, bool) {
 // waitAt is the client-side queue wait with a pool of c at the class's
 // demand, for the service time s.
 func (m *classModel) waitAt(c int, s *service) model.Wait {
-	return model.QueueWait(c, m.lambda, s.mean, m.ca2, s.scv)
+	return m.queue(c, m.lambda, s).Wait()
 }
 
 // percentile names one of the percentiles the plan predicts.

@@ -54,7 +54,7 @@ func (e *Engine) curve(points []scenario.CurvePoint) (*model.Curve, error) {
 			Concurrency: float64(c.Concurrency),
 			TTFTP50:     c.TTFTP50Ms / 1000, TTFTP95: c.TTFTP95Ms / 1000,
 			TPOTP50: c.TPOTP50Ms / 1000, TPOTP95: c.TPOTP95Ms / 1000,
-			Throughput: c.ThroughputRPS,
+			Throughput: c.ThroughputRPS, Weight: float64(c.Requests),
 		}
 		if pts[i].Throughput == 0 && c.E2EP50Ms > 0 {
 			pts[i].Throughput = model.LittleRate(float64(c.Concurrency), c.E2EP50Ms/1000)

@@ -7,7 +7,6 @@ import (
 	"math"
 	"slices"
 
-	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/quota"
 	"github.com/plannerdev/planner/internal/scenario"
 )
@@ -301,7 +300,7 @@ func (r *run) shed(ctx context.Context, i, pool int) (*Shed, error) {
 		if l*s.mean > m.rhoMax*float64(pool)*(1+tolerance) {
 			return false
 		}
-		w := model.QueueWait(pool, l, s.mean, m.ca2, s.scv)
+		w := m.queue(pool, l, s).Wait()
 		if !w.Stable() {
 			return false
 		}
