@@ -49,6 +49,16 @@ func spec(url string, steps []int, n int) Spec {
 	}
 }
 
+// start runs a probe in a new slot, as the API does.
+func start(m *Manager, s Spec) (store.ProbeRun, error) {
+	slot, err := m.Acquire(context.Background())
+	if err != nil {
+		return store.ProbeRun{}, err
+	}
+	defer slot.Release()
+	return slot.Start(s)
+}
+
 // collect reads a subscription until it closes.
 func collect(t *testing.T, sub *Subscription) []Event {
 	t.Helper()
@@ -87,7 +97,7 @@ func waitStatus(t *testing.T, st *store.Store, id string, want store.Status) sto
 func TestJobRunsAndReports(t *testing.T) {
 	st := openStore(t)
 	m := New(st, Options{ProgressInterval: 20 * time.Millisecond})
-	started, err := m.Start(spec(simURL(t, slow), []int{1, 2}, 6))
+	started, err := start(m, spec(simURL(t, slow), []int{1, 2}, 6))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +155,7 @@ func TestJobRunsAndReports(t *testing.T) {
 func TestRowsArriveWhileRunning(t *testing.T) {
 	st := openStore(t)
 	m := New(st, Options{})
-	started, err := m.Start(spec(simURL(t, slow), []int{1}, 30)) // about 6 s
+	started, err := start(m, spec(simURL(t, slow), []int{1}, 30)) // about 6 s
 	id := started.ID
 	if err != nil {
 		t.Fatal(err)
@@ -186,16 +196,16 @@ func TestMaxRunning(t *testing.T) {
 	st := openStore(t)
 	m := New(st, Options{MaxRunning: 1})
 	url := simURL(t, slow)
-	started, err := m.Start(spec(url, []int{1}, 100))
+	started, err := start(m, spec(url, []int{1}, 100))
 	id := started.ID
 	if err != nil {
 		t.Fatal(err)
 	}
 	var busy *BusyError
-	if _, err := m.Start(spec(url, []int{1}, 1)); !errors.As(err, &busy) || busy.Limit != 1 {
+	if _, err := start(m, spec(url, []int{1}, 1)); !errors.As(err, &busy) || busy.Limit != 1 {
 		t.Fatalf("second start: %v", err)
 	}
-	if _, err := m.Acquire(); !errors.As(err, &busy) {
+	if _, err := m.Acquire(context.Background()); !errors.As(err, &busy) {
 		t.Fatalf("acquire beside a running job: %v", err)
 	}
 	done, err := m.Cancel(id)
@@ -203,21 +213,24 @@ func TestMaxRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-done
-	release, err := m.Acquire()
+	slot, err := m.Acquire(context.Background())
 	if err != nil {
 		t.Fatalf("acquire once the job ended: %v", err)
 	}
-	release()
-	release() // a second release frees nothing more
+	slot.Release()
+	slot.Release() // a second release frees nothing more
 	if m.running != 0 {
 		t.Fatalf("%d slots taken after release", m.running)
+	}
+	if _, err := slot.Start(spec(url, []int{1}, 1)); !errors.Is(err, errSlotUsed) {
+		t.Fatalf("start in a released slot: %v", err)
 	}
 }
 
 func TestShutdownInterrupts(t *testing.T) {
 	st := openStore(t)
 	m := New(st, Options{})
-	started, err := m.Start(spec(simURL(t, slow), []int{1, 2}, 100))
+	started, err := start(m, spec(simURL(t, slow), []int{1, 2}, 100))
 	id := started.ID
 	if err != nil {
 		t.Fatal(err)
@@ -237,7 +250,7 @@ func TestShutdownInterrupts(t *testing.T) {
 	if last := evs[len(evs)-1]; last.Kind != EventDone || last.Status != store.StatusInterrupted {
 		t.Fatalf("last event %+v", last)
 	}
-	if _, err := m.Start(spec("http://127.0.0.1:1/v1", []int{1}, 1)); !errors.Is(err, ErrClosed) {
+	if _, err := start(m, spec("http://127.0.0.1:1/v1", []int{1}, 1)); !errors.Is(err, ErrClosed) {
 		t.Fatalf("start after shutdown: %v", err)
 	}
 }
@@ -249,7 +262,7 @@ func TestSlowSubscriberIsDropped(t *testing.T) {
 	st := openStore(t)
 	m := New(st, Options{ProgressInterval: time.Millisecond})
 	quick := sim.Config{MaxNumSeqs: 64, TTFT: time.Millisecond, ITL: 100 * time.Microsecond, ITLGrowth: sim.NoGrowth}
-	started, err := m.Start(spec(simURL(t, quick), []int{8, 16}, 1500)) // a change every millisecond for about half a second
+	started, err := start(m, spec(simURL(t, quick), []int{8, 16}, 1500)) // a change every millisecond for about half a second
 	id := started.ID
 	if err != nil {
 		t.Fatal(err)
