@@ -11,6 +11,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
@@ -58,6 +59,19 @@ type Options struct {
 	Network target.Network
 	// Logger receives access logs and errors; nil discards them.
 	Logger *slog.Logger
+	// Addr is the address the service's listener is bound to: its IP is
+	// a name of the service that the Host header may give (any IP when
+	// it is bound to every interface). Nil: only the loopback forms and
+	// Hosts.
+	Addr net.Addr
+	// Hosts are the other names of the service that the Host header may
+	// give, "host" for any port or "host:port": the listen address's own
+	// name and the configured allowed_hosts. "localhost" and loopback IPs
+	// are always allowed.
+	Hosts []string
+	// Origins are the web origins besides the service's own whose pages
+	// may call the API (allowed_origins).
+	Origins []string
 }
 
 // Server is the API as an http.Handler, with its OpenAPI document.
@@ -73,6 +87,8 @@ type Server struct {
 	guard   *target.Guard
 	tiers   []config.Tier
 	tokens  [][32]byte
+	hosts   hostPolicy
+	origins originPolicy
 	maxBody int64
 	timeout time.Duration
 	// labels maps a route pattern ("POST /v1/plans") to the operation
@@ -92,12 +108,17 @@ func New(opts Options) *Server {
 		probe:   withProbeDefaults(opts.Probe),
 		tiers:   opts.Tiers,
 		tokens:  hashTokens(opts.Tokens),
+		hosts:   newHostPolicy(opts.Addr, opts.Hosts),
 		maxBody: opts.MaxBodyBytes,
 		timeout: opts.PlanTimeout,
 		labels:  map[string]string{},
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	var err error
+	if s.origins, err = newOriginPolicy(opts.Origins); err != nil {
+		s.log.Error("allowed origins", "error", err)
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = config.DefaultMaxBodyBytes
@@ -123,7 +144,7 @@ func New(opts Options) *Server {
 	page := ui.Handler()
 	s.handle("GET /{$}", "ui", page.ServeHTTP)
 	s.handle("GET /ui/", "ui", page.ServeHTTP)
-	s.handler = s.observe(s.authenticate(http.HandlerFunc(s.route)))
+	s.handler = s.observe(s.secureHeaders(s.crossSite(s.authenticate(http.HandlerFunc(s.route)))))
 	return s
 }
 

@@ -145,8 +145,9 @@ func (s *Server) registerProbes() {
 			"again as they are made, and redirects are never followed. The API key comes from a named credential " +
 			"of the server's configuration or the X-Probe-Authorization header; it is never stored, logged, " +
 			"echoed or put in events or reports. Concurrency, requests, tokens and duration are capped by the " +
-			"server (a 422 names the limit), and at most probe.max_running probes run at once (a 429 with " +
-			"Retry-After). Follow it with GET /v1/probes/{id} or its events.",
+			"server (a 422 names the limit), and at most probe.max_running probes and validations run at once: one " +
+			"more gets a 429 with Retry-After before anything is sent, the preflight included. Follow it with " +
+			"GET /v1/probes/{id} or its events.",
 		Tags:   []string{tagProbes},
 		Errors: []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusTooManyRequests, http.StatusServiceUnavailable},
 	}

@@ -62,7 +62,8 @@ func (s *Server) registerValidate() {
 			"throughput is more than 15 % below the prediction, a 429 or error appears or an SLO is broken; " +
 			"degraded otherwise (faster than predicted, or off above the pool). The target passes the same " +
 			"allow-list, preflight and caps as a probe; the whole validation is bounded by its budgets and by " +
-			"4 minutes, and takes one of the probe.max_running slots while it runs.",
+			"4 minutes, and takes one of the probe.max_running slots before anything is sent (a 429 with Retry-After " +
+			"when none is free). A shutdown of the server stops it, with a 503.",
 		Tags:   []string{tagPlans},
 		Errors: []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusTooManyRequests, http.StatusServiceUnavailable},
 	}
