@@ -1,10 +1,12 @@
-// Package api is planner's HTTP API (DESIGN §5): huma v2 operations on
-// net/http for plans (computed, stored, reported and validated), what-if
-// sweeps, the quota-tier catalogue, probes run as background jobs with
-// their events, rows and charts, record cards, analyses of measured ramps,
-// health and readiness probes, Prometheus metrics, the OpenAPI document, an
-// offline docs page and the browser page of internal/ui. New builds the
-// same API for `planner serve`, `planner openapi` and the tests.
+// Package api is planner's HTTP API (README.md, "The planning service";
+// docs/service-probes.md; docs/security.md for the rules every request
+// passes): huma v2 operations on net/http for plans (computed, stored,
+// reported and validated), what-if sweeps, the quota-tier catalogue,
+// probes run as background jobs with their events, rows and charts, record
+// cards, analyses of measured ramps, health and readiness probes,
+// Prometheus metrics, the OpenAPI document, an offline docs page and the
+// browser page of internal/ui. New builds the same API for `planner
+// serve`, `planner openapi` and the tests.
 package api
 
 import (
