@@ -36,11 +36,8 @@ func simURL(t *testing.T, cfg sim.Config) string {
 	return srv.URL + "/v1"
 }
 
-// fast answers in about 15 ms; slow in about 200 ms.
-var (
-	fast = sim.Config{MaxNumSeqs: 64, TTFT: 5 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: sim.NoGrowth}
-	slow = sim.Config{MaxNumSeqs: 64, TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: sim.NoGrowth}
-)
+// slow answers in about 200 ms.
+var slow = sim.Config{MaxNumSeqs: 64, TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: sim.NoGrowth}
 
 func spec(url string, steps []int, n int) Spec {
 	return Spec{
@@ -281,5 +278,99 @@ func TestSlowSubscriberIsDropped(t *testing.T) {
 	}
 	if !stuck.Dropped() || n > subscriberBuffer+1 {
 		t.Fatalf("the stuck subscriber: dropped %v after %d events (%d delivered to the reader in %s)", stuck.Dropped(), n, len(evs), time.Since(start))
+	}
+}
+
+// TestSlotPassesToTheJob: a probe started in a slot keeps it until the
+// probe ends, though the caller releases the slot as it returns; the slot
+// cannot start a second probe.
+func TestSlotPassesToTheJob(t *testing.T) {
+	st := openStore(t)
+	m := New(st, Options{MaxRunning: 1})
+	url := simURL(t, slow)
+	slot, err := m.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, err := slot.Start(spec(url, []int{1}, 100)) // about 20 s unless cancelled
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot.Release()
+	if _, err := slot.Start(spec(url, []int{1}, 1)); !errors.Is(err, errSlotUsed) {
+		t.Errorf("a second start in the slot: %v", err)
+	}
+	var busy *BusyError
+	if _, err := m.Acquire(context.Background()); !errors.As(err, &busy) {
+		t.Fatalf("acquire while the job holds the only slot: %v", err)
+	}
+	done, err := m.Cancel(started.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	next, err := m.Acquire(context.Background())
+	if err != nil {
+		t.Fatalf("acquire once the job ended: %v", err)
+	}
+	next.Release()
+}
+
+// TestShutdownEndsHeldSlots: a shutdown ends the context of every held
+// slot (a validation, a probe's preflight), with a cause the holder can
+// tell from a client's cancel, waits for their release, and refuses new
+// slots.
+func TestShutdownEndsHeldSlots(t *testing.T) {
+	m := New(openStore(t), Options{MaxRunning: 2})
+	released := make(chan bool, 2)
+	for range 2 {
+		slot, err := m.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			<-slot.Context().Done()
+			shutDown := slot.ShutDown()
+			slot.Release()
+			released <- shutDown
+		}()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := m.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if !<-released {
+			t.Error("a slot's context did not end by shutdown")
+		}
+	}
+	if _, err := m.Acquire(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Errorf("acquire after shutdown: %v", err)
+	}
+
+	// A slot that its holder never releases: Shutdown gives up when its
+	// context ends.
+	m = New(openStore(t), Options{})
+	held, err := m.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended, stop := context.WithCancel(context.Background())
+	stop()
+	if err := m.Shutdown(ended); err == nil {
+		t.Error("Shutdown returned while a slot was held")
+	}
+	held.Release()
+
+	// A slot released by its own holder says so, not shutdown.
+	m = New(openStore(t), Options{})
+	own, err := m.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	own.Release()
+	if own.Context().Err() == nil || own.ShutDown() {
+		t.Errorf("a released slot: context %v, shut down %v", own.Context().Err(), own.ShutDown())
 	}
 }
