@@ -56,7 +56,7 @@ func newHostPolicy(addr net.Addr, hosts []string) hostPolicy {
 		if _, _, err := net.SplitHostPort(h); err == nil {
 			p.ports[h] = true
 		} else if h != "" {
-			p.names[strings.Trim(h, "[]")] = true
+			p.names[strings.TrimSuffix(strings.Trim(h, "[]"), ".")] = true
 		}
 	}
 	return p

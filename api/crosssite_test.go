@@ -22,7 +22,7 @@ func planBody(t *testing.T) []byte {
 // forms on any port (the page it serves on an ephemeral port), its bound
 // address, and the configured names.
 func TestHostMustNameTheService(t *testing.T) {
-	hosts := []string{"planner.example.com", "proxy.example:8443", "10.9.8.7"}
+	hosts := []string{"planner.example.com", "proxy.example:8443", "10.9.8.7", "dotted.example."}
 	for _, tc := range []struct {
 		name    string
 		bound   string
@@ -33,7 +33,7 @@ func TestHostMustNameTheService(t *testing.T) {
 			name:  "bound to loopback",
 			bound: "127.0.0.1:8080",
 			allowed: []string{"127.0.0.1:8080", "127.0.0.1:43117", "127.0.0.2", "localhost:8080", "LocalHost:8080", "localhost.:8080",
-				"[::1]:8080", "planner.example.com", "Planner.Example.COM:443", "proxy.example:8443", "10.9.8.7:8080", ""},
+				"[::1]:8080", "planner.example.com", "Planner.Example.COM:443", "proxy.example:8443", "10.9.8.7:8080", "dotted.example:8080", ""},
 			refused: []string{"evil.example:8080", "evil.example", "localhost.evil.example:8080", "proxy.example:8080",
 				"10.0.0.5:8080", "192.168.1.7", "planner.example.com.evil.example", "[fe80::1%25eth0]:8080"},
 		},
