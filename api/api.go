@@ -1,16 +1,19 @@
-// Package api is planner's HTTP API (DESIGN §5): huma v2 operations on
-// net/http for plans (computed, stored, reported and validated), what-if
-// sweeps, the quota-tier catalogue, probes run as background jobs with
-// their events, rows and charts, record cards, analyses of measured ramps,
-// health and readiness probes, Prometheus metrics, the OpenAPI document, an
-// offline docs page and the browser page of internal/ui. New builds the
-// same API for `planner serve`, `planner openapi` and the tests.
+// Package api is planner's HTTP API (README.md, "The planning service";
+// docs/service-probes.md; docs/security.md for the rules every request
+// passes): huma v2 operations on net/http for plans (computed, stored,
+// reported and validated), what-if sweeps, the quota-tier catalogue,
+// probes run as background jobs with their events, rows and charts, record
+// cards, analyses of measured ramps, health and readiness probes,
+// Prometheus metrics, the OpenAPI document, an offline docs page and the
+// browser page of internal/ui. New builds the same API for `planner
+// serve`, `planner openapi` and the tests.
 package api
 
 import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"runtime"
 	"time"
@@ -63,6 +66,19 @@ type Options struct {
 	Network target.Network
 	// Logger receives access logs and errors; nil discards them.
 	Logger *slog.Logger
+	// Addr is the address the service's listener is bound to: its IP is
+	// a name of the service that the Host header may give (any IP when
+	// it is bound to every interface). Nil: only the loopback forms and
+	// Hosts.
+	Addr net.Addr
+	// Hosts are the other names of the service that the Host header may
+	// give, "host" for any port or "host:port": the listen address's own
+	// name and the configured allowed_hosts. "localhost" and loopback IPs
+	// are always allowed.
+	Hosts []string
+	// Origins are the web origins besides the service's own whose pages
+	// may call the API (allowed_origins).
+	Origins []string
 }
 
 // Server is the API as an http.Handler, with its OpenAPI document.
@@ -78,6 +94,8 @@ type Server struct {
 	guard   *target.Guard
 	tiers   []config.Tier
 	tokens  [][32]byte
+	hosts   hostPolicy
+	origins originPolicy
 	maxBody int64
 	timeout time.Duration
 	engine  *plan.Engine
@@ -99,6 +117,7 @@ func New(opts Options) *Server {
 		probe:   withProbeDefaults(opts.Probe),
 		tiers:   opts.Tiers,
 		tokens:  hashTokens(opts.Tokens),
+		hosts:   newHostPolicy(opts.Addr, opts.Hosts),
 		maxBody: opts.MaxBodyBytes,
 		timeout: opts.PlanTimeout,
 		engine:  plan.New(),
@@ -111,6 +130,10 @@ func New(opts Options) *Server {
 	s.compute = newComputeLimit(slots)
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	var err error
+	if s.origins, err = newOriginPolicy(opts.Origins); err != nil {
+		s.log.Error("allowed origins", "error", err)
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = config.DefaultMaxBodyBytes
@@ -136,7 +159,7 @@ func New(opts Options) *Server {
 	page := ui.Handler()
 	s.handle("GET /{$}", "ui", page.ServeHTTP)
 	s.handle("GET /ui/", "ui", page.ServeHTTP)
-	s.handler = s.observe(s.authenticate(http.HandlerFunc(s.route)))
+	s.handler = s.observe(s.secureHeaders(s.crossSite(s.authenticate(http.HandlerFunc(s.route)))))
 	return s
 }
 

@@ -66,7 +66,7 @@ type Tail struct {
 	hiE      []float64
 	loX, loU []float64 // the other draws, in ascending order of U
 	loE      []float64
-	base     float64   // the p-quantile of X alone, the answer when nobody waits
+	base     float64 // the p-quantile of X alone, the answer when nobody waits
 	est      *Estimator
 	scratch  sync.Pool // *[]float64 of length 2K, so that queries may run concurrently
 }

@@ -50,8 +50,8 @@ func (w Wait) Stable() bool { return w.Prob < 1 && !math.IsInf(w.Mean, 1) }
 // coefficient of variation CS2 and tail ratio Tail = E[S]·E[S³]/E[S²]²
 // (1.5 for exponential service, 1 for a fixed one).
 type Queue struct {
-	C              int
-	Lambda, CA2    float64
+	C               int
+	Lambda, CA2     float64
 	Mean, CS2, Tail float64
 }
 

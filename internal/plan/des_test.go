@@ -126,13 +126,13 @@ func p95(xs []float64) float64 {
 
 func TestDESExplore(t *testing.T) {
 	type sc struct {
-		name           string
-		ttft, tpot     scenario.Dist
-		out            scenario.Dist
-		maxTokens      int
-		lambda, scv    float64
-		pool           int
-		curve          bool
+		name        string
+		ttft, tpot  scenario.Dist
+		out         scenario.Dist
+		maxTokens   int
+		lambda, scv float64
+		pool        int
+		curve       bool
 	}
 	mk := func(x sc) (scenario.Scenario, Workload) {
 		s := scenario.Scenario{
