@@ -1,4 +1,9 @@
+//go:build !race
+
 package plan
+
+// The simulation runs millions of requests; the race detector would make
+// it take minutes, and it has no concurrency to check.
 
 import (
 	"container/heap"

@@ -15,7 +15,7 @@ func num(v float64) string {
 	case a >= 1000:
 		return humanize.CommafWithDigits(math.Round(v), 0)
 	case a >= 100:
-		return humanize.CommafWithDigits(v, 1)
+		return humanize.CommafWithDigits(math.Round(v*10)/10, 1)
 	case a == 0:
 		return "0"
 	}
