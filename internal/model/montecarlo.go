@@ -109,8 +109,17 @@ func NewTail(x []float64, d *Draws, p float64) *Tail {
 	}
 	tl.scratch.New = func() any { b := make([]float64, 2*top); return &b }
 	tl.base = tl.query(Wait{})
-	// Estimate only guides searches, so a strided subsample of the draws
-	// (independent of each other, hence representative) is summary enough.
+	tl.p = p
+	tl.est = NewSampleEstimator(x, p, tl.base)
+	return tl
+}
+
+// NewSampleEstimator builds an Estimator of p-quantiles of X + W from a
+// Monte Carlo sample of X whose p-quantile is base. Estimates only guide
+// searches, so a strided subsample of the draws (independent of each
+// other, hence representative) is summary enough.
+func NewSampleEstimator(x []float64, p, base float64) *Estimator {
+	n := len(x)
 	var sample []float64
 	for i := 0; i < n; i += max(1, n/2048) {
 		sample = append(sample, x[i])
@@ -120,9 +129,7 @@ func NewTail(x []float64, d *Draws, p float64) *Tail {
 	for i := range summary {
 		summary[i] = sample[(2*i+1)*len(sample)/(2*summaryPoints)]
 	}
-	tl.p = p
-	tl.est = &Estimator{p: p, base: tl.base, summary: summary}
-	return tl
+	return &Estimator{p: p, base: base, summary: summary}
 }
 
 // summaryPoints is the number of quantiles of X that an Estimator uses.

@@ -61,7 +61,9 @@ type service struct {
 	// A curve's load has few queries, so its Monte Carlo sample is kept as
 	// drawn and each query selects from it.
 	first, total []float64
-	approx       [2]*model.Estimator // closed-form stand-ins for TTFT and S
+	approx       [2]*model.Estimator // stand-ins for TTFT and S that guide searches
+	fromSample   [2]bool             // whether approx comes from the sample
+	load         int                 // the load of a curve's service time
 	noWait       [2]float64          // p95 of TTFT and of S without queueing; 0 until known
 	minPool      *minPoolResult
 }
@@ -172,6 +174,7 @@ func (m *classModel) at(load int) *service {
 	svc := m.base
 	svc.TTFT, svc.TPOT = ttft, tpot
 	s := m.newService(svc, ext)
+	s.load = load
 	m.services[load] = s
 	return s
 }
@@ -225,6 +228,19 @@ func (m *classModel) estimatorOf(ctx context.Context, s *service, metric int) (e
 			return t, err
 		}
 		return e, err
+	}
+	if s.first != nil && !s.fromSample[metric] {
+		// Once the load is drawn, its sample guides better than the
+		// closed form.
+		x := s.total
+		if metric == metricTTFT {
+			x = s.first
+		}
+		base, err := m.noWait95(ctx, s.load, metric)
+		if err != nil {
+			return nil, err
+		}
+		s.approx[metric], s.fromSample[metric] = model.NewSampleEstimator(x, 0.95, base), true
 	}
 	if s.approx[metric] == nil {
 		d := s.svc.Lognormal()
@@ -477,6 +493,11 @@ func (m *classModel) minPoolAt(ctx context.Context, load int) (*int, error) {
 	if c, ok := m.eng.minPools.Get(k); ok {
 		s.minPool = &minPoolResult{Pool: &c}
 		return &c, nil
+	}
+	if m.static == nil {
+		if _, _, err := m.sample(ctx, s); err != nil {
+			return nil, err
+		}
 	}
 	b := exact
 	for metric := range 2 {

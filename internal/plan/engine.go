@@ -59,6 +59,9 @@ type run struct {
 	private     []int  // each class's ceiling of its own: policy cap, SLOs no pool meets
 	minPool     []*int // at its endpoint's load
 	pools       []int
+	// lean plans leave out what a what-if cell does not show: remedies
+	// and the sustainable rate of a class that does not fit.
+	lean bool
 }
 
 // plan computes a plan; remedies are worked out (and checked by planning
@@ -71,6 +74,7 @@ func (e *Engine) plan(ctx context.Context, in scenario.Scenario, withRemedies bo
 	if err != nil {
 		return nil, err
 	}
+	r.lean = !withRemedies
 	if err := r.solve(ctx); err != nil {
 		return nil, err
 	}
@@ -225,7 +229,7 @@ func (r *run) classPlan(ctx context.Context, i int) (ClassPlan, error) {
 	}
 	cp.Adaptive = adaptive(cp.Pool, cp.Ceilings)
 	cp.Batch = r.batch(i, cp.Pool, allot)
-	if !cp.Feasible {
+	if !cp.Feasible && !r.lean {
 		if cp.Shed, err = r.shed(ctx, i, cp.Pool); err != nil {
 			return cp, err
 		}

@@ -71,6 +71,7 @@ func (e *Engine) planRun(ctx context.Context, s scenario.Scenario) (*run, *Plan,
 	if err != nil {
 		return nil, nil, err
 	}
+	r.lean = true
 	if err := r.solve(ctx); err != nil {
 		return nil, nil, err
 	}

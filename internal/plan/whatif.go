@@ -143,7 +143,9 @@ func (e *Engine) planCell(ctx context.Context, doc []byte, vars []Variation, val
 	s, err := scenario.Parse(doc)
 	if err == nil {
 		var p *Plan
-		if p, err = e.Plan(ctx, s); err == nil {
+		// A cell shows pools and binding constraints, not remedies, so
+		// it skips working them out (each is checked by planning again).
+		if p, err = e.plan(ctx, s, false); err == nil {
 			for _, c := range p.Classes {
 				cell.Classes = append(cell.Classes, CellClass{Name: c.Name, Pool: c.Pool, BindingConstraint: c.BindingConstraint, MinPool: c.MinPool, Feasible: c.Feasible})
 			}
