@@ -1,6 +1,7 @@
-// Package api is planner's HTTP API (DESIGN §5): huma v2 operations on
-// net/http for plans (computed, stored, reported and validated), what-if
-// sweeps, the quota-tier catalogue, probes run as background jobs with
+// Package api is planner's HTTP API (README.md, "The planning service"):
+// huma v2 operations on net/http for plans (computed, stored, reported and
+// validated), simulations of plans, what-if sweeps, the quota-tier
+// catalogue, probes run as background jobs with
 // their events, rows and charts, record cards, analyses of measured ramps,
 // health and readiness probes, Prometheus metrics, the OpenAPI document, an
 // offline docs page and the browser page of internal/ui. New builds the
@@ -41,9 +42,14 @@ type Options struct {
 	Tokens []string
 	// MaxBodyBytes caps request bodies; 0 means config.DefaultMaxBodyBytes.
 	MaxBodyBytes int64
-	// PlanTimeout bounds the computation of one plan or what-if grid; 0
-	// means config.DefaultPlanTimeout.
+	// PlanTimeout bounds the computation of one plan, what-if grid or
+	// simulation; 0 means config.DefaultPlanTimeout.
 	PlanTimeout time.Duration
+	// SimulationMaxEvents and SimulationMaxDuration bound one simulation;
+	// 0 means config.DefaultSimulationMaxEvents and
+	// config.DefaultSimulationMaxDuration.
+	SimulationMaxEvents   int
+	SimulationMaxDuration time.Duration
 	// Store keeps plans and probes and answers readiness pings; nil means
 	// the server is never ready and stores nothing.
 	Store Store
@@ -75,6 +81,7 @@ type Server struct {
 	tokens  [][32]byte
 	maxBody int64
 	timeout time.Duration
+	simCaps simulationCaps
 	// labels maps a route pattern ("POST /v1/plans") to the operation
 	// name used in logs and metrics.
 	labels map[string]string
@@ -94,6 +101,7 @@ func New(opts Options) *Server {
 		tokens:  hashTokens(opts.Tokens),
 		maxBody: opts.MaxBodyBytes,
 		timeout: opts.PlanTimeout,
+		simCaps: newSimulationCaps(opts.SimulationMaxEvents, opts.SimulationMaxDuration),
 		labels:  map[string]string{},
 	}
 	if s.log == nil {
@@ -114,6 +122,7 @@ func New(opts Options) *Server {
 	s.registerSavedPlans()
 	s.registerValidate()
 	s.registerWhatIf()
+	s.registerSimulations()
 	s.registerTiers()
 	s.registerProbes()
 	s.registerRecords()

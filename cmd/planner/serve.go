@@ -75,14 +75,16 @@ func serve(ctx context.Context, s streams, flags *pflag.FlagSet) error {
 	logger := slog.New(slog.NewJSONHandler(s.err, nil))
 	probes := jobs.New(st, jobs.Options{MaxRunning: cfg.Probe.MaxRunning, Logger: logger})
 	handler := api.New(api.Options{
-		Tiers:        cfg.Tiers,
-		Tokens:       cfg.Auth.Tokens,
-		MaxBodyBytes: cfg.Limits.MaxBodyBytes,
-		PlanTimeout:  cfg.Limits.PlanTimeout,
-		Store:        st,
-		Jobs:         probes,
-		Probe:        cfg.Probe,
-		Logger:       logger,
+		Tiers:                 cfg.Tiers,
+		Tokens:                cfg.Auth.Tokens,
+		MaxBodyBytes:          cfg.Limits.MaxBodyBytes,
+		PlanTimeout:           cfg.Limits.PlanTimeout,
+		SimulationMaxEvents:   cfg.Limits.SimulationMaxEvents,
+		SimulationMaxDuration: cfg.Limits.SimulationMaxDuration,
+		Store:                 st,
+		Jobs:                  probes,
+		Probe:                 cfg.Probe,
+		Logger:                logger,
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

@@ -189,7 +189,7 @@ func simulateError(err error) error {
 }
 
 // writeSimulation renders a simulation in one of simulateFormats.
-func writeSimulation(w io.Writer, r *simulate.Result, format string) error {
+func writeSimulation(w io.Writer, r *simulate.Simulation, format string) error {
 	switch format {
 	case "json":
 		enc := json.NewEncoder(w)

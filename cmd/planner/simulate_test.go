@@ -38,7 +38,7 @@ func TestSimulateFailsWhenThePlanDoesNotHold(t *testing.T) {
 	if code != exitError || !strings.Contains(errOut, "sustained 429s") {
 		t.Fatalf("exit %d, stderr %q; want 1 and the verdict", code, errOut)
 	}
-	var r simulate.Result
+	var r simulate.Simulation
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("the JSON does not decode: %v", err)
 	}
@@ -55,12 +55,12 @@ func TestSimulateFormatsAndSeed(t *testing.T) {
 		t.Error("two runs with the same seed print different JSON")
 	}
 	_, c, _ := execute(t, "", append(args, "-o", "json", "--seed", "9")...)
-	var r simulate.Result
+	var r simulate.Simulation
 	if err := json.Unmarshal([]byte(c), &r); err != nil || r.Settings.Seed != 9 || !r.Settings.AIMD || c == a {
 		t.Errorf("--seed 9: %v, seed %d", err, r.Settings.Seed)
 	}
 	code, ym, _ := execute(t, "", append(args, "-o", "yaml")...)
-	var fromYAML simulate.Result
+	var fromYAML simulate.Simulation
 	if err := yaml.Unmarshal([]byte(ym), &fromYAML); code != exitOK || err != nil || fromYAML.Settings.DurationS != 1200 {
 		t.Errorf("yaml: exit %d, %v", code, err)
 	}
@@ -124,7 +124,7 @@ func TestSimulateReplaysAProbe(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var r simulate.Result
+	var r simulate.Simulation
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ const (
 // WriteSimulationTable writes a simulation as a terminal table within Width
 // columns: one row per class with the simulated figures beside the plan's,
 // then each class's verdict in words, each key's use, and the verdict.
-func WriteSimulationTable(w io.Writer, r *simulate.Result) error {
+func WriteSimulationTable(w io.Writer, r *simulate.Simulation) error {
 	ew := &errWriter{w: w}
 	wrap(ew, "", settingsLine(r.Settings))
 	fmt.Fprintln(ew)
@@ -62,7 +62,7 @@ func WriteSimulationTable(w io.Writer, r *simulate.Result) error {
 // WriteSimulationMarkdown writes a simulation as a Markdown section: the
 // settings, a table of the simulated figures beside the plan's, each
 // class's verdict, each key's use and the verdict.
-func WriteSimulationMarkdown(w io.Writer, r *simulate.Result) error {
+func WriteSimulationMarkdown(w io.Writer, r *simulate.Simulation) error {
 	ew := &errWriter{w: w}
 	fmt.Fprintf(ew, "# Simulation\n\n%s\n\n", mdText(upperFirst(settingsLine(r.Settings))))
 	fmt.Fprintf(ew, "**Verdict:** %s.\n\n", mdText(r.Verdict.Summary))
@@ -95,7 +95,7 @@ func WriteSimulationMarkdown(w io.Writer, r *simulate.Result) error {
 }
 
 // settingsLine says what was simulated, in one sentence.
-func settingsLine(s simulate.Settings) string {
+func settingsLine(s simulate.SimulationSettings) string {
 	onOff := func(b bool) string {
 		if b {
 			return "on"
@@ -118,7 +118,7 @@ func refillWords(refill string) string {
 }
 
 // classFacts are a class's simulated figures in one sentence.
-func classFacts(c simulate.Class) string {
+func classFacts(c simulate.ClassRun) string {
 	s := c.Simulated
 	ci := ""
 	if s.QueueWaitMeanCI95Ms != nil {
@@ -136,7 +136,7 @@ func classFacts(c simulate.Class) string {
 }
 
 // keyFacts are a key's use and 429s in one sentence.
-func keyFacts(q simulate.Quota) string {
+func keyFacts(q simulate.KeyUse) string {
 	parts := make([]string, len(q.Dimensions))
 	for i, d := range q.Dimensions {
 		peak := 0.0
@@ -152,7 +152,7 @@ func keyFacts(q simulate.Quota) string {
 // queued (and the AIMD pool when adapting) in the top panel, 429s and
 // shed requests per interval in the bottom one, against minutes of
 // simulated time (seconds for a run under ten minutes).
-func SimulationSVG(c simulate.Class, s simulate.Settings) ([]byte, error) {
+func SimulationSVG(c simulate.ClassRun, s simulate.SimulationSettings) ([]byte, error) {
 	if s.Intervals == 0 || len(c.Series.InFlight) != s.Intervals {
 		return nil, fmt.Errorf("simulation chart of class %s: %w", c.Name, ErrNoData)
 	}

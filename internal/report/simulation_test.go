@@ -12,7 +12,7 @@ import (
 
 // backfillRun simulates the first ten minutes of docs/examples/backfill.yaml
 // without pacing: the start-up storm of 429s, then a steady key.
-func backfillRun(t *testing.T) (ReportInput, *simulate.Result) {
+func backfillRun(t *testing.T) (ReportInput, *simulate.Simulation) {
 	t.Helper()
 	sc, p := examplePlan(t, "backfill")
 	r, err := simulate.Run(context.Background(), sc, simulate.Options{DurationS: 600, IntervalS: 10, NoPacing: true})
@@ -89,7 +89,7 @@ func TestSimulationSVG(t *testing.T) {
 			t.Errorf("the legend lacks %q: %v", want, keys(texts))
 		}
 	}
-	if _, err := SimulationSVG(simulate.Class{Name: "x"}, r.Settings); !errors.Is(err, ErrNoData) {
+	if _, err := SimulationSVG(simulate.ClassRun{Name: "x"}, r.Settings); !errors.Is(err, ErrNoData) {
 		t.Errorf("a class without series: %v", err)
 	}
 }

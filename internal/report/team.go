@@ -29,7 +29,7 @@ type ReportInput struct {
 	// Probe is nil when no probe backs the plan.
 	Probe *ProbeData
 	// Simulation is a simulated run of the plan, nil when none was made.
-	Simulation *simulate.Result
+	Simulation *simulate.Simulation
 }
 
 // DefaultTitle heads a report that was given no title.
@@ -184,7 +184,7 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 	"shedRule":       shedRule,
 	"classFacts":     classFacts,
 	"keyFacts":       keyFacts,
-	"settingsLine":   func(s simulate.Settings) string { return upperFirst(settingsLine(s)) },
+	"settingsLine":   func(s simulate.SimulationSettings) string { return upperFirst(settingsLine(s)) },
 }).Parse(reportTemplateText))
 
 // htmlReport is the data of report.html.tmpl.
@@ -199,7 +199,7 @@ type htmlReport struct {
 
 // htmlSimulation is a simulated run with a time-series chart per class.
 type htmlSimulation struct {
-	*simulate.Result
+	*simulate.Simulation
 	Charts []htmlFigure
 }
 
@@ -262,7 +262,7 @@ func WriteReportHTML(w io.Writer, in ReportInput) error {
 		view.Probe = hp
 	}
 	if r := in.Simulation; r != nil {
-		hs := &htmlSimulation{Result: r}
+		hs := &htmlSimulation{Simulation: r}
 		for _, c := range r.Classes {
 			svg, err := SimulationSVG(c, r.Settings)
 			if err != nil {

@@ -3,16 +3,16 @@ package simulate
 import "fmt"
 
 // result assembles what the run measured, beside the plan.
-func (s *sim) result() *Result {
+func (s *sim) result() *Simulation {
 	g := s.grid
 	o := s.opts
-	res := &Result{
-		Settings: Settings{
+	res := &Simulation{
+		Settings: SimulationSettings{
 			DurationS: o.DurationS, Seed: *o.Seed, Pacing: !o.NoPacing, AIMD: o.AIMD, Refill: o.Refill,
 			RetryAfter: !o.NoRetryAfter, IntervalS: o.IntervalS, Intervals: g.n, MaxEvents: o.MaxEvents, Events: s.processed,
 		},
-		Classes:  make([]Class, len(s.clients)),
-		Quotas:   make([]Quota, len(s.keys)),
+		Classes:  make([]ClassRun, len(s.clients)),
+		Quotas:   make([]KeyUse, len(s.keys)),
 		Warnings: []string{},
 	}
 	for i, c := range s.clients {
@@ -25,10 +25,10 @@ func (s *sim) result() *Result {
 		}
 	}
 	for i, k := range s.keys {
-		q := Quota{Name: s.keyNames[i], RateLimited: k.limited, Dimensions: []Dimension{}}
+		q := KeyUse{Name: s.keyNames[i], RateLimited: k.limited, Dimensions: []LimitUse{}}
 		for _, l := range k.limits {
 			seconds := k.q.Seconds(l.dim)
-			d := Dimension{
+			d := LimitUse{
 				Dimension: l.dim.String(), Limit: l.limit, Allowance: round(l.allowance, 2), RateLimited: l.limited,
 				Use: make([]float64, g.n), Peak: make([]float64, g.n),
 			}
@@ -48,14 +48,14 @@ func (s *sim) result() *Result {
 }
 
 // result is one class's figures, series and verdict.
-func (c *client) result() Class {
+func (c *client) result() ClassRun {
 	s := c.s
 	g := s.grid
 	st := &c.st
 	for _, l := range []*level{&st.active, &st.queued, &st.window} {
 		l.advance(g, s.end)
 	}
-	cl := Class{
+	cl := ClassRun{
 		Name: c.spec.Name, Mode: c.spec.Mode, Quota: c.spec.Quota, Endpoint: c.w.Endpoint, Arrivals: c.kind,
 		Pool: c.cp.Pool, Feasible: c.cp.Feasible, Predicted: c.cp.Predicted, PlanShed: c.cp.Shed,
 	}
@@ -85,7 +85,7 @@ func (c *client) result() Class {
 	sm.PoolMean = round(poolTime/T, 2)
 	cl.Simulated = sm
 	cl.VsPlan = c.vsPlan(sm)
-	cl.Series = Series{
+	cl.Series = ClassSeries{
 		InFlight: st.active.means(g), Queued: st.queued.means(g),
 		RateLimited: st.limitedIv, Shed: st.shedIv, Completed: st.doneIv,
 	}

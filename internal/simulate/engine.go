@@ -115,6 +115,9 @@ func (s *sim) recycle(e *event) {
 // run processes events in time order up to the end of the run, checking
 // the context every 4,096 events.
 func (s *sim) run() error {
+	if err := s.ctx.Err(); err != nil {
+		return err
+	}
 	for len(s.queue) > 0 && s.queue[0].t <= s.end {
 		e := heap.Pop(&s.queue).(*event)
 		s.processed++
@@ -160,7 +163,7 @@ func (s *sim) run() error {
 // for an invalid scenario, OptionErrors for invalid options or a run that
 // needs more than opts.MaxEvents events, and ctx.Err() when ctx ends
 // first.
-func Run(ctx context.Context, sc scenario.Scenario, opts Options) (*Result, error) {
+func Run(ctx context.Context, sc scenario.Scenario, opts Options) (*Simulation, error) {
 	if errs := sc.Check(); len(errs) > 0 {
 		return nil, errs
 	}

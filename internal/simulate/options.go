@@ -81,6 +81,14 @@ type OptionErrors scenario.Errors
 
 func (e OptionErrors) Error() string { return scenario.Errors(e).Error() }
 
+// CheckOptions returns the problems of options for a valid scenario, with
+// the defaults filled in as Run fills them, without running anything: a
+// caller can report them with the scenario's own problems. Run checks
+// them again.
+func CheckOptions(sc scenario.Scenario, o Options) OptionErrors {
+	return o.withDefaults(sc).check(sc)
+}
+
 // withDefaults fills in the options that were left zero.
 func (o Options) withDefaults(sc scenario.Scenario) Options {
 	if o.DurationS == 0 {

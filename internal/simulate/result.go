@@ -2,18 +2,18 @@ package simulate
 
 import "github.com/plannerdev/planner/internal/plan"
 
-// Result is a simulated run of a plan beside the plan's predictions. Its
+// Simulation is a simulated run of a plan beside the plan's predictions. Its
 // JSON names are a contract of the API and of `planner simulate -o json`.
-type Result struct {
-	Settings Settings `json:"settings"`
-	Classes  []Class  `json:"classes"`
-	Quotas   []Quota  `json:"quotas"`
-	Verdict  Verdict  `json:"verdict"`
-	Warnings []string `json:"warnings"`
+type Simulation struct {
+	Settings SimulationSettings `json:"settings"`
+	Classes  []ClassRun         `json:"classes"`
+	Quotas   []KeyUse           `json:"quotas"`
+	Verdict  SimulationVerdict  `json:"verdict"`
+	Warnings []string           `json:"warnings"`
 }
 
-// Settings are the options the run used, with every default filled in.
-type Settings struct {
+// SimulationSettings are the options the run used, with every default filled in.
+type SimulationSettings struct {
 	DurationS  float64 `json:"duration_s" doc:"Simulated time, seconds."`
 	Seed       uint64  `json:"seed"`
 	Pacing     bool    `json:"pacing" doc:"Clients paced their sends with the plan's token bucket."`
@@ -34,8 +34,8 @@ const (
 	ArrivalsClosedLoop = "closed_loop"
 )
 
-// Class is one class's run beside its plan.
-type Class struct {
+// ClassRun is one class's run beside its plan.
+type ClassRun struct {
 	Name     string `json:"name"`
 	Mode     string `json:"mode"`
 	Quota    string `json:"quota"`
@@ -46,11 +46,11 @@ type Class struct {
 	// Predicted are the plan's predictions at the pool.
 	Predicted plan.Predicted `json:"predicted"`
 	// PlanShed is the plan's shedding for an infeasible class.
-	PlanShed  *plan.Shed `json:"plan_shed,omitempty" doc:"The plan's sustainable rate and the rate to shed, for an infeasible class."`
-	Simulated Simulated  `json:"simulated"`
-	VsPlan    VsPlan     `json:"vs_plan" doc:"The simulated figures against the plan's."`
-	Verdict   Verdict    `json:"verdict"`
-	Series    Series     `json:"series"`
+	PlanShed  *plan.Shed        `json:"plan_shed,omitempty" doc:"The plan's sustainable rate and the rate to shed, for an infeasible class."`
+	Simulated Simulated         `json:"simulated"`
+	VsPlan    VsPlan            `json:"vs_plan" doc:"The simulated figures against the plan's."`
+	Verdict   SimulationVerdict `json:"verdict"`
+	Series    ClassSeries       `json:"series"`
 }
 
 // Simulated is what the run measured for one class, over the whole
@@ -89,8 +89,8 @@ type VsPlan struct {
 	E2EP95ErrorPct     *float64 `json:"e2e_p95_error_pct"`
 }
 
-// Series are a class's time series, one value per interval.
-type Series struct {
+// ClassSeries are a class's time series, one value per interval.
+type ClassSeries struct {
 	InFlight    []float64 `json:"in_flight" doc:"Time-average of the requests being served."`
 	Queued      []float64 `json:"queued" doc:"Time-average of the requests waiting for a slot."`
 	RateLimited []int     `json:"rate_limited" doc:"429s in the interval."`
@@ -99,15 +99,15 @@ type Series struct {
 	Pool        []float64 `json:"pool,omitempty" doc:"Time-average of the AIMD window; only when adapting."`
 }
 
-// Quota is the provider's side of one key over the run.
-type Quota struct {
-	Name        string      `json:"name"`
-	RateLimited int         `json:"rate_limited" doc:"429s this key answered."`
-	Dimensions  []Dimension `json:"dimensions"`
+// KeyUse is the provider's side of one key over the run.
+type KeyUse struct {
+	Name        string     `json:"name"`
+	RateLimited int        `json:"rate_limited" doc:"429s this key answered."`
+	Dimensions  []LimitUse `json:"dimensions"`
 }
 
-// Dimension is one limit of a key over the run.
-type Dimension struct {
+// LimitUse is one limit of a key over the run.
+type LimitUse struct {
 	Dimension string  `json:"dimension" enum:"rpm,tpm,itpm,otpm,rpd,tpd"`
 	Limit     float64 `json:"limit" doc:"The limit per minute or per day, as configured (the provider enforces the limit, not the plan's headroom)."`
 	Allowance float64 `json:"allowance" doc:"What one enforcement window allows: limit × burst_window_s / 60 for a per-minute limit, the limit for a daily one."`
@@ -118,8 +118,8 @@ type Dimension struct {
 	Peak        []float64 `json:"peak" doc:"Per interval, the highest fill of the enforcement bucket or window (1 when a request did not fit)."`
 }
 
-// Verdict says whether the plan held, with the reasons in words.
-type Verdict struct {
+// SimulationVerdict says whether the plan held, with the reasons in words.
+type SimulationVerdict struct {
 	Holds   bool     `json:"holds"`
 	Summary string   `json:"summary"`
 	Reasons []string `json:"reasons"`

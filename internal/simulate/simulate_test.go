@@ -26,7 +26,7 @@ func parse(t testing.TB, doc string) scenario.Scenario {
 }
 
 // run simulates and fails the test on an error.
-func run(t testing.TB, sc scenario.Scenario, o Options) *Result {
+func run(t testing.TB, sc scenario.Scenario, o Options) *Simulation {
 	t.Helper()
 	r, err := Run(context.Background(), sc, o)
 	if err != nil {
@@ -35,7 +35,7 @@ func run(t testing.TB, sc scenario.Scenario, o Options) *Result {
 	return r
 }
 
-func classNamed(t testing.TB, r *Result, name string) Class {
+func classNamed(t testing.TB, r *Simulation, name string) ClassRun {
 	t.Helper()
 	for _, c := range r.Classes {
 		if c.Name == name {
@@ -43,7 +43,7 @@ func classNamed(t testing.TB, r *Result, name string) Class {
 		}
 	}
 	t.Fatalf("no class %s", name)
-	return Class{}
+	return ClassRun{}
 }
 
 // erlangC is the probability of waiting in an M/M/c queue with offered
@@ -174,7 +174,7 @@ func TestShippedExamplesMatchThePlan(t *testing.T) {
 	}
 }
 
-func checkAgainstPlan(t *testing.T, c Class) {
+func checkAgainstPlan(t *testing.T, c ClassRun) {
 	t.Helper()
 	v := c.VsPlan
 	if v.ThroughputErrorPct == nil || math.Abs(*v.ThroughputErrorPct) > 3 {

@@ -33,7 +33,7 @@ type check struct {
 // sustained 429s, almost nothing shed or given up, and the arrivals served
 // (for a batch: done in its window). The comparison with the plan's
 // figures is given as a reason but does not decide.
-func (c *client) verdict(sm Simulated) Verdict {
+func (c *client) verdict(sm Simulated) SimulationVerdict {
 	var checks []check
 	add := func(ok bool, label, format string, args ...any) {
 		checks = append(checks, check{ok: ok, label: label, reason: fmt.Sprintf(format, args...)})
@@ -93,7 +93,7 @@ func (c *client) verdict(sm Simulated) Verdict {
 			add(false, "fell behind", "fell behind: %s requests waiting at the end; it served %s req/s of the %s req/s that arrived", count(sm.Backlog), num(sm.ThroughputRPS), num(sm.OfferedRPS))
 		}
 	}
-	v := Verdict{Holds: true, Reasons: []string{}}
+	v := SimulationVerdict{Holds: true, Reasons: []string{}}
 	var failed []string
 	for _, ch := range checks {
 		v.Reasons = append(v.Reasons, ch.reason)
@@ -125,8 +125,8 @@ func (c *client) against(sm Simulated) string {
 }
 
 // overall is the plan's verdict: it holds when it holds for every class.
-func overall(classes []Class) Verdict {
-	v := Verdict{Holds: true, Reasons: []string{}}
+func overall(classes []ClassRun) SimulationVerdict {
+	v := SimulationVerdict{Holds: true, Reasons: []string{}}
 	var failing []string
 	for _, c := range classes {
 		if !c.Verdict.Holds {
@@ -160,7 +160,7 @@ func num(v float64) string {
 	case a >= 10:
 		digits = 1
 	}
-	s := humanize.CommafWithDigits(v, digits)
+	s := humanize.CommafWithDigits(round(v, digits), digits)
 	if strings.Contains(s, ".") {
 		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
 	}
