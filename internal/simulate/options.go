@@ -23,7 +23,7 @@ const (
 	DefaultDurationS = 3600.0
 	// DefaultMaxEvents bounds the events of one run, and with them its
 	// memory: every event holds or creates at most one request.
-	DefaultMaxEvents = 5_000_000
+	DefaultMaxEvents = 2_000_000
 	// DefaultSamples is how many latency samples a class keeps for its
 	// percentiles (a uniform reservoir); below it they are exact.
 	DefaultSamples = 100_000
