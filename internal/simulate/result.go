@@ -73,6 +73,7 @@ type Simulated struct {
 	QueueWaitP95Ms      float64  `json:"queue_wait_p95_ms"`
 	TTFTP50Ms           *float64 `json:"ttft_p50_ms" doc:"Queue wait, retries and time to first token."`
 	TTFTP95Ms           *float64 `json:"ttft_p95_ms"`
+	TTFTP99Ms           *float64 `json:"ttft_p99_ms"`
 	E2EP50Ms            *float64 `json:"e2e_p50_ms" doc:"From arrival to the last token: queue wait, retries and service."`
 	E2EP95Ms            *float64 `json:"e2e_p95_ms"`
 	E2EP99Ms            *float64 `json:"e2e_p99_ms"`

@@ -35,17 +35,6 @@ func run(t testing.TB, sc scenario.Scenario, o Options) *Simulation {
 	return r
 }
 
-func classNamed(t testing.TB, r *Simulation, name string) ClassRun {
-	t.Helper()
-	for _, c := range r.Classes {
-		if c.Name == name {
-			return c
-		}
-	}
-	t.Fatalf("no class %s", name)
-	return ClassRun{}
-}
-
 // erlangC is the probability of waiting in an M/M/c queue with offered
 // load a < c, from its definition: C = (aᶜ/c!)·c/(c−a) / (Σₖ₌₀^{c−1} aᵏ/k! +
 // (aᶜ/c!)·c/(c−a)), summed in logarithms (Kleinrock, Queueing Systems,
