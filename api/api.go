@@ -1,18 +1,22 @@
-// Package api is planner's HTTP API (README.md, "The planning service"):
-// huma v2 operations on net/http for plans (computed, stored, reported and
-// validated), simulations of plans, what-if sweeps, the quota-tier
-// catalogue, probes run as background jobs with
-// their events, rows and charts, record cards, analyses of measured ramps,
-// health and readiness probes, Prometheus metrics, the OpenAPI document, an
-// offline docs page and the browser page of internal/ui. New builds the
-// same API for `planner serve`, `planner openapi` and the tests.
+// Package api is planner's HTTP API (README.md, "The planning service";
+// docs/service-probes.md; docs/security.md for the rules every request
+// passes; docs/simulate.md): huma v2 operations on net/http for plans
+// (computed, stored, reported and validated), simulations of plans,
+// what-if sweeps, the quota-tier catalogue, probes run as background jobs
+// with their events, rows and charts, record cards, analyses of measured
+// ramps, health and readiness probes, Prometheus metrics, the OpenAPI
+// document, an offline docs page and the browser page of internal/ui. New
+// builds the same API for `planner serve`, `planner openapi` and the
+// tests.
 package api
 
 import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"runtime"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -20,6 +24,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/config"
 	"github.com/plannerdev/planner/internal/jobs"
+	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/target"
 	"github.com/plannerdev/planner/internal/ui"
 )
@@ -45,6 +50,9 @@ type Options struct {
 	// PlanTimeout bounds the computation of one plan, what-if grid or
 	// simulation; 0 means config.DefaultPlanTimeout.
 	PlanTimeout time.Duration
+	// MaxComputations caps the plan computations running at once (a plan,
+	// or one cell of a what-if grid); 0 means one per CPU.
+	MaxComputations int
 	// SimulationMaxEvents and SimulationMaxDuration bound one simulation;
 	// 0 means config.DefaultSimulationMaxEvents and
 	// config.DefaultSimulationMaxDuration.
@@ -64,6 +72,19 @@ type Options struct {
 	Network target.Network
 	// Logger receives access logs and errors; nil discards them.
 	Logger *slog.Logger
+	// Addr is the address the service's listener is bound to: its IP is
+	// a name of the service that the Host header may give (any IP when
+	// it is bound to every interface). Nil: only the loopback forms and
+	// Hosts.
+	Addr net.Addr
+	// Hosts are the other names of the service that the Host header may
+	// give, "host" for any port or "host:port": the listen address's own
+	// name and the configured allowed_hosts. "localhost" and loopback IPs
+	// are always allowed.
+	Hosts []string
+	// Origins are the web origins besides the service's own whose pages
+	// may call the API (allowed_origins).
+	Origins []string
 }
 
 // Server is the API as an http.Handler, with its OpenAPI document.
@@ -79,8 +100,12 @@ type Server struct {
 	guard   *target.Guard
 	tiers   []config.Tier
 	tokens  [][32]byte
+	hosts   hostPolicy
+	origins originPolicy
 	maxBody int64
 	timeout time.Duration
+	engine  *plan.Engine
+	compute *computeLimit
 	simCaps simulationCaps
 	// labels maps a route pattern ("POST /v1/plans") to the operation
 	// name used in logs and metrics.
@@ -99,13 +124,24 @@ func New(opts Options) *Server {
 		probe:   withProbeDefaults(opts.Probe),
 		tiers:   opts.Tiers,
 		tokens:  hashTokens(opts.Tokens),
+		hosts:   newHostPolicy(opts.Addr, opts.Hosts),
 		maxBody: opts.MaxBodyBytes,
 		timeout: opts.PlanTimeout,
+		engine:  plan.New(),
 		simCaps: newSimulationCaps(opts.SimulationMaxEvents, opts.SimulationMaxDuration),
 		labels:  map[string]string{},
 	}
+	slots := opts.MaxComputations
+	if slots <= 0 {
+		slots = runtime.NumCPU()
+	}
+	s.compute = newComputeLimit(slots)
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	var err error
+	if s.origins, err = newOriginPolicy(opts.Origins); err != nil {
+		s.log.Error("allowed origins", "error", err)
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = config.DefaultMaxBodyBytes
@@ -132,7 +168,7 @@ func New(opts Options) *Server {
 	page := ui.Handler()
 	s.handle("GET /{$}", "ui", page.ServeHTTP)
 	s.handle("GET /ui/", "ui", page.ServeHTTP)
-	s.handler = s.observe(s.authenticate(http.HandlerFunc(s.route)))
+	s.handler = s.observe(s.secureHeaders(s.crossSite(s.authenticate(http.HandlerFunc(s.route)))))
 	return s
 }
 

@@ -123,7 +123,7 @@ func TestBadInput(t *testing.T) {
 		{name: "two forms of a distribution", body: edit(t, func(b map[string]any) { obj(b, "scenario", "classes", 0, "input_tokens")["fixed"] = 500 }), status: 422, location: "body.scenario.classes[0].input_tokens"},
 		{name: "two forms of demand", body: edit(t, func(b map[string]any) { obj(b, "scenario", "classes", 0, "demand")["rpm"] = 60 }), status: 422, location: "body.scenario.classes[0].demand"},
 		{name: "no latency profile", body: edit(t, func(b map[string]any) { delete(sc(b), "latency") }), status: 422, location: "body.scenario.classes[0].latency"},
-		{name: "wrong content type", body: edit(t, func(map[string]any) {}), ctype: "text/plain", status: 415, location: "body"},
+		{name: "wrong content type", body: edit(t, func(map[string]any) {}), ctype: "text/plain", status: 415, location: "header.Content-Type"},
 		{name: "oversize body", body: edit(t, func(map[string]any) {}) + strings.Repeat(" ", limit), status: 413, location: "body"},
 		{name: "what-if: path is not a JSON Pointer", path: "/v1/what-if", body: whatIf(t, []any{map[string]any{"path": "quotas/0/tpm", "values": []any{1}}}, nil), status: 422, location: "body.variations[0].path"},
 		{name: "what-if: path to nothing", path: "/v1/what-if", body: whatIf(t, []any{map[string]any{"path": "/quotas/3/tpm", "values": []any{1}}}, nil), status: 422, location: "body.variations[0].path"},

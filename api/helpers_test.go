@@ -57,13 +57,23 @@ func newServer(t testing.TB, opts Options) *Server {
 	return New(opts)
 }
 
-// send answers one request in process.
+// testHost is the Host of the requests that send makes: the default
+// listen address, as a client of `planner serve` would name it.
+const testHost = "127.0.0.1:8080"
+
+// send answers one request in process. A "Host" pair among the headers
+// sets the request's Host.
 func send(h http.Handler, method, path string, body []byte, header ...string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(method, path, bytes.NewReader(body))
+	req.Host = testHost
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(header); i += 2 {
+		if http.CanonicalHeaderKey(header[i]) == "Host" {
+			req.Host = header[i+1]
+			continue
+		}
 		req.Header.Set(header[i], header[i+1])
 	}
 	rec := httptest.NewRecorder()

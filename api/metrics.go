@@ -20,6 +20,9 @@ type metrics struct {
 	planSeconds prometheus.Histogram
 	whatIfCells prometheus.Counter
 	panics      prometheus.Counter
+	// computeRefused counts computations turned away with 503 because
+	// every slot was busy.
+	computeRefused prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -47,8 +50,12 @@ func newMetrics() *metrics {
 			Name: "planner_http_panics_total",
 			Help: "Requests whose handler panicked and got a 500.",
 		}),
+		computeRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "planner_compute_refused_total",
+			Help: "Plan and what-if requests refused with 503 because every computation slot was busy.",
+		}),
 	}
-	m.registry.MustRegister(m.requests, m.duration, m.planSeconds, m.whatIfCells, m.panics,
+	m.registry.MustRegister(m.requests, m.duration, m.planSeconds, m.whatIfCells, m.panics, m.computeRefused,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

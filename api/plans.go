@@ -116,9 +116,13 @@ func (s *Server) registerPlans() {
 func (s *Server) createPlan(ctx context.Context, in *planInput) (*planOutput, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	if err := s.compute.Acquire(ctx); err != nil {
+		return nil, s.computeError(err)
+	}
 	start := time.Now()
-	p, err := plan.ComputeContext(ctx, in.Body.Scenario)
+	p, err := s.engine.Plan(ctx, in.Body.Scenario)
 	s.metrics.planSeconds.Observe(time.Since(start).Seconds())
+	s.compute.Release()
 	if err != nil {
 		return nil, s.scenarioProblem(err, "body.scenario")
 	}

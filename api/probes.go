@@ -145,8 +145,9 @@ func (s *Server) registerProbes() {
 			"again as they are made, and redirects are never followed. The API key comes from a named credential " +
 			"of the server's configuration or the X-Probe-Authorization header; it is never stored, logged, " +
 			"echoed or put in events or reports. Concurrency, requests, tokens and duration are capped by the " +
-			"server (a 422 names the limit), and at most probe.max_running probes run at once (a 429 with " +
-			"Retry-After). Follow it with GET /v1/probes/{id} or its events.",
+			"server (a 422 names the limit), and at most probe.max_running probes and validations run at once: one " +
+			"more gets a 429 with Retry-After before anything is sent, the preflight included. Follow it with " +
+			"GET /v1/probes/{id} or its events.",
 		Tags:   []string{tagProbes},
 		Errors: []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusTooManyRequests, http.StatusServiceUnavailable},
 	}
@@ -222,6 +223,24 @@ func (s *Server) registerProbes() {
 	s.registerProbeEvents()
 }
 
+// errShuttingDown answers work refused or stopped because the service is
+// shutting down.
+var errShuttingDown = huma.Error503ServiceUnavailable("the server is shutting down")
+
+// acquireSlot reserves one of the probe.max_running slots, answering 429
+// with Retry-After when they are all taken.
+func (s *Server) acquireSlot(ctx context.Context) (*jobs.Slot, error) {
+	slot, err := s.jobs.Acquire(ctx)
+	var busy *jobs.BusyError
+	switch {
+	case errors.As(err, &busy):
+		return nil, busyProblem(busy.Limit)
+	case err != nil:
+		return nil, errShuttingDown
+	}
+	return slot, nil
+}
+
 // needJobs refuses probe work on a server that cannot run it.
 func (s *Server) needJobs() error {
 	if err := s.needStore(); err != nil {
@@ -244,7 +263,17 @@ func (s *Server) createProbe(ctx context.Context, in *createProbeInput) (*probeC
 	if len(problems) > 0 {
 		return nil, huma.Error422UnprocessableEntity("the request is invalid", problems...)
 	}
-	if _, err := s.checkTarget(ctx, req.Target.BaseURL, k, "body.target"); err != nil {
+	// The slot comes first: a probe refused for want of one sends nothing,
+	// not even the preflight.
+	slot, err := s.acquireSlot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer slot.Release()
+	if _, err := s.checkTarget(slot.Context(), req.Target.BaseURL, k, "body.target"); err != nil {
+		if slot.ShutDown() {
+			return nil, errShuttingDown
+		}
 		return nil, err
 	}
 	k.apply(&cfg)
@@ -253,15 +282,12 @@ func (s *Server) createProbe(ctx context.Context, in *createProbeInput) (*probeC
 	if err != nil {
 		return nil, fmt.Errorf("encode the probe configuration: %w", err)
 	}
-	run, err := s.jobs.Start(jobs.Spec{Config: cfg, Run: store.ProbeRun{
+	run, err := slot.Start(jobs.Spec{Config: cfg, Run: store.ProbeRun{
 		Label: req.Label, BaseURL: req.Target.BaseURL, Model: req.Target.Model, Config: stored,
 	}})
-	var busy *jobs.BusyError
 	switch {
-	case errors.As(err, &busy):
-		return nil, busyProblem(busy.Limit)
 	case errors.Is(err, jobs.ErrClosed):
-		return nil, huma.Error503ServiceUnavailable("the server is shutting down")
+		return nil, errShuttingDown
 	case errors.Is(err, store.ErrSecret):
 		return nil, huma.Error422UnprocessableEntity("the request is invalid", &huma.ErrorDetail{Location: "body.target.base_url", Message: "the base URL carries a credential in its query; " + secretMessage})
 	case err != nil:

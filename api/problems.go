@@ -86,6 +86,9 @@ var requiredProperty = regexp.MustCompile(`^expected required property ([A-Za-z0
 // error is the server's fault.
 func (s *Server) scenarioProblem(err error, prefix string) error {
 	var errs scenario.Errors
+	if errors.Is(err, context.Canceled) {
+		return huma.Error503ServiceUnavailable("the computation was cancelled (the client went away or the server is stopping)")
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return huma.Error422UnprocessableEntity(fmt.Sprintf("planning stopped after %s, the server's limit", s.timeout), &huma.ErrorDetail{
 			Location: prefix,
@@ -221,4 +224,13 @@ func valueAt(doc any, location string) any {
 		return nil
 	}
 	return cur
+}
+
+// computeError answers a computation that could not take a slot.
+func (s *Server) computeError(err error) error {
+	if errors.Is(err, errBusy) {
+		s.metrics.computeRefused.Inc()
+		return computeBusyProblem()
+	}
+	return s.scenarioProblem(err, "body.scenario")
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/plannerdev/planner"
 	"github.com/plannerdev/planner/internal/config"
+	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
 	"github.com/plannerdev/planner/internal/simulate"
 )
@@ -91,10 +93,11 @@ func (s *Server) registerSimulations() {
 			"throughput, goodput, 429s, retries, shedding, queue wait and TTFT and E2E percentiles, time series " +
 			"of in-flight requests, queue and 429s, each key's use over time, and a verdict with its reasons. " +
 			"The same request gives the same answer. A run is bounded by the server's limits on simulated time " +
-			"and events (limits.simulation_max_duration, limits.simulation_max_events), and stops at the " +
-			"server's plan_timeout.",
+			"and events (limits.simulation_max_duration, limits.simulation_max_events), stops at the " +
+			"server's plan_timeout, and takes one of the service's computation slots while it runs (a 503 with " +
+			"Retry-After when they are all busy).",
 		Tags:   []string{tagSimulations},
-		Errors: errorStatuses,
+		Errors: slices.Concat(errorStatuses, []int{http.StatusServiceUnavailable}),
 	}
 	register(s, op, s.createSimulation)
 	ex := simulationExamples()
@@ -120,22 +123,13 @@ func (s *Server) createSimulation(ctx context.Context, in *simulationInput) (*si
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	r, err := simulate.Run(ctx, in.Body.Scenario, o)
-	var optionErrs simulate.OptionErrors
-	switch {
-	case errors.As(err, &optionErrs):
-		details := make([]error, len(optionErrs))
-		for i, e := range optionErrs {
-			details[i] = &huma.ErrorDetail{Location: joinPath("body", e.Path), Message: e.Message}
-		}
-		return nil, huma.Error422UnprocessableEntity("the request is invalid", details...)
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return nil, huma.Error422UnprocessableEntity(fmt.Sprintf("the simulation stopped after %s, the server's limit, or when the request ended", s.timeout), &huma.ErrorDetail{
-			Location: "body.duration_s",
-			Message:  "too long to simulate in time: shorten duration_s",
-		})
-	case err != nil:
-		return nil, s.scenarioProblem(err, "body.scenario")
+	if err := s.compute.Acquire(ctx); err != nil {
+		return nil, s.simulationError(err)
+	}
+	r, err := simulate.Run(ctx, s.engine, in.Body.Scenario, o)
+	s.compute.Release()
+	if err != nil {
+		return nil, s.simulationError(err)
 	}
 	if path := nonFinite(r); path != "" {
 		s.log.Error("the simulation holds a non-finite number", "at", path)
@@ -145,6 +139,27 @@ func (s *Server) createSimulation(ctx context.Context, in *simulationInput) (*si
 		})
 	}
 	return &simulationOutput{Body: &SimulationResponse{Simulation: *r}}, nil
+}
+
+// simulationError turns what stopped a simulation into a problem: its
+// options' problems at their fields, the deadline at duration_s, a full
+// service as a 503, and the scenario's problems under body.scenario.
+func (s *Server) simulationError(err error) error {
+	var optionErrs simulate.OptionErrors
+	switch {
+	case errors.As(err, &optionErrs):
+		details := make([]error, len(optionErrs))
+		for i, e := range optionErrs {
+			details[i] = &huma.ErrorDetail{Location: joinPath("body", e.Path), Message: e.Message}
+		}
+		return huma.Error422UnprocessableEntity("the request is invalid", details...)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return huma.Error422UnprocessableEntity(fmt.Sprintf("the simulation stopped after %s, the server's limit, or when the request ended", s.timeout), &huma.ErrorDetail{
+			Location: "body.duration_s",
+			Message:  "too long to simulate in time: shorten duration_s",
+		})
+	}
+	return s.computeError(err)
 }
 
 // newSimulationCaps fills in the defaults of the simulation caps.
@@ -170,7 +185,7 @@ var simulationExamples = sync.OnceValue(func() opExamples {
 	}
 	off := false
 	req := SimulationRequest{Scenario: sc, DurationS: 600, IntervalS: 60, Pacing: &off, MaxEvents: config.DefaultSimulationMaxEvents}
-	r, err := simulate.Run(context.Background(), sc, req.options())
+	r, err := simulate.Run(context.Background(), plan.New(), sc, req.options())
 	if err != nil {
 		panic(fmt.Sprintf("build the simulation example: %v", err))
 	}

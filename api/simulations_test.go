@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/simulate"
 )
 
@@ -28,7 +29,7 @@ func TestCreateSimulationMatchesEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	seed := uint64(3)
-	want, err := simulate.Run(context.Background(), exampleScenario(t, "backfill"), simulate.Options{
+	want, err := simulate.Run(context.Background(), plan.New(), exampleScenario(t, "backfill"), simulate.Options{
 		DurationS: 600, IntervalS: 60, NoPacing: true, Seed: &seed, MaxEvents: 2_000_000,
 	})
 	if err != nil {
@@ -110,6 +111,7 @@ func TestCreateSimulationStopsAtTheDeadline(t *testing.T) {
 	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(1, 0))
 	defer cancel()
 	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/v1/simulations", bytes.NewReader(body))
+	req.Host = testHost
 	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
 	s.ServeHTTP(rec, req)

@@ -1,7 +1,13 @@
 package api
 
 import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+
 	"github.com/danielgtaylor/huma/v2"
+	"sigs.k8s.io/yaml"
 )
 
 // Tags group the operations in the OpenAPI document and the docs page.
@@ -29,6 +35,13 @@ Errors are RFC 9457 problem details (application/problem+json); each
 problem in the request is listed under ` + "`errors`" + ` with its ` + "`location`" + `,
 for example ` + "`body.scenario.classes[1].output_tokens.p95`" + `.
 
+Request bodies are JSON (` + "`application/json`" + `) or YAML
+(` + "`application/yaml`" + `), as scenario files are; a body declared as anything
+else, or not declared, gets a 415. A request whose Host header does not
+name the service, or that a web page of another origin sends, gets a 403;
+the configuration's allowed_hosts and allowed_origins add names and
+origins.
+
 When the server is configured with tokens, every operation except
 ` + "`GET /healthz`" + ` needs ` + "`Authorization: Bearer <token>`" + `. A server on a
 loopback address may run without tokens.`
@@ -43,6 +56,8 @@ func (s *Server) humaConfig() huma.Config {
 	cfg.DocsPath = ""
 	cfg.SchemasPath = ""
 	cfg.Transformers = []huma.Transformer{s.completeProblem}
+	cfg.Formats = maps.Clone(cfg.Formats)
+	cfg.Formats["application/yaml"] = yamlFormat
 	cfg.Info.Description = apiDescription
 	cfg.Info.License = &huma.License{Name: "Proprietary", URL: "https://github.com/plannerdev/planner"}
 	cfg.Servers = []*huma.Server{{
@@ -76,3 +91,25 @@ func (s *Server) humaConfig() huma.Config {
 // errorStatuses are the problem responses every body-taking operation
 // documents.
 var errorStatuses = []int{400, 401, 413, 422}
+
+// yamlFormat reads request bodies declared application/yaml, as the
+// command line and the page read scenario files (YAML is read as its JSON
+// equivalent, so the same schema and the same problems apply), and writes
+// YAML to a client that asks for it with Accept.
+var yamlFormat = huma.Format{
+	Marshal: func(w io.Writer, v any) error {
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("encode YAML: %w", err)
+		}
+		_, err = w.Write(b)
+		return err
+	},
+	Unmarshal: func(data []byte, v any) error {
+		js, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			return fmt.Errorf("the body is not valid YAML: %w", err)
+		}
+		return json.Unmarshal(js, v)
+	},
+}

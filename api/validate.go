@@ -2,15 +2,14 @@ package api
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
-	"github.com/plannerdev/planner/internal/jobs"
 	"github.com/plannerdev/planner/internal/probe"
+	"github.com/plannerdev/planner/internal/redact"
 	"github.com/plannerdev/planner/internal/validate"
 )
 
@@ -63,7 +62,8 @@ func (s *Server) registerValidate() {
 			"throughput is more than 15 % below the prediction, a 429 or error appears or an SLO is broken; " +
 			"degraded otherwise (faster than predicted, or off above the pool). The target passes the same " +
 			"allow-list, preflight and caps as a probe; the whole validation is bounded by its budgets and by " +
-			"4 minutes, and takes one of the probe.max_running slots while it runs.",
+			"4 minutes, and takes one of the probe.max_running slots before anything is sent (a 429 with Retry-After " +
+			"when none is free). A shutdown of the server stops it, with a 503.",
 		Tags:   []string{tagPlans},
 		Errors: []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusTooManyRequests, http.StatusServiceUnavailable},
 	}
@@ -104,18 +104,19 @@ func (s *Server) validatePlan(ctx context.Context, in *validateInput) (*validate
 	if len(problems) > 0 {
 		return nil, huma.Error422UnprocessableEntity("the request is invalid", problems...)
 	}
-	if _, err := s.checkTarget(ctx, req.Target.BaseURL, k, "body.target"); err != nil {
+	// The slot comes first: a validation refused for want of one sends
+	// nothing. Its context ends at shutdown, which stops the validation.
+	slot, err := s.acquireSlot(ctx)
+	if err != nil {
 		return nil, err
 	}
-	release, err := s.jobs.Acquire()
-	var busy *jobs.BusyError
-	switch {
-	case errors.As(err, &busy):
-		return nil, busyProblem(busy.Limit)
-	case err != nil:
-		return nil, huma.Error503ServiceUnavailable("the server is shutting down")
+	defer slot.Release()
+	if _, err := s.checkTarget(slot.Context(), req.Target.BaseURL, k, "body.target"); err != nil {
+		if slot.ShutDown() {
+			return nil, errShuttingDown
+		}
+		return nil, err
 	}
-	defer release()
 	cfg := probe.Config{
 		BaseURL: req.Target.BaseURL, Model: req.Target.Model, Deadline: time.Duration(req.DeadlineMs) * time.Millisecond,
 		Pause: defaultValidatePause, Budget: budget, Seed: uint64(time.Now().UnixNano()),
@@ -128,11 +129,14 @@ func (s *Server) validatePlan(ctx context.Context, in *validateInput) (*validate
 	}
 	k.apply(&cfg)
 	s.guarded(&cfg)
-	ctx, cancel := context.WithTimeout(ctx, durationCap+30*time.Second)
+	ctx, cancel := context.WithTimeout(slot.Context(), durationCap+30*time.Second)
 	defer cancel()
 	rep, err := validate.Run(ctx, sp.Scenario, &sp.Plan, validate.Options{Probe: cfg, RequestsPerStep: req.RequestsPerStep, MaxTokens: req.MaxTokens})
-	if err != nil {
-		s.log.Error("validate a plan", "plan", in.ID, "error", err)
+	switch {
+	case slot.ShutDown():
+		return nil, huma.Error503ServiceUnavailable("the server is shutting down; the validation was stopped before it finished")
+	case err != nil:
+		s.log.Error("validate a plan", "plan", in.ID, "error", redact.New(cfg.APIKey).String(err.Error()))
 		return nil, huma.Error500InternalServerError("the validation could not run; the server log has the cause")
 	}
 	return &validateOutput{Body: &ValidateResponse{PlanID: sp.ID, Report: *rep}}, nil

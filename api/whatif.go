@@ -99,7 +99,11 @@ func (s *Server) createWhatIf(ctx context.Context, in *whatIfInput) (*whatIfOutp
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	grid, err := plan.SweepContext(ctx, req.Scenario, vars)
+	if err := s.compute.Acquire(ctx); err != nil {
+		return nil, s.computeError(err)
+	}
+	grid, err := s.engine.Sweep(ctx, req.Scenario, vars, s.compute)
+	s.compute.Release()
 	if err != nil {
 		return nil, s.scenarioProblem(err, "body")
 	}

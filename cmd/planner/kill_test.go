@@ -8,6 +8,8 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +17,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -239,5 +242,110 @@ func TestShutdownInterruptsProbes(t *testing.T) {
 	}
 	if !strings.Contains(run.Error, "shut down") {
 		t.Errorf("error %q", run.Error)
+	}
+}
+
+// TestSecondServeNamesTheFirst starts a second service on the store file
+// of a service running in another process: it exits 1 at once with a
+// message that names the file and the first service's process id. The
+// first goes on and stops cleanly.
+func TestSecondServeNamesTheFirst(t *testing.T) {
+	cleanServeEnv(t)
+	db := filepath.Join(t.TempDir(), "planner.db")
+	first := startChild(t, db)
+	code, out, errOut := runBriefly("serve", "--listen", "127.0.0.1:0", "--db", db)
+	if code != exitError || strings.Contains(out, "serving on") {
+		t.Fatalf("the second service: exit %d: %s%s", code, out, errOut)
+	}
+	if want := fmt.Sprintf("the store %s is in use by another process (pid %d)", db, first.cmd.Process.Pid); !strings.Contains(errOut, want) {
+		t.Errorf("the message lacks %q: %s", want, errOut)
+	}
+	if status, _ := jsonCall(t, http.MethodGet, first.url+"/readyz", nil); status != http.StatusOK {
+		t.Errorf("the first service: /readyz %d", status)
+	}
+	if err := first.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.cmd.Wait(); err != nil {
+		t.Fatalf("the first service: %v %s", err, first.stderr)
+	}
+}
+
+// TestSIGTERMDuringValidation sends SIGTERM to the service while a plan
+// validation runs (one that would take minutes): the validation is
+// stopped, its client gets a clean answer (a 503) or a closed stream, and
+// the process exits 0, well within its shutdown timeout.
+func TestSIGTERMDuringValidation(t *testing.T) {
+	cleanServeEnv(t)
+	c := startChild(t, filepath.Join(t.TempDir(), "planner.db"))
+	s, err := sim.New(sim.Config{MaxNumSeqs: 64, TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: sim.NoGrowth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chats atomic.Int64
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/chat/completions") {
+			chats.Add(1)
+		}
+		s.ServeHTTP(w, r)
+	}))
+	t.Cleanup(target.Close)
+	status, b := jsonCall(t, http.MethodPost, c.url+"/v1/plans", map[string]any{"save": true, "scenario": map[string]any{
+		"quotas":  []any{map[string]any{"name": "k", "rpm": 100000}},
+		"latency": map[string]any{"ttft_ms": map[string]any{"fixed": 100}, "tpot_ms": map[string]any{"fixed": 10}, "knee": 4},
+		"classes": []any{map[string]any{"name": "jobs", "quota": "k", "mode": "batch", "input_tokens": map[string]any{"fixed": 64},
+			"output_tokens": map[string]any{"fixed": 8}, "max_tokens": 8}},
+	}})
+	var saved struct {
+		ID string `json:"id"`
+	}
+	if status != http.StatusOK || json.Unmarshal(b, &saved) != nil || saved.ID == "" {
+		t.Fatalf("save the plan: %d %.300s", status, b)
+	}
+	type answer struct {
+		status int
+		body   []byte
+		err    error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		body, _ := json.Marshal(map[string]any{
+			"target": map[string]any{"base_url": target.URL + "/v1", "model": sim.DefaultModel}, "requests_per_step": 2000, "pause_ms": 0,
+		})
+		req, err := http.NewRequest(http.MethodPost, c.url+"/v1/plans/"+saved.ID+"/validate", bytes.NewReader(body))
+		if err != nil {
+			done <- answer{err: err}
+			return
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		done <- answer{status: resp.StatusCode, body: b, err: err}
+	}()
+	for chats.Load() == 0 {
+		select {
+		case a := <-done:
+			t.Fatalf("the validation ended before it ran: %d %s %v", a.status, a.body, a.err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.cmd.Wait(); err != nil {
+		t.Fatalf("the service after SIGTERM: %v\n%s", err, c.stderr)
+	}
+	a := <-done
+	switch {
+	case a.err == nil && a.status == http.StatusServiceUnavailable && strings.Contains(string(a.body), "shutting down"):
+	case a.err != nil && a.status == 0:
+		t.Logf("the stream was closed: %v", a.err)
+	default:
+		t.Fatalf("the validation's client got %d %s %v", a.status, a.body, a.err)
 	}
 }

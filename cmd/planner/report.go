@@ -14,6 +14,7 @@ import (
 
 	"github.com/plannerdev/planner"
 	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/report"
 	"github.com/plannerdev/planner/internal/simulate"
 )
@@ -65,7 +66,7 @@ func newReportCmd(s streams) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if in.Simulation, err = simulate.Run(cmd.Context(), sc, opts); err != nil {
+				if in.Simulation, err = simulate.Run(cmd.Context(), plan.New(), sc, opts); err != nil {
 					return simulateError(err)
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -37,11 +38,18 @@ func newServeCmd(s streams) *cobra.Command {
 			"stored plans and their reports, and probes run as background jobs.\n\n" +
 			"Settings come from defaults, then the YAML file of --config (or PLANNER_CONFIG),\n" +
 			"then PLANNER_* environment variables (PLANNER_LISTEN, PLANNER_DB,\n" +
-			"PLANNER_AUTH_TOKENS, PLANNER_LIMITS_MAX_BODY_BYTES, PLANNER_PROBE_ALLOW), then\n" +
-			"the flags; see configs/planner.example.yaml, whose probe section holds the probe\n" +
-			"allow-list, credentials and caps. A non-loopback --listen needs auth tokens.\n" +
+			"PLANNER_AUTH_TOKENS, PLANNER_ALLOWED_HOSTS, PLANNER_ALLOWED_ORIGINS,\n" +
+			"PLANNER_LIMITS_MAX_BODY_BYTES, PLANNER_PROBE_ALLOW), then the flags; see\n" +
+			"configs/planner.example.yaml, whose probe section holds the probe allow-list,\n" +
+			"credentials and caps, and docs/security.md. Without auth tokens the address\n" +
+			"bound must be a loopback one (a name such as localhost is judged by the address\n" +
+			"it resolved to). Requests must name the service in their Host header (its\n" +
+			"addresses, localhost, or allowed_hosts) and come from its own page or one of\n" +
+			"allowed_origins. One service writes one store file: a second one on the same\n" +
+			"file exits at once, naming the first.\n" +
 			"SIGINT or SIGTERM stops it after the requests in flight have finished; running\n" +
-			"probes are stopped, keep what they measured, and are marked interrupted.",
+			"probes are stopped, keep what they measured, and are marked interrupted, and\n" +
+			"running plan validations are stopped and answered with a 503.",
 		Example: "  planner serve\n  planner serve --listen 127.0.0.1:9000 --db /var/lib/planner/planner.db\n" +
 			"  PLANNER_AUTH_TOKENS=$(cat token) planner serve --listen 0.0.0.0:8080",
 		Args: usageArgs(cobra.NoArgs),
@@ -64,13 +72,37 @@ func serveByDefault(cmd *cobra.Command, s streams) error {
 // serve runs the API until ctx ends, then shuts down gracefully. flags may
 // be nil.
 func serve(ctx context.Context, s streams, flags *pflag.FlagSet) error {
+	return serveOn(ctx, s, flags, net.Listen)
+}
+
+// listenFunc opens the service's listener; net.Listen but in tests.
+type listenFunc func(network, address string) (net.Listener, error)
+
+// serveOn is serve with the listener opened by listen.
+func serveOn(ctx context.Context, s streams, flags *pflag.FlagSet, listen listenFunc) error {
 	cfg, err := config.Load(flags)
 	if err != nil {
 		return err
 	}
+	// The store's lock comes first: a second service on the same file
+	// stops here, before it listens or touches the first one's probes.
 	st, err := store.Open(ctx, cfg.DB)
 	if err != nil {
+		var locked *store.LockedError
+		if errors.As(err, &locked) {
+			return fmt.Errorf("the store %w", err)
+		}
 		return fmt.Errorf("open the store %s: %w", cfg.DB, err)
+	}
+	ln, err := listen("tcp", cfg.Listen)
+	if err != nil {
+		return errors.Join(fmt.Errorf("listen on %s: %w", cfg.Listen, err), closeStore(st))
+	}
+	// Loopback is decided on the address bound, not on the name asked
+	// for: "localhost" may resolve anywhere.
+	if len(cfg.Auth.Tokens) == 0 && !isLoopback(ln.Addr()) {
+		return errors.Join(fmt.Errorf("auth.tokens: required: listen address %s is bound to %s, which is not a loopback address, so the API must ask for a bearer token (set auth.tokens or PLANNER_AUTH_TOKENS)", cfg.Listen, ln.Addr()),
+			ln.Close(), closeStore(st))
 	}
 	logger := slog.New(slog.NewJSONHandler(s.err, nil))
 	probes := jobs.New(st, jobs.Options{MaxRunning: cfg.Probe.MaxRunning, Logger: logger})
@@ -79,17 +111,17 @@ func serve(ctx context.Context, s streams, flags *pflag.FlagSet) error {
 		Tokens:                cfg.Auth.Tokens,
 		MaxBodyBytes:          cfg.Limits.MaxBodyBytes,
 		PlanTimeout:           cfg.Limits.PlanTimeout,
+		MaxComputations:       cfg.Limits.MaxComputations,
 		SimulationMaxEvents:   cfg.Limits.SimulationMaxEvents,
 		SimulationMaxDuration: cfg.Limits.SimulationMaxDuration,
 		Store:                 st,
 		Jobs:                  probes,
 		Probe:                 cfg.Probe,
 		Logger:                logger,
+		Addr:                  ln.Addr(),
+		Hosts:                 serviceHosts(cfg),
+		Origins:               cfg.AllowedOrigins,
 	})
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return errors.Join(fmt.Errorf("listen on %s: %w", cfg.Listen, err), closeStore(st))
-	}
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -130,6 +162,24 @@ func serve(ctx context.Context, s streams, flags *pflag.FlagSet) error {
 	}
 	fmt.Fprintln(s.out, "planner: stopped")
 	return nil
+}
+
+// isLoopback reports whether a bound address accepts connections from
+// this machine only.
+func isLoopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
+
+// serviceHosts are the names that a request's Host header may give besides
+// the bound address and the loopback forms: the listen address's own host
+// name and allowed_hosts.
+func serviceHosts(cfg config.Config) []string {
+	hosts := slices.Clone(cfg.AllowedHosts)
+	if host, _, err := net.SplitHostPort(cfg.Listen); err == nil && host != "" {
+		hosts = append(hosts, host)
+	}
+	return hosts
 }
 
 func closeStore(st *store.Store) error {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/plannerdev/planner"
 	"github.com/plannerdev/planner/internal/importer"
+	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/report"
 	"github.com/plannerdev/planner/internal/scenario"
 	"github.com/plannerdev/planner/internal/simulate"
@@ -73,7 +74,7 @@ func newSimulateCmd(s streams) *cobra.Command {
 			if opts.Replay, err = readReplays(s.in, f.replay); err != nil {
 				return err
 			}
-			r, err := simulate.Run(cmd.Context(), sc, opts)
+			r, err := simulate.Run(cmd.Context(), plan.New(), sc, opts)
 			if err != nil {
 				return simulateError(err)
 			}

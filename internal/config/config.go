@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"reflect"
 	"regexp"
@@ -51,7 +52,8 @@ const (
 	DefaultCredentialHeader = "Authorization"
 	// EnvPrefix prefixes the environment variables that set the
 	// configuration: PLANNER_LISTEN, PLANNER_DB, PLANNER_AUTH_TOKENS,
-	// PLANNER_LIMITS_MAX_BODY_BYTES; PLANNER_CONFIG names the file.
+	// PLANNER_LIMITS_MAX_BODY_BYTES, PLANNER_ALLOWED_HOSTS,
+	// PLANNER_ALLOWED_ORIGINS; PLANNER_CONFIG names the file.
 	EnvPrefix = "PLANNER"
 )
 
@@ -62,7 +64,18 @@ type Config struct {
 	// Listen is the address to serve on, host:port.
 	Listen string `mapstructure:"listen" validate:"required,listen"`
 	// DB is the SQLite file of the store.
-	DB     string `mapstructure:"db" validate:"required"`
+	DB string `mapstructure:"db" validate:"required"`
+	// AllowedHosts are names, besides the listen address, its bound
+	// address and the loopback forms, that the Host header of a request
+	// may give ("host" for any port, or "host:port"): the names of a
+	// reverse proxy in front of the service. Any other Host is refused,
+	// which defeats DNS rebinding (docs/security.md).
+	AllowedHosts []string `mapstructure:"allowed_hosts" validate:"max=100,dive,max=260,allowedhost"`
+	// AllowedOrigins are web origins ("scheme://host[:port]"), besides the
+	// service's own, whose pages may call the API; a request from any other
+	// origin is refused (docs/security.md).
+	AllowedOrigins []string `mapstructure:"allowed_origins" validate:"max=100,dive,max=270,origin"`
+
 	Auth   Auth   `mapstructure:"auth"`
 	Limits Limits `mapstructure:"limits"`
 	Probe  Probe  `mapstructure:"probe"`
@@ -82,6 +95,10 @@ type Limits struct {
 	MaxBodyBytes int64 `mapstructure:"max_body_bytes" validate:"min=1024,max=67108864"`
 	// PlanTimeout bounds the time one plan or what-if request may compute.
 	PlanTimeout time.Duration `mapstructure:"plan_timeout" validate:"min=100000000,max=600000000000"`
+	// MaxComputations caps the plan computations (a plan, or one cell of a
+	// what-if grid) running at once across the service; 0 means one per
+	// CPU.
+	MaxComputations int `mapstructure:"max_computations" validate:"min=0,max=1024"`
 	// SimulationMaxEvents caps the events of one simulation, and with them
 	// its memory; SimulationMaxDuration its simulated time. Zero means the
 	// default.
@@ -178,9 +195,12 @@ func Load(flags *pflag.FlagSet) (Config, error) {
 	v := viper.New()
 	v.SetDefault("listen", DefaultListen)
 	v.SetDefault("db", DefaultDB)
+	v.SetDefault("allowed_hosts", []string{})
+	v.SetDefault("allowed_origins", []string{})
 	v.SetDefault("auth.tokens", []string{})
 	v.SetDefault("limits.max_body_bytes", DefaultMaxBodyBytes)
 	v.SetDefault("limits.plan_timeout", DefaultPlanTimeout)
+	v.SetDefault("limits.max_computations", 0)
 	v.SetDefault("limits.simulation_max_events", DefaultSimulationMaxEvents)
 	v.SetDefault("limits.simulation_max_duration", DefaultSimulationMaxDuration)
 	pd := DefaultProbe()
@@ -248,6 +268,16 @@ func (c *Config) normalize() {
 		}
 	}
 	c.Auth.Tokens = tokens
+	c.AllowedHosts = trimmedLower(c.AllowedHosts)
+	c.AllowedOrigins = trimmedLower(c.AllowedOrigins)
+	for i, o := range c.AllowedOrigins {
+		// Browsers leave the scheme's default port out of an Origin.
+		if h, ok := strings.CutSuffix(o, ":443"); ok && strings.HasPrefix(o, "https://") {
+			c.AllowedOrigins[i] = h
+		} else if h, ok := strings.CutSuffix(o, ":80"); ok && strings.HasPrefix(o, "http://") {
+			c.AllowedOrigins[i] = h
+		}
+	}
 	for i := range c.Tiers {
 		if c.Tiers[i].TokenAccounting == "" {
 			c.Tiers[i].TokenAccounting = "actual"
@@ -269,6 +299,18 @@ func (c *Config) normalize() {
 			cr.Header = "api-key"
 		}
 	}
+}
+
+// trimmedLower trims and lower-cases every entry and drops the empty ones:
+// host names and origins compare without regard to case.
+func trimmedLower(list []string) []string {
+	out := list[:0]
+	for _, v := range list {
+		if v = strings.ToLower(strings.TrimSpace(v)); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // Validate returns every problem in the configuration: the field rules of
@@ -309,7 +351,7 @@ func (c Config) Validate() Problems {
 			names[cr.Name] = i
 		}
 	}
-	if len(c.Auth.Tokens) == 0 && c.Listen != "" && !IsLoopback(c.Listen) {
+	if len(c.Auth.Tokens) == 0 && c.Listen != "" && !IsLoopback(c.Listen) && !listensOnName(c.Listen) {
 		ps = append(ps, Problem{Path: "auth.tokens", Message: fmt.Sprintf("required: listen address %s is not a loopback address, so the API must ask for a bearer token", c.Listen)})
 	}
 	return append(fields, uncovered(fields, ps)...)
@@ -374,19 +416,72 @@ func unknownIn(value any, t reflect.Type, path string) Problems {
 	return nil
 }
 
-// IsLoopback reports whether a listen address (host:port) accepts
-// connections from this machine only: "localhost" or a loopback IP. An
-// empty host listens on every interface and is not loopback.
+// IsLoopback reports whether a listen address (host:port) is a loopback
+// IP, which accepts connections from this machine only. A name, even
+// "localhost", is not: it may resolve to any address, so for a name the
+// service decides on the address it has bound (planner serve). An empty
+// host listens on every interface and is not loopback.
 func IsLoopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return false
 	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.IsLoopback()
+}
+
+// listensOnName reports whether a listen address names its host, whose
+// addresses are known only once it is bound.
+func listensOnName(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return false
+	}
+	_, err = netip.ParseAddr(host)
+	return err != nil
+}
+
+// ValidAllowedHost reports whether an allowed_hosts entry is a host name
+// or IP, with or without a port: "planner.example.com",
+// "planner.example.com:443", "10.0.0.5", "[fd00::5]:8080".
+func ValidAllowedHost(entry string) bool {
+	host := entry
+	if h, port, err := net.SplitHostPort(entry); err == nil {
+		n, perr := strconv.Atoi(port)
+		if perr != nil || n < 1 || n > 65535 {
+			return false
+		}
+		host = h
+	} else if strings.HasPrefix(entry, "[") && strings.HasSuffix(entry, "]") {
+		ip, err := netip.ParseAddr(entry[1 : len(entry)-1])
+		return err == nil && ip.Is6()
+	} else if strings.Contains(entry, ":") {
+		return false
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return true
+	}
+	return hostName.MatchString(host)
+}
+
+// hostName matches a DNS name: dot-separated labels of letters, digits
+// and hyphens, not starting or ending with a hyphen, with an optional
+// final dot.
+var hostName = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.?$`)
+
+// ValidOrigin reports whether an allowed_origins entry is a web origin as
+// browsers send it in the Origin header: http or https, a host, an
+// optional port, and nothing else ("https://tools.example.com").
+func ValidOrigin(entry string) bool {
+	u, err := url.Parse(entry)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		u.Path != "" || u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(entry, "?") || strings.HasSuffix(entry, "#") {
+		return false
+	}
+	if strings.HasSuffix(u.Host, ":") {
+		return false
+	}
+	return ValidAllowedHost(u.Host)
 }
 
 // validate checks the struct tags; it names fields by their YAML keys.
@@ -412,6 +507,12 @@ var validate = func() *validator.Validate {
 	}))
 	must(v.RegisterValidation("envname", func(fl validator.FieldLevel) bool {
 		return envName.MatchString(fl.Field().String())
+	}))
+	must(v.RegisterValidation("allowedhost", func(fl validator.FieldLevel) bool {
+		return ValidAllowedHost(fl.Field().String())
+	}))
+	must(v.RegisterValidation("origin", func(fl validator.FieldLevel) bool {
+		return ValidOrigin(fl.Field().String())
 	}))
 	return v
 }()
@@ -482,6 +583,10 @@ func message(fe validator.FieldError) string {
 		return "must be printable ASCII without spaces"
 	case "envname":
 		return "must be an environment variable name: letters, digits and '_', not starting with a digit"
+	case "allowedhost":
+		return "must be a host name or IP, with an optional port: planner.example.com, planner.example.com:443, [fd00::5]:8080"
+	case "origin":
+		return "must be an origin as browsers send it: http or https, a host and an optional port, without a path (https://tools.example.com)"
 	}
 	return "fails the rule " + fe.Tag()
 }

@@ -15,7 +15,7 @@ import (
 // environment cannot leak into a test.
 func cleanEnv(t *testing.T) {
 	t.Helper()
-	for _, name := range []string{"CONFIG", "LISTEN", "DB", "AUTH_TOKENS", "LIMITS_MAX_BODY_BYTES", "PROBE_ALLOW", "PROBE_MAX_RUNNING"} {
+	for _, name := range []string{"CONFIG", "LISTEN", "DB", "AUTH_TOKENS", "LIMITS_MAX_BODY_BYTES", "PROBE_ALLOW", "PROBE_MAX_RUNNING", "ALLOWED_HOSTS", "ALLOWED_ORIGINS"} {
 		t.Setenv(EnvPrefix+"_"+name, "")
 	}
 }
@@ -255,8 +255,8 @@ func TestIsLoopback(t *testing.T) {
 		"127.0.0.1:8080":    true,
 		"127.0.0.2:0":       true,
 		"[::1]:8080":        true,
-		"localhost:8080":    true,
-		"LocalHost:1":       true,
+		"localhost:8080":    false, // a name: decided on the bound address
+		"LocalHost:1":       false,
 		"0.0.0.0:8080":      false,
 		":8080":             false,
 		"[::]:8080":         false,
@@ -267,5 +267,78 @@ func TestIsLoopback(t *testing.T) {
 		if got := IsLoopback(addr); got != want {
 			t.Errorf("IsLoopback(%q) = %v, want %v", addr, got, want)
 		}
+	}
+}
+
+// TestLoadListenOnName leaves the loopback rule of a name, even
+// "localhost", to the address the service binds: the name may resolve
+// anywhere. An IP literal is decided here.
+func TestLoadListenOnName(t *testing.T) {
+	cleanEnv(t)
+	for _, listen := range []string{"localhost:8080", "planner.lan:0", "127.0.0.1:0", "[::1]:0"} {
+		if _, err := Load(serveFlags(t, "--listen", listen)); err != nil {
+			t.Errorf("--listen %s without tokens: %v", listen, err)
+		}
+	}
+	for _, listen := range []string{"0.0.0.0:8080", ":8080", "[::]:0", "192.168.1.10:0"} {
+		var ps Problems
+		if _, err := Load(serveFlags(t, "--listen", listen)); !errors.As(err, &ps) || ps[0].Path != "auth.tokens" {
+			t.Errorf("--listen %s without tokens: %v", listen, err)
+		}
+	}
+}
+
+func TestLoadAllowedHostsAndOrigins(t *testing.T) {
+	cleanEnv(t)
+	path := writeFile(t, `
+allowed_hosts: [" Planner.Example.com ", "planner.example.com:8443", "10.0.0.5", "[fd00::5]:8080", "[fd00::6]", ""]
+allowed_origins: ["HTTPS://Tools.Example.com", "https://tools.example.com:443", "http://localhost:3000", "http://x.example:80"]
+`)
+	cfg, err := Load(serveFlags(t, "--config", path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"planner.example.com", "planner.example.com:8443", "10.0.0.5", "[fd00::5]:8080", "[fd00::6]"}; !slices.Equal(cfg.AllowedHosts, want) {
+		t.Errorf("allowed_hosts %q, want %q", cfg.AllowedHosts, want)
+	}
+	if want := []string{"https://tools.example.com", "https://tools.example.com", "http://localhost:3000", "http://x.example"}; !slices.Equal(cfg.AllowedOrigins, want) {
+		t.Errorf("allowed_origins %q, want %q", cfg.AllowedOrigins, want)
+	}
+
+	t.Setenv("PLANNER_ALLOWED_HOSTS", "a.example,b.example:9000")
+	t.Setenv("PLANNER_ALLOWED_ORIGINS", "https://a.example")
+	cfg, err = Load(serveFlags(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cfg.AllowedHosts, []string{"a.example", "b.example:9000"}) || !slices.Equal(cfg.AllowedOrigins, []string{"https://a.example"}) {
+		t.Errorf("from the environment: hosts %q, origins %q", cfg.AllowedHosts, cfg.AllowedOrigins)
+	}
+}
+
+func TestLoadRefusesBadHostsAndOrigins(t *testing.T) {
+	cleanEnv(t)
+	path := writeFile(t, `
+allowed_hosts: ["http://planner.example.com", "planner.example.com/x", "planner.example.com:0", "host:port", "fd00::5", "-bad-.example", "*.example.com", "ok.example"]
+allowed_origins: ["https://tools.example.com/", "tools.example.com", "ftp://tools.example.com", "https://user@tools.example.com", "https://tools.example.com?x", "null", "https://ok.example"]
+`)
+	_, err := Load(serveFlags(t, "--config", path))
+	var ps Problems
+	if !errors.As(err, &ps) {
+		t.Fatalf("want problems, got %v", err)
+	}
+	var paths []string
+	for _, p := range ps {
+		paths = append(paths, p.Path)
+	}
+	want := []string{
+		"allowed_hosts[0]", "allowed_hosts[1]", "allowed_hosts[2]", "allowed_hosts[3]", "allowed_hosts[4]", "allowed_hosts[5]", "allowed_hosts[6]",
+		"allowed_origins[0]", "allowed_origins[1]", "allowed_origins[2]", "allowed_origins[3]", "allowed_origins[4]", "allowed_origins[5]",
+	}
+	if !slices.Equal(paths, want) {
+		t.Errorf("problems at %q, want %q:\n%v", paths, want, err)
+	}
+	if !strings.Contains(err.Error(), "allowed_origins[0]: must be an origin as browsers send it") {
+		t.Errorf("the message: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/probe"
+	"github.com/plannerdev/planner/internal/redact"
 	"github.com/plannerdev/planner/internal/store"
 )
 
@@ -22,6 +23,9 @@ type job struct {
 	cancel context.CancelCauseFunc
 	done   chan struct{} // closed when the job has ended and saved everything
 	flush  chan struct{} // asks the writer to write now
+	// redact removes the probe's key from the messages the job stores,
+	// a second line behind the probe's own redaction.
+	redact *redact.Redactor
 
 	mu       sync.Mutex
 	status   store.Status
@@ -69,12 +73,13 @@ func (j *job) end(res *probe.Result, runErr error) {
 	case res != nil && res.Failure() != nil:
 		status, msg = store.StatusFailed, res.Failure().Error()
 	}
+	msg = j.redact.String(msg)
 	if res != nil {
 		limits, err := marshalLimits(res.RateLimits)
 		if err != nil {
 			j.m.log.Error("encode rate limits", "probe", j.id, "error", err)
 		}
-		result := store.ProbeResult{Analysis: res.Analysis, RateLimits: limits, StopReason: res.StopReason, StopDetail: res.StopDetail}
+		result := store.ProbeResult{Analysis: res.Analysis, RateLimits: limits, StopReason: res.StopReason, StopDetail: j.redact.String(res.StopDetail)}
 		if err := j.write(func(ctx context.Context) error { return j.m.st.SaveProbeResult(ctx, j.id, result) }); err != nil {
 			status, msg = store.StatusFailed, "the result could not be stored: "+err.Error()
 		}

@@ -1,6 +1,8 @@
-// Package jobs runs the service's probes in the background (DESIGN §4 and
-// §6): each probe is a job with its own context; at most a configured
-// number run at once; the rows a probe measures are written to the store
+// Package jobs runs the service's probes in the background
+// (docs/service-probes.md, "A probe's life"): each probe is a job with its
+// own context; at most a configured number of slots are taken at once, by
+// jobs and by plan validations, each slot before any request of its work
+// leaves; the rows a probe measures are written to the store
 // in small batches as they arrive, so that a kill loses at most the last
 // batch; the analysis of the steps finished so far is saved after each
 // step and the whole result at the end; and progress is fanned out to any
@@ -24,6 +26,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/probe"
+	"github.com/plannerdev/planner/internal/redact"
 	"github.com/plannerdev/planner/internal/store"
 )
 
@@ -50,7 +53,7 @@ const (
 	storeTimeout = 10 * time.Second
 )
 
-// Errors of Start, Acquire and Cancel.
+// Errors of Acquire, Slot.Start and Cancel.
 var (
 	// ErrClosed means the manager is shutting down and starts nothing.
 	ErrClosed = errors.New("the service is shutting down")
@@ -72,8 +75,8 @@ func (e *BusyError) Error() string {
 
 // Options configure a Manager; zero values select the defaults.
 type Options struct {
-	// MaxRunning bounds the jobs (and the slots taken with Acquire) at
-	// once.
+	// MaxRunning bounds the slots taken at once: running jobs, and slots
+	// held with Acquire.
 	MaxRunning int
 	// FlushInterval and FlushRows bound how long and how many rows a
 	// measured request waits before it is written: whichever comes first.
@@ -93,9 +96,10 @@ type Manager struct {
 
 	mu      sync.Mutex
 	jobs    map[string]*job
-	running int // jobs plus Acquire slots
+	slots   map[*Slot]struct{} // held, not handed to a job
+	running int                // jobs plus held slots
 	closed  bool
-	wg      sync.WaitGroup
+	wg      sync.WaitGroup // jobs plus held slots
 }
 
 // New returns a manager that records its jobs in st.
@@ -112,7 +116,7 @@ func New(st Store, opts Options) *Manager {
 	if opts.ProgressInterval <= 0 {
 		opts.ProgressInterval = DefaultProgressInterval
 	}
-	m := &Manager{st: st, opts: opts, log: opts.Logger, jobs: map[string]*job{}}
+	m := &Manager{st: st, opts: opts, log: opts.Logger, jobs: map[string]*job{}, slots: map[*Slot]struct{}{}}
 	if m.log == nil {
 		m.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -131,44 +135,91 @@ type Spec struct {
 	Run store.ProbeRun
 }
 
-// take reserves a running slot.
-func (m *Manager) take() error {
+// slotState is where a slot is in its life; it changes under Manager.mu.
+type slotState int
+
+const (
+	slotHeld     slotState = iota // reserved, nothing started in it
+	slotReleased                  // given back
+	slotStarted                   // handed to a job, which gives it back when it ends
+)
+
+// Slot is one of the max_running places. The API reserves it before any
+// request of the work leaves (a probe's target check and preflight, a
+// validation's probes), so that a refusal for want of a slot sends
+// nothing. Its context ends when the manager shuts down, which stops the
+// work done in it.
+type Slot struct {
+	m      *Manager
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	state  slotState
+}
+
+// Acquire reserves a running slot, with a context that ends with ctx or
+// at shutdown (cause ErrClosed). It fails with a *BusyError when
+// max_running slots are taken, or ErrClosed during shutdown. The caller
+// must Release the slot, or Start a probe in it.
+func (m *Manager) Acquire(ctx context.Context) (*Slot, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch {
 	case m.closed:
-		return ErrClosed
+		return nil, ErrClosed
 	case m.running >= m.opts.MaxRunning:
-		return &BusyError{Limit: m.opts.MaxRunning}
+		return nil, &BusyError{Limit: m.opts.MaxRunning}
 	}
+	sctx, cancel := context.WithCancelCause(ctx)
+	s := &Slot{m: m, ctx: sctx, cancel: cancel}
 	m.running++
-	return nil
+	m.slots[s] = struct{}{}
+	m.wg.Add(1)
+	return s, nil
 }
 
-func (m *Manager) give() {
+// Context ends with the context given to Acquire, at shutdown, or once
+// the slot is released.
+func (s *Slot) Context() context.Context { return s.ctx }
+
+// ShutDown reports whether the slot's context ended because the service
+// is shutting down.
+func (s *Slot) ShutDown() bool { return errors.Is(context.Cause(s.ctx), ErrClosed) }
+
+// Release gives the slot back. It does nothing when the slot was already
+// released or handed to a probe, so that it can be deferred.
+func (s *Slot) Release() {
+	m := s.m
 	m.mu.Lock()
+	if s.state != slotHeld {
+		m.mu.Unlock()
+		return
+	}
+	s.state = slotReleased
+	delete(m.slots, s)
 	m.running--
 	m.mu.Unlock()
+	s.cancel(context.Canceled)
+	m.wg.Done()
 }
 
-// Acquire reserves a running slot for work done outside a job (a plan
-// validation, which runs its probes while the client waits), so that it
-// counts against max_running too. release frees the slot.
-func (m *Manager) Acquire() (release func(), err error) {
-	if err := m.take(); err != nil {
-		return nil, err
-	}
-	var once sync.Once
-	return func() { once.Do(m.give) }, nil
-}
+// errSlotUsed is a programming error: a slot started twice, or after its
+// release.
+var errSlotUsed = errors.New("the running slot was released or already used")
 
-// Start stores the probe as queued and runs it in the background. It
-// returns the probe as stored when it was accepted (queued, whatever has
-// happened since), a *BusyError when max_running jobs run, or ErrClosed
-// during shutdown.
-func (m *Manager) Start(spec Spec) (store.ProbeRun, error) {
-	if err := m.take(); err != nil {
-		return store.ProbeRun{}, err
+// Start stores the probe as queued and runs it in the background in the
+// slot, which the job then keeps until it ends. It returns the probe as
+// stored when it was accepted (queued, whatever has happened since), or
+// ErrClosed during shutdown; on an error the slot is still the caller's.
+func (s *Slot) Start(spec Spec) (store.ProbeRun, error) {
+	m := s.m
+	m.mu.Lock()
+	state, closed := s.state, m.closed
+	m.mu.Unlock()
+	switch {
+	case state != slotHeld:
+		return store.ProbeRun{}, errSlotUsed
+	case closed:
+		return store.ProbeRun{}, ErrClosed
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
@@ -179,7 +230,6 @@ func (m *Manager) Start(spec Spec) (store.ProbeRun, error) {
 		run, err = m.st.GetProbe(ctx, id)
 	}
 	if err != nil {
-		m.give()
 		return store.ProbeRun{}, fmt.Errorf("store the probe: %w", err)
 	}
 	jctx, jcancel := context.WithCancelCause(context.Background())
@@ -187,11 +237,24 @@ func (m *Manager) Start(spec Spec) (store.ProbeRun, error) {
 		m: m, id: id, cfg: spec.Config, ctx: jctx, cancel: jcancel,
 		done: make(chan struct{}), flush: make(chan struct{}, 1),
 		status: store.StatusQueued, subs: map[*Subscription]struct{}{},
+		redact: redact.New(spec.Config.APIKey),
 	}
 	m.mu.Lock()
+	if s.state != slotHeld {
+		m.mu.Unlock()
+		return store.ProbeRun{}, errSlotUsed
+	}
+	// The slot's place and its count in wg pass to the job.
+	s.state = slotStarted
+	delete(m.slots, s)
 	m.jobs[id] = j
-	m.wg.Add(1)
+	if m.closed {
+		// Shutdown began while the probe was being stored: it ends at
+		// once, as interrupted, and Shutdown waits for that.
+		j.cancel(errShutdown)
+	}
 	m.mu.Unlock()
+	s.cancel(context.Canceled)
 	go j.run()
 	return run, nil
 }
@@ -224,14 +287,18 @@ func (m *Manager) Running(id string) bool {
 	return ok
 }
 
-// Shutdown refuses new jobs, cancels the running ones, which end as
-// interrupted after saving what they measured, and waits for them until
-// ctx ends.
+// Shutdown refuses new jobs and slots, cancels the running jobs, which end
+// as interrupted after saving what they measured, ends the context of
+// every held slot (a validation, a probe's preflight), and waits until the
+// jobs have ended and the slots are released, or ctx ends.
 func (m *Manager) Shutdown(ctx context.Context) error {
 	m.mu.Lock()
 	m.closed = true
 	for _, j := range m.jobs {
 		j.cancel(errShutdown)
+	}
+	for s := range m.slots {
+		s.cancel(ErrClosed)
 	}
 	m.mu.Unlock()
 	waited := make(chan struct{})
@@ -243,7 +310,7 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	case <-waited:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("probes still running at shutdown: %w", ctx.Err())
+		return fmt.Errorf("probes or validations still running at shutdown: %w", ctx.Err())
 	}
 }
 

@@ -36,17 +36,24 @@ func simURL(t *testing.T, cfg sim.Config) string {
 	return srv.URL + "/v1"
 }
 
-// fast answers in about 15 ms; slow in about 200 ms.
-var (
-	fast = sim.Config{MaxNumSeqs: 64, TTFT: 5 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: sim.NoGrowth}
-	slow = sim.Config{MaxNumSeqs: 64, TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: sim.NoGrowth}
-)
+// slow answers in about 200 ms.
+var slow = sim.Config{MaxNumSeqs: 64, TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: sim.NoGrowth}
 
 func spec(url string, steps []int, n int) Spec {
 	return Spec{
 		Config: probe.Config{BaseURL: url, Model: sim.DefaultModel, Steps: steps, RequestsPerStep: n, MaxTokens: 8, IgnoreEOS: true, Pause: -1},
 		Run:    store.ProbeRun{BaseURL: url, Model: sim.DefaultModel, Label: "test"},
 	}
+}
+
+// start runs a probe in a new slot, as the API does.
+func start(m *Manager, s Spec) (store.ProbeRun, error) {
+	slot, err := m.Acquire(context.Background())
+	if err != nil {
+		return store.ProbeRun{}, err
+	}
+	defer slot.Release()
+	return slot.Start(s)
 }
 
 // collect reads a subscription until it closes.
@@ -87,7 +94,7 @@ func waitStatus(t *testing.T, st *store.Store, id string, want store.Status) sto
 func TestJobRunsAndReports(t *testing.T) {
 	st := openStore(t)
 	m := New(st, Options{ProgressInterval: 20 * time.Millisecond})
-	started, err := m.Start(spec(simURL(t, slow), []int{1, 2}, 6))
+	started, err := start(m, spec(simURL(t, slow), []int{1, 2}, 6))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +152,7 @@ func TestJobRunsAndReports(t *testing.T) {
 func TestRowsArriveWhileRunning(t *testing.T) {
 	st := openStore(t)
 	m := New(st, Options{})
-	started, err := m.Start(spec(simURL(t, slow), []int{1}, 30)) // about 6 s
+	started, err := start(m, spec(simURL(t, slow), []int{1}, 30)) // about 6 s
 	id := started.ID
 	if err != nil {
 		t.Fatal(err)
@@ -186,16 +193,16 @@ func TestMaxRunning(t *testing.T) {
 	st := openStore(t)
 	m := New(st, Options{MaxRunning: 1})
 	url := simURL(t, slow)
-	started, err := m.Start(spec(url, []int{1}, 100))
+	started, err := start(m, spec(url, []int{1}, 100))
 	id := started.ID
 	if err != nil {
 		t.Fatal(err)
 	}
 	var busy *BusyError
-	if _, err := m.Start(spec(url, []int{1}, 1)); !errors.As(err, &busy) || busy.Limit != 1 {
+	if _, err := start(m, spec(url, []int{1}, 1)); !errors.As(err, &busy) || busy.Limit != 1 {
 		t.Fatalf("second start: %v", err)
 	}
-	if _, err := m.Acquire(); !errors.As(err, &busy) {
+	if _, err := m.Acquire(context.Background()); !errors.As(err, &busy) {
 		t.Fatalf("acquire beside a running job: %v", err)
 	}
 	done, err := m.Cancel(id)
@@ -203,21 +210,24 @@ func TestMaxRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-done
-	release, err := m.Acquire()
+	slot, err := m.Acquire(context.Background())
 	if err != nil {
 		t.Fatalf("acquire once the job ended: %v", err)
 	}
-	release()
-	release() // a second release frees nothing more
+	slot.Release()
+	slot.Release() // a second release frees nothing more
 	if m.running != 0 {
 		t.Fatalf("%d slots taken after release", m.running)
+	}
+	if _, err := slot.Start(spec(url, []int{1}, 1)); !errors.Is(err, errSlotUsed) {
+		t.Fatalf("start in a released slot: %v", err)
 	}
 }
 
 func TestShutdownInterrupts(t *testing.T) {
 	st := openStore(t)
 	m := New(st, Options{})
-	started, err := m.Start(spec(simURL(t, slow), []int{1, 2}, 100))
+	started, err := start(m, spec(simURL(t, slow), []int{1, 2}, 100))
 	id := started.ID
 	if err != nil {
 		t.Fatal(err)
@@ -237,7 +247,7 @@ func TestShutdownInterrupts(t *testing.T) {
 	if last := evs[len(evs)-1]; last.Kind != EventDone || last.Status != store.StatusInterrupted {
 		t.Fatalf("last event %+v", last)
 	}
-	if _, err := m.Start(spec("http://127.0.0.1:1/v1", []int{1}, 1)); !errors.Is(err, ErrClosed) {
+	if _, err := start(m, spec("http://127.0.0.1:1/v1", []int{1}, 1)); !errors.Is(err, ErrClosed) {
 		t.Fatalf("start after shutdown: %v", err)
 	}
 }
@@ -249,7 +259,7 @@ func TestSlowSubscriberIsDropped(t *testing.T) {
 	st := openStore(t)
 	m := New(st, Options{ProgressInterval: time.Millisecond})
 	quick := sim.Config{MaxNumSeqs: 64, TTFT: time.Millisecond, ITL: 100 * time.Microsecond, ITLGrowth: sim.NoGrowth}
-	started, err := m.Start(spec(simURL(t, quick), []int{8, 16}, 1500)) // a change every millisecond for about half a second
+	started, err := start(m, spec(simURL(t, quick), []int{8, 16}, 1500)) // a change every millisecond for about half a second
 	id := started.ID
 	if err != nil {
 		t.Fatal(err)
@@ -268,5 +278,99 @@ func TestSlowSubscriberIsDropped(t *testing.T) {
 	}
 	if !stuck.Dropped() || n > subscriberBuffer+1 {
 		t.Fatalf("the stuck subscriber: dropped %v after %d events (%d delivered to the reader in %s)", stuck.Dropped(), n, len(evs), time.Since(start))
+	}
+}
+
+// TestSlotPassesToTheJob: a probe started in a slot keeps it until the
+// probe ends, though the caller releases the slot as it returns; the slot
+// cannot start a second probe.
+func TestSlotPassesToTheJob(t *testing.T) {
+	st := openStore(t)
+	m := New(st, Options{MaxRunning: 1})
+	url := simURL(t, slow)
+	slot, err := m.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, err := slot.Start(spec(url, []int{1}, 100)) // about 20 s unless cancelled
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot.Release()
+	if _, err := slot.Start(spec(url, []int{1}, 1)); !errors.Is(err, errSlotUsed) {
+		t.Errorf("a second start in the slot: %v", err)
+	}
+	var busy *BusyError
+	if _, err := m.Acquire(context.Background()); !errors.As(err, &busy) {
+		t.Fatalf("acquire while the job holds the only slot: %v", err)
+	}
+	done, err := m.Cancel(started.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	next, err := m.Acquire(context.Background())
+	if err != nil {
+		t.Fatalf("acquire once the job ended: %v", err)
+	}
+	next.Release()
+}
+
+// TestShutdownEndsHeldSlots: a shutdown ends the context of every held
+// slot (a validation, a probe's preflight), with a cause the holder can
+// tell from a client's cancel, waits for their release, and refuses new
+// slots.
+func TestShutdownEndsHeldSlots(t *testing.T) {
+	m := New(openStore(t), Options{MaxRunning: 2})
+	released := make(chan bool, 2)
+	for range 2 {
+		slot, err := m.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			<-slot.Context().Done()
+			shutDown := slot.ShutDown()
+			slot.Release()
+			released <- shutDown
+		}()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := m.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if !<-released {
+			t.Error("a slot's context did not end by shutdown")
+		}
+	}
+	if _, err := m.Acquire(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Errorf("acquire after shutdown: %v", err)
+	}
+
+	// A slot that its holder never releases: Shutdown gives up when its
+	// context ends.
+	m = New(openStore(t), Options{})
+	held, err := m.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended, stop := context.WithCancel(context.Background())
+	stop()
+	if err := m.Shutdown(ended); err == nil {
+		t.Error("Shutdown returned while a slot was held")
+	}
+	held.Release()
+
+	// A slot released by its own holder says so, not shutdown.
+	m = New(openStore(t), Options{})
+	own, err := m.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	own.Release()
+	if own.Context().Err() == nil || own.ShutDown() {
+		t.Errorf("a released slot: context %v, shut down %v", own.Context().Err(), own.ShutDown())
 	}
 }

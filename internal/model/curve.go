@@ -17,15 +17,17 @@ type LatencyPoint struct {
 	TTFTP50, TTFTP95 float64
 	TPOTP50, TPOTP95 float64
 	Throughput       float64 // completed requests per second; 0 when unknown
+	Weight           float64 // how many requests the point stands for; 0 counts as 1
 }
 
 // Curve predicts TTFT and TPOT at any concurrency from measured points.
 // Inside the measured range each percentile series is interpolated with the
 // monotone Fritsch–Butland cubic (Fritsch and Butland, SIAM J. Sci. Stat.
-// Comput. 5(2), 1984; gonum/interp). Latency never falls as concurrency
-// grows, so each series is first replaced by its running maximum: a dip
-// between two steps is measurement noise, and keeping the series monotone
-// makes every search over the pool exact. Below the first point the first
+// Comput. 5(2), 1984; gonum/interp). Latency does not fall as concurrency
+// grows, so each series is first fitted by isotonic regression (Isotonic,
+// weighted by the requests each point stands for): a dip between steps is
+// noise, averaged with its neighbours, rather than one noisy step's value
+// spread to every higher concurrency as a running maximum would. Below the first point the first
 // point holds. Above the last point latency grows as the closed-system
 // response time N/X(N) of the Universal Scalability Law fitted to the
 // throughput (or, with fewer than three throughput points, as if throughput
@@ -55,12 +57,29 @@ func NewCurve(points []LatencyPoint) (*Curve, error) {
 			return nil, fmt.Errorf("curve: concurrency %g appears twice", p.Concurrency)
 		}
 	}
-	// Running maximum of each series, and p95 kept at or above p50.
-	for i := 1; i < len(ps); i++ {
-		ps[i].TTFTP50 = math.Max(ps[i].TTFTP50, ps[i-1].TTFTP50)
-		ps[i].TTFTP95 = math.Max(ps[i].TTFTP95, ps[i-1].TTFTP95)
-		ps[i].TPOTP50 = math.Max(ps[i].TPOTP50, ps[i-1].TPOTP50)
-		ps[i].TPOTP95 = math.Max(ps[i].TPOTP95, ps[i-1].TPOTP95)
+	// Each series made monotone by isotonic regression, then p95 kept at
+	// or above p50.
+	weights := make([]float64, len(ps))
+	for i, p := range ps {
+		weights[i] = math.Max(1, p.Weight)
+	}
+	for _, get := range []func(*LatencyPoint) *float64{
+		func(p *LatencyPoint) *float64 { return &p.TTFTP50 },
+		func(p *LatencyPoint) *float64 { return &p.TTFTP95 },
+		func(p *LatencyPoint) *float64 { return &p.TPOTP50 },
+		func(p *LatencyPoint) *float64 { return &p.TPOTP95 },
+	} {
+		ys := make([]float64, len(ps))
+		for i := range ps {
+			ys[i] = *get(&ps[i])
+		}
+		for i, y := range Isotonic(ys, weights) {
+			*get(&ps[i]) = y
+		}
+	}
+	for i := range ps {
+		ps[i].TTFTP95 = math.Max(ps[i].TTFTP95, ps[i].TTFTP50)
+		ps[i].TPOTP95 = math.Max(ps[i].TPOTP95, ps[i].TPOTP50)
 	}
 	c := &Curve{lo: ps[0].Concurrency, hi: ps[len(ps)-1].Concurrency, last: ps[len(ps)-1]}
 	xs := make([]float64, len(ps))
@@ -129,11 +148,16 @@ func (c *Curve) growth(n float64) float64 {
 		if xn > 0 && xh > 0 {
 			r = (n / xn) / (c.hi / xh)
 		} else {
-			r = math.Inf(1)
+			r = maxGrowth
 		}
 	}
-	return math.Max(1, r)
+	return math.Min(maxGrowth, math.Max(1, r))
 }
+
+// maxGrowth caps how far extrapolated latency may grow beyond the last
+// measured point: past the USL's throughput collapse the model has nothing
+// to say but "far slower", and a cap keeps every product finite.
+const maxGrowth = 1e6
 
 // lognormalOrFixed fits p50 and p95 that are already known to be valid.
 func lognormalOrFixed(p50, p95 float64) Dist {
@@ -142,4 +166,35 @@ func lognormalOrFixed(p50, p95 float64) Dist {
 		return Fixed(p50)
 	}
 	return d
+}
+
+// Isotonic is the non-decreasing sequence closest to ys in weighted least
+// squares, by the pool-adjacent-violators algorithm (Ayer et al., Ann.
+// Math. Statist. 26(4), 1955; Barlow et al., Statistical Inference under
+// Order Restrictions, 1972): adjacent values that decrease are pooled into
+// their weighted mean until none does. weights must be positive.
+func Isotonic(ys, weights []float64) []float64 {
+	type block struct {
+		mean, weight float64
+		n            int
+	}
+	var blocks []block
+	for i, y := range ys {
+		blocks = append(blocks, block{y, weights[i], 1})
+		for len(blocks) > 1 {
+			a, b := blocks[len(blocks)-2], blocks[len(blocks)-1]
+			if a.mean <= b.mean {
+				break
+			}
+			w := a.weight + b.weight
+			blocks = append(blocks[:len(blocks)-2], block{(a.mean*a.weight + b.mean*b.weight) / w, w, a.n + b.n})
+		}
+	}
+	out := make([]float64, 0, len(ys))
+	for _, b := range blocks {
+		for range b.n {
+			out = append(out, b.mean)
+		}
+	}
+	return out
 }

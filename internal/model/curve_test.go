@@ -86,3 +86,46 @@ func TestCurveRejectsBadPoints(t *testing.T) {
 		}
 	}
 }
+
+// TestIsotonicPoolsAdjacentViolators checks the pool-adjacent-violators
+// fit against values worked by hand, and that one noisy step no longer
+// raises every later concurrency as a running maximum did.
+func TestIsotonicPoolsAdjacentViolators(t *testing.T) {
+	tests := []struct {
+		ys, ws, want []float64
+	}{
+		{[]float64{1, 2, 3}, []float64{1, 1, 1}, []float64{1, 2, 3}},
+		// 3 then 2 pool to 2.5.
+		{[]float64{1, 3, 2, 4}, []float64{1, 1, 1, 1}, []float64{1, 2.5, 2.5, 4}},
+		// Weighted: (3·1 + 2·3)/4 = 2.25.
+		{[]float64{1, 3, 2, 4}, []float64{1, 1, 3, 1}, []float64{1, 2.25, 2.25, 4}},
+		// 5, 1 pool to 3, then with the next 1 to 7/3, which stays above 2.
+		{[]float64{2, 5, 1, 1}, []float64{1, 1, 1, 1}, []float64{2, 7.0 / 3, 7.0 / 3, 7.0 / 3}},
+		// 4, 1 pool to 2.5, then 2.5 and 2 to 2.25... and the first 3 joins: (3+4+1+2)/4 = 2.5.
+		{[]float64{3, 4, 1, 2}, []float64{1, 1, 1, 1}, []float64{2.5, 2.5, 2.5, 2.5}},
+	}
+	for _, tt := range tests {
+		got := Isotonic(tt.ys, tt.ws)
+		for i := range got {
+			if math.Abs(got[i]-tt.want[i]) > 1e-12 {
+				t.Errorf("Isotonic(%v, %v) = %v, want %v", tt.ys, tt.ws, got, tt.want)
+				break
+			}
+		}
+	}
+	// A noisy TPOT p95 of 60 ms at 8 in flight among 20-ish neighbours.
+	c, err := NewCurve([]LatencyPoint{
+		{Concurrency: 1, TTFTP50: 0.1, TTFTP95: 0.2, TPOTP50: 0.02, TPOTP95: 0.022, Weight: 40},
+		{Concurrency: 8, TTFTP50: 0.1, TTFTP95: 0.2, TPOTP50: 0.02, TPOTP95: 0.060, Weight: 40},
+		{Concurrency: 16, TTFTP50: 0.1, TTFTP95: 0.2, TPOTP50: 0.02, TPOTP95: 0.024, Weight: 40},
+		{Concurrency: 32, TTFTP50: 0.1, TTFTP95: 0.2, TPOTP50: 0.02, TPOTP95: 0.026, Weight: 40},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tpot, _ := c.At(32)
+	// Pooled: 8, 16 and 32 average to (0.060 + 0.024 + 0.026)/3 = 0.0367, not 0.060.
+	if got := tpot.Quantile(0.95); math.Abs(got-0.11/3) > 1e-9 {
+		t.Errorf("TPOT p95 at 32 = %g, want the pooled 0.0367, not the noisy 0.060", got)
+	}
+}

@@ -115,23 +115,29 @@ func (d Dist) Mean() float64 { return d.moment(1) }
 // SecondMoment is E[X²] of the clipped distribution.
 func (d Dist) SecondMoment() float64 { return d.moment(2) }
 
+// ThirdMoment is E[X³] of the clipped distribution.
+func (d Dist) ThirdMoment() float64 { return d.moment(3) }
+
 // Var is the variance of the clipped distribution.
 func (d Dist) Var() float64 {
 	m := d.Mean()
 	return math.Max(0, d.SecondMoment()-m*m)
 }
 
-// moment returns E[X^k] for k = 1 or 2. For the lognormal clipped to [a, b]:
+// moment returns E[X^k] for k = 1, 2 or 3. For the lognormal clipped to [a, b]:
 // E[X^k] = a^k·P(X≤a) + b^k·P(X≥b) + e^{kμ+k²σ²/2}·(Φ(β−kσ) − Φ(α−kσ)),
 // with α = (ln a − μ)/σ and β = (ln b − μ)/σ (the partial moments of the
 // lognormal; Johnson, Kotz and Balakrishnan, Continuous Univariate
 // Distributions, vol. 1, ch. 14).
 func (d Dist) moment(k int) float64 {
 	pow := func(x float64) float64 {
-		if k == 1 {
+		switch k {
+		case 1:
 			return x
+		case 2:
+			return x * x
 		}
-		return x * x
+		return x * x * x
 	}
 	switch d.kind {
 	case kindFixed:
@@ -173,23 +179,24 @@ func (d Dist) Quantile(p float64) float64 {
 	return d.clip(math.Exp(d.mu + d.sigma*normQuantile(p)))
 }
 
-// Exceed is P(X ≥ x) for the clipped distribution. The truncation risk of a
-// max_tokens cap m is Exceed(m) of the output length before that cap.
+// Exceed is P(X > x) for the clipped distribution. The truncation risk of
+// a max_tokens cap m is Exceed(m) of the output length before that cap: an
+// answer of exactly m tokens is complete, one that would be longer is cut.
 func (d Dist) Exceed(x float64) float64 {
-	if x <= d.lo {
+	if x < d.lo {
 		return 1
 	}
-	if x > d.hi {
+	if x >= d.hi {
 		return 0
 	}
 	switch d.kind {
 	case kindFixed:
-		if d.v >= x {
+		if d.v > x {
 			return 1
 		}
 		return 0
 	case kindEmpirical:
-		i, _ := slices.BinarySearch(d.sorted, x)
+		i, _ := slices.BinarySearch(d.sorted, math.Nextafter(x, math.Inf(1)))
 		return float64(len(d.sorted)-i) / float64(len(d.sorted))
 	}
 	return 1 - normCDF((math.Log(x)-d.mu)/d.sigma)
@@ -208,6 +215,15 @@ func (d Dist) Sample(z float64) float64 {
 		return d.clip(d.sorted[max(0, i)])
 	}
 	return d.clip(d.v)
+}
+
+// SampleAll maps every standard normal draw of z to a value (Sample).
+func (d Dist) SampleAll(z []float64) []float64 {
+	out := make([]float64, len(z))
+	for i, v := range z {
+		out[i] = d.Sample(v)
+	}
+	return out
 }
 
 // normCDF is Φ(x), the standard normal distribution function.

@@ -95,20 +95,27 @@ func TestClippedMomentsMatchSimulation(t *testing.T) {
 func TestExceedIsTruncationRisk(t *testing.T) {
 	d, _ := LognormalP50P95(200, 600)
 	if got := d.Exceed(600); math.Abs(got-0.05) > 1e-9 {
-		t.Errorf("P(out >= p95) = %g, want 0.05", got)
+		t.Errorf("P(out > p95) = %g, want 0.05", got)
 	}
 	if got := d.Exceed(200); math.Abs(got-0.5) > 1e-12 {
-		t.Errorf("P(out >= median) = %g, want 0.5", got)
+		t.Errorf("P(out > median) = %g, want 0.5", got)
 	}
 	if got := d.Clip(0, 500).Exceed(600); got != 0 {
 		t.Errorf("a draw clipped at 500 never reaches 600, got %g", got)
 	}
 	e, _ := Empirical([]float64{100, 200, 300, 800})
-	if got := e.Exceed(300); got != 0.5 {
-		t.Errorf("empirical P(X >= 300) = %g, want 0.5", got)
+	if got := e.Exceed(300); got != 0.25 {
+		t.Errorf("empirical P(X > 300) = %g, want 0.25", got)
 	}
-	if got := Fixed(800).Exceed(800); got != 1 {
-		t.Errorf("fixed 800 reaches 800: got %g", got)
+	if got := e.Exceed(250); got != 0.5 {
+		t.Errorf("empirical P(X > 250) = %g, want 0.5", got)
+	}
+	// An answer of exactly max_tokens tokens is not cut short.
+	if got := Fixed(800).Exceed(800); got != 0 {
+		t.Errorf("fixed 800 does not exceed 800: got %g", got)
+	}
+	if got := Fixed(801).Exceed(800); got != 1 {
+		t.Errorf("fixed 801 exceeds 800: got %g", got)
 	}
 }
 

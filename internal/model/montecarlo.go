@@ -6,8 +6,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
-
-	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // Draws are the random numbers of one seeded Monte Carlo run. Every class and
@@ -45,37 +43,6 @@ func NewDraws(seed uint64, n int) *Draws {
 	return d
 }
 
-// drawCache keeps the draws of the few most recent (seed, n) pairs: plans are
-// usually made with the default seed and size, so the draws are generated
-// once per process, and memory stays bounded whatever seeds clients send.
-var drawCache = must(lru.New[drawKey, *Draws](drawCacheSize))
-
-type drawKey struct {
-	seed uint64
-	n    int
-}
-
-const drawCacheSize = 4
-
-// SharedDraws returns the draws for (seed, n) from a small process-wide cache.
-// The result is shared and must not be modified.
-func SharedDraws(seed uint64, n int) *Draws {
-	k := drawKey{seed, n}
-	if d, ok := drawCache.Get(k); ok {
-		return d
-	}
-	d := NewDraws(seed, n)
-	drawCache.Add(k, d)
-	return d
-}
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
-
 // Tail answers "what is the p-quantile of X + W" for one Monte Carlo sample
 // of X (a service time or a TTFT) and any number of wait laws W, where the
 // i-th request waits Draws.E[i]·W.Mean when Draws.U[i] < W.Prob.
@@ -99,8 +66,8 @@ type Tail struct {
 	hiE      []float64
 	loX, loU []float64 // the other draws, in ascending order of U
 	loE      []float64
-	base     float64   // the p-quantile of X alone, the answer when nobody waits
-	summary  []float64 // quantiles of X at evenly spaced ranks, for Estimate
+	base     float64 // the p-quantile of X alone, the answer when nobody waits
+	est      *Estimator
 	scratch  sync.Pool // *[]float64 of length 2K, so that queries may run concurrently
 }
 
@@ -149,30 +116,57 @@ func NewTail(x []float64, d *Draws, p float64) *Tail {
 		sample = append(sample, x[i])
 	}
 	slices.Sort(sample)
-	for i := range summaryPoints {
-		tl.summary = append(tl.summary, sample[(2*i+1)*len(sample)/(2*summaryPoints)])
+	summary := make([]float64, summaryPoints)
+	for i := range summary {
+		summary[i] = sample[(2*i+1)*len(sample)/(2*summaryPoints)]
 	}
 	tl.p = p
+	tl.est = &Estimator{p: p, base: tl.base, summary: summary}
 	return tl
 }
 
-// summaryPoints is the number of quantiles of X that Estimate uses.
+// summaryPoints is the number of quantiles of X that an Estimator uses.
 const summaryPoints = 32
 
-// Estimate approximates the p-quantile of X + W in microseconds rather than
-// a pass over the draws: it solves (1 − C)·P(X > t) + C·P(X + E·m > t) = 1 − p
-// by bisection, with X represented by its quantiles at evenly spaced ranks.
-// Searches use it to decide where to ask Quantile, never as the answer.
-func (tl *Tail) Estimate(w Wait) float64 {
+// Estimate approximates the p-quantile of X + W (see Estimator).
+func (tl *Tail) Estimate(w Wait) float64 { return tl.est.Estimate(w) }
+
+// Estimator approximates the p-quantile of X + W in microseconds rather
+// than a pass over Monte Carlo draws, from X's quantiles at evenly spaced
+// ranks. Searches use it to decide where to ask an exact quantile, never
+// as the answer.
+type Estimator struct {
+	p       float64
+	base    float64   // the p-quantile of X
+	summary []float64 // quantiles of X at ranks (2i+1)/(2k)
+}
+
+// NewEstimator builds an Estimator of p-quantiles of d + W from d's own
+// quantiles, without drawing.
+func NewEstimator(d Dist, p float64) *Estimator {
+	e := &Estimator{p: p, base: d.Quantile(p), summary: make([]float64, summaryPoints)}
+	for i := range e.summary {
+		e.summary[i] = d.Quantile((2*float64(i) + 1) / (2 * summaryPoints))
+	}
+	return e
+}
+
+// Base is the p-quantile of X alone.
+func (e *Estimator) Base() float64 { return e.base }
+
+// Estimate solves (1 − C)·P(X > t) + C·P(X + E·m > t) = 1 − p for t by
+// bisection, with X represented by its summary quantiles, C = w.Prob and
+// m = w.Mean.
+func (e *Estimator) Estimate(w Wait) float64 {
 	if !w.Stable() {
 		return math.Inf(1)
 	}
 	if w.Prob == 0 {
-		return tl.base
+		return e.base
 	}
 	exceed := func(t float64) float64 {
 		var noWait, withWait float64
-		for _, x := range tl.summary {
+		for _, x := range e.summary {
 			if x > t {
 				noWait++
 				withWait++
@@ -180,17 +174,17 @@ func (tl *Tail) Estimate(w Wait) float64 {
 				withWait += math.Exp(-(t - x) / w.Mean)
 			}
 		}
-		k := float64(len(tl.summary))
+		k := float64(len(e.summary))
 		return (1-w.Prob)*noWait/k + w.Prob*withWait/k
 	}
-	lo := tl.base
-	hi := math.Max(lo, tl.summary[len(tl.summary)-1]) + w.Mean*(1+math.Max(0, math.Log(w.Prob/(1-tl.p))))
-	for exceed(hi) > 1-tl.p {
+	lo := e.base
+	hi := math.Max(lo, e.summary[len(e.summary)-1]) + w.Mean*(1+math.Max(0, math.Log(w.Prob/(1-e.p))))
+	for exceed(hi) > 1-e.p {
 		hi = 2*hi + w.Mean
 	}
 	for range 18 {
 		mid := (lo + hi) / 2
-		if exceed(mid) > 1-tl.p {
+		if exceed(mid) > 1-e.p {
 			lo = mid
 		} else {
 			hi = mid

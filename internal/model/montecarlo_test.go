@@ -45,22 +45,13 @@ func TestTailUnstableWaitIsInfinite(t *testing.T) {
 	}
 }
 
-func TestDrawsAreSeededAndShared(t *testing.T) {
+func TestDrawsAreSeeded(t *testing.T) {
 	a, b := NewDraws(9, 1000), NewDraws(9, 1000)
 	if !slices.Equal(a.ZTTFT, b.ZTTFT) || !slices.Equal(a.E, b.E) {
 		t.Fatal("same seed gave different draws")
 	}
 	if c := NewDraws(10, 1000); slices.Equal(a.ZOut, c.ZOut) {
 		t.Fatal("different seeds gave the same draws")
-	}
-	if SharedDraws(9, 1000) != SharedDraws(9, 1000) {
-		t.Fatal("SharedDraws did not reuse its draws")
-	}
-	for seed := range uint64(2 * drawCacheSize) {
-		SharedDraws(seed, 10)
-	}
-	if n := drawCache.Len(); n > drawCacheSize {
-		t.Fatalf("draw cache holds %d entries, want at most %d", n, drawCacheSize)
 	}
 }
 
@@ -131,6 +122,36 @@ func TestTailEstimateRareWaits(t *testing.T) {
 	for _, w := range []Wait{{Prob: 0.0016, Mean: 0.36}, {Prob: 1e-9, Mean: 1e-9}, {Prob: 0.04, Mean: 100}} {
 		if est := tail.Estimate(w); math.IsInf(est, 0) || math.IsNaN(est) || est < tail.Quantile(Wait{}) {
 			t.Errorf("wait %+v: estimate %g", w, est)
+		}
+	}
+}
+
+// TestServiceThirdMomentMatchesSimulation checks E[S³] against the Monte
+// Carlo sample of the same service time.
+func TestServiceThirdMomentMatchesSimulation(t *testing.T) {
+	d := NewDraws(5, 400000)
+	ttft, _ := LognormalP50P95(0.4, 0.9)
+	tpot, _ := LognormalP50P95(0.022, 0.035)
+	in, _ := LognormalP50P95(800, 2400)
+	out, _ := LognormalP50P95(200, 600)
+	s := Service{TTFT: ttft, TPOT: tpot, In: in, Out: out.Clip(1, 800), Prefill: 0.0002}
+	first, total := make([]float64, d.N), make([]float64, d.N)
+	s.Fill(d, first, total)
+	var m1, m2, m3 float64
+	for _, x := range total {
+		m1 += x
+		m2 += x * x
+		m3 += x * x * x
+	}
+	n := float64(d.N)
+	e1, e2, e3 := s.Moments()
+	for _, c := range []struct {
+		name       string
+		exact, sim float64
+		tol        float64
+	}{{"E[S]", e1, m1 / n, 0.003}, {"E[S²]", e2, m2 / n, 0.01}, {"E[S³]", e3, m3 / n, 0.03}} {
+		if rel := math.Abs(c.exact-c.sim) / c.exact; rel > c.tol {
+			t.Errorf("%s: exact %g, simulated %g", c.name, c.exact, c.sim)
 		}
 	}
 }

@@ -38,28 +38,67 @@ func TestErlangCLargeServerCountsStayFinite(t *testing.T) {
 	}
 }
 
-func TestQueueWaitMMcMatchesErlangFormula(t *testing.T) {
-	// M/M/c: λ = 48/240 per second, E[S] = 240 s, c = 55, cs² = 1.
-	w := QueueWait(55, 48.0/240, 240, 1, 1)
-	if got := w.Expected(); math.Abs(got-8.184) > 5e-4 {
-		t.Errorf("mean wait = %.4f s, want 8.184 s", got)
-	}
+func TestQueueWaitIsExactForMMc(t *testing.T) {
+	// M/M/c: λ = 48/240 per second, E[S] = 240 s, c = 55, exponential
+	// service (cs² = 1, tail ratio 6/4 = 1.5) and Poisson arrivals: the
+	// probability of waiting is Erlang C and the wait given that it is
+	// positive is exponential with mean E[S]/(c − A) = 240/7 s.
+	w := Queue{C: 55, Lambda: 48.0 / 240, CA2: 1, Mean: 240, CS2: 1, Tail: 1.5}.Wait()
 	if math.Abs(w.Prob-0.238701) > 5e-7 {
 		t.Errorf("P(wait) = %.6f, want 0.238701", w.Prob)
 	}
-	// Allen–Cunneen scales the M/M/c wait by (ca² + cs²)/2.
-	det := QueueWait(55, 48.0/240, 240, 1, 0)
-	if got, want := det.Expected(), w.Expected()/2; math.Abs(got-want) > 1e-12 {
-		t.Errorf("deterministic service wait = %g, want half of M/M/c %g", got, want)
+	if got := w.Expected(); math.Abs(got-8.184) > 5e-4 {
+		t.Errorf("mean wait = %.4f s, want 8.184 s", got)
+	}
+	if math.Abs(w.Mean-240.0/7) > 1e-9 {
+		t.Errorf("mean wait of those who wait = %g, want 240/7", w.Mean)
+	}
+}
+
+// TestQueueWaitCorrections checks each correction in its limiting case,
+// worked by hand from the formulas of docs/concepts.md.
+func TestQueueWaitCorrections(t *testing.T) {
+	// Fixed service on one server (M/D/1), ρ = 0.5: the wait given that it
+	// is positive has cw² = 2ρ − 1 + (4/3)(1 − ρ)·1 = 2/3, a gamma of shape
+	// 1.5; Allen–Cunneen's mean is (1 + 0)/2 · 1/(1 − 0.5) = 1 s and the
+	// level is max(0.5, 1 − 0.05/0.5) = 0.9, so θ = q₀.₉(Gamma(1.5, 1.5)) /
+	// ln 10 = 2.0838 / 2.302585 = 0.90499.
+	md1 := Queue{C: 1, Lambda: 0.5, CA2: 1, Mean: 1, CS2: 0, Tail: 1}.Wait()
+	if math.Abs(md1.Prob-0.5) > 1e-12 || math.Abs(md1.Mean-0.90499) > 1e-4 {
+		t.Errorf("M/D/1 wait %+v, want P 0.5 and θ 0.90499", md1)
+	}
+	// Fixed service on ten servers (M/D/10), A = 8: Cosmetatos' γ =
+	// 0.2 × 9 × (√54 − 2)/(16 × 10 × 0.8) = 0.075213, so the mean given
+	// waiting is 1.075213 × 0.5 × 1/(10 × 0.2) = 0.268803 (the shape is
+	// exponential with the tail ratio 1.5).
+	md10 := Queue{C: 10, Lambda: 8, CA2: 1, Mean: 1, CS2: 0, Tail: 1.5}.Wait()
+	if math.Abs(md10.Mean-0.268803) > 1e-6 || math.Abs(md10.Prob-ErlangC(10, 8)) > 1e-12 {
+		t.Errorf("M/D/10 wait %+v, want θ 0.268803 and Erlang C", md10)
+	}
+	// Bursty arrivals (ca² = 4) wait more often: the Halfin–Whitt ratio at
+	// β = 0.2√10 is α(β/√2.5)/α(β) > 1, and their mean is scaled by
+	// Kraemer and Langenbach-Belz's exp(−0.2 × 3/(4 + 4)).
+	mm := Queue{C: 10, Lambda: 8, CA2: 1, Mean: 1, CS2: 1, Tail: 1.5}.Wait()
+	bursty := Queue{C: 10, Lambda: 8, CA2: 4, Mean: 1, CS2: 1, Tail: 1.5}.Wait()
+	beta := 0.2 * math.Sqrt(10)
+	ratio := halfinWhitt(beta/math.Sqrt(2.5)) / halfinWhitt(beta)
+	if math.Abs(bursty.Prob-math.Min(1, mm.Prob*ratio)) > 1e-12 || ratio <= 1 {
+		t.Errorf("bursty P(wait) %g, want %g × %g", bursty.Prob, mm.Prob, ratio)
+	}
+	if want := 2.5 * mm.Mean * math.Exp(-0.2*3/8); math.Abs(bursty.Mean-want) > 1e-9 {
+		t.Errorf("bursty θ %g, want %g", bursty.Mean, want)
+	}
+	// Evenly spaced arrivals wait less often than Poisson ones.
+	if even := (Queue{C: 10, Lambda: 8, CA2: 0, Mean: 1, CS2: 1, Tail: 1.5}).Wait(); even.Prob >= mm.Prob {
+		t.Errorf("evenly spaced arrivals wait with P %g, Poisson %g", even.Prob, mm.Prob)
 	}
 }
 
 func TestQueueWaitUnstable(t *testing.T) {
-	w := QueueWait(4, 2, 2, 1, 1) // A = 4 = c
-	if w.Stable() {
-		t.Fatalf("QueueWait with c = A is stable: %+v", w)
+	if w := (Queue{C: 4, Lambda: 2, CA2: 1, Mean: 2, CS2: 1}).Wait(); w.Stable() {
+		t.Fatalf("a queue with c = A is stable: %+v", w)
 	}
-	if w := QueueWait(4, 0, 2, 1, 1); w.Expected() != 0 || !w.Stable() {
+	if w := (Queue{C: 4, Lambda: 0, CA2: 1, Mean: 2, CS2: 1}).Wait(); w.Expected() != 0 || !w.Stable() {
 		t.Fatalf("no arrivals should mean no wait, got %+v", w)
 	}
 }

@@ -14,11 +14,12 @@ import (
 // the draws and the service-time tails come from their caches.
 func BenchmarkPlanThreeClasses(b *testing.B) {
 	s := example(b, "three-classes")
+	e := New()
 	b.ReportAllocs()
 	for b.Loop() {
-		percentileCache.Purge()
-		minPoolCache.Purge()
-		if _, err := computeContext(context.Background(), s); err != nil {
+		e.percentiles.Purge()
+		e.minPools.Purge()
+		if _, err := e.plan(context.Background(), s, true); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -33,23 +34,25 @@ func BenchmarkPlanThreeClassesQuotas(b *testing.B) {
 		variants[i] = mutable(example(b, "three-classes"))
 		variants[i].Quotas[0].TPM = 1_000_000 + float64(i)*2000
 	}
+	e := New()
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		if _, err := computeContext(context.Background(), variants[i%len(variants)]); err != nil {
+		if _, err := e.plan(context.Background(), variants[i%len(variants)], true); err != nil {
 			b.Fatal(err)
 		}
 		i++
 	}
 }
 
-// BenchmarkPlanThreeClassesRepeated is the same scenario through Compute,
-// answered from the plan cache: the cost of a repeated request.
+// BenchmarkPlanThreeClassesRepeated is the same scenario through
+// Engine.Plan, answered from the plan cache: the cost of a repeated request.
 func BenchmarkPlanThreeClassesRepeated(b *testing.B) {
 	s := example(b, "three-classes")
+	e := New()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Compute(s); err != nil {
+		if _, err := e.Plan(context.Background(), s); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -60,25 +63,32 @@ func BenchmarkPlanThreeClassesRepeated(b *testing.B) {
 // before (new latency or token distributions).
 func BenchmarkPlanThreeClassesCold(b *testing.B) {
 	s := example(b, "three-classes")
+	e := New()
 	b.ReportAllocs()
 	for b.Loop() {
-		tailCache.Purge()
-		percentileCache.Purge()
-		minPoolCache.Purge()
-		if _, err := computeContext(context.Background(), s); err != nil {
+		e.tails.Purge()
+		e.samples.Purge()
+		e.percentiles.Purge()
+		e.minPools.Purge()
+		if _, err := e.plan(context.Background(), s, true); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
 // BenchmarkPlanMeasuredCurve plans docs/examples/measured-curve.yaml, whose
-// latency depends on the pool, so that every candidate pool needs its own
-// Monte Carlo sample (nothing of it is cached across plans).
+// latency depends on the endpoint's load, with every cache but the draws
+// emptied before each plan.
 func BenchmarkPlanMeasuredCurve(b *testing.B) {
 	s := example(b, "measured-curve")
+	e := New()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := computeContext(context.Background(), s); err != nil {
+		e.tails.Purge()
+		e.samples.Purge()
+		e.percentiles.Purge()
+		e.minPools.Purge()
+		if _, err := e.plan(context.Background(), s, true); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -88,11 +98,12 @@ func BenchmarkPlanMeasuredCurve(b *testing.B) {
 // caches churn, and checks that the live heap stays bounded.
 func TestRepeatedPlansDoNotGrowMemory(t *testing.T) {
 	s := example(t, "three-classes")
+	e := New()
 	plan := func(i int) {
 		v := mutable(s)
 		p50 := 300 + float64(i%40)
 		v.Latency.TTFTMs.P50 = &p50 // a new service time: a cache miss
-		if _, err := Compute(v); err != nil {
+		if _, err := e.Plan(context.Background(), v); err != nil {
 			t.Fatal(err)
 		}
 	}

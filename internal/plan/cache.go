@@ -11,49 +11,123 @@ import (
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
-// The Monte Carlo tails of a service time depend only on the distributions
-// and the draws, not on quotas, demand or the pool. Repeated plans and
-// what-if sweeps reuse them from this bounded cache; tails of very large
-// Monte Carlo runs are not kept, so the cache stays under about 20 MB.
+// Engine plans scenarios. It owns the caches of the work that plans share,
+// each bounded in entries: the Monte Carlo draws, the tails of service
+// times, percentiles and min_pool searches (which depend on latency and
+// demand, never on quotas, so what-if sweeps over limits reuse them), and
+// whole plans by scenario. Planning is deterministic, so a cache changes
+// how fast an answer comes, never the answer. An Engine is safe for
+// concurrent use; the zero value is not usable, call New.
+type Engine struct {
+	draws       *lru.Cache[drawKey, *model.Draws]
+	tails       *lru.Cache[serviceKey, tailPair]
+	percentiles *lru.Cache[percentileKey, float64]
+	minPools    *lru.Cache[minPoolKey, int]
+	plans       *lru.Cache[[sha256.Size]byte, *Plan]
+	samples     *lru.Cache[sampleKey, []float64]
+	curves      *lru.Cache[string, *model.Curve]
+}
+
+// Cache sizes. A tail pair of the default 20,000 draws takes about 1 MB,
+// so the tail cache stays under about 40 MB; tails of larger Monte Carlo
+// runs are not kept. A plan is a few kilobytes.
 const (
-	tailCacheEntries  = 16
-	tailCacheMaxDraws = 50000
+	drawCacheEntries       = 4
+	tailCacheEntries       = 32
+	tailCacheMaxDraws      = 50000
+	percentileCacheEntries = 16384
+	minPoolCacheEntries    = 2048
+	planCacheEntries       = 256
+	// A sample of the default 20,000 draws takes 160 kB.
+	sampleCacheEntries = 96
+	curveCacheEntries  = 64
 )
+
+// New returns an engine with empty caches.
+func New() *Engine {
+	return &Engine{
+		draws:       must(lru.New[drawKey, *model.Draws](drawCacheEntries)),
+		tails:       must(lru.New[serviceKey, tailPair](tailCacheEntries)),
+		percentiles: must(lru.New[percentileKey, float64](percentileCacheEntries)),
+		minPools:    must(lru.New[minPoolKey, int](minPoolCacheEntries)),
+		plans:       must(lru.New[[sha256.Size]byte, *Plan](planCacheEntries)),
+		samples:     must(lru.New[sampleKey, []float64](sampleCacheEntries)),
+		curves:      must(lru.New[string, *model.Curve](curveCacheEntries)),
+	}
+}
+
+// sampleKey identifies one part's Monte Carlo sample: its distribution,
+// which of the draws' streams it maps, and the draws.
+type sampleKey [sha256.Size]byte
+
+// sampled returns d mapped over the draws z (a stream of draws), from the
+// cache when a class or a load has drawn it already: the TTFT and TPOT of
+// an endpoint at a load are the same for all its classes. The result is
+// shared and must not be modified.
+func (e *Engine) sampled(d model.Dist, draws *model.Draws, z []float64, stream byte) []float64 {
+	b := binary.LittleEndian.AppendUint64([]byte{stream}, draws.Seed)
+	b = binary.LittleEndian.AppendUint64(b, uint64(draws.N))
+	k := sampleKey(sha256.Sum256(d.AppendKey(b)))
+	if v, ok := e.samples.Get(k); ok {
+		return v
+	}
+	v := d.SampleAll(z)
+	e.samples.Add(k, v)
+	return v
+}
+
+// parts is the Monte Carlo sample of every part of a service time.
+func (e *Engine) parts(svc model.Service, draws *model.Draws) model.Parts {
+	p := model.Parts{
+		TTFT: e.sampled(svc.TTFT, draws, draws.ZTTFT, 0),
+		TPOT: e.sampled(svc.TPOT, draws, draws.ZTPOT, 1),
+		Out:  e.sampled(svc.Out, draws, draws.ZOut, 3),
+	}
+	if svc.Prefill != 0 {
+		p.In = e.sampled(svc.In, draws, draws.ZIn, 2)
+	}
+	return p
+}
+
+type drawKey struct {
+	seed uint64
+	n    int
+}
+
+// drawsFor returns the draws of a seeded Monte Carlo run of n draws.
+func (e *Engine) drawsFor(seed uint64, n int) *model.Draws {
+	k := drawKey{seed, n}
+	if d, ok := e.draws.Get(k); ok {
+		return d
+	}
+	d := model.NewDraws(seed, n)
+	e.draws.Add(k, d)
+	return d
+}
 
 type tailPair struct{ ttft, e2e *model.Tail }
 
-// Percentiles and min_pool of load-independent classes depend on the
-// service time, the demand, the arrival variability (and for min_pool the
-// SLOs), never on quotas; plans that vary only limits, as what-if sweeps
-// of quotas do, share them through these caches.
-const (
-	percentileCacheEntries = 8192
-	minPoolCacheEntries    = 1024
-)
+// serviceKey identifies a service time and the draws it is sampled with.
+type serviceKey [sha256.Size]byte
+
+func newServiceKey(svc model.Service, draws *model.Draws) serviceKey {
+	b := binary.LittleEndian.AppendUint64(nil, draws.Seed)
+	b = binary.LittleEndian.AppendUint64(b, uint64(draws.N))
+	return sha256.Sum256(svc.AppendKey(b))
+}
 
 type percentileKey struct {
-	service     [sha256.Size]byte
-	lambda, ca2 float64
-	pool        int
-	which       percentile
+	service serviceKey
+	wait    model.Wait
+	which   percentile
 }
 
 type minPoolKey struct {
-	service     [sha256.Size]byte
+	service     serviceKey
 	lambda, ca2 float64
-	ttft, e2e   float64 // the SLO targets, seconds
+	slo         [2]float64
+	rhoMax      float64
 }
-
-var (
-	percentileCache = must(lru.New[percentileKey, float64](percentileCacheEntries))
-	minPoolCache    = must(lru.New[minPoolKey, int](minPoolCacheEntries))
-)
-
-// planCacheEntries bounds the plans kept by scenario: a plan is a few
-// kilobytes, so the cache stays under a few megabytes.
-const planCacheEntries = 256
-
-var planCache = must(lru.New[[sha256.Size]byte, *Plan](planCacheEntries))
 
 // planKey identifies a scenario by the SHA-256 of its JSON encoding, which
 // is deterministic (struct fields in order, map keys sorted).
@@ -63,14 +137,6 @@ func planKey(s scenario.Scenario) ([sha256.Size]byte, bool) {
 		return [sha256.Size]byte{}, false
 	}
 	return sha256.Sum256(b), true
-}
-
-var tailCache = must(lru.New[[sha256.Size]byte, tailPair](tailCacheEntries))
-
-func tailKey(svc model.Service, draws *model.Draws) [sha256.Size]byte {
-	b := binary.LittleEndian.AppendUint64(nil, draws.Seed)
-	b = binary.LittleEndian.AppendUint64(b, uint64(draws.N))
-	return sha256.Sum256(svc.AppendKey(b))
 }
 
 func must[T any](v T, err error) T {

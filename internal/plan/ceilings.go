@@ -1,8 +1,8 @@
 package plan
 
 import (
+	"context"
 	"fmt"
-	"math"
 
 	"github.com/plannerdev/planner/internal/quota"
 )
@@ -10,12 +10,56 @@ import (
 // tolerance absorbs floating-point error when a pool uses exactly its share.
 const tolerance = 1e-9
 
-// quotaCeiling is the largest pool whose flat-out use of dimension d stays
-// within the class's allotment a (units per second), DESIGN §3.3:
-// X(c)·u ≤ a with X(c) = c/E[S(c)]. With load-independent latency that is
-// ⌊a/u · E[S]⌋; with a curve it is found by scanning pools upward to the
-// first that breaks it, as X(c) need not grow with c.
-func (m *classModel) quotaCeiling(d quota.Dimension, a float64) Ceiling {
+// ceilings lists class i's ceilings in table order, each with its value and
+// how it was derived (docs/concepts.md, "Ceilings").
+func (r *run) ceilings(ctx context.Context, i int) ([]Ceiling, error) {
+	m := r.models[i]
+	var out []Ceiling
+	for _, mb := range r.memberships[i] {
+		if !mb.res.slots() {
+			out = append(out, r.quotaCeiling(i, mb))
+		}
+	}
+	if knee := findMembership(r.memberships[i], ConstraintKnee); knee != nil {
+		out = append(out, r.kneeCeiling(i, *knee))
+	}
+	for metric := range 2 {
+		c, err := r.sloCeiling(ctx, i, metric)
+		if err != nil {
+			return nil, err
+		}
+		if c != nil {
+			out = append(out, *c)
+		}
+	}
+	out = append(out, Ceiling{Constraint: ConstraintPolicy, MaxPool: intPtr(m.maxPool),
+		Detail: fmt.Sprintf("policy_cap: policy.max_pool = %d", m.maxPool)})
+	return out, nil
+}
+
+func findMembership(ms []membership, name string) *membership {
+	for k := range ms {
+		if ms[k].res.name == name {
+			return &ms[k]
+		}
+	}
+	return nil
+}
+
+func poolPtr(c int) *int {
+	if c == unbounded {
+		return nil
+	}
+	return intPtr(c)
+}
+
+// quotaCeiling is the largest pool whose flat-out use of one limit of the
+// key stays within the class's share a (units per second):
+// X(c)·u ≤ a with X(c) = c/E[S(c)], the pool alone on its endpoint.
+func (r *run) quotaCeiling(i int, mb membership) Ceiling {
+	m := r.models[i]
+	d := mb.res.dim
+	a := r.ceilingShare(mb)
 	u := m.use[d]
 	name := d.String()
 	limit, perS := m.key.Limit(d), m.key.Capacity(d)
@@ -32,94 +76,106 @@ func (m *classModel) quotaCeiling(d quota.Dimension, a float64) Ceiling {
 	} else {
 		head += fmt.Sprintf(" ÷ %s %s/request = %s req/s", num(u), d.Unit(), num(allowed))
 	}
+	c := r.ceil(mb.res, i, a)
 	if m.static != nil {
-		v := allowed * m.static.mean
-		c := math.Floor(v * (1 + tolerance))
-		if c > unboundedThreshold {
+		if c == unbounded {
 			return Ceiling{Constraint: name, Detail: head + "; no pool reaches it"}
 		}
-		return Ceiling{Constraint: name, MaxPool: intPtr(int(c)),
-			Detail: fmt.Sprintf("%s × E[S] %s s = %s → %d", head, num(m.static.mean), num(v), int(c))}
+		return Ceiling{Constraint: name, MaxPool: intPtr(c),
+			Detail: fmt.Sprintf("%s × E[S] %s s = %s → %d", head, num(m.static.mean), num(allowed*m.static.mean), c)}
 	}
-	top := max(m.maxPool, deref(m.minPool))
-	if c, ok := m.firstAbove(a*(1+tolerance), u, top); ok {
-		return Ceiling{Constraint: name, MaxPool: intPtr(c - 1),
-			Detail: fmt.Sprintf("%s; at %d in flight the curve gives E[S] %s s and %s req/s, over the limit → %d", head, c, num(m.at(c).mean), num(m.rate(c)), c-1)}
+	if c == unbounded {
+		return Ceiling{Constraint: name, Detail: fmt.Sprintf("%s; the measured endpoint never sends that fast with up to %d in flight", head, searchLimit)}
 	}
-	return Ceiling{Constraint: name, Detail: fmt.Sprintf("%s; the measured endpoint never sends that fast with up to %d in flight", head, top)}
+	return Ceiling{Constraint: name, MaxPool: intPtr(c),
+		Detail: fmt.Sprintf("%s; at %d in flight the curve gives E[S] %s s and %s req/s, over it → %d", head, c+1, num(m.at(c+1).mean), num(m.rate(c+1)), c)}
 }
 
-// kneeCeiling is ⌊safety·knee⌋ (DESIGN §3.3).
-func (m *classModel) kneeCeiling() Ceiling {
-	k := *m.knee
-	c := int(math.Floor(m.safety*float64(k) + tolerance))
+// kneeCeiling is the class's share of its endpoint's knee budget
+// ⌊s·knee⌋, s the smallest knee safety among the endpoint's classes.
+func (r *run) kneeCeiling(i int, mb membership) Ceiling {
+	m := r.models[i]
+	e := mb.res.ep
+	share := r.ceilingShare(mb)
+	c := r.ceil(mb.res, i, share)
+	if len(e.members) == 1 {
+		return Ceiling{Constraint: ConstraintKnee, MaxPool: intPtr(c),
+			Detail: fmt.Sprintf("knee: %s safety %s × measured knee %d = %d", m.spec.Mode, num(e.safety), *e.knee, e.kneeBudget)}
+	}
 	return Ceiling{Constraint: ConstraintKnee, MaxPool: intPtr(c),
-		Detail: fmt.Sprintf("knee: %s safety %s × measured knee %d = %d", m.spec.Mode, num(m.safety), k, c)}
+		Detail: fmt.Sprintf("knee: endpoint %s holds ⌊%s × measured knee %d⌋ = %d in flight for its %d classes (the smallest knee safety among them); this class's share is %s → %d",
+			e.displayName(), num(e.safety), *e.knee, e.kneeBudget, len(e.members), num(share), c)}
 }
 
-// sloCeiling is the largest pool whose predicted p95 (queue wait included
-// when demand is given) meets the target. Load-independent latency only
-// improves as the pool grows (the queue shrinks towards nothing), so the
-// ceiling is unbounded when the p95 without queueing meets the target, and
-// 0 when it does not. With a curve the p95 eventually grows with the pool:
-// the search starts at min_pool (or 1 without demand), and the boundary is
-// bracketed and bisected.
-func (m *classModel) sloCeiling(name string, target float64, p95 func(c int) float64) Ceiling {
-	label := "TTFT"
-	if name == ConstraintSLOE2E {
-		label = "E2E"
-	}
-	if m.static != nil {
-		alone := m.noWait95(name == ConstraintSLOTTFT)
+// sloCeiling is the class's SLO ceiling on one metric, or nil when neither
+// the class nor its endpoint has a target on it. With load-independent
+// latency, the p95 only improves as the pool grows (the queue shrinks
+// towards nothing), so the ceiling is unbounded when the p95 without
+// queueing meets the target, and 0 when it does not. On a curve endpoint
+// the ceiling is the class's share of the endpoint's SLO budget: the
+// largest total in flight at which every target on the metric holds.
+func (r *run) sloCeiling(ctx context.Context, i, metric int) (*Ceiling, error) {
+	m := r.models[i]
+	e := r.byClass[i]
+	name, label := sloConstraint(metric), metricLabel(metric)
+	if m.hasSLO(metric) && (m.static != nil || r.private[i] == 0) {
+		alone, err := m.noWait95(ctx, 1, metric)
+		if err != nil {
+			return nil, err
+		}
+		target := m.slo[metric]
 		if alone > target*(1+tolerance) {
-			return Ceiling{Constraint: name, MaxPool: intPtr(0),
-				Detail: fmt.Sprintf("%s: the %s p95 is %s ms without any queueing, over the %s ms target at every pool", name, label, num(alone*1000), num(target*1000))}
+			return &Ceiling{Constraint: name, MaxPool: intPtr(0),
+				Detail: fmt.Sprintf("%s: the %s p95 is %s ms without any queueing, over the %s ms target at every pool", name, label, num(alone*1000), num(target*1000))}, nil
 		}
-		return Ceiling{Constraint: name,
-			Detail: fmt.Sprintf("%s: the %s p95 is %s ms without queueing and the queue only shrinks as the pool grows, so the %s ms target holds from min_pool up", name, label, num(alone*1000), num(target*1000))}
-	}
-	from := 1
-	if m.lambda > 0 && m.minPool != nil {
-		from = *m.minPool
-	}
-	if m.minPool == nil && m.lambda > 0 {
-		return Ceiling{Constraint: name, MaxPool: intPtr(0), Detail: fmt.Sprintf("%s: the demand keeps the queue unstable at every pool up to %d", name, searchLimit)}
-	}
-	v := p95(from)
-	if v > target*(1+tolerance) {
-		return Ceiling{Constraint: name, MaxPool: intPtr(0),
-			Detail: fmt.Sprintf("%s: predicted %s p95 %s ms at %d in flight exceeds the %s ms target at every pool", name, label, num(v*1000), from, num(target*1000))}
-	}
-	top := max(m.maxPool, from)
-	if from >= top {
-		return Ceiling{Constraint: name,
-			Detail: fmt.Sprintf("%s: predicted %s p95 %s ms at %d in flight meets the %s ms target", name, label, num(v*1000), from, num(target*1000))}
-	}
-	ok := func(c int) bool { return p95(c) <= target*(1+tolerance) }
-	good, bad := from, 0
-	for step := 1; ; step *= 2 {
-		c := min(from+step, top)
-		if !ok(c) {
-			bad = c
-			break
-		}
-		good = c
-		if c == top {
-			return Ceiling{Constraint: name,
-				Detail: fmt.Sprintf("%s: predicted %s p95 meets the %s ms target at every pool up to %d", name, label, num(target*1000), top)}
+		if m.static != nil {
+			return &Ceiling{Constraint: name,
+				Detail: fmt.Sprintf("%s: the %s p95 is %s ms without queueing and the queue only shrinks as the pool grows, so the %s ms target holds from min_pool up", name, label, num(alone*1000), num(target*1000))}, nil
 		}
 	}
-	for bad-good > 1 {
-		mid := good + (bad-good)/2
-		if ok(mid) {
-			good = mid
-		} else {
-			bad = mid
-		}
+	if m.static != nil || !e.slo[metric].active {
+		return nil, nil
 	}
-	return Ceiling{Constraint: name, MaxPool: intPtr(good),
-		Detail: fmt.Sprintf("%s: predicted %s p95 %s ms at %d in flight meets the %s ms target; at %d it is %s ms",
-			name, label, num(p95(good)*1000), good, num(target*1000), bad, num(p95(bad)*1000))}
+	b := e.slo[metric]
+	if b.total == nil {
+		return &Ceiling{Constraint: name,
+			Detail: fmt.Sprintf("%s: every %s target on endpoint %s holds with up to %d in flight", name, label, e.displayName(), r.sloBound(e))}, nil
+	}
+	mb := findMembership(r.memberships[i], name)
+	share := r.ceilingShare(*mb)
+	c := r.ceil(mb.res, i, share)
+	who := r.models[b.breaker]
+	why := fmt.Sprintf("beyond it %s's %s p95 without queueing exceeds its %s ms target", who.spec.Name, label, num(who.slo[metric]*1000))
+	if b.reason == "minPool" {
+		why = fmt.Sprintf("beyond it the pools that the classes' demand needs within their targets (%s's first) no longer fit", who.spec.Name)
+	}
+	if len(e.members) == 1 {
+		v, err := m.noWait95(ctx, *b.total, metric)
+		if err != nil {
+			return nil, err
+		}
+		return &Ceiling{Constraint: name, MaxPool: intPtr(c),
+			Detail: fmt.Sprintf("%s: predicted %s p95 %s ms at %d in flight meets the %s ms target; %s", name, label, num(v*1000), *b.total, num(m.slo[metric]*1000), why)}, nil
+	}
+	return &Ceiling{Constraint: name, MaxPool: intPtr(c),
+		Detail: fmt.Sprintf("%s: endpoint %s keeps every %s target with up to %d in flight (%s); this class's share is %s → %d",
+			name, e.displayName(), label, *b.total, why, num(share), c)}, nil
+}
+
+// sloBound is how far an endpoint's SLO budget was searched.
+func (r *run) sloBound(e *endpoint) int {
+	bound := 0
+	for _, i := range e.members {
+		bound += r.private[i]
+	}
+	return max(1, min(bound, searchLimit))
+}
+
+func metricLabel(metric int) string {
+	if metric == metricTTFT {
+		return "TTFT"
+	}
+	return "E2E"
 }
 
 func periodName(d quota.Dimension) string {
@@ -131,9 +187,4 @@ func periodName(d quota.Dimension) string {
 
 func intPtr(v int) *int { return &v }
 
-func deref(p *int) int {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
+func ptrTo[T any](v T) *T { return &v }

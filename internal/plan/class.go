@@ -11,22 +11,26 @@ import (
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
-// searchLimit bounds every search over pool sizes (the schema's largest
-// max_pool), so that min_pool and remedies exist beyond the policy cap.
+// searchLimit bounds every search over pool sizes and endpoint totals (the
+// schema's largest max_pool), so that min_pool and remedies exist beyond
+// the policy cap and no search runs unbounded.
 const searchLimit = 100000
 
 // classModel is the queueing model of one class: its service time at any
-// concurrency and the percentiles of latency with the client-side queue.
+// load on its endpoint and the percentiles of latency with the client-side
+// queue (docs/concepts.md, "Service time" and "Demand and the client
+// queue"). Latency that does not depend on load has one service time; a
+// measured curve gives one per load, the endpoint's total in flight.
 type classModel struct {
-	ctx     context.Context // checked at each Monte Carlo evaluation
+	eng     *Engine
 	spec    scenario.Class
 	key     quota.Key
 	lambda  float64 // arrival rate, 0 without demand
-	ca2     float64
+	ca2     float64 // squared coefficient of variation of inter-arrival times
 	safety  float64
-	knee    *int
-	latency scenario.Latency
+	rhoMax  float64 // policy.max_utilization
 	maxPool int
+	slo     [2]float64 // TTFT and E2E targets in seconds, 0 when none
 	use     quota.Vector
 	out     model.Dist // output tokens before the max_tokens cap
 	draws   *model.Draws
@@ -35,72 +39,54 @@ type classModel struct {
 	curve  *model.Curve // measured curve, when given
 	base   model.Service
 
-	services map[int]*service
-	points   map[int]*point
-	decode   []float64 // out − 1 per draw, shared by a curve's pools
-	scratch  [3][]float64
-	xmax     []float64 // xmax[c] = max over c' ≤ c of X(c'), grown on demand
-
-	minPool *int
-	svcKey  [32]byte // identifies a load-independent service time and its draws
+	services map[int]*service // by load, for a curve
+	buf      []float64        // scratch for quantile selections
+	xmax     []float64        // xmax[c] = max over c' ≤ c of X(c'), grown on demand
 }
 
-// service is the service time at one concurrency and its Monte Carlo tails.
+// The two SLO metrics, indices into classModel.slo.
+const (
+	metricTTFT = iota
+	metricE2E
+)
+
+// service is the service time at one load and what has been computed of it.
 type service struct {
 	svc          model.Service
 	mean, scv    float64
+	tail         float64 // E[S]·E[S³]/E[S²]²: how heavy the service time's tail is
 	extrapolated bool
-	ttft, e2e    *model.Tail // built on first use
+	key          serviceKey
+	ttft, e2e    *model.Tail // load-independent latency: built on first use
+	// A curve's load has few queries, so its Monte Carlo sample is kept as
+	// drawn and each query selects from it.
+	first, total []float64
+	approx       [2]*model.Estimator // closed-form stand-ins for TTFT and S
+	noWait       [2]float64          // p95 of TTFT and of S without queueing; 0 until known
+	minPool      *minPoolResult
 }
 
-// point memoises the queue wait and the latency percentiles at one pool
-// size; each percentile is computed on first use.
-type point struct {
-	wait             model.Wait
-	waitMean, wait95 float64
-	ttft95, e2e95    float64
-	service95        float64 // p95 of S alone, without the queue
-	hasTTFT, hasE2E  bool
-	hasService       bool
+// estimator guides searches: it approximates a percentile with a queue.
+type estimator interface {
+	Estimate(w model.Wait) float64
 }
 
-// curves holds the curves of one plan by their points, so that classes that
-// share a latency profile share its interpolation and USL fit.
-type curves map[string]*model.Curve
-
-func (cs curves) get(points []scenario.CurvePoint) (*model.Curve, error) {
-	key := fmt.Sprint(points)
-	if c, ok := cs[key]; ok {
-		return c, nil
-	}
-	pts := make([]model.LatencyPoint, len(points))
-	for i, c := range points {
-		pts[i] = model.LatencyPoint{
-			Concurrency: float64(c.Concurrency),
-			TTFTP50:     c.TTFTP50Ms / 1000, TTFTP95: c.TTFTP95Ms / 1000,
-			TPOTP50: c.TPOTP50Ms / 1000, TPOTP95: c.TPOTP95Ms / 1000,
-			Throughput: c.ThroughputRPS,
-		}
-		if pts[i].Throughput == 0 && c.E2EP50Ms > 0 {
-			pts[i].Throughput = model.LittleRate(float64(c.Concurrency), c.E2EP50Ms/1000)
-		}
-	}
-	c, err := model.NewCurve(pts)
-	if err != nil {
-		return nil, err
-	}
-	cs[key] = c
-	return c, nil
+// minPoolResult is min_pool at one load: nil Pool when no pool up to the
+// search limit serves the demand.
+type minPoolResult struct {
+	Pool *int
 }
 
-func newClassModel(spec scenario.Class, key quota.Key, p scenario.Policy, draws *model.Draws, cs curves) (*classModel, error) {
+func newClassModel(eng *Engine, spec scenario.Class, key quota.Key, p scenario.Policy, draws *model.Draws) (*classModel, error) {
 	m := &classModel{
-		spec: spec, key: key, ca2: *spec.ArrivalSCV, safety: p.KneeSafety.Safety(spec.Mode),
-		latency: *spec.Latency, knee: spec.Latency.Knee, maxPool: p.MaxPool, draws: draws,
-		ctx: context.Background(), services: map[int]*service{}, points: map[int]*point{}, xmax: []float64{0},
+		eng: eng, spec: spec, key: key, ca2: *spec.ArrivalSCV, safety: p.KneeSafety.Safety(spec.Mode),
+		rhoMax: p.MaxUtilization, maxPool: p.MaxPool, draws: draws, services: map[int]*service{}, xmax: []float64{0},
 	}
 	if spec.Demand != nil {
 		m.lambda = spec.Demand.Rate()
+	}
+	if spec.SLO != nil {
+		m.slo = [2]float64{spec.SLO.TTFTP95Ms / 1000, spec.SLO.E2EP95Ms / 1000}
 	}
 	in, err := dist(spec.InputTokens)
 	if err != nil {
@@ -119,10 +105,13 @@ func newClassModel(spec scenario.Class, key quota.Key, p scenario.Policy, draws 
 	m.use = key.Use(quota.Request{
 		MeanIn: in.Mean(), MeanOut: capped.Mean(), MaxTokens: float64(spec.MaxTokens), CachedFraction: spec.CachedInputFraction,
 	})
-	l := m.latency
+	l := *spec.Latency
 	if len(l.Curve) > 0 {
-		if m.curve, err = cs.get(l.Curve); err != nil {
+		if m.curve, err = eng.curve(l.Curve); err != nil {
 			return nil, fmt.Errorf("latency.curve: %w", err)
+		}
+		if mean := m.at(1).mean; !(mean <= maxServiceSeconds) {
+			return nil, fmt.Errorf("the mean service time at one request in flight is %s s, beyond the %s s the planner accepts: check the curve and the output token distribution", num(mean), num(maxServiceSeconds))
 		}
 		return m, nil
 	}
@@ -136,71 +125,134 @@ func newClassModel(spec scenario.Class, key quota.Key, p scenario.Policy, draws 
 	}
 	svc := m.base
 	svc.TTFT, svc.TPOT, svc.Prefill = ttft, tpot, l.PrefillMsPer1K/1000/1000
-	m.static = newService(svc, false)
-	m.svcKey = tailKey(svc, m.draws)
+	m.static = m.newService(svc, false)
 	if !(m.static.mean > 0) {
 		return nil, errors.New("the service time is zero: give a positive ttft_ms, or a positive tpot_ms with more than one output token")
+	}
+	if !(m.static.mean <= maxServiceSeconds) {
+		return nil, fmt.Errorf("the mean service time is %s s, beyond the %s s the planner accepts: check the latency and token distributions", num(m.static.mean), num(maxServiceSeconds))
 	}
 	return m, nil
 }
 
-func newService(svc model.Service, extrapolated bool) *service {
-	return &service{svc: svc, mean: svc.Mean(), scv: svc.SCV(), extrapolated: extrapolated}
-}
+// maxServiceSeconds bounds the mean service time of a request (a year):
+// beyond it, no quota, queue or pool is meaningful and products such as
+// λ·E[S] lose their range.
+const maxServiceSeconds = 365 * 24 * 3600
 
-// at is the service time at concurrency c.
-func (m *classModel) at(c int) *service {
-	if m.static != nil {
-		return m.static
+func (m *classModel) newService(svc model.Service, extrapolated bool) *service {
+	m1, m2, m3 := svc.Moments()
+	s := &service{svc: svc, mean: svc.Mean(), scv: svc.SCV(), extrapolated: extrapolated, key: newServiceKey(svc, m.draws)}
+	if m2 > 0 {
+		s.tail = m1 * m3 / (m2 * m2)
 	}
-	if s, ok := m.services[c]; ok {
-		return s
-	}
-	ttft, tpot, ext := m.curve.At(float64(c))
-	svc := m.base
-	svc.TTFT, svc.TPOT = ttft, tpot
-	s := newService(svc, ext)
-	m.services[c] = s
 	return s
 }
 
-// tails returns the Monte Carlo tails of TTFT and S at the service's load.
-// Load-independent classes keep them (every pool shares one service time)
-// and share them across plans through tailCache; a curve's pools each need
-// theirs only once, since ttft95 and e2e95 memoise the percentiles.
-func (m *classModel) tails(s *service) (ttft, e2e *model.Tail) {
-	if s.ttft != nil {
-		return s.ttft, s.e2e
+// queue is the client's pool of c at the class's demand as a queue, for
+// the service time s.
+func (m *classModel) queue(c int, lambda float64, s *service) model.Queue {
+	return model.Queue{C: c, Lambda: lambda, CA2: m.ca2, Mean: s.mean, CS2: s.scv, Tail: s.tail}
+}
+
+// loadDependent reports whether the class's latency follows its endpoint's
+// load.
+func (m *classModel) loadDependent() bool { return m.curve != nil }
+
+// at is the service time with load requests in flight on the endpoint.
+func (m *classModel) at(load int) *service {
+	if m.static != nil {
+		return m.static
 	}
-	checkContext(m.ctx)
-	cacheable := m.static != nil && m.draws.N <= tailCacheMaxDraws
-	key := m.svcKey
-	if cacheable {
-		if p, ok := tailCache.Get(key); ok {
-			s.ttft, s.e2e = p.ttft, p.e2e
-			return s.ttft, s.e2e
-		}
+	load = max(1, min(load, searchLimit))
+	if s, ok := m.services[load]; ok {
+		return s
+	}
+	ttft, tpot, ext := m.curve.At(float64(load))
+	svc := m.base
+	svc.TTFT, svc.TPOT = ttft, tpot
+	s := m.newService(svc, ext)
+	m.services[load] = s
+	return s
+}
+
+// tails returns the Monte Carlo tails of TTFT and of S for a
+// load-independent service time, from the engine's cache when a plan has
+// already drawn them.
+func (m *classModel) tails(ctx context.Context, s *service) (ttft, e2e *model.Tail, err error) {
+	if s.ttft != nil {
+		return s.ttft, s.e2e, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	if p, ok := m.eng.tails.Get(s.key); ok {
+		s.ttft, s.e2e = p.ttft, p.e2e
+		return s.ttft, s.e2e, nil
 	}
 	n := m.draws.N
 	first, total := make([]float64, n), make([]float64, n)
-	s.svc.Fill(m.draws, first, total)
-	ttft, e2e = model.NewTail(first, m.draws, 0.95), model.NewTail(total, m.draws, 0.95)
-	if m.static != nil {
-		s.ttft, s.e2e = ttft, e2e
+	s.svc.FillParts(m.eng.parts(s.svc, m.draws), first, total)
+	s.ttft, s.e2e = model.NewTail(first, m.draws, 0.95), model.NewTail(total, m.draws, 0.95)
+	if n <= tailCacheMaxDraws {
+		m.eng.tails.Add(s.key, tailPair{s.ttft, s.e2e})
 	}
-	if cacheable {
-		tailCache.Add(key, tailPair{ttft, e2e})
-	}
-	return ttft, e2e
+	return s.ttft, s.e2e, nil
 }
 
-// rate is X(c) = c / E[S(c)], the request rate of a full pool of c.
+// sample returns the Monte Carlo sample of TTFT and of S at a curve's load,
+// drawn on first use.
+func (m *classModel) sample(ctx context.Context, s *service) (first, total []float64, err error) {
+	if s.first != nil {
+		return s.first, s.total, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	n := m.draws.N
+	s.first, s.total = make([]float64, n), make([]float64, n)
+	s.svc.FillParts(m.eng.parts(s.svc, m.draws), s.first, s.total)
+	return s.first, s.total, nil
+}
+
+// estimatorOf is what guides searches on a metric at a service time: the
+// Monte Carlo tail's own estimate for load-independent latency, else the
+// closed-form stand-in, which needs no draws.
+func (m *classModel) estimatorOf(ctx context.Context, s *service, metric int) (estimator, error) {
+	if m.static != nil {
+		t, e, err := m.tails(ctx, s)
+		if metric == metricTTFT {
+			return t, err
+		}
+		return e, err
+	}
+	if s.approx[metric] == nil {
+		d := s.svc.Lognormal()
+		if metric == metricTTFT {
+			d = s.svc.TTFTLognormal()
+		}
+		s.approx[metric] = model.NewEstimator(d, 0.95)
+	}
+	return s.approx[metric], nil
+}
+
+// approxNoWait95 is the closed-form stand-in's p95 of TTFT or S without
+// queueing at a load, for bracketing searches over the load.
+func (m *classModel) approxNoWait95(load, metric int) float64 {
+	e, _ := m.estimatorOf(context.Background(), m.at(load), metric)
+	return e.Estimate(model.Wait{})
+}
+
+// rate is X(c) = c / E[S(c)], the request rate of a pool of c alone on
+// its endpoint, running flat out.
 func (m *classModel) rate(c int) float64 { return model.LittleRate(float64(c), m.at(c).mean) }
 
 // peakRate is the largest X(c') for c' ≤ c: the most a pool capped at c can
-// send. It equals X(c) when latency does not depend on load; with a curve it
-// is a running maximum over the measured range, and beyond it X rises to
-// the USL peak and falls after (see risesUntil).
+// send, which is what it may use of a quota. Other classes on the endpoint
+// only slow it down, so the pool alone on it is the worst case. It equals
+// X(c) when latency does not depend on load; with a curve it is a running
+// maximum over the measured range, and beyond it X rises to the USL peak
+// and falls after (see risesUntil).
 func (m *classModel) peakRate(c int) float64 {
 	if m.static != nil {
 		return m.rate(c)
@@ -232,8 +284,8 @@ func (m *classModel) risesUntil() int {
 	if !ok {
 		return hi
 	}
-	if n, ok := u.Peak(); ok {
-		return max(hi, min(searchLimit, int(math.Ceil(n))))
+	if n, ok := u.Peak(); ok && n < searchLimit {
+		return max(hi, int(math.Ceil(n)))
 	}
 	return searchLimit
 }
@@ -264,281 +316,363 @@ func (m *classModel) firstAbove(bound, scale float64, limit int) (int, bool) {
 	return end, true
 }
 
-// waitAt is the client-side queue wait with a pool of c at the class's demand.
-func (m *classModel) waitAt(c int, lambda float64) model.Wait {
-	s := m.at(c)
-	return model.QueueWait(c, lambda, s.mean, m.ca2, s.scv)
+// waitAt is the client-side queue wait with a pool of c at the class's
+// demand, for the service time s.
+func (m *classModel) waitAt(c int, s *service) model.Wait {
+	return m.queue(c, m.lambda, s).Wait()
 }
 
-// pointAt is the queue at a pool of c with the class's demand.
-func (m *classModel) pointAt(c int) *point {
-	if p, ok := m.points[c]; ok {
-		return p
-	}
-	w := m.waitAt(c, m.lambda)
-	p := &point{wait: w, waitMean: w.Expected(), wait95: waitQuantile(w, 0.95)}
-	m.points[c] = p
-	return p
-}
-
-// ttft95 is the p95 of queue wait plus TTFT at a pool of c, in seconds
-// (+Inf when the queue is unstable).
-func (m *classModel) ttft95(c int) float64 {
-	p := m.pointAt(c)
-	if !p.hasTTFT {
-		m.percentiles(c, p, pctTTFT)
-	}
-	return p.ttft95
-}
-
-// e2e95 is the p95 of queue wait plus service time at a pool of c.
-func (m *classModel) e2e95(c int) float64 {
-	p := m.pointAt(c)
-	if !p.hasE2E {
-		m.percentiles(c, p, pctE2E)
-	}
-	return p.e2e95
-}
-
-// percentile names one of a point's percentiles.
+// percentile names one of the percentiles the plan predicts.
 type percentile int
 
 const (
 	pctTTFT    percentile = iota // queue wait + TTFT
 	pctE2E                       // queue wait + S
-	pctService                   // S alone
+	pctService                   // S alone, without the queue
 )
 
-// percentiles fills one of the point's percentiles. Load-independent
-// classes query their shared tails. With a curve, pool c has a service time
-// of its own that few queries need, so both percentiles are taken at once
-// from one fresh sample instead of building tails.
-func (m *classModel) percentiles(c int, p *point, which percentile) {
-	checkContext(m.ctx)
-	if m.static != nil {
-		v := m.staticPercentile(c, p, which)
-		switch which {
-		case pctTTFT:
-			p.ttft95, p.hasTTFT = v, true
-		case pctE2E:
-			p.e2e95, p.hasE2E = v, true
-		default:
-			p.service95, p.hasService = v, true
-		}
-		return
-	}
-	n := m.draws.N
-	if m.decode == nil {
-		m.decode = m.base.Decode(m.draws)
-		for i := range m.scratch {
-			m.scratch[i] = make([]float64, n)
+// p95 is a 95th percentile, in seconds, with a pool of c and load in
+// flight on the endpoint (+Inf when the queue is unstable). Percentiles
+// depend on the service time, the demand and the arrival variability,
+// never on quotas, so plans that differ only in limits, as what-if sweeps
+// of quotas do, share them through the engine's cache.
+func (m *classModel) p95(ctx context.Context, c, load int, which percentile) (float64, error) {
+	s := m.at(load)
+	w := model.Wait{}
+	if which != pctService {
+		w = m.waitAt(c, s)
+		if !w.Stable() {
+			return math.Inf(1), nil
 		}
 	}
-	first, total, tmp := m.scratch[0], m.scratch[1], m.scratch[2]
-	m.at(c).svc.FillWith(m.draws, m.decode, first, total)
-	p.ttft95 = model.QuantileWithWait(first, m.draws, p.wait, 0.95, tmp)
-	p.e2e95 = model.QuantileWithWait(total, m.draws, p.wait, 0.95, tmp)
-	p.service95 = model.QuantileWithWait(total, m.draws, model.Wait{}, 0.95, tmp)
-	p.hasTTFT, p.hasE2E, p.hasService = true, true, true
+	return m.quantile(ctx, s, w, which)
 }
 
-// staticPercentile is one percentile of a load-independent class at pool c,
-// from percentileCache when a plan has already asked for it: it depends on
-// the service time, the demand and the arrival variability, never on the
-// quotas, so plans that differ only in limits share it.
-func (m *classModel) staticPercentile(c int, p *point, which percentile) float64 {
-	k := percentileKey{service: m.svcKey, lambda: m.lambda, ca2: m.ca2, pool: c, which: which}
-	if v, ok := percentileCache.Get(k); ok {
-		return v
+// quantile is the p95 of TTFT (pctTTFT) or S plus the wait w.
+func (m *classModel) quantile(ctx context.Context, s *service, w model.Wait, which percentile) (float64, error) {
+	if which == pctService {
+		which, w = pctE2E, model.Wait{}
 	}
-	t, e := m.tails(m.static)
+	k := percentileKey{service: s.key, wait: w, which: which}
+	if v, ok := m.eng.percentiles.Get(k); ok {
+		return v, nil
+	}
 	var v float64
-	switch which {
-	case pctTTFT:
-		v = t.Quantile(p.wait)
-	case pctE2E:
-		v = e.Quantile(p.wait)
-	default:
-		v = e.Quantile(model.Wait{})
+	if m.static != nil {
+		t, e, err := m.tails(ctx, s)
+		if err != nil {
+			return 0, err
+		}
+		if which == pctTTFT {
+			v = t.Quantile(w)
+		} else {
+			v = e.Quantile(w)
+		}
+	} else {
+		first, total, err := m.sample(ctx, s)
+		if err != nil {
+			return 0, err
+		}
+		x := total
+		if which == pctTTFT {
+			x = first
+		}
+		v = model.QuantileWithWait(x, m.draws, w, 0.95, m.scratch())
 	}
-	percentileCache.Add(k, v)
-	return v
+	m.eng.percentiles.Add(k, v)
+	return v, nil
 }
 
-// service95 is the p95 of the service time alone at a pool of c.
-func (m *classModel) service95(c int) float64 {
-	p := m.pointAt(c)
-	if !p.hasService {
-		m.percentiles(c, p, pctService)
+// scratch is a buffer of one value per draw for quantile selections.
+func (m *classModel) scratch() []float64 {
+	if m.buf == nil {
+		m.buf = make([]float64, m.draws.N)
 	}
-	return p.service95
+	return m.buf
 }
 
-// waitQuantile is the p-quantile of a wait that is 0 with probability
-// 1 − C and exponential with mean m otherwise: m·ln(C/(1−p)) when C > 1 − p.
-func waitQuantile(w model.Wait, p float64) float64 {
-	if !w.Stable() {
-		return math.Inf(1)
+// noWait95 is the p95 of TTFT (metricTTFT) or of S (metricE2E) without
+// any queueing, at the given load.
+func (m *classModel) noWait95(ctx context.Context, load, metric int) (float64, error) {
+	s := m.at(load)
+	if v := s.noWait[metric]; v > 0 {
+		return v, nil
 	}
-	if w.Prob <= 1-p {
-		return 0
+	which := pctService
+	if metric == metricTTFT {
+		which = pctTTFT
 	}
-	return w.Mean * math.Log(w.Prob/(1-p))
+	v, err := m.quantile(ctx, s, model.Wait{}, which)
+	if err != nil {
+		return 0, err
+	}
+	s.noWait[metric] = v
+	return v, nil
 }
 
-// slo returns the targets in seconds (0 = none).
-func (m *classModel) slo() (ttft, e2e float64) {
-	if m.spec.SLO == nil {
-		return 0, 0
-	}
-	return m.spec.SLO.TTFTP95Ms / 1000, m.spec.SLO.E2EP95Ms / 1000
-}
-
-// violation is how far the pool c is from the SLOs: the largest ratio of a
-// predicted p95 to its target, so that ≤ 1 means the SLOs are met.
-func (m *classModel) violation(c int) float64 {
-	st, se := m.slo()
-	v := 0.0
-	if se > 0 {
-		v = m.e2e95(c) / se
-	}
-	if st > 0 {
-		v = math.Max(v, m.ttft95(c)/st)
-	}
-	return v
-}
+// hasSLO reports whether the class has a target on the metric.
+func (m *classModel) hasSLO(metric int) bool { return m.slo[metric] > 0 }
 
 // bounds scale the SLO targets a search accepts: 1 is the target itself; a
 // target that no pool can meet is searched for within 5 % of its best.
-type bounds struct{ ttft, e2e float64 }
+type bounds [2]float64
 
 // exact accepts the targets as they are.
 var exact = bounds{1, 1}
 
-// meets reports whether pool c meets each target times its bound,
-// computing the TTFT percentile only when the E2E target holds.
-func (m *classModel) meets(c int, b bounds) bool {
-	st, se := m.slo()
-	if se > 0 && m.e2e95(c) > b.e2e*se {
-		return false
+// meets reports whether a pool of c at the load meets each target times
+// its bound, computing the TTFT percentile only when the E2E target holds.
+func (m *classModel) meets(ctx context.Context, c, load int, b bounds) (bool, error) {
+	if m.hasSLO(metricE2E) {
+		v, err := m.p95(ctx, c, load, pctE2E)
+		if err != nil || v > b[metricE2E]*m.slo[metricE2E] {
+			return false, err
+		}
 	}
-	return st == 0 || m.ttft95(c) <= b.ttft*st
+	if m.hasSLO(metricTTFT) {
+		v, err := m.p95(ctx, c, load, pctTTFT)
+		if err != nil || v > b[metricTTFT]*m.slo[metricTTFT] {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
-// stableStart is the smallest pool whose queue is stable, c > λ·E[S(c)].
-func (m *classModel) stableStart() (int, bool) {
+// stableStart is the smallest pool that keeps the queue stable with a
+// margin: A / c ≤ policy.max_utilization, with the offered load
+// A = λ·E[S] from the exact mean (docs/concepts.md, "Demand and the client
+// queue"). It is false when that pool would exceed the search limit.
+func (m *classModel) stableStart(s *service) (int, bool) {
 	if m.lambda == 0 {
 		return 1, true
 	}
-	if m.static != nil {
-		c := int(math.Floor(model.LittleConcurrency(m.lambda, m.static.mean))) + 1 // offered load A
-		return c, c <= searchLimit
+	need := model.LittleConcurrency(m.lambda, s.mean) / m.rhoMax
+	if !(need < searchLimit) { // NaN and +Inf fail too
+		return 0, false
 	}
-	// c > λ·E[S(c)] is X(c) > λ.
-	return m.firstAbove(m.lambda, 1, searchLimit)
+	return max(1, int(math.Ceil(need*(1-tolerance)))), true
 }
 
-// findMinPool sets min_pool (DESIGN §3.4): the smallest stable pool whose
-// predicted p95s meet the SLOs. When no pool meets a target, min_pool is
-// the pool that comes closest (for load-independent latency: the smallest
-// pool within 5 % of that p95 without queueing, while meeting the other
-// target), so that the SLO remedy names what it would achieve. Without
-// demand it is 1.
-func (m *classModel) findMinPool() {
-	start, ok := m.stableStart()
+// minPoolAt is min_pool with load in flight on the endpoint: the smallest
+// stable pool whose predicted p95s meet the SLOs. When no pool meets a
+// target, it is the smallest pool within 5 % of that target's best (its
+// p95 without queueing) while meeting the other, so that the SLO remedy
+// names what it would achieve. Without demand it is 1; nil when no pool up
+// to the search limit keeps the queue stable.
+func (m *classModel) minPoolAt(ctx context.Context, load int) (*int, error) {
+	s := m.at(load)
+	if s.minPool != nil {
+		return s.minPool.Pool, nil
+	}
+	start, ok := m.stableStart(s)
 	if !ok {
-		return
+		s.minPool = &minPoolResult{}
+		return nil, nil
 	}
-	if m.lambda == 0 {
-		m.minPool = &start
-		return
+	if m.lambda == 0 || (!m.hasSLO(metricTTFT) && !m.hasSLO(metricE2E)) {
+		s.minPool = &minPoolResult{Pool: &start}
+		return &start, nil
 	}
-	if m.static != nil {
-		st, se := m.slo()
-		k := minPoolKey{service: m.svcKey, lambda: m.lambda, ca2: m.ca2, ttft: st, e2e: se}
-		if c, ok := minPoolCache.Get(k); ok {
-			m.minPool = &c
-			return
+	k := minPoolKey{service: s.key, lambda: m.lambda, ca2: m.ca2, slo: m.slo, rhoMax: m.rhoMax}
+	if c, ok := m.eng.minPools.Get(k); ok {
+		s.minPool = &minPoolResult{Pool: &c}
+		return &c, nil
+	}
+	b := exact
+	for metric := range 2 {
+		if m.hasSLO(metric) {
+			v, err := m.noWait95(ctx, load, metric)
+			if err != nil {
+				return nil, err
+			}
+			b[metric] = math.Max(1, v/m.slo[metric]*1.05)
 		}
-		b := exact
-		if st > 0 {
-			b.ttft = math.Max(1, m.noWait95(true)/st*1.05)
-		}
-		if se > 0 {
-			b.e2e = math.Max(1, m.noWait95(false)/se*1.05)
-		}
-		c := m.firstAtMost(start, b)
-		minPoolCache.Add(k, c)
-		m.minPool = &c
-		return
 	}
-	if m.meets(start, exact) {
-		m.minPool = &start
-		return
+	c, err := m.firstMeeting(ctx, start, load, b)
+	if err != nil {
+		return nil, err
 	}
-	// Latency that grows with load: the violation falls as the queue
-	// shrinks, then rises as the endpoint saturates. Gallop up to bracket
-	// the first pool that meets the SLOs, or the bottom of the valley.
-	lastFail, best, bestV := start, start, m.violation(start)
+	m.eng.minPools.Add(k, c)
+	s.minPool = &minPoolResult{Pool: &c}
+	return &c, nil
+}
+
+// approxMinPoolAt is min_pool at a load from the closed-form stand-ins
+// alone (no draws), for bracketing searches over the load; false when no
+// pool keeps the queue stable.
+func (m *classModel) approxMinPoolAt(load int) (int, bool) {
+	s := m.at(load)
+	start, ok := m.stableStart(s)
+	if !ok || m.lambda == 0 {
+		return start, ok
+	}
+	ctx := context.Background()
+	var est [2]estimator
+	b := exact
+	for metric := range 2 {
+		est[metric], _ = m.estimatorOf(ctx, s, metric)
+		if m.hasSLO(metric) {
+			b[metric] = math.Max(1, est[metric].Estimate(model.Wait{})/m.slo[metric]*1.05)
+		}
+	}
+	return firstTrue(start, func(c int) bool {
+		w := m.waitAt(c, s)
+		for metric := range 2 {
+			if m.hasSLO(metric) && est[metric].Estimate(w) > b[metric]*m.slo[metric] {
+				return false
+			}
+		}
+		return true
+	}), true
+}
+
+// minPoolShared is min_pool on a curve endpoint where the other classes
+// keep others in flight: the smallest pool c that is stable and meets the
+// targets with others + c on the endpoint, so that the pool's own requests
+// count in the load they are predicted at (alone on its endpoint, others
+// is 0). Latency grows with the pool, so the violation falls as the queue
+// shrinks and rises again as the endpoint saturates; when no pool meets
+// the targets, min_pool is the bottom of that valley, the pool that comes
+// closest, so that the SLO remedy names what it would achieve. Load-
+// independent latency has min_pool at any load.
+func (m *classModel) minPoolShared(ctx context.Context, others int) (*int, error) {
+	if m.static != nil || m.lambda == 0 {
+		return m.minPoolAt(ctx, others+1)
+	}
+	stable := func(c int) bool {
+		return model.LittleConcurrency(m.lambda, m.at(others+c).mean) <= m.rhoMax*float64(c)*(1+tolerance)
+	}
+	start, ok := firstStable(stable)
+	if !ok {
+		return nil, nil
+	}
+	violation := func(c int) (float64, error) {
+		v := 0.0
+		for metric, which := range []percentile{pctTTFT, pctE2E} {
+			if !m.hasSLO(metric) {
+				continue
+			}
+			p, err := m.p95(ctx, c, others+c, which)
+			if err != nil {
+				return 0, err
+			}
+			v = math.Max(v, p/m.slo[metric])
+		}
+		return v, nil
+	}
+	v, err := violation(start)
+	if err != nil {
+		return nil, err
+	}
+	if v <= 1 {
+		return &start, nil
+	}
+	lastFail, best, bestV := start, start, v
 	for step := 1; ; step *= 2 {
 		c := min(start+step, searchLimit)
-		v := m.violation(c)
-		if v <= 1 {
-			found := m.firstAtMostIn(lastFail, c, exact)
-			m.minPool = &found
-			return
+		v, err := violation(c)
+		if err != nil {
+			return nil, err
+		}
+		if v <= 1 && stable(c) {
+			found, err := bisect(lastFail, c, func(c int) (bool, error) {
+				v, err := violation(c)
+				return v <= 1 && stable(c), err
+			})
+			return &found, err
 		}
 		if v > bestV || c == searchLimit {
-			m.minPool = &best
-			return
+			return &best, nil
 		}
 		lastFail, best, bestV = c, c, v
 	}
 }
 
-// noWait95 is the p95 of TTFT (ttft true) or of S without any queueing,
-// for load-independent latency.
-func (m *classModel) noWait95(ttft bool) float64 {
-	t, e := m.tails(m.static)
-	if ttft {
-		return t.Quantile(model.Wait{})
+// firstStable is the smallest pool c ≤ searchLimit for which stable holds:
+// a scan of the first pools (where latency measured at low load may make
+// it come and go), then doubling and bisection.
+func firstStable(stable func(int) bool) (int, bool) {
+	const scan = 128
+	for c := 1; c <= scan; c++ {
+		if stable(c) {
+			return c, true
+		}
 	}
-	return e.Quantile(model.Wait{})
+	lo := scan
+	for hi := 2 * scan; ; hi *= 2 {
+		hi = min(hi, searchLimit)
+		if stable(hi) {
+			for hi-lo > 1 {
+				mid := lo + (hi-lo)/2
+				if stable(mid) {
+					hi = mid
+				} else {
+					lo = mid
+				}
+			}
+			return hi, true
+		}
+		if hi == searchLimit {
+			return 0, false
+		}
+		lo = hi
+	}
 }
 
-// firstAtMost is the smallest pool ≥ start that meets the targets within
-// b, for load-independent latency (the percentiles then fall as the pool
-// grows). A quick estimate of the percentiles (Tail.Estimate) picks the
-// pool to try first; the exact Monte Carlo then confirms it and its
-// neighbour, galloping away only when the estimate was off.
-func (m *classModel) firstAtMost(start int, b bounds) int {
-	st, se := m.slo()
-	t, e := m.tails(m.static)
-	estimate := func(c int) bool {
-		w := m.waitAt(c, m.lambda)
-		return (se == 0 || e.Estimate(w) <= b.e2e*se) && (st == 0 || t.Estimate(w) <= b.ttft*st)
+// firstMeeting is the smallest pool ≥ start that meets the targets within
+// b at a fixed load (the percentiles then fall as the pool grows). A quick
+// estimate of the percentiles (Tail.Estimate) picks the pool to try first;
+// the exact Monte Carlo then confirms it and its neighbour, galloping away
+// only when the estimate was off.
+func (m *classModel) firstMeeting(ctx context.Context, start, load int, b bounds) (int, error) {
+	s := m.at(load)
+	t, err := m.estimatorOf(ctx, s, metricTTFT)
+	if err != nil {
+		return 0, err
 	}
+	e, err := m.estimatorOf(ctx, s, metricE2E)
+	if err != nil {
+		return 0, err
+	}
+	estimate := func(c int) bool {
+		w := m.waitAt(c, s)
+		return (!m.hasSLO(metricE2E) || e.Estimate(w) <= b[metricE2E]*m.slo[metricE2E]) &&
+			(!m.hasSLO(metricTTFT) || t.Estimate(w) <= b[metricTTFT]*m.slo[metricTTFT])
+	}
+	meets := func(c int) (bool, error) { return m.meets(ctx, c, load, b) }
 	guess := firstTrue(start, estimate)
-	if m.meets(guess, b) {
+	ok, err := meets(guess)
+	if err != nil {
+		return 0, err
+	}
+	if ok {
 		hi := guess
 		for step := 1; hi > start; step *= 2 {
 			lo := max(start, hi-step)
-			if !m.meets(lo, b) {
-				return m.firstAtMostIn(lo, hi, b)
+			ok, err := meets(lo)
+			if err != nil {
+				return 0, err
+			}
+			if !ok {
+				return bisect(lo, hi, meets)
 			}
 			hi = lo
 		}
-		return start
+		return start, nil
 	}
 	lo := guess
 	for step := 1; lo < searchLimit; step *= 2 {
 		hi := min(searchLimit, lo+step)
-		if m.meets(hi, b) {
-			return m.firstAtMostIn(lo, hi, b)
+		ok, err := meets(hi)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			return bisect(lo, hi, meets)
 		}
 		lo = hi
 	}
-	return searchLimit
+	return searchLimit, nil
 }
 
 // firstTrue is the smallest c ≥ start with ok(c), for a predicate that stays
@@ -565,16 +699,20 @@ func firstTrue(start int, ok func(int) bool) int {
 	return hi
 }
 
-// firstAtMostIn binary-searches (lo, hi] for the first pool that meets the
-// targets within b, given that lo does not and hi does.
-func (m *classModel) firstAtMostIn(lo, hi int, b bounds) int {
+// bisect is the first c in (lo, hi] with ok(c), given that ok(lo) is false,
+// ok(hi) is true and ok stays true once it holds.
+func bisect(lo, hi int, ok func(int) (bool, error)) (int, error) {
 	for hi-lo > 1 {
 		mid := lo + (hi-lo)/2
-		if m.meets(mid, b) {
+		good, err := ok(mid)
+		if err != nil {
+			return 0, err
+		}
+		if good {
 			hi = mid
 		} else {
 			lo = mid
 		}
 	}
-	return hi
+	return hi, nil
 }

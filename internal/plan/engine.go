@@ -6,190 +6,248 @@ import (
 	"math"
 	"slices"
 
-	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/quota"
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
-// Compute plans a scenario. The scenario must have passed validation
-// (scenario.Parse or the API's schema); Compute checks the cross-field rules
-// again and returns scenario.Errors when they fail. The same scenario always
-// gives the same plan, to the byte once encoded.
+// Compute plans a scenario with a new engine: nothing is shared with other
+// calls. See Engine.Plan.
 func Compute(s scenario.Scenario) (*Plan, error) {
-	return ComputeContext(context.Background(), s)
+	return New().Plan(context.Background(), s)
 }
 
-// ComputeContext is Compute that gives up when ctx is done, returning
-// ctx.Err(): a large scenario (many classes, many draws, a measured curve)
-// can take seconds, and a server bounds how long a request may plan.
-//
-// The plan of a scenario seen recently comes from a bounded cache (planning
-// is deterministic), so the result may be shared: callers must not modify
-// it.
+// ComputeContext is Compute that gives up when ctx is done.
 func ComputeContext(ctx context.Context, s scenario.Scenario) (*Plan, error) {
+	return New().Plan(ctx, s)
+}
+
+// Plan plans a scenario (docs/concepts.md). The scenario must have passed
+// validation (scenario.Parse or the API's schema); Plan checks the
+// cross-field rules again and returns scenario.Errors when they fail. The
+// same scenario always gives the same plan, to the byte once encoded. It
+// gives up when ctx is done and returns ctx.Err(): a large scenario (many
+// classes, many draws, a measured curve) can take a while, and a server
+// bounds how long a request may plan.
+//
+// The plan of a scenario seen recently comes from the engine's cache, so
+// the result may be shared: callers must not modify it.
+func (e *Engine) Plan(ctx context.Context, s scenario.Scenario) (*Plan, error) {
 	key, ok := planKey(s)
 	if ok {
-		if p, hit := planCache.Get(key); hit {
+		if p, hit := e.plans.Get(key); hit {
 			return p, nil
 		}
 	}
-	p, err := computeContext(ctx, s)
+	p, err := e.plan(ctx, s, true)
 	if err == nil && ok {
-		planCache.Add(key, p)
+		e.plans.Add(key, p)
 	}
 	return p, err
 }
 
-// computeContext plans without the cache.
-func computeContext(ctx context.Context, s scenario.Scenario) (p *Plan, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			c, ok := r.(cancelled)
-			if !ok {
-				panic(r)
-			}
-			p, err = nil, c.err
-		}
-	}()
-	return compute(ctx, s)
+// run is one plan being computed.
+type run struct {
+	eng         *Engine
+	s           scenario.Scenario // with defaults
+	keys        []quota.Key
+	models      []*classModel
+	order       []int // every class in priority order
+	endpoints   []*endpoint
+	byClass     []*endpoint
+	resources   []*resource
+	memberships [][]membership
+	private     []int  // each class's ceiling of its own: policy cap, SLOs no pool meets
+	minPool     []*int // at its endpoint's load
+	pools       []int
 }
 
-// cancelled unwinds a plan whose context is done; ComputeContext recovers
-// it. The searches check the context at each Monte Carlo evaluation, the
-// unit of expensive work, and unwinding spares every search an error path.
-type cancelled struct{ err error }
-
-// checkContext stops the plan when its context is done.
-func checkContext(ctx context.Context) {
-	if err := ctx.Err(); err != nil {
-		panic(cancelled{err})
-	}
-}
-
-func compute(ctx context.Context, s scenario.Scenario) (*Plan, error) {
-	if errs := s.Check(); len(errs) > 0 {
+// plan computes a plan; remedies are worked out (and checked by planning
+// the changed scenario) only when withRemedies is set.
+func (e *Engine) plan(ctx context.Context, in scenario.Scenario, withRemedies bool) (*Plan, error) {
+	if errs := in.Check(); len(errs) > 0 {
 		return nil, errs
 	}
-	s = s.WithDefaults()
-	draws := model.SharedDraws(*s.Policy.Seed, s.Policy.MonteCarloDraws)
-	keys := map[string]quota.Key{}
-	for _, q := range s.Quotas {
-		keys[q.Name] = quota.Key{Quota: q}
+	r, err := e.newRun(ctx, in)
+	if err != nil {
+		return nil, err
 	}
-	models := make([]*classModel, len(s.Classes))
-	cs := curves{}
-	for i, c := range s.Classes {
-		checkContext(ctx)
-		m, err := newClassModel(c, keys[c.Quota], s.Policy, draws, cs)
+	if err := r.solve(ctx); err != nil {
+		return nil, err
+	}
+	p := &Plan{Classes: make([]ClassPlan, len(r.models)), Quotas: []QuotaPlan{}, Endpoints: []EndpointPlan{}, Warnings: []string{}}
+	for i := range r.models {
+		cp, err := r.classPlan(ctx, i)
 		if err != nil {
-			return nil, scenario.Errors{{Path: fmt.Sprintf("classes[%d]", i), Message: err.Error()}}
+			return nil, err
 		}
-		m.ctx = ctx
-		m.findMinPool()
-		models[i] = m
+		p.Classes[i] = cp
 	}
-	p := &Plan{Classes: make([]ClassPlan, len(models)), Warnings: []string{}}
-	for _, q := range s.Quotas {
-		var idx []int
-		for i, m := range models {
-			if m.spec.Quota == q.Name {
-				idx = append(idx, i)
+	for ki := range r.keys {
+		p.Quotas = append(p.Quotas, r.quotaPlan(ki))
+	}
+	for _, ep := range r.endpoints {
+		epl, err := r.endpointPlan(ctx, ep)
+		if err != nil {
+			return nil, err
+		}
+		p.Endpoints = append(p.Endpoints, epl)
+	}
+	if withRemedies {
+		for i := range p.Classes {
+			cp := &p.Classes[i]
+			if cp.Feasible {
+				continue
 			}
+			if cp.Remedies, err = r.remedies(ctx, in, i, cp); err != nil {
+				return nil, err
+			}
+			if cp.Shed, err = r.checkShed(ctx, in, i, cp.Shed); err != nil {
+				return nil, err
+			}
+			if len(cp.Remedies) == 0 && cp.MinPool != nil {
+				cp.Warnings = append(cp.Warnings, fmt.Sprintf("no change of a limit, the knee or a target found makes %s fit: the endpoint cannot carry its demand beside the other classes' pools; shed load, or give it an endpoint of its own", cp.Name))
+			}
+			cp.Explanation = r.explain(i, *cp)
 		}
-		sh := newShare(keys[q.Name], models, idx, s.Policy.Allocation)
-		pools := make([]int, len(idx))
-		for j, i := range idx {
-			p.Classes[i] = planClass(models[i], sh, j)
-			pools[j] = p.Classes[i].Pool
-		}
-		p.Quotas = append(p.Quotas, sh.summary(pools))
 	}
-	p.Warnings = planWarnings(s, p)
+	p.Warnings = r.planWarnings(p)
 	return p, nil
 }
 
-// share is one key divided among the classes that use it.
-type share struct {
-	key    quota.Key
-	models []*classModel // the key's classes
-	claims []quota.Claim
-	allot  []quota.Vector // units per second
-	policy string
-}
-
-func newShare(k quota.Key, all []*classModel, idx []int, policy string) *share {
-	sh := &share{key: k, policy: policy}
-	for _, i := range idx {
-		m := all[i]
-		c := quota.Claim{Class: m.spec.Name, Mode: m.spec.Mode, Priority: m.spec.Priority, Weight: m.spec.Weight}
-		if m.lambda > 0 {
-			pool := searchLimit
-			if m.minPool != nil {
-				pool = *m.minPool
-			}
-			n := m.needAt(pool)
-			c.Need = &n
+// newRun builds the models, the endpoints, their budgets and the shared
+// resources of a valid scenario.
+func (e *Engine) newRun(ctx context.Context, in scenario.Scenario) (*run, error) {
+	s := in.WithDefaults()
+	r := &run{eng: e, s: s}
+	draws := e.drawsFor(*s.Policy.Seed, s.Policy.MonteCarloDraws)
+	for _, q := range s.Quotas {
+		r.keys = append(r.keys, quota.Key{Quota: q})
+	}
+	claims := make([]quota.Claim, len(s.Classes))
+	for i, c := range s.Classes {
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
-		sh.models = append(sh.models, m)
-		sh.claims = append(sh.claims, c)
+		m, err := newClassModel(e, c, r.keyOf(c.Quota), s.Policy, draws)
+		if err != nil {
+			return nil, scenario.Errors{{Path: fmt.Sprintf("classes[%d]", i), Message: err.Error()}}
+		}
+		r.models = append(r.models, m)
+		claims[i] = quota.Claim{Class: c.Name, Mode: c.Mode, Priority: c.Priority}
 	}
-	sh.allot = quota.Allocate(k, sh.claims, policy)
-	return sh
-}
-
-// needAt is what a pool of c uses of each dimension running flat out, in
-// units per second: the most it can send times the use per request.
-func (m *classModel) needAt(c int) quota.Vector {
-	var n quota.Vector
-	x := m.peakRate(c)
-	for d := range quota.NumDimensions {
-		n[d] = x * m.use[d]
-	}
-	return n
-}
-
-// planClass computes everything for the j-th class of a key.
-func planClass(m *classModel, sh *share, j int) ClassPlan {
-	cp := ClassPlan{Name: m.spec.Name, Mode: m.spec.Mode, Quota: m.spec.Quota, MinPool: m.minPool, Warnings: []string{}, Remedies: []Remedy{}}
-	for d := range quota.NumDimensions {
-		if m.key.Limit(d) > 0 {
-			cp.Ceilings = append(cp.Ceilings, m.quotaCeiling(d, sh.allot[j][d]))
+	r.order = quota.Order(claims)
+	r.endpoints = endpointsOf(s, r.models, r.order)
+	r.byClass = make([]*endpoint, len(r.models))
+	for _, ep := range r.endpoints {
+		for _, i := range ep.members {
+			r.byClass[i] = ep
 		}
 	}
-	if m.knee != nil {
-		cp.Ceilings = append(cp.Ceilings, m.kneeCeiling())
+	r.private = make([]int, len(r.models))
+	r.minPool = make([]*int, len(r.models))
+	r.pools = make([]int, len(r.models))
+	for i, m := range r.models {
+		r.private[i] = m.maxPool
+		h, err := r.hopelessAny(ctx, i)
+		if err != nil {
+			return nil, err
+		}
+		if h {
+			r.private[i] = 0
+		}
 	}
-	st, se := m.slo()
-	if st > 0 {
-		cp.Ceilings = append(cp.Ceilings, m.sloCeiling(ConstraintSLOTTFT, st, m.ttft95))
+	for _, ep := range r.endpoints {
+		if !ep.curve {
+			continue
+		}
+		bound := 0
+		for _, i := range ep.members {
+			bound += r.private[i]
+		}
+		if err := r.sloBudgets(ctx, ep, max(1, min(bound, searchLimit))); err != nil {
+			return nil, err
+		}
 	}
-	if se > 0 {
-		cp.Ceilings = append(cp.Ceilings, m.sloCeiling(ConstraintSLOE2E, se, m.e2e95))
+	r.buildResources()
+	return r, nil
+}
+
+func (r *run) keyOf(name string) quota.Key {
+	for _, k := range r.keys {
+		if k.Name == name {
+			return k
+		}
 	}
-	cp.Ceilings = append(cp.Ceilings, Ceiling{Constraint: ConstraintPolicy, MaxPool: intPtr(m.maxPool),
-		Detail: fmt.Sprintf("policy_cap: policy.max_pool = %d", m.maxPool)})
+	return quota.Key{}
+}
+
+// load is the load class i's latency is predicted at.
+func (r *run) load(i int) int { return r.byClass[i].load }
+
+// classPlan assembles everything for one class but its remedies.
+func (r *run) classPlan(ctx context.Context, i int) (ClassPlan, error) {
+	m := r.models[i]
+	cp := ClassPlan{Name: m.spec.Name, Mode: m.spec.Mode, Quota: m.spec.Quota, Endpoint: r.byClass[i].displayName(), MinPool: r.minPool[i], Warnings: []string{}, Remedies: []Remedy{}}
+	cs, err := r.ceilings(ctx, i)
+	if err != nil {
+		return cp, err
+	}
+	cp.Ceilings = cs
 	cp.Pool, cp.BindingConstraint, cp.TiedConstraints = bind(cp.Ceilings)
 	if cp.BindingConstraint == ConstraintPolicy && everyUnbounded(cp.Ceilings) {
 		cp.Warnings = append(cp.Warnings, fmt.Sprintf("nothing measured limits this class: the pool is policy.max_pool (%d)", m.maxPool))
 	}
-	cp.Feasible = cp.Pool >= 1 && m.minPool != nil && *m.minPool <= cp.Pool
-	cp.TruncationRisk = 0
+	cp.Feasible = cp.Pool >= 1 && cp.MinPool != nil && *cp.MinPool <= cp.Pool
+	if !cp.Feasible && m.loadDependent() && m.lambda > 0 {
+		// min_pool at the planned load undercounts a pool that does not
+		// reach it: the slots it lacks would add to the endpoint's load.
+		shared, err := m.minPoolShared(ctx, r.load(i)-r.pools[i])
+		if err != nil {
+			return cp, err
+		}
+		if shared == nil || *shared > cp.Pool {
+			cp.MinPool = shared
+		}
+	}
 	if m.spec.MaxTokens > 0 {
 		cp.TruncationRisk = roundTo(m.out.Exceed(float64(m.spec.MaxTokens)), 4)
 	}
-	cp.Predicted = m.predict(cp.Pool)
-	cp.Pacing = m.pacing(cp.Pool, sh.allot[j])
-	cp.Admission = m.admission(cp.Pool)
-	cp.Retry = m.retry(cp.Pool)
-	cp.Adaptive = adaptive(cp.Pool, cp.Ceilings)
-	cp.Batch = m.batch(cp.Pool, sh.allot[j])
-	if !cp.Feasible {
-		cp.Remedies = m.remedies(cp.Ceilings, sh, j)
-		cp.Shed = m.shed(cp.Pool)
+	allot := r.allotment(i)
+	if cp.Predicted, err = r.predict(ctx, i, cp.Pool); err != nil {
+		return cp, err
 	}
-	cp.Warnings = append(cp.Warnings, m.warnings(cp)...)
-	cp.Explanation = explain(m, cp)
-	return cp
+	cp.Pacing = r.pacing(i, cp.Pool, allot)
+	if cp.Admission, err = r.admission(ctx, i, cp.Pool); err != nil {
+		return cp, err
+	}
+	if cp.Retry, err = r.retry(ctx, i, cp.Pool); err != nil {
+		return cp, err
+	}
+	cp.Adaptive = adaptive(cp.Pool, cp.Ceilings)
+	cp.Batch = r.batch(i, cp.Pool, allot)
+	if !cp.Feasible {
+		if cp.Shed, err = r.shed(ctx, i, cp.Pool); err != nil {
+			return cp, err
+		}
+	}
+	cp.Warnings = append(cp.Warnings, r.warnings(i, cp)...)
+	cp.Explanation = r.explain(i, cp)
+	return cp, nil
+}
+
+// allotment is class i's share of each limit of its key, units per second
+// (+Inf where the key has no limit).
+func (r *run) allotment(i int) quota.Vector {
+	var v quota.Vector
+	for d := range v {
+		v[d] = math.Inf(1)
+	}
+	for _, mb := range r.memberships[i] {
+		if !mb.res.slots() {
+			v[mb.res.dim] = mb.res.shares[mb.j]
+		}
+	}
+	return v
 }
 
 // bind picks the pool: the smallest finite ceiling, the first in table
@@ -213,26 +271,36 @@ func everyUnbounded(cs []Ceiling) bool {
 	return !slices.ContainsFunc(cs, func(c Ceiling) bool { return c.MaxPool != nil && c.Constraint != ConstraintPolicy })
 }
 
-// summary shows the key's division and its expected use.
-func (sh *share) summary(pools []int) QuotaPlan {
-	k := sh.key
+// quotaPlan shows key ki's division and its expected use.
+func (r *run) quotaPlan(ki int) QuotaPlan {
+	k := r.keys[ki]
 	qp := QuotaPlan{Name: k.Name, Limits: map[string]float64{}, Usable: map[string]float64{}, Utilization: map[string]float64{}, Allocations: []Allocation{}}
 	var used quota.Vector
-	for j, m := range sh.models {
+	var members []int
+	for _, res := range r.resources {
+		if !res.slots() && res.key == ki {
+			members = res.members
+			break
+		}
+	}
+	for _, i := range members {
+		m := r.models[i]
 		a := Allocation{Class: m.spec.Name, Allotted: map[string]float64{}}
-		if sh.claims[j].Need != nil {
+		if m.lambda > 0 {
 			a.Reserved = map[string]float64{}
 		}
-		r := m.runRate(pools[j])
-		for d := range quota.NumDimensions {
-			if k.Limit(d) <= 0 {
+		run := r.runRate(i, r.pools[i])
+		for _, mb := range r.memberships[i] {
+			res := mb.res
+			if res.slots() || res.key != ki {
 				continue
 			}
-			a.Allotted[d.String()] = roundTo(sh.allot[j][d]*k.Seconds(d), 2)
-			if n := sh.claims[j].Need; n != nil {
-				a.Reserved[d.String()] = roundTo(n[d]*k.Seconds(d), 2)
+			d := res.dim
+			a.Allotted[d.String()] = roundTo(res.shares[mb.j]*k.Seconds(d), 2)
+			if a.Reserved != nil {
+				a.Reserved[d.String()] = roundTo(res.reserved[mb.j]*k.Seconds(d), 2)
 			}
-			used[d] += r * m.use[d]
+			used[d] += run * m.use[d]
 		}
 		qp.Allocations = append(qp.Allocations, a)
 	}
@@ -246,15 +314,66 @@ func (sh *share) summary(pools []int) QuotaPlan {
 	return qp
 }
 
-// runRate is the rate the class is expected to run at: its demand when the
-// pool serves it with a stable queue, otherwise its pool flat out.
-func (m *classModel) runRate(pool int) float64 {
+// runRate is the rate class i is expected to run at: its demand when the
+// pool serves it with a stable queue, otherwise its pool flat out at its
+// endpoint's load.
+func (r *run) runRate(i, pool int) float64 {
 	if pool < 1 {
 		return 0
 	}
-	x := m.rate(pool)
+	m := r.models[i]
+	x := float64(pool) / m.at(r.load(i)).mean
 	if m.lambda > 0 && m.lambda < x {
 		return m.lambda
 	}
 	return x
+}
+
+// displayName is the endpoint's name in a plan.
+func (e *endpoint) displayName() string { return e.name }
+
+// endpointPlan summarises one endpoint: its budget, its classes' pools and
+// the latency at their total.
+func (r *run) endpointPlan(ctx context.Context, e *endpoint) (EndpointPlan, error) {
+	ep := EndpointPlan{Name: e.displayName(), Knee: e.knee, Safety: e.safety, Allocations: []EndpointAllocation{}}
+	if b := e.budget(); b >= 0 {
+		ep.Budget = intPtr(b)
+	}
+	var tightest *resource
+	for _, res := range r.resources {
+		if res.ep == e && (tightest == nil || res.capacity < tightest.capacity) {
+			tightest = res
+		}
+	}
+	if tightest != nil {
+		ep.BudgetConstraint = tightest.name
+	}
+	load := 0
+	for j, i := range e.members {
+		load += r.pools[i]
+		a := EndpointAllocation{Class: r.models[i].spec.Name, Pool: r.pools[i]}
+		if tightest != nil {
+			a.Allotted = ptrTo(roundTo(tightest.shares[j], 2))
+			if r.models[i].lambda > 0 {
+				a.Reserved = ptrTo(roundTo(tightest.reserved[j], 2))
+			}
+		}
+		ep.Allocations = append(ep.Allocations, a)
+	}
+	ep.TotalPool = load
+	if e.curve {
+		load = e.load
+		ep.Load = intPtr(e.load)
+	}
+	for _, i := range e.members {
+		m := r.models[i]
+		for metric, dst := range []*float64{&ep.TTFTP95Ms, &ep.E2EP95Ms} {
+			v, err := m.noWait95(ctx, max(1, load), metric)
+			if err != nil {
+				return ep, err
+			}
+			*dst = math.Max(*dst, ms(v))
+		}
+	}
+	return ep, nil
 }

@@ -48,15 +48,30 @@ func TestDailyLimitExample(t *testing.T) {
 	}
 }
 
-func TestMeasuredCurveExampleUsesTheKnee(t *testing.T) {
+// TestMeasuredCurveExampleSharesTheKnee holds the engine to the worked
+// example of docs/concepts.md ("Endpoints shared by classes"): both classes
+// send to one endpoint, whose budget is ⌊0.7 × 24⌋ = 16 (the smallest knee
+// safety of its classes, the interactive assistant's); the assistant
+// reserves its min_pool at that load and reports takes the rest, so the
+// pools add up to 16 and neither is bound by the key's rpm, which the
+// endpoint cannot come near.
+func TestMeasuredCurveExampleSharesTheKnee(t *testing.T) {
 	p := mustPlan(t, example(t, "measured-curve"))
-	reports := p.Classes[1]
-	// semi safety 0.8 × knee 24 = 19.2 → 19.
-	if reports.Pool != 19 || reports.BindingConstraint != "knee" {
-		t.Fatalf("reports: pool %d by %s, want 19 by knee", reports.Pool, reports.BindingConstraint)
+	assistant, reports := p.Classes[0], p.Classes[1]
+	if len(p.Endpoints) != 1 || p.Endpoints[0].Budget == nil || *p.Endpoints[0].Budget != 16 || p.Endpoints[0].BudgetConstraint != "knee" {
+		t.Fatalf("endpoints %+v, want one with a knee budget of 16", p.Endpoints)
 	}
-	if !p.Classes[0].Feasible {
-		t.Fatalf("assistant should fit: %s", p.Classes[0].Explanation)
+	if assistant.Pool+reports.Pool > 16 || p.Endpoints[0].TotalPool != assistant.Pool+reports.Pool {
+		t.Fatalf("assistant %d + reports %d, endpoint total %d: want at most 16", assistant.Pool, reports.Pool, p.Endpoints[0].TotalPool)
+	}
+	if assistant.BindingConstraint != "knee" || reports.BindingConstraint != "knee" {
+		t.Errorf("assistant bound by %s, reports by %s; want both by the shared knee", assistant.BindingConstraint, reports.BindingConstraint)
+	}
+	if !assistant.Feasible || assistant.Pool != *assistant.MinPool || reports.Pool != 16-*assistant.MinPool {
+		t.Errorf("assistant pool %d min_pool %d, reports %d: the assistant reserves its min_pool, reports takes the rest", assistant.Pool, *assistant.MinPool, reports.Pool)
+	}
+	if l := p.Endpoints[0].Load; l == nil || *l != 16 {
+		t.Errorf("latency predicted at %v in flight, want the total 16", l)
 	}
 }
 

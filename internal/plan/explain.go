@@ -7,16 +7,19 @@ import (
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
-// explain writes two or three sentences a person can act on.
-func explain(m *classModel, cp ClassPlan) string {
+// explain writes two to four sentences a person can act on: the pool and
+// what binds it, whether the demand fits, and for a batch whether it ends
+// within its window.
+func (r *run) explain(i int, cp ClassPlan) string {
+	m := r.models[i]
 	var b strings.Builder
 	bound := ceilingNamed(cp.Ceilings, cp.BindingConstraint)
-	switch {
-	case cp.Pool == 0:
+	if cp.Pool == 0 {
 		fmt.Fprintf(&b, "%s gets no pool: %s is 0 (%s).", cp.Name, cp.BindingConstraint, bound.Detail)
-	default:
+	} else {
 		fmt.Fprintf(&b, "%s gets a pool of %d on key %s, bound by %s (%s).", cp.Name, cp.Pool, cp.Quota, cp.BindingConstraint, bound.Detail)
 	}
+	hasSLO := m.hasSLO(metricTTFT) || m.hasSLO(metricE2E)
 	switch {
 	case m.lambda == 0:
 		if cp.Pool > 0 {
@@ -28,17 +31,21 @@ func explain(m *classModel, cp ClassPlan) string {
 		fmt.Fprintf(&b, " Its demand of %s req/s needs at least %d in flight, so it fits with %d to spare", num(m.lambda), *cp.MinPool, cp.Pool-*cp.MinPool)
 		if e := cp.Predicted.E2EP95Ms; e != nil {
 			fmt.Fprintf(&b, "; predicted E2E p95 is %s ms", num(*e))
-			if m.spec.SLO != nil && m.spec.SLO.E2EP95Ms > 0 {
-				fmt.Fprintf(&b, " against a %s ms SLO", num(m.spec.SLO.E2EP95Ms))
+			if m.hasSLO(metricE2E) {
+				fmt.Fprintf(&b, " against a %s ms SLO", num(m.slo[metricE2E]*1000))
 			}
 		}
 		b.WriteString(".")
 	default:
-		fmt.Fprintf(&b, " It does not fit: %s req/s within its SLO needs a pool of %d.", num(m.lambda), *cp.MinPool)
+		need := "needs"
+		if hasSLO {
+			need = "within its SLO needs"
+		}
+		fmt.Fprintf(&b, " It does not fit: %s req/s %s a pool of %d.", num(m.lambda), need, *cp.MinPool)
 		if len(cp.Remedies) > 0 {
 			changes := make([]string, len(cp.Remedies))
-			for i, r := range cp.Remedies {
-				changes[i] = r.Change
+			for k, rm := range cp.Remedies {
+				changes[k] = rm.Change
 			}
 			fmt.Fprintf(&b, " To fit: %s", strings.Join(changes, "; and "))
 			if cp.Shed != nil && cp.Shed.ShedRPS > 0 {
@@ -47,7 +54,33 @@ func explain(m *classModel, cp ClassPlan) string {
 			b.WriteString(".")
 		}
 	}
+	if v := batchVerdict(cp.Batch); v != "" {
+		b.WriteString(" " + v)
+	}
 	return b.String()
+}
+
+// batchVerdict says in words when a batch ends against its window and
+// whether the daily limits allow it; empty for a class that is no batch.
+func batchVerdict(bp *BatchPlan) string {
+	if bp == nil {
+		return ""
+	}
+	var parts []string
+	switch h := bp.CompletionHours; {
+	case h == nil:
+		parts = append(parts, fmt.Sprintf("The batch of %s requests never finishes without a pool (window %s h).", num(bp.Requests), num(bp.WithinHours)))
+	case bp.MeetsWindow:
+		parts = append(parts, fmt.Sprintf("The batch of %s requests takes %s h at this pool, within its %s h window.", num(bp.Requests), num(*h), num(bp.WithinHours)))
+	default:
+		parts = append(parts, fmt.Sprintf("The batch of %s requests takes %s h at this pool, longer than its %s h window.", num(bp.Requests), num(*h), num(bp.WithinHours)))
+	}
+	for _, d := range bp.DailyLimits {
+		if !d.OK {
+			parts = append(parts, fmt.Sprintf("Its share of %s allows %s in its window, short of the %s it needs.", d.Constraint, num(d.Available), num(d.Needed)))
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 func ceilingNamed(cs []Ceiling, name string) Ceiling {
@@ -59,17 +92,18 @@ func ceilingNamed(cs []Ceiling, name string) Ceiling {
 	return Ceiling{}
 }
 
-// warnings are the class's caveats (DESIGN §3.7).
-func (m *classModel) warnings(cp ClassPlan) []string {
+// warnings are the class's caveats.
+func (r *run) warnings(i int, cp ClassPlan) []string {
+	m := r.models[i]
 	var w []string
 	if cp.Predicted.Extrapolated && m.curve != nil {
 		lo, hi := m.curve.Range()
-		w = append(w, fmt.Sprintf("the pool %d lies outside the measured curve (%g to %g in flight): its latency is extrapolated", max(cp.Pool, 1), lo, hi))
+		w = append(w, fmt.Sprintf("latency at %d in flight on endpoint %s lies outside the measured curve (%g to %g in flight): it is extrapolated", r.load(i), cp.Endpoint, lo, hi))
 	}
 	if cp.TruncationRisk > 0.05 {
-		w = append(w, fmt.Sprintf("max_tokens %d cuts %.1f %% of answers short (P(output ≥ max_tokens)); raise it or expect truncation", m.spec.MaxTokens, cp.TruncationRisk*100))
+		w = append(w, fmt.Sprintf("max_tokens %d cuts %.1f %% of answers short (P(output > max_tokens)); raise it or expect truncation", m.spec.MaxTokens, cp.TruncationRisk*100))
 	}
-	if m.quotaLimitedCurve() {
+	if r.quotaLimitedCurve(i) {
 		w = append(w, "the measured curve saw 429s at or below the knee: the quota, not the model, limited the measurement")
 	}
 	if m.key.Headroom > 0.9 {
@@ -84,13 +118,18 @@ func (m *classModel) warnings(cp ClassPlan) []string {
 	if cp.Retry.MaxAttempts == 1 && cp.Pool > 0 {
 		w = append(w, "no retry fits in the deadline after a p95 attempt")
 	}
+	if bp := cp.Batch; bp != nil && bp.CompletionHours != nil && !bp.MeetsWindow {
+		w = append(w, fmt.Sprintf("the batch takes %s h at this pool, longer than its %s h window", num(*bp.CompletionHours), num(bp.WithinHours)))
+	}
 	return w
 }
 
-// quotaLimitedCurve reports 429s in measured steps at or below the knee.
-func (m *classModel) quotaLimitedCurve() bool {
-	for _, p := range m.latency.Curve {
-		if p.RateLimitedRate > 0 && (m.knee == nil || p.Concurrency <= *m.knee) {
+// quotaLimitedCurve reports 429s in measured steps at or below the knee of
+// class i's curve.
+func (r *run) quotaLimitedCurve(i int) bool {
+	l := r.s.Classes[i].Latency
+	for _, p := range l.Curve {
+		if p.RateLimitedRate > 0 && (l.Knee == nil || p.Concurrency <= *l.Knee) {
 			return true
 		}
 	}
@@ -98,15 +137,15 @@ func (m *classModel) quotaLimitedCurve() bool {
 }
 
 // planWarnings are the plan-wide caveats.
-func planWarnings(s scenario.Scenario, p *Plan) []string {
+func (r *run) planWarnings(p *Plan) []string {
 	w := []string{}
 	for _, c := range p.Classes {
 		if !c.Feasible {
 			w = append(w, fmt.Sprintf("class %s does not fit; see its remedies", c.Name))
 		}
 	}
-	for i, q := range p.Quotas {
-		head := s.Quotas[i].Headroom
+	for ki, q := range p.Quotas {
+		head := r.keys[ki].Headroom
 		for _, d := range []string{"rpm", "tpm", "itpm", "otpm", "rpd", "tpd"} {
 			if u, ok := q.Utilization[d]; ok && u > head+tolerance {
 				w = append(w, fmt.Sprintf("key %s: expected %s use %.1f %% is above its %.0f %% headroom", q.Name, d, u*100, head*100))

@@ -245,7 +245,7 @@ func TestComputeStopsWhenCancelled(t *testing.T) {
 	if _, err := ComputeContext(ctx, curveScenario()); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled plan returned %v", err)
 	}
-	if _, err := SweepContext(ctx, handScenario(scenario.Quota{RPM: 600}), []Variation{{Path: "/quotas/0/rpm", Values: []any{600, 700}}}); !errors.Is(err, context.Canceled) {
+	if _, err := New().Sweep(ctx, handScenario(scenario.Quota{RPM: 600}), []Variation{{Path: "/quotas/0/rpm", Values: []any{600, 700}}}, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled sweep returned %v", err)
 	}
 	// A live context plans as before.

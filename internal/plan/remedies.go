@@ -1,97 +1,319 @@
 package plan
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 
-	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/quota"
+	"github.com/plannerdev/planner/internal/scenario"
 )
 
-// remedies lists, for every ceiling below min_pool, the change that lifts it
-// to min_pool (DESIGN §3.4). Applied together they make the class feasible.
-// For a quota dimension the new limit is the one at which the key's
-// allocation gives the class min_pool's flat-out use, L = capacity·period/h,
-// rounded up; for the knee, the knee whose safe share reaches min_pool; for
-// an SLO, the p95 that min_pool achieves; for the cap, max_pool = min_pool.
-func (m *classModel) remedies(cs []Ceiling, sh *share, j int) []Remedy {
-	out := []Remedy{}
-	if m.minPool == nil {
-		return out
+// remedyRounds bounds how often remedies are refined against a plan of the
+// changed scenario.
+const remedyRounds = 4
+
+// remedies lists, for every ceiling of class i below its min_pool, the
+// change that lifts it (docs/concepts.md, "Remedies"). Applied together
+// they make the class feasible: each set is checked by planning the
+// scenario with the changes made and, when the class still does not fit
+// there (lifting one limit moves the endpoint's load, and with it
+// min_pool), refined from that plan. When no set is found that makes it
+// fit (on a saturated endpoint, a higher knee lets the other classes add
+// load as fast as it adds room), there are none: an unchecked remedy would
+// send a team to buy a tier that does not help.
+func (r *run) remedies(ctx context.Context, in scenario.Scenario, i int, cp *ClassPlan) ([]Remedy, error) {
+	rems, err := r.remediesFor(ctx, i, *cp, false)
+	if err != nil || len(rems) == 0 {
+		return rems, err
 	}
-	target := *m.minPool
-	need := m.needAt(target)
-	for _, c := range cs {
-		if c.MaxPool == nil || *c.MaxPool >= target {
-			continue
+	for round := 0; round <= remedyRounds; round++ {
+		changed, err := withRemedies(in, rems)
+		if err != nil {
+			break
 		}
-		switch c.Constraint {
-		case ConstraintKnee:
-			k := int(math.Ceil(float64(target)/m.safety - tolerance))
-			for int(math.Floor(m.safety*float64(k)+tolerance)) < target {
-				k++
+		r2, p2, err := r.eng.planRun(ctx, changed)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
 			}
-			out = append(out, Remedy{Constraint: c.Constraint, Value: float64(k),
-				Change: fmt.Sprintf("serve a knee of at least %d in flight (measured %d): add serving capacity and measure again", k, *m.knee)})
-		case ConstraintSLOTTFT, ConstraintSLOE2E:
-			v, field, was := m.e2e95(target), "e2e_p95_ms", m.spec.SLO.E2EP95Ms
-			if c.Constraint == ConstraintSLOTTFT {
-				v, field, was = m.ttft95(target), "ttft_p95_ms", m.spec.SLO.TTFTP95Ms
+			break
+		}
+		c2 := p2.Classes[i]
+		if c2.Feasible {
+			return rems, nil
+		}
+		if round == remedyRounds {
+			break
+		}
+		// The last round assumes that the other classes take all the
+		// policy lets them, which lifting this class's limits may let them.
+		more, err := r2.remediesFor(ctx, i, c2, round == remedyRounds-1)
+		if err != nil {
+			return nil, err
+		}
+		if len(more) == 0 {
+			break
+		}
+		rems = mergeRemedies(rems, more)
+	}
+	return []Remedy{}, nil
+}
+
+// planRun plans a scenario without remedies and returns its run too.
+func (e *Engine) planRun(ctx context.Context, s scenario.Scenario) (*run, *Plan, error) {
+	if errs := s.Check(); len(errs) > 0 {
+		return nil, nil, errs
+	}
+	r, err := e.newRun(ctx, s)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := r.solve(ctx); err != nil {
+		return nil, nil, err
+	}
+	p := &Plan{Classes: make([]ClassPlan, len(r.models))}
+	for i := range r.models {
+		if p.Classes[i], err = r.classPlan(ctx, i); err != nil {
+			return nil, nil, err
+		}
+	}
+	return r, p, nil
+}
+
+// mergeRemedies keeps one remedy per field, the larger value where both
+// name it (every remedy raises a limit, a knee or a target).
+func mergeRemedies(a, b []Remedy) []Remedy {
+	out := append([]Remedy{}, a...)
+	for _, rb := range b {
+		found := false
+		for k := range out {
+			if out[k].Path == rb.Path {
+				found = true
+				if rb.Value > out[k].Value {
+					out[k] = rb
+				}
 			}
-			ms := math.Ceil(v * 1000)
-			out = append(out, Remedy{Constraint: c.Constraint, Value: ms,
-				Change: fmt.Sprintf("relax slo.%s from %s to %s ms (what a pool of %d achieves), or shorten the answers", field, num(was), num(ms), target)})
-		case ConstraintPolicy:
-			out = append(out, Remedy{Constraint: c.Constraint, Value: float64(target),
-				Change: fmt.Sprintf("raise policy.max_pool from %d to %d", m.maxPool, target)})
-		default:
-			d := dimensionNamed(c.Constraint)
-			capacity := quota.CapacityFor(sh.claims, j, d, need[d], sh.policy)
-			l := math.Ceil(m.key.LimitFor(d, capacity) * (1 + tolerance))
-			out = append(out, Remedy{Constraint: c.Constraint, Value: l,
-				Change: fmt.Sprintf("raise %s on key %s from %s to %s (a higher tier, or a second key for this class)", c.Constraint, m.key.Name, num(m.key.Limit(d)), num(l))})
+		}
+		if !found {
+			out = append(out, rb)
 		}
 	}
 	return out
 }
 
-func dimensionNamed(name string) quota.Dimension {
-	for d := range quota.NumDimensions {
-		if d.String() == name {
-			return d
+// withRemedies writes every remedy into a copy of the scenario.
+func withRemedies(s scenario.Scenario, rems []Remedy) (scenario.Scenario, error) {
+	doc, err := json.Marshal(s)
+	if err != nil {
+		return s, fmt.Errorf("encode scenario: %w", err)
+	}
+	for _, rm := range rems {
+		var v any = rm.Value
+		if rm.Constraint == ConstraintKnee || rm.Constraint == ConstraintPolicy {
+			v = int(rm.Value)
+		}
+		if doc, err = set(doc, rm.Path, v); err != nil {
+			return s, err
 		}
 	}
-	panic("plan: unknown quota dimension " + name)
+	var out scenario.Scenario
+	if err := json.Unmarshal(doc, &out); err != nil {
+		return s, fmt.Errorf("decode scenario: %w", err)
+	}
+	return out, nil
 }
+
+// remediesFor computes, from this run, the change that lifts each ceiling
+// of class i that is below its min_pool to it; pessimistic assumes that the
+// other classes sharing a limit grow as far as the policy lets them.
+func (r *run) remediesFor(ctx context.Context, i int, cp ClassPlan, pessimistic bool) ([]Remedy, error) {
+	out := []Remedy{}
+	m := r.models[i]
+	if cp.MinPool == nil {
+		return out, nil
+	}
+	target := *cp.MinPool
+	for _, c := range cp.Ceilings {
+		if c.MaxPool == nil || *c.MaxPool >= target {
+			continue
+		}
+		switch c.Constraint {
+		case ConstraintPolicy:
+			out = append(out, Remedy{Constraint: c.Constraint, Value: float64(target), Path: "/policy/max_pool",
+				Change: fmt.Sprintf("raise policy.max_pool from %d to %d", m.maxPool, target)})
+		case ConstraintKnee:
+			mb := findMembership(r.memberships[i], ConstraintKnee)
+			budget := r.neededCapacity(mb, i, target, pessimistic)
+			e := mb.res.ep
+			k := int(math.Ceil(math.Ceil(budget-tolerance)/e.safety - tolerance))
+			for int(math.Floor(e.safety*float64(k)+tolerance)) < int(math.Ceil(budget-tolerance)) {
+				k++
+			}
+			out = append(out, Remedy{Constraint: c.Constraint, Value: float64(k), Path: e.path + "/knee",
+				Change: fmt.Sprintf("serve a knee of at least %d in flight on endpoint %s (measured %d): add serving capacity and measure again", k, e.displayName(), *e.knee)})
+		case ConstraintSLOTTFT, ConstraintSLOE2E:
+			rs, err := r.sloRemedies(ctx, i, c.Constraint, target, pessimistic)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, rs...)
+		default:
+			mb := findMembership(r.memberships[i], c.Constraint)
+			capacity := r.neededCapacity(mb, i, target, pessimistic)
+			d, k := mb.res.dim, r.keys[mb.res.key]
+			l := math.Ceil(k.LimitFor(d, capacity) * (1 + tolerance))
+			out = append(out, Remedy{Constraint: c.Constraint, Value: l, Path: fmt.Sprintf("/quotas/%d/%s", mb.res.key, d),
+				Change: fmt.Sprintf("raise %s on key %s from %s to %s (a higher tier, or a second key for this class)", c.Constraint, k.Name, num(k.Limit(d)), num(l))})
+		}
+	}
+	return out, nil
+}
+
+// neededCapacity is the capacity of a resource at which class i's share
+// lets a pool of target run: the inverse of the division, with nothing
+// else holding class i and the other classes' claims as they are, or, when
+// pessimistic, with nothing holding them either.
+func (r *run) neededCapacity(mb *membership, i, target int, pessimistic bool) float64 {
+	res := mb.res
+	claims := slices.Clone(res.claims)
+	if pessimistic {
+		for j := range claims {
+			claims[j].Cap = math.Inf(1)
+		}
+	}
+	need := r.use(res, i, target)
+	claims[mb.j].Cap = math.Inf(1)
+	if claims[mb.j].HasNeed {
+		claims[mb.j].Need = math.Max(claims[mb.j].Need, need)
+	}
+	c := quota.CapacityFor(claims, mb.j, need, r.s.Policy.Allocation)
+	if math.IsInf(c, 1) {
+		return res.capacity
+	}
+	return math.Max(c, res.capacity)
+}
+
+// sloRemedies relaxes the targets that hold class i below min_pool. A
+// class's own target with load-independent latency, or one no pool meets,
+// is relaxed to the p95 that min_pool achieves. On a curve endpoint the SLO
+// budget must grow to the total that gives class i its min_pool: every
+// target on the metric that breaks at that total is relaxed to what the
+// total achieves there (a higher knee, more serving capacity, would lower
+// latency instead: measure again after adding it).
+func (r *run) sloRemedies(ctx context.Context, i int, name string, target int, pessimistic bool) ([]Remedy, error) {
+	metric := metricTTFT
+	if name == ConstraintSLOE2E {
+		metric = metricE2E
+	}
+	m := r.models[i]
+	mb := findMembership(r.memberships[i], name)
+	h, err := r.hopeless(ctx, i, metric)
+	if err != nil {
+		return nil, err
+	}
+	if mb == nil || h {
+		v, err := m.p95(ctx, target, r.load(i), pctOf(metric))
+		if err != nil {
+			return nil, err
+		}
+		return []Remedy{r.relax(i, metric, v, target)}, nil
+	}
+	total := int(math.Ceil(r.neededCapacity(mb, i, target, pessimistic) - tolerance))
+	var out []Remedy
+	for _, j := range mb.res.ep.members {
+		mj := r.models[j]
+		if !mj.hasSLO(metric) || r.private[j] == 0 {
+			continue
+		}
+		v, err := mj.noWait95(ctx, total, metric)
+		if err != nil {
+			return nil, err
+		}
+		pool := 0
+		if mj.lambda > 0 {
+			c, err := mj.minPoolAt(ctx, total)
+			if err != nil {
+				return nil, err
+			}
+			if c != nil {
+				pool = *c
+				if v, err = mj.p95(ctx, pool, total, pctOf(metric)); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if v > mj.slo[metric]*(1+tolerance) || (mj.lambda > 0 && pool == 0) {
+			out = append(out, r.relax(j, metric, v, total))
+		}
+	}
+	return out, nil
+}
+
+func pctOf(metric int) percentile {
+	if metric == metricTTFT {
+		return pctTTFT
+	}
+	return pctE2E
+}
+
+// relax is the remedy that sets class j's target on the metric to v
+// seconds, what a pool (or an endpoint total) of at achieves.
+func (r *run) relax(j, metric int, v float64, at int) Remedy {
+	m := r.models[j]
+	field, name := "ttft_p95_ms", ConstraintSLOTTFT
+	if metric == metricE2E {
+		field, name = "e2e_p95_ms", ConstraintSLOE2E
+	}
+	msv := math.Ceil(v * 1000)
+	if !finite(msv) || msv > 1e9 {
+		msv = 1e9
+	}
+	return Remedy{Constraint: name, Value: msv, Class: m.spec.Name, Path: fmt.Sprintf("/classes/%d/slo/%s", j, field),
+		Change: fmt.Sprintf("relax class %s's slo.%s from %s to %s ms (what %d in flight achieves), or shorten the answers", m.spec.Name, field, num(m.slo[metric]*1000), num(msv), at)}
+}
+
+func finite(v float64) bool { return !math.IsInf(v, 0) && !math.IsNaN(v) }
 
 // shedResolution is the precision of the sustainable rate, req/s.
 const shedResolution = 1e-4
 
-// shed is the largest arrival rate that the pool serves within the SLO with
-// a stable queue, found by bisection, and the rate above it to shed.
-func (m *classModel) shed(pool int) *Shed {
+// shed is the largest arrival rate that class i's pool serves within its
+// SLOs with a stable queue (A/pool at most policy.max_utilization), found
+// by bisection, and the rate above it to shed.
+func (r *run) shed(ctx context.Context, i, pool int) (*Shed, error) {
+	m := r.models[i]
 	if m.lambda == 0 {
-		return nil
+		return nil, nil
 	}
 	if pool < 1 {
-		return &Shed{SustainableRPS: 0, ShedRPS: roundTo(m.lambda, 4)}
+		return &Shed{SustainableRPS: 0, ShedRPS: roundTo(m.lambda, 4)}, nil
 	}
-	s := m.at(pool)
-	t, e := m.tails(s)
-	st, se := m.slo()
+	s := m.at(r.load(i))
+	t, e, err := m.tails(ctx, s)
+	if err != nil {
+		return nil, err
+	}
 	ok := func(l float64) bool {
-		w := model.QueueWait(pool, l, s.mean, m.ca2, s.scv)
+		if l*s.mean > m.rhoMax*float64(pool)*(1+tolerance) {
+			return false
+		}
+		w := m.queue(pool, l, s).Wait()
 		if !w.Stable() {
 			return false
 		}
-		return (se == 0 || e.Quantile(w) <= se) && (st == 0 || t.Quantile(w) <= st)
+		return (!m.hasSLO(metricE2E) || e.Quantile(w) <= m.slo[metricE2E]) && (!m.hasSLO(metricTTFT) || t.Quantile(w) <= m.slo[metricTTFT])
 	}
 	lo, hi := 0.0, m.lambda
 	if !ok(lo) {
-		return &Shed{SustainableRPS: 0, ShedRPS: roundTo(m.lambda, 4)}
+		return &Shed{SustainableRPS: 0, ShedRPS: roundTo(m.lambda, 4)}, nil
 	}
-	// The answer is kept to 10⁻⁴ req/s, rounded down: bisect to that width.
 	for hi-lo > shedResolution/2 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		mid := (lo + hi) / 2
 		if ok(mid) {
 			lo = mid
@@ -100,5 +322,56 @@ func (m *classModel) shed(pool int) *Shed {
 		}
 	}
 	sustainable := math.Floor(lo/shedResolution) / (1 / shedResolution)
-	return &Shed{SustainableRPS: sustainable, ShedRPS: roundTo(m.lambda-sustainable, 4)}
+	return &Shed{SustainableRPS: sustainable, ShedRPS: roundTo(m.lambda-sustainable, 4)}, nil
+}
+
+// shedRounds bounds how often the sustainable rate is lowered until a plan
+// with that demand fits.
+const shedRounds = 8
+
+// checkShed plans the scenario with class i's demand lowered to the
+// sustainable rate: with less demand the class reserves less of what it
+// shares, and on a curve endpoint the load moves, so the rate is lowered by
+// 5 % at a time until the class fits there.
+func (r *run) checkShed(ctx context.Context, in scenario.Scenario, i int, sh *Shed) (*Shed, error) {
+	if sh == nil || sh.SustainableRPS <= 0 {
+		return sh, nil
+	}
+	demand := r.models[i].lambda
+	rate := sh.SustainableRPS
+	for range shedRounds {
+		s, err := withDemand(in, i, rate)
+		if err != nil {
+			return sh, nil
+		}
+		_, p, err := r.eng.planRun(ctx, s)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return sh, nil
+		}
+		if p.Classes[i].Feasible {
+			return &Shed{SustainableRPS: rate, ShedRPS: roundTo(demand-rate, 4)}, nil
+		}
+		rate = math.Floor(rate*0.95/shedResolution) / (1 / shedResolution)
+		if rate <= 0 {
+			break
+		}
+	}
+	return &Shed{SustainableRPS: 0, ShedRPS: roundTo(demand, 4)}, nil
+}
+
+// withDemand is the scenario with class i's demand set to rate req/s.
+func withDemand(s scenario.Scenario, i int, rate float64) (scenario.Scenario, error) {
+	doc, err := json.Marshal(s)
+	if err != nil {
+		return s, fmt.Errorf("encode scenario: %w", err)
+	}
+	var out scenario.Scenario
+	if err := json.Unmarshal(doc, &out); err != nil {
+		return s, fmt.Errorf("decode scenario: %w", err)
+	}
+	out.Classes[i].Demand = &scenario.Demand{RPS: rate}
+	return out, nil
 }

@@ -1,39 +1,73 @@
 package plan
 
 import (
+	"context"
 	"math"
 	"slices"
 
+	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/quota"
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
-// predict is what the model expects at the pool.
-func (m *classModel) predict(pool int) Predicted {
-	s := m.at(max(pool, 1))
+// predict is what the model expects of class i at its pool, with its
+// endpoint at the plan's load.
+func (r *run) predict(ctx context.Context, i, pool int) (Predicted, error) {
+	m := r.models[i]
+	load := r.load(i)
+	s := m.at(load)
 	pr := Predicted{MeanServiceMs: ms(s.mean), Utilization: map[string]float64{}, Extrapolated: s.extrapolated}
 	if m.lambda > 0 {
 		pr.OfferedRPS = roundTo(m.lambda, 4)
 	}
 	if pool >= 1 {
-		pr.ThroughputRPS = roundTo(m.rate(pool), 4)
-		p := m.pointAt(pool)
-		pr.TTFTP95Ms, pr.E2EP95Ms = msPtr(m.ttft95(pool)), msPtr(m.e2e95(pool))
-		pr.QueueWaitMeanMs, pr.QueueWaitP95Ms = msPtr(p.waitMean), msPtr(p.wait95)
+		pr.ThroughputRPS = roundTo(float64(pool)/s.mean, 4)
+		w := m.waitAt(pool, s)
+		ttft, err := m.p95(ctx, pool, load, pctTTFT)
+		if err != nil {
+			return pr, err
+		}
+		e2e, err := m.p95(ctx, pool, load, pctE2E)
+		if err != nil {
+			return pr, err
+		}
+		pr.TTFTP95Ms, pr.E2EP95Ms = msPtr(ttft), msPtr(e2e)
+		pr.QueueWaitMeanMs, pr.QueueWaitP95Ms = msPtr(waitMean(w)), msPtr(waitQuantile(w, 0.95))
 	}
-	r := m.runRate(pool)
+	run := r.runRate(i, pool)
 	for d := range quota.NumDimensions {
 		if l := m.key.Limit(d); l > 0 {
-			pr.Utilization[d.String()] = roundTo(r*m.use[d]*m.key.Seconds(d)/l, 4)
+			pr.Utilization[d.String()] = roundTo(run*m.use[d]*m.key.Seconds(d)/l, 4)
 		}
 	}
-	return pr
+	return pr, nil
+}
+
+// waitMean is E[W], +Inf for an unstable queue.
+func waitMean(w model.Wait) float64 {
+	if !w.Stable() {
+		return math.Inf(1)
+	}
+	return w.Expected()
+}
+
+// waitQuantile is the p-quantile of a wait that is 0 with probability
+// 1 − C and exponential with mean m otherwise: m·ln(C/(1−p)) when C > 1 − p.
+func waitQuantile(w model.Wait, p float64) float64 {
+	if !w.Stable() {
+		return math.Inf(1)
+	}
+	if w.Prob <= 1-p {
+		return 0
+	}
+	return w.Mean * math.Log(w.Prob/(1-p))
 }
 
 // pacing is a token bucket at the request rate the class's share of the key
-// allows (the tightest dimension), with a burst of the requests that rate
-// allows in the provider's enforcement window (DESIGN §3.3).
-func (m *classModel) pacing(pool int, allot quota.Vector) Pacing {
+// allows (the tightest limit), with a burst of the requests that rate
+// allows in the provider's enforcement window (docs/concepts.md, "Pacing").
+func (r *run) pacing(i, pool int, allot quota.Vector) Pacing {
+	m := r.models[i]
 	rate := math.Inf(1)
 	for d := range quota.NumDimensions {
 		if m.key.Limit(d) > 0 && m.use[d] > 0 {
@@ -41,9 +75,14 @@ func (m *classModel) pacing(pool int, allot quota.Vector) Pacing {
 		}
 	}
 	if math.IsInf(rate, 1) {
-		rate = m.rate(max(pool, 1))
+		rate = float64(max(pool, 1)) / m.at(r.load(i)).mean
 	}
-	burst := max(1, int(math.Floor(rate*m.key.BurstWindowS+tolerance)))
+	burst := 1
+	if v := rate*m.key.BurstWindowS + tolerance; v < float64(searchLimit) {
+		burst = max(1, int(math.Floor(v)))
+	} else {
+		burst = searchLimit
+	}
 	if pool >= 1 {
 		burst = min(burst, pool)
 	}
@@ -51,18 +90,29 @@ func (m *classModel) pacing(pool int, allot quota.Vector) Pacing {
 }
 
 // admission sheds a request that has waited longer than slo_e2e minus the
-// p95 service time (DESIGN §3.7), answering 429 with a Retry-After of one
-// mean service time (when a slot is expected to free).
-func (m *classModel) admission(pool int) Admission {
-	s := m.at(max(pool, 1))
-	a := Admission{Status: 429, RetryAfterS: max(1, int(math.Ceil(s.mean)))}
-	if _, se := m.slo(); se > 0 {
-		a.MaxQueueWaitMs = msPtr(math.Max(0, se-m.service95(max(pool, 1))))
+// p95 service time, answering 429 with a Retry-After of one mean service
+// time (when a slot is expected to free).
+func (r *run) admission(ctx context.Context, i, pool int) (Admission, error) {
+	m := r.models[i]
+	load := r.load(i)
+	s := m.at(load)
+	a := Admission{Status: 429, RetryAfterS: 1}
+	if v := math.Ceil(s.mean); v < 86400 {
+		a.RetryAfterS = max(1, int(v))
+	} else {
+		a.RetryAfterS = 86400
 	}
-	return a
+	if m.hasSLO(metricE2E) {
+		p95, err := m.noWait95(ctx, load, metricE2E)
+		if err != nil {
+			return a, err
+		}
+		a.MaxQueueWaitMs = msPtr(math.Max(0, m.slo[metricE2E]-p95))
+	}
+	return a, nil
 }
 
-// Retry settings per mode: the first backoff and its cap.
+// Retry settings per mode: the first backoff and its cap, in seconds.
 var retryBase = map[string][2]float64{
 	scenario.ModeInteractive: {0.25, 2},
 	scenario.ModeSemi:        {1, 10},
@@ -74,9 +124,13 @@ const maxRetries = 5
 // retry sizes the retries to fit the deadline (slo_e2e, or ten p95 service
 // times without one): after one p95 attempt, the worst-case sleeps
 // Σ min(cap, base·2ⁿ) of the retries must fit in what is left.
-func (m *classModel) retry(pool int) Retry {
-	p95 := m.service95(max(pool, 1))
-	_, deadline := m.slo()
+func (r *run) retry(ctx context.Context, i, pool int) (Retry, error) {
+	m := r.models[i]
+	p95, err := m.noWait95(ctx, r.load(i), metricE2E)
+	if err != nil {
+		return Retry{}, err
+	}
+	deadline := m.slo[metricE2E]
 	if deadline == 0 {
 		deadline = 10 * p95
 	}
@@ -95,13 +149,13 @@ func (m *classModel) retry(pool int) Retry {
 	return Retry{
 		MaxAttempts: 1 + retries, BaseMs: ms(base), CapMs: ms(capS), Jitter: "full",
 		HonorHeaders: []string{"retry-after-ms", "retry-after"}, DeadlineMs: ms(deadline),
-	}
+	}, nil
 }
 
-// adaptive are AIMD settings (DESIGN §3.7): start at the pool, multiply by
-// 0.9 on a 429 or timeout, add 1 while at least half the pool is in use
-// without errors, between 1 and the largest quota ceiling (at most the
-// policy cap, at least the pool).
+// adaptive are AIMD settings (docs/concepts.md, "Client settings"): start at
+// the pool, multiply by 0.9 on a 429 or timeout, add 1 while at least half
+// the pool is in use without errors, between 1 and the largest quota
+// ceiling (at most the policy cap, at least the pool).
 func adaptive(pool int, cs []Ceiling) Adaptive {
 	ceiling, limit := 0, pool
 	for _, c := range cs {
@@ -123,15 +177,16 @@ func isQuotaConstraint(name string) bool {
 // batch reports when a batch of requests finishes at the pool's throughput
 // and whether the class's share of each daily limit covers it within its
 // window (one day's share per started day).
-func (m *classModel) batch(pool int, allot quota.Vector) *BatchPlan {
+func (r *run) batch(i, pool int, allot quota.Vector) *BatchPlan {
+	m := r.models[i]
 	d := m.spec.Demand
 	if d == nil || d.Requests <= 0 {
 		return nil
 	}
 	b := &BatchPlan{Requests: d.Requests, WithinHours: d.WithinHours}
 	if pool >= 1 {
-		h := d.Requests / m.rate(pool) / 3600
-		b.CompletionHours = ptrTo(roundTo(h, 3))
+		h := d.Requests / (float64(pool) / m.at(r.load(i)).mean) / 3600
+		b.CompletionHours = msPtrHours(h)
 		b.MeetsWindow = h <= d.WithinHours
 	}
 	days := math.Max(1, math.Ceil(d.WithinHours/24))
@@ -146,4 +201,10 @@ func (m *classModel) batch(pool int, allot quota.Vector) *BatchPlan {
 	return b
 }
 
-func ptrTo[T any](v T) *T { return &v }
+// msPtrHours rounds hours to 0.001, nil when not finite.
+func msPtrHours(h float64) *float64 {
+	if math.IsInf(h, 0) || math.IsNaN(h) {
+		return nil
+	}
+	return ptrTo(roundTo(h, 3))
+}

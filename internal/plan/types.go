@@ -8,19 +8,18 @@ package plan
 
 // Constraint names (DESIGN §3.8), in the order that breaks ties.
 const (
-	ConstraintKnee     = "knee"
-	ConstraintSLOTTFT  = "slo_ttft"
-	ConstraintSLOE2E   = "slo_e2e"
-	ConstraintPolicy   = "policy_cap"
-	ConstraintDemand   = "demand"
-	unboundedThreshold = 1e9 // a closed-form ceiling above this is reported as unbounded
+	ConstraintKnee    = "knee"
+	ConstraintSLOTTFT = "slo_ttft"
+	ConstraintSLOE2E  = "slo_e2e"
+	ConstraintPolicy  = "policy_cap"
 )
 
 // Plan is the answer to a scenario. Its JSON names are a stable contract.
 type Plan struct {
-	Classes  []ClassPlan `json:"classes"`
-	Quotas   []QuotaPlan `json:"quotas"`
-	Warnings []string    `json:"warnings"`
+	Classes   []ClassPlan    `json:"classes"`
+	Quotas    []QuotaPlan    `json:"quotas"`
+	Endpoints []EndpointPlan `json:"endpoints"`
+	Warnings  []string       `json:"warnings"`
 }
 
 // ClassPlan is the plan for one task class.
@@ -28,6 +27,7 @@ type ClassPlan struct {
 	Name              string     `json:"name"`
 	Mode              string     `json:"mode"`
 	Quota             string     `json:"quota"`
+	Endpoint          string     `json:"endpoint" doc:"The endpoint the class sends to: default for the top-level latency, class:NAME for a latency profile of its own."`
 	Pool              int        `json:"pool" doc:"Client-side cap on in-flight requests; 0 when no pool fits."`
 	BindingConstraint string     `json:"binding_constraint" doc:"The ceiling that set the pool."`
 	TiedConstraints   []string   `json:"tied_constraints,omitempty" doc:"Other ceilings equal to the pool."`
@@ -39,7 +39,7 @@ type ClassPlan struct {
 	Admission         Admission  `json:"admission"`
 	Retry             Retry      `json:"retry"`
 	Adaptive          Adaptive   `json:"adaptive"`
-	TruncationRisk    float64    `json:"truncation_risk" doc:"P(output tokens >= max_tokens): the share of answers the cap cuts short."`
+	TruncationRisk    float64    `json:"truncation_risk" doc:"P(output tokens > max_tokens): the share of answers the cap cuts short."`
 	Batch             *BatchPlan `json:"batch,omitempty"`
 	Shed              *Shed      `json:"shed,omitempty"`
 	Remedies          []Remedy   `json:"remedies"`
@@ -130,6 +130,8 @@ type Remedy struct {
 	Constraint string  `json:"constraint"`
 	Change     string  `json:"change"`
 	Value      float64 `json:"value" doc:"The new limit or setting."`
+	Path       string  `json:"path" doc:"JSON Pointer of the scenario field to set to value."`
+	Class      string  `json:"class,omitempty" doc:"The class whose target the remedy relaxes, when it is another class sharing the endpoint."`
 }
 
 // QuotaPlan shows how one key is divided and how much of it is used.
@@ -141,9 +143,31 @@ type QuotaPlan struct {
 	Utilization map[string]float64 `json:"utilization" doc:"Expected share of each limit used at the stated demand (pools flat out for classes without demand)."`
 }
 
+// EndpointPlan shows how one endpoint's in-flight budget is divided.
+type EndpointPlan struct {
+	Name             string               `json:"name"`
+	Knee             *int                 `json:"knee,omitempty" doc:"The measured knee."`
+	Safety           float64              `json:"safety" doc:"The smallest knee safety among the endpoint's classes."`
+	Budget           *int                 `json:"budget" doc:"The most its classes' pools may add up to: the knee budget ⌊safety·knee⌋ or, with a curve, the SLO budget when smaller; null when nothing bounds it."`
+	BudgetConstraint string               `json:"budget_constraint,omitempty" doc:"What sets the budget: knee, slo_ttft or slo_e2e."`
+	TotalPool        int                  `json:"total_pool" doc:"The sum of its classes' pools."`
+	Load             *int                 `json:"load,omitempty" doc:"With a curve: the total in flight its classes' latency is predicted at."`
+	Allocations      []EndpointAllocation `json:"allocations"`
+	TTFTP95Ms        float64              `json:"ttft_p95_ms" doc:"The largest of its classes' TTFT p95 without queueing at the load."`
+	E2EP95Ms         float64              `json:"e2e_p95_ms" doc:"The largest of its classes' E2E p95 without queueing at the load."`
+}
+
+// EndpointAllocation is one class's share of an endpoint's budget, in slots.
+type EndpointAllocation struct {
+	Class    string   `json:"class"`
+	Pool     int      `json:"pool"`
+	Allotted *float64 `json:"allotted,omitempty"`
+	Reserved *float64 `json:"reserved,omitempty" doc:"What its min_pool needs, reserved first under priority allocation."`
+}
+
 // Allocation is one class's share of a key, in each limit's own unit.
 type Allocation struct {
 	Class    string             `json:"class"`
 	Allotted map[string]float64 `json:"allotted"`
-	Reserved map[string]float64 `json:"reserved,omitempty" doc:"What the class's min_pool needs, reserved first under priority allocation."`
+	Reserved map[string]float64 `json:"reserved,omitempty" doc:"What was reserved for the class's min_pool (never more than its allotment): reserved first under priority allocation."`
 }

@@ -49,15 +49,28 @@ type CellClass struct {
 }
 
 // Sweep plans every combination of up to two variations of a valid
-// scenario. A path that does not exist in the scenario, or a grid larger
-// than MaxWhatIfCells, is an error located at the variation; a value that
-// makes the scenario invalid only marks its cell.
+// scenario with a new engine. See Engine.Sweep.
 func Sweep(base scenario.Scenario, vars []Variation) (*WhatIf, error) {
-	return SweepContext(context.Background(), base, vars)
+	return New().Sweep(context.Background(), base, vars, nil)
 }
 
-// SweepContext is Sweep that gives up when ctx is done, returning ctx.Err().
-func SweepContext(ctx context.Context, base scenario.Scenario, vars []Variation) (*WhatIf, error) {
+// Workers hands out extra workers to a sweep: a service bounds the
+// computations it runs at once and lends a sweep the slots that are free.
+type Workers interface {
+	// TryAcquire takes a slot when one is free, without waiting.
+	TryAcquire() bool
+	// Release frees a slot that TryAcquire took.
+	Release()
+}
+
+// Sweep plans every combination of up to two variations of a valid
+// scenario. A path that does not exist in the scenario, or a grid larger
+// than MaxWhatIfCells, is an error located at the variation; a value that
+// makes the scenario invalid only marks its cell. Cells are planned by one
+// worker and by as many more as workers lends (up to one per CPU; with nil
+// workers, one per CPU), sharing the engine's draws, samples and tails. It
+// gives up when ctx is done, returning ctx.Err().
+func (e *Engine) Sweep(ctx context.Context, base scenario.Scenario, vars []Variation, workers Workers) (*WhatIf, error) {
 	if len(vars) == 0 || len(vars) > 2 {
 		return nil, scenario.Errors{{Path: "variations", Message: "give one or two variations"}}
 	}
@@ -79,25 +92,38 @@ func SweepContext(ctx context.Context, base scenario.Scenario, vars []Variation)
 		return nil, scenario.Errors{{Path: "variations", Message: fmt.Sprintf("the grid has %d cells; at most %d are allowed", cells, MaxWhatIfCells)}}
 	}
 	out := &WhatIf{Variations: vars, Cells: make([]Cell, cells)}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	next := make(chan int, cells)
 	for i := range cells {
-		if ctx.Err() != nil {
+		next <- i
+	}
+	close(next)
+	work := func() {
+		for i := range next {
+			if ctx.Err() != nil {
+				return
+			}
+			values := make([]any, len(vars))
+			rest := i
+			for j := len(vars) - 1; j >= 0; j-- {
+				values[j] = vars[j].Values[rest%len(vars[j].Values)]
+				rest /= len(vars[j].Values)
+			}
+			out.Cells[i] = e.planCell(ctx, doc, vars, values)
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(cells, runtime.GOMAXPROCS(0)) - 1 {
+		if workers != nil && !workers.TryAcquire() {
 			break
 		}
-		values := make([]any, len(vars))
-		rest := i
-		for j := len(vars) - 1; j >= 0; j-- {
-			values[j] = vars[j].Values[rest%len(vars[j].Values)]
-			rest /= len(vars[j].Values)
-		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			out.Cells[i] = planCell(ctx, doc, vars, values)
-		}()
+		wg.Go(func() {
+			if workers != nil {
+				defer workers.Release()
+			}
+			work()
+		})
 	}
+	work()
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -105,7 +131,7 @@ func SweepContext(ctx context.Context, base scenario.Scenario, vars []Variation)
 	return out, nil
 }
 
-func planCell(ctx context.Context, doc []byte, vars []Variation, values []any) Cell {
+func (e *Engine) planCell(ctx context.Context, doc []byte, vars []Variation, values []any) Cell {
 	cell := Cell{Values: values}
 	var err error
 	for j, v := range vars {
@@ -117,7 +143,7 @@ func planCell(ctx context.Context, doc []byte, vars []Variation, values []any) C
 	s, err := scenario.Parse(doc)
 	if err == nil {
 		var p *Plan
-		if p, err = ComputeContext(ctx, s); err == nil {
+		if p, err = e.Plan(ctx, s); err == nil {
 			for _, c := range p.Classes {
 				cell.Classes = append(cell.Classes, CellClass{Name: c.Name, Pool: c.Pool, BindingConstraint: c.BindingConstraint, MinPool: c.MinPool, Feasible: c.Feasible})
 			}

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/plannerdev/planner/internal/model"
@@ -28,32 +29,32 @@ type Workload struct {
 // At is the service time of one request with inFlight requests on the
 // endpoint (at least 1): TTFT, TPOT, input and output tokens (clipped to
 // [1, max_tokens]) as independent distributions.
-func (w Workload) At(inFlight int) model.Service {
-	return w.m.at(max(1, min(inFlight, searchLimit))).svc
-}
+func (w Workload) At(inFlight int) model.Service { return w.m.at(inFlight).svc }
 
 // Extrapolated reports whether the latency at inFlight lies outside the
 // measured curve.
-func (w Workload) Extrapolated(inFlight int) bool {
-	return w.m.at(max(1, min(inFlight, searchLimit))).extrapolated
-}
+func (w Workload) Extrapolated(inFlight int) bool { return w.m.at(inFlight).extrapolated }
 
 // Workloads returns the workload of every class of a valid scenario, in the
 // scenario's order. A Workload is not safe for concurrent use.
-func Workloads(s scenario.Scenario) ([]Workload, error) {
+func (e *Engine) Workloads(ctx context.Context, s scenario.Scenario) ([]Workload, error) {
 	if errs := s.Check(); len(errs) > 0 {
 		return nil, errs
 	}
 	s = s.WithDefaults()
-	keys := map[string]quota.Key{}
-	for _, q := range s.Quotas {
-		keys[q.Name] = quota.Key{Quota: q}
-	}
-	draws := model.SharedDraws(*s.Policy.Seed, s.Policy.MonteCarloDraws)
-	cs := curves{}
+	draws := e.drawsFor(*s.Policy.Seed, s.Policy.MonteCarloDraws)
 	out := make([]Workload, len(s.Classes))
 	for i, c := range s.Classes {
-		m, err := newClassModel(c, keys[c.Quota], s.Policy, draws, cs)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var key quota.Key
+		for _, q := range s.Quotas {
+			if q.Name == c.Quota {
+				key = quota.Key{Quota: q}
+			}
+		}
+		m, err := newClassModel(e, c, key, s.Policy, draws)
 		if err != nil {
 			return nil, scenario.Errors{{Path: fmt.Sprintf("classes[%d]", i), Message: err.Error()}}
 		}
@@ -64,4 +65,9 @@ func Workloads(s scenario.Scenario) ([]Workload, error) {
 		out[i] = Workload{Class: c.Name, Endpoint: ep, Use: m.use, m: m}
 	}
 	return out, nil
+}
+
+// Workloads is Engine.Workloads with a new engine.
+func Workloads(s scenario.Scenario) ([]Workload, error) {
+	return New().Workloads(context.Background(), s)
 }

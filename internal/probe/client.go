@@ -13,10 +13,15 @@ import (
 	"time"
 
 	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/redact"
 )
 
 // maxErrorBody bounds how much of a non-200 answer is read.
 const maxErrorBody = 4 << 10
+
+// maxErrorText bounds the message kept of a failed request. The message is
+// redacted before it is cut, so that a cut cannot leave part of a key.
+const maxErrorText = 200
 
 // newTransport returns the run's transport: HTTP/1.1 keep-alive connections
 // (one per in-flight stream, as the common SDKs use them) with an idle pool
@@ -68,7 +73,7 @@ type sender struct {
 	rnd         *lockedRand
 	limits      *rateLimitLog
 	budget      *budget
-	redact      func(string) string
+	redact      *redact.Redactor
 }
 
 // reply is the outcome of one request.
@@ -126,7 +131,7 @@ func (s *sender) send(runCtx context.Context, body []byte) reply {
 func (s *sender) attempt(runCtx, ctx context.Context, body []byte, r *reply) (wait time.Duration, retry bool) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
 	if err != nil {
-		r.class, r.msg = analysis.ErrClient, s.redact(err.Error())
+		r.class, r.msg = analysis.ErrClient, s.redact.Clip(err.Error(), maxErrorText)
 		return 0, false
 	}
 	req.Header.Set("Content-Type", "application/json")
@@ -136,7 +141,7 @@ func (s *sender) attempt(runCtx, ctx context.Context, body []byte, r *reply) (wa
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		r.class, r.msg = failureClass(runCtx, ctx), s.redact(err.Error())
+		r.class, r.msg = failureClass(runCtx, ctx), s.redact.Clip(err.Error(), maxErrorText)
 		return 0, false
 	}
 	defer resp.Body.Close()
@@ -146,8 +151,7 @@ func (s *sender) attempt(runCtx, ctx context.Context, body []byte, r *reply) (wa
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests:
 		r.class = analysis.ErrRateLimited
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		r.msg = s.redact("HTTP 429: " + errorText(b))
+		r.msg = "HTTP 429: " + s.errorText(resp.Body)
 		d, announced := retryAfter(resp.Header, now)
 		if announced {
 			r.retryAfter = max(r.retryAfter, d)
@@ -159,8 +163,7 @@ func (s *sender) attempt(runCtx, ctx context.Context, body []byte, r *reply) (wa
 		return s.backoff.delay(r.attempts-1, s.rnd), true
 	case resp.StatusCode != http.StatusOK:
 		r.class = statusClass(resp.StatusCode)
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		r.msg = s.redact(fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorText(b)))
+		r.msg = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, s.errorText(resp.Body))
 		return 0, false
 	}
 	r.class, r.msg = "", ""
@@ -168,9 +171,9 @@ func (s *sender) attempt(runCtx, ctx context.Context, body []byte, r *reply) (wa
 	r.stream, r.end = st, st.end
 	switch {
 	case err != nil:
-		r.class, r.msg = failureClass(runCtx, ctx), s.redact(err.Error())
+		r.class, r.msg = failureClass(runCtx, ctx), s.redact.Clip(err.Error(), maxErrorText)
 	case st.errClass != "":
-		r.class, r.msg = st.errClass, s.redact(st.errMsg)
+		r.class, r.msg = st.errClass, s.redact.Clip(st.errMsg, maxErrorText)
 		if st.errClass == analysis.ErrBadStream && !st.acked && !isEventStream(resp.Header) {
 			r.msg = fmt.Sprintf("the answer is not an event stream (content-type %q): does the endpoint support stream=true?", resp.Header.Get("Content-Type"))
 		}
@@ -200,19 +203,22 @@ func statusClass(status int) string {
 	return analysis.ErrClient
 }
 
-// errorText is the message of an OpenAI-style error body, else the start
-// of the body.
-func errorText(body []byte) string {
-	if info, err := scanChunk(body); err == nil && info.hasError {
+// errorText reads the start of a failed answer and returns its message:
+// that of an OpenAI-style error body, else the text. It is redacted before
+// it is cut to maxErrorText, and when the read stopped at maxErrorBody, a
+// key that the limit cut in two is redacted too.
+func (s *sender) errorText(body io.Reader) string {
+	b, _ := io.ReadAll(io.LimitReader(body, maxErrorBody))
+	if info, err := scanChunk(b); err == nil && info.hasError {
 		if m := info.errorMessage(); m != "" {
-			return m
+			return s.redact.Clip(m, maxErrorText)
 		}
 	}
-	text := strings.TrimSpace(string(body))
-	if len(text) > 200 {
-		text = text[:200] + "…"
+	text := strings.TrimSpace(string(b))
+	if len(b) == maxErrorBody {
+		return redact.Cut(s.redact.Truncated(text), maxErrorText)
 	}
-	return text
+	return s.redact.Clip(text, maxErrorText)
 }
 
 // isEventStream reports whether the answer says it is an event stream.

@@ -8,12 +8,12 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/redact"
 )
 
 // errDurationBudget is the cancel cause of a run whose time budget is spent.
@@ -77,7 +77,7 @@ func Run(ctx context.Context, cfg Config, obs Observer) (*Result, error) {
 		rnd:         newLockedRand(cfg.Seed),
 		limits:      &rateLimitLog{},
 		budget:      r.budget,
-		redact:      redactor(cfg.APIKey),
+		redact:      redact.New(cfg.APIKey),
 	}
 	if cfg.APIKey != "" {
 		r.sender.keyHeader, r.sender.keyValue = cfg.APIKeyHeader, cfg.APIKey
@@ -95,24 +95,6 @@ func Run(ctx context.Context, cfg Config, obs Observer) (*Result, error) {
 		reason, detail = r.ramp(runCtx)
 	}
 	return r.result(reason, detail), nil
-}
-
-// redactor returns a function that removes key from a message, and the
-// token of a whole header value ("sk-..." of "Bearer sk-...") too.
-func redactor(key string) func(string) string {
-	if key == "" {
-		return func(s string) string { return s }
-	}
-	secrets := []string{key}
-	if _, token, ok := strings.Cut(strings.TrimSpace(key), " "); ok && len(strings.TrimSpace(token)) >= 4 {
-		secrets = append(secrets, strings.TrimSpace(token))
-	}
-	return func(s string) string {
-		for _, k := range secrets {
-			s = strings.ReplaceAll(s, k, "[redacted]")
-		}
-		return s
-	}
 }
 
 // ramp runs the closed-loop steps until the ladder ends or a stop rule

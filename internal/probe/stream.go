@@ -83,11 +83,11 @@ func readStream(body io.Reader, sent time.Time) (streamResult, error) {
 		switch {
 		case err != nil && ev.isError:
 			res.end = d
-			res.errClass, res.errMsg = analysis.ErrServer, fmt.Sprintf("error event in the stream: %.200q", ev.data)
+			res.errClass, res.errMsg = analysis.ErrServer, fmt.Sprintf("error event in the stream: %q", ev.data)
 			return res, nil
 		case err != nil:
 			res.end = d
-			res.errClass, res.errMsg = analysis.ErrBadStream, fmt.Sprintf("unparseable chunk %.80q", ev.data)
+			res.errClass, res.errMsg = analysis.ErrBadStream, fmt.Sprintf("unparseable chunk %q", ev.data)
 			return res, nil
 		case ev.isError || info.hasError:
 			res.end = d

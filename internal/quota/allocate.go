@@ -8,16 +8,23 @@ import (
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
-// Claim is one class's call on a shared key.
+// Claim is one class's call on a shared resource: one limit of a key, or
+// the slots of an endpoint (docs/concepts.md, "Shared quotas" and
+// "Endpoints shared by classes").
 type Claim struct {
 	Class    string
 	Mode     string  // interactive, semi or batch: the order of priority allocation
 	Priority int     // order within a mode; lower goes first
 	Weight   float64 // share of what is split by weight
-	// Need is the rate, in units per second of each dimension, that the
-	// class's minimum pool uses running flat out; nil when the class states
-	// no demand and takes whatever its share allows.
-	Need *Vector
+	// Need is what the class's min_pool uses running flat out, in the
+	// resource's unit per second (slots for an endpoint); it counts only
+	// when HasNeed, that is when the class states a demand.
+	Need    float64
+	HasNeed bool
+	// Cap is the most the class can use of the resource, its other
+	// ceilings considered (+Inf when nothing else holds it): share beyond
+	// it would lie idle, so it goes to the classes that can still grow.
+	Cap float64
 }
 
 func modeRank(m string) int {
@@ -30,9 +37,9 @@ func modeRank(m string) int {
 	return 2
 }
 
-// order sorts claims for priority allocation: interactive, semi, batch, then
-// by priority number, then by name.
-func order(claims []Claim) []int {
+// Order sorts claims for priority allocation: interactive, semi, batch,
+// then by priority number, then by name. It returns indices into claims.
+func Order(claims []Claim) []int {
 	idx := make([]int, len(claims))
 	for i := range idx {
 		idx[i] = i
@@ -44,153 +51,139 @@ func order(claims []Claim) []int {
 	return idx
 }
 
-// Allocate divides each dimension's usable capacity of k among the claims
-// and returns each claim's allotment in units per second (+Inf where the key
-// has no limit).
+// Divide splits capacity among the claims and returns each one's share and
+// the part of it that was reserved for its need.
 //
-// Priority (DESIGN §3.5): in priority order, each claim with a need reserves
-// it, or what is left; the remainder is shared by weight among the claims
-// without a need, or among all claims when every claim has one.
+// Priority: in priority order, each claim with a need reserves it (or what
+// is left, and never more than its cap); the remainder is water-filled by
+// weight among the claims without a need (among all claims when every one
+// has a need), and what those cannot use flows on to the others the same
+// way.
 //
-// Weighted: max-min fair by weight (water-filling): each claim gets its
-// weighted share, a claim that needs less keeps only its need and the rest
-// is shared again; whatever is left when every need is met is shared by
-// weight among all claims.
-func Allocate(k Key, claims []Claim, policy string) []Vector {
-	out := make([]Vector, len(claims))
-	for d := range NumDimensions {
-		capacity := k.Capacity(d)
-		if math.IsInf(capacity, 1) {
-			for i := range out {
-				out[i][d] = capacity
-			}
-			continue
-		}
-		var shares []float64
-		if policy == scenario.AllocationWeighted {
-			shares = waterFill(capacity, claims, d)
-		} else {
-			shares = byPriority(capacity, claims, d)
-		}
-		for i := range out {
-			out[i][d] = shares[i]
-		}
-	}
-	return out
-}
-
-func byPriority(capacity float64, claims []Claim, d Dimension) []float64 {
-	shares := make([]float64, len(claims))
-	left := capacity
-	var open []int // claims that share the remainder
-	for _, i := range order(claims) {
-		if n := claims[i].Need; n != nil {
-			shares[i] = math.Min(n[d], left)
-			left -= shares[i]
-		} else {
-			open = append(open, i)
-		}
-	}
-	if len(open) == 0 {
-		for i := range claims {
-			open = append(open, i)
-		}
-	}
-	splitByWeight(shares, left, claims, open)
-	return shares
-}
-
-func waterFill(capacity float64, claims []Claim, d Dimension) []float64 {
-	shares := make([]float64, len(claims))
-	active := make([]int, 0, len(claims))
-	for i := range claims {
-		active = append(active, i)
-	}
-	left := capacity
-	for len(active) > 0 {
-		var w float64
-		for _, i := range active {
-			w += claims[i].Weight
-		}
-		var still []int
-		for _, i := range active {
-			if n := claims[i].Need; n != nil && n[d] <= left*claims[i].Weight/w {
-				shares[i] = n[d]
-				left -= n[d]
-			} else {
-				still = append(still, i)
-			}
-		}
-		if len(still) == len(active) {
-			splitByWeight(shares, left, claims, active)
-			return shares
-		}
-		active = still
+// Weighted: max-min fair by weight (water-filling), where a claim with a
+// need takes no more than it; what is left when every claim is held by its
+// need or its cap is water-filled again among all claims up to their caps.
+//
+// Under both, a claim gets more than its cap only when no other claim can
+// use it: share one class cannot use goes first to the classes that can
+// (progressive filling), and what none can use is split by weight among
+// all, so that the whole capacity is always allotted.
+func Divide(capacity float64, claims []Claim, policy string) (shares, reserved []float64) {
+	shares = make([]float64, len(claims))
+	reserved = make([]float64, len(claims))
+	if capacity <= 0 || len(claims) == 0 {
+		return shares, reserved
 	}
 	all := make([]int, len(claims))
 	for i := range all {
 		all[i] = i
 	}
-	splitByWeight(shares, left, claims, all)
-	return shares
-}
-
-func splitByWeight(shares []float64, amount float64, claims []Claim, among []int) {
-	if amount <= 0 || len(among) == 0 {
-		return
-	}
-	var w float64
-	for _, i := range among {
-		w += claims[i].Weight
-	}
-	for _, i := range among {
-		shares[i] += amount * claims[i].Weight / w
-	}
-}
-
-// CapacityFor is the usable capacity of dimension d (units per second) at
-// which claim c is allotted at least need, given the others' claims: the
-// inverse of Allocate that remedies use. Under priority it is the needs of
-// the claims reserved before c plus c's need (for a claim without a need:
-// all reservations plus need scaled up by the weight it shares with);
-// weighted, it is Σⱼ min(needⱼ, need·wⱼ/w_c).
-func CapacityFor(claims []Claim, c int, d Dimension, need float64, policy string) float64 {
-	self := claims[c]
 	if policy == scenario.AllocationWeighted {
-		total := need
-		for j, o := range claims {
-			if j == c {
-				continue
+		first := func(i int) float64 {
+			if claims[i].HasNeed {
+				return math.Min(claims[i].Cap, claims[i].Need)
 			}
-			fair := need * o.Weight / self.Weight
-			if o.Need != nil {
-				fair = math.Min(o.Need[d], fair)
-			}
-			total += fair
+			return claims[i].Cap
 		}
-		return total
-	}
-	var reserved, openWeight float64
-	for _, o := range claims {
-		if o.Need == nil {
-			openWeight += o.Weight
-		}
-	}
-	if self.Need == nil {
-		for _, o := range claims {
-			if o.Need != nil {
-				reserved += o.Need[d]
+		left := waterFill(capacity, claims, all, shares, first)
+		for i, c := range claims {
+			if c.HasNeed {
+				reserved[i] = math.Min(shares[i], c.Need)
 			}
 		}
-		return reserved + need*openWeight/self.Weight
+		left = waterFill(left, claims, all, shares, func(i int) float64 { return claims[i].Cap })
+		waterFill(left, claims, all, shares, func(int) float64 { return math.Inf(1) })
+		return shares, reserved
 	}
-	for _, i := range order(claims) {
-		if i == c {
-			break
+	left := capacity
+	var open, rest []int
+	for _, i := range Order(claims) {
+		c := claims[i]
+		if !c.HasNeed {
+			open = append(open, i)
+			continue
 		}
-		if n := claims[i].Need; n != nil {
-			reserved += n[d]
+		rest = append(rest, i)
+		got := math.Max(0, math.Min(math.Min(c.Need, c.Cap), left))
+		shares[i], reserved[i] = got, got
+		left -= got
+	}
+	if len(open) == 0 {
+		open, rest = rest, nil
+	}
+	capOf := func(i int) float64 { return claims[i].Cap }
+	left = waterFill(left, claims, open, shares, capOf)
+	left = waterFill(left, claims, rest, shares, capOf)
+	waterFill(left, claims, all, shares, func(int) float64 { return math.Inf(1) })
+	return shares, reserved
+}
+
+// waterFill adds amount to the shares of the claims in among, in proportion
+// to their weights, without lifting any share above limit(i): a claim that
+// reaches its limit keeps it and the rest is shared again among the others.
+// It returns what no claim could take.
+func waterFill(amount float64, claims []Claim, among []int, shares []float64, limit func(int) float64) float64 {
+	active := slices.Clone(among)
+	for amount > 0 && len(active) > 0 {
+		var w float64
+		for _, i := range active {
+			w += claims[i].Weight
+		}
+		var still []int
+		given := 0.0
+		for _, i := range active {
+			room := limit(i) - shares[i]
+			if room <= amount*claims[i].Weight/w {
+				room = math.Max(0, room)
+				shares[i] += room
+				given += room
+			} else {
+				still = append(still, i)
+			}
+		}
+		if len(still) == len(active) {
+			for _, i := range active {
+				shares[i] += amount * claims[i].Weight / w
+			}
+			return 0
+		}
+		amount -= given
+		active = still
+	}
+	return math.Max(0, amount)
+}
+
+// CapacityFor is the smallest capacity at which Divide gives claim c at
+// least need, the others' claims unchanged: the inverse of Divide that
+// remedies use. Divide's share of a claim never falls as capacity grows, so
+// the answer is found by doubling and bisection, to a relative 1e-9. It is
+// +Inf when no capacity gives c its need (its own cap is below it).
+func CapacityFor(claims []Claim, c int, need float64, policy string) float64 {
+	if need <= 0 {
+		return 0
+	}
+	if claims[c].Cap < need {
+		return math.Inf(1)
+	}
+	got := func(capacity float64) bool {
+		shares, _ := Divide(capacity, claims, policy)
+		return shares[c] >= need*(1-1e-12)
+	}
+	// A share never exceeds the capacity, so need is a lower bound.
+	lo, hi := need/2, need
+	for !got(hi) {
+		if hi > 1e300 {
+			return math.Inf(1)
+		}
+		lo, hi = hi, 2*hi
+	}
+	for hi-lo > hi*1e-9 {
+		mid := (lo + hi) / 2
+		if got(mid) {
+			hi = mid
+		} else {
+			lo = mid
 		}
 	}
-	return reserved + need
+	return hi
 }

@@ -46,72 +46,99 @@ func TestUseByAccounting(t *testing.T) {
 	}
 }
 
-func need(v float64) *Vector {
-	var n Vector
-	for d := range n {
-		n[d] = v
-	}
-	return &n
+func withNeed(c Claim, n float64) Claim {
+	c.Need, c.HasNeed = n, true
+	return c
 }
 
-func TestAllocatePriority(t *testing.T) {
-	k := key(scenario.Quota{Name: "k", RPM: 600}) // 9 req/s usable
-	claims := []Claim{
-		{Class: "batch", Mode: "batch", Weight: 1},
-		{Class: "chat", Mode: "interactive", Weight: 1, Need: need(4)},
-		{Class: "jobs", Mode: "semi", Weight: 1, Need: need(3)},
-		{Class: "bulk", Mode: "batch", Weight: 3},
-	}
-	got := Allocate(k, claims, scenario.AllocationPriority)
-	want := []float64{0.5, 4, 3, 1.5} // 2 left, split 1:3 among the classes without demand
-	for i, w := range want {
-		if math.Abs(got[i][RPM]-w) > 1e-12 {
-			t.Errorf("%s gets %g req/s, want %g", claims[i].Class, got[i][RPM], w)
+// open fills in the fields every claim has: weight 1 when unset, no cap.
+func open(cs ...Claim) []Claim {
+	for i := range cs {
+		if cs[i].Weight == 0 {
+			cs[i].Weight = 1
+		}
+		if cs[i].Cap == 0 {
+			cs[i].Cap = math.Inf(1)
 		}
 	}
-	if !math.IsInf(got[0][TPM], 1) {
-		t.Errorf("an unlimited dimension should allot +Inf, got %g", got[0][TPM])
+	return cs
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-12*math.Max(1, math.Abs(b)) }
+
+func TestDividePriority(t *testing.T) {
+	claims := open(
+		Claim{Class: "batch", Mode: "batch"},
+		withNeed(Claim{Class: "chat", Mode: "interactive"}, 4),
+		withNeed(Claim{Class: "jobs", Mode: "semi"}, 3),
+		Claim{Class: "bulk", Mode: "batch", Weight: 3},
+	)
+	got, reserved := Divide(9, claims, scenario.AllocationPriority)
+	want := []float64{0.5, 4, 3, 1.5} // 2 left, split 1:3 among the classes without demand
+	for i, w := range want {
+		if !near(got[i], w) {
+			t.Errorf("%s gets %g, want %g", claims[i].Class, got[i], w)
+		}
+	}
+	if reserved[1] != 4 || reserved[2] != 3 || reserved[0] != 0 {
+		t.Errorf("reserved %v, want the needs of chat and jobs", reserved)
 	}
 	// Not enough for the semi class after the interactive one.
-	claims[2].Need = need(6)
-	got = Allocate(k, claims, scenario.AllocationPriority)
-	if got[1][RPM] != 4 || got[2][RPM] != 5 || got[0][RPM] != 0 {
-		t.Errorf("over-subscribed: chat %g jobs %g batch %g, want 4, 5, 0", got[1][RPM], got[2][RPM], got[0][RPM])
+	claims[2].Need = 6
+	got, _ = Divide(9, claims, scenario.AllocationPriority)
+	if got[1] != 4 || got[2] != 5 || got[0] != 0 {
+		t.Errorf("over-subscribed: chat %g jobs %g batch %g, want 4, 5, 0", got[1], got[2], got[0])
 	}
 }
 
-func TestAllocateAllWithDemandShareTheRest(t *testing.T) {
-	k := key(scenario.Quota{Name: "k", RPM: 600})
-	claims := []Claim{{Class: "a", Mode: "interactive", Weight: 1, Need: need(1)}, {Class: "b", Mode: "batch", Weight: 2, Need: need(2)}}
-	got := Allocate(k, claims, scenario.AllocationPriority)
-	if math.Abs(got[0][RPM]-3) > 1e-12 || math.Abs(got[1][RPM]-6) > 1e-12 {
-		t.Errorf("got %g and %g, want 1+2 and 2+4", got[0][RPM], got[1][RPM])
+func TestDivideAllWithDemandShareTheRest(t *testing.T) {
+	claims := open(withNeed(Claim{Class: "a", Mode: "interactive"}, 1), withNeed(Claim{Class: "b", Mode: "batch", Weight: 2}, 2))
+	got, _ := Divide(9, claims, scenario.AllocationPriority)
+	if !near(got[0], 3) || !near(got[1], 6) {
+		t.Errorf("got %g and %g, want 1+2 and 2+4", got[0], got[1])
 	}
-	alone := Allocate(k, claims[:1], scenario.AllocationPriority)
-	if math.Abs(alone[0][RPM]-9) > 1e-12 {
-		t.Errorf("a class alone on a key gets %g, want the whole 9", alone[0][RPM])
+	alone, _ := Divide(9, claims[:1], scenario.AllocationPriority)
+	if !near(alone[0], 9) {
+		t.Errorf("a class alone on a key gets %g, want the whole 9", alone[0])
 	}
 }
 
-func TestAllocateWeightedWaterFilling(t *testing.T) {
-	k := key(scenario.Quota{Name: "k", RPM: 600}) // 9 req/s
-	claims := []Claim{
-		{Class: "small", Weight: 1, Need: need(1)},
-		{Class: "x", Weight: 1},
-		{Class: "y", Weight: 2},
-	}
-	got := Allocate(k, claims, scenario.AllocationWeighted)
+func TestDivideWeightedWaterFilling(t *testing.T) {
+	claims := open(withNeed(Claim{Class: "small"}, 1), Claim{Class: "x"}, Claim{Class: "y", Weight: 2})
+	got, _ := Divide(9, claims, scenario.AllocationWeighted)
 	// Fair shares 3, 3, 6 → small keeps 1; 8 left split 1:2.
 	want := []float64{1, 8.0 / 3, 16.0 / 3}
 	for i, w := range want {
-		if math.Abs(got[i][RPM]-w) > 1e-12 {
-			t.Errorf("%s gets %g, want %g", claims[i].Class, got[i][RPM], w)
+		if !near(got[i], w) {
+			t.Errorf("%s gets %g, want %g", claims[i].Class, got[i], w)
+		}
+	}
+}
+
+// TestDivideCapsFlowToOthers: a claim that cannot use its share (its other
+// ceilings hold it) keeps only its cap, and the rest goes to the claims
+// that can still grow, under both policies.
+func TestDivideCapsFlowToOthers(t *testing.T) {
+	for _, policy := range []string{scenario.AllocationPriority, scenario.AllocationWeighted} {
+		// 16 slots: chat reserves 4 but can grow; reports, capped at 5, cannot use its share.
+		claims := open(withNeed(Claim{Class: "chat", Mode: "interactive"}, 4), Claim{Class: "reports", Mode: "semi", Cap: 5})
+		got, _ := Divide(16, claims, policy)
+		if !near(got[1], 5) || !near(got[0], 11) {
+			t.Errorf("%s: chat %g reports %g, want 11 and 5", policy, got[0], got[1])
+		}
+		// Everyone capped: what nobody can use is split by weight, so that
+		// the whole capacity is allotted.
+		claims[0].Cap = 6
+		got, _ = Divide(16, claims, policy)
+		if !near(got[0], 8.5) || !near(got[1], 7.5) {
+			t.Errorf("%s: chat %g reports %g, want 6 + 2.5 and 5 + 2.5", policy, got[0], got[1])
 		}
 	}
 }
 
 // TestCapacityForIsEnough checks the inverse used by remedies: at the
-// capacity it returns, Allocate gives the claim at least its need.
+// capacity it returns, Divide gives the claim at least its need, and a
+// little less capacity does not.
 func TestCapacityForIsEnough(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 5))
 	modes := []string{"interactive", "semi", "batch"}
@@ -119,22 +146,29 @@ func TestCapacityForIsEnough(t *testing.T) {
 		n := 1 + r.IntN(4)
 		claims := make([]Claim, n)
 		for i := range claims {
-			claims[i] = Claim{Class: string(rune('a' + i)), Mode: modes[r.IntN(3)], Priority: r.IntN(3), Weight: 0.5 + r.Float64()*2}
+			claims[i] = Claim{Class: string(rune('a' + i)), Mode: modes[r.IntN(3)], Priority: r.IntN(3), Weight: 0.5 + r.Float64()*2, Cap: math.Inf(1)}
 			if r.IntN(3) > 0 {
-				claims[i].Need = need(r.Float64() * 10)
+				claims[i] = withNeed(claims[i], r.Float64()*10)
+			}
+			if r.IntN(4) == 0 {
+				claims[i].Cap = r.Float64() * 10
 			}
 		}
 		for _, policy := range []string{"priority", "weighted"} {
 			c := r.IntN(n)
+			claims[c].Cap = math.Inf(1)
 			want := 0.1 + r.Float64()*10
-			if claims[c].Need != nil {
-				claims[c].Need = need(want)
+			if claims[c].HasNeed {
+				claims[c].Need = want
 			}
-			capacity := CapacityFor(claims, c, RPM, want, policy)
-			k := key(scenario.Quota{Name: "k", RPM: capacity * 60 / 0.9})
-			got := Allocate(k, claims, policy)[c][RPM]
-			if got < want*(1-1e-9) {
-				t.Fatalf("trial %d %s: capacity %g gives claim %d only %g, need %g (%+v)", trial, policy, capacity, c, got, want, claims)
+			capacity := CapacityFor(claims, c, want, policy)
+			got, _ := Divide(capacity, claims, policy)
+			if got[c] < want*(1-1e-9) {
+				t.Fatalf("trial %d %s: capacity %g gives claim %d only %g, need %g (%+v)", trial, policy, capacity, c, got[c], want, claims)
+			}
+			less, _ := Divide(capacity*(1-1e-6), claims, policy)
+			if less[c] >= want {
+				t.Fatalf("trial %d %s: capacity %g is not the smallest: %g also gives %g", trial, policy, capacity, capacity*(1-1e-6), less[c])
 			}
 		}
 	}

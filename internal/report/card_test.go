@@ -3,8 +3,12 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/extension"
 
 	"github.com/plannerdev/planner/internal/analysis"
 )
@@ -177,4 +181,73 @@ func TestRecordCardMarkdownGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "testdata/record-card.md", md.Bytes())
+}
+
+// injections are request texts written as Markdown links and images, one
+// of them trying to undo the escape of its bracket with a backslash.
+var injections = []string{
+	"[click me](javascript:alert(1))",
+	"![](http://evil.example/pixel.png)",
+	`x\](javascript:alert(2))`,
+	"[ref]\n\n[ref]: javascript:alert(3)",
+	"<javascript:alert(4)>",
+}
+
+// checkNoLinks renders Markdown as CommonMark and as GitHub-flavoured
+// Markdown and fails on any link or image that the text made: CommonMark
+// must have none at all; GFM may only auto-link a bare http(s) URL, shown
+// as itself, and never load an image.
+func checkNoLinks(t *testing.T, md []byte) {
+	t.Helper()
+	for _, tc := range []struct {
+		name string
+		gm   goldmark.Markdown
+	}{{"CommonMark", goldmark.New()}, {"GFM", goldmark.New(goldmark.WithExtensions(extension.GFM))}} {
+		var out bytes.Buffer
+		if err := tc.gm.Convert(md, &out); err != nil {
+			t.Fatal(err)
+		}
+		html := out.String()
+		if strings.Contains(html, "<img") || strings.Contains(html, "javascript:alert(3)\"") {
+			t.Errorf("%s: the Markdown makes an image or a reference link:\n%s", tc.name, html)
+		}
+		for _, m := range anchor.FindAllStringSubmatch(html, -1) {
+			if tc.name == "CommonMark" || m[1] != m[2] || !strings.HasPrefix(m[1], "http") {
+				t.Errorf("%s: the Markdown makes a link: %s", tc.name, m[0])
+			}
+		}
+	}
+}
+
+// anchor matches a rendered link, its href and its text.
+var anchor = regexp.MustCompile(`<a href="([^"]*)">([^<]*)</a>`)
+
+// TestMarkdownInjectionIsEscaped puts link and image syntax in every text
+// of a record card and a report that a request can set: rendered, the
+// Markdown has no link or image, and shows the text as written.
+func TestMarkdownInjectionIsEscaped(t *testing.T) {
+	for i, bad := range injections {
+		in := exampleCardInput(t)
+		in.ProbeID, in.PlanID, in.Probe.Endpoint, in.Probe.Model = bad, bad, bad, bad
+		var card bytes.Buffer
+		if err := WriteRecordCardMarkdown(&card, NewRecordCard(in)); err != nil {
+			t.Fatal(err)
+		}
+		checkNoLinks(t, card.Bytes())
+
+		rin := exampleInput(t)
+		rin.Title, rin.Probe.Endpoint, rin.Probe.Model, rin.Probe.Source = bad, bad, bad, bad
+		rin.Probe.Result.Notes = []string{bad}
+		md, _ := renderBoth(t, rin)
+		checkNoLinks(t, md)
+
+		var out bytes.Buffer
+		if err := goldmark.New().Convert(card.Bytes(), &out); err != nil {
+			t.Fatal(err)
+		}
+		shown := strings.ReplaceAll(strings.ReplaceAll(bad, "\n", " "), "<", "&lt;")
+		if i < 3 && !strings.Contains(out.String(), strings.ReplaceAll(shown, `"`, "&quot;")) {
+			t.Errorf("the card does not show %q as written:\n%s", bad, out.String())
+		}
+	}
 }

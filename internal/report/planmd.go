@@ -83,7 +83,13 @@ func limits(m map[string]float64) string {
 	return strings.Join(parts, ", ")
 }
 
-// mdEscape keeps table cells and list items intact.
+// mdEscape keeps table cells and list items intact, and text from a
+// request (a name, an endpoint, a label, a message) from becoming a link
+// or an image: "[x](javascript:...)" and "![](http://...)" are written
+// with their brackets escaped, and so is a backslash that could undo an
+// escape.
 func mdEscape(s string) string {
-	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+	return mdEscaper.Replace(s)
 }
+
+var mdEscaper = strings.NewReplacer(`\`, `\\`, "[", `\[`, "]", `\]`, "|", `\|`, "\n", " ")

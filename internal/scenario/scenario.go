@@ -77,6 +77,7 @@ type CurvePoint struct {
 	GoodputRPS      float64 `json:"goodput_rps,omitempty" minimum:"0" maximum:"1e9"`
 	ErrorRate       float64 `json:"error_rate,omitempty" minimum:"0" maximum:"1"`
 	RateLimitedRate float64 `json:"rate_limited_rate,omitempty" minimum:"0" maximum:"1" doc:"Fraction of the step's requests answered 429."`
+	Requests        int     `json:"requests,omitempty" minimum:"0" maximum:"100000000" doc:"Requests the step measured: the weight of its point when the latency series are made monotone."`
 }
 
 // Dist is a distribution given as exactly one of: fixed; p50 and p95

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/testutil"
 )
 
@@ -13,12 +14,13 @@ import (
 // holds: everything a run keeps was allocated during it.
 func benchmarkRun(b *testing.B, example string, o Options) {
 	sc := testutil.Example(b, example)
+	eng := plan.New()
 	var events int
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	runs := 0
 	for b.Loop() {
-		r, err := Run(context.Background(), sc, o)
+		r, err := Run(context.Background(), eng, sc, o)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -32,7 +34,7 @@ func benchmarkRun(b *testing.B, example string, o Options) {
 
 // BenchmarkSimulateThreeClassesHour simulates one hour of
 // docs/examples/three-classes.yaml with the plan's settings
-// (docs/benchmarks.md). Its plan comes from the engine's cache after the
+// (docs/benchmarks.md). Its plan comes from one engine's cache after the
 // first run, so the figure is the simulation's own cost.
 func BenchmarkSimulateThreeClassesHour(b *testing.B) {
 	benchmarkRun(b, "three-classes", Options{DurationS: 3600})

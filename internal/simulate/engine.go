@@ -156,14 +156,21 @@ func (s *sim) run() error {
 	return nil
 }
 
-// Run simulates the plan of a scenario: its classes' clients, the
-// provider's quotas and the endpoints, for opts.DurationS seconds of
-// simulated time (docs/simulate.md). The same scenario and options give
-// the same result, to the byte once encoded. It returns scenario.Errors
-// for an invalid scenario, OptionErrors for invalid options or a run that
-// needs more than opts.MaxEvents events, and ctx.Err() when ctx ends
-// first.
-func Run(ctx context.Context, sc scenario.Scenario, opts Options) (*Simulation, error) {
+// Planner plans a scenario and models its classes' workloads, as a
+// plan.Engine does; a simulation runs that plan on that model.
+type Planner interface {
+	Plan(ctx context.Context, s scenario.Scenario) (*plan.Plan, error)
+	Workloads(ctx context.Context, s scenario.Scenario) ([]plan.Workload, error)
+}
+
+// Run simulates the plan of a scenario, as eng plans it: its classes'
+// clients, the provider's quotas and the endpoints, for opts.DurationS
+// seconds of simulated time (docs/simulate.md). The same scenario and
+// options give the same result, to the byte once encoded. It returns
+// scenario.Errors for an invalid scenario, OptionErrors for invalid
+// options or a run that needs more than opts.MaxEvents events, and
+// ctx.Err() when ctx ends first.
+func Run(ctx context.Context, eng Planner, sc scenario.Scenario, opts Options) (*Simulation, error) {
 	if errs := sc.Check(); len(errs) > 0 {
 		return nil, errs
 	}
@@ -171,11 +178,11 @@ func Run(ctx context.Context, sc scenario.Scenario, opts Options) (*Simulation, 
 	if errs := o.check(sc); len(errs) > 0 {
 		return nil, errs
 	}
-	p, err := plan.ComputeContext(ctx, sc)
+	p, err := eng.Plan(ctx, sc)
 	if err != nil {
 		return nil, fmt.Errorf("plan the scenario: %w", err)
 	}
-	ws, err := plan.Workloads(sc)
+	ws, err := eng.Workloads(ctx, sc)
 	if err != nil {
 		return nil, fmt.Errorf("model the scenario: %w", err)
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -26,7 +27,8 @@ const childBatch = 10
 // saves a plan, starts a probe run and appends rows in a loop, reporting
 // each commit; it kills the child with SIGKILL mid-loop and reopens the
 // database: the plan is intact, the run is interrupted, and every row the
-// child reported committed is there, with no partial batch.
+// child reported committed is there, with no partial batch. While the
+// child runs, the store is locked to it; the kill releases the lock.
 func TestKillMidProbeKeepsCommittedRows(t *testing.T) {
 	if path := os.Getenv(childEnv); path != "" {
 		durabilityChild(path)
@@ -68,6 +70,15 @@ func TestKillMidProbeKeepsCommittedRows(t *testing.T) {
 				t.Fatalf("child said %q", sc.Text())
 			}
 			committed = n
+			// While the child writes, the store is its own: a second
+			// Open fails at once, naming the child.
+			if !killed && n >= 50*childBatch {
+				_, err := Open(context.Background(), path)
+				var le *LockedError
+				if !errors.As(err, &le) || le.PID != cmd.Process.Pid || !strings.Contains(err.Error(), path) {
+					t.Errorf("Open beside the writing child (pid %d): %v", cmd.Process.Pid, err)
+				}
+			}
 			// Kill once a good number of batches are in, while the
 			// child keeps appending.
 			if !killed && n >= 50*childBatch {

@@ -1,13 +1,15 @@
 // Package store keeps what the service must remember across restarts and
-// kills (DESIGN §6): stored plans with their scenarios, probe runs with
+// kills (docs/service-probes.md, "A probe's life"; docs/security.md, "The
+// store"): stored plans with their scenarios, probe runs with
 // their configuration, status and result, and every request row a probe
 // measured, written as it arrives. It is a single SQLite file in WAL mode
 // (modernc.org/sqlite, pure Go); the schema is applied by embedded,
 // numbered migrations when the store opens.
 //
-// One service process owns a database file: on open, the store marks every
-// probe run that a previous process left queued or running as interrupted,
-// since nothing is executing it any more.
+// One service process owns a database file: Open takes an exclusive lock
+// on it and fails at once with a *LockedError while another process holds
+// it; then it marks every probe run that a previous process left queued or
+// running as interrupted, since nothing is executing it any more.
 package store
 
 import (
@@ -22,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gofrs/flock"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
@@ -46,8 +49,9 @@ var (
 
 // Store is an open database. Its methods are safe for concurrent use.
 type Store struct {
-	db  *sql.DB
-	now func() time.Time
+	db   *sql.DB
+	lock *flock.Flock
+	now  func() time.Time
 }
 
 // busyTimeout is how long a statement waits for another connection's write
@@ -59,6 +63,7 @@ const busyTimeout = 5 * time.Second
 const interruptedMessage = "the service stopped before the run finished; the rows written until then are kept"
 
 // Open opens the database file at path, creating it when it does not exist,
+// takes its exclusive lock (a *LockedError when another process holds it),
 // applies the pending migrations and marks the probe runs that a previous
 // process left queued or running as interrupted.
 //
@@ -78,6 +83,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if path == "" || strings.ContainsRune(path, '?') || path == ":memory:" || strings.HasPrefix(path, "file:") {
 		return nil, fmt.Errorf("open store: %q is not a plain file path", path)
 	}
+	fl, err := lock(path)
+	if err != nil {
+		return nil, err
+	}
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
@@ -86,12 +95,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	q.Set("_txlock", "immediate")
 	db, err := sql.Open("sqlite", path+"?"+q.Encode())
 	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", path, err)
+		return nil, errors.Join(fmt.Errorf("open store %s: %w", path, err), unlock(fl))
 	}
-	s := &Store{db: db, now: func() time.Time { return time.Now().UTC() }}
+	s := &Store{db: db, lock: fl, now: func() time.Time { return time.Now().UTC() }}
 	if err := s.init(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open store %s: %w", path, err)
+		return nil, errors.Join(fmt.Errorf("open store %s: %w", path, err), db.Close(), unlock(fl))
 	}
 	return s, nil
 }
@@ -125,12 +133,17 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close closes the database; the store must not be used afterwards.
+// Close closes the database and releases its lock; the store must not be
+// used afterwards.
 func (s *Store) Close() error {
+	var errs []error
 	if err := s.db.Close(); err != nil {
-		return fmt.Errorf("close store: %w", err)
+		errs = append(errs, fmt.Errorf("close store: %w", err))
 	}
-	return nil
+	if err := unlock(s.lock); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // newID returns a random, URL-safe, unguessable id: 128 bits in lower-case

@@ -862,3 +862,54 @@ func BenchmarkAppendRecords100(b *testing.B) {
 		}
 	}
 }
+
+// TestOpenLocksTheFile: a store file has one owner at a time. A second
+// Open, by the same path or through a symbolic link, fails at once with a
+// LockedError that names the file and this process; Close hands the file
+// over.
+func TestOpenLocksTheFile(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.db")
+	link := filepath.Join(dir, "link.db")
+	first, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(path, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, link} {
+		second, err := Open(ctx, p)
+		var le *LockedError
+		if !errors.As(err, &le) || le.Path != p || le.PID != os.Getpid() {
+			if second != nil {
+				second.Close()
+			}
+			t.Fatalf("a second Open of %s: %v", p, err)
+		}
+		if msg := err.Error(); !strings.Contains(msg, p) || !strings.Contains(msg, fmt.Sprintf("pid %d", os.Getpid())) || !strings.Contains(msg, "--db") {
+			t.Errorf("the message: %s", msg)
+		}
+	}
+	if err := first.Ping(ctx); err != nil {
+		t.Fatalf("the first store after a refused second: %v", err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Open(ctx, link)
+	if err != nil {
+		t.Fatalf("Open after Close: %v", err)
+	}
+	if err := again.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLockedErrorWithoutPID(t *testing.T) {
+	err := &LockedError{Path: "/var/lib/planner/planner.db"}
+	if got := err.Error(); !strings.HasPrefix(got, "/var/lib/planner/planner.db is in use by another process:") {
+		t.Errorf("%s", got)
+	}
+}

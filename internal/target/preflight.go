@@ -7,8 +7,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
+
+	"github.com/plannerdev/planner/internal/redact"
 )
 
 // preflightTimeout bounds the preflight request.
@@ -64,26 +65,12 @@ func (g *Guard) Preflight(ctx context.Context, t Target, header http.Header) err
 }
 
 // Redact removes from msg every value of header and the credential part of
-// each ("sk-..." of "Bearer sk-..."), so that an error that quotes a
-// request cannot carry its key.
+// each ("sk-..." of "Bearer sk-..."), in any letter case, so that an error
+// that quotes a request cannot carry its key.
 func Redact(msg string, header http.Header) string {
+	var values []string
 	for _, vs := range header {
-		for _, v := range vs {
-			for _, secret := range []string{v, credentialPart(v)} {
-				if len(secret) >= 4 {
-					msg = strings.ReplaceAll(msg, secret, "[redacted]")
-				}
-			}
-		}
+		values = append(values, vs...)
 	}
-	return msg
-}
-
-// credentialPart is the token of an Authorization value ("Bearer TOKEN"),
-// or the value itself.
-func credentialPart(v string) string {
-	if _, token, ok := strings.Cut(strings.TrimSpace(v), " "); ok {
-		return strings.TrimSpace(token)
-	}
-	return v
+	return redact.New(values...).String(msg)
 }

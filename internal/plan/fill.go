@@ -1,0 +1,360 @@
+package plan
+
+import (
+	"context"
+	"math"
+	"slices"
+
+	"github.com/plannerdev/planner/internal/quota"
+)
+
+// resource is one shared limit that classes divide (docs/concepts.md,
+// "Shared quotas" and "Endpoints shared by classes"): a limit of a key, in
+// units per second, or the slots of an endpoint (its knee budget, or an SLO
+// budget of a curve endpoint).
+type resource struct {
+	name     string // the constraint it gives its classes
+	capacity float64
+	members  []int // the classes that use it, in priority order
+	// A quota limit: the key (an index into run.keys) and its dimension.
+	key int
+	dim quota.Dimension
+	// Endpoint slots: the endpoint and, for an SLO budget, its metric.
+	ep     *endpoint
+	metric int
+
+	shares, reserved []float64 // per member, set by fill
+	caps             []float64
+	claims           []quota.Claim
+}
+
+// slots reports whether the resource is an endpoint's in-flight budget.
+func (res *resource) slots() bool { return res.ep != nil }
+
+// membership is one resource a class uses and its index among the members.
+type membership struct {
+	res *resource
+	j   int
+}
+
+// use is what a pool of c of class i takes of the resource running flat
+// out: c slots of an endpoint, or X(c)·u of a quota limit with X the most
+// the pool can send (peakRate).
+func (r *run) use(res *resource, i, c int) float64 {
+	if res.slots() {
+		return float64(c)
+	}
+	return r.models[i].peakRate(c) * r.models[i].use[res.dim]
+}
+
+// unbounded marks a ceiling that no pool up to the search limit reaches.
+const unbounded = -1
+
+// unboundedThreshold is the largest closed-form ceiling reported as a
+// number; beyond it the ceiling is unbounded.
+const unboundedThreshold = 1e9
+
+// ceil is the largest pool of class i whose use of the resource stays
+// within the allotment a, or unbounded. With load-independent latency a
+// quota ceiling is ⌊a/u · E[S]⌋; with a curve it is searched, as X(c) need
+// not grow with c (docs/concepts.md, "Ceilings").
+func (r *run) ceil(res *resource, i int, a float64) int {
+	if res.slots() {
+		return max(0, int(math.Floor(a+tolerance)))
+	}
+	m := r.models[i]
+	u := m.use[res.dim]
+	if u <= 0 || math.IsInf(a, 1) {
+		return unbounded
+	}
+	if m.static != nil {
+		v := math.Floor(a / u * m.static.mean * (1 + tolerance))
+		if v > unboundedThreshold {
+			return unbounded
+		}
+		return int(v)
+	}
+	if c, ok := m.firstAbove(a*(1+tolerance), u, searchLimit); ok {
+		return c - 1
+	}
+	return unbounded
+}
+
+// minCeil is the smaller of two ceilings, unbounded counting as infinite.
+func minCeil(a, b int) int {
+	switch {
+	case a == unbounded:
+		return b
+	case b == unbounded:
+		return a
+	}
+	return min(a, b)
+}
+
+// maxFillRounds bounds progressive filling; it settles in a few rounds.
+const maxFillRounds = 64
+
+// fill divides every resource among its classes and sets the pools. It is
+// progressive filling: each class's share of a resource is capped at what
+// its other ceilings let it use, so that a share it cannot use goes to the
+// classes that can still grow, round after round until no cap changes.
+func (r *run) fill(ctx context.Context) error {
+	for _, res := range r.resources {
+		res.caps = make([]float64, len(res.members))
+		for j := range res.caps {
+			res.caps[j] = math.Inf(1)
+		}
+	}
+	for range maxFillRounds {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		for _, res := range r.resources {
+			claims := make([]quota.Claim, len(res.members))
+			for j, i := range res.members {
+				m := r.models[i]
+				claims[j] = quota.Claim{Class: m.spec.Name, Mode: m.spec.Mode, Priority: m.spec.Priority, Weight: m.spec.Weight, Cap: res.caps[j]}
+				if m.lambda > 0 {
+					claims[j].HasNeed, claims[j].Need = true, r.use(res, i, r.reservedPool(i))
+				}
+			}
+			res.claims = claims
+			res.shares, res.reserved = quota.Divide(res.capacity, claims, r.s.Policy.Allocation)
+		}
+		// Each class's ceiling on each resource from the share it would get
+		// there with nothing else holding it; its cap on a resource is what
+		// its ceilings elsewhere let it use.
+		ceils := make([][]int, len(r.models))
+		for i := range r.models {
+			ceils[i] = make([]int, len(r.memberships[i]))
+			for k, mb := range r.memberships[i] {
+				ceils[i][k] = r.ceil(mb.res, i, r.ceilingShare(mb))
+			}
+		}
+		changed := false
+		for i := range r.models {
+			for k, mk := range r.memberships[i] {
+				other := r.private[i]
+				for l := range r.memberships[i] {
+					if l != k {
+						other = minCeil(other, ceils[i][l])
+					}
+				}
+				c := math.Inf(1)
+				if other != unbounded {
+					c = r.use(mk.res, i, other)
+				}
+				if c != mk.res.caps[mk.j] {
+					mk.res.caps[mk.j], changed = c, true
+				}
+			}
+		}
+		if !changed {
+			for i := range r.models {
+				p := r.private[i]
+				for _, c := range ceils[i] {
+					p = minCeil(p, c)
+				}
+				r.pools[i] = max(0, min(p, searchLimit))
+			}
+			return nil
+		}
+	}
+	// Not settled (it does in a few rounds): every class keeps what its
+	// actual shares allow, which the division keeps within capacity.
+	for i := range r.models {
+		p := r.private[i]
+		for _, mb := range r.memberships[i] {
+			p = minCeil(p, r.ceil(mb.res, i, mb.res.shares[mb.j]))
+		}
+		r.pools[i] = max(0, min(p, searchLimit))
+	}
+	return nil
+}
+
+// ceilingShare is what class i would get of the resource if nothing else
+// held it: the division with its own cap lifted, the others' kept. It is
+// the share a ceiling reports, so that a class held by its knee is not
+// named bound by a quota whose share it gave up to others, and it is never
+// less than the class's actual share.
+func (r *run) ceilingShare(mb membership) float64 {
+	res := mb.res
+	if math.IsInf(res.caps[mb.j], 1) {
+		return res.shares[mb.j]
+	}
+	claims := slices.Clone(res.claims)
+	claims[mb.j].Cap = math.Inf(1)
+	shares, _ := quota.Divide(res.capacity, claims, r.s.Policy.Allocation)
+	return math.Max(shares[mb.j], res.shares[mb.j])
+}
+
+// reservedPool is the pool a class with demand reserves: its min_pool at
+// its endpoint's load, or, when no pool serves the demand, the most it may
+// have (its private ceiling), so that it takes what it can.
+func (r *run) reservedPool(i int) int {
+	if c := r.minPool[i]; c != nil {
+		return *c
+	}
+	if r.private[i] == unbounded {
+		return searchLimit
+	}
+	return r.private[i]
+}
+
+// maxLoadRounds bounds the search for an endpoint's load.
+const maxLoadRounds = 40
+
+// solve finds the pools and, for curve endpoints, the load their latency is
+// predicted at: the sum of their classes' pools. min_pool depends on the
+// load and the pools on min_pool, so it iterates load ← Σ pools from the
+// endpoint's budget (or from below without one) until they agree. Latency
+// grows with load, so a load at least Σ pools is on the safe side; when
+// the iteration does not settle, the last such load is kept.
+func (r *run) solve(ctx context.Context) error {
+	var curveEps []*endpoint
+	for _, e := range r.endpoints {
+		if !e.curve {
+			continue
+		}
+		curveEps = append(curveEps, e)
+		e.load = len(e.members)
+		if b := e.budget(); b >= 0 {
+			e.load = max(1, b)
+		}
+	}
+	var safe []int
+	for round := 0; ; round++ {
+		if err := r.setMinPools(ctx); err != nil {
+			return err
+		}
+		if err := r.fill(ctx); err != nil {
+			return err
+		}
+		loads := make([]int, len(curveEps))
+		settled, isSafe := true, true
+		for k, e := range curveEps {
+			loads[k] = e.load
+			sum := 0
+			for _, i := range e.members {
+				sum += r.pools[i]
+			}
+			sum = max(1, sum)
+			settled = settled && sum == e.load
+			isSafe = isSafe && sum <= e.load
+			e.load = sum
+		}
+		if isSafe && (safe == nil || sumInts(loads) <= sumInts(safe)) {
+			safe = loads
+		}
+		if settled {
+			for k, e := range curveEps {
+				e.load = loads[k]
+			}
+			return nil
+		}
+		if round == maxLoadRounds {
+			break
+		}
+	}
+	if safe == nil {
+		// Still rising: predict at the last sum, which the pools reach.
+		return r.setMinPoolsAndFill(ctx)
+	}
+	// No load agrees with its pools exactly (integer pools can alternate
+	// between two sums): keep the smallest load seen that is at least the
+	// sum of the pools planned at it.
+	for k, e := range curveEps {
+		e.load = safe[k]
+	}
+	return r.setMinPoolsAndFill(ctx)
+}
+
+func sumInts(v []int) int {
+	t := 0
+	for _, x := range v {
+		t += x
+	}
+	return t
+}
+
+func (r *run) setMinPoolsAndFill(ctx context.Context) error {
+	if err := r.setMinPools(ctx); err != nil {
+		return err
+	}
+	return r.fill(ctx)
+}
+
+// setMinPools computes every class's min_pool at its endpoint's load.
+func (r *run) setMinPools(ctx context.Context) error {
+	for i, m := range r.models {
+		c, err := m.minPoolAt(ctx, r.byClass[i].load)
+		if err != nil {
+			return err
+		}
+		r.minPool[i] = c
+	}
+	return nil
+}
+
+// budget is the endpoint's tightest in-flight budget, −1 when it has none.
+func (e *endpoint) budget() int {
+	b := e.kneeBudget
+	for _, s := range e.slo {
+		if s.total != nil && (b < 0 || *s.total < b) {
+			b = *s.total
+		}
+	}
+	return b
+}
+
+// buildResources lists the shared limits: every limit of every key, and
+// every endpoint's knee and SLO budgets.
+func (r *run) buildResources() {
+	r.resources = nil
+	r.memberships = make([][]membership, len(r.models))
+	add := func(res *resource) {
+		r.resources = append(r.resources, res)
+		for j, i := range res.members {
+			r.memberships[i] = append(r.memberships[i], membership{res, j})
+		}
+	}
+	for ki, k := range r.keys {
+		var members []int
+		for _, i := range r.order {
+			if r.s.Classes[i].Quota == k.Name {
+				members = append(members, i)
+			}
+		}
+		for d := range quota.NumDimensions {
+			if k.Limit(d) > 0 && len(members) > 0 {
+				add(&resource{name: d.String(), capacity: k.Capacity(d), members: members, key: ki, dim: d, metric: -1})
+			}
+		}
+	}
+	for _, e := range r.endpoints {
+		if e.kneeBudget >= 0 {
+			add(&resource{name: ConstraintKnee, capacity: float64(e.kneeBudget), members: e.members, ep: e, metric: -1})
+		}
+		for metric, b := range e.slo {
+			if b.total != nil {
+				add(&resource{name: sloConstraint(metric), capacity: float64(*b.total), members: e.members, ep: e, metric: metric})
+			}
+		}
+	}
+	// Memberships in table order, so that ceilings list in it.
+	for i := range r.memberships {
+		slices.SortStableFunc(r.memberships[i], func(a, b membership) int { return tableRank(a.res.name) - tableRank(b.res.name) })
+	}
+}
+
+func sloConstraint(metric int) string {
+	if metric == metricTTFT {
+		return ConstraintSLOTTFT
+	}
+	return ConstraintSLOE2E
+}
+
+// tableRank is a constraint's place in the order that breaks ties.
+func tableRank(name string) int {
+	return slices.Index([]string{"rpm", "tpm", "itpm", "otpm", "rpd", "tpd", ConstraintKnee, ConstraintSLOTTFT, ConstraintSLOE2E, ConstraintPolicy}, name)
+}
