@@ -61,10 +61,11 @@ type Queue struct {
 // and an approximation otherwise, built from four published pieces:
 //
 //   - π = C(c, A)·α(β/√z)/α(β): the Erlang C probability of waiting
-//     corrected for the arrivals' variability by the Halfin–Whitt delay
-//     probability α(b) = 1/(1 + b·Φ(b)/φ(b)), β = (1 − ρ)√c, evaluated at the
-//     heavy-traffic scaling of a GI/M/c queue, z = (1 + ca²)/2 (Halfin and
-//     Whitt, Oper. Res. 29(3), 1981).
+//     corrected for the arrivals' variability by the ratio of Halfin–Whitt
+//     delay probabilities α(b) = 1/(1 + b·Φ(b)/φ(b)), β = (1 − ρ)√c, with
+//     the argument scaled by the arrivals' variability z (delayScale; in
+//     heavy traffic z = (1 + ca²)/2 is the GI/M/c limit: Halfin and Whitt,
+//     Oper. Res. 29(3), 1981).
 //   - E[W | W > 0] = (ca² + cs²)/2 · E[S]/(c(1 − ρ)), the Allen–Cunneen mean
 //     (Allen, Probability, Statistics and Queueing Theory, 1990, §6.3),
 //     times Cosmetatos' correction 1 + γ for service less variable than
@@ -94,7 +95,7 @@ func (q Queue) Wait() Wait {
 		return Wait{Prob: 1, Mean: math.Inf(1)}
 	}
 	rho := a / c
-	pi := math.Min(1, ErlangC(q.C, a)*delayRatio(rho, c, (1+q.CA2)/2))
+	pi := math.Min(1, ErlangC(q.C, a)*delayRatio(rho, c, q.delayScale(rho)))
 	if pi <= 0 {
 		return Wait{}
 	}
@@ -121,6 +122,26 @@ func (q Queue) Wait() Wait {
 		theta = distuv.Gamma{Alpha: k, Beta: k / theta}.Quantile(level) / -math.Log1p(-level)
 	}
 	return Wait{Prob: pi, Mean: theta}
+}
+
+// delayScale is z, the variability that scales the Halfin–Whitt argument
+// of the probability of waiting. Bursty arrivals (ca² > 1) wait more often
+// in proportion to ca², less so when the service time itself varies more
+// than an exponential's: z = max(1, 2ca²/(1 + max(cs², 1))). Smoother
+// arrivals (ca² < 1) have z = (1 + ca²)/2 in heavy traffic (ρ ≥ 0.85, the
+// GI/M/c limit) and, towards light traffic (ρ ≤ 0.5), the smaller
+// (ca² + min(cs², 1))/2, where a steady stream rarely finds every slot
+// busy; between the two, and between ca² = 1 and ca² = 0, z is
+// interpolated linearly. These are fitted to, and checked against, the
+// discrete-event simulation of the tests (docs/concepts.md, "Queueing").
+func (q Queue) delayScale(rho float64) float64 {
+	if q.CA2 > 1 {
+		return math.Max(1, q.CA2*2/(1+math.Max(q.CS2, 1)))
+	}
+	heavy := (1 + q.CA2) / 2
+	light := (q.CA2 + math.Min(q.CS2, 1)) / 2
+	w := math.Max(0, math.Min(1, (0.85-rho)/0.35)) * (1 - q.CA2)
+	return heavy + (light-heavy)*w
 }
 
 // delayRatio is α(β/√z)/α(β), how much the arrivals' variability changes

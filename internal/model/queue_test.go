@@ -75,13 +75,14 @@ func TestQueueWaitCorrections(t *testing.T) {
 	if math.Abs(md10.Mean-0.268803) > 1e-6 || math.Abs(md10.Prob-ErlangC(10, 8)) > 1e-12 {
 		t.Errorf("M/D/10 wait %+v, want θ 0.268803 and Erlang C", md10)
 	}
-	// Bursty arrivals (ca² = 4) wait more often: the Halfin–Whitt ratio at
-	// β = 0.2√10 is α(β/√2.5)/α(β) > 1, and their mean is scaled by
-	// Kraemer and Langenbach-Belz's exp(−0.2 × 3/(4 + 4)).
+	// Bursty arrivals (ca² = 4, exponential service: z = 2 × 4/(1 + 1) = 4)
+	// wait more often: the Halfin–Whitt ratio at β = 0.2√10 is
+	// α(β/√4)/α(β) > 1, and their mean is scaled by Kraemer and
+	// Langenbach-Belz's exp(−0.2 × 3/(4 + 4)).
 	mm := Queue{C: 10, Lambda: 8, CA2: 1, Mean: 1, CS2: 1, Tail: 1.5}.Wait()
 	bursty := Queue{C: 10, Lambda: 8, CA2: 4, Mean: 1, CS2: 1, Tail: 1.5}.Wait()
 	beta := 0.2 * math.Sqrt(10)
-	ratio := halfinWhitt(beta/math.Sqrt(2.5)) / halfinWhitt(beta)
+	ratio := halfinWhitt(beta/2) / halfinWhitt(beta)
 	if math.Abs(bursty.Prob-math.Min(1, mm.Prob*ratio)) > 1e-12 || ratio <= 1 {
 		t.Errorf("bursty P(wait) %g, want %g × %g", bursty.Prob, mm.Prob, ratio)
 	}

@@ -1,7 +1,14 @@
+//go:build !race
+
 package plan
+
+// The simulation runs millions of requests; the race detector would make
+// it take minutes, and it has no concurrency to check.
 
 import (
 	"container/heap"
+	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -124,51 +131,135 @@ func p95(xs []float64) float64 {
 	return xs[k] + (h-float64(k))*(xs[k+1]-xs[k])
 }
 
-func TestDESExplore(t *testing.T) {
-	type sc struct {
-		name        string
-		ttft, tpot  scenario.Dist
-		out         scenario.Dist
-		maxTokens   int
-		lambda, scv float64
-		pool        int
-		curve       bool
+// desCase is one scenario of the comparison: a class alone on its key and
+// endpoint with Poisson or other arrivals, and targets set relative to its
+// latency without queueing so that min_pool lands where the queue matters.
+type desCase struct {
+	name       string
+	ttft, tpot scenario.Dist
+	out        scenario.Dist
+	maxTokens  int
+	curve      bool
+	scv        float64
+	load       float64 // offered load A, erlangs
+}
+
+func (d desCase) scenario(lambda float64) scenario.Scenario {
+	s := scenario.Scenario{
+		Quotas: []scenario.Quota{{Name: "k", RPM: 1e9}},
+		Classes: []scenario.Class{{Name: "c", Quota: "k", Mode: "interactive", Demand: &scenario.Demand{RPS: lambda},
+			InputTokens: pct(500, 1500), OutputTokens: d.out, MaxTokens: d.maxTokens, ArrivalSCV: f(d.scv)}},
 	}
-	mk := func(x sc) (scenario.Scenario, Workload) {
-		s := scenario.Scenario{
-			Quotas:  []scenario.Quota{{Name: "k", RPM: 1e9}},
-			Latency: scenario.Latency{TTFTMs: &x.ttft, TPOTMs: &x.tpot},
-			Classes: []scenario.Class{{Name: "c", Quota: "k", Mode: "interactive", Demand: &scenario.Demand{RPS: x.lambda},
-				InputTokens: fixed(500), OutputTokens: x.out, MaxTokens: x.maxTokens, ArrivalSCV: f(x.scv)}},
-			Policy: scenario.Policy{MaxPool: x.pool},
+	if d.curve {
+		s.Latency.Curve = []scenario.CurvePoint{
+			{Concurrency: 1, TTFTP50Ms: 200, TTFTP95Ms: 320, TPOTP50Ms: 15, TPOTP95Ms: 18, ThroughputRPS: 0.3},
+			{Concurrency: 8, TTFTP50Ms: 260, TTFTP95Ms: 420, TPOTP50Ms: 17, TPOTP95Ms: 21, ThroughputRPS: 2.2},
+			{Concurrency: 32, TTFTP50Ms: 500, TTFTP95Ms: 900, TPOTP50Ms: 24, TPOTP95Ms: 30, ThroughputRPS: 6.5},
+			{Concurrency: 128, TTFTP50Ms: 1500, TTFTP95Ms: 2600, TPOTP50Ms: 40, TPOTP95Ms: 52, ThroughputRPS: 14},
 		}
-		ws, err := Workloads(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s, ws[0]
+	} else {
+		s.Latency.TTFTMs, s.Latency.TPOTMs = &d.ttft, &d.tpot
 	}
-	low := sc{ttft: pct(300, 400), tpot: pct(20, 24), out: pct(200, 260), maxTokens: 1000}
-	high := sc{ttft: pct(300, 1200), tpot: pct(20, 40), out: pct(150, 900), maxTokens: 2000}
-	for _, base := range []sc{low, high} {
+	return s
+}
+
+// desCases spans light to heavy load, service of moderate and high
+// variability, arrivals from evenly spaced (scv 0) to bursty (scv 4), with
+// and without a measured curve.
+func desCases() []desCase {
+	moderate := desCase{ttft: pct(300, 600), tpot: pct(20, 30), out: pct(200, 500), maxTokens: 1000}
+	high := desCase{ttft: pct(300, 1200), tpot: pct(20, 40), out: pct(150, 900), maxTokens: 2000}
+	var out []desCase
+	for _, v := range []struct {
+		name string
+		c    desCase
+	}{{"moderate", moderate}, {"high", high}} {
 		for _, scv := range []float64{0, 0.5, 1, 2, 4} {
-			for _, pool := range []int{1, 3, 10, 40} {
-				for _, rho := range []float64{0.5, 0.8, 0.93} {
-					x := base
-					x.scv, x.pool, x.lambda = scv, pool, 1
-					s, w := mk(x)
-					mean := w.At(pool).Mean()
-					x.lambda = rho * float64(pool) / mean
-					s, w = mk(x)
-					p := mustPlan(t, s).Classes[0]
-					sim := simulatePool(w, pool, x.lambda, scv, 400000, 7)
-					t.Logf("var=%v scv=%g c=%d rho=%.2f  ttft %.0f/%.0f (%+.0f%%)  e2e %.0f/%.0f (%+.0f%%)  wait95 %.0f/%.0f  waitmean %.0f/%.0f",
-						base.out.P95 != nil && *base.out.P95 > 500, scv, pool, rho,
-						*p.Predicted.TTFTP95Ms, sim.ttft95*1000, 100*(*p.Predicted.TTFTP95Ms/(sim.ttft95*1000)-1),
-						*p.Predicted.E2EP95Ms, sim.e2e95*1000, 100*(*p.Predicted.E2EP95Ms/(sim.e2e95*1000)-1),
-						*p.Predicted.QueueWaitP95Ms, sim.wait95*1000, *p.Predicted.QueueWaitMeanMs, sim.waitMean*1000)
-				}
+			for _, load := range []float64{0.8, 4, 20} {
+				c := v.c
+				c.name = fmt.Sprintf("%s service, scv %g, A %g", v.name, scv, load)
+				c.scv, c.load = scv, load
+				out = append(out, c)
 			}
 		}
+	}
+	for _, scv := range []float64{0, 1, 4} {
+		for _, load := range []float64{2, 10} {
+			c := moderate
+			c.name = fmt.Sprintf("curve, scv %g, A %g", scv, load)
+			c.curve, c.scv, c.load = true, scv, load
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// TestPlanAgainstSimulation holds the plan's queueing predictions to a
+// discrete-event simulation of the pool on every desCase: at min_pool and
+// two slots above it, the predicted TTFT p95 (wait included) and E2E p95
+// are at most 5 % below the simulation's and at most 20 % above; and at
+// min_pool the simulated p95s meet the SLOs.
+func TestPlanAgainstSimulation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates millions of requests")
+	}
+	cases := desCases()
+	if len(cases) < 30 {
+		t.Fatalf("only %d scenarios", len(cases))
+	}
+	e := New()
+	ctx := context.Background()
+	for _, d := range cases {
+		t.Run(d.name, func(t *testing.T) {
+			ws, err := e.Workloads(ctx, d.scenario(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// λ for the offered load at the pool the load suggests.
+			guess := max(1, int(d.load/0.9))
+			lambda := d.load / ws[0].At(guess).Mean()
+			s := d.scenario(lambda)
+			ttft, _ := e.PredictAt(ctx, s, "c", guess)
+			s.Classes[0].SLO = &scenario.SLO{TTFTP95Ms: 2 * ttft.TTFTP95Ms, E2EP95Ms: 1.3 * ttft.E2EP95Ms}
+			p, err := e.Plan(ctx, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mp := p.Classes[0].MinPool
+			if mp == nil {
+				t.Fatalf("no min_pool: %s", p.Classes[0].Explanation)
+			}
+			for _, want := range []int{*mp, *mp + 2} {
+				at := s
+				at.Policy.MaxPool = want
+				cp := mustPlan(t, at).Classes[0]
+				pool := cp.Pool // a curve's SLO budget may hold it below want
+				if pool < *mp {
+					t.Fatalf("pool %d below min_pool %d", pool, *mp)
+				}
+				w, _ := e.Workloads(ctx, at)
+				rho := lambda * w[0].At(pool).Mean() / float64(pool)
+				n := 300000
+				if rho > 0.85 {
+					n = 1200000
+				}
+				sim := simulatePool(w[0], pool, lambda, d.scv, n, 11)
+				for _, m := range []struct {
+					name      string
+					pred, sim float64
+				}{{"TTFT p95", *cp.Predicted.TTFTP95Ms, sim.ttft95 * 1000}, {"E2E p95", *cp.Predicted.E2EP95Ms, sim.e2e95 * 1000}} {
+					if r := m.pred / m.sim; r < 0.95 || r > 1.2 {
+						t.Errorf("pool %d (ρ %.2f): predicted %s %.0f ms, simulated %.0f ms (%+.0f %%)", pool, rho, m.name, m.pred, m.sim, 100*(r-1))
+					}
+				}
+				if want == *mp {
+					slo := s.Classes[0].SLO
+					if sim.ttft95*1000 > slo.TTFTP95Ms || sim.e2e95*1000 > slo.E2EP95Ms {
+						t.Errorf("at min_pool %d the simulation misses the SLO: TTFT p95 %.0f (target %.0f), E2E p95 %.0f (target %.0f)",
+							pool, sim.ttft95*1000, slo.TTFTP95Ms, sim.e2e95*1000, slo.E2EP95Ms)
+					}
+				}
+			}
+		})
 	}
 }

@@ -3,23 +3,41 @@ package plan
 import (
 	"math"
 	"strconv"
-
-	"github.com/dustin/go-humanize"
+	"strings"
 )
 
 // num formats a number for people: thousands separated, with fewer decimals
-// the larger it is (3 significant digits below 100).
+// the larger it is (3 significant digits below 100), rounded, not cut.
 func num(v float64) string {
 	a := math.Abs(v)
 	switch {
 	case a >= 1000:
-		return humanize.CommafWithDigits(math.Round(v), 0)
+		return commas(strconv.FormatFloat(math.Round(v), 'f', 0, 64))
 	case a >= 100:
-		return humanize.CommafWithDigits(v, 1)
+		return strconv.FormatFloat(math.Round(v*10)/10, 'f', 1, 64)
 	case a == 0:
 		return "0"
 	}
 	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+// commas puts a comma between each group of three digits of an integer.
+func commas(digits string) string {
+	sign := ""
+	if strings.HasPrefix(digits, "-") {
+		sign, digits = "-", digits[1:]
+	}
+	if len(digits) > 21 { // beyond 1e21 FormatFloat writes an exponent
+		return sign + digits
+	}
+	var b strings.Builder
+	for i, d := range digits {
+		if i > 0 && (len(digits)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(d)
+	}
+	return sign + b.String()
 }
 
 // roundTo keeps d decimals, so that plans read cleanly and stay stable.

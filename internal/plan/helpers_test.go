@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"context"
+
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
@@ -25,12 +27,17 @@ func handScenario(q scenario.Quota) scenario.Scenario {
 	}
 }
 
+// testEngine plans the tests' scenarios, sharing its caches as a service's
+// engine does (TestPropertyDeterministicFiniteJSON checks that they never
+// change an answer).
+var testEngine = New()
+
 func mustPlan(t interface {
 	Helper()
 	Fatalf(string, ...any)
 }, s scenario.Scenario) *Plan {
 	t.Helper()
-	p, err := Compute(s)
+	p, err := testEngine.Plan(context.Background(), s)
 	if err != nil {
 		t.Fatalf("Compute: %v", err)
 	}

@@ -5,23 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
-	"sync"
 
-	"github.com/danielgtaylor/huma/v2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/plannerdev/planner/internal/fieldpath"
 )
-
-// schema is the JSON Schema of Scenario generated from its struct tags, the
-// same one the API publishes and validates requests with.
-var schema = sync.OnceValues(func() (huma.Registry, *huma.Schema) {
-	reg := huma.NewMapRegistry("#/components/schemas/", huma.DefaultSchemaNamer)
-	return reg, reg.Schema(reflect.TypeFor[Scenario](), true, "Scenario")
-})
 
 // Parse reads a scenario from YAML or JSON and returns it with every problem
 // found: schema violations (types, ranges, unknown fields) and the rules of
@@ -38,18 +28,7 @@ func Parse(data []byte) (Scenario, error) {
 	if _, ok := generic.(map[string]any); !ok {
 		return Scenario{}, errors.New("scenario must be a mapping with quotas, latency, classes and policy")
 	}
-	var errs Errors
-	reg, sch := schema()
-	res := &huma.ValidateResult{}
-	huma.Validate(reg, sch, huma.NewPathBuffer(nil, 0), huma.ModeWriteToServer, generic, res)
-	for _, e := range res.Errors {
-		var d *huma.ErrorDetail
-		if errors.As(e, &d) {
-			errs = append(errs, FieldError{Path: strings.TrimPrefix(d.Location, "."), Message: d.Message})
-		} else {
-			errs = append(errs, FieldError{Message: e.Error()})
-		}
-	}
+	errs := validateDocument(generic)
 	var s Scenario
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()
