@@ -1,12 +1,13 @@
 // Package api is planner's HTTP API (README.md, "The planning service";
 // docs/service-probes.md; docs/security.md for the rules every request
-// passes): huma v2 operations on net/http for plans (computed, stored,
-// reported and validated), what-if sweeps, the quota-tier catalogue,
-// probes run as background jobs with their events, rows and charts, record
-// cards, analyses of measured ramps, health and readiness probes,
-// Prometheus metrics, the OpenAPI document, an offline docs page and the
-// browser page of internal/ui. New builds the same API for `planner
-// serve`, `planner openapi` and the tests.
+// passes; docs/simulate.md): huma v2 operations on net/http for plans
+// (computed, stored, reported and validated), simulations of plans,
+// what-if sweeps, the quota-tier catalogue, probes run as background jobs
+// with their events, rows and charts, record cards, analyses of measured
+// ramps, health and readiness probes, Prometheus metrics, the OpenAPI
+// document, an offline docs page and the browser page of internal/ui. New
+// builds the same API for `planner serve`, `planner openapi` and the
+// tests.
 package api
 
 import (
@@ -46,12 +47,17 @@ type Options struct {
 	Tokens []string
 	// MaxBodyBytes caps request bodies; 0 means config.DefaultMaxBodyBytes.
 	MaxBodyBytes int64
-	// PlanTimeout bounds the computation of one plan or what-if grid; 0
-	// means config.DefaultPlanTimeout.
+	// PlanTimeout bounds the computation of one plan, what-if grid or
+	// simulation; 0 means config.DefaultPlanTimeout.
 	PlanTimeout time.Duration
 	// MaxComputations caps the plan computations running at once (a plan,
 	// or one cell of a what-if grid); 0 means one per CPU.
 	MaxComputations int
+	// SimulationMaxEvents and SimulationMaxDuration bound one simulation;
+	// 0 means config.DefaultSimulationMaxEvents and
+	// config.DefaultSimulationMaxDuration.
+	SimulationMaxEvents   int
+	SimulationMaxDuration time.Duration
 	// Store keeps plans and probes and answers readiness pings; nil means
 	// the server is never ready and stores nothing.
 	Store Store
@@ -100,6 +106,7 @@ type Server struct {
 	timeout time.Duration
 	engine  *plan.Engine
 	compute *computeLimit
+	simCaps simulationCaps
 	// labels maps a route pattern ("POST /v1/plans") to the operation
 	// name used in logs and metrics.
 	labels map[string]string
@@ -121,6 +128,7 @@ func New(opts Options) *Server {
 		maxBody: opts.MaxBodyBytes,
 		timeout: opts.PlanTimeout,
 		engine:  plan.New(),
+		simCaps: newSimulationCaps(opts.SimulationMaxEvents, opts.SimulationMaxDuration),
 		labels:  map[string]string{},
 	}
 	slots := opts.MaxComputations
@@ -150,6 +158,7 @@ func New(opts Options) *Server {
 	s.registerSavedPlans()
 	s.registerValidate()
 	s.registerWhatIf()
+	s.registerSimulations()
 	s.registerTiers()
 	s.registerProbes()
 	s.registerRecords()

@@ -12,13 +12,14 @@ import (
 
 // Tags group the operations in the OpenAPI document and the docs page.
 const (
-	tagPlans      = "plans"
-	tagWhatIf     = "what-if"
-	tagTiers      = "tiers"
-	tagProbes     = "probes"
-	tagRecords    = "records"
-	tagAnalyses   = "analyses"
-	tagOperations = "operations"
+	tagPlans       = "plans"
+	tagWhatIf      = "what-if"
+	tagSimulations = "simulations"
+	tagTiers       = "tiers"
+	tagProbes      = "probes"
+	tagRecords     = "records"
+	tagAnalyses    = "analyses"
+	tagOperations  = "operations"
 )
 
 // securityScheme names the bearer-token scheme in the OpenAPI document.
@@ -69,6 +70,7 @@ func (s *Server) humaConfig() huma.Config {
 	cfg.Tags = []*huma.Tag{
 		{Name: tagPlans, Description: "Plan the pools of a scenario's task classes."},
 		{Name: tagWhatIf, Description: "Vary fields of a scenario, or its quota tier, and compare the plans."},
+		{Name: tagSimulations, Description: "Run a scenario's plan against its quotas, bursts and retries in a seeded simulation."},
 		{Name: tagTiers, Description: "The quota-tier catalogue that the operator maintains."},
 		{Name: tagProbes, Description: "Measure an endpoint with a bounded probe run in the background: its latency curve, knee and announced quota."},
 		{Name: tagRecords, Description: "Dated record cards of the probes, for on-call engineers."},

@@ -14,7 +14,9 @@ import (
 
 	"github.com/plannerdev/planner"
 	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/report"
+	"github.com/plannerdev/planner/internal/simulate"
 )
 
 // Output formats of `planner report`.
@@ -25,6 +27,7 @@ const maxStepsBytes = 16 << 20
 
 func newReportCmd(s streams) *cobra.Command {
 	var file, example, probePath, format, output, title string
+	var simulateFor time.Duration
 	cmd := &cobra.Command{
 		Use:   "report (-f FILE | --example NAME) [--probe steps.json]",
 		Short: "Write a team report of a scenario's plan, with charts",
@@ -32,6 +35,8 @@ func newReportCmd(s streams) *cobra.Command {
 			"document a team can read without the tool: the scenario in words, the plan,\n" +
 			"each class's ceilings and, with --probe, the measured curves with the knee\n" +
 			"and the SLOs. --probe takes the steps.json that planner probe writes.\n" +
+			"--simulate adds a simulated run of the plan (as planner simulate runs it\n" +
+			"with its defaults) with each class's time series.\n" +
 			"The HTML form is one self-contained page with inline SVG charts; the\n" +
 			"Markdown form carries the same numbers in tables.",
 		Example: "  planner report --example measured-curve --format html -o report.html\n" +
@@ -52,6 +57,18 @@ func newReportCmd(s streams) *cobra.Command {
 					return err
 				}
 				in.Probe = pd
+			}
+			if simulateFor < 0 || simulateFor.Seconds() > simulate.MaxDurationS {
+				return usageError{fmt.Errorf("--simulate must be a positive duration of at most a week (168h), got %s", simulateFor)}
+			}
+			if simulateFor != 0 {
+				opts, err := simulateFlags{output: "table", refill: simulate.RefillContinuous, duration: simulateFor, maxEvents: simulate.DefaultMaxEvents}.options(cmd)
+				if err != nil {
+					return err
+				}
+				if in.Simulation, err = simulate.Run(cmd.Context(), plan.New(), sc, opts); err != nil {
+					return simulateError(err)
+				}
 			}
 			var buf bytes.Buffer
 			write := report.WriteReportMarkdown
@@ -78,6 +95,7 @@ func newReportCmd(s streams) *cobra.Command {
 	f.StringVar(&format, "format", "md", "output format: "+strings.Join(reportFormats, ", "))
 	f.StringVarP(&output, "output", "o", "", "write the report to this file instead of standard output")
 	f.StringVar(&title, "title", "", "title of the report (default \""+report.DefaultTitle+"\")")
+	f.DurationVar(&simulateFor, "simulate", 0, "add a simulated run of the plan of this length (such as 1h)")
 	return cmd
 }
 

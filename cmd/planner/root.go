@@ -48,6 +48,7 @@ func newRootCmd(s streams) *cobra.Command {
 		newKneeCmd(s),
 		newPlanCmd(s),
 		newSimCmd(s),
+		newSimulateCmd(s),
 		newProbeCmd(s),
 		newReportCmd(s),
 		newServeCmd(s),

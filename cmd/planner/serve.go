@@ -107,18 +107,20 @@ func serveOn(ctx context.Context, s streams, flags *pflag.FlagSet, listen listen
 	logger := slog.New(slog.NewJSONHandler(s.err, nil))
 	probes := jobs.New(st, jobs.Options{MaxRunning: cfg.Probe.MaxRunning, Logger: logger})
 	handler := api.New(api.Options{
-		Tiers:           cfg.Tiers,
-		Tokens:          cfg.Auth.Tokens,
-		MaxBodyBytes:    cfg.Limits.MaxBodyBytes,
-		PlanTimeout:     cfg.Limits.PlanTimeout,
-		MaxComputations: cfg.Limits.MaxComputations,
-		Store:           st,
-		Jobs:            probes,
-		Probe:           cfg.Probe,
-		Logger:          logger,
-		Addr:            ln.Addr(),
-		Hosts:           serviceHosts(cfg),
-		Origins:         cfg.AllowedOrigins,
+		Tiers:                 cfg.Tiers,
+		Tokens:                cfg.Auth.Tokens,
+		MaxBodyBytes:          cfg.Limits.MaxBodyBytes,
+		PlanTimeout:           cfg.Limits.PlanTimeout,
+		MaxComputations:       cfg.Limits.MaxComputations,
+		SimulationMaxEvents:   cfg.Limits.SimulationMaxEvents,
+		SimulationMaxDuration: cfg.Limits.SimulationMaxDuration,
+		Store:                 st,
+		Jobs:                  probes,
+		Probe:                 cfg.Probe,
+		Logger:                logger,
+		Addr:                  ln.Addr(),
+		Hosts:                 serviceHosts(cfg),
+		Origins:               cfg.AllowedOrigins,
 	})
 	srv := &http.Server{
 		Handler:           handler,

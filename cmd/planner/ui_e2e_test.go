@@ -23,6 +23,7 @@ import (
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
 	"github.com/plannerdev/planner/internal/sim"
+	"github.com/plannerdev/planner/internal/simulate"
 	"github.com/plannerdev/planner/internal/testutil"
 )
 
@@ -320,6 +321,71 @@ func TestUIEndToEnd(t *testing.T) {
 			t.Error("the what-if chart marks no change of binding constraint")
 		}
 		do(t, tab, scrollTo("#whatif", "start"), screenshot(t, "whatif.png"))
+	})
+
+	t.Run("simulate panel follows the API", func(t *testing.T) {
+		// The backfill example without pacing: its start-up burst draws a
+		// storm of 429s. The example selected before is restored at the end.
+		const example = "backfill"
+		btext, _ := planner.Example(example)
+		bjs, err := yaml.YAMLToJSON(btext)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var bdoc map[string]any
+		if err := json.Unmarshal(bjs, &bdoc); err != nil {
+			t.Fatal(err)
+		}
+		defer do(t, tab,
+			script(`document.querySelector('#plan').dataset.status = 'reloading';`),
+			setSelect("#example-select", e2eExample),
+			chromedp.Click(chromedp.CSS("#example-load")),
+			waitFor(`document.querySelector('#plan').dataset.status === 'ready'`),
+		)
+		do(t, tab,
+			script(`document.querySelector('#plan').dataset.status = 'reloading';`),
+			setSelect("#example-select", example),
+			chromedp.Click(chromedp.CSS("#example-load")),
+			waitFor(`document.querySelector('#plan').dataset.status === 'ready'`),
+			scrollTo("#simulate", "start"),
+			chromedp.SetValue(chromedp.CSS("#sim-duration"), "10"),
+			chromedp.Click(chromedp.CSS("#sim-pacing")), // pacing off
+			script(`document.querySelector('#simulate').dataset.status = 'waiting';`),
+			chromedp.Click(chromedp.CSS("#sim-run")),
+			waitFor(`document.querySelector('#simulate').dataset.status === 'done'`),
+			screenshot(t, "simulate.png"),
+		)
+		type shown struct {
+			Name        string  `json:"name"`
+			RateLimited float64 `json:"rate_limited"`
+			Throughput  float64 `json:"throughput"`
+			Holds       string  `json:"holds"`
+			Charts      int     `json:"charts"`
+		}
+		rows := read(t, tab, chromedp.Evaluate[[]shown](`[...document.querySelectorAll('#sim-table tr[data-class]')].map((row) => ({
+			name: row.dataset.class,
+			rate_limited: Number(row.querySelector('[data-field=rate-limited]').dataset.value),
+			throughput: Number(row.querySelector('[data-field=throughput]').dataset.value),
+			holds: row.querySelector('[data-field=holds]').dataset.value,
+			charts: document.querySelectorAll('#sim-charts article[data-class="' + row.dataset.class + '"] svg').length,
+		}))`))
+		var sim simulate.Simulation
+		status := postJSON(t, srv.url+"/v1/simulations", map[string]any{
+			"scenario": bdoc, "duration_s": 600, "pacing": false, "aimd": false, "retry_after": true, "refill": "continuous",
+		}, &sim)
+		if status != http.StatusOK || len(rows) != len(sim.Classes) {
+			t.Fatalf("the API answered %d with %d classes; the page shows %+v", status, len(sim.Classes), rows)
+		}
+		for i, c := range sim.Classes {
+			r := rows[i]
+			if r.Name != c.Name || r.RateLimited != float64(c.Simulated.RateLimited) || r.Throughput != c.Simulated.ThroughputRPS ||
+				r.Holds != fmt.Sprint(c.Verdict.Holds) || r.Charts != 2 {
+				t.Errorf("class %d on the page: %+v; the API: %s with %d 429s, %g req/s, holds %v", i, r, c.Name, c.Simulated.RateLimited, c.Simulated.ThroughputRPS, c.Verdict.Holds)
+			}
+		}
+		if sim.Verdict.Holds || sim.Quotas[0].RateLimited == 0 {
+			t.Errorf("without pacing the backfill example should draw 429s: %+v", sim.Verdict)
+		}
 	})
 
 	t.Run("an invalid scenario shows the field's error under the editor", func(t *testing.T) {

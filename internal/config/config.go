@@ -37,6 +37,10 @@ const (
 	DefaultDB           = "planner.db"
 	DefaultMaxBodyBytes = 256 << 10
 	DefaultPlanTimeout  = 30 * time.Second
+	// Simulation caps (section limits): events bound a run's time and
+	// memory, simulated time its length.
+	DefaultSimulationMaxEvents   = 2_000_000
+	DefaultSimulationMaxDuration = 24 * time.Hour
 	// Probe caps (section probe).
 	DefaultProbeMaxConcurrency = 256
 	DefaultProbeMaxRequests    = 20000
@@ -95,6 +99,11 @@ type Limits struct {
 	// what-if grid) running at once across the service; 0 means one per
 	// CPU.
 	MaxComputations int `mapstructure:"max_computations" validate:"min=0,max=1024"`
+	// SimulationMaxEvents caps the events of one simulation, and with them
+	// its memory; SimulationMaxDuration its simulated time. Zero means the
+	// default.
+	SimulationMaxEvents   int           `mapstructure:"simulation_max_events" validate:"omitempty,min=1000,max=100000000"`
+	SimulationMaxDuration time.Duration `mapstructure:"simulation_max_duration" validate:"omitempty,min=1000000000,max=604800000000000"`
 }
 
 // Probe says where the service's probes may go, which keys they may use,
@@ -192,6 +201,8 @@ func Load(flags *pflag.FlagSet) (Config, error) {
 	v.SetDefault("limits.max_body_bytes", DefaultMaxBodyBytes)
 	v.SetDefault("limits.plan_timeout", DefaultPlanTimeout)
 	v.SetDefault("limits.max_computations", 0)
+	v.SetDefault("limits.simulation_max_events", DefaultSimulationMaxEvents)
+	v.SetDefault("limits.simulation_max_duration", DefaultSimulationMaxDuration)
 	pd := DefaultProbe()
 	v.SetDefault("probe.allow", pd.Allow)
 	v.SetDefault("probe.credentials", pd.Credentials)

@@ -14,6 +14,7 @@ import (
 	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/simulate"
 )
 
 // ReportInput is everything a team report shows: the scenario, its plan
@@ -27,6 +28,8 @@ type ReportInput struct {
 	Plan      *plan.Plan
 	// Probe is nil when no probe backs the plan.
 	Probe *ProbeData
+	// Simulation is a simulated run of the plan, nil when none was made.
+	Simulation *simulate.Simulation
 }
 
 // DefaultTitle heads a report that was given no title.
@@ -87,21 +90,8 @@ func WriteReportMarkdown(w io.Writer, in ReportInput) error {
 		fmt.Fprintf(ew, "- %s\n", mdText(c))
 	}
 	fmt.Fprintf(ew, "\n%s\n\n", mdText(words.Policy))
-	var planMD bytes.Buffer
-	if err := WriteMarkdown(&planMD, in.Plan); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	sc := bufio.NewScanner(&planMD)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") {
-			line = "#" + line // one level down, under the report's title
-		}
-		fmt.Fprintln(ew, line)
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("report: %w", err)
+	if err := writeShifted(ew, func(w io.Writer) error { return WriteMarkdown(w, in.Plan) }); err != nil {
+		return err
 	}
 	if p := in.Probe; p != nil {
 		fmt.Fprint(ew, "\n## Measurements\n\n")
@@ -116,12 +106,43 @@ func WriteReportMarkdown(w io.Writer, in ReportInput) error {
 			}
 		}
 	}
+	if r := in.Simulation; r != nil {
+		fmt.Fprintln(ew)
+		if err := writeShifted(ew, func(w io.Writer) error { return WriteSimulationMarkdown(w, r) }); err != nil {
+			return err
+		}
+	}
 	fmt.Fprint(ew, "\n## Charts\n\nThe HTML form of this report draws each class's ceilings as a bar chart")
 	if in.Probe != nil {
 		fmt.Fprint(ew, ", and goodput, output TPS, TTFT p95 and E2E p95 against concurrency with the knee and the SLOs")
 	}
+	if in.Simulation != nil {
+		fmt.Fprint(ew, ", and each class's simulated requests in flight, queued and answered 429 over time")
+	}
 	fmt.Fprint(ew, "; the tables above carry the same numbers.\n")
 	return ew.err
+}
+
+// writeShifted writes the Markdown that write produces with every heading
+// one level down, under the report's title.
+func writeShifted(w io.Writer, write func(io.Writer) error) error {
+	var md bytes.Buffer
+	if err := write(&md); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	sc := bufio.NewScanner(&md)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			line = "#" + line
+		}
+		fmt.Fprintln(w, line)
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return nil
 }
 
 // writeStepsMarkdown writes a ramp's steps as a table, the knee marked.
@@ -161,6 +182,9 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 	"stepLabel":      stepLabel,
 	"clientSettings": clientSettings,
 	"shedRule":       shedRule,
+	"classFacts":     classFacts,
+	"keyFacts":       keyFacts,
+	"settingsLine":   func(s simulate.SimulationSettings) string { return upperFirst(settingsLine(s)) },
 }).Parse(reportTemplateText))
 
 // htmlReport is the data of report.html.tmpl.
@@ -170,6 +194,13 @@ type htmlReport struct {
 	Plan             *plan.Plan
 	Classes          []htmlClass
 	Probe            *htmlProbe
+	Simulation       *htmlSimulation
+}
+
+// htmlSimulation is a simulated run with a time-series chart per class.
+type htmlSimulation struct {
+	*simulate.Simulation
+	Charts []htmlFigure
 }
 
 type htmlClass struct {
@@ -192,8 +223,9 @@ type htmlFigure struct {
 // WriteReportHTML writes the team report as one self-contained HTML page:
 // the content of WriteReportMarkdown, with each class's ceilings as an
 // inline SVG bar chart and, when a probe backs the plan, the throughput
-// chart and a latency chart for each distinct SLO of the classes. The page
-// loads nothing (no scripts, fonts, images or stylesheets) and every text
+// chart and a latency chart for each distinct SLO of the classes, and with
+// a simulation its figures, verdict and a time-series chart per class. The
+// page loads nothing (no scripts, fonts, images or stylesheets) and every text
 // that came from a user is escaped.
 func WriteReportHTML(w io.Writer, in ReportInput) error {
 	if err := in.check(); err != nil {
@@ -228,6 +260,18 @@ func WriteReportHTML(w io.Writer, in ReportInput) error {
 			hp.Latency = append(hp.Latency, htmlFigure{Chart: trusted(svg), Caption: g.caption()})
 		}
 		view.Probe = hp
+	}
+	if r := in.Simulation; r != nil {
+		hs := &htmlSimulation{Simulation: r}
+		for _, c := range r.Classes {
+			svg, err := SimulationSVG(c, r.Settings)
+			if err != nil {
+				return fmt.Errorf("report: %w", err)
+			}
+			hs.Charts = append(hs.Charts, htmlFigure{Chart: trusted(svg), Caption: fmt.Sprintf(
+				"%s: requests in flight and queued (time-averages) and 429s and shed requests per %s s of the simulated run.", c.Name, fmtNum(r.Settings.IntervalS))})
+		}
+		view.Simulation = hs
 	}
 	if err := reportTemplate.Execute(w, view); err != nil {
 		return fmt.Errorf("report: %w", err)

@@ -135,11 +135,24 @@ func describeDemand(d *scenario.Demand) string {
 	case d == nil || d.Rate() == 0:
 		return "no stated demand (runs as fast as its share allows)"
 	case d.RPS > 0:
-		return "demand " + fmtNum(d.RPS) + " req/s"
+		return "demand " + fmtNum(d.RPS) + " req/s" + describeProfile(d.Profile)
 	case d.RPM > 0:
-		return fmt.Sprintf("demand %s req/min (%s req/s)", fmtNum(d.RPM), fmtNum(d.Rate()))
+		return fmt.Sprintf("demand %s req/min (%s req/s)%s", fmtNum(d.RPM), fmtNum(d.Rate()), describeProfile(d.Profile))
 	}
-	return fmt.Sprintf("a batch of %s requests within %s h (%s req/s)", fmtNum(d.Requests), fmtNum(d.WithinHours), fmtNum(d.Rate()))
+	return fmt.Sprintf("a batch of %s requests within %s h (%s req/s)%s", fmtNum(d.Requests), fmtNum(d.WithinHours), fmtNum(d.Rate()), describeProfile(d.Profile))
+}
+
+// describeProfile says how a demand profile varies the rate in
+// simulations; empty without one.
+func describeProfile(ws []scenario.DemandWindow) string {
+	if len(ws) == 0 {
+		return ""
+	}
+	parts := make([]string, len(ws))
+	for i, w := range ws {
+		parts[i] = fmt.Sprintf("× %s for %s s from %s s", fmtNum(w.Factor), fmtNum(w.DurationS), fmtNum(w.StartS))
+	}
+	return ", in simulations " + strings.Join(parts, ", ")
 }
 
 func describeClass(c scenario.Class, ownLatency bool) string {

@@ -183,6 +183,13 @@ func (c *checker) demand(p string, d Demand) {
 	case d.Requests <= 0 && d.WithinHours > 0:
 		c.add(p+".requests", "required with within_hours")
 	}
+	end := 0.0
+	for i, w := range d.Profile {
+		if i > 0 && w.StartS < end {
+			c.add(fmt.Sprintf("%s.profile[%d].start_s", p, i), "windows must be in order of start_s and must not overlap: the window before ends at %g s", end)
+		}
+		end = max(end, w.StartS+w.DurationS)
+	}
 }
 
 // dist checks that exactly one form is given and that its values fit it.

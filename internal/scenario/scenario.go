@@ -112,12 +112,23 @@ type Class struct {
 }
 
 // Demand is a class's arrival rate: exactly one of rps, rpm, or a batch of
-// requests to finish within a number of hours.
+// requests to finish within a number of hours. A profile varies the rate
+// over time for simulations (docs/simulate.md); a plan is computed for the
+// steady rate.
 type Demand struct {
-	RPS         float64 `json:"rps,omitempty" minimum:"0" maximum:"1e7"`
-	RPM         float64 `json:"rpm,omitempty" exclusiveMinimum:"0" maximum:"1e9"`
-	Requests    float64 `json:"requests,omitempty" minimum:"0" maximum:"1e12"`
-	WithinHours float64 `json:"within_hours,omitempty" minimum:"0" maximum:"8760"`
+	RPS         float64        `json:"rps,omitempty" minimum:"0" maximum:"1e7"`
+	RPM         float64        `json:"rpm,omitempty" exclusiveMinimum:"0" maximum:"1e9"`
+	Requests    float64        `json:"requests,omitempty" minimum:"0" maximum:"1e12"`
+	WithinHours float64        `json:"within_hours,omitempty" minimum:"0" maximum:"8760"`
+	Profile     []DemandWindow `json:"profile,omitempty" maxItems:"64" doc:"Windows of simulated time in which the rate is multiplied by a factor, such as a peak hour or a burst that doubles the rate for five minutes; in order of start_s, not overlapping. Simulations follow it; a plan is computed for the steady rate."`
+}
+
+// DemandWindow multiplies a class's rate by Factor from StartS for
+// DurationS seconds of a simulation (time 0 is its start).
+type DemandWindow struct {
+	StartS    float64 `json:"start_s" minimum:"0" maximum:"31536000" doc:"Start of the window, seconds from the start of the simulation."`
+	DurationS float64 `json:"duration_s" exclusiveMinimum:"0" maximum:"31536000" doc:"Length of the window, seconds."`
+	Factor    float64 `json:"factor" minimum:"0" maximum:"1000" doc:"The rate in the window is the demand times this factor (0 for a pause)."`
 }
 
 // Rate is the demand in requests per second.

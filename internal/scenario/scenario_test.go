@@ -90,6 +90,9 @@ func TestCheckRules(t *testing.T) {
 		{"tpot missing", "  tpot_ms: {p50: 22, p95: 35}\n", "", "latency.tpot_ms"},
 		{"no limit", "    rpm: 5000\n    tpm: 2000000\n", "", "quotas[0]"},
 		{"curve dup", "  tpot_ms: {p50: 22, p95: 35}\n", "  tpot_ms: {p50: 22, p95: 35}\n  curve:\n    - {concurrency: 1, ttft_p50_ms: 1, ttft_p95_ms: 2, tpot_p50_ms: 1, tpot_p95_ms: 1}\n    - {concurrency: 1, ttft_p50_ms: 1, ttft_p95_ms: 2, tpot_p50_ms: 1, tpot_p95_ms: 1}\n", "latency.curve[1].concurrency"},
+		{"profile overlap", "demand: {rps: 3}", "demand: {rps: 3, profile: [{start_s: 600, duration_s: 300, factor: 2}, {start_s: 800, duration_s: 60, factor: 3}]}", "classes[0].demand.profile[1].start_s"},
+		{"profile order", "demand: {rps: 3}", "demand: {rps: 3, profile: [{start_s: 600, duration_s: 60, factor: 2}, {start_s: 0, duration_s: 60, factor: 3}]}", "classes[0].demand.profile[1].start_s"},
+		{"profile factor", "demand: {rps: 3}", "demand: {rps: 3, profile: [{start_s: 600, duration_s: 60}]}", "classes[0].demand.profile[0]"},
 		{"curve p95", "  tpot_ms: {p50: 22, p95: 35}\n", "  tpot_ms: {p50: 22, p95: 35}\n  curve:\n    - {concurrency: 1, ttft_p50_ms: 5, ttft_p95_ms: 2, tpot_p50_ms: 1, tpot_p95_ms: 1}\n", "latency.curve[0].ttft_p95_ms"},
 	}
 	for _, tt := range tests {
@@ -107,6 +110,18 @@ func TestCheckRules(t *testing.T) {
 				t.Fatalf("no problem at %s in:\n%v", tt.path, err)
 			}
 		})
+	}
+}
+
+func TestDemandProfileParses(t *testing.T) {
+	doc := strings.Replace(good, "demand: {rps: 3}", "demand: {rps: 3, profile: [{start_s: 600, duration_s: 300, factor: 2}, {start_s: 900, duration_s: 60, factor: 0}]}", 1)
+	s, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []DemandWindow{{StartS: 600, DurationS: 300, Factor: 2}, {StartS: 900, DurationS: 60, Factor: 0}}
+	if got := s.Classes[0].Demand.Profile; !slices.Equal(got, want) || s.Classes[0].Demand.Rate() != 3 {
+		t.Fatalf("profile %+v rate %g, want %+v at 3 req/s", got, s.Classes[0].Demand.Rate(), want)
 	}
 }
 

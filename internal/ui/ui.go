@@ -1,6 +1,6 @@
 // Package ui serves planner's browser page: a scenario editor with the
-// plan as a table and charts, a what-if panel and a probe view, all built
-// on the public API. The page, its scripts, styles and vendored libraries
+// plan as a table and charts, a what-if panel, a simulation panel and a
+// probe view, all built on the public API. The page, its scripts, styles and vendored libraries
 // are embedded in the binary, so it works with no network access; the
 // shipped example scenarios are served beside them.
 //

@@ -89,7 +89,8 @@ export function ceilingChart(cls) {
 
 // lineChart draws series of {x, y} points against linear axes.
 // opts: title, description, xLabel, yLabel, series [{name, points, cls}],
-// markers [{x, y, label, cls}] (labelled points), vlines [{x, label, cls}].
+// markers [{x, y, label, cls}] (labelled points), vlines [{x, label, cls}],
+// dots (false: lines only, for long time series).
 export function lineChart(opts) {
   const width = 480;
   const height = 260;
@@ -136,6 +137,7 @@ export function lineChart(opts) {
       pen = true;
     }
     chart.append(svg('path', { class: `line ${cls}`, d }));
+    if (opts.dots === false) return;
     for (const p of s.points) {
       if (p.y === null) continue;
       chart.append(svg('circle', { class: `dot ${cls}${p.hollow ? ' hollow' : ''}`, cx: x(p.x), cy: y(p.y), r: 2.5 },

@@ -1,5 +1,5 @@
-// The page: the scenario editor and its plan, the what-if panel and the
-// probe view, wired together.
+// The page: the scenario editor and its plan, the what-if panel, the
+// simulation panel and the probe view, wired together.
 
 import { byId, h, replace, debounce, num } from './dom.js';
 import { post, text, askToken, ApiError } from './api.js';
@@ -9,6 +9,7 @@ import { renderPlan } from './plan-view.js';
 import { Editor } from './editor.js';
 import { WhatIf } from './whatif.js';
 import { Probe } from './probe.js';
+import { Simulate } from './simulate.js';
 
 const planSection = byId('plan');
 const planBody = byId('plan-body');
@@ -21,6 +22,7 @@ const state = { doc: null, plan: null, previewSeq: 0 };
 
 const editor = new Editor(planEditor);
 const whatif = new WhatIf({ preview, apply, scenarioErrors: (errors) => editor.showErrors(problems(errors, editor.text)) });
+const simulate = new Simulate({ scenarioErrors: (errors) => editor.showErrors(problems(errors, editor.text)) });
 new Probe({ useLatency });
 
 function setPlanState(status, message) {
@@ -84,6 +86,7 @@ async function planEditor() {
   showPlan(plan, null);
   setPlanState('ready', `Planned ${plan.classes.length} ${plan.classes.length === 1 ? 'class' : 'classes'}.`);
   whatif.setScenario(doc, plan);
+  simulate.setScenario(doc);
 }
 
 const previewPlan = debounce(async (segments, value, seq) => {

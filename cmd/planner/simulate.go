@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/plannerdev/planner"
+	"github.com/plannerdev/planner/internal/importer"
+	"github.com/plannerdev/planner/internal/plan"
+	"github.com/plannerdev/planner/internal/report"
+	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/simulate"
+)
+
+// Output formats of `planner simulate`.
+var simulateFormats = []string{"table", "json", "yaml", "markdown"}
+
+// simulateFlags are the options of `planner simulate`.
+type simulateFlags struct {
+	file, example, output, out, refill string
+	duration, interval                 time.Duration
+	seed                               uint64
+	noPacing, aimd, noRetryAfter       bool
+	maxEvents                          int
+	replay                             []string
+}
+
+func newSimulateCmd(s streams) *cobra.Command {
+	var f simulateFlags
+	cmd := &cobra.Command{
+		Use:   "simulate (-f FILE | --example NAME) [--duration 1h] [--seed N] [--no-pacing] [--aimd]",
+		Short: "Watch a plan run against its quotas, bursts and retries",
+		Long: "Simulate plans a scenario (YAML or JSON; -f - reads standard input) and runs the\n" +
+			"plan as a seeded discrete-event simulation: each class's arrivals (Poisson at its\n" +
+			"demand, its demand profile, or replayed start times), its pool and queue, the\n" +
+			"plan's pacing, admission shedding, retries honouring Retry-After and optionally\n" +
+			"AIMD, against a provider that enforces every quota limit per burst window. It\n" +
+			"prints each class's throughput, 429s, shedding and latency beside the plan's\n" +
+			"predictions, the use of each key, and a verdict: whether the plan holds (SLOs\n" +
+			"met, no sustained 429s, arrivals served, batches done in their window). The exit\n" +
+			"status is 1 when it does not. The same seed gives the same result.\n\n" +
+			"--replay CLASS=FILE replays the request start times of a probe's requests.csv or\n" +
+			"of an imported result file as that class's arrivals (see planner import).\n\n" +
+			"Examples shipped with planner: " + strings.Join(planner.ExampleNames(), ", ") + ".\n" +
+			"The model and its limits: docs/simulate.md.",
+		Example: "  planner simulate --example backfill --no-pacing\n" +
+			"  planner simulate -f scenario.yaml --duration 4h --aimd -o json --out run.json\n" +
+			"  planner simulate -f scenario.yaml --replay chat=probe-out/requests.csv",
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts, err := f.options(cmd)
+			if err != nil {
+				return err
+			}
+			data, err := scenarioBytes(s.in, f.file, f.example)
+			if err != nil {
+				return err
+			}
+			sc, err := scenario.Parse(data)
+			if err != nil {
+				return fmt.Errorf("invalid scenario: %w", err)
+			}
+			if opts.Replay, err = readReplays(s.in, f.replay); err != nil {
+				return err
+			}
+			r, err := simulate.Run(cmd.Context(), plan.New(), sc, opts)
+			if err != nil {
+				return simulateError(err)
+			}
+			var buf bytes.Buffer
+			if err := writeSimulation(&buf, r, f.output); err != nil {
+				return err
+			}
+			if f.out == "" {
+				_, err = s.out.Write(buf.Bytes())
+			} else if err = os.WriteFile(f.out, buf.Bytes(), 0o644); err != nil {
+				err = fmt.Errorf("write the simulation: %w", err)
+			}
+			if err != nil {
+				return err
+			}
+			if !r.Verdict.Holds {
+				return errors.New(r.Verdict.Summary)
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.file, "file", "f", "", "scenario file (YAML or JSON); - for standard input")
+	fl.StringVar(&f.example, "example", "", "simulate a shipped example instead: "+strings.Join(planner.ExampleNames(), ", "))
+	fl.DurationVar(&f.duration, "duration", time.Hour, "simulated time (at most a week)")
+	fl.Uint64Var(&f.seed, "seed", 0, "seed of every random stream (default: the scenario's policy.seed, else 1)")
+	fl.BoolVar(&f.noPacing, "no-pacing", false, "turn the plan's pacing token bucket off")
+	fl.BoolVar(&f.aimd, "aimd", false, "let every client resize its pool with the plan's AIMD settings")
+	fl.StringVar(&f.refill, "refill", simulate.RefillContinuous, "how the provider refills per-minute limits: continuous (a bucket) or window (a counter reset every burst window)")
+	fl.BoolVar(&f.noRetryAfter, "no-retry-after", false, "the provider's 429s carry no Retry-After, so clients back off with jitter")
+	fl.DurationVar(&f.interval, "interval", 0, "width of one point of the time series (default: the duration / 240, in whole seconds)")
+	fl.IntVar(&f.maxEvents, "max-events", simulate.DefaultMaxEvents, "stop a run that needs more events than this; it bounds the run's memory")
+	fl.StringArrayVar(&f.replay, "replay", nil, "CLASS=FILE: replay the start times of FILE (a probe's requests.csv or an imported result) as CLASS's arrivals; repeatable")
+	fl.StringVarP(&f.output, "output", "o", "table", "output format: "+strings.Join(simulateFormats, ", "))
+	fl.StringVar(&f.out, "out", "", "write the output to this file instead of standard output")
+	return cmd
+}
+
+// options checks the flags and turns them into simulation options.
+func (f simulateFlags) options(cmd *cobra.Command) (simulate.Options, error) {
+	switch {
+	case !oneOf(f.output, simulateFormats):
+		return simulate.Options{}, usageError{fmt.Errorf("--output must be one of %s, got %q", strings.Join(simulateFormats, ", "), f.output)}
+	case f.refill != simulate.RefillContinuous && f.refill != simulate.RefillWindow:
+		return simulate.Options{}, usageError{fmt.Errorf("--refill must be %s or %s, got %q", simulate.RefillContinuous, simulate.RefillWindow, f.refill)}
+	case f.duration <= 0 || f.duration.Seconds() > simulate.MaxDurationS:
+		return simulate.Options{}, usageError{fmt.Errorf("--duration must be more than 0 and at most a week (168h), got %s", f.duration)}
+	case f.interval < 0:
+		return simulate.Options{}, usageError{fmt.Errorf("--interval must be positive, got %s", f.interval)}
+	case f.maxEvents < 1:
+		return simulate.Options{}, usageError{fmt.Errorf("--max-events must be at least 1, got %d", f.maxEvents)}
+	}
+	o := simulate.Options{
+		DurationS: f.duration.Seconds(), IntervalS: f.interval.Seconds(), NoPacing: f.noPacing, AIMD: f.aimd,
+		Refill: f.refill, NoRetryAfter: f.noRetryAfter, MaxEvents: f.maxEvents,
+	}
+	if cmd.Flags().Changed("seed") {
+		seed := f.seed
+		o.Seed = &seed
+	}
+	return o, nil
+}
+
+// readReplays reads each --replay CLASS=FILE: the start times of the
+// file's requests, from the first one on.
+func readReplays(in io.Reader, specs []string) ([]simulate.Replay, error) {
+	var out []simulate.Replay
+	for _, spec := range specs {
+		class, file, ok := strings.Cut(spec, "=")
+		if !ok || class == "" || file == "" {
+			return nil, usageError{fmt.Errorf("--replay takes CLASS=FILE, got %q", spec)}
+		}
+		m, err := readMeasurement(in, file)
+		if err != nil {
+			return nil, err
+		}
+		imp, err := importer.Import(m.Name, m.Data, importer.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("--replay %s: %w", spec, err)
+		}
+		starts := make([]float64, len(imp.Records))
+		for i, rec := range imp.Records {
+			starts[i] = rec.StartS
+		}
+		if len(starts) == 0 || slices.Min(starts) == slices.Max(starts) && len(starts) > 1 {
+			return nil, fmt.Errorf("--replay %s: the file has no per-request start times to replay", spec)
+		}
+		first := slices.Min(starts)
+		for i := range starts {
+			starts[i] = math.Max(0, starts[i]-first)
+		}
+		out = append(out, simulate.Replay{Class: class, StartS: starts})
+	}
+	return out, nil
+}
+
+// simulateError names the flag behind an option problem.
+func simulateError(err error) error {
+	var errs simulate.OptionErrors
+	if !errors.As(err, &errs) {
+		return fmt.Errorf("simulate: %w", err)
+	}
+	flags := map[string]string{"duration_s": "--duration", "interval_s": "--interval", "max_events": "--max-events", "refill": "--refill"}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		name, ok := flags[e.Path]
+		if !ok {
+			name = "--replay (" + e.Path + ")"
+		}
+		msgs[i] = name + ": " + e.Message
+	}
+	return usageError{errors.New(strings.Join(msgs, "; "))}
+}
+
+// writeSimulation renders a simulation in one of simulateFormats.
+func writeSimulation(w io.Writer, r *simulate.Simulation, format string) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	case "yaml":
+		b, err := yaml.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("encode the simulation as YAML: %w", err)
+		}
+		_, err = w.Write(b)
+		return err
+	case "markdown":
+		return report.WriteSimulationMarkdown(w, r)
+	}
+	return report.WriteSimulationTable(w, r)
+}

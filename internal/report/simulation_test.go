@@ -1,0 +1,123 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/plannerdev/planner/internal/plan"
+	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/simulate"
+)
+
+// backfillRun simulates the first ten minutes of docs/examples/backfill.yaml
+// without pacing: the start-up storm of 429s, then a steady key.
+func backfillRun(t *testing.T) (ReportInput, *simulate.Simulation) {
+	t.Helper()
+	sc, p := examplePlan(t, "backfill")
+	r, err := simulate.Run(context.Background(), plan.New(), sc, simulate.Options{DurationS: 600, IntervalS: 10, NoPacing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ReportInput{Title: "Chat and a backfill on one key", Generated: exampleDate, Scenario: sc, Plan: p, Simulation: r}, r
+}
+
+// TestSimulationGolden renders a simulation as a terminal table, as
+// Markdown, and inside the team report in both forms.
+func TestSimulationGolden(t *testing.T) {
+	in, r := backfillRun(t)
+	var table, md bytes.Buffer
+	if err := WriteSimulationTable(&table, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteSimulationMarkdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(table.String(), "\n") {
+		if n := len([]rune(line)); n > Width {
+			t.Errorf("a line of %d columns: %q", n, line)
+		}
+	}
+	reportMD, page := renderBoth(t, in)
+	charts, err := CheckHTML(bytes.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, c := range charts {
+		kinds = append(kinds, c.Kind)
+	}
+	if got := strings.Join(kinds, ","); got != "ceilings,ceilings,simulation,simulation" {
+		t.Errorf("charts %s, want the two classes' ceilings and simulations", got)
+	}
+	for _, want := range []string{
+		"pacing off", "backfill: sustained 429s",
+		"| backfill | closed loop | 68 |",
+	} {
+		if !bytes.Contains(md.Bytes(), []byte(want)) || !bytes.Contains(reportMD, []byte(want)) {
+			t.Errorf("the Markdown lacks %q", want)
+		}
+	}
+	if !bytes.Contains(reportMD, []byte("\n## Simulation\n")) || !bytes.Contains(reportMD, []byte("\n### backfill\n")) {
+		t.Error("the report's simulation headings are not one level down")
+	}
+	md2, page2 := renderBoth(t, in)
+	if !bytes.Equal(reportMD, md2) || !bytes.Equal(page, page2) {
+		t.Error("two renderings of the same run differ")
+	}
+	golden(t, "testdata/backfill-simulation.txt", table.Bytes())
+	golden(t, "testdata/backfill-report.md", reportMD)
+	golden(t, "testdata/backfill-report.html", page)
+}
+
+func TestSimulationSVG(t *testing.T) {
+	_, r := backfillRun(t)
+	svg, err := SimulationSVG(r.Classes[1], r.Settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := CheckSVG(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Kind != ChartSimulation || info.XLabel != "simulated time (minutes)" || strings.Join(info.YLabels, "|") != "requests|per interval" {
+		t.Errorf("chart %+v", info)
+	}
+	texts := drawnTexts(t, svg)
+	for _, want := range []string{"in flight", "queued", "429s", "shed"} {
+		if !texts[want] {
+			t.Errorf("the legend lacks %q: %v", want, keys(texts))
+		}
+	}
+	if _, err := SimulationSVG(simulate.ClassRun{Name: "x"}, r.Settings); !errors.Is(err, ErrNoData) {
+		t.Errorf("a class without series: %v", err)
+	}
+}
+
+func TestSimulationEscapesNames(t *testing.T) {
+	in, r := backfillRun(t)
+	r.Classes[0].Name = `<script>x</script> | y`
+	r.Classes[0].Verdict.Reasons = append(r.Classes[0].Verdict.Reasons, "<img src=x>")
+	md, page := renderBoth(t, in)
+	if _, err := CheckHTML(bytes.NewReader(page)); err != nil {
+		t.Fatalf("a class name made the page unsafe: %v", err)
+	}
+	for _, raw := range []string{"<script>x", "<img"} {
+		if bytes.Contains(page, []byte(raw)) || bytes.Contains(md, []byte(raw)) {
+			t.Errorf("the report contains %q", raw)
+		}
+	}
+	if !bytes.Contains(md, []byte(`&lt;script&gt;x&lt;/script&gt; \| y`)) {
+		t.Error("the class name is not escaped for Markdown")
+	}
+}
+
+func TestDescribeDemandProfile(t *testing.T) {
+	d := &scenario.Demand{RPM: 180, Profile: []scenario.DemandWindow{{StartS: 600, DurationS: 300, Factor: 2}, {StartS: 3600, DurationS: 3600, Factor: 1.5}}}
+	want := "demand 180 req/min (3 req/s), in simulations × 2 for 300 s from 600 s, × 1.5 for 3,600 s from 3,600 s"
+	if got := describeDemand(d); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}

@@ -1,0 +1,138 @@
+package simulate
+
+import "fmt"
+
+// result assembles what the run measured, beside the plan.
+func (s *sim) result() *Simulation {
+	g := s.grid
+	o := s.opts
+	res := &Simulation{
+		Settings: SimulationSettings{
+			DurationS: o.DurationS, Seed: *o.Seed, Pacing: !o.NoPacing, AIMD: o.AIMD, Refill: o.Refill,
+			RetryAfter: !o.NoRetryAfter, IntervalS: o.IntervalS, Intervals: g.n, MaxEvents: o.MaxEvents, Events: s.processed,
+		},
+		Classes:  make([]ClassRun, len(s.clients)),
+		Quotas:   make([]KeyUse, len(s.keys)),
+		Warnings: []string{},
+	}
+	for i, c := range s.clients {
+		res.Classes[i] = c.result()
+		if d := c.spec.Demand; d != nil && len(d.Profile) > 0 && c.kind != ArrivalsReplay {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("class %s follows its demand profile: the plan's figures are for its steady rate", c.spec.Name))
+		}
+		if c.kind == ArrivalsReplay {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("class %s replays %d arrivals instead of its demand: the plan's figures are for its steady rate", c.spec.Name, c.st.requests))
+		}
+	}
+	for i, k := range s.keys {
+		q := KeyUse{Name: s.keyNames[i], RateLimited: k.limited, Dimensions: []LimitUse{}}
+		for _, l := range k.limits {
+			seconds := k.q.Seconds(l.dim)
+			d := LimitUse{
+				Dimension: l.dim.String(), Limit: l.limit, Allowance: round(l.allowance, 2), RateLimited: l.limited,
+				Use: make([]float64, g.n), Peak: make([]float64, g.n),
+			}
+			var total float64
+			for j := range g.n {
+				total += l.use[j]
+				d.Use[j] = round(l.use[j]*seconds/(l.limit*g.width(j)), 4)
+				d.Peak[j] = round(l.peak[j], 4)
+			}
+			d.UseMean = round(total*seconds/(l.limit*s.end), 4)
+			q.Dimensions = append(q.Dimensions, d)
+		}
+		res.Quotas[i] = q
+	}
+	res.Verdict = overall(res.Classes)
+	return res
+}
+
+// result is one class's figures, series and verdict.
+func (c *client) result() ClassRun {
+	s := c.s
+	g := s.grid
+	st := &c.st
+	for _, l := range []*level{&st.active, &st.queued, &st.window} {
+		l.advance(g, s.end)
+	}
+	cl := ClassRun{
+		Name: c.spec.Name, Mode: c.spec.Mode, Quota: c.spec.Quota, Endpoint: c.w.Endpoint, Arrivals: c.kind,
+		Pool: c.cp.Pool, Feasible: c.cp.Feasible, Predicted: c.cp.Predicted, PlanShed: c.cp.Shed,
+	}
+	T := s.end
+	sm := Simulated{
+		Requests: st.requests, Completed: st.completed,
+		OfferedRPS: round(float64(st.requests)/T, 4), ThroughputRPS: round(float64(st.completed)/T, 4),
+		GoodputRPS: round(float64(st.good)/T, 4),
+		Shed:       st.shed, RateLimited: st.limited, Retries: st.retries, GaveUp: st.gaveUp,
+		Backlog: c.backlog(),
+	}
+	if st.waitN > 0 {
+		sm.QueueWaitMeanMs = round(st.waitSum/float64(st.waitN)*1000, 1)
+		sm.QueueWaitP95Ms = round(quantiles(st.waits.rows, func(v float64) float64 { return v }, 0.95)[0]*1000, 1)
+	}
+	if hw, ok := st.waitBatches.halfWidth(); ok {
+		sm.QueueWaitMeanCI95Ms = msPtr(hw)
+	}
+	ttft := quantiles(st.latency.rows, func(r [2]float64) float64 { return r[0] }, 0.5, 0.95, 0.99)
+	e2e := quantiles(st.latency.rows, func(r [2]float64) float64 { return r[1] }, 0.5, 0.95, 0.99)
+	sm.TTFTP50Ms, sm.TTFTP95Ms, sm.TTFTP99Ms = msPtr(ttft[0]), msPtr(ttft[1]), msPtr(ttft[2])
+	sm.E2EP50Ms, sm.E2EP95Ms, sm.E2EP99Ms = msPtr(e2e[0]), msPtr(e2e[1]), msPtr(e2e[2])
+	var poolTime float64
+	for _, v := range st.window.sum {
+		poolTime += v
+	}
+	sm.PoolMean = round(poolTime/T, 2)
+	cl.Simulated = sm
+	cl.VsPlan = c.vsPlan(sm)
+	cl.Series = ClassSeries{
+		InFlight: st.active.means(g), Queued: st.queued.means(g),
+		RateLimited: st.limitedIv, Shed: st.shedIv, Completed: st.doneIv,
+	}
+	if c.aimd {
+		cl.Series.Pool = st.window.means(g)
+	}
+	cl.Verdict = c.verdict(sm)
+	return cl
+}
+
+// backlog is the requests still waiting for a slot at the end of the run.
+func (c *client) backlog() int {
+	n := 0
+	for _, r := range c.queue[c.head:] {
+		if !r.gone {
+			n++
+		}
+	}
+	return n
+}
+
+// expectedRPS is the rate the plan expects the class to run at: its demand
+// when the pool serves it with a stable queue, otherwise the pool's
+// throughput flat out.
+func (c *client) expectedRPS() float64 {
+	x := c.cp.Predicted.ThroughputRPS
+	if d := c.spec.Demand; d != nil && d.Rate() > 0 && d.Rate() < x {
+		return d.Rate()
+	}
+	return x
+}
+
+func (c *client) vsPlan(sm Simulated) VsPlan {
+	v := VsPlan{ExpectedRPS: round(c.expectedRPS(), 4)}
+	rel := func(sim, plan float64) *float64 {
+		if !(plan > 0) {
+			return nil
+		}
+		e := round((sim-plan)/plan*100, 2)
+		return &e
+	}
+	v.ThroughputErrorPct = rel(sm.ThroughputRPS, v.ExpectedRPS)
+	if sm.TTFTP95Ms != nil && c.cp.Predicted.TTFTP95Ms != nil {
+		v.TTFTP95ErrorPct = rel(*sm.TTFTP95Ms, *c.cp.Predicted.TTFTP95Ms)
+	}
+	if sm.E2EP95Ms != nil && c.cp.Predicted.E2EP95Ms != nil {
+		v.E2EP95ErrorPct = rel(*sm.E2EP95Ms, *c.cp.Predicted.E2EP95Ms)
+	}
+	return v
+}

@@ -1,0 +1,387 @@
+package simulate
+
+import (
+	"math"
+	"math/rand/v2"
+
+	"github.com/plannerdev/planner/internal/model"
+	"github.com/plannerdev/planner/internal/plan"
+	"github.com/plannerdev/planner/internal/scenario"
+)
+
+// tokenSlack absorbs rounding when a pacing token falls due: a bucket
+// refilled to 1 − 10⁻⁹ at its due time holds a token.
+const tokenSlack = 1e-9
+
+// request is one request of a class, from its arrival to its end.
+type request struct {
+	arrival      float64
+	in, out      float64 // tokens, as the plan draws them
+	zTTFT, zTPOT float64 // standard normal draws of its latency
+	charge       charge  // counted at each admission
+	attempts     int
+	sentAt       float64 // the last send
+	admitIv      int     // the interval of its admission
+	ttftAt       float64 // the first token of the attempt that succeeded
+	timer        *event  // the admission timer while queued
+	queued, gone bool    // waiting for a slot; shed
+}
+
+// client is one class's client: the arrivals, the pool's semaphore with
+// its FIFO queue, the pacing token bucket, admission shedding, retries and
+// optionally AIMD (docs/simulate.md, "Clients").
+type client struct {
+	s     *sim
+	spec  scenario.Class
+	cp    *plan.ClassPlan
+	w     plan.Workload
+	base  model.Service // token distributions (load-independent)
+	ep    *endpoint
+	key   *key
+	arr   arrivals // nil for a closed loop
+	kind  string
+	meanS float64 // the plan's mean service time at the pool, seconds
+
+	held  int // slots held: sending, in service, or sleeping before a retry
+	queue []*request
+	head  int
+	wait  float64 // the plan's max queue wait; +Inf without one
+
+	pacing       bool
+	rate, burst  float64
+	tokens, tokT float64
+	wake         *event
+	resend       []*request // retries that hold a slot and wait for a token
+
+	aimd    bool
+	window  float64
+	lastCut float64
+
+	maxTokens                 float64 // charged at admission under max_tokens accounting; 0 otherwise
+	cachedFree                float64 // share of input that itpm does not count
+	deadline, goodBy          float64
+	reqRNG, jitterRNG         *rand.Rand
+	st                        stats
+	maxAttempts               int
+	backoffBase, backoffLimit float64
+}
+
+// stats are what a client measures.
+type stats struct {
+	requests, completed, good, shed, limited, retries, gaveUp int
+	waitSum                                                   float64
+	waitN                                                     int
+	waits                                                     reservoir[float64]
+	latency                                                   reservoir[[2]float64] // TTFT, E2E
+	waitBatches                                               *batchMeans
+	active, queued, window                                    level
+	limitedIv, shedIv, doneIv                                 []int
+}
+
+func newClient(s *sim, i int, spec scenario.Class, cp *plan.ClassPlan, w plan.Workload, ep *endpoint, k *key, seed uint64) *client {
+	n := s.grid.n
+	c := &client{
+		s: s, spec: spec, cp: cp, w: w, base: w.At(1), ep: ep, key: k,
+		meanS: cp.Predicted.MeanServiceMs / 1000, wait: math.Inf(1),
+		pacing: !s.opts.NoPacing, rate: cp.Pacing.RateRPS, burst: float64(cp.Pacing.Burst),
+		aimd: s.opts.AIMD, window: float64(cp.Adaptive.Start), lastCut: math.Inf(-1),
+		deadline: cp.Retry.DeadlineMs / 1000, maxAttempts: cp.Retry.MaxAttempts,
+		backoffBase: cp.Retry.BaseMs / 1000, backoffLimit: cp.Retry.CapMs / 1000,
+		reqRNG:    rand.New(stream(seed, i, streamRequests)),
+		jitterRNG: rand.New(stream(seed, i, streamJitter)),
+	}
+	c.tokens = c.burst
+	if a := cp.Admission.MaxQueueWaitMs; a != nil {
+		c.wait = *a / 1000
+	}
+	c.goodBy = c.deadline
+	if spec.SLO != nil && spec.SLO.E2EP95Ms > 0 {
+		c.goodBy = spec.SLO.E2EP95Ms / 1000
+	}
+	if k.q.TokenAccounting == scenario.AccountingMaxTokens && spec.MaxTokens > 0 {
+		c.maxTokens = float64(spec.MaxTokens)
+	}
+	if k.q.CachedInputFree {
+		c.cachedFree = spec.CachedInputFraction
+	}
+	samples := rand.New(stream(seed, i, streamSamples))
+	c.st = stats{
+		waits:       reservoir[float64]{cap: s.opts.Samples, rng: samples},
+		latency:     reservoir[[2]float64]{cap: s.opts.Samples, rng: samples},
+		waitBatches: newBatchMeans(s.end),
+		active:      level{sum: make([]float64, n)},
+		queued:      level{sum: make([]float64, n)},
+		window:      level{sum: make([]float64, n), v: c.window},
+		limitedIv:   make([]int, n), shedIv: make([]int, n), doneIv: make([]int, n),
+	}
+	if !c.aimd {
+		c.st.window.v = float64(cp.Pool)
+	}
+	return c
+}
+
+// slots is the pool: the plan's, or the AIMD window rounded down.
+func (c *client) slots() int {
+	if c.aimd {
+		return int(c.window)
+	}
+	return c.cp.Pool
+}
+
+// newRequest draws a request: its input and output tokens from the
+// class's distributions (output clipped to [1, max_tokens]) and the
+// standard normal draws that set its TTFT and TPOT once the load it meets
+// is known, all from the class's own stream.
+func (c *client) newRequest() *request {
+	g := c.reqRNG
+	r := &request{arrival: c.s.now}
+	r.in, r.out = c.base.In.Sample(g.NormFloat64()), c.base.Out.Sample(g.NormFloat64())
+	r.zTTFT, r.zTPOT = g.NormFloat64(), g.NormFloat64()
+	out := c.maxTokens // output is counted at admission only under max_tokens accounting
+	r.charge = charge{1, r.in + out, r.in * (1 - c.cachedFree), out, 1, r.in + out}
+	c.st.requests++
+	return r
+}
+
+// arrive queues an arriving request, sends what the pool and pacing allow,
+// arms the request's admission timer if it still waits, and schedules the
+// next arrival.
+func (c *client) arrive() {
+	r := c.newRequest()
+	r.queued = true
+	c.queue = append(c.queue, r)
+	c.setQueued(1)
+	c.dispatch()
+	if r.queued && !math.IsInf(c.wait, 1) {
+		r.timer = c.s.at(c.s.now+c.wait, evShed, c, r)
+	}
+	if t, ok := c.arr.next(); ok {
+		c.s.at(t, evArrival, c, nil)
+	}
+}
+
+// dispatch sends whatever may go now: first retries that hold a slot and
+// wait only for pacing, then the head of the queue (a new request for a
+// closed loop) while a slot is free.
+func (c *client) dispatch() {
+	for {
+		if len(c.resend) > 0 {
+			if !c.paced() {
+				return
+			}
+			r := c.resend[0]
+			c.resend[0] = nil
+			c.resend = c.resend[1:]
+			c.send(r)
+			continue
+		}
+		if c.held >= c.slots() {
+			return
+		}
+		var r *request
+		if c.arr == nil {
+			if !c.paced() {
+				return
+			}
+			r = c.newRequest()
+		} else {
+			if c.peek() == nil || !c.paced() {
+				return
+			}
+			r = c.pop()
+		}
+		c.held++
+		c.send(r)
+	}
+}
+
+// peek is the first request still waiting, dropping shed ones.
+func (c *client) peek() *request {
+	for c.head < len(c.queue) && c.queue[c.head].gone {
+		c.queue[c.head] = nil
+		c.head++
+	}
+	if c.head == len(c.queue) {
+		c.queue, c.head = c.queue[:0], 0
+		return nil
+	}
+	return c.queue[c.head]
+}
+
+// pop takes the first waiting request off the queue and disarms its timer.
+func (c *client) pop() *request {
+	r := c.peek()
+	c.queue[c.head] = nil
+	c.head++
+	if c.head > 1024 && c.head > len(c.queue)/2 {
+		c.queue = append(c.queue[:0], c.queue[c.head:]...)
+		c.head = 0
+	}
+	r.queued = false
+	c.s.cancel(r.timer)
+	r.timer = nil
+	c.setQueued(-1)
+	return r
+}
+
+// paced takes a pacing token when one is due and reports whether it did;
+// otherwise it schedules a wake-up for the next token. The bucket holds at
+// most burst tokens and gains rate per second.
+func (c *client) paced() bool {
+	if !c.pacing {
+		return true
+	}
+	now := c.s.now
+	c.tokens = math.Min(c.burst, c.tokens+c.rate*(now-c.tokT))
+	c.tokT = now
+	if c.tokens >= 1-tokenSlack {
+		c.tokens--
+		return true
+	}
+	if c.wake == nil {
+		c.wake = c.s.at(now+(1-c.tokens)/c.rate, evWake, c, nil)
+	}
+	return false
+}
+
+// send makes one attempt: the key admits it or answers 429; an admitted
+// request goes in flight on the endpoint, with its service time drawn at
+// the endpoint's load including itself.
+func (c *client) send(r *request) {
+	s := c.s
+	now := s.now
+	r.attempts++
+	r.sentAt = now
+	if r.attempts == 1 {
+		w := now - r.arrival
+		c.st.waitSum += w
+		c.st.waitN++
+		c.st.waits.add(w)
+		c.st.waitBatches.add(now, w)
+	}
+	iv := s.grid.index(now)
+	ok, retryAfter := c.key.admit(now, r.charge, iv)
+	if !ok {
+		c.limited(r, retryAfter, iv)
+		return
+	}
+	r.admitIv = iv
+	c.ep.inFlight++
+	svc := c.w.At(c.ep.inFlight)
+	ttft := svc.TTFT.Sample(r.zTTFT) + svc.Prefill*r.in
+	total := ttft + svc.TPOT.Sample(r.zTPOT)*(r.out-1)
+	r.ttftAt = now + ttft
+	c.st.active.set(s.grid, now, c.st.active.v+1)
+	s.at(now+total, evDone, c, r)
+}
+
+// limited handles a 429: AIMD cuts the pool, and the request sleeps for
+// the Retry-After (or, without one, a full-jitter backoff) and retries
+// holding its slot, when attempts remain and the retry fits the deadline;
+// otherwise it gives up.
+func (c *client) limited(r *request, retryAfter float64, iv int) {
+	now := c.s.now
+	c.st.limited++
+	c.st.limitedIv[iv]++
+	c.cut()
+	sleep := math.Ceil(retryAfter*1000) / 1000 // retry-after-ms
+	if !c.s.retryAfter {
+		sleep = c.backoff(r.attempts - 1)
+	}
+	if r.attempts < c.maxAttempts && now+sleep-r.arrival <= c.deadline {
+		c.s.at(now+sleep, evRetry, c, r)
+		return
+	}
+	c.st.gaveUp++
+	if c.arr == nil {
+		// A closed loop's worker waits as told before its next request
+		// instead of sending it into the same refusal at the same instant.
+		r.gone = true
+		c.s.at(now+math.Max(sleep, 0.001), evRetry, c, r)
+		return
+	}
+	c.release()
+}
+
+// backoff is the full-jitter sleep before retry n (from 0):
+// random(0, min(cap, base·2ⁿ)) (Brooker, "Exponential Backoff and
+// Jitter", AWS Architecture Blog, 2015).
+func (c *client) backoff(n int) float64 {
+	return c.jitterRNG.Float64() * math.Min(c.backoffLimit, c.backoffBase*math.Pow(2, float64(n)))
+}
+
+// done ends a request at its last token: the key counts the output or
+// refunds unused max_tokens, the latencies are recorded, AIMD may grow
+// the pool, and the slot goes to the next request.
+func (c *client) done(r *request) {
+	s := c.s
+	now := s.now
+	c.ep.inFlight--
+	c.st.active.set(s.grid, now, c.st.active.v-1)
+	iv := s.grid.index(now)
+	var counted, refund charge
+	if c.maxTokens > 0 {
+		u := c.maxTokens - r.out
+		refund = charge{0, u, 0, u, 0, u}
+	} else {
+		counted = charge{0, r.out, 0, r.out, 0, r.out}
+	}
+	c.key.settle(now, r.sentAt, counted, refund, r.admitIv, iv)
+	e2e := now - r.arrival
+	c.st.completed++
+	c.st.doneIv[iv]++
+	if e2e <= c.goodBy {
+		c.st.good++
+	}
+	c.st.latency.add([2]float64{r.ttftAt - r.arrival, e2e})
+	c.grow()
+	c.release()
+}
+
+// release frees a slot and sends what may go.
+func (c *client) release() {
+	c.held--
+	c.dispatch()
+}
+
+// shed drops a request that waited the plan's max queue wait for a slot.
+func (c *client) shed(r *request) {
+	r.timer = nil
+	r.queued, r.gone = false, true
+	c.setQueued(-1)
+	c.st.shed++
+	c.st.shedIv[c.s.grid.index(c.s.now)]++
+}
+
+func (c *client) setQueued(d float64) {
+	c.st.queued.set(c.s.grid, c.s.now, c.st.queued.v+d)
+}
+
+// cut is AIMD's multiplicative decrease on a 429: the window times the
+// decrease factor, at most once per mean service time (a 429 of a request
+// sent before the window turned over is not a new signal), at least the
+// floor.
+func (c *client) cut() {
+	if !c.aimd || c.s.now-c.lastCut < c.meanS {
+		return
+	}
+	c.lastCut = c.s.now
+	c.setWindow(math.Max(float64(c.cp.Adaptive.Floor), c.window*c.cp.Adaptive.DecreaseFactor))
+}
+
+// grow is AIMD's additive increase after a success: while at least
+// increase_when_used of the window is in use, each success adds step/W,
+// so the window grows by step per window's worth of successes (about one
+// round of service), up to the ceiling.
+func (c *client) grow() {
+	a := c.cp.Adaptive
+	if !c.aimd || float64(c.held) < a.IncreaseWhenUsed*c.window {
+		return
+	}
+	c.setWindow(math.Min(float64(a.Ceiling), c.window+float64(a.IncreaseStep)/c.window))
+}
+
+func (c *client) setWindow(w float64) {
+	c.window = w
+	c.st.window.set(c.s.grid, c.s.now, w)
+}

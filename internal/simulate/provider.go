@@ -1,0 +1,153 @@
+package simulate
+
+import (
+	"math"
+
+	"github.com/plannerdev/planner/internal/quota"
+)
+
+// day is the period of a daily limit, seconds.
+const day = 24 * 3600.0
+
+// roundingSlack absorbs rounding in what a bucket holds when a request
+// comes back at the time its Retry-After named.
+const roundingSlack = 1e-9
+
+// limit is the provider's enforcement of one limit of one key
+// (docs/simulate.md, "Provider"). A per-minute limit L allows A = L·w/60
+// per window of w = burst_window_s seconds: either a bucket that holds A
+// and refills continuously at L/60 per second, or a counter of A reset at
+// every multiple of w. A daily limit is a counter of L reset every 24
+// hours of simulated time. The provider enforces L itself, not the plan's
+// headroom.
+type limit struct {
+	dim       quota.Dimension
+	limit     float64 // as configured, per minute or per day
+	allowance float64 // A, what one window allows
+	rate      float64 // refill per second of a continuous bucket
+	window    float64 // seconds; 0 for a continuous bucket
+	level     float64 // continuous: what the bucket holds (negative: in debt)
+	used      float64 // window: what the current window has counted
+	epoch     int     // window: index of the current window
+	last      float64 // continuous: time of the last refill
+	limited   int
+
+	use, peak []float64 // per interval
+}
+
+func newLimit(d quota.Dimension, k quota.Key, refill string, intervals int) *limit {
+	l := &limit{dim: d, limit: k.Limit(d), use: make([]float64, intervals), peak: make([]float64, intervals)}
+	switch {
+	case d.Daily():
+		l.allowance, l.window = l.limit, day
+	case refill == RefillWindow:
+		l.allowance, l.window = l.limit*k.BurstWindowS/60, k.BurstWindowS
+	default:
+		l.allowance, l.rate = l.limit*k.BurstWindowS/60, l.limit/60
+		l.level = l.allowance
+	}
+	return l
+}
+
+// sync brings the bucket or window to time now.
+func (l *limit) sync(now float64) {
+	if l.window > 0 {
+		if e := int(math.Floor(now / l.window)); e != l.epoch {
+			l.epoch, l.used = e, 0
+		}
+		return
+	}
+	l.level = math.Min(l.allowance, l.level+l.rate*(now-l.last))
+	l.last = now
+}
+
+// fits reports whether need units may be counted now and, when not, how
+// long until they may (the Retry-After). An empty window or a full bucket
+// takes one request larger than the whole allowance, leaving the bucket in
+// debt, so that no request is refused for ever.
+func (l *limit) fits(now, need float64) (bool, float64) {
+	if l.window > 0 {
+		if l.used+need <= l.allowance+roundingSlack || l.used == 0 {
+			return true, 0
+		}
+		return false, float64(l.epoch+1)*l.window - now
+	}
+	if l.level >= need-roundingSlack || l.level >= l.allowance {
+		return true, 0
+	}
+	return false, (math.Min(need, l.allowance) - l.level) / l.rate
+}
+
+// count counts n units now (negative: a refund), without a check.
+func (l *limit) count(n float64) {
+	if l.window > 0 {
+		l.used = math.Max(0, l.used+n)
+		return
+	}
+	l.level = math.Min(l.allowance, l.level-n)
+}
+
+// fill is how full the bucket or window is, 1 when it allows nothing more.
+func (l *limit) fill() float64 {
+	if l.window > 0 {
+		return l.used / l.allowance
+	}
+	return 1 - l.level/l.allowance
+}
+
+// key is the provider's side of one API key.
+type key struct {
+	q       quota.Key
+	limits  []*limit
+	limited int
+}
+
+// charge is what one send counts against each dimension at admission.
+type charge = quota.Vector
+
+// admit counts c against every limit of the key when all of them allow it;
+// otherwise it counts nothing and returns the time until every refused
+// limit allows it again. Per-interval use and fill are recorded at iv.
+func (k *key) admit(now float64, c charge, iv int) (bool, float64) {
+	ok, wait := true, 0.0
+	for _, l := range k.limits {
+		l.sync(now)
+		if fit, w := l.fits(now, c[l.dim]); !fit {
+			ok, wait = false, math.Max(wait, w)
+			l.limited++
+			l.peak[iv] = math.Max(l.peak[iv], 1)
+		}
+	}
+	if !ok {
+		k.limited++
+		return false, wait
+	}
+	for _, l := range k.limits {
+		l.count(c[l.dim])
+		l.use[iv] += c[l.dim]
+		l.peak[iv] = math.Max(l.peak[iv], l.fill())
+	}
+	return true, 0
+}
+
+// settle counts, when a request completes, the output produced under
+// actual accounting (at the completion's interval) and refunds the unused
+// part of max_tokens under max_tokens accounting (at the admission's
+// interval, so that an interval's use is what its requests used).
+// A window refunds only what it counted itself: a request admitted in an
+// earlier window was counted in a window that has since been reset.
+func (k *key) settle(now, admittedAt float64, counted, refund charge, admitted, completed int) {
+	for _, l := range k.limits {
+		l.sync(now)
+		if n := counted[l.dim]; n > 0 {
+			l.count(n)
+			l.use[completed] += n
+		}
+		if n := refund[l.dim]; n > 0 {
+			if l.window == 0 || int(math.Floor(admittedAt/l.window)) == l.epoch {
+				l.count(-n)
+			}
+			l.use[admitted] -= n
+		}
+	}
+}

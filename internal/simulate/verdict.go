@@ -1,0 +1,172 @@
+package simulate
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/dustin/go-humanize"
+)
+
+// Thresholds of the verdict (docs/simulate.md, "Verdict").
+const (
+	// maxLimitedShare is the share of sends answered 429 above which the
+	// 429s are sustained rather than incidental.
+	maxLimitedShare = 0.01
+	// maxLostShare is the share of requests shed or given up that a plan
+	// may lose and still hold.
+	maxLostShare = 0.01
+	// backlogShare is, with the pool, the backlog at the end of the run
+	// that still counts as keeping pace: max(pool, 1 % of the requests).
+	backlogShare = 0.01
+)
+
+// check is one test of the verdict: whether it passed, a short name for
+// the summary, and the reason in words.
+type check struct {
+	ok     bool
+	label  string
+	reason string
+}
+
+// verdict judges whether the plan held for the class: its SLOs met, no
+// sustained 429s, almost nothing shed or given up, and the arrivals served
+// (for a batch: done in its window). The comparison with the plan's
+// figures is given as a reason but does not decide.
+func (c *client) verdict(sm Simulated) SimulationVerdict {
+	var checks []check
+	add := func(ok bool, label, format string, args ...any) {
+		checks = append(checks, check{ok: ok, label: label, reason: fmt.Sprintf(format, args...)})
+	}
+	if slo := c.spec.SLO; slo != nil {
+		for _, t := range []struct {
+			name   string
+			target float64
+			got    *float64
+		}{{"TTFT", slo.TTFTP95Ms, sm.TTFTP95Ms}, {"E2E", slo.E2EP95Ms, sm.E2EP95Ms}} {
+			switch {
+			case t.target <= 0:
+			case t.got == nil:
+				add(false, "no request completed", "no request completed, so the %s SLO of %s ms is not met", t.name, num(t.target))
+			case *t.got <= t.target:
+				add(true, "", "%s p95 %s ms meets the SLO of %s ms", t.name, num(*t.got), num(t.target))
+			default:
+				add(false, t.name+" p95 over its SLO", "%s p95 %s ms breaks the SLO of %s ms", t.name, num(*t.got), num(t.target))
+			}
+		}
+	}
+	sends := c.st.waitN + sm.Retries
+	switch share := ratio(sm.RateLimited, sends); {
+	case sm.RateLimited == 0:
+		add(true, "", "no 429s")
+	case share <= maxLimitedShare:
+		add(true, "", "%s of %s sends answered 429 (%s), not sustained", count(sm.RateLimited), count(sends), pct(share))
+	default:
+		add(false, "sustained 429s", "%s of %s sends answered 429 (%s): sustained 429s", count(sm.RateLimited), count(sends), pct(share))
+	}
+	if lost := sm.Shed + sm.GaveUp; lost > 0 {
+		var parts []string
+		if sm.Shed > 0 {
+			parts = append(parts, fmt.Sprintf("shed %s after the max queue wait of %s ms", count(sm.Shed), num(c.wait*1000)))
+		}
+		if sm.GaveUp > 0 {
+			parts = append(parts, fmt.Sprintf("%s gave up after 429s", count(sm.GaveUp)))
+		}
+		share := ratio(lost, sm.Requests)
+		add(share <= maxLostShare, "requests lost", "%s of %s requests lost (%s): %s", count(lost), count(sm.Requests), pct(share), strings.Join(parts, "; "))
+	}
+	if c.arr != nil {
+		keeps := float64(sm.Backlog) <= math.Max(float64(c.cp.Pool), backlogShare*float64(sm.Requests))
+		if d := c.spec.Demand; d != nil && d.Requests > 0 && c.kind != ArrivalsReplay {
+			switch {
+			case keeps:
+				add(true, "", "the batch of %s requests is done in its %s h window: the pool keeps pace with its %s req/s", count(int(d.Requests)), num(d.WithinHours), num(d.Rate()))
+			case sm.ThroughputRPS > 0:
+				h := d.Requests / sm.ThroughputRPS / 3600
+				add(false, "batch not done in its window", "at %s req/s the batch of %s requests takes %s h, over its %s h window", num(sm.ThroughputRPS), count(int(d.Requests)), num(h), num(d.WithinHours))
+			default:
+				add(false, "batch not done in its window", "nothing completed: the batch is not done in its %s h window", num(d.WithinHours))
+			}
+		} else if keeps {
+			add(true, "", "kept pace with its arrivals (%s waiting at the end)", count(sm.Backlog))
+		} else {
+			add(false, "fell behind", "fell behind: %s requests waiting at the end; it served %s req/s of the %s req/s that arrived", count(sm.Backlog), num(sm.ThroughputRPS), num(sm.OfferedRPS))
+		}
+	}
+	v := SimulationVerdict{Holds: true, Reasons: []string{}}
+	var failed []string
+	for _, ch := range checks {
+		v.Reasons = append(v.Reasons, ch.reason)
+		if !ch.ok {
+			v.Holds = false
+			failed = append(failed, ch.label)
+		}
+	}
+	v.Reasons = append(v.Reasons, c.against(sm))
+	if v.Holds {
+		v.Summary = fmt.Sprintf("%s: the plan holds", c.spec.Name)
+	} else {
+		v.Summary = fmt.Sprintf("%s: %s", c.spec.Name, strings.Join(failed, ", "))
+	}
+	return v
+}
+
+// against compares the run with the plan's figures in words.
+func (c *client) against(sm Simulated) string {
+	vp := c.vsPlan(sm)
+	s := fmt.Sprintf("throughput %s req/s against the plan's %s", num(sm.ThroughputRPS), num(vp.ExpectedRPS))
+	if e := vp.ThroughputErrorPct; e != nil {
+		s += fmt.Sprintf(" (%+.1f %%)", *e)
+	}
+	if e := vp.E2EP95ErrorPct; e != nil {
+		s += fmt.Sprintf("; E2E p95 %s ms against %s (%+.1f %%)", num(*sm.E2EP95Ms), num(*c.cp.Predicted.E2EP95Ms), *e)
+	}
+	return s
+}
+
+// overall is the plan's verdict: it holds when it holds for every class.
+func overall(classes []ClassRun) SimulationVerdict {
+	v := SimulationVerdict{Holds: true, Reasons: []string{}}
+	var failing []string
+	for _, c := range classes {
+		if !c.Verdict.Holds {
+			v.Holds = false
+			failing = append(failing, c.Verdict.Summary)
+		}
+	}
+	if v.Holds {
+		v.Summary = "the plan holds: every class met its SLOs without sustained 429s and kept pace with its arrivals"
+		return v
+	}
+	v.Summary = "the plan does not hold for " + strings.Join(failing, "; ")
+	v.Reasons = failing
+	return v
+}
+
+func ratio(a, b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// num writes a number for people: grouped thousands, one decimal from 10
+// and two below, without trailing zeros.
+func num(v float64) string {
+	digits := 2
+	switch a := math.Abs(v); {
+	case a >= 100:
+		digits = 0
+	case a >= 10:
+		digits = 1
+	}
+	s := humanize.CommafWithDigits(round(v, digits), digits)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
+}
+
+func count(n int) string { return humanize.Comma(int64(n)) }
+
+func pct(share float64) string { return fmt.Sprintf("%.1f %%", share*100) }
