@@ -98,15 +98,25 @@ func NewTail(x []float64, d *Draws, p float64) *Tail {
 			above++
 		}
 	}
-	tl.hiX, tl.hiU, tl.hiE = make([]float64, 0, top), make([]float64, 0, top), make([]float64, 0, top)
-	tl.loX, tl.loU, tl.loE = make([]float64, 0, n-top), make([]float64, 0, n-top), make([]float64, 0, n-top)
+	// One allocation holds the six columns, filled by index: appending to
+	// the struct's slices would cost a write barrier per draw.
+	cols := make([]float64, 3*n)
+	hiX, hiU, hiE := cols[:top:top], cols[top:2*top:2*top], cols[2*top:3*top:3*top]
+	rest := cols[3*top:]
+	lo := n - top
+	loX, loU, loE := rest[:lo:lo], rest[lo:2*lo:2*lo], rest[2*lo:]
+	h, l := 0, 0
 	for _, i := range d.byU {
 		if high[i] {
-			tl.hiX, tl.hiU, tl.hiE = append(tl.hiX, x[i]), append(tl.hiU, d.U[i]), append(tl.hiE, d.E[i])
+			hiX[h], hiU[h], hiE[h] = x[i], d.U[i], d.E[i]
+			h++
 		} else {
-			tl.loX, tl.loU, tl.loE = append(tl.loX, x[i]), append(tl.loU, d.U[i]), append(tl.loE, d.E[i])
+			loX[l], loU[l], loE[l] = x[i], d.U[i], d.E[i]
+			l++
 		}
 	}
+	tl.hiX, tl.hiU, tl.hiE = hiX, hiU, hiE
+	tl.loX, tl.loU, tl.loE = loX, loU, loE
 	tl.scratch.New = func() any { b := make([]float64, 2*top); return &b }
 	tl.base = tl.query(Wait{})
 	tl.p = p

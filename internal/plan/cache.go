@@ -20,7 +20,7 @@ import (
 // concurrent use; the zero value is not usable, call New.
 type Engine struct {
 	draws       *lru.Cache[drawKey, *model.Draws]
-	tails       *lru.Cache[serviceKey, tailPair]
+	tails       *lru.Cache[tailKey, *model.Tail]
 	percentiles *lru.Cache[percentileKey, float64]
 	minPools    *lru.Cache[minPoolKey, int]
 	plans       *lru.Cache[[sha256.Size]byte, *Plan]
@@ -28,12 +28,12 @@ type Engine struct {
 	curves      *lru.Cache[string, *model.Curve]
 }
 
-// Cache sizes. A tail pair of the default 20,000 draws takes about 1 MB,
-// so the tail cache stays under about 40 MB; tails of larger Monte Carlo
-// runs are not kept. A plan is a few kilobytes.
+// Cache sizes. A tail of the default 20,000 draws takes about 500 kB, so
+// the tail cache stays under about 32 MB; tails of larger Monte Carlo runs
+// are not kept. A plan is a few kilobytes.
 const (
 	drawCacheEntries       = 4
-	tailCacheEntries       = 32
+	tailCacheEntries       = 64
 	tailCacheMaxDraws      = 50000
 	percentileCacheEntries = 16384
 	minPoolCacheEntries    = 2048
@@ -47,7 +47,7 @@ const (
 func New() *Engine {
 	return &Engine{
 		draws:       must(lru.New[drawKey, *model.Draws](drawCacheEntries)),
-		tails:       must(lru.New[serviceKey, tailPair](tailCacheEntries)),
+		tails:       must(lru.New[tailKey, *model.Tail](tailCacheEntries)),
 		percentiles: must(lru.New[percentileKey, float64](percentileCacheEntries)),
 		minPools:    must(lru.New[minPoolKey, int](minPoolCacheEntries)),
 		plans:       must(lru.New[[sha256.Size]byte, *Plan](planCacheEntries)),
@@ -105,7 +105,11 @@ func (e *Engine) drawsFor(seed uint64, n int) *model.Draws {
 	return d
 }
 
-type tailPair struct{ ttft, e2e *model.Tail }
+// tailKey names the tail of one metric of a service time.
+type tailKey struct {
+	service serviceKey
+	metric  int
+}
 
 // serviceKey identifies a service time and the draws it is sampled with.
 type serviceKey [sha256.Size]byte

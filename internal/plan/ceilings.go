@@ -131,8 +131,12 @@ func (r *run) sloCeiling(ctx context.Context, i, metric int) (*Ceiling, error) {
 	}
 	b := e.slo[metric]
 	if b.total == nil {
+		why := ""
+		if bound := r.sloBound(e); bound == e.kneeBudget {
+			why = ", its knee budget"
+		}
 		return &Ceiling{Constraint: name,
-			Detail: fmt.Sprintf("%s: every %s target on endpoint %s holds with up to %d in flight", name, label, e.displayName(), r.sloBound(e))}, nil
+			Detail: fmt.Sprintf("%s: every %s target on endpoint %s holds with up to %d in flight%s", name, label, e.displayName(), r.sloBound(e), why)}, nil
 	}
 	mb := findMembership(r.memberships[i], name)
 	share := r.ceilingShare(*mb)
@@ -155,11 +159,16 @@ func (r *run) sloCeiling(ctx context.Context, i, metric int) (*Ceiling, error) {
 			name, e.displayName(), label, *b.total, why, num(share), c)}, nil
 }
 
-// sloBound is how far an endpoint's SLO budget was searched.
+// sloBound is how far an endpoint's SLO budget is searched: as far as its
+// classes' pools could reach, and no further than its knee budget, which
+// the load never exceeds (so a target that holds there cannot bind).
 func (r *run) sloBound(e *endpoint) int {
 	bound := 0
 	for _, i := range e.members {
 		bound += r.private[i]
+	}
+	if e.kneeBudget >= 0 {
+		bound = min(bound, e.kneeBudget)
 	}
 	return max(1, min(bound, searchLimit))
 }

@@ -57,9 +57,9 @@ type service struct {
 	tail         float64 // E[S]·E[S³]/E[S²]²: how heavy the service time's tail is
 	extrapolated bool
 	key          serviceKey
-	ttft, e2e    *model.Tail // load-independent latency: built on first use
-	// A curve's load has few queries, so its Monte Carlo sample is kept as
-	// drawn and each query selects from it.
+	tails        [2]*model.Tail // load-independent latency: TTFT and S, built on first use
+	// The Monte Carlo sample as drawn: a query that a tail does not serve
+	// (a curve's load has few) selects from it.
 	first, total []float64
 	approx       [2]*model.Estimator // stand-ins for TTFT and S that guide searches
 	fromSample   [2]bool             // whether approx comes from the sample
@@ -179,32 +179,38 @@ func (m *classModel) at(load int) *service {
 	return s
 }
 
-// tails returns the Monte Carlo tails of TTFT and of S for a
-// load-independent service time, from the engine's cache when a plan has
-// already drawn them.
-func (m *classModel) tails(ctx context.Context, s *service) (ttft, e2e *model.Tail, err error) {
-	if s.ttft != nil {
-		return s.ttft, s.e2e, nil
+// tail returns the Monte Carlo tail of TTFT (metricTTFT) or of S
+// (metricE2E) for a load-independent service time, from the engine's cache
+// when a plan has already built it. A tail costs a selection and a pass
+// over the draws to build and answers each query in a fraction of one, so
+// it is built for the percentiles a search queries often.
+func (m *classModel) tail(ctx context.Context, s *service, metric int) (*model.Tail, error) {
+	if t := s.tails[metric]; t != nil {
+		return t, nil
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
+	k := tailKey{service: s.key, metric: metric}
+	if t, ok := m.eng.tails.Get(k); ok {
+		s.tails[metric] = t
+		return t, nil
 	}
-	if p, ok := m.eng.tails.Get(s.key); ok {
-		s.ttft, s.e2e = p.ttft, p.e2e
-		return s.ttft, s.e2e, nil
+	first, total, err := m.sample(ctx, s)
+	if err != nil {
+		return nil, err
 	}
-	n := m.draws.N
-	first, total := make([]float64, n), make([]float64, n)
-	s.svc.FillParts(m.eng.parts(s.svc, m.draws), first, total)
-	s.ttft, s.e2e = model.NewTail(first, m.draws, 0.95), model.NewTail(total, m.draws, 0.95)
-	if n <= tailCacheMaxDraws {
-		m.eng.tails.Add(s.key, tailPair{s.ttft, s.e2e})
+	x := total
+	if metric == metricTTFT {
+		x = first
 	}
-	return s.ttft, s.e2e, nil
+	t := model.NewTail(x, m.draws, 0.95)
+	s.tails[metric] = t
+	if m.draws.N <= tailCacheMaxDraws {
+		m.eng.tails.Add(k, t)
+	}
+	return t, nil
 }
 
-// sample returns the Monte Carlo sample of TTFT and of S at a curve's load,
-// drawn on first use.
+// sample returns the Monte Carlo sample of TTFT and of S for a service
+// time, drawn on first use.
 func (m *classModel) sample(ctx context.Context, s *service) (first, total []float64, err error) {
 	if s.first != nil {
 		return s.first, s.total, nil
@@ -222,12 +228,8 @@ func (m *classModel) sample(ctx context.Context, s *service) (first, total []flo
 // Monte Carlo tail's own estimate for load-independent latency, else the
 // closed-form stand-in, which needs no draws.
 func (m *classModel) estimatorOf(ctx context.Context, s *service, metric int) (estimator, error) {
-	if m.static != nil {
-		t, e, err := m.tails(ctx, s)
-		if metric == metricTTFT {
-			return t, err
-		}
-		return e, err
+	if m.tailed(metric) {
+		return m.tail(ctx, s, metric)
 	}
 	if s.first != nil && !s.fromSample[metric] {
 		// Once the load is drawn, its sample guides better than the
@@ -373,17 +375,17 @@ func (m *classModel) quantile(ctx context.Context, s *service, w model.Wait, whi
 	if v, ok := m.eng.percentiles.Get(k); ok {
 		return v, nil
 	}
+	metric := metricE2E
+	if which == pctTTFT {
+		metric = metricTTFT
+	}
 	var v float64
-	if m.static != nil {
-		t, e, err := m.tails(ctx, s)
+	if m.tailed(metric) {
+		t, err := m.tail(ctx, s, metric)
 		if err != nil {
 			return 0, err
 		}
-		if which == pctTTFT {
-			v = t.Quantile(w)
-		} else {
-			v = e.Quantile(w)
-		}
+		v = t.Quantile(w)
 	} else {
 		first, total, err := m.sample(ctx, s)
 		if err != nil {
@@ -398,6 +400,12 @@ func (m *classModel) quantile(ctx context.Context, s *service, w model.Wait, whi
 	m.eng.percentiles.Add(k, v)
 	return v, nil
 }
+
+// tailed reports whether a class keeps a tail of the metric: a
+// load-independent class does, for both, since every plan of it queries
+// them (and the engine keeps them for the next plan); a curve's load
+// selects from its sample instead.
+func (m *classModel) tailed(int) bool { return m.static != nil }
 
 // scratch is a buffer of one value per draw for quantile selections.
 func (m *classModel) scratch() []float64 {
@@ -647,18 +655,24 @@ func firstStable(stable func(int) bool) (int, bool) {
 // only when the estimate was off.
 func (m *classModel) firstMeeting(ctx context.Context, start, load int, b bounds) (int, error) {
 	s := m.at(load)
-	t, err := m.estimatorOf(ctx, s, metricTTFT)
-	if err != nil {
-		return 0, err
-	}
-	e, err := m.estimatorOf(ctx, s, metricE2E)
-	if err != nil {
-		return 0, err
+	var est [2]estimator
+	for metric := range 2 {
+		if m.hasSLO(metric) {
+			e, err := m.estimatorOf(ctx, s, metric)
+			if err != nil {
+				return 0, err
+			}
+			est[metric] = e
+		}
 	}
 	estimate := func(c int) bool {
 		w := m.waitAt(c, s)
-		return (!m.hasSLO(metricE2E) || e.Estimate(w) <= b[metricE2E]*m.slo[metricE2E]) &&
-			(!m.hasSLO(metricTTFT) || t.Estimate(w) <= b[metricTTFT]*m.slo[metricTTFT])
+		for metric := range 2 {
+			if m.hasSLO(metric) && est[metric].Estimate(w) > b[metric]*m.slo[metric] {
+				return false
+			}
+		}
+		return true
 	}
 	meets := func(c int) (bool, error) { return m.meets(ctx, c, load, b) }
 	guess := firstTrue(start, estimate)

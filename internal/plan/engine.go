@@ -164,11 +164,7 @@ func (e *Engine) newRun(ctx context.Context, in scenario.Scenario) (*run, error)
 		if !ep.curve {
 			continue
 		}
-		bound := 0
-		for _, i := range ep.members {
-			bound += r.private[i]
-		}
-		if err := r.sloBudgets(ctx, ep, max(1, min(bound, searchLimit))); err != nil {
+		if err := r.sloBudgets(ctx, ep, r.sloBound(ep)); err != nil {
 			return nil, err
 		}
 	}

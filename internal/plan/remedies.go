@@ -293,10 +293,7 @@ func (r *run) shed(ctx context.Context, i, pool int) (*Shed, error) {
 		return &Shed{SustainableRPS: 0, ShedRPS: roundTo(m.lambda, 4)}, nil
 	}
 	s := m.at(r.load(i))
-	t, e, err := m.tails(ctx, s)
-	if err != nil {
-		return nil, err
-	}
+	var fail error
 	ok := func(l float64) bool {
 		if l*s.mean > m.rhoMax*float64(pool)*(1+tolerance) {
 			return false
@@ -305,10 +302,26 @@ func (r *run) shed(ctx context.Context, i, pool int) (*Shed, error) {
 		if !w.Stable() {
 			return false
 		}
-		return (!m.hasSLO(metricE2E) || e.Quantile(w) <= m.slo[metricE2E]) && (!m.hasSLO(metricTTFT) || t.Quantile(w) <= m.slo[metricTTFT])
+		for metric, which := range []percentile{pctTTFT, pctE2E} {
+			if !m.hasSLO(metric) {
+				continue
+			}
+			v, err := m.quantile(ctx, s, w, which)
+			if err != nil {
+				fail = err
+				return false
+			}
+			if v > m.slo[metric] {
+				return false
+			}
+		}
+		return true
 	}
 	lo, hi := 0.0, m.lambda
 	if !ok(lo) {
+		if fail != nil {
+			return nil, fail
+		}
 		return &Shed{SustainableRPS: 0, ShedRPS: roundTo(m.lambda, 4)}, nil
 	}
 	for hi-lo > shedResolution/2 {
@@ -321,6 +334,9 @@ func (r *run) shed(ctx context.Context, i, pool int) (*Shed, error) {
 		} else {
 			hi = mid
 		}
+	}
+	if fail != nil {
+		return nil, fail
 	}
 	sustainable := math.Floor(lo/shedResolution) / (1 / shedResolution)
 	return &Shed{SustainableRPS: sustainable, ShedRPS: roundTo(m.lambda-sustainable, 4)}, nil
