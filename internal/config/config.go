@@ -153,23 +153,9 @@ type Credential struct {
 	Header string `mapstructure:"header" validate:"oneof=Authorization api-key"`
 }
 
-// Problem is one mistake in the configuration, at its YAML path
-// (for example "tiers[2].rpm").
-type Problem struct {
-	Path    string
-	Message string
-}
-
-// String is the problem as a person reads it: "path: message".
-func (p Problem) String() string {
-	if p.Path == "" {
-		return p.Message
-	}
-	return p.Path + ": " + p.Message
-}
-
-// Problems is every mistake found in a configuration.
-type Problems []Problem
+// Problems is every mistake found in a configuration, each at its YAML
+// path (for example "tiers[2].rpm").
+type Problems []fieldpath.Error
 
 // Error lists every problem, one a line.
 func (ps Problems) Error() string {
@@ -181,7 +167,7 @@ func (ps Problems) Error() string {
 	b.WriteString("):")
 	for _, p := range ps {
 		b.WriteString("\n  ")
-		b.WriteString(p.String())
+		b.WriteString(p.Error())
 	}
 	return b.String()
 }
@@ -253,7 +239,7 @@ func Load(flags *pflag.FlagSet) (Config, error) {
 	cfg.normalize()
 	problems = append(problems, uncovered(problems, cfg.Validate())...)
 	if len(problems) > 0 {
-		slices.SortStableFunc(problems, func(a, b Problem) int { return fieldpath.Compare(a.Path, b.Path) })
+		slices.SortStableFunc(problems, func(a, b fieldpath.Error) int { return fieldpath.Compare(a.Path, b.Path) })
 		return cfg, problems
 	}
 	return cfg, nil
@@ -321,38 +307,38 @@ func (c Config) Validate() Problems {
 	var verrs validator.ValidationErrors
 	if err := validate.Struct(c); errors.As(err, &verrs) {
 		for _, fe := range verrs {
-			fields = append(fields, Problem{Path: yamlPath(fe.Namespace()), Message: message(fe)})
+			fields = append(fields, fieldpath.Error{Path: yamlPath(fe.Namespace()), Message: message(fe)})
 		}
 	} else if err != nil {
-		fields = append(fields, Problem{Message: err.Error()})
+		fields = append(fields, fieldpath.Error{Message: err.Error()})
 	}
 	seen := map[string]int{}
 	for i, t := range c.Tiers {
 		p := fmt.Sprintf("tiers[%d]", i)
 		if j, dup := seen[t.Name]; dup && t.Name != "" {
-			ps = append(ps, Problem{Path: p + ".name", Message: fmt.Sprintf("duplicate tier name %q (also tiers[%d])", t.Name, j)})
+			ps = append(ps, fieldpath.Error{Path: p + ".name", Message: fmt.Sprintf("duplicate tier name %q (also tiers[%d])", t.Name, j)})
 		} else {
 			seen[t.Name] = i
 		}
 		if !t.hasLimit() {
-			ps = append(ps, Problem{Path: p, Message: "set at least one limit: rpm, tpm, itpm, otpm, rpd or tpd"})
+			ps = append(ps, fieldpath.Error{Path: p, Message: "set at least one limit: rpm, tpm, itpm, otpm, rpd or tpd"})
 		}
 	}
 	for i, entry := range c.Probe.Allow {
 		if _, err := target.ParseRule(entry); err != nil {
-			ps = append(ps, Problem{Path: fmt.Sprintf("probe.allow[%d]", i), Message: err.Error()})
+			ps = append(ps, fieldpath.Error{Path: fmt.Sprintf("probe.allow[%d]", i), Message: err.Error()})
 		}
 	}
 	names := map[string]int{}
 	for i, cr := range c.Probe.Credentials {
 		if j, dup := names[cr.Name]; dup && cr.Name != "" {
-			ps = append(ps, Problem{Path: fmt.Sprintf("probe.credentials[%d].name", i), Message: fmt.Sprintf("duplicate credential name %q (also probe.credentials[%d])", cr.Name, j)})
+			ps = append(ps, fieldpath.Error{Path: fmt.Sprintf("probe.credentials[%d].name", i), Message: fmt.Sprintf("duplicate credential name %q (also probe.credentials[%d])", cr.Name, j)})
 		} else {
 			names[cr.Name] = i
 		}
 	}
 	if len(c.Auth.Tokens) == 0 && c.Listen != "" && !IsLoopback(c.Listen) && !listensOnName(c.Listen) {
-		ps = append(ps, Problem{Path: "auth.tokens", Message: fmt.Sprintf("required: listen address %s is not a loopback address, so the API must ask for a bearer token", c.Listen)})
+		ps = append(ps, fieldpath.Error{Path: "auth.tokens", Message: fmt.Sprintf("required: listen address %s is not a loopback address, so the API must ask for a bearer token", c.Listen)})
 	}
 	return append(fields, uncovered(fields, ps)...)
 }
@@ -363,7 +349,7 @@ func (c Config) Validate() Problems {
 func uncovered(have, more Problems) Problems {
 	var out Problems
 	for _, p := range more {
-		covered := slices.ContainsFunc(have, func(h Problem) bool {
+		covered := slices.ContainsFunc(have, func(h fieldpath.Error) bool {
 			return h.Path == p.Path || strings.HasPrefix(h.Path, p.Path+".") || strings.HasPrefix(h.Path, p.Path+"[")
 		})
 		if !covered {
@@ -389,7 +375,7 @@ func unknownKeys(settings map[string]any, t reflect.Type, path string) Problems 
 		}
 		ft, ok := fields[key]
 		if !ok {
-			ps = append(ps, Problem{Path: p, Message: "unknown setting"})
+			ps = append(ps, fieldpath.Error{Path: p, Message: "unknown setting"})
 			continue
 		}
 		ps = append(ps, unknownIn(value, ft, p)...)
@@ -599,7 +585,7 @@ func decodeProblems(err error) Problems {
 	walk = func(err error) {
 		var de *mapstructure.DecodeError
 		if errors.As(err, &de) && !isJoin(err) {
-			ps = append(ps, Problem{Path: de.Name(), Message: typeMessage(de.Unwrap())})
+			ps = append(ps, fieldpath.Error{Path: de.Name(), Message: typeMessage(de.Unwrap())})
 			return
 		}
 		if j, ok := err.(interface{ Unwrap() []error }); ok {
