@@ -25,6 +25,8 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/plannerdev/planner/internal/fieldpath"
+	"github.com/plannerdev/planner/internal/probe"
+	"github.com/plannerdev/planner/internal/scenario"
 	"github.com/plannerdev/planner/internal/target"
 )
 
@@ -116,13 +118,13 @@ type Probe struct {
 	// Credentials are the API keys that a probe request may name.
 	Credentials []Credential `mapstructure:"credentials" validate:"max=100,dive"`
 	// MaxConcurrency caps each step's concurrency.
-	MaxConcurrency int `mapstructure:"max_concurrency" validate:"min=1,max=10000"`
+	MaxConcurrency int `mapstructure:"max_concurrency" validate:"probe_concurrency"`
 	// MaxRequests caps the HTTP requests of one probe, retries included.
-	MaxRequests int `mapstructure:"max_requests" validate:"min=1,max=10000000"`
+	MaxRequests int `mapstructure:"max_requests" validate:"probe_requests"`
 	// MaxTokens caps the input plus output tokens of one probe.
-	MaxTokens int `mapstructure:"max_tokens" validate:"min=1,max=100000000000"`
+	MaxTokens int `mapstructure:"max_tokens" validate:"probe_tokens"`
 	// MaxDuration caps the wall time of one probe.
-	MaxDuration time.Duration `mapstructure:"max_duration" validate:"min=1000000000,max=86400000000000"`
+	MaxDuration time.Duration `mapstructure:"max_duration" validate:"probe_duration"`
 	// MaxRunning caps the probes (and plan validations) running at once.
 	MaxRunning int `mapstructure:"max_running" validate:"min=1,max=64"`
 }
@@ -500,6 +502,18 @@ var validate = func() *validator.Validate {
 	must(v.RegisterValidation("origin", func(fl validator.FieldLevel) bool {
 		return ValidOrigin(fl.Field().String())
 	}))
+	// Bounds declared elsewhere, once: a tier's name and limits are a
+	// quota's (scenario.Bounds), the probe caps lie within the bounds of
+	// any probe (package probe).
+	b := scenario.Bounds()
+	v.RegisterAlias("quotaname", fmt.Sprintf("max=%d,tiername", b.NameMaxLength))
+	for name, most := range b.LimitMax {
+		v.RegisterAlias("limit_"+name, "gte=0,lte="+strconv.FormatFloat(most, 'g', -1, 64))
+	}
+	v.RegisterAlias("probe_concurrency", fmt.Sprintf("min=1,max=%d", probe.MaxConcurrency))
+	v.RegisterAlias("probe_requests", fmt.Sprintf("min=1,max=%d", probe.MaxBudgetRequests))
+	v.RegisterAlias("probe_tokens", fmt.Sprintf("min=1,max=%d", probe.MaxBudgetTokens))
+	v.RegisterAlias("probe_duration", fmt.Sprintf("min=%d,max=%d", time.Second, probe.MaxBudgetDuration))
 	return v
 }()
 
@@ -519,7 +533,8 @@ func yamlPath(ns string) string {
 	return rest
 }
 
-// message words a failed struct tag rule.
+// message words a failed struct tag rule (the rule itself when the tag is
+// an alias such as limit_rpm).
 func message(fe validator.FieldError) string {
 	numeric := false
 	switch fe.Kind() {
@@ -528,7 +543,7 @@ func message(fe validator.FieldError) string {
 	}
 	if fe.Type() == reflect.TypeFor[time.Duration]() {
 		if n, err := strconv.ParseInt(fe.Param(), 10, 64); err == nil {
-			switch fe.Tag() {
+			switch fe.ActualTag() {
 			case "min":
 				return "must be at least " + time.Duration(n).String()
 			case "max":
@@ -536,7 +551,7 @@ func message(fe validator.FieldError) string {
 			}
 		}
 	}
-	switch fe.Tag() {
+	switch fe.ActualTag() {
 	case "required":
 		return "required"
 	case "gte":
