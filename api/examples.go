@@ -62,7 +62,7 @@ func buildExamples() (examples, error) {
 			"chat": {Summary: "One interactive class on one key (docs/examples/chat.yaml)", Value: map[string]any{"scenario": doc}},
 		},
 		planResponse: map[string]*huma.Example{
-			"chat": {Summary: "The plan of docs/examples/chat.yaml: a pool of 39, bound by tpm", Value: p},
+			"chat": {Summary: "The plan of docs/examples/chat.yaml: a pool of 39, bound by tpm", Value: planOf(p)},
 		},
 		whatIfRequest: map[string]*huma.Example{
 			"tpm": {Summary: "Three tokens-per-minute limits for the chat example", Value: map[string]any{
@@ -77,7 +77,7 @@ func buildExamples() (examples, error) {
 		whatIfResponse: map[string]*huma.Example{
 			"tpm": {Summary: "The grid for three tokens-per-minute limits", Value: WhatIfResponse{
 				Variations: []Variation{{Path: tpm.Path, Values: tpm.Values}},
-				Cells:      grid.Cells,
+				Cells:      each(grid.Cells, cellOf),
 			}},
 		},
 	}, nil

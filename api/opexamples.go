@@ -123,10 +123,10 @@ var validateExamples = sync.OnceValue(func() opExamples {
 			RelativeErrorPct: &validate.Errors{ThroughputRPS: round2((f - 1) * 100), TTFTP95Ms: 4, E2EP95Ms: 3}})
 	}
 	cr.Reasons = []string{"throughput at the pool is within 15 % of the prediction (-3.0 %)", "at 1.25 × the pool throughput is within 15 % of the prediction (-5.0 %)"}
-	resp := ValidateResponse{PlanID: "p3n8c2x5v7b9m1q4w6e8r0t2y4", Report: validate.Report{
+	resp := validateResponseOf("p3n8c2x5v7b9m1q4w6e8r0t2y4", &validate.Report{
 		Verdict: validate.VerdictOK, TolerancePct: validate.Tolerance * 100, Classes: []validate.ClassReport{cr},
 		Summary: "the plan holds: every class validated (1) measured within 15 % of the model at its pool and 1.25 × it, without 429s at the pool",
-	}}
+	})
 	req := map[string]any{
 		"target":            map[string]any{"base_url": "http://127.0.0.1:8000/v1", "model": "sim-model"},
 		"requests_per_step": 40,

@@ -13,7 +13,6 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
-	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
 	"github.com/plannerdev/planner/internal/store"
 )
@@ -30,7 +29,7 @@ type PlanRequest struct {
 // PlanResponse is a plan; a stored one also carries its id.
 type PlanResponse struct {
 	ID string `json:"id,omitempty" doc:"Id of the stored plan; only with save."`
-	plan.Plan
+	Plan
 }
 
 // planInput is a plan request as huma decodes it; RawBody lets the resolver
@@ -133,7 +132,7 @@ func (s *Server) createPlan(ctx context.Context, in *planInput) (*planOutput, er
 			Message:  "planning this scenario gives a non-finite " + path + " (is a service time zero?)",
 		})
 	}
-	out := &planOutput{Body: &PlanResponse{Plan: *p}}
+	out := &planOutput{Body: &PlanResponse{Plan: planOf(p)}}
 	if !in.Body.Save {
 		return out, nil
 	}

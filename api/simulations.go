@@ -35,11 +35,6 @@ type SimulationRequest struct {
 	Replay     []simulate.Replay `json:"replay,omitempty" maxItems:"32" doc:"Arrival times that replace a class's demand, such as the start_s column of a probe's requests.csv."`
 }
 
-// SimulationResponse is a simulated run of the plan beside its predictions.
-type SimulationResponse struct {
-	simulate.Simulation
-}
-
 type simulationInput struct {
 	RawBody []byte
 	Body    SimulationRequest
@@ -138,7 +133,8 @@ func (s *Server) createSimulation(ctx context.Context, in *simulationInput) (*si
 			Message:  "simulating this scenario gives a non-finite " + path,
 		})
 	}
-	return &simulationOutput{Body: &SimulationResponse{Simulation: *r}}, nil
+	resp := simulationOf(r)
+	return &simulationOutput{Body: &resp}, nil
 }
 
 // simulationError turns what stopped a simulation into a problem: its
@@ -204,7 +200,7 @@ var simulationExamples = sync.OnceValue(func() opExamples {
 		}},
 		response: map[string]*huma.Example{"backfill": {
 			Summary: "The backfill's start-up burst draws a storm of 429s",
-			Value:   SimulationResponse{Simulation: *r},
+			Value:   simulationOf(r),
 		}},
 	}
 })

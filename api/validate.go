@@ -28,12 +28,6 @@ type ValidateRequest struct {
 	Budgets         *Budgets    `json:"budgets,omitempty"`
 }
 
-// ValidateResponse is a validation's report.
-type ValidateResponse struct {
-	PlanID string `json:"plan_id"`
-	validate.Report
-}
-
 type validateInput struct {
 	ID            string `path:"id" maxLength:"64" doc:"Id of a stored plan."`
 	Authorization string `header:"X-Probe-Authorization" doc:"The API key for the target, as the whole Authorization header value to send, instead of a named credential; never stored, logged or echoed."`
@@ -140,5 +134,6 @@ func (s *Server) validatePlan(ctx context.Context, in *validateInput) (*validate
 		s.log.Error("validate a plan", "plan", in.ID, "error", redact.New(cfg.APIKey).String(err.Error()))
 		return nil, huma.Error500InternalServerError("the validation could not run; the server log has the cause")
 	}
-	return &validateOutput{Body: &ValidateResponse{PlanID: sp.ID, Report: *rep}}, nil
+	resp := validateResponseOf(sp.ID, rep)
+	return &validateOutput{Body: &resp}, nil
 }
