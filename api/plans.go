@@ -93,13 +93,12 @@ type planOutput struct {
 }
 
 func (s *Server) registerPlans() {
-	ex := specExamples()
 	op := huma.Operation{
 		OperationID: "create-plan",
 		Method:      http.MethodPost,
 		Path:        "/v1/plans",
 		Summary:     "Plan a scenario",
-		Description: "Computes the plan of a scenario (DESIGN §3): for every task class its pool, the constraint " +
+		Description: "Computes the plan of a scenario (docs/concepts.md): for every task class its pool, the constraint " +
 			"that binds it, the ceilings with their derivations, the smallest pool its demand needs, predicted " +
 			"latency and quota use, client settings (pacing, admission, retry, adaptive) and, when it does not " +
 			"fit, the remedies. The same scenario always gives the same plan. Every problem in the scenario is " +
@@ -109,7 +108,7 @@ func (s *Server) registerPlans() {
 		Errors: slices.Concat(errorStatuses, []int{http.StatusServiceUnavailable}),
 	}
 	register(s, op, s.createPlan)
-	withExamples(s.OpenAPI(), op.Path, ex.planRequest, ex.planResponse)
+	withExamples(s.OpenAPI(), op.Path, examplesOf[PlanResponse](op.OperationID))
 }
 
 func (s *Server) createPlan(ctx context.Context, in *planInput) (*planOutput, error) {

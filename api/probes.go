@@ -153,8 +153,7 @@ func (s *Server) registerProbes() {
 		Errors: []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusTooManyRequests, http.StatusServiceUnavailable},
 	}
 	register(s, op, s.createProbe)
-	ex := probeExamples()
-	withExamples(s.OpenAPI(), op.Path, ex.request, ex.response)
+	withExamples(s.OpenAPI(), op.Path, examplesOf[Probe](op.OperationID))
 
 	register(s, huma.Operation{
 		OperationID: "list-probes",

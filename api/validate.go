@@ -63,8 +63,7 @@ func (s *Server) registerValidate() {
 		Errors: []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusTooManyRequests, http.StatusServiceUnavailable},
 	}
 	register(s, op, s.validatePlan)
-	ex := validateExamples()
-	withExamples(s.OpenAPI(), op.Path, ex.request, ex.response)
+	withExamples(s.OpenAPI(), op.Path, examplesOf[ValidateResponse](op.OperationID))
 }
 
 func (s *Server) validatePlan(ctx context.Context, in *validateInput) (*validateOutput, error) {

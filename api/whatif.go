@@ -60,7 +60,6 @@ type whatIfOutput struct {
 }
 
 func (s *Server) registerWhatIf() {
-	ex := specExamples()
 	op := huma.Operation{
 		OperationID: "create-what-if",
 		Method:      http.MethodPost,
@@ -75,7 +74,7 @@ func (s *Server) registerWhatIf() {
 		Errors: errorStatuses,
 	}
 	register(s, op, s.createWhatIf)
-	withExamples(s.OpenAPI(), op.Path, ex.whatIfRequest, ex.whatIfResponse)
+	withExamples(s.OpenAPI(), op.Path, examplesOf[WhatIfResponse](op.OperationID))
 }
 
 // quotaPointer matches the path of a tier variation.
