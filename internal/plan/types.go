@@ -2,11 +2,12 @@
 // every task class the ceilings on its pool, the pool and the constraint
 // that binds it, the smallest pool its demand needs, the predicted latency
 // and quota use, client settings (pacing, admission, retry, adaptive) and,
-// when it does not fit, the changes that would make it fit (DESIGN §3).
+// when it does not fit, the changes that would make it fit (docs/concepts.md).
 // It also runs what-if sweeps over a scenario.
 package plan
 
-// Constraint names (DESIGN §3.8), in the order that breaks ties.
+// Constraint names (docs/concepts.md, "Ceilings on the pool"), in the
+// order that breaks ties.
 const (
 	ConstraintKnee    = "knee"
 	ConstraintSLOTTFT = "slo_ttft"

@@ -1,5 +1,5 @@
 // Package probe measures one OpenAI-compatible chat-completions endpoint
-// with a bounded, polite load run (DESIGN §4): a closed-loop concurrency
+// with a bounded, polite load run (docs/probe.md): a closed-loop concurrency
 // ramp (or an open-loop Poisson run for plan validation) of streamed
 // requests, each timed to its first output token and its last one. Every
 // request is recorded, failures too; 429s are retried only after the wait

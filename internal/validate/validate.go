@@ -1,9 +1,10 @@
 // Package validate checks a plan against the endpoint it was made for
-// (DESIGN §4, plan validation): for each class it runs a short closed-loop
-// probe at the class's pool and at 1.25 times it, with requests shaped
-// like the class's, and compares what it measures with what the model
-// predicts at the same concurrencies (plan.PredictAt): throughput, TTFT
-// p95, E2E p95 and 429s, with the relative errors and a verdict.
+// (docs/service-probes.md, "Validating a plan"): for each class it runs a
+// short closed-loop probe at the class's pool and at 1.25 times it, with
+// requests shaped like the class's, and compares what it measures with
+// what the model predicts at the same concurrencies (plan.PredictAt):
+// throughput, TTFT p95, E2E p95 and 429s, with the relative errors and a
+// verdict.
 //
 // Request shape: each request's prompt is the class's input length p50
 // (synthetic text, calibrated on the answers) and its output is fixed with
