@@ -94,7 +94,7 @@ func cellsOf(t *testing.T, body []byte) WhatIfResponse {
 }
 
 // checkCell compares one cell's classes with the engine's plan of sc.
-func checkCell(t *testing.T, cell plan.Cell, sc scenario.Scenario) {
+func checkCell(t *testing.T, cell Cell, sc scenario.Scenario) {
 	t.Helper()
 	want, err := plan.Compute(sc)
 	if err != nil {

@@ -1,99 +1,90 @@
 package api
 
 import (
+	"bytes"
+	"embed"
 	"encoding/json"
 	"fmt"
-	"sync"
 
 	"github.com/danielgtaylor/huma/v2"
-	"sigs.k8s.io/yaml"
-
-	"github.com/plannerdev/planner"
-	"github.com/plannerdev/planner/internal/plan"
-	"github.com/plannerdev/planner/internal/scenario"
 )
 
-// examples are the request and response examples of the OpenAPI document,
-// computed from docs/examples/chat.yaml by the engine itself, so that they
-// are always true.
-type examples struct {
-	planRequest, planResponse     map[string]*huma.Example
-	whatIfRequest, whatIfResponse map[string]*huma.Example
+// exampleFiles are the request and response examples of the OpenAPI
+// document, one file per operation (examples/OPERATION-ID.json). They are
+// static: the document does not change when the engine's numbers do.
+// TestOpenAPIExamples checks every response example against what the
+// service answers for the request example of the same name, and rewrites
+// them with -update.
+//
+//go:embed examples/*.json
+var exampleFiles embed.FS
+
+// exampleFile is the form of an examples file: examples by name, each a
+// summary and a value.
+type exampleFile struct {
+	Request  map[string]exampleValue `json:"request"`
+	Response map[string]exampleValue `json:"response"`
 }
 
-// specExamples builds the examples once per process. The embedded example
-// is part of the binary, so a failure is a programming error.
-var specExamples = sync.OnceValue(func() examples {
-	ex, err := buildExamples()
+type exampleValue struct {
+	Summary string          `json:"summary"`
+	Value   json.RawMessage `json:"value"`
+}
+
+// opExamples are one operation's request and response examples.
+type opExamples struct {
+	request, response map[string]*huma.Example
+}
+
+// examplesOf reads the examples of an operation. A response value must
+// read as R, the operation's answer, without a member R lacks, so that an
+// example cannot show a name the API does not have. The values keep the
+// file's order of members. The files are part of the binary, so an error
+// is a programming error.
+func examplesOf[R any](operationID string) opExamples {
+	ex, err := readExamples[R](operationID)
 	if err != nil {
-		panic(fmt.Sprintf("build the OpenAPI examples: %v", err))
+		panic(fmt.Sprintf("the OpenAPI examples of %s: %v", operationID, err))
 	}
 	return ex
-})
+}
 
-func buildExamples() (examples, error) {
-	text, ok := planner.Example("chat")
-	if !ok {
-		return examples{}, fmt.Errorf("no embedded example chat")
-	}
-	js, err := yaml.YAMLToJSON(text)
+func readExamples[R any](operationID string) (opExamples, error) {
+	b, err := exampleFiles.ReadFile("examples/" + operationID + ".json")
 	if err != nil {
-		return examples{}, err
+		return opExamples{}, err
 	}
-	var doc any // the scenario as written, without the defaults a struct would add
-	if err := json.Unmarshal(js, &doc); err != nil {
-		return examples{}, err
+	var f exampleFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return opExamples{}, err
 	}
-	sc, err := scenario.Parse(text)
-	if err != nil {
-		return examples{}, err
+	ex := opExamples{request: map[string]*huma.Example{}, response: map[string]*huma.Example{}}
+	for name, v := range f.Request {
+		ex.request[name] = &huma.Example{Summary: v.Summary, Value: v.Value}
 	}
-	p, err := plan.Compute(sc)
-	if err != nil {
-		return examples{}, err
+	for name, v := range f.Response {
+		dec := json.NewDecoder(bytes.NewReader(v.Value))
+		dec.DisallowUnknownFields()
+		var r R
+		if err := dec.Decode(&r); err != nil {
+			return opExamples{}, fmt.Errorf("response %s: %w", name, err)
+		}
+		ex.response[name] = &huma.Example{Summary: v.Summary, Value: v.Value}
 	}
-	tpm := plan.Variation{Path: "/quotas/0/tpm", Values: []any{500000, 1000000, 2000000}}
-	grid, err := plan.Sweep(sc, []plan.Variation{tpm})
-	if err != nil {
-		return examples{}, err
-	}
-	return examples{
-		planRequest: map[string]*huma.Example{
-			"chat": {Summary: "One interactive class on one key (docs/examples/chat.yaml)", Value: map[string]any{"scenario": doc}},
-		},
-		planResponse: map[string]*huma.Example{
-			"chat": {Summary: "The plan of docs/examples/chat.yaml: a pool of 39, bound by tpm", Value: p},
-		},
-		whatIfRequest: map[string]*huma.Example{
-			"tpm": {Summary: "Three tokens-per-minute limits for the chat example", Value: map[string]any{
-				"scenario":   doc,
-				"variations": []Variation{{Path: tpm.Path, Values: tpm.Values}},
-			}},
-			"tiers": {Summary: "Two catalogue tiers on the chat example's key", Value: map[string]any{
-				"scenario":   doc,
-				"variations": []Variation{{Path: "/quotas/0", Tiers: []string{"example-small", "example-medium"}}},
-			}},
-		},
-		whatIfResponse: map[string]*huma.Example{
-			"tpm": {Summary: "The grid for three tokens-per-minute limits", Value: WhatIfResponse{
-				Variations: []Variation{{Path: tpm.Path, Values: tpm.Values}},
-				Cells:      grid.Cells,
-			}},
-		},
-	}, nil
+	return ex, nil
 }
 
 // withExamples attaches request and response examples to the POST
 // operation at path; the response examples go to its success response
 // (200, 201 or 202).
-func withExamples(doc *huma.OpenAPI, path string, request, response map[string]*huma.Example) {
+func withExamples(doc *huma.OpenAPI, path string, ex opExamples) {
 	op := doc.Paths[path].Post
 	// RawBody is read for the resolvers only, not a second request format.
 	delete(op.RequestBody.Content, "application/octet-stream")
-	op.RequestBody.Content["application/json"].Examples = request
+	op.RequestBody.Content["application/json"].Examples = ex.request
 	for _, status := range []string{"200", "201", "202"} {
 		if r := op.Responses[status]; r != nil {
-			r.Content["application/json"].Examples = response
+			r.Content["application/json"].Examples = ex.response
 			return
 		}
 	}

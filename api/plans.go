@@ -13,7 +13,6 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
-	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
 	"github.com/plannerdev/planner/internal/store"
 )
@@ -30,7 +29,7 @@ type PlanRequest struct {
 // PlanResponse is a plan; a stored one also carries its id.
 type PlanResponse struct {
 	ID string `json:"id,omitempty" doc:"Id of the stored plan; only with save."`
-	plan.Plan
+	Plan
 }
 
 // planInput is a plan request as huma decodes it; RawBody lets the resolver
@@ -94,13 +93,12 @@ type planOutput struct {
 }
 
 func (s *Server) registerPlans() {
-	ex := specExamples()
 	op := huma.Operation{
 		OperationID: "create-plan",
 		Method:      http.MethodPost,
 		Path:        "/v1/plans",
 		Summary:     "Plan a scenario",
-		Description: "Computes the plan of a scenario (DESIGN §3): for every task class its pool, the constraint " +
+		Description: "Computes the plan of a scenario (docs/concepts.md): for every task class its pool, the constraint " +
 			"that binds it, the ceilings with their derivations, the smallest pool its demand needs, predicted " +
 			"latency and quota use, client settings (pacing, admission, retry, adaptive) and, when it does not " +
 			"fit, the remedies. The same scenario always gives the same plan. Every problem in the scenario is " +
@@ -110,7 +108,7 @@ func (s *Server) registerPlans() {
 		Errors: slices.Concat(errorStatuses, []int{http.StatusServiceUnavailable}),
 	}
 	register(s, op, s.createPlan)
-	withExamples(s.OpenAPI(), op.Path, ex.planRequest, ex.planResponse)
+	withExamples(s.OpenAPI(), op.Path, examplesOf[PlanResponse](op.OperationID))
 }
 
 func (s *Server) createPlan(ctx context.Context, in *planInput) (*planOutput, error) {
@@ -133,7 +131,7 @@ func (s *Server) createPlan(ctx context.Context, in *planInput) (*planOutput, er
 			Message:  "planning this scenario gives a non-finite " + path + " (is a service time zero?)",
 		})
 	}
-	out := &planOutput{Body: &PlanResponse{Plan: *p}}
+	out := &planOutput{Body: &PlanResponse{Plan: planOf(p)}}
 	if !in.Body.Save {
 		return out, nil
 	}

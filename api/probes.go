@@ -19,16 +19,17 @@ import (
 	"github.com/plannerdev/planner/internal/store"
 )
 
-// ProbeRequest is the body of POST /v1/probes.
+// ProbeRequest is the body of POST /v1/probes. Its bounds and defaults
+// come from their owners (bounds.go).
 type ProbeRequest struct {
 	Target          ProbeTarget `json:"target"`
-	Steps           []int       `json:"steps,omitempty" minItems:"1" maxItems:"64" doc:"Concurrency ladder, strictly ascending, each at most the server's probe.max_concurrency (256 unless configured). Default 1, 2, 4, 8, 16, 32."`
-	RequestsPerStep int         `json:"requests_per_step,omitempty" minimum:"1" maximum:"1000000" doc:"Requests per step; default max(40, 4 × concurrency)."`
-	MaxTokens       int         `json:"max_tokens,omitempty" minimum:"1" maximum:"1000000" doc:"max_tokens of each request; default 128."`
+	Steps           []int       `json:"steps,omitempty" minItems:"1"`
+	RequestsPerStep int         `json:"requests_per_step,omitempty" minimum:"1"`
+	MaxTokens       int         `json:"max_tokens,omitempty" minimum:"1"`
 	IgnoreEOS       bool        `json:"ignore_eos,omitempty" doc:"Send ignore_eos (vLLM and compatible servers) so that every answer has exactly max_tokens tokens."`
-	InputTokens     int         `json:"input_tokens,omitempty" minimum:"1" maximum:"1000000" doc:"Length of the synthetic prompt in tokens, calibrated on the first answers; default 256."`
-	DeadlineMs      int         `json:"deadline_ms,omitempty" minimum:"1" maximum:"600000" doc:"Per-request deadline, retries included; a response is good only when it ends within it. Default 12,000."`
-	PauseMs         *int        `json:"pause_ms,omitempty" minimum:"0" maximum:"60000" doc:"Pause between steps, which lets the endpoint's queues drain; default 2,000."`
+	InputTokens     int         `json:"input_tokens,omitempty" minimum:"1"`
+	DeadlineMs      int         `json:"deadline_ms,omitempty" minimum:"1"`
+	PauseMs         *int        `json:"pause_ms,omitempty" minimum:"0"`
 	Budgets         *Budgets    `json:"budgets,omitempty"`
 	Stop            *ProbeStop  `json:"stop,omitempty"`
 	Label           string      `json:"label,omitempty" maxLength:"200" doc:"Free text naming the run; no credentials."`
@@ -36,7 +37,7 @@ type ProbeRequest struct {
 
 // ProbeStop are the probe's stop rules besides the budgets.
 type ProbeStop struct {
-	Max429Ratio float64 `json:"max_429_ratio,omitempty" exclusiveMinimum:"0" maximum:"1" doc:"Stop after a step in which more than this fraction of the answers were 429; default 0.2."`
+	Max429Ratio float64 `json:"max_429_ratio,omitempty" exclusiveMinimum:"0" maximum:"1"`
 }
 
 // ProbeEndpoint is where a probe went.
@@ -152,8 +153,7 @@ func (s *Server) registerProbes() {
 		Errors: []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusTooManyRequests, http.StatusServiceUnavailable},
 	}
 	register(s, op, s.createProbe)
-	ex := probeExamples()
-	withExamples(s.OpenAPI(), op.Path, ex.request, ex.response)
+	withExamples(s.OpenAPI(), op.Path, examplesOf[Probe](op.OperationID))
 
 	register(s, huma.Operation{
 		OperationID: "list-probes",

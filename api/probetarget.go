@@ -163,11 +163,11 @@ func (s *Server) guarded(cfg *probe.Config) {
 }
 
 // Budgets bound one probe's spend; each defaults to, and may not pass,
-// the server's cap.
+// the server's cap. Their bounds come from package probe (bounds.go).
 type Budgets struct {
-	MaxRequests  int     `json:"max_requests,omitempty" minimum:"1" maximum:"100000000" doc:"HTTP requests sent, retries included. Default and upper bound: the server's probe.max_requests (20,000 unless configured)."`
-	MaxTokens    int     `json:"max_tokens,omitempty" minimum:"1" maximum:"100000000000" doc:"Input plus output tokens. Default and upper bound: the server's probe.max_tokens (5,000,000 unless configured)."`
-	MaxDurationS float64 `json:"max_duration_s,omitempty" exclusiveMinimum:"0" maximum:"86400" doc:"Wall time in seconds, pauses included. Default and upper bound: the server's probe.max_duration (30 minutes unless configured)."`
+	MaxRequests  int     `json:"max_requests,omitempty" minimum:"1"`
+	MaxTokens    int     `json:"max_tokens,omitempty" minimum:"1"`
+	MaxDurationS float64 `json:"max_duration_s,omitempty" exclusiveMinimum:"0"`
 }
 
 // budget checks the requested budgets against the caps (problems located

@@ -18,8 +18,8 @@ import (
 
 // RecordList is one page of record cards, newest probe first.
 type RecordList struct {
-	Items      []report.RecordCard `json:"items"`
-	NextCursor string              `json:"next_cursor,omitempty" doc:"Cursor of the next page; absent on the last page. A page may hold fewer cards than limit: probes without a finished step have no card."`
+	Items      []RecordCard `json:"items"`
+	NextCursor string       `json:"next_cursor,omitempty" doc:"Cursor of the next page; absent on the last page. A page may hold fewer cards than limit: probes without a finished step have no card."`
 }
 
 type recordsInput struct {
@@ -34,7 +34,7 @@ type recordInput struct {
 
 func (s *Server) registerRecords() {
 	listJSON := s.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[RecordList](), true, "")
-	cardJSON := s.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[report.RecordCard](), true, "")
+	cardJSON := s.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[RecordCard](), true, "")
 	register(s, huma.Operation{
 		OperationID: "list-records",
 		Method:      http.MethodGet,
@@ -129,19 +129,19 @@ func (s *Server) listRecords(ctx context.Context, in *recordsInput) (*documentOu
 	if err != nil {
 		return nil, s.storeError(err, "probe", "")
 	}
-	list := RecordList{Items: []report.RecordCard{}, NextCursor: next}
+	var cards []report.RecordCard
 	for _, r := range runs {
 		c, ok, err := s.card(ctx, r)
 		if err != nil {
 			return nil, s.storeError(err, "probe", r.ID)
 		}
 		if ok {
-			list.Items = append(list.Items, c)
+			cards = append(cards, c)
 		}
 	}
 	if in.Format == "md" {
 		var buf bytes.Buffer
-		for i, c := range list.Items {
+		for i, c := range cards {
 			if i > 0 {
 				buf.WriteString("\n---\n\n")
 			}
@@ -149,10 +149,14 @@ func (s *Server) listRecords(ctx context.Context, in *recordsInput) (*documentOu
 				return nil, fmt.Errorf("render record card %s: %w", c.ProbeID, err)
 			}
 		}
-		if len(list.Items) == 0 {
+		if len(cards) == 0 {
 			buf.WriteString("No record cards yet: a probe gets one when it ends with a finished step.\n")
 		}
 		return &documentOutput{ContentType: "text/markdown; charset=utf-8", Body: buf.Bytes()}, nil
+	}
+	list := RecordList{Items: make([]RecordCard, 0, len(cards)), NextCursor: next}
+	for _, c := range cards {
+		list.Items = append(list.Items, recordCardOf(c))
 	}
 	return jsonDocument(list)
 }
@@ -186,7 +190,7 @@ func (s *Server) getRecord(ctx context.Context, in *recordInput) (*documentOutpu
 		}
 		return &documentOutput{ContentType: "text/markdown; charset=utf-8", Body: buf.Bytes()}, nil
 	}
-	return jsonDocument(c)
+	return jsonDocument(recordCardOf(c))
 }
 
 // jsonDocument encodes v as a JSON answer.

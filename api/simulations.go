@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,11 +11,8 @@ import (
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
-	"sigs.k8s.io/yaml"
 
-	"github.com/plannerdev/planner"
 	"github.com/plannerdev/planner/internal/config"
-	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
 	"github.com/plannerdev/planner/internal/simulate"
 )
@@ -33,11 +29,6 @@ type SimulationRequest struct {
 	IntervalS  float64           `json:"interval_s,omitempty" exclusiveMinimum:"0" maximum:"604800" doc:"Width of one point of the time series, seconds; default duration_s / 240 rounded up to a whole second, and at most 2,000 points."`
 	MaxEvents  int               `json:"max_events,omitempty" minimum:"1" maximum:"100000000" doc:"Stop and refuse a run that needs more events; default and at most the server's limits.simulation_max_events."`
 	Replay     []simulate.Replay `json:"replay,omitempty" maxItems:"32" doc:"Arrival times that replace a class's demand, such as the start_s column of a probe's requests.csv."`
-}
-
-// SimulationResponse is a simulated run of the plan beside its predictions.
-type SimulationResponse struct {
-	simulate.Simulation
 }
 
 type simulationInput struct {
@@ -100,8 +91,7 @@ func (s *Server) registerSimulations() {
 		Errors: slices.Concat(errorStatuses, []int{http.StatusServiceUnavailable}),
 	}
 	register(s, op, s.createSimulation)
-	ex := simulationExamples()
-	withExamples(s.OpenAPI(), op.Path, ex.request, ex.response)
+	withExamples(s.OpenAPI(), op.Path, examplesOf[SimulationResponse](op.OperationID))
 }
 
 func (s *Server) createSimulation(ctx context.Context, in *simulationInput) (*simulationOutput, error) {
@@ -138,7 +128,8 @@ func (s *Server) createSimulation(ctx context.Context, in *simulationInput) (*si
 			Message:  "simulating this scenario gives a non-finite " + path,
 		})
 	}
-	return &simulationOutput{Body: &SimulationResponse{Simulation: *r}}, nil
+	resp := simulationOf(r)
+	return &simulationOutput{Body: &resp}, nil
 }
 
 // simulationError turns what stopped a simulation into a problem: its
@@ -173,38 +164,3 @@ func newSimulationCaps(maxEvents int, maxDuration time.Duration) simulationCaps 
 	}
 	return c
 }
-
-// simulationExamples are the examples of POST /v1/simulations: ten
-// minutes of docs/examples/backfill.yaml without pacing, as the engine
-// simulates them.
-var simulationExamples = sync.OnceValue(func() opExamples {
-	text, _ := planner.Example("backfill")
-	sc, err := scenario.Parse(text)
-	if err != nil {
-		panic(fmt.Sprintf("build the simulation example: %v", err))
-	}
-	off := false
-	req := SimulationRequest{Scenario: sc, DurationS: 600, IntervalS: 60, Pacing: &off, MaxEvents: config.DefaultSimulationMaxEvents}
-	r, err := simulate.Run(context.Background(), plan.New(), sc, req.options())
-	if err != nil {
-		panic(fmt.Sprintf("build the simulation example: %v", err))
-	}
-	js, err := yaml.YAMLToJSON(text)
-	var doc any // the scenario as written, without the defaults a struct would add
-	if err == nil {
-		err = json.Unmarshal(js, &doc)
-	}
-	if err != nil {
-		panic(fmt.Sprintf("build the simulation example: %v", err))
-	}
-	return opExamples{
-		request: map[string]*huma.Example{"backfill": {
-			Summary: "Ten minutes of docs/examples/backfill.yaml without pacing",
-			Value:   map[string]any{"scenario": doc, "duration_s": 600, "interval_s": 60, "pacing": false},
-		}},
-		response: map[string]*huma.Example{"backfill": {
-			Summary: "The backfill's start-up burst draws a storm of 429s",
-			Value:   SimulationResponse{Simulation: *r},
-		}},
-	}
-})

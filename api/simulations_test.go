@@ -35,7 +35,7 @@ func TestCreateSimulationMatchesEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !sameJSON(t, got.Simulation, *want) {
+	if !sameJSON(t, got, *want) {
 		t.Error("the API's simulation differs from the engine's")
 	}
 	if got.Settings.Pacing || got.Settings.Seed != 3 || got.Settings.Intervals != 10 || got.Verdict.Holds {

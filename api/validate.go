@@ -17,20 +17,15 @@ import (
 // waits: below the server's write timeout.
 const validateMaxDuration = 4 * time.Minute
 
-// ValidateRequest is the body of POST /v1/plans/{id}/validate.
+// ValidateRequest is the body of POST /v1/plans/{id}/validate. Its bounds
+// and defaults come from their owners (bounds.go).
 type ValidateRequest struct {
 	Target          ProbeTarget `json:"target"`
-	RequestsPerStep int         `json:"requests_per_step,omitempty" minimum:"1" maximum:"1000000" doc:"Requests per step; default max(40, 4 × concurrency)."`
-	MaxTokens       int         `json:"max_tokens,omitempty" minimum:"1" maximum:"1000000" doc:"Caps the output length asked per request (default: each class's mean output length); a class with a longer mean is validated, and predicted, at this length."`
-	DeadlineMs      int         `json:"deadline_ms,omitempty" minimum:"1" maximum:"600000" doc:"Per-request deadline, retries included; default 12,000."`
-	PauseMs         *int        `json:"pause_ms,omitempty" minimum:"0" maximum:"60000" doc:"Pause between the probe's steps; default 500."`
-	Budgets         *Budgets    `json:"budgets,omitempty" doc:"Bounds of the whole validation, all classes together; max_duration_s at most 240 (the validation runs while the client waits) and within the server's probe.max_duration."`
-}
-
-// ValidateResponse is a validation's report.
-type ValidateResponse struct {
-	PlanID string `json:"plan_id"`
-	validate.Report
+	RequestsPerStep int         `json:"requests_per_step,omitempty" minimum:"1"`
+	MaxTokens       int         `json:"max_tokens,omitempty" minimum:"1" doc:"Caps the output length asked per request (default: each class's mean output length); a class with a longer mean is validated, and predicted, at this length."`
+	DeadlineMs      int         `json:"deadline_ms,omitempty" minimum:"1"`
+	PauseMs         *int        `json:"pause_ms,omitempty" minimum:"0"`
+	Budgets         *Budgets    `json:"budgets,omitempty"`
 }
 
 type validateInput struct {
@@ -68,8 +63,7 @@ func (s *Server) registerValidate() {
 		Errors: []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusTooManyRequests, http.StatusServiceUnavailable},
 	}
 	register(s, op, s.validatePlan)
-	ex := validateExamples()
-	withExamples(s.OpenAPI(), op.Path, ex.request, ex.response)
+	withExamples(s.OpenAPI(), op.Path, examplesOf[ValidateResponse](op.OperationID))
 }
 
 func (s *Server) validatePlan(ctx context.Context, in *validateInput) (*validateOutput, error) {
@@ -139,5 +133,6 @@ func (s *Server) validatePlan(ctx context.Context, in *validateInput) (*validate
 		s.log.Error("validate a plan", "plan", in.ID, "error", redact.New(cfg.APIKey).String(err.Error()))
 		return nil, huma.Error500InternalServerError("the validation could not run; the server log has the cause")
 	}
-	return &validateOutput{Body: &ValidateResponse{PlanID: sp.ID, Report: *rep}}, nil
+	resp := validateResponseOf(sp.ID, rep)
+	return &validateOutput{Body: &resp}, nil
 }

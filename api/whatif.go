@@ -33,7 +33,7 @@ type Variation struct {
 // WhatIfResponse is the grid of a what-if sweep.
 type WhatIfResponse struct {
 	Variations []Variation `json:"variations" doc:"The variations as requested."`
-	Cells      []plan.Cell `json:"cells" doc:"One cell per combination, in row-major order (the last variation varies fastest). A cell's values are the variations' values, or tier names; its classes give each class's pool, binding constraint, min_pool and feasibility, or its errors say why that combination is not a valid scenario."`
+	Cells      []Cell      `json:"cells" doc:"One cell per combination, in row-major order (the last variation varies fastest). A cell's values are the variations' values, or tier names; its classes give each class's pool, binding constraint, min_pool and feasibility, or its errors say why that combination is not a valid scenario."`
 }
 
 type whatIfInput struct {
@@ -60,7 +60,6 @@ type whatIfOutput struct {
 }
 
 func (s *Server) registerWhatIf() {
-	ex := specExamples()
 	op := huma.Operation{
 		OperationID: "create-what-if",
 		Method:      http.MethodPost,
@@ -75,7 +74,7 @@ func (s *Server) registerWhatIf() {
 		Errors: errorStatuses,
 	}
 	register(s, op, s.createWhatIf)
-	withExamples(s.OpenAPI(), op.Path, ex.whatIfRequest, ex.whatIfResponse)
+	withExamples(s.OpenAPI(), op.Path, examplesOf[WhatIfResponse](op.OperationID))
 }
 
 // quotaPointer matches the path of a tier variation.
@@ -108,7 +107,7 @@ func (s *Server) createWhatIf(ctx context.Context, in *whatIfInput) (*whatIfOutp
 		return nil, s.scenarioProblem(err, "body")
 	}
 	s.metrics.whatIfCells.Add(float64(len(grid.Cells)))
-	out := &WhatIfResponse{Variations: req.Variations, Cells: grid.Cells}
+	out := &WhatIfResponse{Variations: req.Variations, Cells: each(grid.Cells, cellOf)}
 	nameTierCells(out)
 	return &whatIfOutput{Body: out}, nil
 }

@@ -2,25 +2,40 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"os"
+	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 )
 
+var updateSpec = flag.Bool("update", false, "rewrite openapi.yaml from the output of planner openapi")
+
 // TestOpenAPIMatchesCheckedIn keeps openapi.yaml at the repository root equal
-// to what `planner openapi` prints.
+// to what `planner openapi` prints, showing the difference when it is not;
+// -update rewrites it.
 func TestOpenAPIMatchesCheckedIn(t *testing.T) {
+	const spec = "../../openapi.yaml"
 	code, out, errOut := execute(t, "", "openapi")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	want, err := os.ReadFile("../../openapi.yaml")
+	if *updateSpec {
+		if err := os.WriteFile(spec, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if out != string(want) {
-		t.Fatal("openapi.yaml is not the output of planner openapi; run: go run ./cmd/planner openapi > openapi.yaml")
+		t.Fatalf("openapi.yaml is not the output of planner openapi (-openapi.yaml +planner openapi):\n%s\n"+
+			"if the change is meant, run go test ./cmd/planner -run TestOpenAPIMatchesCheckedIn -update "+
+			"(or go run ./cmd/planner openapi > openapi.yaml) and review the diff", cmp.Diff(strings.Split(string(want), "\n"), strings.Split(out, "\n")))
 	}
 }
 

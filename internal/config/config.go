@@ -25,6 +25,8 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/plannerdev/planner/internal/fieldpath"
+	"github.com/plannerdev/planner/internal/probe"
+	"github.com/plannerdev/planner/internal/scenario"
 	"github.com/plannerdev/planner/internal/target"
 )
 
@@ -116,13 +118,13 @@ type Probe struct {
 	// Credentials are the API keys that a probe request may name.
 	Credentials []Credential `mapstructure:"credentials" validate:"max=100,dive"`
 	// MaxConcurrency caps each step's concurrency.
-	MaxConcurrency int `mapstructure:"max_concurrency" validate:"min=1,max=10000"`
+	MaxConcurrency int `mapstructure:"max_concurrency" validate:"probe_concurrency"`
 	// MaxRequests caps the HTTP requests of one probe, retries included.
-	MaxRequests int `mapstructure:"max_requests" validate:"min=1,max=10000000"`
+	MaxRequests int `mapstructure:"max_requests" validate:"probe_requests"`
 	// MaxTokens caps the input plus output tokens of one probe.
-	MaxTokens int `mapstructure:"max_tokens" validate:"min=1,max=100000000000"`
+	MaxTokens int `mapstructure:"max_tokens" validate:"probe_tokens"`
 	// MaxDuration caps the wall time of one probe.
-	MaxDuration time.Duration `mapstructure:"max_duration" validate:"min=1000000000,max=86400000000000"`
+	MaxDuration time.Duration `mapstructure:"max_duration" validate:"probe_duration"`
 	// MaxRunning caps the probes (and plan validations) running at once.
 	MaxRunning int `mapstructure:"max_running" validate:"min=1,max=64"`
 }
@@ -153,23 +155,9 @@ type Credential struct {
 	Header string `mapstructure:"header" validate:"oneof=Authorization api-key"`
 }
 
-// Problem is one mistake in the configuration, at its YAML path
-// (for example "tiers[2].rpm").
-type Problem struct {
-	Path    string
-	Message string
-}
-
-// String is the problem as a person reads it: "path: message".
-func (p Problem) String() string {
-	if p.Path == "" {
-		return p.Message
-	}
-	return p.Path + ": " + p.Message
-}
-
-// Problems is every mistake found in a configuration.
-type Problems []Problem
+// Problems is every mistake found in a configuration, each at its YAML
+// path (for example "tiers[2].rpm").
+type Problems []fieldpath.Error
 
 // Error lists every problem, one a line.
 func (ps Problems) Error() string {
@@ -181,7 +169,7 @@ func (ps Problems) Error() string {
 	b.WriteString("):")
 	for _, p := range ps {
 		b.WriteString("\n  ")
-		b.WriteString(p.String())
+		b.WriteString(p.Error())
 	}
 	return b.String()
 }
@@ -253,7 +241,7 @@ func Load(flags *pflag.FlagSet) (Config, error) {
 	cfg.normalize()
 	problems = append(problems, uncovered(problems, cfg.Validate())...)
 	if len(problems) > 0 {
-		slices.SortStableFunc(problems, func(a, b Problem) int { return fieldpath.Compare(a.Path, b.Path) })
+		slices.SortStableFunc(problems, func(a, b fieldpath.Error) int { return fieldpath.Compare(a.Path, b.Path) })
 		return cfg, problems
 	}
 	return cfg, nil
@@ -321,38 +309,38 @@ func (c Config) Validate() Problems {
 	var verrs validator.ValidationErrors
 	if err := validate.Struct(c); errors.As(err, &verrs) {
 		for _, fe := range verrs {
-			fields = append(fields, Problem{Path: yamlPath(fe.Namespace()), Message: message(fe)})
+			fields = append(fields, fieldpath.Error{Path: yamlPath(fe.Namespace()), Message: message(fe)})
 		}
 	} else if err != nil {
-		fields = append(fields, Problem{Message: err.Error()})
+		fields = append(fields, fieldpath.Error{Message: err.Error()})
 	}
 	seen := map[string]int{}
 	for i, t := range c.Tiers {
 		p := fmt.Sprintf("tiers[%d]", i)
 		if j, dup := seen[t.Name]; dup && t.Name != "" {
-			ps = append(ps, Problem{Path: p + ".name", Message: fmt.Sprintf("duplicate tier name %q (also tiers[%d])", t.Name, j)})
+			ps = append(ps, fieldpath.Error{Path: p + ".name", Message: fmt.Sprintf("duplicate tier name %q (also tiers[%d])", t.Name, j)})
 		} else {
 			seen[t.Name] = i
 		}
 		if !t.hasLimit() {
-			ps = append(ps, Problem{Path: p, Message: "set at least one limit: rpm, tpm, itpm, otpm, rpd or tpd"})
+			ps = append(ps, fieldpath.Error{Path: p, Message: "set at least one limit: rpm, tpm, itpm, otpm, rpd or tpd"})
 		}
 	}
 	for i, entry := range c.Probe.Allow {
 		if _, err := target.ParseRule(entry); err != nil {
-			ps = append(ps, Problem{Path: fmt.Sprintf("probe.allow[%d]", i), Message: err.Error()})
+			ps = append(ps, fieldpath.Error{Path: fmt.Sprintf("probe.allow[%d]", i), Message: err.Error()})
 		}
 	}
 	names := map[string]int{}
 	for i, cr := range c.Probe.Credentials {
 		if j, dup := names[cr.Name]; dup && cr.Name != "" {
-			ps = append(ps, Problem{Path: fmt.Sprintf("probe.credentials[%d].name", i), Message: fmt.Sprintf("duplicate credential name %q (also probe.credentials[%d])", cr.Name, j)})
+			ps = append(ps, fieldpath.Error{Path: fmt.Sprintf("probe.credentials[%d].name", i), Message: fmt.Sprintf("duplicate credential name %q (also probe.credentials[%d])", cr.Name, j)})
 		} else {
 			names[cr.Name] = i
 		}
 	}
 	if len(c.Auth.Tokens) == 0 && c.Listen != "" && !IsLoopback(c.Listen) && !listensOnName(c.Listen) {
-		ps = append(ps, Problem{Path: "auth.tokens", Message: fmt.Sprintf("required: listen address %s is not a loopback address, so the API must ask for a bearer token", c.Listen)})
+		ps = append(ps, fieldpath.Error{Path: "auth.tokens", Message: fmt.Sprintf("required: listen address %s is not a loopback address, so the API must ask for a bearer token", c.Listen)})
 	}
 	return append(fields, uncovered(fields, ps)...)
 }
@@ -363,7 +351,7 @@ func (c Config) Validate() Problems {
 func uncovered(have, more Problems) Problems {
 	var out Problems
 	for _, p := range more {
-		covered := slices.ContainsFunc(have, func(h Problem) bool {
+		covered := slices.ContainsFunc(have, func(h fieldpath.Error) bool {
 			return h.Path == p.Path || strings.HasPrefix(h.Path, p.Path+".") || strings.HasPrefix(h.Path, p.Path+"[")
 		})
 		if !covered {
@@ -389,7 +377,7 @@ func unknownKeys(settings map[string]any, t reflect.Type, path string) Problems 
 		}
 		ft, ok := fields[key]
 		if !ok {
-			ps = append(ps, Problem{Path: p, Message: "unknown setting"})
+			ps = append(ps, fieldpath.Error{Path: p, Message: "unknown setting"})
 			continue
 		}
 		ps = append(ps, unknownIn(value, ft, p)...)
@@ -514,6 +502,18 @@ var validate = func() *validator.Validate {
 	must(v.RegisterValidation("origin", func(fl validator.FieldLevel) bool {
 		return ValidOrigin(fl.Field().String())
 	}))
+	// Bounds declared elsewhere, once: a tier's name and limits are a
+	// quota's (scenario.Bounds), the probe caps lie within the bounds of
+	// any probe (package probe).
+	b := scenario.Bounds()
+	v.RegisterAlias("quotaname", fmt.Sprintf("max=%d,tiername", b.NameMaxLength))
+	for name, most := range b.LimitMax {
+		v.RegisterAlias("limit_"+name, "gte=0,lte="+strconv.FormatFloat(most, 'g', -1, 64))
+	}
+	v.RegisterAlias("probe_concurrency", fmt.Sprintf("min=1,max=%d", probe.MaxConcurrency))
+	v.RegisterAlias("probe_requests", fmt.Sprintf("min=1,max=%d", probe.MaxBudgetRequests))
+	v.RegisterAlias("probe_tokens", fmt.Sprintf("min=1,max=%d", probe.MaxBudgetTokens))
+	v.RegisterAlias("probe_duration", fmt.Sprintf("min=%d,max=%d", time.Second, probe.MaxBudgetDuration))
 	return v
 }()
 
@@ -533,7 +533,8 @@ func yamlPath(ns string) string {
 	return rest
 }
 
-// message words a failed struct tag rule.
+// message words a failed struct tag rule (the rule itself when the tag is
+// an alias such as limit_rpm).
 func message(fe validator.FieldError) string {
 	numeric := false
 	switch fe.Kind() {
@@ -542,7 +543,7 @@ func message(fe validator.FieldError) string {
 	}
 	if fe.Type() == reflect.TypeFor[time.Duration]() {
 		if n, err := strconv.ParseInt(fe.Param(), 10, 64); err == nil {
-			switch fe.Tag() {
+			switch fe.ActualTag() {
 			case "min":
 				return "must be at least " + time.Duration(n).String()
 			case "max":
@@ -550,7 +551,7 @@ func message(fe validator.FieldError) string {
 			}
 		}
 	}
-	switch fe.Tag() {
+	switch fe.ActualTag() {
 	case "required":
 		return "required"
 	case "gte":
@@ -599,7 +600,7 @@ func decodeProblems(err error) Problems {
 	walk = func(err error) {
 		var de *mapstructure.DecodeError
 		if errors.As(err, &de) && !isJoin(err) {
-			ps = append(ps, Problem{Path: de.Name(), Message: typeMessage(de.Unwrap())})
+			ps = append(ps, fieldpath.Error{Path: de.Name(), Message: typeMessage(de.Unwrap())})
 			return
 		}
 		if j, ok := err.(interface{ Unwrap() []error }); ok {

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/plannerdev/planner/internal/fieldpath"
 )
 
 // cleanEnv unsets every variable Load reads, so that the machine's
@@ -190,7 +192,7 @@ tiers:
 	}
 	var got []string
 	for _, p := range ps {
-		got = append(got, p.String())
+		got = append(got, p.Error())
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("problems:\n got %q\nwant %q", got, want)
@@ -222,7 +224,7 @@ tiers:
 		"lisen: unknown setting",
 		"tiers[0].rpmx: unknown setting",
 	} {
-		if !slices.ContainsFunc(ps, func(p Problem) bool { return p.String() == want }) {
+		if !slices.ContainsFunc(ps, func(p fieldpath.Error) bool { return p.Error() == want }) {
 			t.Errorf("missing %q in:\n%v", want, err)
 		}
 	}

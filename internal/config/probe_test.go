@@ -2,10 +2,15 @@ package config
 
 import (
 	"errors"
+	"fmt"
+	"maps"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/plannerdev/planner/internal/probe"
+	"github.com/plannerdev/planner/internal/scenario"
 )
 
 func TestProbeDefaults(t *testing.T) {
@@ -104,5 +109,46 @@ probe:
 	}
 	if len(ps) != 12 {
 		t.Errorf("%d problems:\n%v", len(ps), err)
+	}
+}
+
+// TestBoundsComeFromTheirOwners: a tier takes a quota's bounds and the
+// probe caps the bounds of any probe, at the edge and just beyond it.
+func TestBoundsComeFromTheirOwners(t *testing.T) {
+	cleanEnv(t)
+	b := scenario.Bounds()
+	longName := strings.Repeat("n", b.NameMaxLength)
+	file := writeFile(t, fmt.Sprintf(`
+tiers:
+  - {name: %s, description: at the bounds, rpm: %g, tpd: %g}
+  - {name: %sx, description: beyond them, rpm: %g, tpd: %g}
+probe:
+  max_concurrency: %d
+  max_requests: %d
+  max_tokens: %d
+  max_duration: %s
+`, longName, b.LimitMax["rpm"], b.LimitMax["tpd"], longName, 2*b.LimitMax["rpm"], 2*b.LimitMax["tpd"],
+		probe.MaxConcurrency+1, probe.MaxBudgetRequests+1, probe.MaxBudgetTokens+1, probe.MaxBudgetDuration+time.Second))
+	t.Setenv(EnvPrefix+"_CONFIG", file)
+	_, err := Load(nil)
+	var ps Problems
+	if !errors.As(err, &ps) {
+		t.Fatalf("error %v", err)
+	}
+	got := map[string]string{}
+	for _, p := range ps {
+		got[p.Path] = p.Message
+	}
+	want := map[string]string{
+		"tiers[1].name":         fmt.Sprintf("must be at most %d characters long", b.NameMaxLength),
+		"tiers[1].rpm":          "must be <= 1e+12",
+		"tiers[1].tpd":          "must be <= 1e+15",
+		"probe.max_concurrency": "must be <= 10000",
+		"probe.max_requests":    "must be <= 10000000",
+		"probe.max_tokens":      "must be <= 100000000000",
+		"probe.max_duration":    "must be at most 24h0m0s",
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("problems\n got %v\nwant %v", got, want)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/plannerdev/planner/internal/fieldpath"
 )
 
 func TestSimulationLimits(t *testing.T) {
@@ -31,7 +33,7 @@ func TestSimulationLimits(t *testing.T) {
 		t.Fatalf("want Problems, got %v", err)
 	}
 	for _, want := range []string{"limits.simulation_max_events: must be >= 1000", "limits.simulation_max_duration: must be at most 168h0m0s"} {
-		if !slices.ContainsFunc(ps, func(p Problem) bool { return p.String() == want }) {
+		if !slices.ContainsFunc(ps, func(p fieldpath.Error) bool { return p.Error() == want }) {
 			t.Errorf("missing %q in:\n%v", want, err)
 		}
 	}

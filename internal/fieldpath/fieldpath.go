@@ -1,9 +1,11 @@
-// Package fieldpath orders the paths that locate problems in a document
-// ("classes[1].output_tokens.p95", "tiers[10].rpm") the way a reader
-// expects, so that every list of problems reads in document order.
+// Package fieldpath holds the problems found in a document, each located
+// by its path ("classes[1].output_tokens.p95", "tiers[10].rpm"), and
+// orders the paths the way a reader expects, so that every list of
+// problems reads in document order.
 package fieldpath
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -28,4 +30,37 @@ func Compare(a, b string) int {
 		}
 	}
 	return len(pa) - len(pb)
+}
+
+// Error is one problem in a document, located by its path
+// ("classes[1].output_tokens.p95", "tiers[2].rpm"): the one field-error
+// type of the scenario, the simulation options and the configuration.
+type Error struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// Error reads "path: message", or the message alone at the document's root.
+func (e Error) Error() string {
+	if e.Path == "" {
+		return e.Message
+	}
+	return e.Path + ": " + e.Message
+}
+
+// Errors is every problem found in a document.
+type Errors []Error
+
+// Error lists the problems, one a line after a count when there are several.
+func (es Errors) Error() string {
+	if len(es) == 1 {
+		return es[0].Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d problems:", len(es))
+	for _, e := range es {
+		b.WriteString("\n  ")
+		b.WriteString(e.Error())
+	}
+	return b.String()
 }

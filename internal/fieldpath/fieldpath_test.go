@@ -22,3 +22,19 @@ func TestCompareOrdersLikeTheDocument(t *testing.T) {
 		t.Error("a path differs from itself")
 	}
 }
+
+func TestErrorsRead(t *testing.T) {
+	for _, tc := range []struct {
+		errs Errors
+		want string
+	}{
+		{Errors{{Path: "tiers[2].rpm", Message: "must be >= 0"}}, "tiers[2].rpm: must be >= 0"},
+		{Errors{{Message: "give at least one quota"}}, "give at least one quota"},
+		{Errors{{Path: "quotas", Message: "give at least one quota"}, {Path: "classes[0].name", Message: "required"}},
+			"2 problems:\n  quotas: give at least one quota\n  classes[0].name: required"},
+	} {
+		if got := tc.errs.Error(); got != tc.want {
+			t.Errorf("got %q, want %q", got, tc.want)
+		}
+	}
+}

@@ -20,8 +20,8 @@ const MaxWhatIfCells = 400
 
 // Variation varies one field of a scenario over a list of values.
 type Variation struct {
-	Path   string `json:"path" minLength:"1" maxLength:"256" doc:"JSON Pointer (RFC 6901) into the scenario, e.g. /quotas/0/tpm or /classes/1/output_tokens/p95." example:"/quotas/0/tpm"`
-	Values []any  `json:"values" minItems:"1" maxItems:"200" doc:"Values to put at the path, one grid row or column each."`
+	Path   string `json:"path"`   // a JSON Pointer (RFC 6901) into the scenario
+	Values []any  `json:"values"` // one grid row or column each
 }
 
 // WhatIf is the grid of a what-if sweep: one cell per combination of the

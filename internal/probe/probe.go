@@ -1,5 +1,5 @@
 // Package probe measures one OpenAI-compatible chat-completions endpoint
-// with a bounded, polite load run (DESIGN §4): a closed-loop concurrency
+// with a bounded, polite load run (docs/probe.md): a closed-loop concurrency
 // ramp (or an open-loop Poisson run for plan validation) of streamed
 // requests, each timed to its first output token and its last one. Every
 // request is recorded, failures too; 429s are retried only after the wait
@@ -38,11 +38,22 @@ const (
 	DefaultAPIKeyHeader = "Authorization"
 )
 
-// Bounds on a probe's shape, so that a typo cannot start a flood.
+// Bounds on a probe's shape, so that a typo cannot start a flood. They are
+// declared here once: the API's schema and the configuration's probe caps
+// take them from here.
 const (
 	MaxConcurrency     = 10_000
 	MaxSteps           = 64
 	MaxRequestsPerStep = 1_000_000
+)
+
+// Bounds on a probe's budget: the most any server lets one probe (or one
+// validation) spend. A server's configured caps lie within them, and a
+// request's budgets within the server's caps.
+const (
+	MaxBudgetRequests = 10_000_000
+	MaxBudgetTokens   = 100_000_000_000
+	MaxBudgetDuration = 24 * time.Hour
 )
 
 // DefaultSteps is the default concurrency ladder.

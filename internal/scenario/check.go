@@ -3,38 +3,16 @@ package scenario
 import (
 	"fmt"
 	"math"
-	"strings"
+
+	"github.com/plannerdev/planner/internal/fieldpath"
 )
 
 // FieldError is one problem in a scenario, located by its path
-// (for example "classes[1].output_tokens.p95").
-type FieldError struct {
-	Path    string `json:"path"`
-	Message string `json:"message"`
-}
-
-func (e FieldError) Error() string {
-	if e.Path == "" {
-		return e.Message
-	}
-	return e.Path + ": " + e.Message
-}
+// (for example "classes[1].output_tokens.p95"): the shared fieldpath.Error.
+type FieldError = fieldpath.Error
 
 // Errors is every problem found in a scenario.
-type Errors []FieldError
-
-func (es Errors) Error() string {
-	if len(es) == 1 {
-		return es[0].Error()
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d problems:", len(es))
-	for _, e := range es {
-		b.WriteString("\n  ")
-		b.WriteString(e.Error())
-	}
-	return b.String()
-}
+type Errors = fieldpath.Errors
 
 // checker collects problems under a path prefix.
 type checker struct{ errs Errors }

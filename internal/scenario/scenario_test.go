@@ -2,6 +2,8 @@ package scenario
 
 import (
 	"errors"
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -163,6 +165,32 @@ func TestNullListsAreRefused(t *testing.T) {
 	for _, path := range []string{"quotas", "classes"} {
 		if !slices.ContainsFunc(errs, func(e FieldError) bool { return e.Path == path }) {
 			t.Errorf("no problem at %s: %v", path, err)
+		}
+	}
+}
+
+// TestQuotaBoundsReadTheTags: the table other documents share is the
+// tags' own numbers, and a document at a bound passes while one beyond it
+// fails at that limit.
+func TestQuotaBoundsReadTheTags(t *testing.T) {
+	b := Bounds()
+	want := map[string]float64{"rpm": 1e12, "tpm": 1e13, "itpm": 1e13, "otpm": 1e13, "rpd": 1e13, "tpd": 1e15}
+	if !maps.Equal(b.LimitMax, want) || b.NameMaxLength != 64 || b.NamePattern != `^[A-Za-z0-9][A-Za-z0-9._-]*$` {
+		t.Fatalf("bounds %+v", b)
+	}
+	for name, most := range b.LimitMax {
+		for _, tc := range []struct {
+			value float64
+			ok    bool
+		}{{most, true}, {most * 1.5, false}} {
+			doc := fmt.Sprintf(`{"quotas":[{"name":"k","%s":%g}],"classes":[{"name":"c","quota":"k","mode":"batch","input_tokens":{"fixed":1},"output_tokens":{"fixed":1}}],"latency":{"ttft_ms":{"fixed":100},"tpot_ms":{"fixed":10}}}`, name, tc.value)
+			_, err := Parse([]byte(doc))
+			var errs Errors
+			errors.As(err, &errs)
+			bad := slices.ContainsFunc(errs, func(e FieldError) bool { return e.Path == "quotas[0]."+name })
+			if bad == tc.ok {
+				t.Errorf("%s = %g: problems %v", name, tc.value, err)
+			}
 		}
 	}
 }

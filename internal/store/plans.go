@@ -50,7 +50,7 @@ func (s *Store) SavePlan(ctx context.Context, p StoredPlan) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("save plan: encode scenario: %w", err)
 	}
-	planJSON, err := json.Marshal(p.Plan)
+	planJSON, err := encodePlan(p.Plan)
 	if err != nil {
 		return "", fmt.Errorf("save plan: encode plan: %w", err)
 	}
@@ -173,9 +173,11 @@ func scanPlan(sc scanner) (StoredPlan, cursor, error) {
 	if err := json.Unmarshal([]byte(scenarioJSON), &p.Scenario); err != nil {
 		return p, key, fmt.Errorf("plan %s: decode scenario: %w", p.ID, err)
 	}
-	if err := json.Unmarshal([]byte(planJSON), &p.Plan); err != nil {
+	pl, err := decodePlan([]byte(planJSON))
+	if err != nil {
 		return p, key, fmt.Errorf("plan %s: decode plan: %w", p.ID, err)
 	}
+	p.Plan = pl
 	return p, key, nil
 }
 

@@ -235,7 +235,7 @@ func (c *Counts) add(r analysis.Record) {
 // SaveProbeResult stores the analysis of a run and why it stopped,
 // replacing an earlier result. It does not change the run's status.
 func (s *Store) SaveProbeResult(ctx context.Context, id string, r ProbeResult) error {
-	analysisJSON, err := json.Marshal(r.Analysis)
+	analysisJSON, err := encodeResult(r.Analysis)
 	if err != nil {
 		return fmt.Errorf("save probe %s result: encode analysis: %w", id, err)
 	}
@@ -326,9 +326,11 @@ func scanProbe(sc scanner) (ProbeRun, cursor, error) {
 	p.FinishedAt = nsTime(finished)
 	if result.Valid {
 		r := &ProbeResult{StopReason: stopReason, StopDetail: stopDetail}
-		if err := json.Unmarshal([]byte(result.String), &r.Analysis); err != nil {
+		a, err := decodeResult([]byte(result.String))
+		if err != nil {
 			return p, key, fmt.Errorf("probe %s: decode result: %w", p.ID, err)
 		}
+		r.Analysis = a
 		if limits.Valid {
 			r.RateLimits = json.RawMessage(limits.String)
 		}

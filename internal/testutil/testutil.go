@@ -1,13 +1,19 @@
 // Package testutil holds the few helpers that tests of several packages
 // share: the shipped example scenarios, a buffer that a test can read while
-// a server writes to it, and a JSON request to a real HTTP server.
+// a server writes to it, a JSON request to a real HTTP server, and rows of
+// an earlier release inserted into a store's database.
 package testutil
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
+	"os"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -85,4 +91,40 @@ func CallJSON(t testing.TB, method, url string, body any, header ...string) (int
 		t.Fatal(err)
 	}
 	return resp.StatusCode, resp.Header, b
+}
+
+// InsertRows inserts into db the rows of a fixture file, a JSON object of
+// table names to lists of rows (column → value), table by table in the
+// order given: rows as an earlier release stored them, for the tests that
+// read them back. Numbers keep their exact digits (nanosecond times).
+func InsertRows(t testing.TB, db *sql.DB, path string, tables ...string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var fixture map[string][]map[string]any
+	if err := dec.Decode(&fixture); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	for _, table := range tables {
+		for _, row := range fixture[table] {
+			cols := slices.Sorted(maps.Keys(row))
+			args := make([]any, len(cols))
+			for i, c := range cols {
+				args[i] = row[c]
+				if n, ok := row[c].(json.Number); ok {
+					if args[i], err = n.Int64(); err != nil {
+						t.Fatalf("%s: %s.%s: %v", path, table, c, err)
+					}
+				}
+			}
+			q := "INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") VALUES (?" + strings.Repeat(", ?", len(cols)-1) + ")"
+			if _, err := db.Exec(q, args...); err != nil {
+				t.Fatalf("%s: insert into %s: %v", path, table, err)
+			}
+		}
+	}
 }

@@ -1,9 +1,10 @@
 // Package validate checks a plan against the endpoint it was made for
-// (DESIGN §4, plan validation): for each class it runs a short closed-loop
-// probe at the class's pool and at 1.25 times it, with requests shaped
-// like the class's, and compares what it measures with what the model
-// predicts at the same concurrencies (plan.PredictAt): throughput, TTFT
-// p95, E2E p95 and 429s, with the relative errors and a verdict.
+// (docs/service-probes.md, "Validating a plan"): for each class it runs a
+// short closed-loop probe at the class's pool and at 1.25 times it, with
+// requests shaped like the class's, and compares what it measures with
+// what the model predicts at the same concurrencies (plan.PredictAt):
+// throughput, TTFT p95, E2E p95 and 429s, with the relative errors and a
+// verdict.
 //
 // Request shape: each request's prompt is the class's input length p50
 // (synthetic text, calibrated on the answers) and its output is fixed with
@@ -75,9 +76,9 @@ type Options struct {
 
 // Report is the outcome of a validation.
 type Report struct {
-	Verdict      string        `json:"verdict" enum:"ok,degraded,fails" doc:"The worst verdict of the classes validated."`
+	Verdict      string        `json:"verdict"`
 	Summary      string        `json:"summary"`
-	TolerancePct float64       `json:"tolerance_pct" doc:"Relative throughput error within which the model holds."`
+	TolerancePct float64       `json:"tolerance_pct"`
 	Classes      []ClassReport `json:"classes"`
 }
 
@@ -86,12 +87,12 @@ type ClassReport struct {
 	Class             string   `json:"class"`
 	Pool              int      `json:"pool"`
 	BindingConstraint string   `json:"binding_constraint"`
-	Verdict           string   `json:"verdict" enum:"ok,degraded,fails,skipped"`
-	Reasons           []string `json:"reasons" doc:"Why the verdict, in words and numbers."`
-	InputTokens       int      `json:"input_tokens" doc:"Prompt length sent: the class's input p50."`
-	OutputTokens      int      `json:"output_tokens" doc:"Output length asked with ignore_eos: the class's mean output, rounded."`
-	Points            []Point  `json:"points" doc:"At the pool and at 1.25 times it."`
-	StopReason        string   `json:"stop_reason,omitempty" doc:"Why the class's probe stopped."`
+	Verdict           string   `json:"verdict"`
+	Reasons           []string `json:"reasons"`
+	InputTokens       int      `json:"input_tokens"`
+	OutputTokens      int      `json:"output_tokens"`
+	Points            []Point  `json:"points"`
+	StopReason        string   `json:"stop_reason,omitempty"`
 }
 
 // Point compares the prediction and the measurement at one concurrency.
@@ -110,8 +111,8 @@ type Point struct {
 type Measured struct {
 	Requests         int     `json:"requests"`
 	OK               int     `json:"ok"`
-	Errors           int     `json:"errors" doc:"Failures other than 429."`
-	RateLimited      int     `json:"rate_limited" doc:"429 answers, retried ones and warm-up included."`
+	Errors           int     `json:"errors"`
+	RateLimited      int     `json:"rate_limited"`
 	ThroughputRPS    float64 `json:"throughput_rps"`
 	TTFTP95Ms        float64 `json:"ttft_p95_ms"`
 	E2EP95Ms         float64 `json:"e2e_p95_ms"`

@@ -1,0 +1,338 @@
+package api
+
+import (
+	"time"
+
+	"github.com/plannerdev/planner/internal/report"
+	"github.com/plannerdev/planner/internal/simulate"
+)
+
+// The API's plan documents: the plan, the what-if cells, the validation
+// report and the plan's parts that simulations and record cards show. They
+// are the API's own types, with the JSON names clients read
+// (docs/concepts.md, "Names in the plan's output") and the descriptions
+// the OpenAPI document publishes. wireconv.go builds them from the
+// engine's types field by field, so that renaming or adding an engine field
+// is a compile error there, never a silent change to the API.
+
+// Plan is the answer to a scenario.
+type Plan struct {
+	Classes   []ClassPlan    `json:"classes"`
+	Quotas    []QuotaPlan    `json:"quotas"`
+	Endpoints []EndpointPlan `json:"endpoints"`
+	Warnings  []string       `json:"warnings"`
+}
+
+// ClassPlan is the plan for one task class.
+type ClassPlan struct {
+	Name              string     `json:"name"`
+	Mode              string     `json:"mode"`
+	Quota             string     `json:"quota"`
+	Endpoint          string     `json:"endpoint" doc:"The endpoint the class sends to: default for the top-level latency, class:NAME for a latency profile of its own."`
+	Pool              int        `json:"pool" doc:"Client-side cap on in-flight requests; 0 when no pool fits."`
+	BindingConstraint string     `json:"binding_constraint" doc:"The ceiling that set the pool."`
+	TiedConstraints   []string   `json:"tied_constraints,omitempty" doc:"Other ceilings equal to the pool."`
+	Ceilings          []Ceiling  `json:"ceilings"`
+	MinPool           *int       `json:"min_pool" doc:"Smallest pool that serves the demand within the SLO; null when no pool up to 100,000 does."`
+	Feasible          bool       `json:"feasible"`
+	Predicted         Predicted  `json:"predicted"`
+	Pacing            Pacing     `json:"pacing"`
+	Admission         Admission  `json:"admission"`
+	Retry             Retry      `json:"retry"`
+	Adaptive          Adaptive   `json:"adaptive"`
+	TruncationRisk    float64    `json:"truncation_risk" doc:"P(output tokens > max_tokens): the share of answers the cap cuts short."`
+	Batch             *BatchPlan `json:"batch,omitempty"`
+	Shed              *Shed      `json:"shed,omitempty"`
+	Remedies          []Remedy   `json:"remedies"`
+	Explanation       string     `json:"explanation"`
+	Warnings          []string   `json:"warnings"`
+}
+
+// Ceiling is one upper bound on a class's pool.
+type Ceiling struct {
+	Constraint string `json:"constraint"`
+	MaxPool    *int   `json:"max_pool" doc:"Largest pool that keeps the constraint; null when no pool up to the search limit breaks it."`
+	Detail     string `json:"detail" doc:"How the value was derived, in words and numbers."`
+}
+
+// Predicted is what the model expects at the planned pool.
+type Predicted struct {
+	MeanServiceMs   float64            `json:"mean_service_ms"`
+	ThroughputRPS   float64            `json:"throughput_rps" doc:"Requests per second with the pool full: pool / E[S]."`
+	OfferedRPS      float64            `json:"offered_rps,omitempty" doc:"The stated demand."`
+	TTFTP95Ms       *float64           `json:"ttft_p95_ms" doc:"Queue wait included when demand is given; null when the queue would grow without bound."`
+	E2EP95Ms        *float64           `json:"e2e_p95_ms"`
+	QueueWaitMeanMs *float64           `json:"queue_wait_mean_ms"`
+	QueueWaitP95Ms  *float64           `json:"queue_wait_p95_ms"`
+	Utilization     map[string]float64 `json:"utilization" doc:"Share of each limit of the key this class uses at its demand (or its pool when no demand is given)."`
+	Extrapolated    bool               `json:"extrapolated,omitempty" doc:"The pool lies outside the measured curve."`
+}
+
+// Pacing is a token bucket that keeps a client from starting requests faster
+// than the quota allows, even when the whole pool frees at once.
+type Pacing struct {
+	RateRPS float64 `json:"rate_rps"`
+	Burst   int     `json:"burst"`
+}
+
+// Admission is the shedding rule for requests that would wait too long.
+type Admission struct {
+	MaxQueueWaitMs *float64 `json:"max_queue_wait_ms" doc:"Shed a request that has waited this long for a slot: slo_e2e minus the p95 service time; null without an e2e SLO."`
+	Status         int      `json:"status"`
+	RetryAfterS    int      `json:"retry_after_s"`
+}
+
+// Retry is the retry policy for 429s and timeouts: exponential backoff with
+// full jitter, sleep = random(0, min(cap, base·2ⁿ)), sized to fit the deadline.
+type Retry struct {
+	MaxAttempts  int      `json:"max_attempts"`
+	BaseMs       float64  `json:"base_ms"`
+	CapMs        float64  `json:"cap_ms"`
+	Jitter       string   `json:"jitter"`
+	HonorHeaders []string `json:"honor_headers" doc:"Headers that set the wait instead of the backoff, in order."`
+	DeadlineMs   float64  `json:"deadline_ms"`
+}
+
+// Adaptive are AIMD settings for clients that resize the pool at run time.
+type Adaptive struct {
+	Start            int     `json:"start"`
+	DecreaseFactor   float64 `json:"decrease_factor"`
+	IncreaseStep     int     `json:"increase_step"`
+	IncreaseWhenUsed float64 `json:"increase_when_used" doc:"Grow only while at least this fraction of the pool is in use."`
+	Floor            int     `json:"floor"`
+	Ceiling          int     `json:"ceiling"`
+}
+
+// BatchPlan says when a batch finishes and whether daily limits allow it.
+type BatchPlan struct {
+	Requests        float64      `json:"requests"`
+	WithinHours     float64      `json:"within_hours"`
+	CompletionHours *float64     `json:"completion_hours" doc:"At the pool's throughput; null when the pool is 0."`
+	MeetsWindow     bool         `json:"meets_window"`
+	DailyLimits     []DailyCheck `json:"daily_limits,omitempty"`
+}
+
+// DailyCheck compares a batch's total use of a daily limit with its share.
+type DailyCheck struct {
+	Constraint string  `json:"constraint"`
+	Needed     float64 `json:"needed"`
+	Available  float64 `json:"available"`
+	OK         bool    `json:"ok"`
+}
+
+// Shed is the load a class must drop to become feasible at its pool.
+type Shed struct {
+	SustainableRPS float64 `json:"sustainable_rps" doc:"Largest arrival rate the pool serves within the SLO."`
+	ShedRPS        float64 `json:"shed_rps"`
+}
+
+// Remedy is one change that lifts a ceiling to the class's min_pool.
+type Remedy struct {
+	Constraint string  `json:"constraint"`
+	Change     string  `json:"change"`
+	Value      float64 `json:"value" doc:"The new limit or setting."`
+	Path       string  `json:"path" doc:"JSON Pointer of the scenario field to set to value."`
+	Class      string  `json:"class,omitempty" doc:"The class whose target the remedy relaxes, when it is another class sharing the endpoint."`
+}
+
+// QuotaPlan shows how one key is divided and how much of it is used.
+type QuotaPlan struct {
+	Name        string             `json:"name"`
+	Limits      map[string]float64 `json:"limits"`
+	Usable      map[string]float64 `json:"usable" doc:"Limits times headroom."`
+	Allocations []Allocation       `json:"allocations"`
+	Utilization map[string]float64 `json:"utilization" doc:"Expected share of each limit used at the stated demand (pools flat out for classes without demand)."`
+}
+
+// EndpointPlan shows how one endpoint's in-flight budget is divided.
+type EndpointPlan struct {
+	Name             string               `json:"name"`
+	Knee             *int                 `json:"knee,omitempty" doc:"The measured knee."`
+	Safety           float64              `json:"safety" doc:"The smallest knee safety among the endpoint's classes."`
+	Budget           *int                 `json:"budget" doc:"The most its classes' pools may add up to: the knee budget ⌊safety·knee⌋ or, with a curve, the SLO budget when smaller; null when nothing bounds it."`
+	BudgetConstraint string               `json:"budget_constraint,omitempty" doc:"What sets the budget: knee, slo_ttft or slo_e2e."`
+	TotalPool        int                  `json:"total_pool" doc:"The sum of its classes' pools."`
+	Load             *int                 `json:"load,omitempty" doc:"With a curve: the total in flight its classes' latency is predicted at."`
+	Allocations      []EndpointAllocation `json:"allocations"`
+	TTFTP95Ms        float64              `json:"ttft_p95_ms" doc:"The largest of its classes' TTFT p95 without queueing at the load."`
+	E2EP95Ms         float64              `json:"e2e_p95_ms" doc:"The largest of its classes' E2E p95 without queueing at the load."`
+}
+
+// EndpointAllocation is one class's share of an endpoint's budget, in slots.
+type EndpointAllocation struct {
+	Class    string   `json:"class"`
+	Pool     int      `json:"pool"`
+	Allotted *float64 `json:"allotted,omitempty"`
+	Reserved *float64 `json:"reserved,omitempty" doc:"What its min_pool needs, reserved first under priority allocation."`
+}
+
+// Allocation is one class's share of a key, in each limit's own unit.
+type Allocation struct {
+	Class    string             `json:"class"`
+	Allotted map[string]float64 `json:"allotted"`
+	Reserved map[string]float64 `json:"reserved,omitempty" doc:"What was reserved for the class's min_pool (never more than its allotment): reserved first under priority allocation."`
+}
+
+// Cell is one combination of a what-if grid's values and the plan's
+// essentials for it, or the problems that made the varied scenario
+// invalid.
+type Cell struct {
+	Values  []any        `json:"values"`
+	Classes []CellClass  `json:"classes,omitempty"`
+	Errors  []FieldError `json:"errors,omitempty"`
+}
+
+// CellClass is one class's outcome in a what-if cell.
+type CellClass struct {
+	Name              string `json:"name"`
+	Pool              int    `json:"pool"`
+	BindingConstraint string `json:"binding_constraint"`
+	MinPool           *int   `json:"min_pool"`
+	Feasible          bool   `json:"feasible"`
+}
+
+// FieldError is one problem of a varied scenario, located by its path in
+// the scenario (for example "classes[1].output_tokens.p95").
+type FieldError struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// ValidateResponse is a validation's report.
+type ValidateResponse struct {
+	PlanID       string        `json:"plan_id"`
+	Verdict      string        `json:"verdict" enum:"ok,degraded,fails" doc:"The worst verdict of the classes validated."`
+	Summary      string        `json:"summary"`
+	TolerancePct float64       `json:"tolerance_pct" doc:"Relative throughput error within which the model holds."`
+	Classes      []ClassReport `json:"classes"`
+}
+
+// ClassReport is one class's validation.
+type ClassReport struct {
+	Class             string   `json:"class"`
+	Pool              int      `json:"pool"`
+	BindingConstraint string   `json:"binding_constraint"`
+	Verdict           string   `json:"verdict" enum:"ok,degraded,fails,skipped"`
+	Reasons           []string `json:"reasons" doc:"Why the verdict, in words and numbers."`
+	InputTokens       int      `json:"input_tokens" doc:"Prompt length sent: the class's input p50."`
+	OutputTokens      int      `json:"output_tokens" doc:"Output length asked with ignore_eos: the class's mean output, rounded."`
+	Points            []Point  `json:"points" doc:"At the pool and at 1.25 times it."`
+	StopReason        string   `json:"stop_reason,omitempty" doc:"Why the class's probe stopped."`
+}
+
+// Point compares the prediction and the measurement at one concurrency.
+type Point struct {
+	Concurrency int        `json:"concurrency"`
+	Predicted   Prediction `json:"predicted"`
+	// Measured is null when the probe did not reach this concurrency.
+	Measured *Measured `json:"measured"`
+	// RelativeErrorPct is (measured − predicted) / predicted × 100; null
+	// without a measurement.
+	RelativeErrorPct *Errors `json:"relative_error_pct"`
+}
+
+// Prediction is what the model predicts for a class at one concurrency,
+// for requests of the shape a validation sends.
+type Prediction struct {
+	Concurrency      int     `json:"concurrency"`
+	ThroughputRPS    float64 `json:"throughput_rps" doc:"c / E[S(c)]."`
+	MeanServiceMs    float64 `json:"mean_service_ms"`
+	TTFTP95Ms        float64 `json:"ttft_p95_ms"`
+	E2EP95Ms         float64 `json:"e2e_p95_ms"`
+	InputTokensP50   float64 `json:"input_tokens_p50"`
+	MeanOutputTokens float64 `json:"mean_output_tokens"`
+	Extrapolated     bool    `json:"extrapolated,omitempty"`
+}
+
+// Measured is what a validation's probe measured at one concurrency
+// (warm-up excluded, except rate_limited, which counts every 429 answer).
+type Measured struct {
+	Requests         int     `json:"requests"`
+	OK               int     `json:"ok"`
+	Errors           int     `json:"errors" doc:"Failures other than 429."`
+	RateLimited      int     `json:"rate_limited" doc:"429 answers, retried ones and warm-up included."`
+	ThroughputRPS    float64 `json:"throughput_rps"`
+	TTFTP95Ms        float64 `json:"ttft_p95_ms"`
+	E2EP95Ms         float64 `json:"e2e_p95_ms"`
+	MeanOutputTokens float64 `json:"mean_output_tokens"`
+}
+
+// Errors are the relative errors of a measurement, in percent.
+type Errors struct {
+	ThroughputRPS float64 `json:"throughput_rps"`
+	TTFTP95Ms     float64 `json:"ttft_p95_ms"`
+	E2EP95Ms      float64 `json:"e2e_p95_ms"`
+}
+
+// SimulationResponse is a simulated run of the plan beside its predictions.
+type SimulationResponse struct {
+	Settings simulate.SimulationSettings `json:"settings"`
+	Classes  []ClassRun                  `json:"classes"`
+	Quotas   []simulate.KeyUse           `json:"quotas"`
+	Verdict  simulate.SimulationVerdict  `json:"verdict"`
+	Warnings []string                    `json:"warnings"`
+}
+
+// ClassRun is one class's simulated run beside its plan.
+type ClassRun struct {
+	Name      string                     `json:"name"`
+	Mode      string                     `json:"mode"`
+	Quota     string                     `json:"quota"`
+	Endpoint  string                     `json:"endpoint" doc:"The endpoint the class sends to; classes on one endpoint share its in-flight load."`
+	Arrivals  string                     `json:"arrivals" enum:"poisson,renewal,replay,closed_loop" doc:"poisson or renewal at the demand (with its profile), replay of given start times, or closed_loop: no stated demand, the pool kept full."`
+	Pool      int                        `json:"pool" doc:"The plan's pool."`
+	Feasible  bool                       `json:"feasible" doc:"Whether the plan found the class feasible."`
+	Predicted Predicted                  `json:"predicted"`
+	PlanShed  *Shed                      `json:"plan_shed,omitempty" doc:"The plan's sustainable rate and the rate to shed, for an infeasible class."`
+	Simulated simulate.Simulated         `json:"simulated"`
+	VsPlan    simulate.VsPlan            `json:"vs_plan" doc:"The simulated figures against the plan's."`
+	Verdict   simulate.SimulationVerdict `json:"verdict"`
+	Series    simulate.ClassSeries       `json:"series"`
+}
+
+// RecordCard is the dated summary of one probe that an on-call engineer
+// reads: where and when the endpoint was measured, where its knee is and
+// how it behaved there, the pools in use with what binds them and how to
+// shed, and what to do when 429s appear, when p95 exceeds the SLO, and
+// when goodput falls.
+type RecordCard struct {
+	ProbeID    string    `json:"probe_id,omitempty"`
+	PlanID     string    `json:"plan_id,omitempty"`
+	Endpoint   string    `json:"endpoint"`
+	Model      string    `json:"model"`
+	Date       time.Time `json:"date"`
+	DeadlineMs float64   `json:"deadline_ms"`
+	// Knee is the knee concurrency; null when the first step already failed.
+	Knee *int `json:"knee"`
+	// AtKnee is what the probe measured at the knee; null without a knee.
+	AtKnee *report.KneePoint `json:"at_knee"`
+	// Collapse is the first concurrency whose goodput fell; null when none did.
+	Collapse     *int `json:"collapse"`
+	QuotaLimited bool `json:"quota_limited"`
+	// Pools are the plan's classes; empty when no plan is linked.
+	Pools     []CardPool        `json:"pools"`
+	Decisions []report.Decision `json:"decisions"`
+}
+
+// CardPool is one class's recommended pool on a record card and the rules
+// that go with it.
+type CardPool struct {
+	Class             string `json:"class"`
+	Mode              string `json:"mode"`
+	Quota             string `json:"quota"`
+	Pool              int    `json:"pool"`
+	BindingConstraint string `json:"binding_constraint"`
+	Feasible          bool   `json:"feasible"`
+	// KneeLimit is the measured knee times the class's safety factor, the
+	// pool to fall back to when goodput falls; null without a knee.
+	KneeLimit *int `json:"knee_limit"`
+	// Shedding is the admission rule: shed a request that waited
+	// max_queue_wait_ms for a slot, answering status with Retry-After.
+	Shedding       Admission `json:"shedding"`
+	Pacing         Pacing    `json:"pacing"`
+	Retry          Retry     `json:"retry"`
+	SLOE2EP95Ms    float64   `json:"slo_e2e_p95_ms,omitempty"`
+	SLOTTFTP95Ms   float64   `json:"slo_ttft_p95_ms,omitempty"`
+	MaxTokens      int       `json:"max_tokens,omitempty"`
+	TruncationRisk float64   `json:"truncation_risk"`
+}

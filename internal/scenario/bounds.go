@@ -1,0 +1,42 @@
+package scenario
+
+import (
+	"maps"
+	"reflect"
+	"sync"
+)
+
+// QuotaBounds are the bounds of a quota's name and limits, read from the
+// struct tags of Quota, where they are declared once. The configuration's
+// tier catalogue, whose tiers put their name's rules and their limits on a
+// scenario's quotas, checks its tiers against this table.
+type QuotaBounds struct {
+	// NamePattern is the pattern a quota's name matches; NameMaxLength is
+	// its longest length, in characters.
+	NamePattern   string
+	NameMaxLength int
+	// LimitMax is the largest value of each limit, by its JSON name (rpm,
+	// tpm, itpm, otpm, rpd, tpd); a limit is more than zero when given.
+	LimitMax map[string]float64
+}
+
+// limitNames are the JSON names of a quota's limits.
+var limitNames = []string{"rpm", "tpm", "itpm", "otpm", "rpd", "tpd"}
+
+var quotaBounds = sync.OnceValue(func() QuotaBounds {
+	fields := structFields(reflect.TypeFor[Quota]()).byName
+	name := fields["name"].Tag
+	b := QuotaBounds{NamePattern: name.Get("pattern"), LimitMax: map[string]float64{}}
+	b.NameMaxLength, _ = intTag(name, "maxLength")
+	for _, l := range limitNames {
+		b.LimitMax[l], _ = floatTag(fields[l].Tag, "maximum")
+	}
+	return b
+})
+
+// Bounds returns the bounds of a quota's name and limits.
+func Bounds() QuotaBounds {
+	b := quotaBounds()
+	b.LimitMax = maps.Clone(b.LimitMax)
+	return b
+}
