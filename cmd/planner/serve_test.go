@@ -319,7 +319,7 @@ func TestServeJudgesLoopbackOnTheBoundAddress(t *testing.T) {
 		return elsewhere{Listener: ln, addr: &net.TCPAddr{IP: net.ParseIP("192.0.2.10"), Port: 8080}}, nil
 	}
 	var out, errOut testutil.SyncBuffer
-	err := serveOn(context.Background(), streams{in: strings.NewReader(""), out: &out, err: &errOut}, nil, listen)
+	err := serveOn(context.Background(), streams{in: strings.NewReader(""), out: &out, err: &errOut}, nil, &output{format: "text"}, listen)
 	if err == nil || !strings.Contains(err.Error(), "listen address localhost:8080 is bound to 192.0.2.10:8080, which is not a loopback address") ||
 		!strings.Contains(err.Error(), "auth.tokens") || strings.Contains(out.String(), "serving on") {
 		t.Fatalf("serve on localhost resolving elsewhere, without tokens: %v; %s", err, out.String())
@@ -338,7 +338,7 @@ func TestServeJudgesLoopbackOnTheBoundAddress(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
-		served <- serveOn(ctx, streams{in: strings.NewReader(""), out: &out, err: &errOut}, nil, listen)
+		served <- serveOn(ctx, streams{in: strings.NewReader(""), out: &out, err: &errOut}, nil, &output{format: "text"}, listen)
 	}()
 	for !strings.Contains(out.String(), "serving on") {
 		select {
