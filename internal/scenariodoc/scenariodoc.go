@@ -76,7 +76,7 @@ func unit(name string) string {
 		return "requests/s"
 	case strings.HasSuffix(name, "_tps"):
 		return "tokens/s"
-	case strings.HasSuffix(name, "_rate"), strings.HasSuffix(name, "_fraction"), name == "headroom":
+	case strings.HasSuffix(name, "_rate"), strings.HasSuffix(name, "_fraction"), name == "headroom", name == "max_utilization":
 		return "fraction"
 	case name == "interactive" || name == "semi" || name == "batch":
 		return "fraction of the knee"
@@ -143,7 +143,7 @@ func Write(w io.Writer, doc *huma.OpenAPI) error {
 
 // sectionOrder is the order of the sections: the scenario's own order,
 // each type after the one that holds it.
-var sectionOrder = []string{"Scenario", "Quota", "Latency", "Dist", "CurvePoint", "Class", "Demand", "SLO", "Policy", "KneeSafety"}
+var sectionOrder = []string{"Scenario", "Quota", "Latency", "Dist", "CurvePoint", "Endpoint", "Class", "Demand", "SLO", "Policy", "KneeSafety"}
 
 // collect walks the schema from the root and returns each object type
 // once, with every path it appears at, in sectionOrder (types it does not
@@ -213,7 +213,7 @@ func fieldOrder(s *huma.Schema) []string {
 	for n := range s.Properties {
 		names = append(names, n)
 	}
-	top := []string{"quotas", "latency", "classes", "policy"}
+	top := []string{"quotas", "latency", "endpoints", "classes", "policy"}
 	slices.SortFunc(names, func(a, b string) int {
 		if ia, ib := slices.Index(top, a), slices.Index(top, b); ia >= 0 && ib >= 0 {
 			return cmp.Compare(ia, ib)
@@ -395,6 +395,7 @@ var handExamples = map[string]any{
 	"CurvePoint.output_tps":            333,
 	"CurvePoint.rate_limited_rate":     0,
 	"Class.arrival_scv":                0,
+	"Class.endpoint":                   "big-gpu",
 	"Class.cached_input_fraction":      0.5,
 	"Class.priority":                   1,
 	"Class.weight":                     2,
