@@ -46,13 +46,6 @@ func findMembership(ms []membership, name string) *membership {
 	return nil
 }
 
-func poolPtr(c int) *int {
-	if c == unbounded {
-		return nil
-	}
-	return intPtr(c)
-}
-
 // quotaCeiling is the largest pool whose flat-out use of one limit of the
 // key stays within the class's share a (units per second):
 // X(c)·u ≤ a with X(c) = c/E[S(c)], the pool alone on its endpoint.
