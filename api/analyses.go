@@ -120,7 +120,7 @@ func (s *Server) registerAnalyses() {
 		Summary:     "Analyse a measured ramp",
 		Description: "Judges a concurrency ramp measured elsewhere: per-request rows, per-step summaries, or a " +
 			"result file of vLLM bench serve, GuideLLM, AIPerf, GenAI-Perf, llmperf or a ramp CSV (detected by " +
-			"content). Returns the step table, the knee (DESIGN §2), the collapse point, quota_limited, the " +
+			"content). Returns the step table, the knee (docs/concepts.md, Knee and curve analysis), the collapse point, quota_limited, the " +
 			"Universal Scalability Law fit, notes on every mapping made, and the latency block to put in a " +
 			"scenario. A file that cannot be read gets a 422 at body.file saying which format it looked like " +
 			"and what is missing.",

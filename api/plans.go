@@ -100,7 +100,7 @@ func (s *Server) registerPlans() {
 		Method:      http.MethodPost,
 		Path:        "/v1/plans",
 		Summary:     "Plan a scenario",
-		Description: "Computes the plan of a scenario (DESIGN §3): for every task class its pool, the constraint " +
+		Description: "Computes the plan of a scenario (the model of docs/concepts.md): for every task class its pool, the constraint " +
 			"that binds it, the ceilings with their derivations, the smallest pool its demand needs, predicted " +
 			"latency and quota use, client settings (pacing, admission, retry, adaptive) and, when it does not " +
 			"fit, the remedies. The same scenario always gives the same plan. Every problem in the scenario is " +
