@@ -256,7 +256,7 @@ func (sh *readmeShell) planner(ctx context.Context, args []string) error {
 	}
 	if name != "serve" && name != "sim" {
 		if code := run(ctx, args, hc.Stdin, hc.Stdout, hc.Stderr); code != exitOK {
-			return interp.NewExitStatus(uint8(code))
+			return interp.ExitStatus(uint8(code))
 		}
 		return nil
 	}
