@@ -394,6 +394,7 @@ var handExamples = map[string]any{
 	"CurvePoint.goodput_rps":           4.95,
 	"CurvePoint.output_tps":            333,
 	"CurvePoint.rate_limited_rate":     0,
+	"CurvePoint.requests":              40,
 	"Class.arrival_scv":                0,
 	"Class.endpoint":                   "big-gpu",
 	"Class.cached_input_fraction":      0.5,
