@@ -3,9 +3,6 @@ package jobs
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"net/http"
 	"path/filepath"
 	"testing"
 	"testing/synctest"
@@ -17,9 +14,10 @@ import (
 )
 
 // The tests run in testing/synctest bubbles against an endpoint that
-// answers over in-memory pipes on the bubble's fake clock, so that what
-// they assert about timing (a flush interval, a subscriber that falls
-// behind) holds however loaded the machine is.
+// answers over in-memory pipes on the bubble's fake clock
+// (testutil.ChatEndpoint), so that what they assert about timing (a flush
+// interval, a subscriber that falls behind) holds however loaded the
+// machine is.
 
 func openStore(t *testing.T) *store.Store {
 	t.Helper()
@@ -31,43 +29,13 @@ func openStore(t *testing.T) *store.Store {
 	return st
 }
 
-// endpoint streams chat completions of a fixed length: the first token
-// after ttft, each next one itl later, then the usage (a prompt token per
-// 4 bytes of the request) and [DONE], as an OpenAI-compatible server does.
-// It waits on the clock of the bubble it runs in.
-type endpoint struct {
-	ttft, itl time.Duration
-	tokens    int
-}
-
-// slow answers in about 200 ms.
-var slow = endpoint{ttft: 100 * time.Millisecond, itl: 10 * time.Millisecond, tokens: 8}
-
-func (e endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	n, err := io.Copy(io.Discard, r.Body)
-	if err != nil {
-		return
-	}
-	prompt := int(n / 4)
-	w.Header().Set("Content-Type", "text/event-stream")
-	rc := http.NewResponseController(w)
-	wait := e.ttft
-	for range e.tokens {
-		select {
-		case <-time.After(wait):
-		case <-r.Context().Done():
-			return
-		}
-		wait = e.itl
-		fmt.Fprint(w, `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"x"}}]}`+"\n\n")
-		_ = rc.Flush()
-	}
-	fmt.Fprintf(w, `data: {"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`+"\n\n", prompt, e.tokens, prompt+e.tokens)
-	fmt.Fprint(w, "data: [DONE]\n\n")
+// slow is an endpoint that answers in about 200 ms.
+func slow() *testutil.ChatEndpoint {
+	return &testutil.ChatEndpoint{TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond, Tokens: 8}
 }
 
 // serve serves the endpoint for the test over in-memory pipes.
-func serve(t *testing.T, e endpoint) *testutil.PipeNet {
+func serve(t *testing.T, e *testutil.ChatEndpoint) *testutil.PipeNet {
 	t.Helper()
 	return testutil.ServePipe(t, e)
 }
@@ -114,7 +82,7 @@ func TestJobRunsAndReports(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := openStore(t)
 		m := New(st, Options{ProgressInterval: 20 * time.Millisecond})
-		started, err := start(m, spec(serve(t, slow), []int{1, 2}, 6))
+		started, err := start(m, spec(serve(t, slow()), []int{1, 2}, 6))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,7 +145,7 @@ func TestRowsArriveWhileRunning(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := openStore(t)
 		m := New(st, Options{})
-		started, err := start(m, spec(serve(t, slow), []int{1}, 30)) // about 6 s
+		started, err := start(m, spec(serve(t, slow()), []int{1}, 30)) // about 6 s
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -209,7 +177,7 @@ func TestMaxRunning(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := openStore(t)
 		m := New(st, Options{MaxRunning: 1})
-		n := serve(t, slow)
+		n := serve(t, slow())
 		started, err := start(m, spec(n, []int{1}, 100))
 		if err != nil {
 			t.Fatal(err)
@@ -245,7 +213,7 @@ func TestShutdownInterrupts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := openStore(t)
 		m := New(st, Options{})
-		started, err := start(m, spec(serve(t, slow), []int{1, 2}, 100))
+		started, err := start(m, spec(serve(t, slow()), []int{1, 2}, 100))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -266,7 +234,7 @@ func TestShutdownInterrupts(t *testing.T) {
 		if last := evs[len(evs)-1]; last.Kind != EventDone || last.Status != store.StatusInterrupted {
 			t.Fatalf("last event %+v", last)
 		}
-		if _, err := start(m, spec(serve(t, slow), []int{1}, 1)); !errors.Is(err, ErrClosed) {
+		if _, err := start(m, spec(serve(t, slow()), []int{1}, 1)); !errors.Is(err, ErrClosed) {
 			t.Fatalf("start after shutdown: %v", err)
 		}
 	})
@@ -279,7 +247,7 @@ func TestSlowSubscriberIsDropped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := openStore(t)
 		m := New(st, Options{ProgressInterval: time.Millisecond})
-		quick := endpoint{ttft: time.Millisecond, itl: 100 * time.Microsecond, tokens: 8}
+		quick := &testutil.ChatEndpoint{TTFT: time.Millisecond, ITL: 100 * time.Microsecond, Tokens: 8}
 		started, err := start(m, spec(serve(t, quick), []int{8, 16}, 1500)) // a change every millisecond for about half a second
 		if err != nil {
 			t.Fatal(err)
@@ -314,7 +282,7 @@ func TestSlotPassesToTheJob(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := openStore(t)
 		m := New(st, Options{MaxRunning: 1})
-		n := serve(t, slow)
+		n := serve(t, slow())
 		slot, err := m.Acquire(context.Background())
 		if err != nil {
 			t.Fatal(err)
