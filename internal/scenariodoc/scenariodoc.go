@@ -54,6 +54,8 @@ var notes = map[string]string{
 		"clipped at the class's `max_tokens`.",
 	"Demand": "Give exactly one of `rps`, `rpm`, or `requests` with `within_hours` (a batch that must finish in " +
 		"that time). Without a demand the class runs as fast as its share of the quota allows.",
+	"DemandWindow": "A window of simulated time in which the class's rate is multiplied by `factor`; planner simulate " +
+		"and POST /v1/simulations follow the profile, while a plan is computed for the steady rate.",
 	"CurvePoint": "One measured step: what `planner probe` writes in its curve.yaml, or `planner import` from " +
 		"other tools' results.",
 	"KneeSafety": "The fraction of the measured knee that a class of each mode may use as its pool.",
@@ -143,7 +145,7 @@ func Write(w io.Writer, doc *huma.OpenAPI) error {
 
 // sectionOrder is the order of the sections: the scenario's own order,
 // each type after the one that holds it.
-var sectionOrder = []string{"Scenario", "Quota", "Latency", "Dist", "CurvePoint", "Endpoint", "Class", "Demand", "SLO", "Policy", "KneeSafety"}
+var sectionOrder = []string{"Scenario", "Quota", "Latency", "Dist", "CurvePoint", "Endpoint", "Class", "Demand", "DemandWindow", "SLO", "Policy", "KneeSafety"}
 
 // collect walks the schema from the root and returns each object type
 // once, with every path it appears at, in sectionOrder (types it does not
@@ -395,6 +397,9 @@ var handExamples = map[string]any{
 	"CurvePoint.output_tps":            333,
 	"CurvePoint.rate_limited_rate":     0,
 	"CurvePoint.requests":              40,
+	"DemandWindow.start_s":             3600,
+	"DemandWindow.duration_s":          300,
+	"DemandWindow.factor":              2,
 	"Class.arrival_scv":                0,
 	"Class.endpoint":                   "big-gpu",
 	"Class.cached_input_fraction":      0.5,
