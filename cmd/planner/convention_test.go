@@ -16,7 +16,7 @@ import (
 // with json among its formats, and --out naming a file.
 func TestOutputConvention(t *testing.T) {
 	root := newRootCmd(streams{})
-	for _, name := range []string{"", "plan", "report", "what-if", "openapi", "version", "serve"} {
+	for _, name := range []string{"", "plan", "report", "what-if", "simulate", "openapi", "version", "serve"} {
 		cmd := root
 		if name != "" {
 			var err error
