@@ -10,12 +10,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +36,8 @@ import (
 // listen on ephemeral loopback ports instead of the README's, and every
 // command's arguments have the README's addresses replaced by the real
 // ones. curl and jq are the system's; curl gets --fail-with-body, so that
-// an HTTP error fails the command. `go test ./...` is this run itself and
+// an HTTP error fails the command. A command succeeds unless its comment
+// says which exit status it ends with ("exit status 1"). `go test ./...` is this run itself and
 // go generate is checked by the generators' tests: both are left out.
 func TestREADME(t *testing.T) {
 	for _, tool := range []string{"curl", "jq"} {
@@ -150,7 +153,11 @@ func (sh *readmeShell) runBlock(b block, expect string) int {
 		started := time.Now()
 		err := sh.runner.Run(sh.ctx, stmt)
 		t.Logf("README.md line %d (%s): %s", line, time.Since(started).Round(time.Millisecond), source)
-		if err != nil {
+		var status interp.ExitStatus
+		switch want := promisedStatus(stmt); {
+		case want != 0 && (!errors.As(err, &status) || int(status) != want):
+			t.Fatalf("README.md line %d: %s\nthe README says it exits with status %d; it ended with %v\n%s%s", line, source, want, err, out.String(), errOut.String())
+		case want == 0 && err != nil:
 			t.Fatalf("README.md line %d: %s\nfailed: %v\n%s%s", line, source, err, out.String(), errOut.String())
 		}
 		for _, want := range promised(stmt) {
@@ -182,6 +189,24 @@ func promised(stmt *syntax.Stmt) []string {
 		}
 	}
 	return out
+}
+
+// exitStatus finds "exit status N" in a comment.
+var exitStatus = regexp.MustCompile(`exit status ([0-9]+)`)
+
+// promisedStatus is the exit status that a statement's trailing comment
+// says it ends with ("exit status 1"), 0 when it says none.
+func promisedStatus(stmt *syntax.Stmt) int {
+	for _, c := range stmt.Comments {
+		if c.Pos().Line() < stmt.Pos().Line() {
+			continue
+		}
+		if m := exitStatus.FindStringSubmatch(c.Text); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			return n
+		}
+	}
+	return 0
 }
 
 // checkOutput checks what the README says about the output of a kind of
