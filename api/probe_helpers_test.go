@@ -140,24 +140,48 @@ func startProbe(t *testing.T, env *probeEnv, body map[string]any, header ...stri
 	return p.ID
 }
 
-// waitProbe polls a probe until cond holds.
+// waitProbe waits until cond holds of the probe as GET returns it: it
+// checks at once, then after every event of the probe's event stream,
+// which ends with the probe (its done event).
 func waitProbe(t *testing.T, env *probeEnv, id string, cond func(Probe) bool) Probe {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	get := func() Probe {
 		status, _, b := call(t, http.MethodGet, env.url+"/v1/probes/"+id, nil)
 		if status != http.StatusOK {
 			t.Fatalf("get probe: %d %s", status, b)
 		}
-		p := decode[Probe](t, b)
-		if cond(p) {
+		return decode[Probe](t, b)
+	}
+	if p := get(); cond(p) {
+		return p
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, env.url+"/v1/probes/"+id+"/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for sc.Scan() {
+		if sc.Text() != "" {
+			continue // within an event
+		}
+		if p := get(); cond(p) {
 			return p
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("probe %s: condition not met, last %+v", id, p)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
+	p := get()
+	if !cond(p) {
+		t.Fatalf("probe %s: the condition does not hold when it has ended: %+v (%v)", id, p, sc.Err())
+	}
+	return p
 }
 
 func ended(p Probe) bool { return store.Status(p.Status).Ended() }

@@ -60,13 +60,10 @@ func (s *Server) humaConfig() huma.Config {
 	cfg.Formats["application/yaml"] = yamlFormat
 	cfg.Info.Description = apiDescription
 	cfg.Info.License = &huma.License{Name: "Proprietary", URL: "https://github.com/plannerdev/planner"}
-	cfg.Servers = []*huma.Server{{
-		URL:         "http://{address}",
-		Description: "planner serve",
-		Variables: map[string]*huma.ServerVariable{
-			"address": {Default: "127.0.0.1:8080", Description: "host:port the server listens on (--listen)."},
-		},
-	}}
+	// A relative server URL is resolved against where the document is
+	// served from (OpenAPI 3.1, Server Object), so that /docs tries its
+	// requests on the server that serves it, whatever its address.
+	cfg.Servers = []*huma.Server{{URL: "/", Description: "the planner serve that serves this document"}}
 	cfg.Tags = []*huma.Tag{
 		{Name: tagPlans, Description: "Plan the pools of a scenario's task classes."},
 		{Name: tagWhatIf, Description: "Vary fields of a scenario, or its quota tier, and compare the plans."},

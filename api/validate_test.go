@@ -1,14 +1,23 @@
 package api
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/plannerdev/planner/internal/jobs"
 	"github.com/plannerdev/planner/internal/sim"
+	"github.com/plannerdev/planner/internal/store"
+	"github.com/plannerdev/planner/internal/target"
+	"github.com/plannerdev/planner/internal/testutil"
 )
 
 // matchedScenario has the latency of matchedSim: TTFT 100 ms and TPOT 10
@@ -35,31 +44,66 @@ func savePlan(t *testing.T, env *probeEnv, text string) string {
 	return decode[PlanResponse](t, b).ID
 }
 
-// TestValidatePlan validates a stored plan against a simulator that
+// TestValidatePlan validates a stored plan against an endpoint that
 // matches its scenario: predicted and measured throughput agree within
-// 15 % at the pool and 1.25 × it, and the verdict is ok.
+// 15 % at the pool and 1.25 × it, and the verdict is ok. It runs in a
+// testing/synctest bubble, the service and the endpoint on in-memory
+// pipes, so that what the validation measures is exactly the endpoint's
+// timing however loaded the machine is.
 func TestValidatePlan(t *testing.T) {
-	env := newProbeEnv(t, Options{})
-	s := newSim(t, matchedSim)
-	id := savePlan(t, env, matchedScenario)
-	status, _, b := call(t, http.MethodPost, env.url+"/v1/plans/"+id+"/validate", map[string]any{
-		"target": map[string]any{"base_url": s.url, "model": sim.DefaultModel}, "requests_per_step": 16, "pause_ms": 0,
-	})
-	if status != http.StatusOK {
-		t.Fatalf("%d %s", status, b)
-	}
-	v := decode[ValidateResponse](t, b)
-	if v.PlanID != id || v.Verdict != "ok" || len(v.Classes) != 1 || len(v.Classes[0].Points) != 2 {
-		t.Fatalf("validation %s", b)
-	}
-	for _, pt := range v.Classes[0].Points {
-		if pt.Measured == nil || pt.RelativeErrorPct.ThroughputRPS < -15 || pt.RelativeErrorPct.ThroughputRPS > 15 {
-			t.Errorf("at %d: %+v %+v", pt.Concurrency, pt.Measured, pt.RelativeErrorPct)
+	synctest.Test(t, func(t *testing.T) {
+		endpoint := &testutil.ChatEndpoint{TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond, Tokens: 8}
+		endpointNet := testutil.ServePipe(t, endpoint)
+		st, err := store.Open(context.Background(), t.TempDir()+"/planner.db")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if got := s.chats.Load(); got != 32 {
-		t.Errorf("the simulator got %d chat requests, want 2 steps of 16", got)
-	}
+		t.Cleanup(func() { st.Close() })
+		m := jobs.New(st, jobs.Options{})
+		const host = "planner.test"
+		service := testutil.ServePipe(t, New(Options{
+			Store: st, Jobs: m, Hosts: []string{host},
+			Network: target.Network{Dialer: endpointNet}, // every probe connection reaches the endpoint
+		}))
+		client := &http.Client{Transport: &http.Transport{DialContext: service.DialContext}}
+		t.Cleanup(client.CloseIdleConnections)
+		post := func(path string, body any) []byte {
+			t.Helper()
+			b, _ := json.Marshal(body)
+			resp, err := client.Post("http://"+host+path, "application/json", bytes.NewReader(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			out, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("POST %s: %d %s", path, resp.StatusCode, out)
+			}
+			return out
+		}
+		var doc map[string]any
+		if err := yaml.Unmarshal([]byte(matchedScenario), &doc); err != nil {
+			t.Fatal(err)
+		}
+		id := decode[PlanResponse](t, post("/v1/plans", map[string]any{"scenario": doc, "save": true})).ID
+		b := post("/v1/plans/"+id+"/validate", map[string]any{
+			// Any loopback address passes the allow-list; the dialer takes
+			// every connection to the endpoint's pipe.
+			"target": map[string]any{"base_url": "http://127.0.0.1:9/v1", "model": sim.DefaultModel}, "requests_per_step": 16, "pause_ms": 0,
+		})
+		v := decode[ValidateResponse](t, b)
+		if v.PlanID != id || v.Verdict != "ok" || len(v.Classes) != 1 || len(v.Classes[0].Points) != 2 {
+			t.Fatalf("validation %s", b)
+		}
+		for _, pt := range v.Classes[0].Points {
+			if pt.Measured == nil || pt.RelativeErrorPct.ThroughputRPS < -15 || pt.RelativeErrorPct.ThroughputRPS > 15 {
+				t.Errorf("at %d: %+v %+v", pt.Concurrency, pt.Measured, pt.RelativeErrorPct)
+			}
+		}
+		if got := endpoint.Chats(); got != 32 {
+			t.Errorf("the endpoint got %d chat requests, want 2 steps of 16", got)
+		}
+	})
 }
 
 func TestValidatePlanProblems(t *testing.T) {

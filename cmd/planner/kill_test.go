@@ -116,6 +116,44 @@ func getProbe(t *testing.T, url, id string) probeView {
 	return p
 }
 
+// waitProbe waits until cond holds of the probe as GET returns it: it
+// checks at once, then after every event of the probe's event stream
+// (progress comes several times a second while a step runs), which ends
+// with the probe.
+func waitProbe(t *testing.T, url, id string, cond func(probeView) bool) probeView {
+	t.Helper()
+	if p := getProbe(t, url, id); cond(p) {
+		return p
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/v1/probes/"+id+"/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for sc.Scan() {
+		if sc.Text() != "" {
+			continue // within an event
+		}
+		if p := getProbe(t, url, id); cond(p) {
+			return p
+		}
+	}
+	p := getProbe(t, url, id)
+	if !cond(p) {
+		t.Fatalf("probe %s: the condition does not hold when its events end: %+v (%v)", id, p, sc.Err())
+	}
+	return p
+}
+
 // slowSimURL serves a simulator whose answers take about 170 ms.
 func slowSimURL(t *testing.T) string {
 	t.Helper()
@@ -167,22 +205,11 @@ func TestKillMidProbe(t *testing.T) {
 	}
 	_, planBefore := jsonCall(t, http.MethodGet, first.url+"/v1/plans/"+saved.ID, nil)
 
-	var counted int
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		p := getProbe(t, first.url, started.ID)
-		if p.Counts.Records >= 3 {
-			if p.Status != "running" {
-				t.Fatalf("status %s before the kill", p.Status)
-			}
-			counted = p.Counts.Records
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no rows stored: %+v", p)
-		}
-		time.Sleep(20 * time.Millisecond)
+	before := waitProbe(t, first.url, started.ID, func(p probeView) bool { return p.Counts.Records >= 3 })
+	if before.Status != "running" {
+		t.Fatalf("status %s before the kill", before.Status)
 	}
+	counted := before.Counts.Records
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -224,9 +251,7 @@ func TestShutdownInterruptsProbes(t *testing.T) {
 	if status != http.StatusAccepted || json.Unmarshal(b, &started) != nil {
 		t.Fatalf("start the probe: %d %s", status, b)
 	}
-	for getProbe(t, r.url, started.ID).Counts.Records == 0 {
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitProbe(t, r.url, started.ID, func(p probeView) bool { return p.Counts.Records > 0 })
 	r.stop()
 	if code := r.wait(t); code != exitOK {
 		t.Fatalf("exit %d: %s", code, r.errOut)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -35,13 +36,13 @@ func TestOpenAPIMatchesCheckedIn(t *testing.T) {
 	if out != string(want) {
 		t.Fatalf("openapi.yaml is not the output of planner openapi (-openapi.yaml +planner openapi):\n%s\n"+
 			"if the change is meant, run go test ./cmd/planner -run TestOpenAPIMatchesCheckedIn -update "+
-			"(or go run ./cmd/planner openapi > openapi.yaml) and review the diff", cmp.Diff(strings.Split(string(want), "\n"), strings.Split(out, "\n")))
+			"(or go run ./cmd/planner openapi --out openapi.yaml) and review the diff", cmp.Diff(strings.Split(string(want), "\n"), strings.Split(out, "\n")))
 	}
 }
 
 func TestOpenAPIFormats(t *testing.T) {
-	_, ym, _ := execute(t, "", "openapi", "--format", "yaml")
-	code, js, errOut := execute(t, "", "openapi", "--format", "json")
+	_, ym, _ := execute(t, "", "openapi", "-o", "yaml")
+	code, js, errOut := execute(t, "", "openapi", "--output", "json")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -55,7 +56,14 @@ func TestOpenAPIFormats(t *testing.T) {
 	if fromJSON["openapi"] != "3.1.0" || len(fromJSON["paths"].(map[string]any)) != len(fromYAML["paths"].(map[string]any)) {
 		t.Errorf("json and yaml differ: %v paths vs %v", fromJSON["paths"], fromYAML["paths"])
 	}
-	if code, _, _ := execute(t, "", "openapi", "--format", "xml"); code != exitUsage {
-		t.Errorf("--format xml: exit %d, want %d", code, exitUsage)
+	if code, _, _ := execute(t, "", "openapi", "-o", "xml"); code != exitUsage {
+		t.Errorf("-o xml: exit %d, want %d", code, exitUsage)
+	}
+	file := filepath.Join(t.TempDir(), "openapi.yaml")
+	if code, out, errOut := execute(t, "", "openapi", "--out", file); code != exitOK || out != "" {
+		t.Fatalf("--out: exit %d, stdout %q: %s", code, out, errOut)
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != ym {
+		t.Errorf("--out wrote %d bytes (%v), not what -o yaml prints", len(b), err)
 	}
 }

@@ -26,7 +26,7 @@ func TestPlanExampleTable(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"CLASS", "chat", "summarise", "nightly", "tpm", "ceilings:"} {
+	for _, want := range []string{"CLASS", "chat", "summarise", "nightly", "tpm", "ceilings (largest pool each allows; * binds):"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

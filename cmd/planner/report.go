@@ -1,35 +1,29 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/plannerdev/planner"
 	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/report"
 	"github.com/plannerdev/planner/internal/simulate"
 )
 
-// Output formats of `planner report`.
-var reportFormats = []string{"md", "html"}
-
 // maxStepsBytes bounds a probe's steps.json.
 const maxStepsBytes = 16 << 20
 
 func newReportCmd(s streams) *cobra.Command {
-	var file, example, probePath, format, output, title string
+	var file, example, probePath, title string
 	var simulateFor time.Duration
 	cmd := &cobra.Command{
-		Use:   "report (-f FILE | --example NAME) [--probe steps.json]",
+		Use:   "report (-f FILE | --example NAME) [--probe steps.json] [--simulate DURATION] [-o markdown|html] [--out PATH]",
 		Short: "Write a team report of a scenario's plan, with charts",
 		Long: "Report plans a scenario (YAML or JSON; -f - reads standard input) and writes a\n" +
 			"document a team can read without the tool: the scenario in words, the plan,\n" +
@@ -37,65 +31,61 @@ func newReportCmd(s streams) *cobra.Command {
 			"and the SLOs. --probe takes the steps.json that planner probe writes.\n" +
 			"--simulate adds a simulated run of the plan (as planner simulate runs it\n" +
 			"with its defaults) with each class's time series.\n" +
-			"The HTML form is one self-contained page with inline SVG charts; the\n" +
-			"Markdown form carries the same numbers in tables.",
-		Example: "  planner report --example measured-curve --format html -o report.html\n" +
-			"  planner report -f scenario.yaml --probe probe-out/steps.json -o report.md",
+			"The HTML form (-o html) is one self-contained page with inline SVG charts;\n" +
+			"the Markdown form (the default; -o md is short for it) carries the same\n" +
+			"numbers in tables; -o json and -o yaml give the data behind them.",
+		Example: "  planner report --example measured-curve -o html --out report.html\n" +
+			"  planner report -f scenario.yaml --probe probe-out/steps.json --out report.md",
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !oneOf(format, reportFormats) {
-				return usageError{fmt.Errorf("--format must be one of %s, got %q", strings.Join(reportFormats, ", "), format)}
-			}
-			sc, p, err := planScenario(s.in, file, example)
+	}
+	f := cmd.Flags()
+	addScenarioFlags(cmd, &file, &example, "report on")
+	f.StringVar(&probePath, "probe", "", "a probe's steps.json, whose curves back the plan")
+	f.StringVar(&title, "title", "", "title of the report (default \""+report.DefaultTitle+"\")")
+	f.DurationVar(&simulateFor, "simulate", 0, "add a simulated run of the plan of this length (such as 1h)")
+	_ = cmd.MarkFlagFilename("probe", "json")
+	out := addOutputFlags(cmd, report.FormatMarkdown, report.FormatHTML, report.FormatJSON, report.FormatYAML)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if out.format == "md" {
+			out.format = report.FormatMarkdown
+		}
+		if err := out.check(); err != nil {
+			return err
+		}
+		sc, p, err := planScenario(s.in, file, example)
+		if err != nil {
+			return err
+		}
+		in := report.ReportInput{Title: title, Generated: time.Now().UTC(), Scenario: sc, Plan: p}
+		if probePath != "" {
+			pd, err := readProbeSteps(probePath)
 			if err != nil {
 				return err
 			}
-			in := report.ReportInput{Title: title, Generated: time.Now().UTC(), Scenario: sc, Plan: p}
-			if probePath != "" {
-				pd, err := readProbeSteps(probePath)
-				if err != nil {
-					return err
-				}
-				in.Probe = pd
-			}
-			if simulateFor < 0 || simulateFor.Seconds() > simulate.MaxDurationS {
-				return usageError{fmt.Errorf("--simulate must be a positive duration of at most a week (168h), got %s", simulateFor)}
-			}
-			if simulateFor != 0 {
-				opts, err := simulateFlags{output: "table", refill: simulate.RefillContinuous, duration: simulateFor, maxEvents: simulate.DefaultMaxEvents}.options(cmd)
-				if err != nil {
-					return err
-				}
-				if in.Simulation, err = simulate.Run(cmd.Context(), plan.New(), sc, opts); err != nil {
-					return simulateError(err)
-				}
-			}
-			var buf bytes.Buffer
-			write := report.WriteReportMarkdown
-			if format == "html" {
-				write = report.WriteReportHTML
-			}
-			if err := write(&buf, in); err != nil {
+			in.Probe = pd
+		}
+		if simulateFor < 0 || simulateFor.Seconds() > simulate.MaxDurationS {
+			return usageError{fmt.Errorf("--simulate must be a positive duration of at most a week (168h), got %s", simulateFor)}
+		}
+		if simulateFor != 0 {
+			opts, err := simulateFlags{output: "table", refill: simulate.RefillContinuous, duration: simulateFor, maxEvents: simulate.DefaultMaxEvents}.options(cmd)
+			if err != nil {
 				return err
 			}
-			if output == "" {
-				_, err := s.out.Write(buf.Bytes())
-				return err
+			if in.Simulation, err = simulate.Run(cmd.Context(), plan.New(), sc, opts); err != nil {
+				return simulateError(err)
 			}
-			if err := os.WriteFile(output, buf.Bytes(), 0o644); err != nil {
-				return fmt.Errorf("write report: %w", err)
+		}
+		return out.write(s, func(w io.Writer) error {
+			switch out.format {
+			case report.FormatHTML:
+				return report.WriteReportHTML(w, in)
+			case report.FormatMarkdown:
+				return report.WriteReportMarkdown(w, in)
 			}
-			return nil
-		},
+			return report.WriteData(w, in, out.format)
+		})
 	}
-	f := cmd.Flags()
-	f.StringVarP(&file, "file", "f", "", "scenario file (YAML or JSON); - for standard input")
-	f.StringVar(&example, "example", "", "report on a shipped example instead: "+strings.Join(planner.ExampleNames(), ", "))
-	f.StringVar(&probePath, "probe", "", "a probe's steps.json, whose curves back the plan")
-	f.StringVar(&format, "format", "md", "output format: "+strings.Join(reportFormats, ", "))
-	f.StringVarP(&output, "output", "o", "", "write the report to this file instead of standard output")
-	f.StringVar(&title, "title", "", "title of the report (default \""+report.DefaultTitle+"\")")
-	f.DurationVar(&simulateFor, "simulate", 0, "add a simulated run of the plan of this length (such as 1h)")
 	return cmd
 }
 

@@ -71,7 +71,7 @@ func TestReportHTMLToFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	target := filepath.Join(dir, "report.html")
-	code, out, errOut := execute(t, "", "report", "-f", scenarioFile, "--probe", steps, "--format", "html", "-o", target)
+	code, out, errOut := execute(t, "", "report", "-f", scenarioFile, "--probe", steps, "-o", "html", "--out", target)
 	if code != exitOK || out != "" {
 		t.Fatalf("exit %d, stdout %q: %s", code, out, errOut)
 	}
@@ -91,7 +91,7 @@ func TestReportHTMLToFile(t *testing.T) {
 }
 
 func TestReportWithoutProbeFromStdin(t *testing.T) {
-	code, out, errOut := execute(t, exampleText(t, "three-classes"), "report", "-f", "-", "--format", "html")
+	code, out, errOut := execute(t, exampleText(t, "three-classes"), "report", "-f", "-", "-o", "html")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -122,14 +122,15 @@ func TestReportExitCodes(t *testing.T) {
 		err   string
 	}{
 		{"no scenario", "", []string{"report"}, exitUsage, "give a scenario"},
-		{"bad format", "", []string{"report", "--example", "chat", "--format", "pdf"}, exitUsage, "--format must be one of md, html"},
+		{"bad format", "", []string{"report", "--example", "chat", "-o", "pdf"}, exitUsage, `the output format must be one of markdown, html, json, yaml, got "pdf"`},
+		{"a file given as the format", "", []string{"report", "--example", "chat", "-o", "report.md"}, exitUsage, `got "report.md"`},
 		{"unknown flag", "", []string{"report", "--example", "chat", "--bogus"}, exitUsage, "unknown flag"},
 		{"positional argument", "", []string{"report", "--example", "chat", "extra"}, exitUsage, ""},
 		{"missing probe file", "", []string{"report", "--example", "chat", "--probe", filepath.Join(dir, "none.json")}, exitError, "no such file"},
 		{"not a steps.json", "", []string{"report", "--example", "chat", "--probe", notSteps}, exitError, "no steps"},
 		{"bad deadline", "", []string{"report", "--example", "chat", "--probe", badDeadline}, exitError, "config.deadline"},
 		{"invalid scenario", "quotas: []\nclasses: []\n", []string{"report", "-f", "-"}, exitError, "invalid scenario"},
-		{"unwritable output", "", []string{"report", "--example", "chat", "-o", filepath.Join(dir, "no", "such", "dir", "r.md")}, exitError, "write report"},
+		{"unwritable output", "", []string{"report", "--example", "chat", "--out", filepath.Join(dir, "no", "such", "dir", "r.md")}, exitError, "no such file or directory"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

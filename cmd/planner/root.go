@@ -7,6 +7,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/plannerdev/planner/internal/report"
 )
 
 // Exit codes of every planner command.
@@ -31,9 +33,13 @@ type streams struct {
 // newRootCmd builds the whole command tree.
 func newRootCmd(s streams) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "planner",
-		Short:         "Capacity planning for teams calling LLM APIs",
-		Long:          "planner sizes per-class concurrency pools from quotas, token distributions,\nmeasured latency and SLOs, names the binding constraint, and measures endpoints.\n\nWith no command, planner serves the API (planner serve).",
+		Use:   "planner",
+		Short: "Capacity planning for teams calling LLM APIs",
+		Long: "planner sizes per-class concurrency pools from quotas, token distributions,\n" +
+			"measured latency and SLOs, names the binding constraint, and measures endpoints.\n\n" +
+			"With no command, planner serves the API (planner serve): -o json prints where it\n" +
+			"listens as JSON, and --out writes that to a file. With --version it prints the\n" +
+			"version of the build (planner version).",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -42,7 +48,18 @@ func newRootCmd(s streams) *cobra.Command {
 	root.SetErr(s.err)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.Args = usageArgs(cobra.NoArgs)
-	root.RunE = func(cmd *cobra.Command, _ []string) error { return serveByDefault(cmd, s) }
+	var version bool
+	root.Flags().BoolVar(&version, "version", false, "print the version, VCS revision and time of this build (planner version)")
+	out := addOutputFlags(root, startFormats...)
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := out.check(); err != nil {
+			return err
+		}
+		if version {
+			return writeVersion(s, out)
+		}
+		return serveByDefault(cmd, s, out)
+	}
 	root.AddCommand(
 		newImportCmd(s),
 		newKneeCmd(s),
@@ -53,6 +70,8 @@ func newRootCmd(s streams) *cobra.Command {
 		newReportCmd(s),
 		newServeCmd(s),
 		newOpenAPICmd(s),
+		newWhatIfCmd(s),
+		newVersionCmd(s),
 	)
 	return root
 }
@@ -81,4 +100,26 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// startFormats are the formats of the message that says where the service
+// listens, and of the version.
+var startFormats = []string{"text", "json"}
+
+// started is the message that says where the service listens.
+type started struct {
+	URL  string `json:"url"`
+	Docs string `json:"docs"`
+}
+
+// announce prints where the service listens, in o's format.
+func announce(s streams, o *output, url string) error {
+	msg := started{URL: url, Docs: url + "/docs"}
+	return o.write(s, func(w io.Writer) error {
+		if o.format == "json" {
+			return report.WriteData(w, msg, o.format)
+		}
+		_, err := fmt.Fprintf(w, "planner: serving on %s (docs at %s)\n", msg.URL, msg.Docs)
+		return err
+	})
 }

@@ -53,9 +53,13 @@ func newServeCmd(s streams) *cobra.Command {
 		Example: "  planner serve\n  planner serve --listen 127.0.0.1:9000 --db /var/lib/planner/planner.db\n" +
 			"  PLANNER_AUTH_TOKENS=$(cat token) planner serve --listen 0.0.0.0:8080",
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return serve(cmd.Context(), s, cmd.Flags())
-		},
+	}
+	out := addOutputFlags(cmd, startFormats...)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := out.check(); err != nil {
+			return err
+		}
+		return serve(cmd.Context(), s, cmd.Flags(), out)
 	}
 	cmd.Flags().String("listen", config.DefaultListen, "address to listen on, host:port; port 0 picks a free one (PLANNER_LISTEN)")
 	cmd.Flags().String("db", config.DefaultDB, "SQLite file for stored plans and probes (PLANNER_DB)")
@@ -65,21 +69,21 @@ func newServeCmd(s streams) *cobra.Command {
 
 // serveByDefault is what `planner` does with no command: serve with the
 // settings of the environment and the configuration file.
-func serveByDefault(cmd *cobra.Command, s streams) error {
-	return serve(cmd.Context(), s, nil)
+func serveByDefault(cmd *cobra.Command, s streams, out *output) error {
+	return serve(cmd.Context(), s, nil, out)
 }
 
 // serve runs the API until ctx ends, then shuts down gracefully. flags may
-// be nil.
-func serve(ctx context.Context, s streams, flags *pflag.FlagSet) error {
-	return serveOn(ctx, s, flags, net.Listen)
+// be nil; out is how to say where it listens.
+func serve(ctx context.Context, s streams, flags *pflag.FlagSet, out *output) error {
+	return serveOn(ctx, s, flags, out, net.Listen)
 }
 
 // listenFunc opens the service's listener; net.Listen but in tests.
 type listenFunc func(network, address string) (net.Listener, error)
 
 // serveOn is serve with the listener opened by listen.
-func serveOn(ctx context.Context, s streams, flags *pflag.FlagSet, listen listenFunc) error {
+func serveOn(ctx context.Context, s streams, flags *pflag.FlagSet, out *output, listen listenFunc) error {
 	cfg, err := config.Load(flags)
 	if err != nil {
 		return err
@@ -130,8 +134,9 @@ func serveOn(ctx context.Context, s streams, flags *pflag.FlagSet, listen listen
 		IdleTimeout:       idleTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	url := "http://" + ln.Addr().String()
-	fmt.Fprintf(s.out, "planner: serving on %s (docs at %s/docs)\n", url, url)
+	if err := announce(s, out, "http://"+ln.Addr().String()); err != nil {
+		return errors.Join(err, ln.Close(), closeStore(st))
+	}
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -37,7 +37,7 @@ func cleanServeEnv(t *testing.T) {
 // running is a `planner serve` started by startServe.
 type running struct {
 	url    string
-	out    *testutil.SyncBuffer
+	out    *addrWriter
 	errOut *testutil.SyncBuffer
 	stop   context.CancelFunc
 	code   chan int
@@ -50,7 +50,7 @@ var servingLine = regexp.MustCompile(`serving on (http://127\.0\.0\.1:[0-9]+) \(
 func startServe(t *testing.T, args ...string) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{out: &testutil.SyncBuffer{}, errOut: &testutil.SyncBuffer{}, stop: cancel, code: make(chan int, 1)}
+	r := &running{out: &addrWriter{found: make(chan string, 1)}, errOut: &testutil.SyncBuffer{}, stop: cancel, code: make(chan int, 1)}
 	go func() { r.code <- run(ctx, args, strings.NewReader(""), r.out, r.errOut) }()
 	t.Cleanup(func() {
 		cancel()
@@ -60,19 +60,19 @@ func startServe(t *testing.T, args ...string) *running {
 			t.Error("serve did not stop")
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if m := servingLine.FindStringSubmatch(r.out.String()); m != nil {
-			r.url = m[1]
-			return r
+	select {
+	case addr := <-r.out.found:
+		if !servingLine.MatchString(r.out.String()) {
+			t.Fatalf("serve printed %q", r.out)
 		}
-		select {
-		case code := <-r.code:
-			t.Fatalf("serve exited with %d: %s%s", code, r.out, r.errOut)
-		case <-time.After(20 * time.Millisecond):
-		}
+		r.url = "http://" + addr
+		return r
+	case code := <-r.code:
+		r.code <- code // for the cleanup
+		t.Fatalf("serve exited with %d: %s%s", code, r.out, r.errOut)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve printed no address: %s", r.out)
 	}
-	t.Fatalf("serve printed no address: %s", r.out)
 	return nil
 }
 
@@ -166,16 +166,21 @@ func TestServeFinishesRequestsInFlight(t *testing.T) {
 		err    error
 	}
 	done := make(chan answer, 1)
-	sent := make(chan struct{})
+	// With Expect: 100-continue the body waits for the server's 100
+	// Continue, which it sends when the handler starts reading the body:
+	// from then on the request is in flight on the server.
+	reading := make(chan struct{})
 	go func() {
-		trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { close(sent) }}
+		trace := &httptrace.ClientTrace{Got100Continue: func() { close(reading) }}
 		req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodPost, r.url+"/v1/what-if", bytes.NewReader(body))
 		if err != nil {
 			done <- answer{err: err}
 			return
 		}
 		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
+		req.Header.Set("Expect", "100-continue")
+		client := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Minute}}
+		resp, err := client.Do(req)
 		if err != nil {
 			done <- answer{err: err}
 			return
@@ -188,11 +193,10 @@ func TestServeFinishesRequestsInFlight(t *testing.T) {
 		done <- answer{status: resp.StatusCode, cells: len(grid.Cells), err: err}
 	}()
 	select {
-	case <-sent:
+	case <-reading:
 	case a := <-done:
-		t.Fatalf("the request failed before it was sent: %v", a.err)
+		t.Fatalf("the request ended before the server read it: %+v", a)
 	}
-	time.Sleep(200 * time.Millisecond) // the server has read it and is planning
 	r.stop()
 	a := <-done
 	if a.err != nil || a.status != http.StatusOK || a.cells != len(values) {
@@ -319,7 +323,7 @@ func TestServeJudgesLoopbackOnTheBoundAddress(t *testing.T) {
 		return elsewhere{Listener: ln, addr: &net.TCPAddr{IP: net.ParseIP("192.0.2.10"), Port: 8080}}, nil
 	}
 	var out, errOut testutil.SyncBuffer
-	err := serveOn(context.Background(), streams{in: strings.NewReader(""), out: &out, err: &errOut}, nil, listen)
+	err := serveOn(context.Background(), streams{in: strings.NewReader(""), out: &out, err: &errOut}, nil, &output{format: "text"}, listen)
 	if err == nil || !strings.Contains(err.Error(), "listen address localhost:8080 is bound to 192.0.2.10:8080, which is not a loopback address") ||
 		!strings.Contains(err.Error(), "auth.tokens") || strings.Contains(out.String(), "serving on") {
 		t.Fatalf("serve on localhost resolving elsewhere, without tokens: %v; %s", err, out.String())
@@ -338,7 +342,7 @@ func TestServeJudgesLoopbackOnTheBoundAddress(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
-		served <- serveOn(ctx, streams{in: strings.NewReader(""), out: &out, err: &errOut}, nil, listen)
+		served <- serveOn(ctx, streams{in: strings.NewReader(""), out: &out, err: &errOut}, nil, &output{format: "text"}, listen)
 	}()
 	for !strings.Contains(out.String(), "serving on") {
 		select {

@@ -116,7 +116,7 @@ func newSimulateCmd(s streams) *cobra.Command {
 // options checks the flags and turns them into simulation options.
 func (f simulateFlags) options(cmd *cobra.Command) (simulate.Options, error) {
 	switch {
-	case !oneOf(f.output, simulateFormats):
+	case !slices.Contains(simulateFormats, f.output):
 		return simulate.Options{}, usageError{fmt.Errorf("--output must be one of %s, got %q", strings.Join(simulateFormats, ", "), f.output)}
 	case f.refill != simulate.RefillContinuous && f.refill != simulate.RefillWindow:
 		return simulate.Options{}, usageError{fmt.Errorf("--refill must be %s or %s, got %q", simulate.RefillContinuous, simulate.RefillWindow, f.refill)}

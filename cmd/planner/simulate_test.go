@@ -148,7 +148,7 @@ func TestReportWithASimulation(t *testing.T) {
 			t.Errorf("the report lacks %q", want)
 		}
 	}
-	code, page, _ := execute(t, "", "report", "--example", "backfill", "--simulate", "10m", "--format", "html")
+	code, page, _ := execute(t, "", "report", "--example", "backfill", "--simulate", "10m", "-o", "html")
 	if code != exitOK || strings.Count(page, `data-chart="simulation"`) != 2 {
 		t.Errorf("the HTML report: exit %d, %d simulation charts", code, strings.Count(page, `data-chart="simulation"`))
 	}

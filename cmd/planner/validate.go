@@ -15,6 +15,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/probe"
+	"github.com/plannerdev/planner/internal/report"
 	"github.com/plannerdev/planner/internal/validate"
 )
 
@@ -85,7 +86,7 @@ type planAndValidation struct {
 }
 
 // writePlanValidation writes a plan and its validation in one of
-// planFormats.
+// report.PlanFormats.
 func writePlanValidation(w io.Writer, p *plan.Plan, rep *validate.Report, format string) error {
 	switch format {
 	case "json":
@@ -100,7 +101,7 @@ func writePlanValidation(w io.Writer, p *plan.Plan, rep *validate.Report, format
 		_, err = w.Write(b)
 		return err
 	}
-	if err := writePlan(w, p, format); err != nil {
+	if err := report.WritePlan(w, p, format); err != nil {
 		return err
 	}
 	return writeValidation(w, rep, format == "markdown")

@@ -3,15 +3,21 @@ package jobs
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
 	"path/filepath"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/plannerdev/planner/internal/probe"
-	"github.com/plannerdev/planner/internal/sim"
 	"github.com/plannerdev/planner/internal/store"
+	"github.com/plannerdev/planner/internal/testutil"
 )
+
+// The tests run in testing/synctest bubbles against an endpoint that
+// answers over in-memory pipes on the bubble's fake clock
+// (testutil.ChatEndpoint), so that what they assert about timing (a flush
+// interval, a subscriber that falls behind) holds however loaded the
+// machine is.
 
 func openStore(t *testing.T) *store.Store {
 	t.Helper()
@@ -23,26 +29,23 @@ func openStore(t *testing.T) *store.Store {
 	return st
 }
 
-// simURL serves a simulator on loopback for the test and returns its API
-// root.
-func simURL(t *testing.T, cfg sim.Config) string {
-	t.Helper()
-	s, err := sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(s)
-	t.Cleanup(srv.Close)
-	return srv.URL + "/v1"
+// slow is an endpoint that answers in about 200 ms.
+func slow() *testutil.ChatEndpoint {
+	return &testutil.ChatEndpoint{TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond, Tokens: 8}
 }
 
-// slow answers in about 200 ms.
-var slow = sim.Config{MaxNumSeqs: 64, TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: sim.NoGrowth}
+// serve serves the endpoint for the test over in-memory pipes.
+func serve(t *testing.T, e *testutil.ChatEndpoint) *testutil.PipeNet {
+	t.Helper()
+	return testutil.ServePipe(t, e)
+}
 
-func spec(url string, steps []int, n int) Spec {
+// spec is a probe of the endpoint behind n.
+func spec(n *testutil.PipeNet, steps []int, requests int) Spec {
+	const url, model = "http://endpoint.test/v1", "test-model"
 	return Spec{
-		Config: probe.Config{BaseURL: url, Model: sim.DefaultModel, Steps: steps, RequestsPerStep: n, MaxTokens: 8, IgnoreEOS: true, Pause: -1},
-		Run:    store.ProbeRun{BaseURL: url, Model: sim.DefaultModel, Label: "test"},
+		Config: probe.Config{BaseURL: url, Model: model, Steps: steps, RequestsPerStep: requests, MaxTokens: 8, IgnoreEOS: true, Pause: -1, DialContext: n.DialContext},
+		Run:    store.ProbeRun{BaseURL: url, Model: model, Label: "test"},
 	}
 }
 
@@ -57,263 +60,256 @@ func start(m *Manager, s Spec) (store.ProbeRun, error) {
 }
 
 // collect reads a subscription until it closes.
-func collect(t *testing.T, sub *Subscription) []Event {
-	t.Helper()
+func collect(sub *Subscription) []Event {
 	var evs []Event
-	timeout := time.After(30 * time.Second)
-	for {
-		select {
-		case ev, ok := <-sub.C:
-			if !ok {
-				return evs
-			}
-			evs = append(evs, ev)
-		case <-timeout:
-			t.Fatal("the subscription did not end")
-		}
+	for ev := range sub.C {
+		evs = append(evs, ev)
 	}
+	return evs
 }
 
-func waitStatus(t *testing.T, st *store.Store, id string, want store.Status) store.ProbeRun {
+// stored returns the probe as the store holds it.
+func stored(t *testing.T, st *store.Store, id string) store.ProbeRun {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		run, err := st.GetProbe(context.Background(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if run.Status == want {
-			return run
-		}
-		time.Sleep(10 * time.Millisecond)
+	run, err := st.GetProbe(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("probe %s never became %s", id, want)
-	return store.ProbeRun{}
+	return run
 }
 
 func TestJobRunsAndReports(t *testing.T) {
-	st := openStore(t)
-	m := New(st, Options{ProgressInterval: 20 * time.Millisecond})
-	started, err := start(m, spec(simURL(t, slow), []int{1, 2}, 6))
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := started.ID
-	if started.Status != store.StatusQueued || started.CreatedAt.IsZero() {
-		t.Fatalf("Start returned %+v, want the probe as accepted: queued", started)
-	}
-	sub, ok := m.Subscribe(id)
-	if !ok {
-		t.Fatal("a job just started is not running")
-	}
-	evs := collect(t, sub)
-	if sub.Dropped() {
-		t.Fatal("a reading subscriber was dropped")
-	}
-	var kinds []EventKind
-	var steps []int
-	progress := 0
-	for _, ev := range evs {
-		if len(kinds) == 0 || kinds[len(kinds)-1] != ev.Kind {
-			kinds = append(kinds, ev.Kind)
-		}
-		switch ev.Kind {
-		case EventStep:
-			steps = append(steps, ev.Step.Concurrency)
-		case EventProgress:
-			progress++
-			if ev.Progress.Requests < 0 || ev.Progress.Requests > 6 || ev.Progress.Step < 1 {
-				t.Errorf("progress %+v", ev.Progress)
-			}
-		}
-	}
-	last := evs[len(evs)-1]
-	if last.Kind != EventDone || last.Status != store.StatusSucceeded || progress == 0 || len(steps) != 2 || steps[0] != 1 || steps[1] != 2 {
-		t.Fatalf("events %v; steps %v; %d progress events; last %+v", kinds, steps, progress, last)
-	}
-	if evs[len(evs)-2].Kind != EventStatus || evs[len(evs)-2].Status != store.StatusSucceeded {
-		t.Errorf("the final status does not come before done: %v", kinds)
-	}
-	run := waitStatus(t, st, id, store.StatusSucceeded)
-	if run.Counts.Records != 12 || run.Counts.OK != 12 || run.Result == nil || len(run.Result.Analysis.Steps) != 2 ||
-		run.Result.StopReason != probe.StopCompleted || run.Label != "test" || run.StartedAt.IsZero() || run.FinishedAt.IsZero() {
-		t.Fatalf("stored run %+v result %+v", run, run.Result)
-	}
-	if _, ok := m.Subscribe(id); ok {
-		t.Error("an ended job still takes subscribers")
-	}
-	if m.Running(id) {
-		t.Error("an ended job still runs")
-	}
-}
-
-// TestRowsArriveWhileRunning checks that rows are in the store long
-// before the probe ends, so that a kill loses at most the last batch.
-func TestRowsArriveWhileRunning(t *testing.T) {
-	st := openStore(t)
-	m := New(st, Options{})
-	started, err := start(m, spec(simURL(t, slow), []int{1}, 30)) // about 6 s
-	id := started.ID
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		run, err := st.GetProbe(context.Background(), id)
+	synctest.Test(t, func(t *testing.T) {
+		st := openStore(t)
+		m := New(st, Options{ProgressInterval: 20 * time.Millisecond})
+		started, err := start(m, spec(serve(t, slow()), []int{1, 2}, 6))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if run.Counts.Records >= 2 {
-			if run.Status != store.StatusRunning {
-				t.Fatalf("status %s with %d rows", run.Status, run.Counts.Records)
+		id := started.ID
+		if started.Status != store.StatusQueued || started.CreatedAt.IsZero() {
+			t.Fatalf("Start returned %+v, want the probe as accepted: queued", started)
+		}
+		sub, ok := m.Subscribe(id)
+		if !ok {
+			t.Fatal("a job just started is not running")
+		}
+		evs := collect(sub)
+		if sub.Dropped() {
+			t.Fatal("a reading subscriber was dropped")
+		}
+		var kinds []EventKind
+		var steps []int
+		progress := 0
+		for _, ev := range evs {
+			if len(kinds) == 0 || kinds[len(kinds)-1] != ev.Kind {
+				kinds = append(kinds, ev.Kind)
 			}
-			break
+			switch ev.Kind {
+			case EventStep:
+				steps = append(steps, ev.Step.Concurrency)
+			case EventProgress:
+				progress++
+				if ev.Progress.Requests < 0 || ev.Progress.Requests > 6 || ev.Progress.Step < 1 {
+					t.Errorf("progress %+v", ev.Progress)
+				}
+			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no rows stored after 5 s (%d)", run.Counts.Records)
+		last := evs[len(evs)-1]
+		if last.Kind != EventDone || last.Status != store.StatusSucceeded || progress == 0 || len(steps) != 2 || steps[0] != 1 || steps[1] != 2 {
+			t.Fatalf("events %v; steps %v; %d progress events; last %+v", kinds, steps, progress, last)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	done, err := m.Cancel(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-done
-	run := waitStatus(t, st, id, store.StatusCancelled)
-	recs, err := st.Records(context.Background(), id)
-	if err != nil || len(recs) != run.Counts.Records || len(recs) < 2 {
-		t.Fatalf("%d rows stored, counts %d: %v", len(recs), run.Counts.Records, err)
-	}
-	if _, err := m.Cancel(id); !errors.Is(err, ErrNotRunning) {
-		t.Errorf("cancel of an ended job: %v", err)
-	}
+		if evs[len(evs)-2].Kind != EventStatus || evs[len(evs)-2].Status != store.StatusSucceeded {
+			t.Errorf("the final status does not come before done: %v", kinds)
+		}
+		// The final status is stored before done is published.
+		run := stored(t, st, id)
+		if run.Status != store.StatusSucceeded || run.Counts.Records != 12 || run.Counts.OK != 12 || run.Result == nil || len(run.Result.Analysis.Steps) != 2 ||
+			run.Result.StopReason != probe.StopCompleted || run.Label != "test" || run.StartedAt.IsZero() || run.FinishedAt.IsZero() {
+			t.Fatalf("stored run %+v result %+v", run, run.Result)
+		}
+		synctest.Wait() // the job has left the manager
+		if _, ok := m.Subscribe(id); ok {
+			t.Error("an ended job still takes subscribers")
+		}
+		if m.Running(id) {
+			t.Error("an ended job still runs")
+		}
+	})
+}
+
+// TestRowsArriveWhileRunning checks that rows are in the store within a
+// flush interval of being measured, long before the probe ends, so that a
+// kill loses at most the last batch.
+func TestRowsArriveWhileRunning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := openStore(t)
+		m := New(st, Options{})
+		started, err := start(m, spec(serve(t, slow()), []int{1}, 30)) // about 6 s
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := started.ID
+		// Two requests of about 200 ms each, then one flush interval.
+		time.Sleep(2*250*time.Millisecond + DefaultFlushInterval)
+		synctest.Wait()
+		run := stored(t, st, id)
+		if run.Counts.Records < 2 || run.Status != store.StatusRunning {
+			t.Fatalf("after half a second: status %s with %d rows", run.Status, run.Counts.Records)
+		}
+		done, err := m.Cancel(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		run = stored(t, st, id)
+		recs, err := st.Records(context.Background(), id)
+		if run.Status != store.StatusCancelled || err != nil || len(recs) != run.Counts.Records || len(recs) < 2 {
+			t.Fatalf("status %s; %d rows stored, counts %d: %v", run.Status, len(recs), run.Counts.Records, err)
+		}
+		if _, err := m.Cancel(id); !errors.Is(err, ErrNotRunning) {
+			t.Errorf("cancel of an ended job: %v", err)
+		}
+	})
 }
 
 func TestMaxRunning(t *testing.T) {
-	st := openStore(t)
-	m := New(st, Options{MaxRunning: 1})
-	url := simURL(t, slow)
-	started, err := start(m, spec(url, []int{1}, 100))
-	id := started.ID
-	if err != nil {
-		t.Fatal(err)
-	}
-	var busy *BusyError
-	if _, err := start(m, spec(url, []int{1}, 1)); !errors.As(err, &busy) || busy.Limit != 1 {
-		t.Fatalf("second start: %v", err)
-	}
-	if _, err := m.Acquire(context.Background()); !errors.As(err, &busy) {
-		t.Fatalf("acquire beside a running job: %v", err)
-	}
-	done, err := m.Cancel(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-done
-	slot, err := m.Acquire(context.Background())
-	if err != nil {
-		t.Fatalf("acquire once the job ended: %v", err)
-	}
-	slot.Release()
-	slot.Release() // a second release frees nothing more
-	if m.running != 0 {
-		t.Fatalf("%d slots taken after release", m.running)
-	}
-	if _, err := slot.Start(spec(url, []int{1}, 1)); !errors.Is(err, errSlotUsed) {
-		t.Fatalf("start in a released slot: %v", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		st := openStore(t)
+		m := New(st, Options{MaxRunning: 1})
+		n := serve(t, slow())
+		started, err := start(m, spec(n, []int{1}, 100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var busy *BusyError
+		if _, err := start(m, spec(n, []int{1}, 1)); !errors.As(err, &busy) || busy.Limit != 1 {
+			t.Fatalf("second start: %v", err)
+		}
+		if _, err := m.Acquire(context.Background()); !errors.As(err, &busy) {
+			t.Fatalf("acquire beside a running job: %v", err)
+		}
+		done, err := m.Cancel(started.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		slot, err := m.Acquire(context.Background())
+		if err != nil {
+			t.Fatalf("acquire once the job ended: %v", err)
+		}
+		slot.Release()
+		slot.Release() // a second release frees nothing more
+		if m.running != 0 {
+			t.Fatalf("%d slots taken after release", m.running)
+		}
+		if _, err := slot.Start(spec(n, []int{1}, 1)); !errors.Is(err, errSlotUsed) {
+			t.Fatalf("start in a released slot: %v", err)
+		}
+	})
 }
 
 func TestShutdownInterrupts(t *testing.T) {
-	st := openStore(t)
-	m := New(st, Options{})
-	started, err := start(m, spec(simURL(t, slow), []int{1, 2}, 100))
-	id := started.ID
-	if err != nil {
-		t.Fatal(err)
-	}
-	sub, _ := m.Subscribe(id)
-	time.Sleep(300 * time.Millisecond)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := m.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	run := waitStatus(t, st, id, store.StatusInterrupted)
-	if run.Result == nil || run.Result.StopReason != probe.StopCancelled || run.FinishedAt.IsZero() {
-		t.Fatalf("interrupted run %+v", run)
-	}
-	evs := collect(t, sub)
-	if last := evs[len(evs)-1]; last.Kind != EventDone || last.Status != store.StatusInterrupted {
-		t.Fatalf("last event %+v", last)
-	}
-	if _, err := start(m, spec("http://127.0.0.1:1/v1", []int{1}, 1)); !errors.Is(err, ErrClosed) {
-		t.Fatalf("start after shutdown: %v", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		st := openStore(t)
+		m := New(st, Options{})
+		started, err := start(m, spec(serve(t, slow()), []int{1, 2}, 100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := started.ID
+		sub, _ := m.Subscribe(id)
+		time.Sleep(300 * time.Millisecond) // the bubble's clock: the first request has ended
+		synctest.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := m.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		run := stored(t, st, id)
+		if run.Status != store.StatusInterrupted || run.Counts.Records == 0 || run.Result == nil || run.Result.StopReason != probe.StopCancelled || run.FinishedAt.IsZero() {
+			t.Fatalf("interrupted run %+v", run)
+		}
+		evs := collect(sub)
+		if last := evs[len(evs)-1]; last.Kind != EventDone || last.Status != store.StatusInterrupted {
+			t.Fatalf("last event %+v", last)
+		}
+		if _, err := start(m, spec(serve(t, slow()), []int{1}, 1)); !errors.Is(err, ErrClosed) {
+			t.Fatalf("start after shutdown: %v", err)
+		}
+	})
 }
 
 // TestSlowSubscriberIsDropped follows a job with a subscriber that never
 // reads: the job runs to its end at its own pace, and the subscriber is
-// dropped rather than waited for.
+// dropped rather than waited for, while one that reads gets every event.
 func TestSlowSubscriberIsDropped(t *testing.T) {
-	st := openStore(t)
-	m := New(st, Options{ProgressInterval: time.Millisecond})
-	quick := sim.Config{MaxNumSeqs: 64, TTFT: time.Millisecond, ITL: 100 * time.Microsecond, ITLGrowth: sim.NoGrowth}
-	started, err := start(m, spec(simURL(t, quick), []int{8, 16}, 1500)) // a change every millisecond for about half a second
-	id := started.ID
-	if err != nil {
-		t.Fatal(err)
-	}
-	stuck, _ := m.Subscribe(id)
-	reader, _ := m.Subscribe(id)
-	start := time.Now()
-	evs := collect(t, reader)
-	if reader.Dropped() || evs[len(evs)-1].Kind != EventDone {
-		t.Fatalf("the reading subscriber: dropped %v, %d events", reader.Dropped(), len(evs))
-	}
-	waitStatus(t, st, id, store.StatusSucceeded)
-	n := 0
-	for range stuck.C {
-		n++
-	}
-	if !stuck.Dropped() || n > subscriberBuffer+1 {
-		t.Fatalf("the stuck subscriber: dropped %v after %d events (%d delivered to the reader in %s)", stuck.Dropped(), n, len(evs), time.Since(start))
-	}
+	synctest.Test(t, func(t *testing.T) {
+		st := openStore(t)
+		m := New(st, Options{ProgressInterval: time.Millisecond})
+		quick := &testutil.ChatEndpoint{TTFT: time.Millisecond, ITL: 100 * time.Microsecond, Tokens: 8}
+		started, err := start(m, spec(serve(t, quick), []int{8, 16}, 1500)) // a change every millisecond for about half a second
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := started.ID
+		stuck, _ := m.Subscribe(id)
+		reader, _ := m.Subscribe(id)
+		evs := collect(reader)
+		if reader.Dropped() || evs[len(evs)-1].Kind != EventDone {
+			t.Fatalf("the reading subscriber: dropped %v, %d events", reader.Dropped(), len(evs))
+		}
+		if len(evs) <= subscriberBuffer+1 {
+			t.Fatalf("only %d events: too few to overflow a subscriber", len(evs))
+		}
+		if run := stored(t, st, id); run.Status != store.StatusSucceeded {
+			t.Fatalf("status %s", run.Status)
+		}
+		n := 0
+		for range stuck.C {
+			n++
+		}
+		if !stuck.Dropped() || n > subscriberBuffer+1 {
+			t.Fatalf("the stuck subscriber: dropped %v after %d events (%d delivered to the reader)", stuck.Dropped(), n, len(evs))
+		}
+	})
 }
 
 // TestSlotPassesToTheJob: a probe started in a slot keeps it until the
 // probe ends, though the caller releases the slot as it returns; the slot
 // cannot start a second probe.
 func TestSlotPassesToTheJob(t *testing.T) {
-	st := openStore(t)
-	m := New(st, Options{MaxRunning: 1})
-	url := simURL(t, slow)
-	slot, err := m.Acquire(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	started, err := slot.Start(spec(url, []int{1}, 100)) // about 20 s unless cancelled
-	if err != nil {
-		t.Fatal(err)
-	}
-	slot.Release()
-	if _, err := slot.Start(spec(url, []int{1}, 1)); !errors.Is(err, errSlotUsed) {
-		t.Errorf("a second start in the slot: %v", err)
-	}
-	var busy *BusyError
-	if _, err := m.Acquire(context.Background()); !errors.As(err, &busy) {
-		t.Fatalf("acquire while the job holds the only slot: %v", err)
-	}
-	done, err := m.Cancel(started.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-done
-	next, err := m.Acquire(context.Background())
-	if err != nil {
-		t.Fatalf("acquire once the job ended: %v", err)
-	}
-	next.Release()
+	synctest.Test(t, func(t *testing.T) {
+		st := openStore(t)
+		m := New(st, Options{MaxRunning: 1})
+		n := serve(t, slow())
+		slot, err := m.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		started, err := slot.Start(spec(n, []int{1}, 100)) // about 20 s unless cancelled
+		if err != nil {
+			t.Fatal(err)
+		}
+		slot.Release()
+		if _, err := slot.Start(spec(n, []int{1}, 1)); !errors.Is(err, errSlotUsed) {
+			t.Errorf("a second start in the slot: %v", err)
+		}
+		var busy *BusyError
+		if _, err := m.Acquire(context.Background()); !errors.As(err, &busy) {
+			t.Fatalf("acquire while the job holds the only slot: %v", err)
+		}
+		done, err := m.Cancel(started.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		next, err := m.Acquire(context.Background())
+		if err != nil {
+			t.Fatalf("acquire once the job ended: %v", err)
+		}
+		next.Release()
+	})
 }
 
 // TestShutdownEndsHeldSlots: a shutdown ends the context of every held

@@ -14,7 +14,8 @@ import (
 const Width = 100
 
 // WriteTable writes a plan as a terminal table, one row per class, then each
-// class's ceilings, remedies and warnings, within Width columns.
+// class's explanation, every ceiling with how it was derived, remedies and
+// warnings, within Width columns.
 func WriteTable(w io.Writer, p *plan.Plan) error {
 	ew := &errWriter{w: w}
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
@@ -30,8 +31,8 @@ func WriteTable(w io.Writer, p *plan.Plan) error {
 	for _, c := range p.Classes {
 		fmt.Fprintf(ew, "\n%s\n", c.Name)
 		wrap(ew, "  ", c.Explanation)
-		parts := make([]string, len(c.Ceilings))
-		for i, ce := range c.Ceilings {
+		fmt.Fprintln(ew, "  ceilings (largest pool each allows; * binds):")
+		for _, ce := range c.Ceilings {
 			v := "unbounded"
 			if ce.MaxPool != nil {
 				v = strconv.Itoa(*ce.MaxPool)
@@ -39,9 +40,8 @@ func WriteTable(w io.Writer, p *plan.Plan) error {
 			if ce.Constraint == c.BindingConstraint {
 				v += "*"
 			}
-			parts[i] = ce.Constraint + " " + v
+			wrapIndent(ew, "    "+ce.Constraint+" "+v+": ", "      ", strings.TrimPrefix(ce.Detail, ce.Constraint+": "))
 		}
-		wrap(ew, "  ceilings: ", strings.Join(parts, ", "))
 		for _, r := range c.Remedies {
 			wrap(ew, "  remedy: ", r.Change)
 		}
@@ -61,7 +61,11 @@ func WriteTable(w io.Writer, p *plan.Plan) error {
 // wrap writes text after a prefix, folding at word boundaries so that no
 // line is wider than Width; continuation lines are indented like the text.
 func wrap(w io.Writer, prefix, text string) {
-	indent := strings.Repeat(" ", len([]rune(prefix)))
+	wrapIndent(w, prefix, strings.Repeat(" ", len([]rune(prefix))), text)
+}
+
+// wrapIndent is wrap with continuation lines indented by indent.
+func wrapIndent(w io.Writer, prefix, indent, text string) {
 	line := prefix
 	empty := true
 	for _, word := range strings.Fields(text) {

@@ -18,18 +18,19 @@ import (
 )
 
 // ReportInput is everything a team report shows: the scenario, its plan
-// and, when a probe backs the plan, what the probe measured.
+// and, when a probe backs the plan, what the probe measured. Its JSON form
+// is the report's data (planner report -o json).
 type ReportInput struct {
 	// Title heads the report; DefaultTitle when empty.
-	Title string
+	Title string `json:"title,omitempty"`
 	// Generated is when the report was made, shown in its header.
-	Generated time.Time
-	Scenario  scenario.Scenario
-	Plan      *plan.Plan
+	Generated time.Time         `json:"generated"`
+	Scenario  scenario.Scenario `json:"scenario"`
+	Plan      *plan.Plan        `json:"plan"`
 	// Probe is nil when no probe backs the plan.
-	Probe *ProbeData
+	Probe *ProbeData `json:"probe,omitempty"`
 	// Simulation is a simulated run of the plan, nil when none was made.
-	Simulation *simulate.Simulation
+	Simulation *simulate.Simulation `json:"simulation,omitempty"`
 }
 
 // DefaultTitle heads a report that was given no title.
@@ -37,17 +38,17 @@ const DefaultTitle = "Capacity report"
 
 // ProbeData is what a probe measured against one endpoint.
 type ProbeData struct {
-	Result analysis.Result
+	Result analysis.Result `json:"result"`
 	// Endpoint is the base URL probed, without credentials.
-	Endpoint string
-	Model    string
+	Endpoint string `json:"endpoint"`
+	Model    string `json:"model"`
 	// Date is when the probe ran.
-	Date time.Time
+	Date time.Time `json:"date"`
 	// DeadlineMs is the per-request deadline that defined goodput.
-	DeadlineMs float64
+	DeadlineMs float64 `json:"deadline_ms"`
 	// Source says where the data came from (a probe id, an imported file,
 	// synthetic data); it is printed with the measurements.
-	Source string
+	Source string `json:"source"`
 }
 
 func (in ReportInput) title() string {

@@ -1,7 +1,8 @@
 // Package testutil holds the few helpers that tests of several packages
 // share: the shipped example scenarios, a buffer that a test can read while
-// a server writes to it, a JSON request to a real HTTP server, and rows of
-// an earlier release inserted into a store's database.
+// a server writes to it, a JSON request to a real HTTP server, rows of an
+// earlier release inserted into a store's database, and an HTTP server on
+// in-memory pipes for tests on testing/synctest's fake clock.
 package testutil
 
 import (

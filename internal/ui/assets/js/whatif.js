@@ -111,8 +111,10 @@ export class WhatIf {
     byId('wi-reset').addEventListener('click', () => this.grid && this.show(this.grid.values.indexOf(this.base)));
   }
 
-  // setScenario takes a newly planned scenario and its plan, keeping the
-  // chosen field when the scenario still has it.
+  // setScenario takes a newly planned scenario and its plan. It keeps the
+  // chosen field when the scenario still has it, but the slider starts
+  // again at the new scenario's value with a range around it: a value or
+  // range of the previous scenario would show a plan of neither.
   setScenario(doc, plan) {
     this.doc = doc;
     this.plan = plan;
@@ -128,7 +130,7 @@ export class WhatIf {
     const pointer = keep ?? (first ? toPointer(first) : '');
     this.field.value = this.options.some((o) => toPointer(o.segments) === pointer) ? pointer : '';
     this.pointer.value = pointer;
-    this.choose(fromPointer(pointer), { keepRange: keep !== null });
+    this.choose(fromPointer(pointer));
   }
 
   onFieldChosen() {
@@ -146,15 +148,16 @@ export class WhatIf {
     this.choose(fromPointer(pointer));
   }
 
-  // choose starts varying the field at segments.
-  choose(segments, { keepRange = false } = {}) {
+  // choose starts varying the field at segments from its value in the
+  // scenario, over the default range around it.
+  choose(segments) {
     setFieldError(this.pointer, '');
+    this.grid = null; // the previous grid is of another field or scenario
     const base = segments && getAt(this.doc, segments);
     if (!segments || segments.length === 0 || typeof base !== 'number') {
       const why = segments ? `the scenario has no number at ${this.pointer.value || '/'}` : 'a JSON Pointer starts with /, as in /quotas/0/tpm';
       setFieldError(this.pointer, why);
       this.segments = null;
-      this.grid = null;
       this.section.dataset.status = 'error';
       this.caption.textContent = '';
       replace(this.readout);
@@ -163,12 +166,10 @@ export class WhatIf {
     }
     this.segments = segments;
     this.base = base;
-    this.extra = keepRange && this.grid ? this.current() : null;
-    if (!keepRange) {
-      const range = defaultRange(this.doc, segments, base);
-      this.from.value = range.from;
-      this.to.value = range.to;
-    }
+    this.extra = null;
+    const range = defaultRange(this.doc, segments, base);
+    this.from.value = range.from;
+    this.to.value = range.to;
     setFieldError(this.to, '');
     this.section.dataset.status = 'loading';
     this.scheduleSweep();

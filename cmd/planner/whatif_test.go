@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/plannerdev/planner/api"
+	"github.com/plannerdev/planner/internal/plan"
+)
+
+// TestWhatIfMatchesTheAPI sweeps the same scenario and variations through
+// the command and through POST /v1/what-if: the grids are equal.
+func TestWhatIfMatchesTheAPI(t *testing.T) {
+	code, out, errOut := execute(t, "", "what-if", "--example", "chat",
+		"--vary", "/quotas/0/tpm=200000,1000000", "--vary", "/classes/0/max_tokens=700,1200", "-o", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var cli plan.WhatIf
+	if err := json.Unmarshal([]byte(out), &cli); err != nil {
+		t.Fatal(err)
+	}
+	var sc any
+	if err := yaml.Unmarshal([]byte(exampleText(t, "chat")), &sc); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(map[string]any{"scenario": sc, "variations": []map[string]any{
+		{"path": "/quotas/0/tpm", "values": []any{200000, 1000000}},
+		{"path": "/classes/0/max_tokens", "values": []any{700, 1200}},
+	}})
+	req := httptest.NewRequest(http.MethodPost, "/v1/what-if", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Host = "localhost" // a name of the service, as its Host check wants
+	rec := httptest.NewRecorder()
+	api.New(api.Options{}).ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("POST /v1/what-if: %d %s", rec.Code, rec.Body)
+	}
+	var fromAPI plan.WhatIf
+	if err := json.Unmarshal(rec.Body.Bytes(), &fromAPI); err != nil {
+		t.Fatal(err)
+	}
+	if len(cli.Cells) != 4 || !reflect.DeepEqual(cli.Cells, fromAPI.Cells) || !reflect.DeepEqual(cli.Variations, fromAPI.Variations) {
+		t.Fatalf("the command's grid differs from the API's:\ncommand %+v\napi     %+v", cli, fromAPI)
+	}
+}
+
+// TestWhatIfTable reads the table of a sweep over the chat example's tpm:
+// at 200,000 tokens per minute the pool is 7, bound by tpm, and does not
+// fit the demand (which needs 12); at 2,000,000 it is 78 and fits.
+func TestWhatIfTable(t *testing.T) {
+	code, out, errOut := execute(t, "", "what-if", "--example", "chat", "--vary", "/quotas/0/tpm=200000,2000000")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	want := [][]string{
+		{"/quotas/0/tpm", "CLASS", "POOL", "BINDING", "MIN", "FITS"},
+		{"200,000", "chat", "7", "tpm", "12", "NO"},
+		{"2,000,000", "chat", "78", "tpm", "12", "yes"},
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), out)
+	}
+	for i, w := range want {
+		if got := strings.Fields(lines[i]); !reflect.DeepEqual(got, w) {
+			t.Errorf("line %d: %q, want %q", i+1, got, w)
+		}
+	}
+}
+
+func TestWhatIfValuesAndErrors(t *testing.T) {
+	// Words, JSON objects, and a value that makes only its cell invalid.
+	code, out, errOut := execute(t, "", "what-if", "--example", "chat", "--vary", `/classes/0/demand={"rps":1},{"rps":-1}`, "-o", "yaml")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var g plan.WhatIf
+	if err := yaml.Unmarshal([]byte(out), &g); err != nil || len(g.Cells) != 2 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(g.Cells[0].Classes) != 1 || len(g.Cells[0].Errors) != 0 || len(g.Cells[1].Errors) == 0 ||
+		!strings.Contains(g.Cells[1].Errors[0].Path, "demand.rps") {
+		t.Errorf("cells %+v", g.Cells)
+	}
+	code, out, _ = execute(t, "", "what-if", "--example", "chat", "--vary", "/classes/0/mode=interactive,batch", "-o", "markdown")
+	if code != exitOK || !strings.Contains(out, "| interactive | chat |") || !strings.Contains(out, "| batch | chat |") {
+		t.Errorf("exit %d, markdown:\n%s", code, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"--example", "chat"}, exitUsage, "give --vary"},
+		{[]string{"--example", "chat", "--vary", "/a=1", "--vary", "/b=1", "--vary", "/c=1"}, exitUsage, "once or twice"},
+		{[]string{"--example", "chat", "--vary", "quotas.0.tpm=1"}, exitUsage, "JSON Pointer"},
+		{[]string{"--example", "chat", "--vary", "/quotas/9/tpm=1"}, exitUsage, `--vary "/quotas/9/tpm=1": no field at /quotas/9/tpm`},
+		{[]string{"--example", "chat", "--vary", "/quotas/0/tpm=1,2", "-o", "html"}, exitUsage, "must be one of table, json, yaml, markdown"},
+		{[]string{"--vary", "/quotas/0/tpm=1"}, exitUsage, "give a scenario"},
+	} {
+		code, _, errOut := execute(t, "", append([]string{"what-if"}, tc.args...)...)
+		if code != tc.code || !strings.Contains(errOut, tc.err) {
+			t.Errorf("%v: exit %d, want %d; stderr %q, want %q in it", tc.args, code, tc.code, errOut, tc.err)
+		}
+	}
+}

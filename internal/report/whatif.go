@@ -1,0 +1,91 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/plannerdev/planner/internal/plan"
+)
+
+// WriteWhatIf writes a what-if grid in one of PlanFormats. The table and
+// the Markdown table have one row per cell and class: the cell's values
+// (one column per variation, headed by its path), then the class's pool,
+// binding constraint, min_pool and whether it fits; a cell whose values
+// make the scenario invalid has one row with its problems. JSON and YAML
+// are the grid as POST /v1/what-if returns it.
+func WriteWhatIf(w io.Writer, g *plan.WhatIf, format string) error {
+	switch format {
+	case FormatTable, FormatMarkdown:
+	default:
+		return WriteData(w, g, format)
+	}
+	md := format == FormatMarkdown
+	ew := &errWriter{w: w}
+	var rows [][]string
+	head := make([]string, 0, len(g.Variations)+5)
+	for _, v := range g.Variations {
+		head = append(head, v.Path)
+	}
+	head = append(head, "CLASS", "POOL", "BINDING", "MIN", "FITS")
+	for _, c := range g.Cells {
+		values := make([]string, len(c.Values))
+		for i, v := range c.Values {
+			values[i] = cellValue(v)
+		}
+		if len(c.Errors) > 0 {
+			msgs := make([]string, len(c.Errors))
+			for i, e := range c.Errors {
+				msgs[i] = e.Error()
+			}
+			rows = append(rows, append(values, "invalid: "+strings.Join(msgs, "; "), "", "", "", ""))
+			continue
+		}
+		for _, cl := range c.Classes {
+			rows = append(rows, append(slices.Clone(values), cl.Name, fmt.Sprint(cl.Pool), cl.BindingConstraint, intOrDash(cl.MinPool), yesNo(cl.Feasible)))
+		}
+	}
+	if md {
+		fmt.Fprintf(ew, "| %s |\n|%s\n", strings.Join(mdCells(head), " | "), strings.Repeat("---|", len(head)))
+		for _, r := range rows {
+			fmt.Fprintf(ew, "| %s |\n", strings.Join(mdCells(r), " | "))
+		}
+		return ew.err
+	}
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.TrimRight(strings.Join(r, "\t"), "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return ew.err
+}
+
+// cellValue shows a varied value: a number or string as it is, anything
+// else as compact JSON.
+func cellValue(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case float64:
+		return fmtNum(x)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+func mdCells(cells []string) []string {
+	out := make([]string, len(cells))
+	for i, c := range cells {
+		out[i] = mdEscape(c)
+	}
+	return out
+}
