@@ -17,9 +17,10 @@ import (
 
 func newPlanCmd(s streams) *cobra.Command {
 	var file, example string
+	var check bool
 	var v validation
 	cmd := &cobra.Command{
-		Use:   "plan (-f FILE | --example NAME) [-o FORMAT] [--out PATH] [--validate --base-url URL --model M]",
+		Use:   "plan (-f FILE | --example NAME) [-o FORMAT] [--out PATH] [--check] [--validate --base-url URL --model M]",
 		Short: "Plan per-class pools for a scenario",
 		Long: "Plan reads a scenario (YAML or JSON; -f - reads standard input) and prints,\n" +
 			"for every class, its pool, the constraint that binds it, the smallest pool its\n" +
@@ -30,6 +31,8 @@ func newPlanCmd(s streams) *cobra.Command {
 			"class's input p50 and (ignore_eos) outputs of its mean length, compared with the\n" +
 			"model's throughput, TTFT p95 and E2E p95 at the same concurrencies; verdict ok,\n" +
 			"degraded or fails (exit status 1 when it fails).\n\n" +
+			"With --check the exit status is 3 when any class does not fit, after the plan\n" +
+			"is printed: a CI job can gate a change of quotas, demand or SLOs on it.\n\n" +
 			"Examples shipped with planner: " + strings.Join(planner.ExampleNames(), ", ") + ".",
 		Example: "  planner plan --example chat\n  planner plan -f scenario.yaml -o json --out plan.json\n" +
 			"  planner plan -f scenario.yaml --validate --base-url http://127.0.0.1:8000/v1 --model my-model",
@@ -37,6 +40,7 @@ func newPlanCmd(s streams) *cobra.Command {
 	}
 	addScenarioFlags(cmd, &file, &example, "plan")
 	out := addOutputFlags(cmd, report.PlanFormats...)
+	cmd.Flags().BoolVar(&check, "check", false, "exit with status 3 when any class does not fit")
 	v.addFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := out.check(); err != nil {
@@ -51,7 +55,10 @@ func newPlanCmd(s streams) *cobra.Command {
 			return err
 		}
 		if !v.on {
-			return out.write(s, func(w io.Writer) error { return report.WritePlan(w, p, out.format) })
+			if err := out.write(s, func(w io.Writer) error { return report.WritePlan(w, p, out.format) }); err != nil {
+				return err
+			}
+			return checkFits(check, p)
 		}
 		rep, err := validate.Run(cmd.Context(), sc, p, validate.Options{Probe: base, RequestsPerStep: v.requestsPerStep})
 		if err != nil {
@@ -63,9 +70,26 @@ func newPlanCmd(s streams) *cobra.Command {
 		if rep.Verdict == validate.VerdictFails {
 			return fmt.Errorf("the plan fails validation: %s", rep.Summary)
 		}
-		return nil
+		return checkFits(check, p)
 	}
 	return cmd
+}
+
+// checkFits is the outcome of --check: notFitting when a class does not fit.
+func checkFits(check bool, p *plan.Plan) error {
+	if !check {
+		return nil
+	}
+	var unfit []string
+	for _, c := range p.Classes {
+		if !c.Feasible {
+			unfit = append(unfit, c.Name)
+		}
+	}
+	if len(unfit) > 0 {
+		return notFitting{unfit}
+	}
+	return nil
 }
 
 // readScenario reads and validates the scenario named by -f or --example.

@@ -109,3 +109,33 @@ func exampleText(t *testing.T, name string) string {
 	}
 	return string(b)
 }
+
+// TestPlanCheckExitStatus: with --check, a plan in which a class does not
+// fit is printed and exits 3; one where every class fits exits 0; without
+// --check both exit 0.
+func TestPlanCheckExitStatus(t *testing.T) {
+	for _, tc := range []struct {
+		example string
+		check   bool
+		want    int
+	}{
+		{"daily-limit-batch", true, exitUnfit},
+		{"daily-limit-batch", false, exitOK},
+		{"chat", true, exitOK},
+	} {
+		args := []string{"plan", "--example", tc.example}
+		if tc.check {
+			args = append(args, "--check")
+		}
+		code, out, errOut := execute(t, "", args...)
+		if code != tc.want {
+			t.Errorf("%v: exit %d, want %d (%s)", args, code, tc.want, errOut)
+		}
+		if !strings.Contains(out, "CLASS") {
+			t.Errorf("%v: no plan printed:\n%s", args, out)
+		}
+		if tc.want == exitUnfit && !strings.Contains(errOut, "nightly-summaries") {
+			t.Errorf("%v: the message does not name the class: %s", args, errOut)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -16,6 +17,7 @@ const (
 	exitOK    = 0
 	exitError = 1 // the command ran and failed (bad scenario, unreachable endpoint, ...)
 	exitUsage = 2 // the command line itself is wrong
+	exitUnfit = 3 // plan --check: the plan was made, and some class does not fit
 )
 
 // usageError marks an error in the command line rather than in the work.
@@ -89,7 +91,19 @@ func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
 	if errors.As(err, &ue) {
 		return exitUsage
 	}
+	var ne notFitting
+	if errors.As(err, &ne) {
+		return exitUnfit
+	}
 	return exitError
+}
+
+// notFitting is the outcome of plan --check when some class does not fit:
+// the plan was printed, and the exit status says it to a CI job.
+type notFitting struct{ classes []string }
+
+func (e notFitting) Error() string {
+	return fmt.Sprintf("%d class(es) do not fit: %s (see their remedies)", len(e.classes), strings.Join(e.classes, ", "))
 }
 
 // usageArgs makes a positional-argument check report a usage error (exit 2).

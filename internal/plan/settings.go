@@ -64,8 +64,11 @@ func waitQuantile(w model.Wait, p float64) float64 {
 }
 
 // pacing is a token bucket at the request rate the class's share of the key
-// allows (the tightest limit), with a burst of the requests that rate
-// allows in the provider's enforcement window (docs/concepts.md, "Pacing").
+// allows (the tightest limit), but no faster than its pool can send with
+// the key's headroom to spare, X(pool)/h: share that the class leaves to
+// others is not a rate it should start requests at. The burst is the
+// requests that rate allows in the provider's enforcement window
+// (docs/concepts.md, "Client settings").
 func (r *run) pacing(i, pool int, allot quota.Vector) Pacing {
 	m := r.models[i]
 	rate := math.Inf(1)
@@ -73,6 +76,9 @@ func (r *run) pacing(i, pool int, allot quota.Vector) Pacing {
 		if m.key.Limit(d) > 0 && m.use[d] > 0 {
 			rate = math.Min(rate, allot[d]/m.use[d])
 		}
+	}
+	if pool >= 1 {
+		rate = math.Min(rate, m.peakRate(pool)/m.key.Headroom)
 	}
 	if math.IsInf(rate, 1) {
 		rate = float64(max(pool, 1)) / m.at(r.load(i)).mean

@@ -51,8 +51,9 @@ type CardPool struct {
 	Pool              int    `json:"pool"`
 	BindingConstraint string `json:"binding_constraint"`
 	Feasible          bool   `json:"feasible"`
-	// KneeLimit is the measured knee times the class's safety factor, the
-	// pool to fall back to when goodput falls; null without a knee.
+	// KneeLimit is the pool to fall back to when goodput falls: the
+	// class's share of its endpoint's knee budget in the plan, else the
+	// measured knee times the class's safety factor; null without a knee.
 	KneeLimit *int `json:"knee_limit"`
 	// Shedding is the admission rule: shed a request that waited
 	// max_queue_wait_ms for a slot, answering status with Retry-After.
@@ -116,7 +117,10 @@ func NewRecordCard(in CardInput) RecordCard {
 				Class: c.Name, Mode: c.Mode, Quota: c.Quota, Pool: c.Pool, BindingConstraint: c.BindingConstraint,
 				Feasible: c.Feasible, Shedding: c.Admission, Pacing: c.Pacing, Retry: c.Retry, TruncationRisk: c.TruncationRisk,
 			}
-			if r.Knee != nil {
+			switch k := kneeCeiling(c); {
+			case k != nil:
+				p.KneeLimit = k // the class's share of its endpoint's knee budget
+			case r.Knee != nil:
 				p.KneeLimit = ptr(kneeLimit(*r.Knee, safety[c.Mode]))
 			}
 			if spec, ok := specs[c.Name]; ok {
@@ -255,15 +259,27 @@ func (c RecordCard) onGoodputFall(safety map[string]float64) []string {
 	if c.Collapse != nil {
 		past += fmt.Sprintf(" and fell at %d", *c.Collapse)
 	}
-	present := map[string]bool{}
-	for _, p := range c.Pools {
-		present[p.Mode] = true
+	if len(c.Pools) > 0 {
+		// The plan's classes share the endpoint: one budget, at the
+		// smallest safety among them, divided as the plan divides it.
+		low := 1.0
+		var shares []string
+		for _, p := range c.Pools {
+			low = min(low, safety[p.Mode])
+			if p.KneeLimit != nil {
+				shares = append(shares, fmt.Sprintf("%s %d", p.Class, *p.KneeLimit))
+			}
+		}
+		return []string{
+			past + ".",
+			fmt.Sprintf("Cut the pools back to their shares of the knee budget, ⌊%s × %d⌋ = %d in flight for all of them together: %s.",
+				fmtNum(low), k, kneeLimit(k, low), strings.Join(shares, ", ")),
+			"Re-probe after any change to the endpoint, the model, or the traffic's token sizes, and re-plan with the new curve.",
+		}
 	}
 	var cuts []string
 	for _, m := range modes {
-		if len(present) == 0 || present[m] {
-			cuts = append(cuts, fmt.Sprintf("%s %d (%d × %s)", m, kneeLimit(k, safety[m]), k, fmtNum(safety[m])))
-		}
+		cuts = append(cuts, fmt.Sprintf("%s %d (%d × %s)", m, kneeLimit(k, safety[m]), k, fmtNum(safety[m])))
 	}
 	return []string{
 		past + ".",
@@ -345,4 +361,14 @@ func msText(v float64) string {
 		return "-"
 	}
 	return fmtNum(v) + " ms"
+}
+
+// kneeCeiling is the plan's knee ceiling of a class, nil when it has none.
+func kneeCeiling(c plan.ClassPlan) *int {
+	for _, ce := range c.Ceilings {
+		if ce.Constraint == plan.ConstraintKnee {
+			return ce.MaxPool
+		}
+	}
+	return nil
 }

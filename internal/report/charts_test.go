@@ -21,6 +21,7 @@ const (
 
 func TestCeilingsSVG(t *testing.T) {
 	_, measured := examplePlan(t, "measured-curve")
+	_, chat := examplePlan(t, "chat")
 	_, infeasible := examplePlan(t, "daily-limit-batch")
 	tests := []struct {
 		name      string
@@ -31,16 +32,15 @@ func TestCeilingsSVG(t *testing.T) {
 	}{
 		{
 			name:      "quota binds, policy cap off scale",
-			class:     measured.Classes[0],
-			texts:     []string{"11 (binds)", "16", "27", "25", "1,000, off scale", "rpm", "knee", "slo_ttft", "slo_e2e", "policy_cap"},
-			absent:    []string{"unbounded"},
-			otherBars: 4,
+			class:     chat.Classes[0],
+			texts:     []string{"39 (binds)", "174", "unbounded", "1,000, off scale", "rpm", "tpm", "slo_ttft", "slo_e2e", "policy_cap"},
+			otherBars: 2,
 		},
 		{
 			name:      "knee binds, rpm unbounded",
 			class:     measured.Classes[1],
-			texts:     []string{"19 (binds)", "unbounded", "52", "1,000, off scale"},
-			otherBars: 2,
+			texts:     []string{"3 (binds)", "unbounded", "1,000, off scale", "knee", "rpm"},
+			otherBars: 1,
 		},
 		{
 			name:  "infeasible class",
