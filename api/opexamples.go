@@ -122,16 +122,19 @@ var validateExamples = sync.OnceValue(func() opExamples {
 		cr.Points = append(cr.Points, validate.Point{Concurrency: c, Predicted: pred, Measured: m,
 			RelativeErrorPct: &validate.Errors{ThroughputRPS: round2((f - 1) * 100), TTFTP95Ms: 4, E2EP95Ms: 3}})
 	}
-	cr.Reasons = []string{"throughput at the pool is within 15 % of the prediction (-3.0 %)", "at 1.25 × the pool throughput is within 15 % of the prediction (-5.0 %)"}
+	cr.Reasons = []string{
+		fmt.Sprintf("at the pool of %d, within 25 %% of the prediction: throughput -3.0 %%, TTFT p95 +4.0 %%, E2E p95 +3.0 %%", cp.Pool),
+		fmt.Sprintf("at %d (1.25 × the pool), within 25 %% of the prediction: throughput -5.0 %%, TTFT p95 +4.0 %%, E2E p95 +3.0 %%", validate.Concurrencies(cp.Pool)[1]),
+	}
 	resp := ValidateResponse{PlanID: "p3n8c2x5v7b9m1q4w6e8r0t2y4", Report: validate.Report{
-		Verdict: validate.VerdictOK, TolerancePct: validate.Tolerance * 100, Classes: []validate.ClassReport{cr},
-		Summary: "the plan holds: every class validated (1) measured within 15 % of the model at its pool and 1.25 × it, without 429s at the pool",
+		Verdict: validate.VerdictOK, TolerancePct: validate.DefaultTolerancePct, Classes: []validate.ClassReport{cr},
+		Summary: "the plan holds: every class validated (1) measured throughput, TTFT p95 and E2E p95 within the tolerance of the model at its pool and 1.25 × it, without 429s at the pool",
 	}}
 	req := map[string]any{
-		"target":            map[string]any{"base_url": "http://127.0.0.1:8000/v1", "model": "sim-model"},
-		"requests_per_step": 40,
-		"deadline_ms":       30000,
-		"budgets":           map[string]any{"max_requests": 1000, "max_duration_s": 180},
+		"target":        map[string]any{"base_url": "http://127.0.0.1:8000/v1", "model": "sim-model"},
+		"deadline_ms":   30000,
+		"tolerance_pct": 25,
+		"budgets":       map[string]any{"max_requests": 1000, "max_duration_s": 180},
 	}
 	return opExamples{
 		request:  map[string]*huma.Example{"sim": {Summary: "Validate against planner sim", Value: req}},

@@ -11,16 +11,18 @@ import (
 	"github.com/plannerdev/planner/internal/sim"
 )
 
-// matchedScenario has the latency of matchedSim: TTFT 100 ms and TPOT 10
-// ms at any load, 8 output tokens; a knee of 4 binds the pool at 4.
+// matchedScenario has the latency of matchedSim: TTFT 200 ms and TPOT 20
+// ms at any load, 8 output tokens; a knee of 4 binds the pool at 4. The
+// times are long against the scheduling noise of a busy machine, which
+// shows in a p95.
 const matchedScenario = `
 quotas: [{name: k, rpm: 100000}]
-latency: {ttft_ms: {fixed: 100}, tpot_ms: {fixed: 10}, knee: 4}
+latency: {ttft_ms: {fixed: 200}, tpot_ms: {fixed: 20}, knee: 4}
 classes:
   - {name: jobs, quota: k, mode: batch, input_tokens: {fixed: 64}, output_tokens: {fixed: 8}, max_tokens: 8}
 `
 
-var matchedSim = sim.Config{MaxNumSeqs: 64, TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: sim.NoGrowth}
+var matchedSim = sim.Config{MaxNumSeqs: 64, TTFT: 200 * time.Millisecond, ITL: 20 * time.Millisecond, ITLGrowth: sim.NoGrowth}
 
 func savePlan(t *testing.T, env *probeEnv, text string) string {
 	t.Helper()
@@ -37,19 +39,22 @@ func savePlan(t *testing.T, env *probeEnv, text string) string {
 
 // TestValidatePlan validates a stored plan against a simulator that
 // matches its scenario: predicted and measured throughput agree within
-// 15 % at the pool and 1.25 × it, and the verdict is ok.
+// 15 % at the pool and 1.25 × it, and the verdict is ok. The request
+// widens the tolerance to 100 %, since a p95 measured on a busy machine's
+// real clock may stray from the model by more than the default 25 %
+// (internal/validate tests that rule under a fake clock).
 func TestValidatePlan(t *testing.T) {
 	env := newProbeEnv(t, Options{})
 	s := newSim(t, matchedSim)
 	id := savePlan(t, env, matchedScenario)
 	status, _, b := call(t, http.MethodPost, env.url+"/v1/plans/"+id+"/validate", map[string]any{
-		"target": map[string]any{"base_url": s.url, "model": sim.DefaultModel}, "requests_per_step": 16, "pause_ms": 0,
+		"target": map[string]any{"base_url": s.url, "model": sim.DefaultModel}, "pause_ms": 0, "tolerance_pct": 100,
 	})
 	if status != http.StatusOK {
 		t.Fatalf("%d %s", status, b)
 	}
 	v := decode[ValidateResponse](t, b)
-	if v.PlanID != id || v.Verdict != "ok" || len(v.Classes) != 1 || len(v.Classes[0].Points) != 2 {
+	if v.PlanID != id || v.Verdict != "ok" || v.TolerancePct != 100 || len(v.Classes) != 1 || len(v.Classes[0].Points) != 2 {
 		t.Fatalf("validation %s", b)
 	}
 	for _, pt := range v.Classes[0].Points {
@@ -57,8 +62,8 @@ func TestValidatePlan(t *testing.T) {
 			t.Errorf("at %d: %+v %+v", pt.Concurrency, pt.Measured, pt.RelativeErrorPct)
 		}
 	}
-	if got := s.chats.Load(); got != 32 {
-		t.Errorf("the simulator got %d chat requests, want 2 steps of 16", got)
+	if got := s.chats.Load(); got != 89 {
+		t.Errorf("the simulator got %d chat requests, want 2 steps of max(40, 3c) + c: 44 at the pool of 4, 45 at 5", got)
 	}
 }
 

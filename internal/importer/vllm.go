@@ -66,12 +66,28 @@ func parseVLLM(name string, vals []any) (*part, error) {
 		p.runs = append(p.runs, r)
 		if p.source.Model == "" {
 			p.source.Model, _ = o.str("model_id")
+			p.source.Settings = vllmSettings(o)
 		}
 		if p.source.Date == "" {
 			p.source.Date = vllmDate(o)
 		}
 	}
 	return p, nil
+}
+
+// vllmSettings are a run's settings besides its load: the backend, the
+// tokenizer and the burstiness of the arrivals.
+func vllmSettings(o obj) map[string]string {
+	settings := map[string]string{}
+	for _, k := range []string{"backend", "tokenizer_id"} {
+		if v, ok := o.str(k); ok && v != "" {
+			settings[k] = v
+		}
+	}
+	if b, ok := o.num("burstiness"); ok {
+		settings["burstiness"] = strconv.FormatFloat(b, 'g', -1, 64)
+	}
+	return settings
 }
 
 // vllmDate turns "20250513-043912" into "2025-05-13T04:39:12" (local time of
@@ -126,8 +142,8 @@ func vllmRun(o obj) (*run, []string, error) {
 	if !o.has("ttfts") && !r.e2e.known() && r.ttft.known() && r.tpot.known() && completed > 0 {
 		out, _ := o.num("total_output_tokens")
 		if meanOut := out / float64(completed); meanOut >= 1 {
-			r.e2e = estimateE2E(r.ttft, r.tpot, meanOut)
-			notes = append(notes, fmt.Sprintf("E2E estimated as TTFT + TPOT × (mean output tokens − 1), with %.4g mean output tokens: the file has no e2el (add e2el to --percentile-metrics)", meanOut))
+			r.e2e, r.e2eDerived = estimateE2E(r.ttft, r.tpot, meanOut), true
+			notes = append(notes, fmt.Sprintf("E2E estimated (marked) as TTFT + TPOT × (mean output tokens − 1), with %.4g mean output tokens: the file has no e2el (add e2el to --percentile-metrics)", meanOut))
 		}
 	}
 	if o.has("ttfts") {

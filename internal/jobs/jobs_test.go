@@ -87,7 +87,7 @@ func waitStatus(t *testing.T, st *store.Store, id string, want store.Status) sto
 func TestJobRunsAndReports(t *testing.T) {
 	st := openStore(t)
 	m := New(st, Options{ProgressInterval: 20 * time.Millisecond})
-	started, err := m.Start(spec(simURL(t, slow), []int{1, 2}, 6))
+	started, err := m.Start(spec(simURL(t, fast), []int{1, 2}, 42)) // the least a step at 2 may measure, plus warm-up
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestJobRunsAndReports(t *testing.T) {
 			steps = append(steps, ev.Step.Concurrency)
 		case EventProgress:
 			progress++
-			if ev.Progress.Requests < 0 || ev.Progress.Requests > 6 || ev.Progress.Step < 1 {
+			if ev.Progress.Requests < 0 || ev.Progress.Requests > 42 || ev.Progress.Step < 1 {
 				t.Errorf("progress %+v", ev.Progress)
 			}
 		}
@@ -128,7 +128,7 @@ func TestJobRunsAndReports(t *testing.T) {
 		t.Errorf("the final status does not come before done: %v", kinds)
 	}
 	run := waitStatus(t, st, id, store.StatusSucceeded)
-	if run.Counts.Records != 12 || run.Counts.OK != 12 || run.Result == nil || len(run.Result.Analysis.Steps) != 2 ||
+	if run.Counts.Records != 84 || run.Counts.OK != 84 || run.Result == nil || len(run.Result.Analysis.Steps) != 2 ||
 		run.Result.StopReason != probe.StopCompleted || run.Label != "test" || run.StartedAt.IsZero() || run.FinishedAt.IsZero() {
 		t.Fatalf("stored run %+v result %+v", run, run.Result)
 	}
@@ -145,7 +145,7 @@ func TestJobRunsAndReports(t *testing.T) {
 func TestRowsArriveWhileRunning(t *testing.T) {
 	st := openStore(t)
 	m := New(st, Options{})
-	started, err := m.Start(spec(simURL(t, slow), []int{1}, 30)) // about 6 s
+	started, err := m.Start(spec(simURL(t, slow), []int{1}, 41)) // about 5 s
 	id := started.ID
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +192,7 @@ func TestMaxRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	var busy *BusyError
-	if _, err := m.Start(spec(url, []int{1}, 1)); !errors.As(err, &busy) || busy.Limit != 1 {
+	if _, err := m.Start(spec(url, []int{1}, 41)); !errors.As(err, &busy) || busy.Limit != 1 {
 		t.Fatalf("second start: %v", err)
 	}
 	if _, err := m.Acquire(); !errors.As(err, &busy) {
@@ -237,7 +237,7 @@ func TestShutdownInterrupts(t *testing.T) {
 	if last := evs[len(evs)-1]; last.Kind != EventDone || last.Status != store.StatusInterrupted {
 		t.Fatalf("last event %+v", last)
 	}
-	if _, err := m.Start(spec("http://127.0.0.1:1/v1", []int{1}, 1)); !errors.Is(err, ErrClosed) {
+	if _, err := m.Start(spec("http://127.0.0.1:1/v1", []int{1}, 41)); !errors.Is(err, ErrClosed) {
 		t.Fatalf("start after shutdown: %v", err)
 	}
 }

@@ -130,7 +130,7 @@ func BenchmarkProbeStreams(b *testing.B) {
 				MaxNumSeqs: streams, TTFT: benchTTFT, ITL: 20 * time.Millisecond, ITLGrowth: sim.NoGrowth, OutputTokens: 16,
 			})
 			cfg := Config{
-				BaseURL: p.base, Model: sim.DefaultModel, Steps: []int{streams / 4, streams}, RoundsPerStep: 3,
+				BaseURL: p.base, Model: sim.DefaultModel, Steps: []int{streams / 4, streams},
 				MaxTokens: 64, InputTokens: 64, Deadline: time.Minute, Pause: 100 * time.Millisecond,
 			}
 			var cpu time.Duration

@@ -71,17 +71,22 @@ type sender struct {
 	redact      func(string) string
 }
 
-// reply is the outcome of one request.
+// reply is the outcome of one request. The stream's times are from the
+// send of the last attempt; end is from the first send.
 type reply struct {
 	start      time.Time // first send
+	last       time.Time // send of the last attempt
 	status     int       // last HTTP status; 0 without a response
 	class      string    // "" on success, else an analysis error class
 	msg        string    // what went wrong, redacted
 	stream     streamResult
 	attempts   int
 	retryAfter time.Duration // the longest wait a 429 asked for
-	end        time.Duration // when the request ended, from start
+	end        time.Duration // when the request ended, from the first send
 }
+
+// lastAttempt is how long the last attempt took, to its end.
+func (r reply) lastAttempt() time.Duration { return r.end - r.last.Sub(r.start) }
 
 // send posts body until it gets an answer other than 429, the attempts run
 // out, a 429's wait would pass the deadline, or the budget refuses a retry.
@@ -93,6 +98,7 @@ func (s *sender) send(runCtx context.Context, body []byte) reply {
 	r := reply{start: time.Now()}
 	for {
 		r.attempts++
+		r.last = time.Now()
 		wait, retry := s.attempt(runCtx, ctx, body, &r)
 		if !retry {
 			break
@@ -115,7 +121,7 @@ func (s *sender) send(runCtx context.Context, body []byte) reply {
 		r.msg += "; " + gaveUp
 		break
 	}
-	if r.end == 0 {
+	if r.end == 0 || r.class == analysis.ErrCancelled || r.class == analysis.ErrTimeout {
 		r.end = time.Since(r.start)
 	}
 	return r
@@ -137,6 +143,7 @@ func (s *sender) attempt(runCtx, ctx context.Context, body []byte, r *reply) (wa
 	resp, err := s.client.Do(req)
 	if err != nil {
 		r.class, r.msg = failureClass(runCtx, ctx), s.redact(err.Error())
+		r.end = time.Since(r.start)
 		return 0, false
 	}
 	defer resp.Body.Close()
@@ -147,6 +154,7 @@ func (s *sender) attempt(runCtx, ctx context.Context, body []byte, r *reply) (wa
 	case resp.StatusCode == http.StatusTooManyRequests:
 		r.class = analysis.ErrRateLimited
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		r.end = time.Since(r.start)
 		r.msg = s.redact("HTTP 429: " + errorText(b))
 		d, announced := retryAfter(resp.Header, now)
 		if announced {
@@ -161,11 +169,12 @@ func (s *sender) attempt(runCtx, ctx context.Context, body []byte, r *reply) (wa
 		r.class = statusClass(resp.StatusCode)
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		r.msg = s.redact(fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorText(b)))
+		r.end = time.Since(r.start)
 		return 0, false
 	}
 	r.class, r.msg = "", ""
-	st, err := readStream(resp.Body, r.start)
-	r.stream, r.end = st, st.end
+	st, err := readStream(resp.Body, r.last)
+	r.stream, r.end = st, r.last.Sub(r.start)+st.end
 	switch {
 	case err != nil:
 		r.class, r.msg = failureClass(runCtx, ctx), s.redact(err.Error())
