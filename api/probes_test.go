@@ -117,6 +117,17 @@ func TestProbeCancel(t *testing.T) {
 	if n := strings.Count(string(csvBody), "\n") - 1; n != p.Counts.Records {
 		t.Errorf("requests.csv has %d rows, the counts %d", n, p.Counts.Records)
 	}
+	// Cut short after a few of its 100 requests, the step never reached a
+	// steady state: no knee, no chart and no record card.
+	if p.Knee != nil || len(p.Steps) != 1 || !p.Steps[0].TooShort {
+		t.Errorf("a step cut short: knee %v, steps %+v", p.Knee, p.Steps)
+	}
+	if status, _, b := call(t, http.MethodGet, env.url+"/v1/records/"+id, nil); status != http.StatusNotFound || !strings.Contains(string(b), "no measured step") {
+		t.Errorf("record card of a probe cut short: %d %s", status, b)
+	}
+	if status, _, b := call(t, http.MethodGet, env.url+"/v1/probes/"+id+"/plot.svg", nil); status != http.StatusNotFound {
+		t.Errorf("chart of a probe cut short: %d %s", status, b)
+	}
 }
 
 // TestProbeCaps refuses probes beyond the configured caps with a 422 that

@@ -287,8 +287,9 @@ func printProbe(w io.Writer, res *probe.Result, format string) error {
 		fmt.Fprintf(&b, " (%s)", res.StopDetail)
 	}
 	fmt.Fprintf(&b, "; %d requests sent, %d tokens\n", res.Sent, res.TokensUsed)
+	parts := map[string]string{"ladder": "the ladder", "search": "the search", "refine": "the refinement", "open_loop": "the open loop"}
 	for _, sp := range res.Spent() {
-		fmt.Fprintf(&b, "spent on the %s: %d steps, %d requests, %d tokens, %.1f s\n", sp.Part, sp.Steps, sp.Requests, sp.Tokens, sp.WallS)
+		fmt.Fprintf(&b, "spent on %s: %d steps, %d requests, %d tokens, %.1f s\n", parts[sp.Part], sp.Steps, sp.Requests, sp.Tokens, sp.WallS)
 	}
 	if rl := rateLimitLine(res.RateLimits); rl != "" {
 		fmt.Fprintf(&b, "rate limits announced: %s\n", rl)

@@ -152,7 +152,7 @@ func TestProbeCommandShapes(t *testing.T) {
 	}
 
 	code, out, errOut = execute(t, "", append(common, "--rates", "5,10", "--max-in-flight", "4", "--out", filepath.Join(dir, "open"))...)
-	if code != exitOK || !strings.Contains(out, "5.000") || !strings.Contains(out, "10.000") || !strings.Contains(out, "spent on the open_loop") {
+	if code != exitOK || !strings.Contains(out, "5.000") || !strings.Contains(out, "10.000") || !strings.Contains(out, "spent on the open loop") {
 		t.Fatalf("open loop: exit %d\n%s%s", code, out, errOut)
 	}
 

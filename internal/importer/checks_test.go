@@ -71,7 +71,7 @@ func checkGuideLLMStripped(t *testing.T, imp *Imported) {
 	}
 	r := imp.Records[0]
 	near(t, "sample TTFT", r.TTFTMs, 21.281957626342773) // requests.successful[0].time_to_first_token_ms
-	// last_token_time − start_time, to the last token as DESIGN's E2E.
+	// last_token_time − start_time, to the last token as the planner's E2E.
 	within(t, "sample E2E", r.E2EMs, (1749157168.8717923-1749157168.1827004)*1000, 1e-3)
 	eqInt(t, "sample output tokens", r.OutputTokens, 128)
 	eqInt(t, "sample input tokens", r.InputTokens, 257)

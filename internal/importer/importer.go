@@ -3,7 +3,7 @@
 // GenAI-Perf, llmperf) and ramp CSVs (the probe's requests.csv and the
 // workshop layout step, idx, ok, code, ms, wall_s). It recognises the format
 // by content, converts units to milliseconds, maps each tool's metric
-// definitions onto DESIGN §2 (TTFT, TPOT, E2E, goodput), and returns the
+// definitions onto the planner's metrics (docs/concepts.md, "Metrics": TTFT, TPOT, E2E, goodput), and returns the
 // step table, the per-request rows when the file has them, the knee
 // analysis and the scenario latency block, so that a team can plan from the
 // measurements it already has instead of probing again. Every mapping and

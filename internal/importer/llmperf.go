@@ -19,10 +19,10 @@ import (
 // (one object per request). Output tokens are counted by llmperf's own
 // tokenizer.
 //
-// Metric mapping onto DESIGN §2:
+// Metric mapping onto the planner's metrics (docs/concepts.md, "Metrics"):
 //   - TTFT = ttft_s; E2E = end_to_end_latency_s.
 //   - llmperf's inter_token_latency_s is E2E / output tokens (the sum of all
-//     gaps, the first token's included, over the token count), not DESIGN's
+//     gaps, the first token's included, over the token count), not the planner's
 //     TPOT. Per request TPOT = (E2E − TTFT)/(output tokens − 1); from a
 //     summary alone it is estimated per percentile as (E2E_p − TTFT_p) /
 //     (output tokens p50 − 1).

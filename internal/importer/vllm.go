@@ -18,7 +18,7 @@ import (
 // _ms; which metrics appear follows --percentile-metrics, default
 // ttft,tpot,itl, and which percentiles --metric-percentiles, default 99)
 // and in seconds in the --save-detailed arrays (ttfts, itls, latencies,
-// start_times). Its definitions match DESIGN §2: TTFT is the first chunk
+// start_times). Its definitions match the planner's (docs/concepts.md, "Metrics"): TTFT is the first chunk
 // with content, TPOT is (latency − TTFT)/(output tokens − 1) per request,
 // e2el is the whole request. Its ITL is the gap between chunks pooled over
 // all requests, not a per-request figure, and is not used.
@@ -212,7 +212,7 @@ func estimateE2E(ttft, tpot summary, meanOut float64) summary {
 }
 
 // vllmRecords builds one record per request from the --save-detailed
-// arrays. E2E is TTFT plus the chunk gaps (to the last chunk, as DESIGN §2
+// arrays. E2E is TTFT plus the chunk gaps (to the last chunk, as the planner
 // defines it), else the stored latency.
 func vllmRecords(o obj) ([]analysis.Record, bool, error) {
 	ttfts, ok := o.arr("ttfts")
