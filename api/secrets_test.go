@@ -51,7 +51,9 @@ func TestSecretsGoNowhere(t *testing.T) {
 			seen = append(seen, ev.name+" "+ev.data)
 		}
 		p := waitProbe(t, env, id, ended)
-		if p.Status != "succeeded" || p.Counts.OK != 84 {
+		// 42 requests a step, or twice that for a step whose gain was
+		// within its noise of the knee rule's threshold (a busy machine).
+		if p.Status != "succeeded" || (p.Counts.OK != 84 && p.Counts.OK != 126) {
 			t.Fatalf("the probe with the key did not succeed: %+v", p)
 		}
 		if got := s.auth.Load(); got != "Bearer "+tc.key {

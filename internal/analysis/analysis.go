@@ -133,6 +133,10 @@ type Step struct {
 	Errors            int     `json:"errors" doc:"Measured requests that failed otherwise than by 429."`
 	Answers           int     `json:"answers" doc:"HTTP answers in the step, retries and warm-up included: the denominator of the 429 rate."`
 	WallS             float64 `json:"wall_s" doc:"The measuring window: a closed-loop step's steady state (all its slots busy, after warm-up, before the drain), else the step's wall time."`
+	// WindowStartS and WindowEndS place a closed-loop step's steady-state
+	// window in the run, seconds from its start; 0 for other steps.
+	WindowStartS float64 `json:"window_start_s,omitempty"`
+	WindowEndS   float64 `json:"window_end_s,omitempty"`
 
 	GoodputRPS    float64   `json:"goodput_rps"`
 	GoodputCI     *Interval `json:"goodput_ci,omitempty" doc:"95 % interval of the goodput (batch means)."`
@@ -358,6 +362,7 @@ func summarizeStep(c int, rs []Record, opts Options, wallS float64, closed bool)
 		if ok {
 			steadyMeasured = true
 			s.WallS, s.GoodputRPS, s.ThroughputRPS, s.OutputTPS, s.GoodputCI = st.b-st.a, st.goodput, st.throughput, st.outputTPS, st.goodputCI
+			s.WindowStartS, s.WindowEndS = st.a, st.b
 		}
 	}
 	if s.WallS <= 0 && last > first {
@@ -417,8 +422,8 @@ type Result struct {
 	// KneeRefined is the smallest measured concurrency whose throughput
 	// reaches the plateau (see refineKnee), and KneeResolution the gap to
 	// the measured step below it: the knee lies in
-	// (KneeRefined − KneeResolution, KneeRefined]. Null without a first
-	// failing step.
+	// (KneeRefined − KneeResolution, KneeRefined]. Null without a knee or
+	// without a first failing step.
 	KneeRefined    *int `json:"knee_refined,omitempty"`
 	KneeResolution *int `json:"knee_refined_resolution,omitempty"`
 	// refineNext is the concurrency that would halve the refinement's
@@ -506,7 +511,7 @@ func Analyze(steps []Step, opts Options) Result {
 			break
 		}
 	}
-	if failed >= 0 {
+	if failed > 0 {
 		refineKnee(&res, measured, judged[failed])
 	}
 	judgeQuota(&res, judged, failed)

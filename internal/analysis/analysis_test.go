@@ -425,3 +425,58 @@ func deref(p *int) any {
 	}
 	return *p
 }
+
+// TestKneeRefined walks the bisection by hand on an endpoint of 12 slots
+// and unit service time: X(c) = min(c, 12). The doubling rule's knee is 16
+// (8 to 16 still gains 50 %), the first failing step 32, and the plateau
+// X(32) = 12. A step reaches it within half a slot when X(c) ≥ 12·(1 −
+// 1/(2c)): 16 does, 8 does not, so the knee lies in (8, 16]; measuring 12,
+// then 10, then 11 narrows it to 12 exactly.
+func TestKneeRefined(t *testing.T) {
+	step := func(c int, refine bool, noise float64) Step {
+		x := math.Min(float64(c), 12)
+		return Step{Concurrency: c, Requests: 100, OK: 100, Answers: 100, GoodputRPS: x, ThroughputRPS: x, Refine: refine,
+			GoodputCI: &Interval{Lo: x * (1 - noise), Hi: x * (1 + noise)}}
+	}
+	var ss []Step
+	for _, c := range []int{1, 2, 4, 8, 16, 32} {
+		ss = append(ss, step(c, false, 0.001))
+	}
+	for _, tc := range []struct {
+		add              int
+		refined, res     int
+		next             int
+		knee, firstFails int
+	}{
+		{0, 16, 8, 12, 16, 32},
+		{12, 12, 4, 10, 16, 32},
+		{10, 12, 2, 11, 16, 32},
+		{11, 12, 1, 0, 16, 32},
+	} {
+		if tc.add > 0 {
+			ss = append(ss, step(tc.add, true, 0.001))
+		}
+		res := Analyze(ss, Options{})
+		next, ok := res.NextRefinement()
+		if deref(res.Knee) != tc.knee || deref(res.FirstFailing) != tc.firstFails || deref(res.KneeRefined) != tc.refined ||
+			deref(res.KneeResolution) != tc.res || next != tc.next || ok != (tc.next > 0) {
+			t.Errorf("after %d: knee %v, first failing %v, refined %v ± %v, next %d (%v); want %d, %d, %d ± %d, next %d",
+				tc.add, deref(res.Knee), deref(res.FirstFailing), deref(res.KneeRefined), deref(res.KneeResolution), next, ok,
+				tc.knee, tc.firstFails, tc.refined, tc.res, tc.next)
+		}
+	}
+	// A refinement step whose noise (10 %) passes the half slot it must
+	// resolve (1/24) stops the bisection, and says why.
+	noisy := append(ss[:6:6], step(12, true, 0.1))
+	res := Analyze(noisy, Options{})
+	if _, ok := res.NextRefinement(); ok || deref(res.KneeRefined) != 12 || deref(res.KneeResolution) != 4 ||
+		!strings.Contains(strings.Join(res.Notes, " "), "noise is more than half a slot") {
+		t.Errorf("noisy refinement: refined %v ± %v, notes %v", deref(res.KneeRefined), deref(res.KneeResolution), res.Notes)
+	}
+	// Scaling efficiency against concurrency 1: 1 up to the slots, 12/c after.
+	for _, s := range res.Steps {
+		if want := math.Min(float64(s.Concurrency), 12) / float64(s.Concurrency); math.Abs(s.Efficiency-want) > 1e-4 {
+			t.Errorf("efficiency at %d = %g, want %g", s.Concurrency, s.Efficiency, want)
+		}
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,7 +117,7 @@ func TestJobRunsAndReports(t *testing.T) {
 			steps = append(steps, ev.Step.Concurrency)
 		case EventProgress:
 			progress++
-			if ev.Progress.Requests < 0 || ev.Progress.Requests > 42 || ev.Progress.Step < 1 {
+			if ev.Progress.Requests < 0 || ev.Progress.Requests > 84 || ev.Progress.Step < 1 {
 				t.Errorf("progress %+v", ev.Progress)
 			}
 		}
@@ -128,7 +130,17 @@ func TestJobRunsAndReports(t *testing.T) {
 		t.Errorf("the final status does not come before done: %v", kinds)
 	}
 	run := waitStatus(t, st, id, store.StatusSucceeded)
-	if run.Counts.Records != 84 || run.Counts.OK != 84 || run.Result == nil || len(run.Result.Analysis.Steps) != 2 ||
+	// 42 requests a step; a step whose goodput gain lies within its noise
+	// of the knee rule's threshold (a busy machine) is measured twice as
+	// long, once, and says so.
+	want := 84
+	if run.Result != nil && slices.ContainsFunc(run.Result.Analysis.Notes, func(n string) bool { return strings.Contains(n, "measured twice as long") }) {
+		want = run.Counts.Records
+		if want != 126 {
+			t.Errorf("%d rows with a step measured twice as long, want 126", want)
+		}
+	}
+	if run.Counts.Records != want || run.Counts.OK != want || run.Result == nil || len(run.Result.Analysis.Steps) != 2 ||
 		run.Result.StopReason != probe.StopCompleted || run.Label != "test" || run.StartedAt.IsZero() || run.FinishedAt.IsZero() {
 		t.Fatalf("stored run %+v result %+v", run, run.Result)
 	}

@@ -108,6 +108,11 @@ type Config struct {
 	// CollapseTolerancePct is how far goodput must fall, beyond its
 	// noise, to count as falling (default 5; analysis.Options).
 	CollapseTolerancePct float64
+	// Exact keeps every ladder step at its N: a step whose gain over the
+	// one before is ambiguous is not measured twice as long. Plan
+	// validation sets it, since its steps are compared with a model
+	// rather than judged by the knee rule.
+	Exact bool
 	// Pause is the idle time between steps (default 2s), which lets the
 	// endpoint's queues drain; a negative value means none.
 	Pause time.Duration
@@ -448,6 +453,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		RequestsPerStep int       `json:"requests_per_step,omitempty"`
 		Warmup          int       `json:"warmup,omitempty"`
 		CollapseTol     float64   `json:"collapse_tolerance_pct"`
+		Exact           bool      `json:"exact,omitempty"`
 		Pause           string    `json:"pause"`
 		Deadline        string    `json:"deadline"`
 		MaxTokens       int       `json:"max_tokens"`
@@ -465,7 +471,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 	}{
 		BaseURL: redactURL(c.BaseURL), Model: c.Model, APIKeySet: c.APIKey != "",
 		Steps: c.Steps, Search: c.Search, RequestsPerStep: c.RequestsPerStep,
-		Warmup: c.Warmup, CollapseTol: c.CollapseTolerancePct, Pause: c.Pause.String(), Deadline: c.Deadline.String(),
+		Warmup: c.Warmup, CollapseTol: c.CollapseTolerancePct, Exact: c.Exact, Pause: c.Pause.String(), Deadline: c.Deadline.String(),
 		MaxTokens: c.MaxTokens, IgnoreEOS: c.IgnoreEOS, Prompts: len(c.Prompts), PromptsSource: c.PromptsSource,
 		Max429Ratio: c.Max429Ratio, MaxAttempts: c.MaxAttempts,
 		BackoffBase: c.BackoffBase.String(), BackoffCap: c.BackoffCap.String(),

@@ -131,7 +131,7 @@ func (r *runner) ramp(ctx context.Context) (reason, detail string) {
 		if i > 0 && !sleep(ctx, r.cfg.Pause) {
 			return r.stopAfter(ctx, r.cfg.Steps[i-1], nil)
 		}
-		recs := r.closedStep(ctx, c, stepSpec{n: r.cfg.requestsFor(c), extend: true})
+		recs := r.closedStep(ctx, c, stepSpec{n: r.cfg.requestsFor(c), extend: !r.cfg.Exact})
 		r.finishStep(c, 0, recs)
 		if reason, detail := r.stopAfter(ctx, c, recs); reason != "" {
 			return reason, detail

@@ -218,6 +218,7 @@ func runClass(ctx context.Context, sc scenario.Scenario, cp plan.ClassPlan, opts
 	cfg.RequestsPerStep, cfg.Prompts, cfg.Open = opts.RequestsPerStep, nil, nil
 	cfg.Budget = left
 	cfg.Max429Ratio = 1 // both steps run whatever the 429s: they are what is measured
+	cfg.Exact = true    // each step exactly its N: they are compared with the model, not judged
 	res, err := probe.Run(ctx, cfg, nil)
 	if err != nil {
 		return err
