@@ -41,10 +41,12 @@ func TestPlanValidate(t *testing.T) {
 	matched := serve(200*time.Millisecond, 20*time.Millisecond)
 	args := []string{"plan", "-f", file, "--validate", "--base-url", matched, "--model", sim.DefaultModel}
 
-	// The matched endpoint with a tolerance of 100 %: a p95 measured on a
-	// busy machine's real clock may stray from the model by more than the
-	// default 25 % (internal/validate tests that rule under a fake clock).
-	code, out, errOut := execute(t, "", append(args, "--tolerance-pct", "100")...)
+	// The matched endpoint with the widest tolerance: a p95 measured on a
+	// busy machine's real clock may stray far from the model (a stall of a
+	// few hundred milliseconds in the tail), and this test is about the
+	// command, not the measurement; internal/validate tests the rule under
+	// a fake clock.
+	code, out, errOut := execute(t, "", append(args, "--tolerance-pct", "999")...)
 	if code != exitOK || !strings.Contains(out, "VALIDATION: OK") || !strings.Contains(out, "jobs (ok, prompts of 64 tokens, 8 output tokens)") {
 		t.Fatalf("exit %d: %s%s", code, out, errOut)
 	}

@@ -135,41 +135,44 @@ func TestTPMAccounting(t *testing.T) {
 		{AccountingActual, tpm - prompt, tpm - (prompt + maxTokens) - prompt, 3},
 	}
 	for _, tt := range tests {
+		// Under a fake clock the bucket refills (1000/60 tokens a second)
+		// by exactly the microseconds the requests take: nothing.
 		t.Run(tt.accounting, func(t *testing.T) {
-			cfg := fast
-			cfg.TPM, cfg.TokenAccounting = tpm, tt.accounting
-			_, base := startSim(t, cfg)
-			body := chatBody("sim-model", maxTokens, true, false, true)
-			var remaining []int
-			for {
-				resp := post(t, base, body)
-				if resp.StatusCode == http.StatusTooManyRequests {
-					if ms := headerInt(t, resp.Header, "retry-after-ms"); ms < 1000 || ms > 60000 {
-						t.Errorf("retry-after-ms = %d", ms)
+			synctest.Test(t, func(t *testing.T) {
+				cfg := fast
+				cfg.TPM, cfg.TokenAccounting = tpm, tt.accounting
+				_, base := startBubble(t, cfg)
+				body := chatBody("sim-model", maxTokens, true, false, true)
+				var remaining []int
+				for {
+					resp := post(t, base, body)
+					if resp.StatusCode == http.StatusTooManyRequests {
+						if ms := headerInt(t, resp.Header, "retry-after-ms"); ms < 1000 || ms > 60000 {
+							t.Errorf("retry-after-ms = %d", ms)
+						}
+						checkError(t, resp, "rate_limit_exceeded", "", "rate_limit_exceeded")
+						break
 					}
-					checkError(t, resp, "rate_limit_exceeded", "", "rate_limit_exceeded")
-					break
+					h := resp.Header
+					if headerInt(t, h, "x-ratelimit-limit-tokens") != tpm || h.Get("x-ratelimit-limit-requests") != "" {
+						t.Errorf("rate-limit headers %v", h)
+					}
+					remaining = append(remaining, headerInt(t, h, "x-ratelimit-remaining-tokens"))
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if len(remaining) > tt.admitted {
+						t.Fatalf("admitted %d requests, want %d", len(remaining), tt.admitted)
+					}
 				}
-				h := resp.Header
-				if headerInt(t, h, "x-ratelimit-limit-tokens") != tpm || h.Get("x-ratelimit-limit-requests") != "" {
-					t.Errorf("rate-limit headers %v", h)
-				}
-				remaining = append(remaining, headerInt(t, h, "x-ratelimit-remaining-tokens"))
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if len(remaining) > tt.admitted {
+				if len(remaining) != tt.admitted {
 					t.Fatalf("admitted %d requests, want %d", len(remaining), tt.admitted)
 				}
-			}
-			if len(remaining) != tt.admitted {
-				t.Fatalf("admitted %d requests, want %d", len(remaining), tt.admitted)
-			}
-			// The bucket refills 1000/60 tokens a second: allow a token of drift.
-			for i, want := range []int{tt.first, tt.second} {
-				if got := remaining[i]; got < want || got > want+1 {
-					t.Errorf("request %d: remaining-tokens = %d, want %d", i, got, want)
+				for i, want := range []int{tt.first, tt.second} {
+					if got := remaining[i]; got != want {
+						t.Errorf("request %d: remaining-tokens = %d, want %d", i, got, want)
+					}
 				}
-			}
+			})
 		})
 	}
 }
