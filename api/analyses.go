@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -18,53 +19,60 @@ import (
 // AnalysisRequest is the body of POST /v1/analyses: exactly one of rows,
 // steps or file, and the judgement settings.
 type AnalysisRequest struct {
-	Rows           []AnalysisRow  `json:"rows,omitempty" maxItems:"100000" doc:"Per-request rows of a ramp (the columns of requests.csv); the steps are summarised from them."`
-	Steps          []AnalysisStep `json:"steps,omitempty" maxItems:"256" doc:"Per-step summaries of a ramp, when the rows are not at hand."`
-	File           *AnalysisFile  `json:"file,omitempty" doc:"A result file of a benchmarking tool (vLLM bench serve, GuideLLM, AIPerf, GenAI-Perf, llmperf) or a ramp CSV, detected by content."`
-	DeadlineMs     float64        `json:"deadline_ms,omitempty" minimum:"0" maximum:"3600000" doc:"A response is good only when it ends within this; 0 or absent: no deadline (goodput is throughput and the knee ignores p95)."`
-	MinGainPct     float64        `json:"min_gain_pct,omitempty" minimum:"0" maximum:"1000" doc:"Knee rule: goodput must grow at least this much per step; default 10."`
-	MaxP95Fraction float64        `json:"max_p95_fraction,omitempty" minimum:"0" maximum:"10" doc:"Knee rule: E2E p95 must stay under this fraction of the deadline; default 0.6."`
+	Rows                 []AnalysisRow  `json:"rows,omitempty" maxItems:"100000" doc:"Per-request rows of a ramp (the columns of requests.csv); the steps are summarised from them."`
+	Steps                []AnalysisStep `json:"steps,omitempty" maxItems:"256" doc:"Per-step summaries of a ramp, when the rows are not at hand."`
+	File                 *AnalysisFile  `json:"file,omitempty" doc:"A result file of a benchmarking tool (vLLM bench serve, GuideLLM, AIPerf, GenAI-Perf, llmperf) or a ramp CSV, detected by content."`
+	DeadlineMs           float64        `json:"deadline_ms,omitempty" minimum:"0" maximum:"3600000" doc:"A response is good only when it ends within this; 0 or absent: no deadline (goodput is throughput and the knee ignores p95)."`
+	MinGainPct           float64        `json:"min_gain_pct,omitempty" minimum:"0" maximum:"1000" doc:"Knee rule: goodput must grow at least this much per step; default 10."`
+	MaxP95Fraction       float64        `json:"max_p95_fraction,omitempty" minimum:"0" maximum:"10" doc:"Knee rule: E2E p95 must stay under this fraction of the deadline; default 0.6."`
+	CollapseTolerancePct float64        `json:"collapse_tolerance_pct,omitempty" minimum:"0" maximum:"99" doc:"Goodput must fall by more than this percentage, and beyond both steps' intervals, to count as falling (collapse); default 5."`
+	AllowMixed           bool           `json:"allow_mixed,omitempty" doc:"Analyse a file whose runs do not describe one deployment anyway, with a warning in the notes, instead of refusing it."`
 }
 
 // AnalysisRow is one request of a ramp (analysis.Record); only step and
 // ok are required.
 type AnalysisRow struct {
-	Step            int     `json:"step" minimum:"0" maximum:"100000" doc:"Concurrency of the request's step."`
-	Index           int     `json:"idx,omitempty" minimum:"0"`
-	StartS          float64 `json:"start_s,omitempty" minimum:"0" maximum:"1e9" doc:"Send time, seconds from the start of the run."`
-	AckMs           float64 `json:"ack_ms,omitempty" minimum:"0" maximum:"1e9"`
-	TTFTMs          float64 `json:"ttft_ms,omitempty" minimum:"0" maximum:"1e9"`
-	E2EMs           float64 `json:"e2e_ms,omitempty" minimum:"0" maximum:"1e9"`
-	OutputTokens    int     `json:"output_tokens,omitempty" minimum:"0" maximum:"100000000"`
-	InputTokens     int     `json:"input_tokens,omitempty" minimum:"0" maximum:"100000000"`
-	OutputEstimated bool    `json:"output_estimated,omitempty"`
-	Status          int     `json:"status,omitempty" minimum:"0" maximum:"999" doc:"HTTP status; 0 when no response arrived."`
-	ErrorClass      string  `json:"error,omitempty" enum:"timeout,429,5xx,4xx,transport,bad_stream,cancelled" doc:"Empty on success."`
-	Attempts        int     `json:"attempts,omitempty" minimum:"0" maximum:"1000"`
-	RetryAfterMs    float64 `json:"retry_after_ms,omitempty" minimum:"0" maximum:"1e9"`
-	OK              bool    `json:"ok" doc:"HTTP 200 with non-empty output."`
-	Warmup          bool    `json:"warmup,omitempty" doc:"Left out of the summaries."`
+	Step             int     `json:"step" minimum:"0" maximum:"100000" doc:"Concurrency of the request's step."`
+	Index            int     `json:"idx,omitempty" minimum:"0"`
+	StartS           float64 `json:"start_s,omitempty" minimum:"0" maximum:"1e9" doc:"Send time, seconds from the start of the run."`
+	AckMs            float64 `json:"ack_ms,omitempty" minimum:"0" maximum:"1e9"`
+	TTFTMs           float64 `json:"ttft_ms,omitempty" minimum:"0" maximum:"1e9"`
+	E2EMs            float64 `json:"e2e_ms,omitempty" minimum:"0" maximum:"1e9"`
+	OutputTokens     int     `json:"output_tokens,omitempty" minimum:"0" maximum:"100000000"`
+	InputTokens      int     `json:"input_tokens,omitempty" minimum:"0" maximum:"100000000"`
+	OutputEstimated  bool    `json:"output_estimated,omitempty"`
+	Status           int     `json:"status,omitempty" minimum:"0" maximum:"999" doc:"HTTP status; 0 when no response arrived."`
+	ErrorClass       string  `json:"error,omitempty" enum:"timeout,429,5xx,4xx,transport,bad_stream,cancelled" doc:"Empty on success."`
+	Attempts         int     `json:"attempts,omitempty" minimum:"0" maximum:"1000"`
+	RetryAfterMs     float64 `json:"retry_after_ms,omitempty" minimum:"0" maximum:"1e9"`
+	OK               bool    `json:"ok" doc:"HTTP 200 with non-empty output."`
+	Warmup           bool    `json:"warmup,omitempty" doc:"Left out of the summaries."`
+	E2EWithRetriesMs float64 `json:"e2e_with_retries_ms,omitempty" minimum:"0" maximum:"1e9" doc:"From the first send, waits before retries included; default e2e_ms."`
+	RateRPS          float64 `json:"rate_rps,omitempty" minimum:"0" maximum:"1e9" doc:"Offered rate of an open-loop step; 0 in a closed loop."`
+	Refine           bool    `json:"refine,omitempty" doc:"A row of a knee search's refinement step."`
 }
 
 // AnalysisStep is one step of a ramp (analysis.Step); concurrency and
 // goodput_rps are required.
 type AnalysisStep struct {
-	Concurrency   int     `json:"concurrency" minimum:"1" maximum:"100000"`
-	RateRPS       float64 `json:"rate_rps,omitempty" minimum:"0" maximum:"1e9"`
-	Requests      int     `json:"requests,omitempty" minimum:"0"`
-	OK            int     `json:"ok,omitempty" minimum:"0"`
-	RateLimited   int     `json:"rate_limited,omitempty" minimum:"0"`
-	Errors        int     `json:"errors,omitempty" minimum:"0"`
-	WallS         float64 `json:"wall_s,omitempty" minimum:"0" maximum:"1e9"`
-	GoodputRPS    float64 `json:"goodput_rps" minimum:"0" maximum:"1e9"`
-	ThroughputRPS float64 `json:"throughput_rps,omitempty" minimum:"0" maximum:"1e9"`
-	OutputTPS     float64 `json:"output_tps,omitempty" minimum:"0" maximum:"1e12"`
-	TTFTP50Ms     float64 `json:"ttft_p50_ms,omitempty" minimum:"0" maximum:"1e9"`
-	TTFTP95Ms     float64 `json:"ttft_p95_ms,omitempty" minimum:"0" maximum:"1e9"`
-	E2EP50Ms      float64 `json:"e2e_p50_ms,omitempty" minimum:"0" maximum:"1e9"`
-	E2EP95Ms      float64 `json:"e2e_p95_ms,omitempty" minimum:"0" maximum:"1e9"`
-	TPOTP50Ms     float64 `json:"tpot_p50_ms,omitempty" minimum:"0" maximum:"1e9"`
-	TPOTP95Ms     float64 `json:"tpot_p95_ms,omitempty" minimum:"0" maximum:"1e9"`
+	Concurrency   int                `json:"concurrency" minimum:"1" maximum:"100000"`
+	RateRPS       float64            `json:"rate_rps,omitempty" minimum:"0" maximum:"1e9"`
+	Requests      int                `json:"requests,omitempty" minimum:"0"`
+	OK            int                `json:"ok,omitempty" minimum:"0"`
+	RateLimited   int                `json:"rate_limited,omitempty" minimum:"0" doc:"429 answers, retried ones included."`
+	Answers       int                `json:"answers,omitempty" minimum:"0" doc:"HTTP answers, retries included; default requests. The 429 rate is rate_limited / answers."`
+	Errors        int                `json:"errors,omitempty" minimum:"0"`
+	WallS         float64            `json:"wall_s,omitempty" minimum:"0" maximum:"1e9"`
+	GoodputRPS    float64            `json:"goodput_rps" minimum:"0" maximum:"1e9"`
+	ThroughputRPS float64            `json:"throughput_rps,omitempty" minimum:"0" maximum:"1e9"`
+	OutputTPS     float64            `json:"output_tps,omitempty" minimum:"0" maximum:"1e12"`
+	TTFTP50Ms     float64            `json:"ttft_p50_ms,omitempty" minimum:"0" maximum:"1e9"`
+	TTFTP95Ms     float64            `json:"ttft_p95_ms,omitempty" minimum:"0" maximum:"1e9"`
+	E2EP50Ms      float64            `json:"e2e_p50_ms,omitempty" minimum:"0" maximum:"1e9"`
+	E2EP95Ms      float64            `json:"e2e_p95_ms,omitempty" minimum:"0" maximum:"1e9"`
+	TPOTP50Ms     float64            `json:"tpot_p50_ms,omitempty" minimum:"0" maximum:"1e9"`
+	TPOTP95Ms     float64            `json:"tpot_p95_ms,omitempty" minimum:"0" maximum:"1e9"`
+	GoodputCI     *analysis.Interval `json:"goodput_ci,omitempty" doc:"95 % interval of the goodput, when known: the collapse rule then looks past the noise."`
 }
 
 // AnalysisFile is an uploaded result file.
@@ -77,14 +85,16 @@ type AnalysisFile struct {
 
 // AnalysisResponse is the analysis of a ramp.
 type AnalysisResponse struct {
-	Format       string            `json:"format" doc:"rows, steps, or the format of the file as detected."`
-	Steps        []analysis.Step   `json:"steps"`
-	Knee         *int              `json:"knee" doc:"Knee concurrency; null when the first step already fails the knee rule."`
-	Collapse     *int              `json:"collapse" doc:"First concurrency whose goodput fell; null when none did."`
-	QuotaLimited bool              `json:"quota_limited"`
-	USL          *analysis.USLFit  `json:"usl,omitempty" doc:"Universal Scalability Law fit to the throughput, when the steps allow one."`
-	Notes        []string          `json:"notes"`
-	Latency      *scenario.Latency `json:"latency,omitempty" doc:"The latency block to put in a scenario: the curve and the knee."`
+	Format         string            `json:"format" doc:"rows, steps, or the format of the file as detected."`
+	Steps          []analysis.Step   `json:"steps"`
+	Knee           *int              `json:"knee" doc:"Knee concurrency; null when the first step already fails the knee rule, or no step was measured in a steady state."`
+	KneeRefined    *int              `json:"knee_refined,omitempty" doc:"The smallest measured concurrency whose throughput reaches the plateau of the first failing step (see docs/probe.md); null without a failing step."`
+	KneeResolution *int              `json:"knee_refined_resolution,omitempty" doc:"The knee lies in (knee_refined − resolution, knee_refined]."`
+	Collapse       *int              `json:"collapse" doc:"First concurrency whose goodput fell beyond its noise and collapse_tolerance_pct; null when none did."`
+	QuotaLimited   bool              `json:"quota_limited" doc:"The share of 429 answers rises with concurrency up to the first failing step: the quota binds, not the model."`
+	USL            *analysis.USLFit  `json:"usl,omitempty" doc:"Universal Scalability Law fit to the throughput, when the steps allow one."`
+	Notes          []string          `json:"notes"`
+	Latency        *scenario.Latency `json:"latency,omitempty" doc:"The latency block to put in a scenario: the curve and the knee."`
 }
 
 type analysisInput struct {
@@ -120,10 +130,13 @@ func (s *Server) registerAnalyses() {
 		Summary:     "Analyse a measured ramp",
 		Description: "Judges a concurrency ramp measured elsewhere: per-request rows, per-step summaries, or a " +
 			"result file of vLLM bench serve, GuideLLM, AIPerf, GenAI-Perf, llmperf or a ramp CSV (detected by " +
-			"content). Returns the step table, the knee (docs/concepts.md, \"Knee and curve analysis\"), the collapse point, quota_limited, the " +
-			"Universal Scalability Law fit, notes on every mapping made, and the latency block to put in a " +
-			"scenario. A file that cannot be read gets a 422 at body.file saying which format it looked like " +
-			"and what is missing.",
+			"content). Rows are summarised as the probe summarises them (a closed-loop step in its steady " +
+			"state, with intervals; a step with fewer than 2c + 10 measured requests is shown but not judged). " +
+			"Returns the step table, the knee and the collapse point judged with the noise in mind, " +
+			"knee_refined, quota_limited, the Universal Scalability Law fit, notes on every mapping made, and " +
+			"the latency block to put in a scenario (docs/probe.md and docs/import.md hold the rules). A file " +
+			"that cannot be read, or whose runs do not describe one deployment, gets a 422 at body.file saying " +
+			"what is wrong.",
 		Tags:   []string{tagAnalyses},
 		Errors: errorStatuses,
 	}
@@ -133,7 +146,8 @@ func (s *Server) registerAnalyses() {
 
 func (s *Server) createAnalysis(_ context.Context, in *analysisInput) (*analysisOutput, error) {
 	req := in.Body
-	opts := analysis.Options{DeadlineMs: req.DeadlineMs, MinGainPct: req.MinGainPct, MaxP95Fraction: req.MaxP95Fraction}
+	opts := analysis.Options{DeadlineMs: req.DeadlineMs, MinGainPct: req.MinGainPct, MaxP95Fraction: req.MaxP95Fraction,
+		CollapseTolerancePct: req.CollapseTolerancePct}
 	out := &AnalysisResponse{}
 	var res analysis.Result
 	switch {
@@ -147,25 +161,30 @@ func (s *Server) createAnalysis(_ context.Context, in *analysisInput) (*analysis
 				})
 			}
 		}
-		imp, err := importer.Import(req.File.Name, data, importer.Options{Options: opts, Format: req.File.Format})
+		imp, err := importer.Import(req.File.Name, data, importer.Options{Options: opts, Format: req.File.Format, AllowMixed: req.AllowMixed})
 		if err != nil {
 			return nil, huma.Error422UnprocessableEntity("the file cannot be analysed", &huma.ErrorDetail{Location: "body.file", Message: err.Error()})
 		}
 		out.Format, res, out.Latency = imp.Format, imp.Analysis, imp.Latency
 		res.Notes = slices.Concat(imp.Notes, res.Notes)
 	case len(req.Rows) > 0:
-		recs := make([]analysis.Record, len(req.Rows))
-		for i, r := range req.Rows {
-			recs[i] = analysis.Record(r)
+		var closed, open []analysis.Record
+		for _, r := range req.Rows {
+			if r.RateRPS > 0 {
+				open = append(open, analysis.Record(r))
+			} else {
+				closed = append(closed, analysis.Record(r))
+			}
 		}
 		out.Format = "rows"
-		res = analysis.Analyze(analysis.Summarize(recs, opts, nil), opts)
+		res = analysis.Analyze(slices.Concat(analysis.Summarize(closed, opts), analysis.SummarizeOpen(open, opts)), opts)
 	default:
 		steps := make([]analysis.Step, len(req.Steps))
 		for i, st := range req.Steps {
 			steps[i] = analysis.Step{
 				Concurrency: st.Concurrency, RateRPS: st.RateRPS, Requests: st.Requests, OK: st.OK,
-				RateLimited: st.RateLimited, Errors: st.Errors, WallS: st.WallS, GoodputRPS: st.GoodputRPS,
+				RateLimited: st.RateLimited, Answers: cmp.Or(st.Answers, st.Requests), Errors: st.Errors, WallS: st.WallS,
+				GoodputRPS: st.GoodputRPS, GoodputCI: st.GoodputCI,
 				ThroughputRPS: st.ThroughputRPS, OutputTPS: st.OutputTPS, TTFTP50Ms: st.TTFTP50Ms, TTFTP95Ms: st.TTFTP95Ms,
 				E2EP50Ms: st.E2EP50Ms, E2EP95Ms: st.E2EP95Ms, TPOTP50Ms: st.TPOTP50Ms, TPOTP95Ms: st.TPOTP95Ms,
 				CountsUnknown: st.Requests == 0,
@@ -180,6 +199,7 @@ func (s *Server) createAnalysis(_ context.Context, in *analysisInput) (*analysis
 		}
 	}
 	out.Steps, out.Knee, out.Collapse, out.QuotaLimited, out.USL = res.Steps, res.Knee, res.Collapse, res.QuotaLimited, res.USL
+	out.KneeRefined, out.KneeResolution = res.KneeRefined, res.KneeResolution
 	out.Notes = res.Notes
 	if out.Steps == nil {
 		out.Steps = []analysis.Step{}

@@ -7,6 +7,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/dustin/go-humanize"
 
+	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/config"
 	"github.com/plannerdev/planner/internal/probe"
 )
@@ -80,8 +81,9 @@ func (ValidateRequest) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Sc
 
 // requestsPerStep is the schema of a probe's requests per step.
 func requestsPerStep(s *huma.Schema) {
-	bound(s, probe.MaxRequestsPerStep, fmt.Sprintf("Requests per step; default max(%d, %d × concurrency).",
-		probe.DefaultMinRequests, probe.DefaultRounds))
+	bound(s, probe.MaxRequestsPerStep, fmt.Sprintf("Requests per step, warm-up (one round, c requests) included; "+
+		"each step must keep at least max(%d, %d × concurrency) measured requests. Default max(%d, %d × concurrency) + concurrency.",
+		analysis.MinMeasuredFloor, analysis.MinMeasuredRounds, analysis.MinMeasuredFloor, analysis.MinMeasuredRounds))
 }
 
 // bound sets a number's maximum and, unless empty, its description.

@@ -2,6 +2,8 @@ package api
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,8 +17,8 @@ import (
 // whole probe. A client that connects after the end gets done at once.
 func TestProbeEvents(t *testing.T) {
 	env := newProbeEnv(t, Options{})
-	s := newSim(t, slowSim)
-	id := startProbe(t, env, probeBody(s.url, []int{1, 2, 4}, 6)) // at most 1 s per step
+	s := newSim(t, midSim)
+	id := startProbe(t, env, probeBody(s.url, []int{1, 2, 4}, 44)) // at most 1 s per step
 	start := time.Now()
 	evs := readEvents(t, env.url+"/v1/probes/"+id+"/events")
 	if len(evs) < 6 {
@@ -62,7 +64,11 @@ func TestProbeEvents(t *testing.T) {
 	final := evs[len(evs)-1]
 	var p Probe
 	mustUnmarshal(t, final.data, &p)
-	if final.name != "done" || p.Status != "succeeded" || len(p.Steps) != 3 || p.Counts.Records != 18 {
+	// 44 requests per step; a step whose gain over the one before was
+	// within its noise of the knee rule's threshold (a busy machine) is
+	// measured twice as long, and says so.
+	extended := slices.ContainsFunc(p.Notes, func(n string) bool { return strings.Contains(n, "measured twice as long") })
+	if final.name != "done" || p.Status != "succeeded" || len(p.Steps) != 3 || (p.Counts.Records != 132 && !(extended && p.Counts.Records <= 264)) {
 		t.Fatalf("done event %s", final.data)
 	}
 	if evs[len(evs)-2].data != `{"status":"succeeded"}` || !sawRunning {
@@ -89,8 +95,8 @@ func TestProbeEvents(t *testing.T) {
 // with the current status and the steps already finished.
 func TestProbeEventsMidRun(t *testing.T) {
 	env := newProbeEnv(t, Options{})
-	s := newSim(t, slowSim)
-	id := startProbe(t, env, probeBody(s.url, []int{1, 2}, 6))
+	s := newSim(t, midSim)
+	id := startProbe(t, env, probeBody(s.url, []int{1, 2}, 42))
 	waitProbe(t, env, id, func(p Probe) bool { return len(p.Steps) == 1 })
 	evs := readEvents(t, env.url+"/v1/probes/"+id+"/events")
 	if len(evs) < 4 || evs[0].data != `{"status":"running"}` || evs[1].name != "step" || evs[len(evs)-1].name != "done" {

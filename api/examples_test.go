@@ -244,10 +244,13 @@ func chatValidation(t *testing.T, _ *Server, _ string, _ json.RawMessage) []byte
 		cr.Points = append(cr.Points, validate.Point{Concurrency: c, Predicted: pred, Measured: m,
 			RelativeErrorPct: &validate.Errors{ThroughputRPS: round2((f - 1) * 100), TTFTP95Ms: 4, E2EP95Ms: 3}})
 	}
-	cr.Reasons = []string{"throughput at the pool is within 15 % of the prediction (-3.0 %)", "at 1.25 × the pool throughput is within 15 % of the prediction (-5.0 %)"}
+	cr.Reasons = []string{
+		"at the pool, within 25 % of the prediction: throughput -3.0 %, TTFT p95 +4.0 %, E2E p95 +3.0 %",
+		"at 1.25 × the pool, within 25 % of the prediction: throughput -5.0 %, TTFT p95 +4.0 %, E2E p95 +3.0 %",
+	}
 	return mustJSON(t, validateResponseOf(examplePlanID, &validate.Report{
-		Verdict: validate.VerdictOK, TolerancePct: validate.Tolerance * 100, Classes: []validate.ClassReport{cr},
-		Summary: "the plan holds: every class validated (1) measured within 15 % of the model at its pool and 1.25 × it, without 429s at the pool",
+		Verdict: validate.VerdictOK, TolerancePct: validate.DefaultTolerancePct, Classes: []validate.ClassReport{cr},
+		Summary: "the plan holds: every class validated (1) measured throughput, TTFT p95 and E2E p95 within the tolerance of the model at its pool and 1.25 × it, without 429s at the pool",
 	}))
 }
 

@@ -100,6 +100,9 @@ func newSim(t *testing.T, cfg sim.Config) *simServer {
 var (
 	fastSim = sim.Config{MaxNumSeqs: 64, TTFT: 5 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: sim.NoGrowth}
 	slowSim = sim.Config{MaxNumSeqs: 64, TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: sim.NoGrowth}
+	// midSim answers in about 22 ms: a step of the least size a probe
+	// accepts (41 to 44 requests at concurrency 1 to 4) lasts about a second.
+	midSim = sim.Config{MaxNumSeqs: 64, TTFT: 15 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: sim.NoGrowth}
 )
 
 // call sends a JSON request and returns the status, headers and body.

@@ -1,11 +1,13 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -23,7 +25,9 @@ import (
 // come from their owners (bounds.go).
 type ProbeRequest struct {
 	Target          ProbeTarget `json:"target"`
-	Steps           []int       `json:"steps,omitempty" minItems:"1"`
+	Steps           []int       `json:"steps,omitempty" minItems:"1" doc:"Not with search."`
+	Search          bool        `json:"search,omitempty" doc:"Run the knee search instead of the ladder: concurrency doubles from 1 up to max_concurrency, each step ends once its goodput is known within ±5 % (never before 2c + 10 measured requests), nothing runs past the first step that fails the knee rule, and the knee is then refined by bisection (knee_refined)."`
+	MaxConcurrency  int         `json:"max_concurrency,omitempty" minimum:"1" doc:"With search: the highest concurrency it tries."`
 	RequestsPerStep int         `json:"requests_per_step,omitempty" minimum:"1"`
 	MaxTokens       int         `json:"max_tokens,omitempty" minimum:"1"`
 	IgnoreEOS       bool        `json:"ignore_eos,omitempty" doc:"Send ignore_eos (vLLM and compatible servers) so that every answer has exactly max_tokens tokens."`
@@ -37,7 +41,8 @@ type ProbeRequest struct {
 
 // ProbeStop are the probe's stop rules besides the budgets.
 type ProbeStop struct {
-	Max429Ratio float64 `json:"max_429_ratio,omitempty" exclusiveMinimum:"0" maximum:"1"`
+	Max429Ratio          float64 `json:"max_429_ratio,omitempty" exclusiveMinimum:"0" maximum:"1"`
+	CollapseTolerancePct float64 `json:"collapse_tolerance_pct,omitempty" exclusiveMinimum:"0" exclusiveMaximum:"100" doc:"Goodput falls only when it drops by more than this percentage and beyond both steps' intervals: the collapse point, and the stop after goodput fell twice; default 5."`
 }
 
 // ProbeEndpoint is where a probe went.
@@ -58,26 +63,28 @@ type ProbeCounts struct {
 // at the top level, its analysis so far (the steps finished while it
 // runs, everything once it has ended).
 type Probe struct {
-	ID           string            `json:"id"`
-	Status       string            `json:"status" enum:"queued,running,succeeded,failed,cancelled,interrupted" doc:"interrupted: the service stopped (shut down, crashed or was killed) before the run ended; cancelled: a client cancelled it."`
-	Label        string            `json:"label"`
-	Target       ProbeEndpoint     `json:"target"`
-	Config       map[string]any    `json:"config" doc:"The run's configuration as the probe ran it, defaults applied, without any key (api_key_set says whether one was sent)."`
-	CreatedAt    time.Time         `json:"created_at"`
-	StartedAt    *time.Time        `json:"started_at,omitempty"`
-	FinishedAt   *time.Time        `json:"finished_at,omitempty"`
-	Error        string            `json:"error" doc:"Why the run failed or stopped early; empty otherwise."`
-	Counts       ProbeCounts       `json:"counts"`
-	Steps        []analysis.Step   `json:"steps" doc:"Summaries of the steps finished so far, in ascending concurrency."`
-	Knee         *int              `json:"knee" doc:"Knee concurrency of the steps so far; null when the first step failed the knee rule or none has finished."`
-	Collapse     *int              `json:"collapse" doc:"First concurrency whose goodput fell; null when none did."`
-	QuotaLimited bool              `json:"quota_limited" doc:"429s appeared at or below the knee: the quota binds before the model does."`
-	USL          *analysis.USLFit  `json:"usl,omitempty" doc:"Universal Scalability Law fit to the throughput, when the steps allow one."`
-	Notes        []string          `json:"notes,omitempty"`
-	RateLimits   *probe.RateLimits `json:"rate_limits,omitempty" doc:"The quota the endpoint announced in its rate-limit headers."`
-	StopReason   string            `json:"stop_reason" doc:"Why the run stopped (completed, max_429_ratio, goodput_falling, no_success, budget_requests, budget_tokens, budget_duration, cancelled); empty while it runs."`
-	StopDetail   string            `json:"stop_detail,omitempty"`
-	Latency      *scenario.Latency `json:"latency,omitempty" doc:"The measured curve and knee as a scenario latency block, when a step had successful answers."`
+	ID             string            `json:"id"`
+	Status         string            `json:"status" enum:"queued,running,succeeded,failed,cancelled,interrupted" doc:"interrupted: the service stopped (shut down, crashed or was killed) before the run ended; cancelled: a client cancelled it."`
+	Label          string            `json:"label"`
+	Target         ProbeEndpoint     `json:"target"`
+	Config         map[string]any    `json:"config" doc:"The run's configuration as the probe ran it, defaults applied, without any key (api_key_set says whether one was sent)."`
+	CreatedAt      time.Time         `json:"created_at"`
+	StartedAt      *time.Time        `json:"started_at,omitempty"`
+	FinishedAt     *time.Time        `json:"finished_at,omitempty"`
+	Error          string            `json:"error" doc:"Why the run failed or stopped early; empty otherwise."`
+	Counts         ProbeCounts       `json:"counts"`
+	Steps          []analysis.Step   `json:"steps" doc:"Summaries of the steps finished so far, in ascending concurrency."`
+	Knee           *int              `json:"knee" doc:"Knee concurrency of the steps so far; null when the first step failed the knee rule or no step has been measured in a steady state."`
+	KneeRefined    *int              `json:"knee_refined,omitempty" doc:"The smallest measured concurrency whose throughput reaches the plateau of the first failing step; a search narrows it down by bisection."`
+	KneeResolution *int              `json:"knee_refined_resolution,omitempty" doc:"The knee lies in (knee_refined − resolution, knee_refined]."`
+	Collapse       *int              `json:"collapse" doc:"First concurrency whose goodput fell beyond its noise and the collapse tolerance; null when none did."`
+	QuotaLimited   bool              `json:"quota_limited" doc:"The share of 429 answers rises with concurrency, or the rate-limit headers showed the key exhausted: the quota binds before the model does."`
+	USL            *analysis.USLFit  `json:"usl,omitempty" doc:"Universal Scalability Law fit to the throughput, when the steps allow one."`
+	Notes          []string          `json:"notes,omitempty"`
+	RateLimits     *probe.RateLimits `json:"rate_limits,omitempty" doc:"The quota the endpoint announced in its rate-limit headers."`
+	StopReason     string            `json:"stop_reason" doc:"Why the run stopped (completed, max_429_ratio, goodput_falling, no_success, budget_requests, budget_tokens, budget_duration, cancelled); empty while it runs."`
+	StopDetail     string            `json:"stop_detail,omitempty"`
+	Latency        *scenario.Latency `json:"latency,omitempty" doc:"The measured curve and knee as a scenario latency block, when a step had successful answers."`
 }
 
 // ProbeSummary is a probe in a list.
@@ -210,8 +217,9 @@ func (s *Server) registerProbes() {
 		Method:      http.MethodGet,
 		Path:        "/v1/probes/{id}/plot.svg",
 		Summary:     "Get a probe's curve as a chart",
-		Description: "Returns an SVG chart of the steps finished so far: throughput (goodput, throughput and output " +
-			"TPS, the knee marked) or latency (TTFT and E2E p95). A probe without a finished step gets a 404.",
+		Description: "Returns an SVG chart of the steps measured so far: throughput (goodput, throughput and output " +
+			"TPS, the knee marked) or latency (TTFT and E2E p95). A probe without a step measured in a steady state " +
+			"(none finished yet, or only one cut short) gets a 404.",
 		Tags:   []string{tagProbes},
 		Errors: notFoundStatuses,
 		Responses: map[string]*huma.Response{"200": {
@@ -302,7 +310,7 @@ func (s *Server) createProbe(ctx context.Context, in *createProbeInput) (*probeC
 func (s *Server) probeConfig(req ProbeRequest) (probe.Config, []error) {
 	var problems []error
 	cfg := probe.Config{
-		BaseURL: req.Target.BaseURL, Model: req.Target.Model, Steps: req.Steps,
+		BaseURL: req.Target.BaseURL, Model: req.Target.Model, Steps: req.Steps, Search: req.Search,
 		RequestsPerStep: req.RequestsPerStep, MaxTokens: req.MaxTokens, IgnoreEOS: req.IgnoreEOS,
 		InputTokens: req.InputTokens, Deadline: time.Duration(req.DeadlineMs) * time.Millisecond,
 		Seed: uint64(time.Now().UnixNano()),
@@ -314,9 +322,20 @@ func (s *Server) probeConfig(req ProbeRequest) (probe.Config, []error) {
 		}
 	}
 	if req.Stop != nil {
-		cfg.Max429Ratio = req.Stop.Max429Ratio
+		cfg.Max429Ratio, cfg.CollapseTolerancePct = req.Stop.Max429Ratio, req.Stop.CollapseTolerancePct
 	}
-	if len(cfg.Steps) == 0 {
+	switch {
+	case req.Search && len(req.Steps) > 0:
+		problems = append(problems, &huma.ErrorDetail{Location: "body.steps", Message: "a search chooses its own steps: give steps or search, not both"})
+	case !req.Search && req.MaxConcurrency > 0:
+		problems = append(problems, &huma.ErrorDetail{Location: "body.max_concurrency", Value: req.MaxConcurrency, Message: "max_concurrency bounds a search: set search too, or give steps"})
+	case req.Search:
+		cfg.SearchMax = cmp.Or(req.MaxConcurrency, min(probe.DefaultSearchMax, s.probe.MaxConcurrency))
+		if cfg.SearchMax > s.probe.MaxConcurrency {
+			problems = append(problems, capProblem("body.max_concurrency", cfg.SearchMax, "max_concurrency", s.probe.MaxConcurrency))
+		}
+	}
+	if len(cfg.Steps) == 0 && !req.Search {
 		for _, c := range probe.DefaultSteps {
 			if c <= s.probe.MaxConcurrency {
 				cfg.Steps = append(cfg.Steps, c)
@@ -336,6 +355,10 @@ func (s *Server) probeConfig(req ProbeRequest) (probe.Config, []error) {
 	}
 	if req.RequestsPerStep > s.probe.MaxRequests {
 		problems = append(problems, capProblem("body.requests_per_step", req.RequestsPerStep, "max_requests", s.probe.MaxRequests))
+	} else if req.Search && req.RequestsPerStep > 0 {
+		problems = append(problems, &huma.ErrorDetail{Location: "body.requests_per_step", Value: req.RequestsPerStep, Message: "a search sizes its steps itself: leave requests_per_step out"})
+	} else if err := probe.CheckStepSize(cfg.Concurrencies(), req.RequestsPerStep, 0); err != nil {
+		problems = append(problems, &huma.ErrorDetail{Location: "body.requests_per_step", Value: req.RequestsPerStep, Message: err.Error()})
 	}
 	budget, more := s.budget(req.Budgets, "body.budgets", s.probe.MaxDuration)
 	cfg.Budget = budget
@@ -430,7 +453,7 @@ func (s *Server) probePlot(ctx context.Context, in *plotInput) (*documentOutput,
 		return nil, err
 	}
 	var svg []byte
-	if run.Result != nil {
+	if measured(run) {
 		if in.Chart == "latency" {
 			svg, err = report.LatencySVG(run.Result.Analysis, 0, 0)
 		} else {
@@ -438,13 +461,20 @@ func (s *Server) probePlot(ctx context.Context, in *plotInput) (*documentOutput,
 		}
 	}
 	switch {
-	case run.Result == nil || errors.Is(err, report.ErrNoData):
-		return nil, huma.Error404NotFound("the probe has no finished step to chart yet", &huma.ErrorDetail{Location: "path.id", Message: "no data yet", Value: in.ID})
+	case !measured(run) || errors.Is(err, report.ErrNoData):
+		return nil, huma.Error404NotFound("the probe has no step measured in a steady state to chart", &huma.ErrorDetail{Location: "path.id", Message: "no measured step yet", Value: in.ID})
 	case err != nil:
 		s.log.Error("render a chart", "probe", in.ID, "error", err)
 		return nil, huma.Error500InternalServerError("the chart could not be rendered; the server log has the cause")
 	}
 	return &documentOutput{ContentType: "image/svg+xml", Body: svg}, nil
+}
+
+// measured reports whether a probe has a step measured in a steady state:
+// a step cut short before it reached one (a cancel after a few requests)
+// does not count, so it gets no chart and no record card.
+func measured(run store.ProbeRun) bool {
+	return run.Result != nil && slices.ContainsFunc(run.Result.Analysis.Steps, func(s analysis.Step) bool { return !s.TooShort })
 }
 
 // probeResource is the API's view of a stored probe.
@@ -461,6 +491,7 @@ func probeResource(r store.ProbeRun) *Probe {
 			p.Steps = a.Steps
 		}
 		p.Knee, p.Collapse, p.QuotaLimited, p.USL, p.Notes = a.Knee, a.Collapse, a.QuotaLimited, a.USL, a.Notes
+		p.KneeRefined, p.KneeResolution = a.KneeRefined, a.KneeResolution
 		p.StopReason, p.StopDetail = res.StopReason, res.StopDetail
 		if len(res.RateLimits) > 0 {
 			var rl probe.RateLimits

@@ -17,18 +17,18 @@ import (
 func TestProbeLifecycle(t *testing.T) {
 	env := newProbeEnv(t, Options{})
 	s := newSim(t, fastSim)
-	body := probeBody(s.url, []int{1, 2, 4}, 12)
+	body := probeBody(s.url, []int{1, 2, 4}, 44)
 	body["label"] = "first"
 	first := startProbe(t, env, body)
 	p := waitProbe(t, env, first, ended)
 	if p.Status != "succeeded" || p.Label != "first" || len(p.Steps) != 3 || p.Knee == nil || p.StopReason != "completed" ||
-		p.Counts.Records != 36 || p.Counts.OK != 36 || p.Latency == nil || len(p.Latency.Curve) != 3 || p.StartedAt == nil || p.FinishedAt == nil {
+		p.Counts.Records != 132 || p.Counts.OK != 132 || p.Latency == nil || len(p.Latency.Curve) != 3 || p.StartedAt == nil || p.FinishedAt == nil {
 		t.Fatalf("finished probe %+v", p)
 	}
-	if p.Target.BaseURL != s.url || p.Config["api_key_set"] != false || p.Config["requests_per_step"] != float64(12) {
+	if p.Target.BaseURL != s.url || p.Config["api_key_set"] != false || p.Config["requests_per_step"] != float64(44) {
 		t.Errorf("target %+v, config %v", p.Target, p.Config)
 	}
-	second := startProbe(t, env, probeBody(s.url, []int{1}, 4))
+	second := startProbe(t, env, probeBody(s.url, []int{1}, 41))
 	waitProbe(t, env, second, ended)
 
 	status, _, b := call(t, http.MethodGet, env.url+"/v1/probes?limit=1", nil)
@@ -47,7 +47,7 @@ func TestProbeLifecycle(t *testing.T) {
 
 	status, h, b := call(t, http.MethodGet, env.url+"/v1/probes/"+first+"/requests.csv", nil)
 	rows, err := csv.NewReader(strings.NewReader(string(b))).ReadAll()
-	if status != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "text/csv") || err != nil || len(rows) != 37 || rows[0][0] != "step" {
+	if status != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "text/csv") || err != nil || len(rows) != 133 || rows[0][0] != "step" {
 		t.Fatalf("requests.csv: %d %s, %d rows, %v", status, h.Get("Content-Type"), len(rows), err)
 	}
 	for _, chart := range []string{"throughput", "latency"} {
@@ -98,7 +98,7 @@ func TestProbeCancel(t *testing.T) {
 	env := newProbeEnv(t, Options{})
 	s := newSim(t, slowSim)
 	id := startProbe(t, env, probeBody(s.url, []int{1, 2}, 100))
-	if status, _, b := call(t, http.MethodGet, env.url+"/v1/probes/"+id+"/plot.svg", nil); status != http.StatusNotFound || !strings.Contains(string(b), "no finished step") {
+	if status, _, b := call(t, http.MethodGet, env.url+"/v1/probes/"+id+"/plot.svg", nil); status != http.StatusNotFound || !strings.Contains(string(b), "no measured step") {
 		t.Errorf("chart before any step: %d %s", status, b)
 	}
 	if status, _, b := call(t, http.MethodGet, env.url+"/v1/records/"+id, nil); status != http.StatusConflict {
@@ -116,6 +116,17 @@ func TestProbeCancel(t *testing.T) {
 	_, _, csvBody := call(t, http.MethodGet, env.url+"/v1/probes/"+id+"/requests.csv", nil)
 	if n := strings.Count(string(csvBody), "\n") - 1; n != p.Counts.Records {
 		t.Errorf("requests.csv has %d rows, the counts %d", n, p.Counts.Records)
+	}
+	// Cut short after a few of its 100 requests, the step never reached a
+	// steady state: no knee, no chart and no record card.
+	if p.Knee != nil || len(p.Steps) != 1 || !p.Steps[0].TooShort {
+		t.Errorf("a step cut short: knee %v, steps %+v", p.Knee, p.Steps)
+	}
+	if status, _, b := call(t, http.MethodGet, env.url+"/v1/records/"+id, nil); status != http.StatusNotFound || !strings.Contains(string(b), "no measured step") {
+		t.Errorf("record card of a probe cut short: %d %s", status, b)
+	}
+	if status, _, b := call(t, http.MethodGet, env.url+"/v1/probes/"+id+"/plot.svg", nil); status != http.StatusNotFound {
+		t.Errorf("chart of a probe cut short: %d %s", status, b)
 	}
 }
 
@@ -141,7 +152,7 @@ func TestProbeCaps(t *testing.T) {
 		{"unknown credential", func(b map[string]any) { b["target"].(map[string]any)["credential"] = "nope" }, "body.target.credential", "the server has none"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			body := probeBody(s.url, []int{1}, 4)
+			body := probeBody(s.url, []int{1}, 41)
 			tc.edit(body)
 			status, _, b := call(t, http.MethodPost, env.url+"/v1/probes", body)
 			if status != http.StatusUnprocessableEntity {
@@ -161,13 +172,13 @@ func TestProbeCaps(t *testing.T) {
 		t.Fatalf("refused probes sent %d requests", n)
 	}
 	running := startProbe(t, env, probeBody(s.url, []int{1}, 50))
-	status, h, b := call(t, http.MethodPost, env.url+"/v1/probes", probeBody(s.url, []int{1}, 4))
+	status, h, b := call(t, http.MethodPost, env.url+"/v1/probes", probeBody(s.url, []int{1}, 41))
 	if status != http.StatusTooManyRequests || h.Get("Retry-After") == "" || !strings.Contains(string(b), "probe.max_running") {
 		t.Fatalf("second probe beside max_running 1: %d Retry-After %q %s", status, h.Get("Retry-After"), b)
 	}
 	call(t, http.MethodDelete, env.url+"/v1/probes/"+running, nil)
 	waitProbe(t, env, running, ended)
-	id := startProbe(t, env, probeBody(s.url, []int{1}, 2))
+	id := startProbe(t, env, probeBody(s.url, []int{1}, 41))
 	waitProbe(t, env, id, ended)
 }
 
@@ -210,7 +221,7 @@ func TestForbiddenTargets(t *testing.T) {
 			n, _, dialer := network(tc.names)
 			env := newProbeEnv(t, Options{Network: n})
 			before := s.chats.Load()
-			status, _, b := call(t, http.MethodPost, env.url+"/v1/probes", probeBody(tc.url, []int{1}, 2))
+			status, _, b := call(t, http.MethodPost, env.url+"/v1/probes", probeBody(tc.url, []int{1}, 41))
 			if status < 400 || status >= 500 {
 				t.Fatalf("status %d: %s", status, b)
 			}
@@ -244,7 +255,7 @@ func TestRebindingIsRefusedAtConnect(t *testing.T) {
 	n, res, dialer := network(map[string][]string{"sim.internal": {"127.0.0.1"}})
 	res.after, res.afterFrom = map[string][]string{"sim.internal": {"10.0.0.7"}}, 3 // the check and the preflight's dial pass
 	env := newProbeEnv(t, Options{Network: n})
-	id := startProbe(t, env, probeBody("http://sim.internal:"+port+"/v1", []int{1}, 2))
+	id := startProbe(t, env, probeBody("http://sim.internal:"+port+"/v1", []int{1}, 41))
 	p := waitProbe(t, env, id, ended)
 	if p.Status != "failed" || p.Counts.OK != 0 || !strings.Contains(p.Error, "not allowed") {
 		t.Fatalf("probe after rebinding: %+v", p)
@@ -277,7 +288,7 @@ func TestProbeCredentials(t *testing.T) {
 		{"no key", "", "", "body.target.credential", "the endpoint wants a key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			body := probeBody(s.url, []int{1}, 2)
+			body := probeBody(s.url, []int{1}, 41)
 			if tc.credential != "" {
 				body["target"].(map[string]any)["credential"] = tc.credential
 			}

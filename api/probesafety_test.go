@@ -42,14 +42,14 @@ func TestFullSlotsSendNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 100 {
-		status, h, b := call(t, http.MethodPost, env.url+"/v1/probes", probeBody(base, []int{1}, 2))
+		status, h, b := call(t, http.MethodPost, env.url+"/v1/probes", probeBody(base, []int{1}, 41))
 		if status != http.StatusTooManyRequests || h.Get("Retry-After") == "" {
 			t.Fatalf("probe %d beside a full slot count: %d %s", i, status, b)
 		}
 	}
 	for i := range 10 {
 		status, _, b := call(t, http.MethodPost, env.url+"/v1/plans/"+plan+"/validate", map[string]any{
-			"target": map[string]any{"base_url": base, "model": sim.DefaultModel}, "requests_per_step": 2,
+			"target": map[string]any{"base_url": base, "model": sim.DefaultModel},
 		})
 		if status != http.StatusTooManyRequests {
 			t.Fatalf("validation %d beside a full slot count: %d %s", i, status, b)
@@ -59,7 +59,7 @@ func TestFullSlotsSendNothing(t *testing.T) {
 		t.Fatalf("refused probes and validations sent %d requests to the target", n)
 	}
 	slot.Release()
-	id := startProbe(t, env, probeBody(base, []int{1}, 2))
+	id := startProbe(t, env, probeBody(base, []int{1}, 41))
 	waitProbe(t, env, id, ended)
 	if hits.Load() == 0 {
 		t.Fatal("the target counted no request of an accepted probe")
@@ -102,7 +102,7 @@ func TestEchoedKeyIsRedacted(t *testing.T) {
 	env := newProbeEnv(t, Options{Probe: pc})
 	var seen []string
 	for _, variant := range []string{"plain", "upper", "json"} {
-		body := probeBody(echo.URL+"/"+variant+"/v1", []int{1}, 2)
+		body := probeBody(echo.URL+"/"+variant+"/v1", []int{1}, 41)
 		var header []string
 		if variant == "json" {
 			body["target"].(map[string]any)["credential"] = "lab"

@@ -19,7 +19,7 @@ import (
 // RecordList is one page of record cards, newest probe first.
 type RecordList struct {
 	Items      []RecordCard `json:"items"`
-	NextCursor string       `json:"next_cursor,omitempty" doc:"Cursor of the next page; absent on the last page. A page may hold fewer cards than limit: probes without a finished step have no card."`
+	NextCursor string       `json:"next_cursor,omitempty" doc:"Cursor of the next page; absent on the last page. A page may hold fewer cards than limit: probes without a step measured in a steady state have no card."`
 }
 
 type recordsInput struct {
@@ -40,7 +40,7 @@ func (s *Server) registerRecords() {
 		Method:      http.MethodGet,
 		Path:        "/v1/records",
 		Summary:     "List the record cards",
-		Description: "Returns the dated record cards of the probes that have ended with at least one finished step, " +
+		Description: "Returns the dated record cards of the probes that have ended with at least one step measured in a steady state, " +
 			"newest first: the endpoint and model, the date, the deadline, the knee with its p95 and goodput, the " +
 			"pools of the newest plan the probe backs with their binding constraints and shedding rule, and the " +
 			"decision table (what to do when 429s appear, when p95 exceeds the SLO, when goodput falls). The " +
@@ -62,7 +62,8 @@ func (s *Server) registerRecords() {
 		Path:        "/v1/records/{probe_id}",
 		Summary:     "Get a probe's record card",
 		Description: "Returns the record card of one probe that has ended, with the pools of the newest plan it " +
-			"backs. A probe still running gets a 409; one without a finished step a 404.",
+			"backs. A probe still running gets a 409; one without a step measured in a steady state (none finished, " +
+			"or only one cut short, as by a cancel after a few requests) a 404.",
 		Tags:   []string{tagRecords},
 		Errors: []int{http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity},
 		Responses: map[string]*huma.Response{"200": {
@@ -78,7 +79,7 @@ func (s *Server) registerRecords() {
 // probeData is what a report or a card shows of a probe; false when the
 // probe has no finished step.
 func probeData(run store.ProbeRun) (*report.ProbeData, bool) {
-	if run.Result == nil || len(run.Result.Analysis.Steps) == 0 {
+	if !measured(run) {
 		return nil, false
 	}
 	pd := &report.ProbeData{
@@ -180,8 +181,8 @@ func (s *Server) getRecord(ctx context.Context, in *recordInput) (*documentOutpu
 		return nil, s.storeError(err, "probe", run.ID)
 	}
 	if !ok {
-		return nil, huma.Error404NotFound("the probe has no record card: it ended without a finished step",
-			&huma.ErrorDetail{Location: "path.probe_id", Message: "no finished step", Value: in.ProbeID})
+		return nil, huma.Error404NotFound("the probe has no record card: it ended without a step measured in a steady state",
+			&huma.ErrorDetail{Location: "path.probe_id", Message: "no measured step", Value: in.ProbeID})
 	}
 	if in.Format == "md" {
 		var buf bytes.Buffer

@@ -37,7 +37,7 @@ func TestSecretsGoNowhere(t *testing.T) {
 		cfg := fastSim
 		cfg.APIKey = tc.key
 		s := newSim(t, cfg)
-		body := probeBody(s.url, []int{1, 2}, 6)
+		body := probeBody(s.url, []int{1, 2}, 42)
 		if tc.credential != "" {
 			body["target"].(map[string]any)["credential"] = tc.credential
 		}
@@ -51,7 +51,9 @@ func TestSecretsGoNowhere(t *testing.T) {
 			seen = append(seen, ev.name+" "+ev.data)
 		}
 		p := waitProbe(t, env, id, ended)
-		if p.Status != "succeeded" || p.Counts.OK != 12 {
+		// 42 requests a step, or twice that for a step whose gain was
+		// within its noise of the knee rule's threshold (a busy machine).
+		if p.Status != "succeeded" || (p.Counts.OK != 84 && p.Counts.OK != 126) {
 			t.Fatalf("the probe with the key did not succeed: %+v", p)
 		}
 		if got := s.auth.Load(); got != "Bearer "+tc.key {
@@ -73,7 +75,7 @@ func TestSecretsGoNowhere(t *testing.T) {
 			seen = append(seen, string(b))
 		}
 		// A refused key is not echoed either.
-		_, _, b = call(t, http.MethodPost, env.url+"/v1/probes", probeBody(s.url, []int{1}, 1), keyHeader, "Bearer "+tc.key+"-wrong")
+		_, _, b = call(t, http.MethodPost, env.url+"/v1/probes", probeBody(s.url, []int{1}, 41), keyHeader, "Bearer "+tc.key+"-wrong")
 		seen = append(seen, string(b))
 	}
 	// The database files as they are while the store is open (the log

@@ -26,7 +26,9 @@ import (
 // /v1/plans/{id} and /v1/probes/{id} exactly as that release answered
 // them, and its record card lists the same pools (testdata/
 // store-v1-responses.json; the rest of a card is worded afresh by each
-// release).
+// release). A probe's latency block is derived afresh from its stored
+// steps: it keeps the knee and the concurrencies, and its curve is the
+// isotonic fit of the stored percentiles (checked by isotonicOf).
 func TestPlansStoredBeforeVersionsRead(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "planner.db")
@@ -73,6 +75,10 @@ func TestPlansStoredBeforeVersionsRead(t *testing.T) {
 		if strings.HasPrefix(p, "/v1/records/") {
 			gotBody, wantBody = member(t, gotBody, "pools"), member(t, wantBody, "pools")
 		}
+		if strings.HasPrefix(p, "/v1/probes/") {
+			isotonicOf(t, member(t, gotBody, "latency"), member(t, wantBody, "latency"))
+			gotBody, wantBody = without(t, gotBody, "latency"), without(t, wantBody, "latency")
+		}
 		var got, want bytes.Buffer
 		if err := json.Compact(&got, gotBody); err != nil {
 			t.Fatal(err)
@@ -84,6 +90,63 @@ func TestPlansStoredBeforeVersionsRead(t *testing.T) {
 			t.Errorf("GET %s answers differently from the release that stored it (-want +got):\n%s", p, cmp.Diff(want.String(), got.String()))
 		}
 	}
+}
+
+// isotonicOf checks that the latency block got is the isotonic fit of
+// the block want: the same knee and concurrencies, each percentile
+// column non-decreasing in concurrency, and each pooled value within the
+// range of the stored values it replaces (pool-adjacent-violators keeps
+// every fitted value between the least and the greatest of its block).
+func isotonicOf(t *testing.T, got, want []byte) {
+	t.Helper()
+	type point map[string]float64
+	type block struct {
+		Knee  int     `json:"knee"`
+		Curve []point `json:"curve"`
+	}
+	var g, w block
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(want, &w); err != nil {
+		t.Fatal(err)
+	}
+	if g.Knee != w.Knee || len(g.Curve) != len(w.Curve) {
+		t.Fatalf("latency block: knee %d over %d points, stored %d over %d", g.Knee, len(g.Curve), w.Knee, len(w.Curve))
+	}
+	for name := range w.Curve[0] {
+		lo, hi := w.Curve[0][name], w.Curve[0][name]
+		for i := range w.Curve {
+			if g.Curve[i]["concurrency"] != w.Curve[i]["concurrency"] {
+				t.Fatalf("curve point %d at concurrency %g, stored %g", i, g.Curve[i]["concurrency"], w.Curve[i]["concurrency"])
+			}
+			lo, hi = min(lo, w.Curve[i][name]), max(hi, w.Curve[i][name])
+		}
+		for i := range g.Curve {
+			v := g.Curve[i][name]
+			if v < lo-1e-9 || v > hi+1e-9 {
+				t.Errorf("curve point %d: %s = %g outside the stored %g..%g", i, name, v, lo, hi)
+			}
+			if strings.HasSuffix(name, "_ms") && i > 0 && v < g.Curve[i-1][name]-1e-9 {
+				t.Errorf("curve point %d: %s = %g falls from %g", i, name, v, g.Curve[i-1][name])
+			}
+		}
+	}
+}
+
+// without is a JSON object without one of its members.
+func without(t *testing.T, doc []byte, name string) []byte {
+	t.Helper()
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &obj); err != nil {
+		t.Fatal(err)
+	}
+	delete(obj, name)
+	b, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // member is one member of a JSON object, as it was written.

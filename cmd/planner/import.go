@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -9,33 +8,43 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
+	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/importer"
 )
 
 func newImportCmd(s streams) *cobra.Command {
-	var output, format string
-	var asJSON bool
+	var out, output, format string
+	var asJSON, allowMixed bool
 	var j judgement
 	cmd := &cobra.Command{
 		Use:   "import FILE...",
 		Short: "Convert benchmark results into a step table, knee and latency curve",
 		Long: "Import reads the result files of vLLM bench serve, GuideLLM, AIPerf, GenAI-Perf\n" +
 			"and llmperf, the probe's requests.csv and the workshop ramp CSV (step, idx, ok,\n" +
-			"code, ms, wall_s), recognising the format by content. Several files of one ramp\n" +
-			"(one result per concurrency, or a summary with its per-request file) merge into\n" +
-			"one step table. It prints the table, the knee, collapse point, quota-limited\n" +
-			"verdict, the Universal Scalability Law fit and a note for every mapping or\n" +
-			"estimate made, and with -o writes the latency block to paste under latency:\n" +
-			"in a scenario (-o - writes it to standard output and the report to standard\n" +
-			"error). A FILE of - is standard input.\n\n" +
+			"code, ms, wall_s), recognising the format by content. Several files of one\n" +
+			"deployment (one result per load level, or a summary with its per-request file)\n" +
+			"merge into one step table; files of different models, endpoints or tool\n" +
+			"settings, two runs at the same load, or a summary whose counts and times do not\n" +
+			"match its records are refused with the difference named (--allow-mixed imports\n" +
+			"them anyway, with a warning). It prints the table, with estimated values\n" +
+			"marked, the knee, collapse point, quota-limited verdict, the Universal\n" +
+			"Scalability Law fit and a note for every mapping or estimate made; -o json or\n" +
+			"-o yaml prints the same as a document. --out FILE writes the curve file, the\n" +
+			"shape planner probe writes as curve.yaml: a scenario fragment whose only key is\n" +
+			"latency, to append to a scenario without one (--out - writes it to standard\n" +
+			"output and the report to standard error). A FILE of - is standard input.\n\n" +
 			"Formats: " + strings.Join(importer.Formats(), ", ") + ".",
-		Example: "  planner import results/*.json -o curve.yaml\n" +
+		Example: "  planner import results/*.json --out curve.yaml\n" +
+			"  cat scenario.yaml curve.yaml > planned.yaml && planner plan -f planned.yaml\n" +
 			"  planner import benchmarks.json --deadline 20s\n" +
-			"  planner import artifacts/run1/profile_export_aiperf.json artifacts/run1/profile_export.jsonl --json",
+			"  planner import artifacts/run1/profile_export_aiperf.json artifacts/run1/profile_export.jsonl -o json",
 		Args: usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			outFormat, err := checkOutput(output, measurementFormats, asJSON)
+			if err != nil {
+				return err
+			}
 			opts, err := j.options()
 			if err != nil {
 				return err
@@ -54,34 +63,30 @@ func newImportCmd(s streams) *cobra.Command {
 				}
 				files = append(files, f)
 			}
-			imp, err := importer.ImportMany(files, importer.Options{Options: opts, Format: format})
+			imp, err := importer.ImportMany(files, importer.Options{Options: opts, Format: format, AllowMixed: allowMixed})
 			if err != nil {
 				return fmt.Errorf("import: %w", err)
 			}
 			report := s.out
-			if output == "-" {
+			if out == "-" {
 				report = s.err
 			}
-			if asJSON {
-				err = writeImportJSON(report, imp)
-			} else {
-				err = writeImportReport(report, imp)
-			}
-			if err != nil {
+			if err := writeImport(report, imp, outFormat); err != nil {
 				return err
 			}
-			if output == "" {
+			if out == "" {
 				return nil
 			}
-			if asJSON {
+			if outFormat != "table" {
 				report = io.Discard
 			}
-			return writeLatencyBlock(s.out, report, output, imp, args)
+			return writeCurveFile(s.out, report, out, imp, args)
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "write the latency block (YAML) to this file; - for standard output")
+	addOutputFlag(cmd, &output, measurementFormats, &asJSON)
+	cmd.Flags().StringVar(&out, "out", "", "write the curve file (a scenario fragment: latency with the curve and the knee) to this file; - for standard output")
 	cmd.Flags().StringVar(&format, "format", "auto", "read the files as this format instead of detecting it: "+strings.Join(importer.Formats(), ", "))
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON instead of a table")
+	cmd.Flags().BoolVar(&allowMixed, "allow-mixed", false, "combine files that do not describe one deployment anyway, with a warning")
 	j.addFlags(cmd)
 	return cmd
 }
@@ -100,33 +105,38 @@ func oneStdin(args []string) error {
 	return nil
 }
 
-// writeLatencyBlock writes the latency block as YAML to the file named by
-// output (or to stdout for "-") and says where it went on report.
-func writeLatencyBlock(stdout, report io.Writer, output string, imp *importer.Imported, args []string) error {
+// writeCurveFile writes the curve file (analysis.CurveFile) to the file
+// named by out (or to stdout for "-") and says where it went on report.
+func writeCurveFile(stdout, report io.Writer, out string, imp *importer.Imported, args []string) error {
 	if imp.Latency == nil {
 		return errors.New("no latency block to write: see the notes above")
 	}
-	body, err := yaml.Marshal(imp.Latency)
-	if err != nil {
-		return fmt.Errorf("encode latency block: %w", err)
-	}
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "# Latency block measured by %s, imported by planner from:\n", imp.Format)
+	head := []string{fmt.Sprintf("Measured by %s, imported by planner from:", imp.Format)}
 	for _, a := range args {
-		fmt.Fprintf(&b, "#   %s\n", a)
+		head = append(head, "  "+a)
 	}
-	b.WriteString("# Paste it under \"latency:\" in a scenario (or a class's latency:).\n")
 	if len(imp.Latency.Curve) == 0 {
-		b.WriteString("# The source has no TTFT: give ttft_ms and tpot_ms beside the knee.\n")
+		head = append(head, "The source has no TTFT: give ttft_ms and tpot_ms beside the knee.")
 	}
-	b.Write(body)
-	if output == "-" {
-		_, err := stdout.Write(b.Bytes())
+	body, err := analysis.CurveFile(*imp.Latency, imp.Steps, head)
+	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(output, b.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("write latency block: %w", err)
+	if out == "-" {
+		_, err := stdout.Write(body)
+		return err
 	}
-	_, err = fmt.Fprintf(report, "\nlatency block (%d curve points, knee %s) written to %s\n", len(imp.Latency.Curve), intOrNone(imp.Latency.Knee), output)
+	if err := os.WriteFile(out, body, 0o644); err != nil {
+		return fmt.Errorf("write the curve file: %w", err)
+	}
+	_, err = fmt.Fprintf(report, "\ncurve file (%d curve points, knee %s) written to %s\n", len(imp.Latency.Curve), intOrNone(imp.Latency.Knee), out)
 	return err
+}
+
+// intOrNone prints a concurrency or "none".
+func intOrNone(p *int) string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprint(*p)
 }

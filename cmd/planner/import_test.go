@@ -33,13 +33,17 @@ func vllmSweepFiles() []string {
 	return files
 }
 
-func TestImportWritesALatencyBlockThatPastesIntoAScenario(t *testing.T) {
-	curve := filepath.Join(t.TempDir(), "curve.yaml")
-	code, out, errOut := runCLI(t, "", append([]string{"import", "-o", curve}, vllmSweepFiles()...)...)
+// TestImportWritesACurveFileThatPlans writes the curve file with --out
+// and uses it as it says: appended to a scenario without a latency block,
+// which planner plan then plans.
+func TestImportWritesACurveFileThatPlans(t *testing.T) {
+	dir := t.TempDir()
+	curve := filepath.Join(dir, "curve.yaml")
+	code, out, errOut := runCLI(t, "", append([]string{"import", "--out", curve}, vllmSweepFiles()...)...)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"format: vllm-bench-serve", "per-request rows: 128", "knee: 8", "collapse: 16", "quota-limited: no", "peak N*=", "written to " + curve} {
+	for _, want := range []string{"format: vllm-bench-serve", "per-request rows: 128", "knee: 8", "first failing: 16", "collapse: none", "quota-limited: no", "peak N*=", "written to " + curve} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
@@ -48,30 +52,39 @@ func TestImportWritesALatencyBlockThatPastesIntoAScenario(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var indented strings.Builder
-	for _, line := range strings.Split(strings.TrimRight(string(block), "\n"), "\n") {
-		indented.WriteString("  " + line + "\n")
+	if !strings.Contains(string(block), "# Use: append this file to a scenario") || !strings.Contains(string(block), "# concurrency 16: 1 of 64 answers were 429; 1 of 64 requests failed") {
+		t.Errorf("the curve file lacks its use or its marks:\n%s", block)
 	}
-	doc := "quotas:\n  - {name: prod, rpm: 600}\nlatency:\n" + indented.String() +
-		"classes:\n  - {name: chat, quota: prod, mode: interactive, input_tokens: {fixed: 256}, output_tokens: {fixed: 50}}\n"
-	sc, err := scenario.Parse([]byte(doc))
+	base := "quotas:\n  - {name: prod, rpm: 600}\nclasses:\n  - {name: chat, quota: prod, mode: interactive, input_tokens: {fixed: 256}, output_tokens: {fixed: 50}}\n"
+	scenarioFile := filepath.Join(dir, "planned.yaml")
+	if err := os.WriteFile(scenarioFile, append([]byte(base), block...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scenario.Parse(append([]byte(base), block...))
 	if err != nil {
-		t.Fatalf("the pasted block does not validate: %v\n%s", err, doc)
+		t.Fatalf("the scenario with the curve file does not validate: %v", err)
 	}
 	if len(sc.Latency.Curve) != 5 || sc.Latency.Knee == nil || *sc.Latency.Knee != 8 {
-		t.Errorf("pasted latency = %+v", sc.Latency)
+		t.Errorf("latency = %+v", sc.Latency)
+	}
+	code, out, errOut = runCLI(t, "", "plan", "-f", scenarioFile)
+	if code != exitOK || !strings.Contains(out, "chat") {
+		t.Errorf("planner plan on it: exit %d\n%s%s", code, out, errOut)
 	}
 }
 
 func TestImportToStandardOutput(t *testing.T) {
-	code, out, errOut := runCLI(t, "", "import", "-o", "-", importTestdata+"llmperf/leaderboard/fireworks_70b.json")
+	code, out, errOut := runCLI(t, "", "import", "--out", "-", importTestdata+"llmperf/leaderboard/fireworks_70b.json")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var l scenario.Latency
-	if err := yaml.UnmarshalStrict([]byte(out), &l); err != nil {
-		t.Fatalf("stdout is not a latency block: %v\n%s", err, out)
+	var doc struct {
+		Latency scenario.Latency `json:"latency"`
 	}
+	if err := yaml.UnmarshalStrict([]byte(out), &doc); err != nil {
+		t.Fatalf("stdout is not a curve file: %v\n%s", err, out)
+	}
+	l := doc.Latency
 	if len(l.Curve) != 1 || l.Curve[0].Concurrency != 5 || l.Curve[0].TTFTP50Ms != 516.6 {
 		t.Errorf("latency = %+v", l)
 	}
@@ -81,7 +94,7 @@ func TestImportToStandardOutput(t *testing.T) {
 }
 
 func TestImportJSON(t *testing.T) {
-	code, out, errOut := runCLI(t, "", "import", "--json",
+	code, out, errOut := runCLI(t, "", "import", "-o", "json",
 		importTestdata+"aiperf/examples-run1/profile_export_aiperf.json", importTestdata+"aiperf/examples-run1/profile_export.jsonl")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -144,7 +157,9 @@ func TestImportExitCodes(t *testing.T) {
 		{"truncated", []string{"import", truncated}, exitError, "looks like a vLLM bench serve result but the JSON ends early"},
 		{"not a result", []string{"import", notes}, exitError, "not a result file of a supported tool"},
 		{"missing file", []string{"import", filepath.Join(dir, "nope.json")}, exitError, "no such file"},
-		{"nothing to write", []string{"import", "-o", filepath.Join(dir, "c.yaml"), responses}, exitError, "no latency block to write"},
+		{"nothing to write", []string{"import", "--out", filepath.Join(dir, "c.yaml"), responses}, exitError, "no latency block to write"},
+		{"a file in -o", []string{"import", "-o", filepath.Join(dir, "c.yaml"), responses}, exitUsage, "a file to write goes in --out"},
+		{"two models", []string{"import", importTestdata + "llmperf/leaderboard/fireworks_70b.json", importTestdata + "llmperf/01-ai-Yi-1-5-34B-Chat_550_150_summary.json"}, exitError, "do not describe one deployment"},
 		{"forced wrong format", []string{"import", "--format", "guidellm-benchmarks", truncated}, exitError, "looks like a GuideLLM benchmarks.json"},
 		{"no files", []string{"import"}, exitUsage, "requires at least 1 arg"},
 		{"unknown format", []string{"import", "--format", "excel", truncated}, exitUsage, "--format must be auto or one of"},

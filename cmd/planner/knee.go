@@ -9,22 +9,31 @@ import (
 )
 
 func newKneeCmd(s streams) *cobra.Command {
+	var output string
 	var asJSON bool
 	var j judgement
 	cmd := &cobra.Command{
 		Use:   "knee FILE.csv",
 		Short: "Find the knee of a measured concurrency ramp",
-		Long: "Knee analyses a ramp CSV, one row per request: the probe's requests.csv or\n" +
-			"the workshop layout with columns step, idx, ok, code, ms and wall_s (any\n" +
-			"result file that planner import reads works too). It prints the step table\n" +
-			"and applies the knee rule: a step passes when its goodput grew by at least\n" +
-			"--min-gain-pct over the previous step and its E2E p95 stayed under\n" +
-			"--max-p95-fraction of --deadline; the knee is the last step before the first\n" +
-			"that fails. It also reports the collapse point, whether 429s came at or below\n" +
-			"the knee, and the Universal Scalability Law fit. FILE of - is standard input.",
-		Example: "  planner knee probe-out/requests.csv\n  planner knee ramp.csv --deadline 30s --min-gain-pct 5",
+		Long: "Knee analyses a ramp CSV, one row per request: the probe's requests.csv (whose\n" +
+			"closed-loop steps it measures in their steady state, as the probe does) or the\n" +
+			"workshop layout with columns step, idx, ok, code, ms and wall_s (any result\n" +
+			"file that planner import reads works too). It prints the step table and applies\n" +
+			"the knee rule: a step passes when its goodput grew by at least --min-gain-pct\n" +
+			"over the previous step and its E2E p95 stayed under --max-p95-fraction of\n" +
+			"--deadline; the knee is the last step before the first that fails. A step with\n" +
+			"fewer than 2c + 10 measured requests is shown but not judged. It also reports\n" +
+			"knee_refined, the collapse point (goodput falling beyond its noise and\n" +
+			"--collapse-tolerance-pct), whether the quota bound the ramp (the share of 429s\n" +
+			"rising with concurrency), and the Universal Scalability Law fit. FILE of - is\n" +
+			"standard input.",
+		Example: "  planner knee probe-out/requests.csv\n  planner knee ramp.csv --deadline 30s --min-gain-pct 5 -o json",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			format, err := checkOutput(output, measurementFormats, asJSON)
+			if err != nil {
+				return err
+			}
 			opts, err := j.options()
 			if err != nil {
 				return err
@@ -37,13 +46,10 @@ func newKneeCmd(s streams) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("knee: %w", err)
 			}
-			if asJSON {
-				return writeImportJSON(s.out, imp)
-			}
-			return writeImportReport(s.out, imp)
+			return writeImport(s.out, imp, format)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON instead of a table")
+	addOutputFlag(cmd, &output, measurementFormats, &asJSON)
 	j.addFlags(cmd)
 	return cmd
 }

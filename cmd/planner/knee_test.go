@@ -18,19 +18,25 @@ func TestKneeWorkshopRamp(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"format: workshop-ramp-csv", "conc", "e2e_p95", "knee: 8", "collapse: 16", "quota-limited: no", "TTFT and TPOT are unknown"} {
+	for _, want := range []string{"format: workshop-ramp-csv", "conc", "goodput", "e2e_p50", "p99", "knee: 8", "collapse: 16", "quota-limited: no", "TTFT and TPOT are unknown"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	rows := 0
+	// Two tables of five steps each: the load (11 columns) and the
+	// latency (16 columns: p50, p90, p95, p99 and the p95's interval of
+	// TTFT, TPOT and E2E).
+	load, latency := 0, 0
 	for _, line := range strings.Split(out, "\n") {
-		if f := strings.Fields(line); len(f) == 15 && f[0] != "conc" {
-			rows++
+		switch f := strings.Fields(line); {
+		case len(f) == 11 && f[0] != "conc":
+			load++
+		case len(f) == 16 && f[0] != "conc":
+			latency++
 		}
 	}
-	if rows != 5 {
-		t.Errorf("%d table rows, want 5:\n%s", rows, out)
+	if load != 5 || latency != 5 {
+		t.Errorf("%d and %d table rows, want 5 and 5:\n%s", load, latency, out)
 	}
 }
 
@@ -48,16 +54,18 @@ func TestKneeFlagsChangeTheVerdict(t *testing.T) {
 }
 
 func TestKneeProbeRequestsCSV(t *testing.T) {
+	// A closed loop of c workers, max(40, 3c) + c requests per step, the
+	// first round warm-up; an endpoint that serves two at a time.
 	var recs []analysis.Record
 	for _, c := range []int{1, 2, 4} {
-		for i := range 8 {
-			e2e := 1000.0
-			if c == 4 {
-				e2e = 2000 // saturated: goodput stays flat
-			}
+		e2e := 1000.0
+		if c == 4 {
+			e2e = 2000 // saturated: goodput stays flat
+		}
+		for i := range analysis.MinMeasured(c) + c {
 			recs = append(recs, analysis.Record{
 				Step: c, Index: i, StartS: float64(i/c) * e2e / 1000, TTFTMs: 100, E2EMs: e2e,
-				OutputTokens: 20, Status: 200, OK: true, Attempts: 1,
+				OutputTokens: 20, Status: 200, OK: true, Attempts: 1, Warmup: i < c,
 			})
 		}
 	}
@@ -69,7 +77,7 @@ func TestKneeProbeRequestsCSV(t *testing.T) {
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := runCLI(t, "", "knee", "--json", path)
+	code, out, errOut := runCLI(t, "", "knee", "-o", "json", path)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}

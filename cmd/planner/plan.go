@@ -60,7 +60,7 @@ func newPlanCmd(s streams) *cobra.Command {
 			}
 			return checkFits(check, p)
 		}
-		rep, err := validate.Run(cmd.Context(), sc, p, validate.Options{Probe: base, RequestsPerStep: v.requestsPerStep})
+		rep, err := validate.Run(cmd.Context(), sc, p, v.options(base))
 		if err != nil {
 			return fmt.Errorf("validate: %w", err)
 		}

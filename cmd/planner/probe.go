@@ -16,6 +16,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/probe"
+	"github.com/plannerdev/planner/internal/report"
 )
 
 // defaultAPIKeyEnv is the environment variable the key is read from unless
@@ -25,26 +26,45 @@ const defaultAPIKeyEnv = "OPENAI_API_KEY"
 // newProbeCmd builds `planner probe`, the bounded concurrency ramp.
 func newProbeCmd(s streams) *cobra.Command {
 	var (
-		cfg       probe.Config
-		apiKeyEnv string
-		prompts   string
-		out       string
+		cfg         probe.Config
+		apiKeyEnv   string
+		prompts     string
+		out         string
+		output      string
+		rates       []float64
+		maxInFlight int
 	)
 	cmd := &cobra.Command{
 		Use:   "probe --base-url URL --model MODEL",
 		Short: "Measure an endpoint's latency curve and knee with a bounded concurrency ramp",
 		Long: "probe sends streamed chat completions to an OpenAI-compatible endpoint at rising\n" +
-			"concurrency (--steps), records every request, and finds the knee: the last step\n" +
-			"whose goodput still grew by 10 % with E2E p95 under 60 % of the deadline. It stops\n" +
-			"by itself when 429s pass --max-429-ratio in a step, when goodput falls for two\n" +
-			"steps, when a budget is spent, or on Ctrl-C, and always writes what it measured:\n" +
-			"requests.csv, steps.json and curve.yaml (a latency block for a scenario).\n" +
-			"The API key is read from the environment (--api-key-env), never from a flag.",
+			"concurrency (--steps), records every request, measures each step in its steady\n" +
+			"state (all its slots busy, after warm-up, before the drain) with 95 % intervals,\n" +
+			"and finds the knee: the last step whose goodput still grew by 10 % with E2E p95\n" +
+			"under 60 % of the deadline. --search finds the same knee with far fewer requests:\n" +
+			"doubling steps sized by their noise up to --max-concurrency, stopping at the first\n" +
+			"that fails, then a bisection for knee_refined. --rates runs open-loop steps\n" +
+			"instead (Poisson arrivals at each rate, --max-in-flight at most). A fixed step\n" +
+			"needs at least max(40, 3c) measured requests; fewer is refused. The run stops by\n" +
+			"itself when 429s pass --max-429-ratio in a step, when a step has no successful\n" +
+			"response, when goodput falls beyond its noise for two steps, when a budget is\n" +
+			"spent, or on Ctrl-C, and always writes what it measured into --out: requests.csv,\n" +
+			"steps.json and curve.yaml (a scenario fragment holding the latency block: append\n" +
+			"it to a scenario without one). The API key is read from the environment\n" +
+			"(--api-key-env), never from a flag.",
 		Example: "  planner probe --base-url http://127.0.0.1:8000/v1 --model my-model --ignore-eos\n" +
+			"  planner probe --base-url http://127.0.0.1:8000/v1 --model my-model --ignore-eos --search --max-concurrency 128\n" +
 			"  planner probe --base-url https://api.openai.com/v1 --model gpt-4o-mini \\\n" +
-			"      --api-key-env PROBE_OPENAI_KEY --steps 1,2,4,8 --max-requests 200 --max-tokens 64",
+			"      --api-key-env PROBE_OPENAI_KEY --steps 1,2,4,8 --max-requests 400 --max-tokens 64",
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			format, err := checkOutput(output, measurementFormats, false)
+			if err != nil {
+				return err
+			}
+			if err := probeShape(cmd, &cfg, rates, maxInFlight); err != nil {
+				return usageError{err}
+			}
 			if err := probeInputs(cmd, &cfg, apiKeyEnv, prompts); err != nil {
 				return usageError{err}
 			}
@@ -62,10 +82,10 @@ func newProbeCmd(s streams) *cobra.Command {
 			if err != nil {
 				return usageError{err}
 			}
-			perr := printProbe(s.out, res)
+			perr := printProbe(s.out, res, format)
 			files, werr := probe.WriteFiles(out, res)
 			if len(files) > 0 {
-				fmt.Fprintf(s.out, "wrote %s\n", strings.Join(files, ", "))
+				fmt.Fprintf(s.err, "wrote %s\n", strings.Join(files, ", "))
 			}
 			switch {
 			case perr != nil:
@@ -84,7 +104,11 @@ func newProbeCmd(s streams) *cobra.Command {
 	f.StringVar(&cfg.BaseURL, "base-url", "", "API root, e.g. http://127.0.0.1:8000/v1 (requests go to BASE/chat/completions)")
 	f.StringVar(&cfg.Model, "model", "", "model (or Azure deployment) name")
 	f.IntSliceVar(&cfg.Steps, "steps", probe.DefaultSteps, "concurrency ladder, strictly ascending")
-	f.IntVar(&cfg.RequestsPerStep, "requests-per-step", 0, "requests per step (default max(40, 4×concurrency))")
+	f.BoolVar(&cfg.Search, "search", false, "search for the knee instead of running the ladder: doubling steps sized by their noise, up to --max-concurrency, then a bisection")
+	f.IntVar(&cfg.SearchMax, "max-concurrency", probe.DefaultSearchMax, "with --search: the highest concurrency to try")
+	f.Float64SliceVar(&rates, "rates", nil, "open loop instead of the ladder: Poisson arrivals at each of these rates (req/s), strictly ascending")
+	f.IntVar(&maxInFlight, "max-in-flight", 0, "with --rates: the cap on requests in flight; arrivals beyond it are shed (required)")
+	f.IntVar(&cfg.RequestsPerStep, "requests-per-step", 0, "requests per step, warm-up included (default max(40, 3×concurrency) + concurrency; fewer than max(40, 3×concurrency) measured is refused)")
 	f.IntVar(&cfg.Warmup, "warmup", 0, "warm-up requests per step, left out of the summary (default min(concurrency, N/2); -1 for none)")
 	f.DurationVar(&cfg.Deadline, "deadline", probe.DefaultDeadline, "per-request deadline, retries included")
 	f.IntVar(&cfg.MaxTokens, "max-tokens", probe.DefaultMaxTokens, "max_tokens of each request")
@@ -93,15 +117,41 @@ func newProbeCmd(s streams) *cobra.Command {
 	f.StringVar(&prompts, "prompts", "", `JSONL file of prompts, one {"prompt": "..."} or {"messages": [...]} per line, instead of synthetic text`)
 	f.StringVar(&apiKeyEnv, "api-key-env", defaultAPIKeyEnv, "environment variable holding the API key (none is sent when it is unset)")
 	f.StringVar(&cfg.APIKeyHeader, "api-key-header", probe.DefaultAPIKeyHeader, `header carrying the key: "Authorization" (Bearer) or "api-key" (Azure OpenAI)`)
-	f.StringVar(&out, "out", "", "output directory (default probe-YYYYMMDD-HHMMSS)")
+	f.StringVar(&out, "out", "", "output directory for requests.csv, steps.json and curve.yaml (default probe-YYYYMMDD-HHMMSS)")
+	addOutputFlag(cmd, &output, measurementFormats, nil)
 	f.Float64Var(&cfg.Max429Ratio, "max-429-ratio", probe.DefaultMax429Ratio, "stop after a step in which more than this fraction of answers were 429")
+	f.Float64Var(&cfg.CollapseTolerancePct, "collapse-tolerance-pct", analysis.DefaultCollapseTolerancePct, "goodput falls only when it drops by more than this many percent and beyond its noise (collapse, and the stop after two falls)")
 	f.IntVar(&cfg.MaxAttempts, "max-attempts", probe.DefaultMaxAttempts, "sends per request, the first included (only 429s are retried)")
 	f.IntVar(&cfg.Budget.MaxRequests, "max-requests", 0, "budget: HTTP requests sent, retries included (0: only the ladder bounds them)")
 	f.IntVar(&cfg.Budget.MaxTokens, "max-tokens-total", 0, "budget: input plus output tokens (0: only the ladder bounds them)")
 	f.DurationVar(&cfg.Budget.MaxDuration, "max-duration", probe.DefaultMaxDuration, "budget: wall time of the whole run")
 	f.DurationVar(&cfg.Pause, "pause", probe.DefaultPause, "pause between steps")
-	f.Uint64Var(&cfg.Seed, "seed", 1, "seed of the retry jitter")
+	f.Uint64Var(&cfg.Seed, "seed", 1, "seed of the retry jitter and the open-loop arrivals")
 	return cmd
+}
+
+// probeShape checks which kind of run the flags ask for: the ladder, a
+// search (not with --steps) or open-loop rates (with --max-in-flight).
+func probeShape(cmd *cobra.Command, cfg *probe.Config, rates []float64, maxInFlight int) error {
+	changed := cmd.Flags().Changed
+	switch {
+	case cfg.Search && changed("steps"):
+		return errors.New("--search chooses its own steps: give --steps or --search, not both")
+	case !cfg.Search && changed("max-concurrency"):
+		return errors.New("--max-concurrency bounds a search: add --search (a ladder's top is the last of --steps)")
+	case len(rates) > 0 && (cfg.Search || changed("steps")):
+		return errors.New("--rates runs open-loop steps: it takes neither --steps nor --search")
+	case len(rates) > 0 && maxInFlight < 1:
+		return errors.New("--rates needs --max-in-flight, the cap on requests in flight")
+	case len(rates) == 0 && changed("max-in-flight"):
+		return errors.New("--max-in-flight caps an open loop: give --rates too")
+	case cfg.CollapseTolerancePct <= 0 || cfg.CollapseTolerancePct >= 100:
+		return fmt.Errorf("--collapse-tolerance-pct must be above 0 and below 100, got %g", cfg.CollapseTolerancePct)
+	}
+	if len(rates) > 0 {
+		cfg.Open = &probe.OpenLoop{Rates: rates, MaxInFlight: maxInFlight, Requests: cfg.RequestsPerStep}
+	}
+	return nil
 }
 
 // probeInputs reads what the flags point at: the API key from the
@@ -206,17 +256,29 @@ func (p *progress) StepDone(s analysis.Step) {
 		_ = p.bar.Finish()
 		p.bar = nil
 	}
-	fmt.Fprintf(p.w, "concurrency %d: %d requests, %d ok, %d 429, %d errors, goodput %.2f/s, TTFT p95 %.0f ms, E2E p95 %.0f ms\n",
-		s.Concurrency, s.Requests, s.OK, s.RateLimited, s.Errors, s.GoodputRPS, s.TTFTP95Ms, s.E2EP95Ms)
+	ci := ""
+	if s.GoodputCI != nil {
+		ci = fmt.Sprintf(" ± %.2f", (s.GoodputCI.Hi-s.GoodputCI.Lo)/2)
+	}
+	what := "concurrency"
+	if s.Refine {
+		what = "refining at"
+	}
+	fmt.Fprintf(p.w, "%s %d: %d requests, %d ok, %d 429, %d errors, goodput %.2f%s/s, TTFT p95 %.0f ms, E2E p95 %.0f ms\n",
+		what, s.Concurrency, s.Requests, s.OK, s.RateLimited, s.Errors, s.GoodputRPS, ci, s.TTFTP95Ms, s.E2EP95Ms)
 }
 
-// printProbe prints the step table, the knee summary, why the run stopped
-// and the quota the endpoint announced.
-func printProbe(w io.Writer, res *probe.Result) error {
-	if err := writeStepTable(w, res.Analysis.Steps); err != nil {
+// printProbe prints the run: as a table (the step table, the verdicts,
+// why the run stopped, what it spent and the quota the endpoint
+// announced) or as the steps.json document.
+func printProbe(w io.Writer, res *probe.Result, format string) error {
+	if format != "table" {
+		return writeDocument(w, res.Summary(), format)
+	}
+	if err := report.WriteStepTable(w, res.Analysis.Steps); err != nil {
 		return err
 	}
-	if err := writeAnalysis(w, res.Analysis, res.Analysis.Notes); err != nil {
+	if err := report.WriteAnalysis(w, res.Analysis, res.Analysis.Notes); err != nil {
 		return err
 	}
 	var b strings.Builder
@@ -225,6 +287,10 @@ func printProbe(w io.Writer, res *probe.Result) error {
 		fmt.Fprintf(&b, " (%s)", res.StopDetail)
 	}
 	fmt.Fprintf(&b, "; %d requests sent, %d tokens\n", res.Sent, res.TokensUsed)
+	parts := map[string]string{"ladder": "the ladder", "search": "the search", "refine": "the refinement", "open_loop": "the open loop"}
+	for _, sp := range res.Spent() {
+		fmt.Fprintf(&b, "spent on %s: %d steps, %d requests, %d tokens, %.1f s\n", parts[sp.Part], sp.Steps, sp.Requests, sp.Tokens, sp.WallS)
+	}
 	if rl := rateLimitLine(res.RateLimits); rl != "" {
 		fmt.Fprintf(&b, "rate limits announced: %s\n", rl)
 	}

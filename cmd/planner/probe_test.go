@@ -28,7 +28,7 @@ func probeSim(t *testing.T, cfg sim.Config) string {
 // fastProbeArgs are the flags of a small, quick probe.
 func fastProbeArgs(base, out string) []string {
 	return []string{"probe", "--base-url", base, "--model", sim.DefaultModel, "--steps", "1,2,4",
-		"--requests-per-step", "6", "--max-tokens", "4", "--ignore-eos", "--input-tokens", "16",
+		"--max-tokens", "4", "--ignore-eos", "--input-tokens", "16",
 		"--pause", "1ms", "--out", out}
 }
 
@@ -121,5 +121,62 @@ func TestProbeCommandPrompts(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(dir, "out", "steps.json"))
 	if err != nil || !strings.Contains(string(data), `"prompts": 2`) {
 		t.Errorf("steps.json does not record the prompts: %v\n%s", err, data)
+	}
+}
+
+// TestProbeCommandShapes runs a search, an open loop, and the refusals
+// of the step-size minimum and of flags that do not go together.
+func TestProbeCommandShapes(t *testing.T) {
+	base := probeSim(t, sim.Config{MaxNumSeqs: 4, TTFT: 2 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: sim.NoGrowth})
+	dir := t.TempDir()
+	common := []string{"probe", "--base-url", base, "--model", sim.DefaultModel, "--max-tokens", "4", "--ignore-eos", "--input-tokens", "16", "--pause", "1ms"}
+
+	code, out, errOut := execute(t, "", append(common, "--search", "--max-concurrency", "16", "-o", "json", "--out", filepath.Join(dir, "search"))...)
+	if code != exitOK {
+		t.Fatalf("search: exit %d\n%s", code, errOut)
+	}
+	var doc struct {
+		Knee        *int `json:"knee"`
+		KneeRefined *int `json:"knee_refined"`
+		Spent       []struct {
+			Part     string `json:"part"`
+			Requests int    `json:"requests"`
+		} `json:"spent"`
+		Config struct {
+			Search bool `json:"search"`
+		} `json:"config"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || !doc.Config.Search || doc.Knee == nil || doc.KneeRefined == nil ||
+		len(doc.Spent) != 2 || doc.Spent[0].Part != "search" || doc.Spent[1].Part != "refine" {
+		t.Fatalf("search -o json: %v\n%s", err, out)
+	}
+
+	code, out, errOut = execute(t, "", append(common, "--rates", "5,10", "--max-in-flight", "4", "--out", filepath.Join(dir, "open"))...)
+	if code != exitOK || !strings.Contains(out, "5.000") || !strings.Contains(out, "10.000") || !strings.Contains(out, "spent on the open loop") {
+		t.Fatalf("open loop: exit %d\n%s%s", code, out, errOut)
+	}
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		says string
+	}{
+		{"too few requests", []string{"--requests-per-step", "16"}, "15 measured at concurrency 1, fewer than the minimum max(40, 3c) = 40"},
+		{"search with steps", []string{"--search", "--steps", "1,2"}, "--steps or --search, not both"},
+		{"max concurrency without search", []string{"--max-concurrency", "8"}, "add --search"},
+		{"rates without a cap", []string{"--rates", "5"}, "--rates needs --max-in-flight"},
+		{"search with a step size", []string{"--search", "--requests-per-step", "100"}, "a search sizes its steps itself"},
+		{"a file in -o", []string{"-o", "out.json"}, "a file to write goes in --out"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := execute(t, "", append(append([]string{}, common...), tc.args...)...)
+			if code != exitUsage || !strings.Contains(errOut, tc.says) {
+				t.Errorf("exit %d, stderr %q; want exit 2 saying %q", code, errOut, tc.says)
+			}
+		})
+	}
+	code, out, _ = execute(t, "", "probe", "--help")
+	if code != exitOK || !strings.Contains(out, "when a step has no successful") {
+		t.Errorf("probe --help does not name the no-success stop rule:\n%s", out)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,13 +30,21 @@ var simFlagErrors = []struct {
 	{sim.ErrRPM, "rpm"},
 	{sim.ErrTPM, "tpm"},
 	{sim.ErrTokenAccounting, "token-accounting"},
+	{sim.ErrFailRate, "fail-rate"},
+	{sim.ErrFailStatus, "fail-status"},
+	{sim.ErrFailRetryAfter, "fail-retry-after"},
 }
+
+// simFormats are the -o/--output formats of `planner sim`: its base URL
+// as a line, or a JSON object with the base URL and the configuration.
+var simFormats = []string{"table", "json"}
 
 // newSimCmd builds `planner sim`, the simulated OpenAI-compatible endpoint.
 func newSimCmd(s streams) *cobra.Command {
 	var (
 		listen    string
 		apiKeyEnv string
+		output    string
 		cfg       sim.Config
 	)
 	cmd := &cobra.Command{
@@ -44,10 +53,19 @@ func newSimCmd(s streams) *cobra.Command {
 		Long: "sim serves /v1/chat/completions and /v1/models like a continuously batching model\n" +
 			"server: at most --max-num-seqs sequences decode at once, the rest queue FIFO;\n" +
 			"TTFT and the per-token interval grow with the batch; optional RPM/TPM buckets\n" +
-			"answer 429 with retry-after and x-ratelimit-* headers. It prints its base URL\n" +
-			"and runs until interrupted.",
+			"answer 429 with retry-after and x-ratelimit-* headers; --fail-rate refuses that\n" +
+			"share of the requests at random, whatever the load, with --fail-status (429 or\n" +
+			"500), for rehearsing how a client or a probe judges them. It prints its base\n" +
+			"URL (-o json: a JSON object with the URL and the configuration) and runs until\n" +
+			"interrupted.",
+		Example: "  planner sim --max-num-seqs 8 --ttft 200ms --itl 10ms\n" +
+			"  planner sim --fail-rate 0.1 --fail-status 429 -o json",
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			format, err := checkOutput(output, simFormats, false)
+			if err != nil {
+				return err
+			}
 			for _, c := range []struct {
 				bad  bool
 				flag string
@@ -84,7 +102,7 @@ func newSimCmd(s streams) *cobra.Command {
 				}
 				return fmt.Errorf("configuring the simulator: %w", err)
 			}
-			return serveSim(cmd.Context(), s, listen, srv, cfg)
+			return serveSim(cmd.Context(), s, listen, srv, cfg, format)
 		},
 	}
 	f := cmd.Flags()
@@ -102,12 +120,16 @@ func newSimCmd(s streams) *cobra.Command {
 	f.StringVar(&cfg.TokenAccounting, "token-accounting", sim.AccountingActual, `TPM accounting: "actual" or "max_tokens"`)
 	f.Uint64Var(&cfg.Seed, "seed", 0, "seed for output lengths and ids")
 	f.StringVar(&apiKeyEnv, "api-key-env", "", "name of an environment variable holding the API key to require")
+	f.Float64Var(&cfg.FailRate, "fail-rate", 0, "share of the requests refused at random, whatever the load (0 to 1)")
+	f.IntVar(&cfg.FailStatus, "fail-status", 429, "status of the random refusals: 429 (with retry-after-ms) or 500")
+	f.DurationVar(&cfg.FailRetryAfter, "fail-retry-after", sim.DefaultFailRetryAfter, "the wait a random 429 asks for")
+	addOutputFlag(cmd, &output, simFormats, nil)
 	return cmd
 }
 
 // serveSim listens, prints the base URL, and serves until ctx is cancelled,
 // then shuts down gracefully.
-func serveSim(ctx context.Context, s streams, listen string, srv *sim.Server, cfg sim.Config) error {
+func serveSim(ctx context.Context, s streams, listen string, srv *sim.Server, cfg sim.Config, format string) error {
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", listen, err)
@@ -117,13 +139,21 @@ func serveSim(ctx context.Context, s streams, listen string, srv *sim.Server, cf
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 
-	if _, err := fmt.Fprintln(s.out, url); err != nil {
+	var perr error
+	if format == "json" {
+		// One line, so that a script reads it as it reads the URL.
+		perr = json.NewEncoder(s.out).Encode(simInfo{BaseURL: url, Model: cfg.Model, MaxNumSeqs: cfg.MaxNumSeqs, RPM: cfg.RPM, TPM: cfg.TPM,
+			FailRate: cfg.FailRate, FailStatus: cfg.FailStatus, Auth: cfg.APIKey != ""})
+	} else {
+		_, perr = fmt.Fprintln(s.out, url)
+	}
+	if perr != nil {
 		_ = hs.Close()
-		return fmt.Errorf("printing the base URL: %w", err)
+		return fmt.Errorf("printing the base URL: %w", perr)
 	}
 	slog.New(slog.NewTextHandler(s.err, nil)).Info("sim listening",
 		"url", url, "model", cfg.Model, "max_num_seqs", cfg.MaxNumSeqs,
-		"rpm", cfg.RPM, "tpm", cfg.TPM, "auth", cfg.APIKey != "")
+		"rpm", cfg.RPM, "tpm", cfg.TPM, "fail_rate", cfg.FailRate, "auth", cfg.APIKey != "")
 
 	select {
 	case err := <-served:
@@ -139,4 +169,17 @@ func serveSim(ctx context.Context, s streams, listen string, srv *sim.Server, cf
 		return fmt.Errorf("serving on %s: %w", listen, err)
 	}
 	return nil
+}
+
+// simInfo is what `planner sim -o json` prints, on one line, once it
+// listens.
+type simInfo struct {
+	BaseURL    string  `json:"base_url"`
+	Model      string  `json:"model"`
+	MaxNumSeqs int     `json:"max_num_seqs"`
+	RPM        int     `json:"rpm"`
+	TPM        int     `json:"tpm"`
+	FailRate   float64 `json:"fail_rate"`
+	FailStatus int     `json:"fail_status"`
+	Auth       bool    `json:"auth"`
 }

@@ -136,3 +136,36 @@ func TestSimCommandListenError(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errOut.String())
 	}
 }
+
+// TestSimCommandInjectsFailures: --fail-rate 1 --fail-status 500 refuses
+// every request with a 500; -o json prints the URL and the setting.
+func TestSimCommandInjectsFailures(t *testing.T) {
+	line, cancel, _, _ := startSimCmd(t, "--fail-rate", "1", "--fail-status", "500", "--ttft", "1ms", "--itl", "1ms", "-o", "json")
+	defer cancel()
+	var info simInfo
+	if err := json.Unmarshal([]byte(line), &info); err != nil || info.FailRate != 1 || info.FailStatus != 500 || !strings.HasSuffix(info.BaseURL, "/v1") {
+		t.Fatalf("-o json printed %q (%v)", line, err)
+	}
+	resp, err := http.Post(info.BaseURL+"/chat/completions", "application/json", strings.NewReader(
+		`{"model":"sim-model","messages":[{"role":"user","content":"hi"}],"max_tokens":4}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusInternalServerError {
+		t.Errorf("status %d, want 500", resp.StatusCode)
+	}
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--fail-rate", "2"}, "--fail-rate"},
+		{[]string{"--fail-status", "503"}, "--fail-status"},
+		{[]string{"-o", "yaml"}, "-o/--output must be one of table, json"},
+	} {
+		code, _, errOut := runCLI(t, "", append([]string{"sim", "--listen", "127.0.0.1:0"}, tc.args...)...)
+		if code != exitUsage || !strings.Contains(errOut, tc.says) {
+			t.Errorf("%v: exit %d, stderr %q", tc.args, code, errOut)
+		}
+	}
+}

@@ -192,7 +192,7 @@ func startProbe(t *testing.T, tab context.Context, base, steps string) {
 		chromedp.SetValue(chromedp.CSS("#probe-base-url"), base),
 		chromedp.SetValue(chromedp.CSS("#probe-model"), sim.DefaultModel),
 		chromedp.SetValue(chromedp.CSS("#probe-steps"), steps),
-		chromedp.SetValue(chromedp.CSS("#probe-requests"), "16"),
+		chromedp.SetValue(chromedp.CSS("#probe-requests"), ""), // the default size, as the CLI's
 		chromedp.SetValue(chromedp.CSS("#probe-max-tokens"), "16"),
 		chromedp.Click(chromedp.CSS("#probe-start")),
 	)
@@ -219,7 +219,20 @@ func finishProbe(t *testing.T, tab context.Context) (id, knee string) {
 // shows within three steps.
 func simulator(t *testing.T) string {
 	t.Helper()
-	s, err := sim.New(sim.Config{MaxNumSeqs: 2, TTFT: 5 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: sim.NoGrowth})
+	return simulatorOf(t, sim.Config{MaxNumSeqs: 2, TTFT: 5 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: sim.NoGrowth})
+}
+
+// slowSimulator is simulator with requests of about 225 ms, long against
+// the scheduling noise of a busy machine: a knee search finds its two
+// slots in a few seconds.
+func slowSimulator(t *testing.T) string {
+	t.Helper()
+	return simulatorOf(t, sim.Config{MaxNumSeqs: 2, TTFT: 150 * time.Millisecond, ITL: 5 * time.Millisecond, ITLGrowth: sim.NoGrowth})
+}
+
+func simulatorOf(t *testing.T, cfg sim.Config) string {
+	t.Helper()
+	s, err := sim.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -494,6 +507,14 @@ func TestUIEndToEnd(t *testing.T) {
 		if knee == "" || steps != 3 || kneeLines == 0 {
 			t.Fatalf("knee %q, %d steps shown, %d knee lines", knee, steps, kneeLines)
 		}
+		// At 1280 px the step table, with its percentiles and intervals,
+		// needs no horizontal scroll.
+		if wide := read(t, tab, chromedp.Evaluate[bool](`(() => { const w = document.querySelector('#probe-steps-table .table-wrap'); return w.scrollWidth > w.clientWidth + 1; })()`)); wide {
+			t.Error("at 1280 px the probe's step table is wider than its panel")
+		}
+		if ci := read(t, tab, chromedp.Evaluate[int](`document.querySelectorAll('#probe-steps-table td .ci').length`)); ci == 0 {
+			t.Error("the step table shows no intervals")
+		}
 
 		// One click puts the measured latency into the scenario and plans it.
 		do(t, tab,
@@ -514,6 +535,34 @@ func TestUIEndToEnd(t *testing.T) {
 		if !strings.Contains(edited, "# Three kinds of work") {
 			t.Error("putting the latency in dropped the scenario's comments")
 		}
+
+		// A step size below the minimum is refused on the page, naming it.
+		do(t, tab,
+			chromedp.SetValue(chromedp.CSS("#probe-requests"), "16"),
+			chromedp.Click(chromedp.CSS("#probe-start")),
+			waitFor(`document.querySelector('#probe-requests-error').textContent !== ''`),
+		)
+		if msg := read(t, tab, chromedp.Text(chromedp.CSS("#probe-requests-error"))); !strings.Contains(msg, "max(40, 3c) = 40") {
+			t.Errorf("a step size of 16: %q", msg)
+		}
+
+		// A knee search: the page shows its knee and the refined knee. (That
+		// the search finds the slot count is the probe's tests' to check,
+		// under a fake clock; here a busy machine may slow the service's
+		// client, race-instrumented, enough to move it.)
+		do(t, tab,
+			chromedp.SetValue(chromedp.CSS("#probe-requests"), ""),
+			chromedp.SetValue(chromedp.CSS("#probe-base-url"), slowSimulator(t)),
+			chromedp.Click(chromedp.CSS("#probe-search")),
+			chromedp.SetValue(chromedp.CSS("#probe-max-concurrency"), "4"),
+			chromedp.Click(chromedp.CSS("#probe-start")),
+		)
+		_, searched := finishProbe(t, tab)
+		refined := read(t, tab, chromedp.Evaluate[string](`(document.querySelector('#probe-knee-refined') || {dataset: {}}).dataset.knee || ''`))
+		if searched == "" || refined == "" {
+			t.Errorf("search: knee %q, refined %q; want both shown", searched, refined)
+		}
+		do(t, tab, chromedp.Click(chromedp.CSS("#probe-search")))
 	})
 
 	t.Run("narrow window", func(t *testing.T) {

@@ -29,6 +29,7 @@ type validation struct {
 	deadline        time.Duration
 	maxRequests     int
 	maxDuration     time.Duration
+	tolerancePct    float64
 }
 
 func (v *validation) addFlags(cmd *cobra.Command) {
@@ -38,7 +39,8 @@ func (v *validation) addFlags(cmd *cobra.Command) {
 	f.StringVar(&v.model, "model", "", "with --validate: model (or Azure deployment) name")
 	f.StringVar(&v.apiKeyEnv, "api-key-env", defaultAPIKeyEnv, "with --validate: environment variable holding the API key (none is sent when it is unset)")
 	f.StringVar(&v.apiKeyHeader, "api-key-header", probe.DefaultAPIKeyHeader, `with --validate: header carrying the key: "Authorization" (Bearer) or "api-key" (Azure OpenAI)`)
-	f.IntVar(&v.requestsPerStep, "requests-per-step", 0, "with --validate: requests per step (default max(40, 4×concurrency))")
+	f.IntVar(&v.requestsPerStep, "requests-per-step", 0, "with --validate: requests per step, warm-up included (default max(40, 3×concurrency) + concurrency; fewer than max(40, 3×concurrency) measured is refused)")
+	f.Float64Var(&v.tolerancePct, "tolerance-pct", validate.DefaultTolerancePct, "with --validate: throughput, TTFT p95 and E2E p95 must be within this many percent of the prediction")
 	f.DurationVar(&v.deadline, "deadline", probe.DefaultDeadline, "with --validate: per-request deadline, retries included")
 	f.IntVar(&v.maxRequests, "max-requests", 0, "with --validate: budget of HTTP requests for the whole validation (0: only the steps bound them)")
 	f.DurationVar(&v.maxDuration, "max-duration", probe.DefaultMaxDuration, "with --validate: budget of wall time for the whole validation")
@@ -47,7 +49,7 @@ func (v *validation) addFlags(cmd *cobra.Command) {
 // config checks the flags and returns the base probe of the validation.
 func (v *validation) config(cmd *cobra.Command) (probe.Config, error) {
 	if !v.on {
-		for _, name := range []string{"base-url", "model", "api-key-env", "api-key-header", "requests-per-step", "max-requests", "max-duration"} {
+		for _, name := range []string{"base-url", "model", "api-key-env", "api-key-header", "requests-per-step", "max-requests", "max-duration", "tolerance-pct"} {
 			if cmd.Flags().Changed(name) {
 				return probe.Config{}, usageError{fmt.Errorf("--%s needs --validate", name)}
 			}
@@ -63,6 +65,8 @@ func (v *validation) config(cmd *cobra.Command) (probe.Config, error) {
 		return probe.Config{}, usageError{fmt.Errorf("--max-duration must be positive, got %s", v.maxDuration)}
 	case v.requestsPerStep < 0 || v.maxRequests < 0:
 		return probe.Config{}, usageError{errors.New("--requests-per-step and --max-requests must not be negative")}
+	case !(v.tolerancePct > 0 && v.tolerancePct < 1000):
+		return probe.Config{}, usageError{fmt.Errorf("--tolerance-pct must be above 0 and below 1000, got %g", v.tolerancePct)}
 	}
 	cfg := probe.Config{
 		BaseURL: v.baseURL, Model: v.model, APIKeyHeader: v.apiKeyHeader, Deadline: v.deadline,
@@ -165,4 +169,9 @@ func upperFirst(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// options are the validation's options around its base probe.
+func (v *validation) options(base probe.Config) validate.Options {
+	return validate.Options{Probe: base, RequestsPerStep: v.requestsPerStep, TolerancePct: v.tolerancePct}
 }

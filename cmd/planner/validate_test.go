@@ -14,11 +14,12 @@ import (
 )
 
 // validationScenario has the latency of the simulator of
-// TestPlanValidate: TTFT 100 ms, TPOT 10 ms, 8 output tokens; the knee
+// TestPlanValidate: TTFT 200 ms, TPOT 20 ms, 8 output tokens (long against
+// the scheduling noise of a busy machine, which shows in a p95); the knee
 // binds the pool at 4.
 const validationScenario = `
 quotas: [{name: k, rpm: 100000}]
-latency: {ttft_ms: {fixed: 100}, tpot_ms: {fixed: 10}, knee: 4}
+latency: {ttft_ms: {fixed: 200}, tpot_ms: {fixed: 20}, knee: 4}
 classes:
   - {name: jobs, quota: k, mode: batch, input_tokens: {fixed: 64}, output_tokens: {fixed: 8}, max_tokens: 8}
 `
@@ -37,16 +38,23 @@ func TestPlanValidate(t *testing.T) {
 		t.Cleanup(srv.Close)
 		return srv.URL + "/v1"
 	}
-	matched := serve(100*time.Millisecond, 10*time.Millisecond)
-	args := []string{"plan", "-f", file, "--validate", "--base-url", matched, "--model", sim.DefaultModel, "--requests-per-step", "16"}
+	matched := serve(200*time.Millisecond, 20*time.Millisecond)
+	args := []string{"plan", "-f", file, "--validate", "--base-url", matched, "--model", sim.DefaultModel}
 
-	code, out, errOut := execute(t, "", args...)
+	// The matched endpoint with the widest tolerance: a p95 measured on a
+	// busy machine's real clock may stray far from the model (a stall of a
+	// few hundred milliseconds in the tail), and this test is about the
+	// command, not the measurement; internal/validate tests the rule under
+	// a fake clock.
+	code, out, errOut := execute(t, "", append(args, "--tolerance-pct", "999")...)
 	if code != exitOK || !strings.Contains(out, "VALIDATION: OK") || !strings.Contains(out, "jobs (ok, prompts of 64 tokens, 8 output tokens)") {
 		t.Fatalf("exit %d: %s%s", code, out, errOut)
 	}
-	slower := serve(200*time.Millisecond, 20*time.Millisecond)
+	slower := serve(300*time.Millisecond, 30*time.Millisecond)
 	args[5] = slower
-	code, out, errOut = execute(t, "", append(args, "-o", "json")...)
+	// The budget stops it early in the step above the pool: the pool's
+	// step alone shows the endpoint a third slower than the scenario.
+	code, out, errOut = execute(t, "", append(args, "-o", "json", "--max-requests", "50")...)
 	var doc struct {
 		Plan       json.RawMessage `json:"plan"`
 		Validation validate.Report `json:"validation"`

@@ -3,14 +3,16 @@ package analysis
 import (
 	"bytes"
 	"math"
+	"strings"
 	"testing"
 )
 
-// steps builds a ramp from (concurrency, goodput, e2e p95) triples.
+// steps builds a ramp from (concurrency, goodput, e2e p95) triples; each
+// step has 100 measured requests and 100 answers.
 func steps(rows ...[3]float64) []Step {
 	out := make([]Step, len(rows))
 	for i, r := range rows {
-		out[i] = Step{Concurrency: int(r[0]), Requests: 40, OK: 40, GoodputRPS: r[1], ThroughputRPS: r[1], E2EP95Ms: r[2]}
+		out[i] = Step{Concurrency: int(r[0]), Requests: 100, OK: 100, Answers: 100, GoodputRPS: r[1], ThroughputRPS: r[1], E2EP95Ms: r[2]}
 	}
 	return out
 }
@@ -46,11 +48,17 @@ func TestKneeRule(t *testing.T) {
 			knee:  nil,
 		},
 		{
-			name:  "flat from the start: the knee is the first step",
-			steps: steps([3]float64{1, 5, 1000}, [3]float64{2, 5.1, 1900}, [3]float64{4, 5.0, 3900}),
-			// goodput fell from 5.1 to 5.0 at 4.
+			name: "flat from the start: the knee is the first step",
+			// goodput 5.1 to 4.7 at 4 is a fall of 7.8 %, beyond the 5 % tolerance.
+			steps:    steps([3]float64{1, 5, 1000}, [3]float64{2, 5.1, 1900}, [3]float64{4, 4.7, 3900}),
 			knee:     ptr(1),
 			collapse: ptr(4),
+		},
+		{
+			name: "a dip within the tolerance is no collapse",
+			// 5.1 to 5.0 is 2 % down: within collapse_tolerance_pct.
+			steps: steps([3]float64{1, 5, 1000}, [3]float64{2, 5.1, 1900}, [3]float64{4, 5.0, 3900}),
+			knee:  ptr(1),
 		},
 		{
 			name:     "collapse after the knee",
@@ -72,6 +80,54 @@ func TestKneeRule(t *testing.T) {
 	}
 }
 
+// TestCollapseNeedsMoreThanNoise: a fall beyond the tolerance whose
+// intervals overlap is noise, not a collapse; the same fall with tight
+// intervals is one.
+func TestCollapseNeedsMoreThanNoise(t *testing.T) {
+	a := Step{Concurrency: 16, GoodputRPS: 10, GoodputCI: &Interval{Lo: 8.5, Hi: 11.5}}
+	b := Step{Concurrency: 32, GoodputRPS: 9.3, GoodputCI: &Interval{Lo: 8.0, Hi: 10.6}}
+	if Fell(a, b, 5) {
+		t.Error("a 7 % fall within overlapping intervals counted as a fall")
+	}
+	a.GoodputCI, b.GoodputCI = &Interval{Lo: 9.9, Hi: 10.1}, &Interval{Lo: 9.2, Hi: 9.4}
+	if !Fell(a, b, 5) {
+		t.Error("a 7 % fall with intervals apart did not count")
+	}
+	if Fell(a, b, 10) {
+		t.Error("a 7 % fall counted against a 10 % tolerance")
+	}
+}
+
+// TestTooShortStepsAreNotJudged: a step cut short (3 requests) gives no
+// knee, however well it did.
+func TestTooShortStepsAreNotJudged(t *testing.T) {
+	short := Step{Concurrency: 1, Requests: 3, OK: 3, Answers: 3, GoodputRPS: 5, ThroughputRPS: 5, TooShort: true}
+	res := Analyze([]Step{short}, Options{})
+	if res.Knee != nil || !strings.Contains(strings.Join(res.Notes, " "), "too short") {
+		t.Errorf("knee %v notes %v: want no knee and a note", deref(res.Knee), res.Notes)
+	}
+	ss := steps([3]float64{1, 1, 100}, [3]float64{2, 2, 100}, [3]float64{4, 2.05, 100})
+	ss[2].TooShort = true // would fail the gain rule; it is not judged
+	if res := Analyze(ss, Options{}); res.Knee == nil || *res.Knee != 2 || res.FirstFailing != nil {
+		t.Errorf("knee %v first failing %v, want knee 2 with no failing step", deref(res.Knee), deref(res.FirstFailing))
+	}
+}
+
+func TestAmbiguousGain(t *testing.T) {
+	ss := steps([3]float64{1, 1, 100}, [3]float64{2, 1.12, 100})
+	ss[0].GoodputCI = &Interval{Lo: 0.97, Hi: 1.03}
+	ss[1].GoodputCI = &Interval{Lo: 1.05, Hi: 1.19}
+	// The gain is 12 %; the intervals allow 1.9 % to 22.7 %, around the 10 % rule.
+	if res := Analyze(ss, Options{}); res.Ambiguous == nil || *res.Ambiguous != 2 {
+		t.Errorf("ambiguous = %v, want 2", deref(res.Ambiguous))
+	}
+	ss[1].GoodputCI = &Interval{Lo: 1.115, Hi: 1.125}
+	ss[0].GoodputCI = &Interval{Lo: 0.999, Hi: 1.001}
+	if res := Analyze(ss, Options{}); res.Ambiguous != nil {
+		t.Errorf("ambiguous = %v with tight intervals", deref(res.Ambiguous))
+	}
+}
+
 func TestKneeAtTheEndOfTheRampIsNoted(t *testing.T) {
 	res := Analyze(steps([3]float64{1, 1, 100}, [3]float64{2, 2, 100}, [3]float64{4, 4, 100}), Options{DeadlineMs: 1000})
 	if res.Knee == nil || *res.Knee != 4 || len(res.Notes) == 0 {
@@ -79,18 +135,42 @@ func TestKneeAtTheEndOfTheRampIsNoted(t *testing.T) {
 	}
 }
 
+// TestQuotaLimited: 429s whose share rises with concurrency mean the
+// quota binds; the same number of 429s at a flat rate is a warning.
 func TestQuotaLimited(t *testing.T) {
 	ss := steps([3]float64{1, 1, 100}, [3]float64{2, 2, 100}, [3]float64{4, 2.1, 100})
-	if Analyze(ss, Options{}).QuotaLimited {
+	if res := Analyze(ss, Options{}); res.QuotaLimited {
 		t.Fatal("no 429s, yet quota-limited")
 	}
-	ss[2].RateLimited = 10 // beyond the knee (2): the model saturated first
-	if Analyze(ss, Options{}).QuotaLimited {
-		t.Fatal("429s only beyond the knee count as quota-limited")
+	rising := steps([3]float64{1, 1, 100}, [3]float64{2, 2, 100}, [3]float64{4, 2.1, 100})
+	rising[0].RateLimited, rising[1].RateLimited, rising[2].RateLimited = 0, 10, 45
+	if res := Analyze(rising, Options{}); !res.QuotaLimited {
+		t.Errorf("429 shares 0, 10 %%, 45 %%: not quota-limited; notes %v", res.Notes)
 	}
-	ss[1].RateLimited = 1
-	if !Analyze(ss, Options{}).QuotaLimited {
-		t.Fatal("429s at the knee should mark the ramp quota-limited")
+	flat := steps([3]float64{1, 1, 100}, [3]float64{2, 2, 100}, [3]float64{4, 2.1, 100})
+	flat[0].RateLimited, flat[1].RateLimited, flat[2].RateLimited = 11, 9, 10
+	res := Analyze(flat, Options{})
+	if res.QuotaLimited || !strings.Contains(strings.Join(res.Notes, " "), "does not rise with concurrency") {
+		t.Errorf("429 shares 11 %%, 9 %%, 10 %%: quota-limited %v, notes %v", res.QuotaLimited, res.Notes)
+	}
+	// 429s only past the first failing step say nothing about the knee.
+	beyond := steps([3]float64{1, 1, 100}, [3]float64{2, 2, 100}, [3]float64{4, 2.1, 100}, [3]float64{8, 2.1, 100})
+	beyond[3].RateLimited = 60
+	if res := Analyze(beyond, Options{}); res.QuotaLimited {
+		t.Errorf("429s beyond the first failing step made the ramp quota-limited")
+	}
+}
+
+// TestRateTrendByHand checks the Cochran–Armitage statistic against a hand
+// computation: scores 0, 1, 2 (concurrency 1, 2, 4), 100 answers each,
+// 0, 10 and 20 429s: p = 0.1, s̄ = 1, Σx(s − s̄) = 20, Σn(s − s̄)² = 200,
+// Z = 20 / √(0.09·200) = 4.714.
+func TestRateTrendByHand(t *testing.T) {
+	ss := steps([3]float64{1, 1, 0}, [3]float64{2, 2, 0}, [3]float64{4, 4, 0})
+	ss[1].RateLimited, ss[2].RateLimited = 10, 20
+	z, ok := rateTrend(ss)
+	if !ok || math.Abs(z-20/math.Sqrt(0.09*200)) > 1e-9 {
+		t.Errorf("z = %g (%v), want %g", z, ok, 20/math.Sqrt(0.09*200))
 	}
 }
 
@@ -108,23 +188,28 @@ func TestAnalyzeFitsUSL(t *testing.T) {
 	}
 }
 
-func TestSummarizeKnownNumbers(t *testing.T) {
+func TestSummarizeOverKnownNumbers(t *testing.T) {
 	var recs []Record
-	// Step 2: four requests over 2 s, one late, one 429.
+	// Step 2: four requests over 2 s, one late, one 429 after two 429s
+	// retried; a warm-up request with a retried 429.
 	recs = append(recs,
-		Record{Step: 2, Index: 0, StartS: 0, TTFTMs: 100, E2EMs: 1000, OutputTokens: 11, Status: 200, OK: true},
-		Record{Step: 2, Index: 1, StartS: 0, TTFTMs: 200, E2EMs: 1000, OutputTokens: 11, Status: 200, OK: true},
-		Record{Step: 2, Index: 2, StartS: 1, TTFTMs: 300, E2EMs: 1000, OutputTokens: 21, Status: 200, OK: true},
-		Record{Step: 2, Index: 3, StartS: 1, E2EMs: 5, Status: 429, ErrorClass: ErrRateLimited},
-		Record{Step: 2, Index: 4, StartS: 0, TTFTMs: 100, E2EMs: 100, OutputTokens: 3, Status: 200, OK: true, Warmup: true},
+		Record{Step: 2, Index: 0, StartS: 0, TTFTMs: 100, E2EMs: 1000, OutputTokens: 11, Status: 200, OK: true, Attempts: 1},
+		Record{Step: 2, Index: 1, StartS: 0, TTFTMs: 200, E2EMs: 1000, OutputTokens: 11, Status: 200, OK: true, Attempts: 1},
+		Record{Step: 2, Index: 2, StartS: 1, TTFTMs: 300, E2EMs: 1000, OutputTokens: 21, Status: 200, OK: true, Attempts: 1},
+		Record{Step: 2, Index: 3, StartS: 1, E2EMs: 5, Status: 429, ErrorClass: ErrRateLimited, Attempts: 3},
+		Record{Step: 2, Index: 4, StartS: 0, TTFTMs: 100, E2EMs: 100, OutputTokens: 3, Status: 200, OK: true, Warmup: true, Attempts: 2},
 	)
-	got := Summarize(recs, Options{DeadlineMs: 900}, nil)
+	got := SummarizeOver(recs, Options{DeadlineMs: 900}, nil)
 	if len(got) != 1 {
 		t.Fatalf("steps = %d, want 1", len(got))
 	}
 	s := got[0]
-	if s.Requests != 4 || s.OK != 3 || s.RateLimited != 1 || s.Errors != 0 {
+	if s.Requests != 4 || s.OK != 3 || s.RateLimitedFailed != 1 || s.Errors != 0 {
 		t.Errorf("counts %+v", s)
+	}
+	// 429 answers: 3 of the failed request, 1 of the warm-up's retry; answers 1+1+1+3+2.
+	if s.RateLimited != 4 || s.Answers != 8 {
+		t.Errorf("429 answers %d of %d, want 4 of 8", s.RateLimited, s.Answers)
 	}
 	if s.WallS != 2 {
 		t.Errorf("wall = %g s, want 2", s.WallS)
@@ -132,24 +217,141 @@ func TestSummarizeKnownNumbers(t *testing.T) {
 	if s.ThroughputRPS != 1.5 || s.GoodputRPS != 0 || s.OutputTPS != 21.5 {
 		t.Errorf("throughput %g goodput %g output tps %g, want 1.5, 0 (all late), 21.5", s.ThroughputRPS, s.GoodputRPS, s.OutputTPS)
 	}
-	if s.TTFTP50Ms != 200 || math.Abs(s.TTFTP95Ms-290) > 1e-9 {
-		t.Errorf("ttft p50 %g p95 %g, want 200 and 290", s.TTFTP50Ms, s.TTFTP95Ms)
+	if s.TTFTP50Ms != 200 || math.Abs(s.TTFTP95Ms-290) > 1e-9 || math.Abs(s.TTFTP90Ms-280) > 1e-9 || math.Abs(s.TTFTP99Ms-298) > 1e-9 {
+		t.Errorf("ttft p50 %g p90 %g p95 %g p99 %g, want 200, 280, 290, 298", s.TTFTP50Ms, s.TTFTP90Ms, s.TTFTP95Ms, s.TTFTP99Ms)
 	}
 	// TPOT: 900/10 = 90, 800/10 = 80, 700/20 = 35.
 	if s.TPOTP50Ms != 80 || math.Abs(s.TPOTP95Ms-89) > 1e-9 {
 		t.Errorf("tpot p50 %g p95 %g, want 80 and 89", s.TPOTP50Ms, s.TPOTP95Ms)
 	}
-	withWall := Summarize(recs, Options{}, map[int]float64{2: 4})
+	if s.TooShort || s.GoodputCI != nil {
+		t.Errorf("a step over a given wall has no steady state to judge: %+v", s)
+	}
+	withWall := SummarizeOver(recs, Options{}, map[int]float64{2: 4})
 	if withWall[0].WallS != 4 || withWall[0].GoodputRPS != 0.75 {
 		t.Errorf("given wall: %+v", withWall[0])
 	}
 }
 
+// TestSteadyStateByHand: two workers, one second per request, the second
+// worker opening half a second after the first, four requests each, the
+// first two warm-up. The window runs from 1.5 s (the warm-up's end) to
+// 4 s (the first completion after the last send, at 3.5 s); the requests
+// [1, 2] and [3.5, 4.5] count half each, four others whole: 5 requests in
+// 2.5 s, 2 req/s = c / S.
+func TestSteadyStateByHand(t *testing.T) {
+	var recs []Record
+	idx := 0
+	for k := range 4 {
+		for w := range 2 {
+			start := float64(k) + 0.5*float64(w)
+			recs = append(recs, Record{Step: 2, Index: idx, StartS: start, TTFTMs: 100, E2EMs: 1000,
+				OutputTokens: 10, Status: 200, OK: true, Attempts: 1, Warmup: idx < 2})
+			idx++
+		}
+	}
+	st, ok := steadyState(recs, 2, 0)
+	if !ok || st.a != 1.5 || st.b != 4 {
+		t.Fatalf("window [%g, %g] (%v), want [1.5, 4]", st.a, st.b, ok)
+	}
+	if math.Abs(st.throughput-2) > 1e-12 || math.Abs(st.outputTPS-20) > 1e-12 || st.measured != 6 {
+		t.Errorf("throughput %g, output tps %g, measured %d; want 2, 20, 6", st.throughput, st.outputTPS, st.measured)
+	}
+	s := Summarize(recs, Options{})[0]
+	if s.WallS != 2.5 || s.ThroughputRPS != st.throughput || !s.TooShort {
+		t.Errorf("summary %+v: want the window's figures, and too short (6 < 2c + 10)", s)
+	}
+	if s.GoodputCI == nil || s.GoodputCI.Lo != 2 || s.GoodputCI.Hi != 2 {
+		t.Errorf("goodput interval %+v, want [2, 2] for identical requests", s.GoodputCI)
+	}
+}
+
+// TestSteadyStateNeverPassesTheBound runs simulated closed loops (c
+// workers, service times of one second with 5 % jitter, spread starts,
+// warm-up of one round) and checks that the steady-state throughput never
+// passes c / E[S] of the step's own rows by more than 5 %, at every size
+// of step and concurrency a probe uses. With widely varying service times
+// (0.5 to 1.5 s) the estimate stays unbiased: within 5 % of c / E[S] once
+// the step is long enough for E[S] itself to be known that well.
+func TestSteadyStateNeverPassesTheBound(t *testing.T) {
+	rnd := newTestRand(7)
+	check := func(c, n int, draw func() float64) float64 {
+		recs := closedLoop(c, n, c, 1, draw)
+		s := Summarize(recs, Options{})[0]
+		var sum float64
+		var k int
+		for _, r := range recs {
+			if !r.Warmup {
+				sum += r.E2EMs / 1000
+				k++
+			}
+		}
+		return s.ThroughputRPS / (float64(c) / (sum / float64(k)))
+	}
+	worst := 0.0
+	for _, c := range []int{1, 2, 4, 8, 16, 32, 64} {
+		for _, n := range []int{MinAdaptive(c) + c, MinMeasured(c) + c, 4 * MinMeasured(c)} {
+			for range 20 {
+				r := check(c, n, func() float64 { return 0.95 + 0.1*rnd.Float64() })
+				worst = math.Max(worst, r)
+				if r > 1.05 {
+					t.Errorf("c %d, n %d: throughput %.1f %% above c/E[S]", c, n, 100*(r-1))
+				}
+			}
+			if r := check(c, 20*MinMeasured(c), func() float64 { return 0.5 + rnd.Float64() }); math.Abs(r-1) > 0.05 {
+				t.Errorf("c %d, widely varying service times: throughput / (c/E[S]) = %.3f", c, r)
+			}
+		}
+	}
+	t.Logf("worst ratio to c/E[S]: %.4f", worst)
+}
+
+// TestQuantileCI checks the order-statistic interval against tables
+// (Conover, Table A3): for n = 100 and the median, ranks 40 and 61.
+func TestQuantileCI(t *testing.T) {
+	xs := make([]float64, 100)
+	for i := range xs {
+		xs[i] = float64(i + 1)
+	}
+	ci := quantileCI(xs, 0.5)
+	if ci.Lo != 40 || ci.Hi != 61 {
+		t.Errorf("median interval of 1..100 = [%g, %g], want [40, 61]", ci.Lo, ci.Hi)
+	}
+	// With 40 values the p95's upper rank is beyond the data: the maximum.
+	ci = quantileCI(xs[:40], 0.95)
+	if ci.Hi != 40 || ci.Lo < 30 || ci.Lo > 38 {
+		t.Errorf("p95 interval of 1..40 = [%g, %g], want up to the maximum", ci.Lo, ci.Hi)
+	}
+}
+
+func TestIsotonic(t *testing.T) {
+	tests := []struct {
+		ys, ws, want []float64
+	}{
+		{[]float64{1, 2, 3}, []float64{1, 1, 1}, []float64{1, 2, 3}},
+		// One noisy step: pooled with its neighbour, not spread onwards.
+		{[]float64{100, 300, 200, 400}, []float64{1, 1, 1, 1}, []float64{100, 250, 250, 400}},
+		// Weights: the heavier step pulls the pooled mean.
+		{[]float64{300, 200}, []float64{1, 3}, []float64{225, 225}},
+		{[]float64{5, 4, 3}, []float64{1, 1, 1}, []float64{4, 4, 4}},
+	}
+	for _, tt := range tests {
+		got := isotonic(tt.ys, tt.ws)
+		for i := range got {
+			if math.Abs(got[i]-tt.want[i]) > 1e-12 {
+				t.Errorf("isotonic(%v, %v) = %v, want %v", tt.ys, tt.ws, got, tt.want)
+				break
+			}
+		}
+	}
+}
+
 func TestLatencyBlock(t *testing.T) {
 	ss := []Step{
-		{Concurrency: 1, OK: 10, Requests: 10, TTFTP50Ms: 200, TTFTP95Ms: 210, TPOTP50Ms: 20, TPOTP95Ms: 21, ThroughputRPS: 1},
-		{Concurrency: 2, OK: 0, Requests: 10, Errors: 10},
-		{Concurrency: 4, OK: 9, Requests: 10, RateLimited: 1, TTFTP50Ms: 220, TTFTP95Ms: 260, TPOTP50Ms: 21, TPOTP95Ms: 23, ThroughputRPS: 3.5},
+		{Concurrency: 1, OK: 10, Requests: 10, Answers: 10, TTFTP50Ms: 200, TTFTP95Ms: 210, TPOTP50Ms: 20, TPOTP95Ms: 30, ThroughputRPS: 1},
+		{Concurrency: 2, OK: 0, Requests: 10, Errors: 10, Answers: 10},
+		{Concurrency: 4, OK: 10, Requests: 10, RateLimited: 1, Answers: 10, TTFTP50Ms: 220, TTFTP95Ms: 260, TPOTP50Ms: 21, TPOTP95Ms: 23, ThroughputRPS: 3.5},
+		{Concurrency: 8, OK: 3, Requests: 3, Answers: 3, TTFTP50Ms: 999, TTFTP95Ms: 999, TPOTP50Ms: 99, TPOTP95Ms: 99, TooShort: true},
 	}
 	l, err := Result{Steps: ss, Knee: ptr(4)}.Latency()
 	if err != nil {
@@ -158,6 +360,10 @@ func TestLatencyBlock(t *testing.T) {
 	if len(l.Curve) != 2 || l.Curve[1].Concurrency != 4 || l.Curve[1].RateLimitedRate != 0.1 || *l.Knee != 4 {
 		t.Fatalf("latency block %+v", l)
 	}
+	// TPOT p95 30 then 23: pooled to 26.5, not 30 carried on.
+	if l.Curve[0].TPOTP95Ms != 26.5 || l.Curve[1].TPOTP95Ms != 26.5 {
+		t.Errorf("TPOT p95 = %g, %g; want 26.5, 26.5", l.Curve[0].TPOTP95Ms, l.Curve[1].TPOTP95Ms)
+	}
 	if _, err := (Result{Steps: ss[1:2]}).Latency(); err == nil {
 		t.Fatal("a ramp without successes gave a curve")
 	}
@@ -165,12 +371,17 @@ func TestLatencyBlock(t *testing.T) {
 
 func TestCSVRoundTrip(t *testing.T) {
 	in := []Record{
-		{Step: 4, Index: 7, StartS: 1.25, AckMs: 10, TTFTMs: 201.5, E2EMs: 1200.25, OutputTokens: 50, InputTokens: 512, Status: 200, Attempts: 1, OK: true},
-		{Step: 8, Index: 0, StartS: 3, E2EMs: 12, Status: 429, ErrorClass: ErrRateLimited, Attempts: 2, RetryAfterMs: 1500, OutputEstimated: true, Warmup: true},
+		{Step: 4, Index: 7, StartS: 1.25, AckMs: 10, TTFTMs: 201.5, E2EMs: 1200.25, E2EWithRetriesMs: 1200.25, OutputTokens: 50, InputTokens: 512, Status: 200, Attempts: 1, OK: true},
+		{Step: 8, Index: 0, StartS: 3, E2EMs: 12, E2EWithRetriesMs: 1530, Status: 429, ErrorClass: ErrRateLimited, Attempts: 2, RetryAfterMs: 1500, OutputEstimated: true, Warmup: true},
+		{Step: 4, RateRPS: 2.5, Index: 3, StartS: 7.123456789, TTFTMs: 0.123456, E2EMs: 2, E2EWithRetriesMs: 2, OutputTokens: 2, Status: 200, Attempts: 1, OK: true},
+		{Step: 12, Index: 1, StartS: 9, TTFTMs: 50, E2EMs: 120, E2EWithRetriesMs: 120, OutputTokens: 8, Status: 200, Attempts: 1, OK: true, Refine: true},
 	}
 	var buf bytes.Buffer
 	if err := WriteCSV(&buf, in); err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), ",1530.000000,2,0,false\n") {
+		t.Errorf("the 429 row lacks e2e_with_retries_ms and n429:\n%s", buf.String())
 	}
 	out, err := ReadCSV(&buf)
 	if err != nil {
@@ -189,6 +400,23 @@ func TestCSVRoundTrip(t *testing.T) {
 	}
 }
 
+// TestCSVReadsTheOldLayout keeps files written before the retry columns
+// readable: their E2E counts as the time with retries.
+func TestCSVReadsTheOldLayout(t *testing.T) {
+	old := strings.Join(csvHeaderV1, ",") + "\n4,7,1.250000,10.000,201.500,1200.250,50,512,false,200,,2,300.000,true,false\n"
+	out, err := ReadCSV(strings.NewReader(old))
+	if err != nil || len(out) != 1 {
+		t.Fatalf("%v, %v", out, err)
+	}
+	if r := out[0]; r.E2EMs != 1200.25 || r.slotMs() != 1200.25 || r.RateLimitedAnswers() != 1 {
+		t.Errorf("record %+v", r)
+	}
+	inconsistent := strings.Join(CSVHeader, ",") + "\n4,7,1.250000,10.000,201.500,1200.250,50,512,false,200,,2,300.000,true,false,1500.000,5,0,false\n"
+	if _, err := ReadCSV(strings.NewReader(inconsistent)); err == nil || !strings.Contains(err.Error(), "n429") {
+		t.Errorf("an n429 that contradicts attempts was read: %v", err)
+	}
+}
+
 func equalPtr(a, b *int) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
 func deref(p *int) any {
@@ -196,4 +424,59 @@ func deref(p *int) any {
 		return "null"
 	}
 	return *p
+}
+
+// TestKneeRefined walks the bisection by hand on an endpoint of 12 slots
+// and unit service time: X(c) = min(c, 12). The doubling rule's knee is 16
+// (8 to 16 still gains 50 %), the first failing step 32, and the plateau
+// X(32) = 12. A step reaches it within half a slot when X(c) ≥ 12·(1 −
+// 1/(2c)): 16 does, 8 does not, so the knee lies in (8, 16]; measuring 12,
+// then 10, then 11 narrows it to 12 exactly.
+func TestKneeRefined(t *testing.T) {
+	step := func(c int, refine bool, noise float64) Step {
+		x := math.Min(float64(c), 12)
+		return Step{Concurrency: c, Requests: 100, OK: 100, Answers: 100, GoodputRPS: x, ThroughputRPS: x, Refine: refine,
+			GoodputCI: &Interval{Lo: x * (1 - noise), Hi: x * (1 + noise)}}
+	}
+	var ss []Step
+	for _, c := range []int{1, 2, 4, 8, 16, 32} {
+		ss = append(ss, step(c, false, 0.001))
+	}
+	for _, tc := range []struct {
+		add              int
+		refined, res     int
+		next             int
+		knee, firstFails int
+	}{
+		{0, 16, 8, 12, 16, 32},
+		{12, 12, 4, 10, 16, 32},
+		{10, 12, 2, 11, 16, 32},
+		{11, 12, 1, 0, 16, 32},
+	} {
+		if tc.add > 0 {
+			ss = append(ss, step(tc.add, true, 0.001))
+		}
+		res := Analyze(ss, Options{})
+		next, ok := res.NextRefinement()
+		if deref(res.Knee) != tc.knee || deref(res.FirstFailing) != tc.firstFails || deref(res.KneeRefined) != tc.refined ||
+			deref(res.KneeResolution) != tc.res || next != tc.next || ok != (tc.next > 0) {
+			t.Errorf("after %d: knee %v, first failing %v, refined %v ± %v, next %d (%v); want %d, %d, %d ± %d, next %d",
+				tc.add, deref(res.Knee), deref(res.FirstFailing), deref(res.KneeRefined), deref(res.KneeResolution), next, ok,
+				tc.knee, tc.firstFails, tc.refined, tc.res, tc.next)
+		}
+	}
+	// A refinement step whose noise (10 %) passes the half slot it must
+	// resolve (1/24) stops the bisection, and says why.
+	noisy := append(ss[:6:6], step(12, true, 0.1))
+	res := Analyze(noisy, Options{})
+	if _, ok := res.NextRefinement(); ok || deref(res.KneeRefined) != 12 || deref(res.KneeResolution) != 4 ||
+		!strings.Contains(strings.Join(res.Notes, " "), "noise is more than half a slot") {
+		t.Errorf("noisy refinement: refined %v ± %v, notes %v", deref(res.KneeRefined), deref(res.KneeResolution), res.Notes)
+	}
+	// Scaling efficiency against concurrency 1: 1 up to the slots, 12/c after.
+	for _, s := range res.Steps {
+		if want := math.Min(float64(s.Concurrency), 12) / float64(s.Concurrency); math.Abs(s.Efficiency-want) > 1e-4 {
+			t.Errorf("efficiency at %d = %g, want %g", s.Concurrency, s.Efficiency, want)
+		}
+	}
 }

@@ -10,20 +10,29 @@ import (
 )
 
 // CSVHeader is the column layout of a probe's requests.csv, one row per
-// request in the order of Record's fields.
-var CSVHeader = []string{
+// request: Record's fields, with n429, the 429 answers the request met
+// (Record.RateLimitedAnswers), after e2e_with_retries_ms. Times are
+// written to the nanosecond, so that a file read back measures exactly
+// what the run measured.
+var CSVHeader = append(slices.Clone(csvHeaderV1), "e2e_with_retries_ms", "n429", "rate_rps", "refine")
+
+// csvHeaderV1 is the layout of the files written before the retry columns
+// existed; they are still read, their E2E taken as the time with retries.
+var csvHeaderV1 = []string{
 	"step", "idx", "start_s", "ack_ms", "ttft_ms", "e2e_ms", "output_tokens", "input_tokens",
 	"output_estimated", "status", "error", "attempts", "retry_after_ms", "ok", "warmup",
 }
 
 // CSVRow renders a record as a row of CSVHeader.
 func (r Record) CSVRow() []string {
-	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 6, 64) }
 	return []string{
-		strconv.Itoa(r.Step), strconv.Itoa(r.Index), strconv.FormatFloat(r.StartS, 'f', 6, 64),
+		strconv.Itoa(r.Step), strconv.Itoa(r.Index), strconv.FormatFloat(r.StartS, 'f', 9, 64),
 		f(r.AckMs), f(r.TTFTMs), f(r.E2EMs), strconv.Itoa(r.OutputTokens), strconv.Itoa(r.InputTokens),
 		strconv.FormatBool(r.OutputEstimated), strconv.Itoa(r.Status), r.ErrorClass,
 		strconv.Itoa(r.Attempts), f(r.RetryAfterMs), strconv.FormatBool(r.OK), strconv.FormatBool(r.Warmup),
+		f(r.slotMs()), strconv.Itoa(r.RateLimitedAnswers()),
+		strconv.FormatFloat(r.RateRPS, 'f', -1, 64), strconv.FormatBool(r.Refine),
 	}
 }
 
@@ -42,13 +51,17 @@ func WriteCSV(w io.Writer, records []Record) error {
 	return cw.Error()
 }
 
-// IsProbeCSVHeader reports whether a header row is CSVHeader.
-func IsProbeCSVHeader(header []string) bool { return slices.Equal(header, CSVHeader) }
+// IsProbeCSVHeader reports whether a header row is CSVHeader, or the
+// layout of older files.
+func IsProbeCSVHeader(header []string) bool {
+	return slices.Equal(header, CSVHeader) || slices.Equal(header, csvHeaderV1)
+}
 
-// ReadCSV reads a requests.csv written by WriteCSV.
+// ReadCSV reads a requests.csv written by WriteCSV, in the current layout
+// or the older one without the retry columns.
 func ReadCSV(r io.Reader) ([]Record, error) {
 	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = len(CSVHeader)
+	cr.FieldsPerRecord = -1
 	header, err := cr.Read()
 	if err != nil {
 		return nil, fmt.Errorf("read csv header: %w", err)
@@ -56,6 +69,7 @@ func ReadCSV(r io.Reader) ([]Record, error) {
 	if !IsProbeCSVHeader(header) {
 		return nil, errors.New("not a probe requests.csv: the header differs")
 	}
+	cr.FieldsPerRecord = len(header)
 	var out []Record
 	for line := 2; ; line++ {
 		row, err := cr.Read()
@@ -101,6 +115,12 @@ func parseRow(row []string) (Record, error) {
 		Step: i(0), Index: i(1), StartS: f(2), AckMs: f(3), TTFTMs: f(4), E2EMs: f(5),
 		OutputTokens: i(6), InputTokens: i(7), OutputEstimated: b(8), Status: i(9), ErrorClass: row[10],
 		Attempts: i(11), RetryAfterMs: f(12), OK: b(13), Warmup: b(14),
+	}
+	if len(row) == len(CSVHeader) {
+		r.E2EWithRetriesMs, r.RateRPS, r.Refine = f(15), f(17), b(18)
+		if n := i(16); len(errs) == 0 && n != r.RateLimitedAnswers() {
+			errs = append(errs, fmt.Errorf("n429: %d, but attempts and error say %d", n, r.RateLimitedAnswers()))
+		}
 	}
 	return r, errors.Join(errs...)
 }

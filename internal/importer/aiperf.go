@@ -17,7 +17,7 @@ import (
 // newer one (schema_version, aiperf_version) puts them at the top level.
 // Every metric carries its unit.
 //
-// Metric mapping onto DESIGN §2:
+// Metric mapping onto the planner's metrics (docs/concepts.md, "Metrics"):
 //   - TTFT = time_to_first_token (older tag "ttft"): the first token of any
 //     kind, reasoning included. time_to_first_output_token, which skips
 //     reasoning, is not used.

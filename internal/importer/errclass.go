@@ -8,7 +8,7 @@ import (
 )
 
 // classForStatus maps an HTTP status of a failed request to an error class
-// of DESIGN §4 (0 means no response arrived).
+// of docs/probe.md (0 means no response arrived).
 func classForStatus(status int) string {
 	switch {
 	case status == http.StatusTooManyRequests:

@@ -7,7 +7,7 @@ import (
 // NVIDIA GenAI-Perf (`genai-perf profile ...`) writes
 // profile_export_genai_perf.json: each metric as {unit, avg, min, max, p25
 // … p99, std} at the top level, and the command's arguments under
-// input_config. Its definitions match DESIGN §2: TTFT is the first
+// input_config. Its definitions match the planner's (docs/concepts.md, "Metrics"): TTFT is the first
 // response, request_latency runs to the last response, and
 // inter_token_latency is (request_latency − TTFT)/(output tokens − 1) per
 // request. It records no request counts and no duration; request_throughput

@@ -15,7 +15,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.json from the current output")
 
-// deadline12s is the judgement used by every golden case: DESIGN's
+// deadline12s is the judgement used by every golden case: the planner's
 // defaults with a 12 s deadline.
 var deadline12s = Options{Options: analysis.Options{DeadlineMs: 12000}}
 

@@ -20,14 +20,14 @@ import (
 // mean, median, percentiles (p001 … p999), min, max and count, in the unit
 // of the key's suffix: request_latency in seconds, *_ms in milliseconds.
 //
-// Metric mapping onto DESIGN §2:
+// Metric mapping onto the planner's metrics (docs/concepts.md, "Metrics"):
 //   - TTFT = time_to_first_token_ms (first token − request start).
 //   - TPOT = inter_token_latency_ms = (last token − first token)/(output
 //     tokens − 1). GuideLLM's own time_per_output_token_ms divides by all
 //     output tokens and, in newer versions, starts the clock at the request
 //     start, so it includes the first token; it is not used.
 //   - E2E = request_latency (request end − start).
-//   - Throughput = successful requests / benchmark duration, as DESIGN
+//   - Throughput = successful requests / benchmark duration, as the planner
 //     defines it (GuideLLM's requests_per_second is a time-series mean).
 
 func looksGuideLLM(vals []any) bool {
@@ -293,7 +293,7 @@ func guidellmSamples(b obj, succ, errd int) (recs []analysis.Record, complete, t
 }
 
 // guidellmRecord maps one GuideLLM request entry. E2E runs to the last
-// token when the entry records it (DESIGN's E2E), else to the request end.
+// token when the entry records it (the planner's E2E), else to the request end.
 func guidellmRecord(o obj, ok bool, start, t0 float64) (analysis.Record, bool) {
 	rec := analysis.Record{Attempts: 1}
 	timed := !math.IsNaN(start)

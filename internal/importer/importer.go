@@ -3,7 +3,7 @@
 // GenAI-Perf, llmperf) and ramp CSVs (the probe's requests.csv and the
 // workshop layout step, idx, ok, code, ms, wall_s). It recognises the format
 // by content, converts units to milliseconds, maps each tool's metric
-// definitions onto DESIGN §2 (TTFT, TPOT, E2E, goodput), and returns the
+// definitions onto the planner's metrics (docs/concepts.md, "Metrics": TTFT, TPOT, E2E, goodput), and returns the
 // step table, the per-request rows when the file has them, the knee
 // analysis and the scenario latency block, so that a team can plan from the
 // measurements it already has instead of probing again. Every mapping and
@@ -14,6 +14,8 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -34,6 +36,10 @@ type File struct {
 type Options struct {
 	analysis.Options
 	Format string // a format id from Formats, or "" / "auto" to detect by content
+	// AllowMixed imports files that do not describe one deployment (or a
+	// summary with records that do not match it) as one ramp anyway, with
+	// a warning in the notes, instead of refusing them.
+	AllowMixed bool
 }
 
 // Source describes one imported file.
@@ -44,6 +50,12 @@ type Source struct {
 	Version string `json:"version,omitempty"` // the tool's or the file layout's version, when recorded
 	Model   string `json:"model,omitempty"`
 	Date    string `json:"date,omitempty"` // when the run happened, as recorded
+	// Endpoint is the URL or host the run measured, when the file says.
+	Endpoint string `json:"endpoint,omitempty"`
+	// Settings are the tool's settings besides the load level (token
+	// lengths asked for, backend, streaming, ...), as the file records
+	// them: files of one ramp share them.
+	Settings map[string]string `json:"settings,omitempty"`
 }
 
 // Imported is the result of an import: the measurements in the planner's
@@ -94,8 +106,13 @@ func Import(name string, data []byte, opts Options) (*Imported, error) {
 
 // ImportMany reads several files of one ramp (for example one vLLM result
 // per concurrency, or an AIPerf summary with its per-request records) and
-// merges them into one step table sorted by concurrency. All files must
-// come from the same tool; two files measuring the same step are refused.
+// merges them into one step table sorted by concurrency (docs/import.md,
+// "Combining files"). All files must come from the same tool and describe
+// one deployment: the same model, endpoint and tool settings where the
+// files record them, differing only in the load. A summary and its
+// per-request records are paired only when their counts, times and model
+// agree. Two runs at the same load are refused, whatever was estimated.
+// With AllowMixed, files that differ are imported anyway, with a warning.
 func ImportMany(files []File, opts Options) (*Imported, error) {
 	if len(files) == 0 {
 		return nil, errors.New("no files to import")
@@ -112,8 +129,51 @@ func ImportMany(files []File, opts Options) (*Imported, error) {
 		return nil, err
 	}
 	var notes []string
-	parts, notes = pairParts(parts, notes)
+	parts, notes, err := pairParts(parts, notes, opts.AllowMixed)
+	if err != nil {
+		return nil, err
+	}
+	if diffs := deploymentDiffs(parts); len(diffs) > 0 {
+		if !opts.AllowMixed {
+			return nil, fmt.Errorf("the files do not describe one deployment (%s): import the runs of one deployment at a time, or pass --allow-mixed to combine them anyway", strings.Join(diffs, "; "))
+		}
+		notes = append(notes, fmt.Sprintf("warning: files of different deployments combined into one ramp at your request (--allow-mixed): %s; the knee and the curve mix them", strings.Join(diffs, "; ")))
+	}
 	return assemble(parts, opts.Options, notes)
+}
+
+// deploymentDiffs names how the parts differ besides the load: model,
+// endpoint and each setting that two files both record with different
+// values.
+func deploymentDiffs(parts []*part) []string {
+	var diffs []string
+	type seen struct{ value, file string }
+	first := map[string]seen{}
+	note := func(field, value, file string) {
+		if value == "" {
+			return
+		}
+		f, ok := first[field]
+		switch {
+		case !ok:
+			first[field] = seen{value, file}
+		case f.value != value:
+			d := fmt.Sprintf("%s is %q in %s but %q in %s", field, f.value, baseName(f.file), value, baseName(file))
+			if !slices.Contains(diffs, d) {
+				diffs = append(diffs, d)
+			}
+		}
+	}
+	for _, p := range parts {
+		for _, src := range append([]Source{p.source}, p.extra...) {
+			note("model", src.Model, src.Name)
+			note("endpoint", src.Endpoint, src.Name)
+			for _, k := range slices.Sorted(maps.Keys(src.Settings)) {
+				note(k, src.Settings[k], src.Name)
+			}
+		}
+	}
+	return diffs
 }
 
 // part is what one file yields.
@@ -145,10 +205,12 @@ func sameTool(parts []*part) error {
 }
 
 // pairParts attaches companions (per-request files) to the summary of the
-// same run, the one with the same pair key; a companion without one stands
-// alone. Of two summaries of the same run in different layouts, the fuller
-// one is kept.
-func pairParts(parts []*part, notes []string) ([]*part, []string) {
+// same run: the one with the same pair key, whose counts, times and model
+// agree with the rows. A companion and a summary with the same key that
+// disagree are refused (with allowMixed, both stand alone, with a
+// warning); a companion without a summary stands alone. Of two summaries
+// of the same run in different layouts, the fuller one is kept.
+func pairParts(parts []*part, notes []string, allowMixed bool) ([]*part, []string, error) {
 	var summaries, companions []*part
 	for _, p := range parts {
 		if p.companion {
@@ -163,10 +225,19 @@ func pairParts(parts []*part, notes []string) ([]*part, []string) {
 	for _, c := range companions {
 		target := -1
 		for i, s := range summaries {
-			if !taken[i] && s.pairKey != "" && s.pairKey == c.pairKey && len(s.runs) == 1 {
-				target = i
-				break
+			if taken[i] || s.pairKey == "" || s.pairKey != c.pairKey || len(s.runs) != 1 {
+				continue
 			}
+			if why := disagreement(s, c); why != "" {
+				msg := fmt.Sprintf("%s and %s sit together but are not the same run: %s", c.source.Name, s.source.Name, why)
+				if !allowMixed {
+					return nil, nil, fmt.Errorf("%s; pass the files of one run (or --allow-mixed to import them as separate steps)", msg)
+				}
+				notes = append(notes, "warning: "+msg+"; imported as separate steps (--allow-mixed)")
+				continue
+			}
+			target = i
+			break
 		}
 		if target < 0 {
 			out = append(out, c)
@@ -177,10 +248,36 @@ func pairParts(parts []*part, notes []string) ([]*part, []string) {
 		sr, cr := s.runs[0], c.runs[0]
 		sr.records, sr.recordsComplete, sr.recordsTimed = cr.records, cr.recordsComplete, cr.recordsTimed
 		s.notes = append(s.notes, c.notes...)
-		s.notes = append(s.notes, fmt.Sprintf("%s supplies the per-request rows of %s", c.source.Name, s.source.Name))
+		s.notes = append(s.notes, fmt.Sprintf("%s supplies the per-request rows of %s (their counts and times agree)", c.source.Name, s.source.Name))
 		s.extra = append(s.extra, c.source)
 	}
-	return out, notes
+	return out, notes, nil
+}
+
+// disagreement says why the rows of companion c cannot be the requests
+// that summary s summarises, or "": a different model, a different number
+// of requests, or a span of time that is not the run's duration (within
+// 10 % and a second, as tools time their runs slightly differently).
+func disagreement(s, c *part) string {
+	if s.source.Model != "" && c.source.Model != "" && s.source.Model != c.source.Model {
+		return fmt.Sprintf("the summary's model is %q, the rows' %q", s.source.Model, c.source.Model)
+	}
+	sr, cr := s.runs[0], c.runs[0]
+	measured := 0
+	for _, r := range cr.records {
+		if !r.Warmup {
+			measured++
+		}
+	}
+	if sr.countsKnown && sr.requests != measured {
+		return fmt.Sprintf("the summary counts %d requests (%d ok, %d failed), the rows %d", sr.requests, sr.ok, sr.requests-sr.ok, measured)
+	}
+	if sr.wallS > 0 && cr.recordsTimed {
+		if span := cr.recordsWall(); span > 0 && math.Abs(span-sr.wallS) > 0.1*sr.wallS+1 {
+			return fmt.Sprintf("the summary's run lasted %.4g s, the rows span %.4g s", sr.wallS, span)
+		}
+	}
+	return ""
 }
 
 // dropDuplicateSummaries keeps one summary per run when the same run was
@@ -220,6 +317,7 @@ func assemble(parts []*part, opts analysis.Options, notes []string) (*Imported, 
 	type placed struct {
 		step analysis.Step
 		from string
+		load string
 	}
 	var all []placed
 	for _, p := range parts {
@@ -247,24 +345,22 @@ func assemble(parts []*part, opts analysis.Options, notes []string) (*Imported, 
 				}
 				notes = append(notes, n)
 			}
-			all = append(all, placed{st, r.label})
+			load := r.load()
+			if r.concurrency == 0 && r.rateRPS == 0 {
+				// An unknown load: two runs that measured exactly the same are
+				// the same run twice.
+				load = fmt.Sprintf("the same unknown load with the same figures (%d requests, %.6g req/s, TTFT p50 %.6g ms)", st.Requests, st.ThroughputRPS, st.TTFTP50Ms)
+			}
+			all = append(all, placed{st, r.label, load})
 			imp.Records = append(imp.Records, recs...)
 		}
 	}
-	type load struct {
-		c    int
-		rate float64
-	}
-	measured := map[load]string{}
+	measured := map[string]string{}
 	for _, a := range all {
-		if a.step.ConcurrencyEstimated {
-			continue
+		if first, dup := measured[a.load]; dup {
+			return nil, fmt.Errorf("%s and %s both measure %s: pass one run per step", first, a.from, a.load)
 		}
-		k := load{a.step.Concurrency, a.step.RateRPS}
-		if first, dup := measured[k]; dup {
-			return nil, fmt.Errorf("%s and %s both measure concurrency %d: pass one run per step", first, a.from, k.c)
-		}
-		measured[k] = a.from
+		measured[a.load] = a.from
 	}
 	slices.SortStableFunc(all, func(a, b placed) int {
 		return cmp.Or(cmp.Compare(a.step.Concurrency, b.step.Concurrency), cmp.Compare(a.step.RateRPS, b.step.RateRPS))

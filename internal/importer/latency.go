@@ -26,31 +26,30 @@ func latencyBlock(res analysis.Result) (*scenario.Latency, []string) {
 	if knee != nil && (*knee < 1 || len(distinct) < 2) {
 		knee = nil
 	}
+	var notes []string
+	seen, timed := map[int]bool{}, false
+	for _, s := range res.Steps {
+		switch {
+		case s.TTFTP50Ms <= 0 || s.TPOTP50Ms <= 0:
+		case s.Concurrency < 1:
+			timed = true
+			notes = append(notes, "a step of unknown concurrency is left out of the latency curve")
+		case seen[s.Concurrency]:
+			notes = append(notes, fmt.Sprintf("several steps estimate concurrency %d: the latency curve keeps the first (lowest rate)", s.Concurrency))
+		default:
+			seen[s.Concurrency] = true
+		}
+	}
 	l, err := res.Latency()
+	if err != nil && timed && len(seen) == 0 {
+		return nil, append(notes, "no latency block: no step with TTFT and TPOT has a known concurrency")
+	}
 	if err != nil {
 		if knee != nil {
 			return &scenario.Latency{Knee: knee}, []string{"the latency block holds the knee only (" + err.Error() + "): give ttft_ms and tpot_ms beside it"}
 		}
 		return nil, []string{"no latency block: " + err.Error()}
 	}
-	var notes []string
-	seen := map[int]bool{}
-	var curve []scenario.CurvePoint
-	for _, pt := range l.Curve {
-		switch {
-		case pt.Concurrency < 1:
-			notes = append(notes, "a step of unknown concurrency is left out of the latency curve")
-		case seen[pt.Concurrency]:
-			notes = append(notes, fmt.Sprintf("several steps estimate concurrency %d: the latency curve keeps the first (lowest rate)", pt.Concurrency))
-		default:
-			seen[pt.Concurrency] = true
-			curve = append(curve, pt)
-		}
-	}
-	if len(curve) == 0 {
-		return nil, append(notes, "no latency block: no step with TTFT and TPOT has a known concurrency")
-	}
-	l.Curve = curve
 	if l.Knee != nil && knee == nil {
 		notes = append(notes, "one concurrency only: the latency block has no knee (import a ramp to measure one)")
 	}

@@ -19,10 +19,10 @@ import (
 // (one object per request). Output tokens are counted by llmperf's own
 // tokenizer.
 //
-// Metric mapping onto DESIGN §2:
+// Metric mapping onto the planner's metrics (docs/concepts.md, "Metrics"):
 //   - TTFT = ttft_s; E2E = end_to_end_latency_s.
 //   - llmperf's inter_token_latency_s is E2E / output tokens (the sum of all
-//     gaps, the first token's included, over the token count), not DESIGN's
+//     gaps, the first token's included, over the token count), not the planner's
 //     TPOT. Per request TPOT = (E2E − TTFT)/(output tokens − 1); from a
 //     summary alone it is estimated per percentile as (E2E_p − TTFT_p) /
 //     (output tokens p50 − 1).
@@ -84,16 +84,41 @@ func parseLLMPerfSummary(name string, vals []any) (*part, error) {
 	p.notes = append(p.notes, "TTFT and E2E are llmperf's ttft_s and end_to_end_latency_s; output tokens are counted by llmperf's tokenizer")
 	outP50, _, ok := out.quantile(0.5)
 	if ok && outP50 > 1 {
-		r.tpot = estimateTPOT(r.ttft, r.e2e, outP50)
-		p.summaryNotes = append(p.summaryNotes, fmt.Sprintf("TPOT estimated as (E2E − TTFT)/(output tokens − 1) per percentile with %.4g output tokens: llmperf's inter_token_latency_s is E2E / output tokens, which counts the first token (import the individual_responses file for exact values)", outP50))
+		var note string
+		r.tpot, note = estimateTPOT(r.ttft, r.e2e, outP50)
+		r.tpotDerived = true
+		p.summaryNotes = append(p.summaryNotes, fmt.Sprintf("TPOT estimated (marked) as (E2E − TTFT)/(output tokens − 1) per percentile with %.4g output tokens: llmperf's inter_token_latency_s is E2E / output tokens, which counts the first token (import the individual_responses file for exact values)", outP50))
+		if note != "" {
+			p.summaryNotes = append(p.summaryNotes, note)
+		}
+	}
+	p.source.Settings = llmperfSettings(o)
+	if api, ok := o.str("api"); ok {
+		p.source.Endpoint = api
 	}
 	return p, nil
 }
 
-// estimateTPOT derives DESIGN's TPOT from E2E and TTFT summaries, quantile
-// by quantile. The 95th percentile is kept at or above the median, since a
-// difference of quantiles is not itself a quantile.
-func estimateTPOT(ttft, e2e summary, out float64) summary {
+// llmperfSettings are the run's settings besides its load: the token
+// lengths asked for and the serving framework, when recorded.
+func llmperfSettings(o obj) map[string]string {
+	settings := map[string]string{}
+	for _, k := range []string{"mean_input_tokens", "stddev_input_tokens", "mean_output_tokens", "stddev_output_tokens"} {
+		if v, ok := o.num(k); ok {
+			settings[k] = strconv.FormatFloat(v, 'g', -1, 64)
+		}
+	}
+	if fw, ok := o.str("framework"); ok {
+		settings["framework"] = fw
+	}
+	return settings
+}
+
+// estimateTPOT derives the planner's TPOT from E2E and TTFT summaries,
+// quantile by quantile. A difference of quantiles is not itself a
+// quantile: when the p95 so derived falls below the median, it is set to
+// the median, a lower bound, and the note says so.
+func estimateTPOT(ttft, e2e summary, out float64) (summary, string) {
 	var s summary
 	if e2e.mean > ttft.mean && ttft.mean > 0 {
 		s.mean = (e2e.mean - ttft.mean) / (out - 1)
@@ -108,9 +133,10 @@ func estimateTPOT(ttft, e2e summary, out float64) summary {
 	if p50, ok := s.q[0.5]; ok {
 		if p95, ok := s.q[0.95]; ok && p95 < p50 {
 			s.set(0.95, p50)
+			return s, fmt.Sprintf("TPOT p95 derived from the E2E and TTFT p95s is %.4g ms, below the p50's %.4g ms: the p95 is set to the p50, a lower bound (the per-request responses give the true value)", p95, p50)
 		}
 	}
-	return s
+	return s, ""
 }
 
 // llmperfSummary reads results_<metric>_mean, _min, _max and

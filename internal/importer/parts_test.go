@@ -2,6 +2,7 @@ package importer
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -75,15 +76,24 @@ func TestProbeCSV(t *testing.T) {
 	near(t, "wall", imp.Steps[0].WallS, 4)       // first send at 0 s, last end at 3 s + 1 s
 }
 
+// TestVLLMAppendResult reads --append-result files: runs at two rates are
+// two steps; the same rate twice is refused, as the two fixtures (two
+// deployments measured at 3.6 req/s) are.
 func TestVLLMAppendResult(t *testing.T) {
 	a := readTestdata(t, "vllm/benchmark_2025-05-13_04-37-51.json")
 	b := readTestdata(t, "vllm/benchmark_2025-05-13_04-55-27.json")
+	if _, err := Import("appended.json", append(append(a, '\n'), b...), deadline12s); err == nil ||
+		!strings.Contains(err.Error(), "both measure a request rate of 3.6 req/s") {
+		t.Errorf("two runs at the same rate: err = %v", err)
+	}
+	b = bytes.Replace(b, []byte(`"request_rate": 3.6`), []byte(`"request_rate": 7.2`), 1)
 	imp, err := Import("appended.json", append(append(a, '\n'), b...), deadline12s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(imp.Steps) != 2 || imp.Steps[0].Concurrency != 12 || imp.Steps[1].Concurrency != 13 {
-		t.Fatalf("steps = %+v, want estimated 12 and 13", imp.Steps)
+	if len(imp.Steps) != 2 || imp.Steps[0].Concurrency != 12 || imp.Steps[1].Concurrency != 13 ||
+		imp.Steps[0].RateRPS != 7.2 || imp.Steps[1].RateRPS != 3.6 {
+		t.Fatalf("steps = %+v, want estimated 12 and 13 at 7.2 and 3.6 req/s", imp.Steps)
 	}
 }
 
@@ -269,5 +279,25 @@ func TestPairingNeedsTheSameRun(t *testing.T) {
 	imp := importFiles(t, "llmperf/leaderboard/fireworks_70b.json", "llmperf/01-ai-Yi-1-5-34B-Chat_550_150_individual_responses.json")
 	if len(imp.Steps) != 2 || imp.Steps[0].Concurrency != 0 || imp.Steps[1].Concurrency != 5 {
 		t.Errorf("rows of another run were paired with a summary: %+v", imp.Steps)
+	}
+}
+
+// TestOldProbeCSVStillImports reads a requests.csv written before the
+// retry columns existed.
+func TestOldProbeCSVStillImports(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("step,idx,start_s,ack_ms,ttft_ms,e2e_ms,output_tokens,input_tokens,output_estimated,status,error,attempts,retry_after_ms,ok,warmup\n")
+	for i := range 20 {
+		fmt.Fprintf(&b, "1,%d,%d.000000,90.000,100.000,1000.000,10,32,false,200,,1,0.000,true,%t\n", i, i, i == 0)
+	}
+	imp, err := Import("old/requests.csv", []byte(b.String()), deadline12s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := oneStep(t, imp)
+	// Window: from the warm-up's end (1 s) to the first completion after
+	// the last send (20 s): 19 requests in 19 s.
+	if imp.Format != FormatProbeCSV || s.Requests != 19 || s.WallS != 19 || s.ThroughputRPS != 1 || s.TooShort {
+		t.Errorf("format %s, step %+v", imp.Format, s)
 	}
 }

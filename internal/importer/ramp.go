@@ -2,6 +2,7 @@ package importer
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -13,11 +14,14 @@ import (
 	"github.com/plannerdev/planner/internal/analysis"
 )
 
-// Ramp CSVs hold one row per request of a closed-loop ramp, so every step
-// is summarised from its rows by analysis.Summarize.
+// Ramp CSVs hold one row per request of a ramp, so every step is
+// summarised from its rows.
 //
-// The probe's own requests.csv (analysis.CSVHeader) carries everything
-// DESIGN §2 defines. The workshop layout, written by a common pandas ramp
+// The probe's own requests.csv (analysis.CSVHeader, or the older layout
+// without the retry columns) carries every figure docs/probe.md defines;
+// its steps are summarised as the probe summarises them: a closed-loop
+// step in its steady state (analysis.Summarize), an open-loop step (a row
+// with a rate) over its window (analysis.SummarizeOpen). The workshop layout, written by a common pandas ramp
 // script, has the columns step (the concurrency), idx, ok (0/1 or
 // True/False), code (HTTP status), ms (end-to-end latency in milliseconds)
 // and wall_s (the step's wall time, repeated on each row); it has no TTFT
@@ -33,19 +37,26 @@ func parseProbeCSV(_ string, data []byte) (*part, error) {
 	if len(recs) == 0 {
 		return nil, errors.New("has no request rows")
 	}
-	byStep := map[int][]analysis.Record{}
-	for _, r := range recs {
-		byStep[r.Step] = append(byStep[r.Step], r)
+	type key struct {
+		c    int
+		rate float64
 	}
+	byStep := map[key][]analysis.Record{}
+	for _, r := range recs {
+		byStep[key{r.Step, r.RateRPS}] = append(byStep[key{r.Step, r.RateRPS}], r)
+	}
+	keys := slices.SortedFunc(maps.Keys(byStep), func(a, b key) int { return cmp.Or(cmp.Compare(a.c, b.c), cmp.Compare(a.rate, b.rate)) })
 	p := &part{source: Source{Tool: "planner probe"}}
-	for _, c := range slices.Sorted(maps.Keys(byStep)) {
-		if c < 1 || c > maxConcurrency {
-			return nil, fmt.Errorf("step %d is not a concurrency", c)
+	for _, k := range keys {
+		if k.c < 1 || k.c > maxConcurrency {
+			return nil, fmt.Errorf("step %d is not a concurrency", k.c)
 		}
-		p.runs = append(p.runs, &run{
-			label: fmt.Sprintf("step %d", c), concurrency: c,
-			records: byStep[c], recordsComplete: true, recordsTimed: true,
-		})
+		r := &run{label: fmt.Sprintf("step %d", k.c), concurrency: k.c, rateRPS: k.rate,
+			records: byStep[k], recordsComplete: true, recordsTimed: true, probeLoop: "closed"}
+		if k.rate > 0 {
+			r.label, r.probeLoop = fmt.Sprintf("step %d at %g req/s", k.c, k.rate), "open"
+		}
+		p.runs = append(p.runs, r)
 	}
 	return p, nil
 }

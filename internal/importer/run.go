@@ -24,8 +24,11 @@ type run struct {
 	rateRPS      float64 // offered rate of an open loop; 0 when closed or not known
 	meanInFlight float64 // average in-flight requests as the tool measured it; 0 when not given
 
-	// Summary figures, when the file has them.
+	// Summary figures, when the file has them. tpotDerived and e2eDerived
+	// mark a metric composed from the others (TPOT from E2E and TTFT, E2E
+	// from TTFT and TPOT) rather than read.
 	hasSummary                      bool
+	tpotDerived, e2eDerived         bool
 	countsKnown                     bool
 	requests, ok, rateLimited, errs int
 	wallS                           float64
@@ -36,6 +39,25 @@ type run struct {
 	records         []analysis.Record
 	recordsComplete bool // every request of the run, not a sample
 	recordsTimed    bool // records carry start times
+	// probeLoop marks the rows of planner probe's requests.csv: a closed
+	// loop ("closed", measured in its steady state) or an open loop
+	// ("open"), summarised as the probe summarises them.
+	probeLoop string
+}
+
+// load names the load a run was driven at, as configured: the closed
+// loop's concurrency or the open loop's rate (0 when the file does not
+// say). Two runs at the same load measure the same step.
+func (r *run) load() string {
+	switch {
+	case r.concurrency > 0 && r.rateRPS > 0:
+		return fmt.Sprintf("a request rate of %g req/s with %d in flight at most", r.rateRPS, r.concurrency)
+	case r.concurrency > 0:
+		return fmt.Sprintf("concurrency %d", r.concurrency)
+	case r.rateRPS > 0:
+		return fmt.Sprintf("a request rate of %g req/s", r.rateRPS)
+	}
+	return "an unknown load (the files give no concurrency and no rate)"
 }
 
 // finish resolves the run's concurrency and produces its step and records
@@ -67,7 +89,9 @@ func (r *run) finish(opts analysis.Options) (analysis.Step, []analysis.Record, [
 		}
 	case r.hasSummary:
 		var sNotes []string
-		st, sNotes = r.stepFromSummary(opts)
+		if st, sNotes, err = r.stepFromSummary(opts); err != nil {
+			return analysis.Step{}, nil, nil, err
+		}
 		notes = append(notes, sNotes...)
 		if len(r.records) > 0 {
 			notes = append(notes, fmt.Sprintf("the file keeps a sample of %s: the step comes from the tool's summary, the rows are kept as they are", plural(len(r.records), "request")))
@@ -77,7 +101,9 @@ func (r *run) finish(opts analysis.Options) (analysis.Step, []analysis.Record, [
 	}
 	st.Concurrency = c
 	st.ConcurrencyEstimated = estimated
-	st.RateRPS = r.rateRPS
+	if st.RateRPS == 0 {
+		st.RateRPS = r.rateRPS
+	}
 	if err := checkStep(st); err != nil {
 		return analysis.Step{}, nil, nil, err
 	}
@@ -149,11 +175,19 @@ func (r *run) recordsWall() float64 {
 }
 
 func (r *run) stepFromRecords(c int, opts analysis.Options) (analysis.Step, error) {
-	var wall map[int]float64
-	if r.wallS > 0 {
-		wall = map[int]float64{c: r.wallS}
+	var steps []analysis.Step
+	switch r.probeLoop {
+	case "closed":
+		steps = analysis.Summarize(r.records, opts)
+	case "open":
+		steps = analysis.SummarizeOpen(r.records, opts)
+	default:
+		var wall map[int]float64
+		if r.wallS > 0 {
+			wall = map[int]float64{c: r.wallS}
+		}
+		steps = analysis.SummarizeOver(r.records, opts, wall)
 	}
-	steps := analysis.Summarize(r.records, opts, wall)
 	if len(steps) != 1 {
 		return analysis.Step{}, errors.New("has no measured requests (only warm-up rows)")
 	}
@@ -164,44 +198,63 @@ func (r *run) stepFromRecords(c int, opts analysis.Options) (analysis.Step, erro
 	return st, nil
 }
 
-func (r *run) stepFromSummary(opts analysis.Options) (analysis.Step, []string) {
+func (r *run) stepFromSummary(opts analysis.Options) (analysis.Step, []string, error) {
 	st := analysis.Step{
-		Requests:      r.requests,
-		OK:            r.ok,
-		RateLimited:   r.rateLimited,
-		Errors:        r.errs,
-		WallS:         r.wallS,
-		ThroughputRPS: r.throughputRPS,
-		OutputTPS:     r.outputTPS,
-		CountsUnknown: !r.countsKnown,
+		Requests:          r.requests,
+		OK:                r.ok,
+		RateLimited:       r.rateLimited,
+		RateLimitedFailed: r.rateLimited,
+		Errors:            r.errs,
+		Answers:           r.requests,
+		WallS:             r.wallS,
+		ThroughputRPS:     r.throughputRPS,
+		OutputTPS:         r.outputTPS,
+		CountsUnknown:     !r.countsKnown,
 	}
-	var notes, n []string
-	st.TTFTP50Ms, st.TTFTP95Ms, n = r.ttft.p50p95("TTFT")
-	notes = append(notes, n...)
-	st.TPOTP50Ms, st.TPOTP95Ms, n = r.tpot.p50p95("TPOT")
-	notes = append(notes, n...)
-	st.E2EP50Ms, st.E2EP95Ms, n = r.e2e.p50p95("E2E")
-	notes = append(notes, n...)
+	var notes []string
+	for _, m := range []struct {
+		name               string
+		s                  summary
+		p50, p90, p95, p99 *float64
+		estimated          *bool
+		derived            bool
+	}{
+		{"TTFT", r.ttft, &st.TTFTP50Ms, &st.TTFTP90Ms, &st.TTFTP95Ms, &st.TTFTP99Ms, &st.TTFTEstimated, false},
+		{"TPOT", r.tpot, &st.TPOTP50Ms, &st.TPOTP90Ms, &st.TPOTP95Ms, &st.TPOTP99Ms, &st.TPOTEstimated, r.tpotDerived},
+		{"E2E", r.e2e, &st.E2EP50Ms, &st.E2EP90Ms, &st.E2EP95Ms, &st.E2EP99Ms, &st.E2EEstimated, r.e2eDerived},
+	} {
+		p50, p95, est, n, err := m.s.p50p95(m.name)
+		if err != nil {
+			return st, nil, err
+		}
+		*m.p50, *m.p95, *m.estimated = p50, p95, est || (m.derived && p50 > 0)
+		// p90 and p99 only as reported: 0 (not given) otherwise.
+		*m.p90, *m.p99 = m.s.q[0.9], m.s.q[0.99]
+		notes = append(notes, n...)
+	}
 	if !r.countsKnown {
 		notes = append(notes, "the file gives no request counts: requests, ok and errors are unknown (0)")
 	}
 	st.GoodputRPS = st.ThroughputRPS
 	if opts.DeadlineMs <= 0 || st.ThroughputRPS == 0 {
-		return st, notes
+		return st, notes, nil
 	}
 	frac, exact, ok := r.e2e.fractionWithin(opts.DeadlineMs)
 	switch {
 	case !ok:
-		st.GoodputFromThroughput = true
-		notes = append(notes, "goodput is the throughput: the file gives no E2E distribution to judge the deadline by")
+		st.GoodputEstimated = true
+		notes = append(notes, "goodput is the throughput (marked estimated): the file gives no E2E distribution to judge the deadline by")
 	case exact:
 		st.GoodputRPS = st.ThroughputRPS * frac
 	default:
 		st.GoodputRPS = st.ThroughputRPS * frac
-		st.GoodputFromThroughput = true
+		st.GoodputEstimated = true
 		notes = append(notes, fmt.Sprintf("goodput estimated as throughput × %.1f%%, the share of requests within the %.0f ms deadline read off the E2E percentiles", 100*frac, opts.DeadlineMs))
 	}
-	return st, notes
+	if r.e2eDerived {
+		st.GoodputEstimated = true
+	}
+	return st, notes, nil
 }
 
 // checkStep rejects figures that are negative or not finite, which only a

@@ -54,28 +54,40 @@ func (s summary) quantile(q float64) (v, from float64, ok bool) {
 	return 0, 0, false
 }
 
-// p50p95 returns the median and the 95th percentile for a step, and a note
-// when either is a stand-in (the mean for the median, a higher percentile
-// for the 95th, or the median when nothing above it was reported).
-func (s summary) p50p95(metric string) (p50, p95 float64, notes []string) {
+// p50p95 returns the median and the 95th percentile for a step, whether
+// either is a stand-in (the mean for the median, a higher percentile for
+// the 95th, or the median when nothing above it was reported), with a note
+// saying which, and an error when the tool's own p95 lies below its median:
+// a swapped or corrupt pair is refused, never clamped.
+func (s summary) p50p95(metric string) (p50, p95 float64, estimated bool, notes []string, err error) {
 	p50, from50, ok := s.quantile(0.5)
 	switch {
 	case !ok:
-		return 0, 0, nil
+		return 0, 0, false, nil, nil
 	case from50 == -1:
-		notes = append(notes, fmt.Sprintf("%s p50 is the mean: the file gives no median", metric))
+		estimated = true
+		notes = append(notes, fmt.Sprintf("%s p50 is the mean (marked estimated): the file gives no median", metric))
 	case from50 != 0.5:
-		notes = append(notes, fmt.Sprintf("%s p50 is the reported %s: the file gives no median", metric, quantileName(from50)))
+		estimated = true
+		notes = append(notes, fmt.Sprintf("%s p50 is the reported %s (marked estimated): the file gives no median", metric, quantileName(from50)))
 	}
 	p95, from95, ok := s.quantile(0.95)
 	switch {
 	case !ok:
-		p95 = p50
-		notes = append(notes, fmt.Sprintf("%s p95 is the p50: the file gives nothing above the median", metric))
+		p95, estimated = p50, true
+		notes = append(notes, fmt.Sprintf("%s p95 is the p50 (marked estimated): the file gives nothing above the median", metric))
 	case from95 != 0.95:
-		notes = append(notes, fmt.Sprintf("%s p95 is the reported %s, an upper bound: the file gives no p95", metric, quantileName(from95)))
+		estimated = true
+		notes = append(notes, fmt.Sprintf("%s p95 is the reported %s, an upper bound (marked estimated): the file gives no p95", metric, quantileName(from95)))
 	}
-	return p50, max(p95, p50), notes
+	if p95 < p50 {
+		if from50 == 0.5 && from95 == 0.95 {
+			return 0, 0, false, nil, fmt.Errorf("%s p95 (%.4g ms) is below its p50 (%.4g ms): the file's percentiles are inconsistent", metric, p95, p50)
+		}
+		notes = append(notes, fmt.Sprintf("%s p95 stand-in (%.4g ms) is below the p50 (%.4g ms): the p95 is set to the p50, a lower bound", metric, p95, p50))
+		p95 = p50
+	}
+	return p50, p95, estimated, notes, nil
 }
 
 // fractionWithin estimates the share of requests at or under x by linear

@@ -18,7 +18,7 @@ import (
 // _ms; which metrics appear follows --percentile-metrics, default
 // ttft,tpot,itl, and which percentiles --metric-percentiles, default 99)
 // and in seconds in the --save-detailed arrays (ttfts, itls, latencies,
-// start_times). Its definitions match DESIGN §2: TTFT is the first chunk
+// start_times). Its definitions match the planner's (docs/concepts.md, "Metrics"): TTFT is the first chunk
 // with content, TPOT is (latency − TTFT)/(output tokens − 1) per request,
 // e2el is the whole request. Its ITL is the gap between chunks pooled over
 // all requests, not a per-request figure, and is not used.
@@ -66,12 +66,28 @@ func parseVLLM(name string, vals []any) (*part, error) {
 		p.runs = append(p.runs, r)
 		if p.source.Model == "" {
 			p.source.Model, _ = o.str("model_id")
+			p.source.Settings = vllmSettings(o)
 		}
 		if p.source.Date == "" {
 			p.source.Date = vllmDate(o)
 		}
 	}
 	return p, nil
+}
+
+// vllmSettings are a run's settings besides its load: the backend, the
+// tokenizer and the burstiness of the arrivals.
+func vllmSettings(o obj) map[string]string {
+	settings := map[string]string{}
+	for _, k := range []string{"backend", "tokenizer_id"} {
+		if v, ok := o.str(k); ok && v != "" {
+			settings[k] = v
+		}
+	}
+	if b, ok := o.num("burstiness"); ok {
+		settings["burstiness"] = strconv.FormatFloat(b, 'g', -1, 64)
+	}
+	return settings
 }
 
 // vllmDate turns "20250513-043912" into "2025-05-13T04:39:12" (local time of
@@ -126,8 +142,8 @@ func vllmRun(o obj) (*run, []string, error) {
 	if !o.has("ttfts") && !r.e2e.known() && r.ttft.known() && r.tpot.known() && completed > 0 {
 		out, _ := o.num("total_output_tokens")
 		if meanOut := out / float64(completed); meanOut >= 1 {
-			r.e2e = estimateE2E(r.ttft, r.tpot, meanOut)
-			notes = append(notes, fmt.Sprintf("E2E estimated as TTFT + TPOT × (mean output tokens − 1), with %.4g mean output tokens: the file has no e2el (add e2el to --percentile-metrics)", meanOut))
+			r.e2e, r.e2eDerived = estimateE2E(r.ttft, r.tpot, meanOut), true
+			notes = append(notes, fmt.Sprintf("E2E estimated (marked) as TTFT + TPOT × (mean output tokens − 1), with %.4g mean output tokens: the file has no e2el (add e2el to --percentile-metrics)", meanOut))
 		}
 	}
 	if o.has("ttfts") {
@@ -196,7 +212,7 @@ func estimateE2E(ttft, tpot summary, meanOut float64) summary {
 }
 
 // vllmRecords builds one record per request from the --save-detailed
-// arrays. E2E is TTFT plus the chunk gaps (to the last chunk, as DESIGN §2
+// arrays. E2E is TTFT plus the chunk gaps (to the last chunk, as the planner
 // defines it), else the stored latency.
 func vllmRecords(o obj) ([]analysis.Record, bool, error) {
 	ttfts, ok := o.arr("ttfts")

@@ -37,17 +37,17 @@ type Progress struct {
 	Step        int `json:"step" doc:"Concurrency of the running step."`
 	Requests    int `json:"requests" doc:"Requests of the step that have finished."`
 	OK          int `json:"ok"`
-	RateLimited int `json:"rate_limited" doc:"Requests answered 429 (after their retries)."`
-	Errors      int `json:"errors" doc:"Other failures."`
+	RateLimited int `json:"rate_limited" doc:"429 answers the step's finished requests met, retried ones included."`
+	Errors      int `json:"errors" doc:"Finished requests that failed otherwise than by 429."`
 }
 
 func (p *Progress) add(r analysis.Record) {
 	p.Requests++
+	p.RateLimited += r.RateLimitedAnswers()
 	switch {
 	case r.OK:
 		p.OK++
 	case r.Status == 429 || r.ErrorClass == analysis.ErrRateLimited:
-		p.RateLimited++
 	default:
 		p.Errors++
 	}

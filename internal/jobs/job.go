@@ -152,18 +152,9 @@ func (j *job) writeRecords() {
 		_ = j.write(func(ctx context.Context) error { return j.m.st.AppendRecords(ctx, j.id, recs) })
 	}
 	if steps != nil {
-		partial := store.ProbeResult{Analysis: analysis.Analyze(steps, analysis.Options{DeadlineMs: deadlineMs(j.cfg)})}
+		partial := store.ProbeResult{Analysis: analysis.Analyze(steps, j.cfg.AnalysisOptions())}
 		_ = j.write(func(ctx context.Context) error { return j.m.st.SaveProbeResult(ctx, j.id, partial) })
 	}
-}
-
-// deadlineMs is the per-request deadline that defines goodput.
-func deadlineMs(cfg probe.Config) float64 {
-	d := cfg.Deadline
-	if d == 0 {
-		d = probe.DefaultDeadline
-	}
-	return float64(d) / float64(time.Millisecond)
 }
 
 // ticker sends a progress event every ProgressInterval while a step runs

@@ -82,7 +82,8 @@ func TestJobRunsAndReports(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := openStore(t)
 		m := New(st, Options{ProgressInterval: 20 * time.Millisecond})
-		started, err := start(m, spec(serve(t, slow()), []int{1, 2}, 6))
+		// 42 requests a step: the least a step at 2 may measure, plus its warm-up.
+		started, err := start(m, spec(serve(t, slow()), []int{1, 2}, 42))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +111,7 @@ func TestJobRunsAndReports(t *testing.T) {
 				steps = append(steps, ev.Step.Concurrency)
 			case EventProgress:
 				progress++
-				if ev.Progress.Requests < 0 || ev.Progress.Requests > 6 || ev.Progress.Step < 1 {
+				if ev.Progress.Requests < 0 || ev.Progress.Requests > 42 || ev.Progress.Step < 1 {
 					t.Errorf("progress %+v", ev.Progress)
 				}
 			}
@@ -124,7 +125,7 @@ func TestJobRunsAndReports(t *testing.T) {
 		}
 		// The final status is stored before done is published.
 		run := stored(t, st, id)
-		if run.Status != store.StatusSucceeded || run.Counts.Records != 12 || run.Counts.OK != 12 || run.Result == nil || len(run.Result.Analysis.Steps) != 2 ||
+		if run.Status != store.StatusSucceeded || run.Counts.Records != 84 || run.Counts.OK != 84 || run.Result == nil || len(run.Result.Analysis.Steps) != 2 ||
 			run.Result.StopReason != probe.StopCompleted || run.Label != "test" || run.StartedAt.IsZero() || run.FinishedAt.IsZero() {
 			t.Fatalf("stored run %+v result %+v", run, run.Result)
 		}
@@ -145,7 +146,7 @@ func TestRowsArriveWhileRunning(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := openStore(t)
 		m := New(st, Options{})
-		started, err := start(m, spec(serve(t, slow()), []int{1}, 30)) // about 6 s
+		started, err := start(m, spec(serve(t, slow()), []int{1}, 41)) // about 8 s
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -130,7 +130,7 @@ func BenchmarkProbeStreams(b *testing.B) {
 				MaxNumSeqs: streams, TTFT: benchTTFT, ITL: 20 * time.Millisecond, ITLGrowth: sim.NoGrowth, OutputTokens: 16,
 			})
 			cfg := Config{
-				BaseURL: p.base, Model: sim.DefaultModel, Steps: []int{streams / 4, streams}, RoundsPerStep: 3,
+				BaseURL: p.base, Model: sim.DefaultModel, Steps: []int{streams / 4, streams},
 				MaxTokens: 64, InputTokens: 64, Deadline: time.Minute, Pause: 100 * time.Millisecond,
 			}
 			var cpu time.Duration
@@ -159,6 +159,57 @@ func BenchmarkProbeStreams(b *testing.B) {
 			b.ReportMetric(model.QuantileSorted(errs, 0.95), "ttft-err-p95-ms")
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(requests), "cpu-ns/req")
 			b.ReportMetric(float64(simCPU.Nanoseconds())/float64(requests), "sim-cpu-ns/req")
+		})
+	}
+}
+
+// BenchmarkSearchAgainstLadder runs the default ladder 1, 2, 4, … 4 ×
+// slots and the knee search up to the same top against a simulator on
+// 127.0.0.1 with real sockets and a real clock, for 4, 8, 16 and 64
+// slots: requests of 8 tokens (ignore_eos) taking 270 ms below the slot
+// count (TTFT 200 ms, 10 ms per token, no growth), 100 ms between steps.
+// Metrics: the knee of each and the search's knee_refined; requests
+// (sends, retries included), tokens and wall time of the ladder, of the
+// search's doubling steps and of its refinement. Run it with
+//
+//	go test ./internal/probe -run '^$' -bench SearchAgainstLadder -benchtime 1x
+func BenchmarkSearchAgainstLadder(b *testing.B) {
+	for _, slots := range []int{4, 8, 16, 64} {
+		b.Run(fmt.Sprintf("slots=%d", slots), func(b *testing.B) {
+			_, base := startSim(b, sim.Config{MaxNumSeqs: slots, TTFT: 200 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: sim.NoGrowth})
+			var ladder []int
+			for c := 1; c <= 4*slots; c *= 2 {
+				ladder = append(ladder, c)
+			}
+			for b.Loop() {
+				for _, search := range []bool{false, true} {
+					cfg := Config{BaseURL: base, Model: sim.DefaultModel, MaxTokens: 8, IgnoreEOS: true, InputTokens: 32,
+						Pause: 100 * time.Millisecond, Steps: ladder, Search: search, SearchMax: 4 * slots}
+					res, err := Run(b.Context(), cfg, nil)
+					if err != nil || res.Analysis.Knee == nil {
+						b.Fatalf("search %v: %v, knee %v", search, err, res.Analysis.Knee)
+					}
+					sp := res.Spent()
+					if !search {
+						b.ReportMetric(float64(*res.Analysis.Knee), "knee-ladder")
+						b.ReportMetric(float64(sp[0].Requests), "req-ladder")
+						b.ReportMetric(float64(sp[0].Tokens), "tok-ladder")
+						b.ReportMetric(sp[0].WallS, "s-ladder")
+						continue
+					}
+					b.ReportMetric(float64(*res.Analysis.Knee), "knee-search")
+					if r := res.Analysis.KneeRefined; r != nil {
+						b.ReportMetric(float64(*r), "knee-refined")
+						b.ReportMetric(float64(*res.Analysis.KneeResolution), "resolution")
+					}
+					b.ReportMetric(float64(sp[0].Requests), "req-search")
+					b.ReportMetric(float64(sp[0].Tokens), "tok-search")
+					b.ReportMetric(sp[0].WallS, "s-search")
+					b.ReportMetric(float64(sp[1].Requests), "req-refine")
+					b.ReportMetric(float64(sp[1].Tokens), "tok-refine")
+					b.ReportMetric(sp[1].WallS, "s-refine")
+				}
+			}
 		})
 	}
 }

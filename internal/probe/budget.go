@@ -70,6 +70,13 @@ func (b *budget) spend(reason string) {
 	}
 }
 
+// room reports whether the request budget has room for n more sends.
+func (b *budget) room(n int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.spent == "" && (b.maxRequests == 0 || b.requests+n <= b.maxRequests)
+}
+
 // exhausted returns the stop reason of the first budget spent, or "".
 func (b *budget) exhausted() string {
 	b.mu.Lock()

@@ -76,17 +76,22 @@ type sender struct {
 	redact      *redact.Redactor
 }
 
-// reply is the outcome of one request.
+// reply is the outcome of one request. The stream's times are from the
+// send of the last attempt; end is from the first send.
 type reply struct {
 	start      time.Time // first send
+	last       time.Time // send of the last attempt
 	status     int       // last HTTP status; 0 without a response
 	class      string    // "" on success, else an analysis error class
 	msg        string    // what went wrong, redacted
 	stream     streamResult
 	attempts   int
 	retryAfter time.Duration // the longest wait a 429 asked for
-	end        time.Duration // when the request ended, from start
+	end        time.Duration // when the request ended, from the first send
 }
+
+// lastAttempt is how long the last attempt took, to its end.
+func (r reply) lastAttempt() time.Duration { return r.end - r.last.Sub(r.start) }
 
 // send posts body until it gets an answer other than 429, the attempts run
 // out, a 429's wait would pass the deadline, or the budget refuses a retry.
@@ -98,6 +103,7 @@ func (s *sender) send(runCtx context.Context, body []byte) reply {
 	r := reply{start: time.Now()}
 	for {
 		r.attempts++
+		r.last = time.Now()
 		wait, retry := s.attempt(runCtx, ctx, body, &r)
 		if !retry {
 			break
@@ -120,7 +126,7 @@ func (s *sender) send(runCtx context.Context, body []byte) reply {
 		r.msg += "; " + gaveUp
 		break
 	}
-	if r.end == 0 {
+	if r.end == 0 || r.class == analysis.ErrCancelled || r.class == analysis.ErrTimeout {
 		r.end = time.Since(r.start)
 	}
 	return r
@@ -142,6 +148,7 @@ func (s *sender) attempt(runCtx, ctx context.Context, body []byte, r *reply) (wa
 	resp, err := s.client.Do(req)
 	if err != nil {
 		r.class, r.msg = failureClass(runCtx, ctx), s.redact.Clip(err.Error(), maxErrorText)
+		r.end = time.Since(r.start)
 		return 0, false
 	}
 	defer resp.Body.Close()
@@ -151,6 +158,7 @@ func (s *sender) attempt(runCtx, ctx context.Context, body []byte, r *reply) (wa
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests:
 		r.class = analysis.ErrRateLimited
+		r.end = time.Since(r.start)
 		r.msg = "HTTP 429: " + s.errorText(resp.Body)
 		d, announced := retryAfter(resp.Header, now)
 		if announced {
@@ -164,11 +172,12 @@ func (s *sender) attempt(runCtx, ctx context.Context, body []byte, r *reply) (wa
 	case resp.StatusCode != http.StatusOK:
 		r.class = statusClass(resp.StatusCode)
 		r.msg = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, s.errorText(resp.Body))
+		r.end = time.Since(r.start)
 		return 0, false
 	}
 	r.class, r.msg = "", ""
-	st, err := readStream(resp.Body, r.start)
-	r.stream, r.end = st, st.end
+	st, err := readStream(resp.Body, r.last)
+	r.stream, r.end = st, r.last.Sub(r.start)+st.end
 	switch {
 	case err != nil:
 		r.class, r.msg = failureClass(runCtx, ctx), s.redact.Clip(err.Error(), maxErrorText)

@@ -8,10 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/plannerdev/planner/internal/analysis"
-	"github.com/plannerdev/planner/internal/scenario"
 )
 
 // Names of the files a run writes.
@@ -23,8 +20,8 @@ const (
 
 // WriteFiles writes the run's outputs into dir, creating it: requests.csv
 // (one row per request, analysis.WriteCSV), steps.json (Summary) and, when
-// the run measured a latency curve, curve.yaml (a latency block to paste
-// into a scenario). It returns the paths written.
+// the run measured a latency curve, curve.yaml (CurveYAML). It returns the
+// paths written.
 func WriteFiles(dir string, res *Result) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating the output directory: %w", err)
@@ -59,23 +56,21 @@ func WriteFiles(dir string, res *Result) ([]string, error) {
 	return written, write(CurveFile, curve)
 }
 
-// CurveYAML renders the measured latency curve and knee as a scenario
-// latency block, under a comment that says where it came from. It fails
-// when no step has successful responses with a measurable TPOT.
+// CurveYAML renders the measured latency curve and knee as the curve
+// file (analysis.CurveFile): a scenario fragment whose only key is
+// latency, under comments that say where it was measured and mark points
+// whose steps met 429s or errors. It fails when no step has successful
+// responses with a measurable TPOT.
 func CurveYAML(res *Result) ([]byte, error) {
 	lat, err := res.Analysis.Latency()
 	if err != nil {
 		return nil, fmt.Errorf("latency curve: %w", err)
 	}
-	body, err := yaml.Marshal(struct {
-		Latency scenario.Latency `json:"latency"`
-	}{lat})
-	if err != nil {
-		return nil, fmt.Errorf("rendering the latency curve: %w", err)
-	}
-	head := fmt.Sprintf("# Measured by planner probe: %s, model %q, %s to %s, max_tokens %d, stop: %s.\n"+
-		"# Paste the latency block into a scenario (or a class's latency).\n",
+	head := []string{fmt.Sprintf("Measured by planner probe: %s, model %q, %s to %s, max_tokens %d, stop: %s.",
 		redactURL(res.Config.BaseURL), res.Config.Model, res.Started.UTC().Format(time.RFC3339),
-		res.Ended.UTC().Format(time.RFC3339), res.Config.MaxTokens, res.StopReason)
-	return append([]byte(head), body...), nil
+		res.Ended.UTC().Format(time.RFC3339), res.Config.MaxTokens, res.StopReason)}
+	if k := res.Analysis.KneeRefined; k != nil && res.Config.Search {
+		head = append(head, fmt.Sprintf("The knee search refined the knee to %d (resolution %d); the knee below is the doubling rule's.", *k, *res.Analysis.KneeResolution))
+	}
+	return analysis.CurveFile(lat, res.Analysis.Steps, head)
 }

@@ -4,22 +4,26 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/importer"
+	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
 	"github.com/plannerdev/planner/internal/sim"
 )
 
 const minimalScenario = `quotas:
   - name: prod
-    rpm: 1000
+    rpm: 100000
 classes:
   - name: chat
     quota: prod
@@ -58,7 +62,7 @@ func TestWriteFiles(t *testing.T) {
 	if err := json.Unmarshal(data, &doc); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"steps", "knee", "collapse", "quota_limited", "usl", "rate_limits", "stop_reason", "notes", "config"} {
+	for _, k := range []string{"steps", "knee", "collapse", "quota_limited", "usl", "rate_limits", "stop_reason", "notes", "config", "spent"} {
 		if _, ok := doc[k]; !ok {
 			t.Errorf("steps.json lacks %q", k)
 		}
@@ -76,15 +80,20 @@ func TestWriteFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(string(curve), "# Measured by planner probe") {
-		t.Errorf("curve.yaml has no header comment:\n%s", curve)
+	if !strings.HasPrefix(string(curve), "# Measured by planner probe") || !strings.Contains(string(curve), analysis.CurveFileUsage) {
+		t.Errorf("curve.yaml has no header comment with its use:\n%s", curve)
 	}
+	// Used as the file says: appended to a scenario without a latency block.
 	sc, err := scenario.Parse(append([]byte(minimalScenario), curve...))
 	if err != nil {
 		t.Fatalf("a scenario with the curve does not parse: %v\n%s", err, curve)
 	}
 	if len(sc.Latency.Curve) != 3 || sc.Latency.Knee == nil || *sc.Latency.Knee != *knee {
 		t.Errorf("scenario latency = %+v", sc.Latency)
+	}
+	p, err := plan.Compute(sc)
+	if err != nil || len(p.Classes) != 1 || p.Classes[0].Pool < 1 {
+		t.Fatalf("the scenario with the curve does not plan to a pool: %+v, %v", p, err)
 	}
 }
 
@@ -153,4 +162,89 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 			t.Errorf("the key was not sent: %v", res.Failure())
 		}
 	}
+}
+
+// TestCSVImportMeasuresLikeTheProbe: planner knee and planner import read
+// requests.csv back into the very steps the probe reported, steady state,
+// intervals, knee and refinement included.
+func TestCSVImportMeasuresLikeTheProbe(t *testing.T) {
+	cfg := slotsSim(8)
+	cfg.FailRate, cfg.Seed = 0.05, 3
+	bubble(t, cfg, func(t *testing.T, _ *sim.Server, base string, dial dialFunc) {
+		p := kneeConfig(base, dial)
+		p.Search, p.SearchMax = true, 32
+		res := run(t, t.Context(), p, nil)
+		var buf bytes.Buffer
+		if err := analysis.WriteCSV(&buf, res.Records); err != nil {
+			t.Fatal(err)
+		}
+		imp, err := importer.Import("requests.csv", buf.Bytes(), importer.Options{Options: p.AnalysisOptions()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := jsonDiff(t, imp.Steps, res.Analysis.Steps, ""); d != "" {
+			t.Errorf("imported steps differ from the probe's: %s", d)
+		}
+		a, b := imp.Analysis, res.Analysis
+		if !reflect.DeepEqual(a.Knee, b.Knee) || !reflect.DeepEqual(a.KneeRefined, b.KneeRefined) || a.QuotaLimited != b.QuotaLimited || !reflect.DeepEqual(a.Collapse, b.Collapse) {
+			t.Errorf("imported knee %v refined %v quota %v collapse %v; probe %v %v %v %v",
+				a.Knee, a.KneeRefined, a.QuotaLimited, a.Collapse, b.Knee, b.KneeRefined, b.QuotaLimited, b.Collapse)
+		}
+	})
+}
+
+// jsonDiff compares a and b as JSON, numbers to 1e-9 relative (requests.csv
+// keeps times to the nanosecond, and sums may round apart in the last
+// bit), and names the first difference.
+func jsonDiff(t *testing.T, a, b any, path string) string {
+	t.Helper()
+	var x, y any
+	for _, p := range []struct {
+		in  any
+		out *any
+	}{{a, &x}, {b, &y}} {
+		js, err := json.Marshal(p.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(js, p.out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return diffValues(x, y, path)
+}
+
+func diffValues(x, y any, path string) string {
+	switch xv := x.(type) {
+	case map[string]any:
+		yv, ok := y.(map[string]any)
+		if !ok || len(xv) != len(yv) {
+			return fmt.Sprintf("%s: %v vs %v", path, x, y)
+		}
+		for k := range xv {
+			if d := diffValues(xv[k], yv[k], path+"."+k); d != "" {
+				return d
+			}
+		}
+	case []any:
+		yv, ok := y.([]any)
+		if !ok || len(xv) != len(yv) {
+			return fmt.Sprintf("%s: %d vs %d items", path, len(xv), len(yv))
+		}
+		for i := range xv {
+			if d := diffValues(xv[i], yv[i], fmt.Sprintf("%s[%d]", path, i)); d != "" {
+				return d
+			}
+		}
+	case float64:
+		yv, ok := y.(float64)
+		if !ok || math.Abs(xv-yv) > 1e-9*math.Max(math.Abs(xv), math.Abs(yv)) {
+			return fmt.Sprintf("%s: %v vs %v", path, x, y)
+		}
+	default:
+		if x != y {
+			return fmt.Sprintf("%s: %v vs %v", path, x, y)
+		}
+	}
+	return ""
 }

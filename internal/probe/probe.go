@@ -1,13 +1,16 @@
 // Package probe measures one OpenAI-compatible chat-completions endpoint
-// with a bounded, polite load run (docs/probe.md): a closed-loop concurrency
-// ramp (or an open-loop Poisson run for plan validation) of streamed
-// requests, each timed to its first output token and its last one. Every
-// request is recorded, failures too; 429s are retried only after the wait
-// the endpoint asked for; the run stops by itself on too many 429s, on
-// falling goodput, on a spent budget or on cancel, and keeps what it
-// measured. The records are judged by package analysis (knee, collapse,
-// quota_limited, USL fit) and written as requests.csv, steps.json and a
-// curve.yaml that a scenario's latency block takes as it is.
+// with a bounded, polite load run (docs/probe.md): a closed-loop
+// concurrency ramp, either a fixed ladder or a knee search that sizes its
+// steps by their noise and stops at the first failing one, then refines
+// the knee by bisection (or open-loop Poisson steps at given rates), of
+// streamed requests, each timed to its first output token and its last
+// one. Every request is recorded, failures too; 429s are retried only
+// after the wait the endpoint asked for, and timed from the attempt that
+// succeeded; the run stops by itself on too many 429s, on falling
+// goodput, on a spent budget or on cancel, and keeps what it measured.
+// The records are judged by package analysis (steady state, intervals,
+// knee, collapse, quota_limited, USL fit) and written as requests.csv,
+// steps.json and a curve.yaml that a scenario takes as it is.
 package probe
 
 import (
@@ -20,6 +23,8 @@ import (
 	"net/url"
 	"slices"
 	"time"
+
+	"github.com/plannerdev/planner/internal/analysis"
 )
 
 // Defaults applied to zero-valued Config fields.
@@ -33,9 +38,10 @@ const (
 	DefaultBackoffBase  = 500 * time.Millisecond
 	DefaultBackoffCap   = 8 * time.Second
 	DefaultMaxDuration  = 10 * time.Minute
-	DefaultMinRequests  = 40 // per step: N = max(DefaultMinRequests, DefaultRounds·c)
-	DefaultRounds       = 4
 	DefaultAPIKeyHeader = "Authorization"
+	// DefaultSearchMax is the highest concurrency a knee search tries
+	// unless told.
+	DefaultSearchMax = 64
 )
 
 // Bounds on a probe's shape, so that a typo cannot start a flood. They are
@@ -88,21 +94,36 @@ type Config struct {
 	// endpoint cannot send the probe and its key elsewhere.
 	CheckRedirect func(req *http.Request, via []*http.Request) error
 
-	// Steps is the ladder of concurrencies, strictly ascending.
+	// Steps is the ladder of concurrencies, strictly ascending; unused by
+	// a search.
 	Steps []int
 	// RequestsPerStep fixes N for every step; 0 selects
-	// N = max(MinRequestsPerStep, RoundsPerStep·c).
+	// N = max(40, 3c) + c: the least a step may measure
+	// (analysis.MinMeasured) plus its warm-up. A fixed N that leaves a
+	// step fewer measured requests than analysis.MinMeasured is refused.
 	RequestsPerStep int
-	// MinRequestsPerStep is the least N of a step (default 40).
-	MinRequestsPerStep int
-	// RoundsPerStep is N per unit of concurrency (default 4).
-	RoundsPerStep int
 	// Warmup is the number of warm-up requests per step, recorded but left
 	// out of the step's summary; 0 selects min(c, N/2): one full round of
 	// the semaphore, which absorbs connection set-up and the batch filling
-	// up, and lets the step's throughput be measured over whole rounds. A
-	// negative value means none.
+	// up. A negative value means none.
 	Warmup int
+
+	// Search runs the knee search instead of the ladder: concurrency
+	// doubles from 1 up to SearchMax, each step ends once its goodput is
+	// known within ±5 % (never before 2c + 10 measured requests, never
+	// beyond the ladder's N), no step runs past the first that fails the
+	// knee rule, and the knee is then refined by bisection.
+	Search bool
+	// SearchMax is the highest concurrency a search tries (default 64).
+	SearchMax int
+	// CollapseTolerancePct is how far goodput must fall, beyond its
+	// noise, to count as falling (default 5; analysis.Options).
+	CollapseTolerancePct float64
+	// Exact keeps every ladder step at its N: a step whose gain over the
+	// one before is ambiguous is not measured twice as long. Plan
+	// validation sets it, since its steps are compared with a model
+	// rather than judged by the knee rule.
+	Exact bool
 	// Pause is the idle time between steps (default 2s), which lets the
 	// endpoint's queues drain; a negative value means none.
 	Pause time.Duration
@@ -135,7 +156,8 @@ type Config struct {
 
 	// Budget bounds the whole run.
 	Budget Budget
-	// Open, when set, runs one open-loop step instead of the ramp.
+	// Open, when set, runs open-loop steps, one per rate, instead of the
+	// ramp.
 	Open *OpenLoop
 	// Seed seeds the backoff jitter and the open-loop arrivals.
 	Seed uint64
@@ -158,13 +180,15 @@ type Budget struct {
 	MaxDuration time.Duration
 }
 
-// OpenLoop is an open-loop run: requests arrive as a Poisson process at
-// RateRPS whatever the endpoint does, as real traffic does, and an arrival
-// that finds MaxInFlight requests in flight is shed (counted, not sent).
+// OpenLoop is an open-loop run: at each rate in turn, requests arrive as
+// a Poisson process whatever the endpoint does, as real traffic does, and
+// an arrival that finds MaxInFlight requests in flight is shed (counted,
+// not sent).
 type OpenLoop struct {
-	RateRPS     float64 `json:"rate_rps"`
-	MaxInFlight int     `json:"max_in_flight"`
-	// Requests is the number of arrivals (default max(40, 4·MaxInFlight)).
+	Rates       []float64 `json:"rates_rps"`
+	MaxInFlight int       `json:"max_in_flight"`
+	// Requests is the number of arrivals per rate (default
+	// max(40, 3c) + c, c = MaxInFlight).
 	Requests int `json:"requests"`
 }
 
@@ -180,8 +204,8 @@ func (c Config) withDefaults() Config {
 	if len(c.Steps) == 0 {
 		c.Steps = slices.Clone(DefaultSteps)
 	}
-	c.MinRequestsPerStep = orDefault(c.MinRequestsPerStep, DefaultMinRequests)
-	c.RoundsPerStep = orDefault(c.RoundsPerStep, DefaultRounds)
+	c.SearchMax = orDefault(c.SearchMax, DefaultSearchMax)
+	c.CollapseTolerancePct = orDefault(c.CollapseTolerancePct, analysis.DefaultCollapseTolerancePct)
 	c.Pause = orDefault(c.Pause, DefaultPause)
 	c.Deadline = orDefault(c.Deadline, DefaultDeadline)
 	c.MaxTokens = orDefault(c.MaxTokens, DefaultMaxTokens)
@@ -194,11 +218,73 @@ func (c Config) withDefaults() Config {
 	if c.Open != nil {
 		o := *c.Open
 		if o.Requests == 0 {
-			o.Requests = max(DefaultMinRequests, DefaultRounds*o.MaxInFlight)
+			o.Requests = analysis.MinMeasured(o.MaxInFlight) + o.MaxInFlight
 		}
+		o.Rates = slices.Clone(o.Rates)
 		c.Open = &o
 	}
 	return c
+}
+
+// AnalysisOptions are the judgement settings of the run: its deadline
+// defines goodput, and the collapse tolerance.
+func (c Config) AnalysisOptions() analysis.Options {
+	c = c.withDefaults()
+	return analysis.Options{DeadlineMs: ms(c.Deadline), CollapseTolerancePct: c.CollapseTolerancePct}
+}
+
+// Concurrencies are the concurrencies the run may reach: the ladder, the
+// doubling steps of a search up to SearchMax, or the open loop's cap.
+func (c Config) Concurrencies() []int {
+	c = c.withDefaults()
+	switch {
+	case c.Open != nil:
+		return []int{c.Open.MaxInFlight}
+	case c.Search:
+		return doubling(c.SearchMax)
+	}
+	return c.Steps
+}
+
+// doubling is 1, 2, 4, … up to top, and top itself when it is not a power
+// of two.
+func doubling(top int) []int {
+	var out []int
+	for c := 1; c <= top; c *= 2 {
+		out = append(out, c)
+	}
+	if len(out) == 0 || out[len(out)-1] != top {
+		out = append(out, top)
+	}
+	return out
+}
+
+// StepSizeError is a fixed step size that leaves a step fewer measured
+// requests than analysis.MinMeasured.
+type StepSizeError struct {
+	Concurrency, Requests, Warmup int
+}
+
+func (e *StepSizeError) Error() string {
+	return fmt.Sprintf("requests per step: %d requests with %d warm-up leave %d measured at concurrency %d, fewer than the minimum max(40, 3c) = %d (use at least %d, or leave it unset for max(40, 3c) + c)",
+		e.Requests, e.Warmup, e.Requests-e.Warmup, e.Concurrency, analysis.MinMeasured(e.Concurrency), analysis.MinMeasured(e.Concurrency)+e.Warmup)
+}
+
+// CheckStepSize returns a *StepSizeError when n requests per step, of
+// which warmup (0: the default) are warm-up, measure fewer than
+// analysis.MinMeasured at any of the concurrencies.
+func CheckStepSize(concurrencies []int, n, warmup int) error {
+	if n <= 0 {
+		return nil
+	}
+	cfg := Config{Warmup: warmup}
+	for _, c := range concurrencies {
+		w := cfg.warmupFor(c, n)
+		if n-w < analysis.MinMeasured(c) {
+			return &StepSizeError{Concurrency: c, Requests: n, Warmup: w}
+		}
+	}
+	return nil
 }
 
 func orDefault[T comparable](v, def T) T {
@@ -226,6 +312,18 @@ func (c Config) Validate() error {
 	if len(c.Steps) > MaxSteps {
 		bad("steps: %d steps, at most %d", len(c.Steps), MaxSteps)
 	}
+	if c.SearchMax < 1 || c.SearchMax > MaxConcurrency {
+		bad("search max: concurrency %d is outside 1..%d", c.SearchMax, MaxConcurrency)
+	}
+	if !(c.CollapseTolerancePct > 0 && c.CollapseTolerancePct < 100) {
+		bad("collapse tolerance: %g %% is outside (0, 100)", c.CollapseTolerancePct)
+	}
+	if c.Search && c.Open != nil {
+		bad("search: a knee search is a closed loop; it cannot run with open-loop rates")
+	}
+	if c.Search && c.RequestsPerStep > 0 {
+		bad("requests per step: a search sizes its steps itself (2c + 10 measured requests at least, max(40, 3c) at most)")
+	}
 	for i, s := range c.Steps {
 		if s < 1 || s > MaxConcurrency {
 			bad("steps: concurrency %d is outside 1..%d", s, MaxConcurrency)
@@ -234,12 +332,11 @@ func (c Config) Validate() error {
 			bad("steps: must be strictly ascending (%d after %d)", s, c.Steps[i-1])
 		}
 	}
-	for _, f := range []struct {
-		name string
-		v    int
-	}{{"requests per step", c.RequestsPerStep}, {"min requests per step", c.MinRequestsPerStep}, {"rounds per step", c.RoundsPerStep}} {
-		if f.v < 0 || f.v > MaxRequestsPerStep {
-			bad("%s: %d is outside 0..%d", f.name, f.v, MaxRequestsPerStep)
+	if c.RequestsPerStep < 0 || c.RequestsPerStep > MaxRequestsPerStep {
+		bad("requests per step: %d is outside 0..%d", c.RequestsPerStep, MaxRequestsPerStep)
+	} else if c.Open == nil && !c.Search {
+		if err := CheckStepSize(c.Steps, c.RequestsPerStep, c.Warmup); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	for _, f := range []struct {
@@ -271,14 +368,23 @@ func (c Config) Validate() error {
 		}
 	}
 	if o := c.Open; o != nil {
-		if !(o.RateRPS > 0 && o.RateRPS <= 1e6) {
-			bad("open loop: rate %g rps is outside (0, 1e6]", o.RateRPS)
+		if len(o.Rates) == 0 || len(o.Rates) > MaxSteps {
+			bad("open loop: %d rates, want 1 to %d", len(o.Rates), MaxSteps)
+		}
+		for i, rate := range o.Rates {
+			if !(rate > 0 && rate <= 1e6) {
+				bad("open loop: rate %g rps is outside (0, 1e6]", rate)
+			}
+			if i > 0 && rate <= o.Rates[i-1] {
+				bad("open loop: rates must be strictly ascending (%g after %g)", rate, o.Rates[i-1])
+			}
 		}
 		if o.MaxInFlight < 1 || o.MaxInFlight > MaxConcurrency {
 			bad("open loop: max in flight %d is outside 1..%d", o.MaxInFlight, MaxConcurrency)
-		}
-		if o.Requests < 1 || o.Requests > MaxRequestsPerStep {
+		} else if o.Requests < 1 || o.Requests > MaxRequestsPerStep {
 			bad("open loop: requests %d is outside 1..%d", o.Requests, MaxRequestsPerStep)
+		} else if err := CheckStepSize([]int{o.MaxInFlight}, o.Requests, c.Warmup); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
@@ -318,12 +424,13 @@ func redactURL(raw string) string {
 	return u.String()
 }
 
-// requestsFor is N for a step of concurrency c.
+// requestsFor is N for a step of concurrency c: the fixed size, or the
+// least a step may measure plus one round of warm-up.
 func (c Config) requestsFor(conc int) int {
 	if c.RequestsPerStep > 0 {
 		return c.RequestsPerStep
 	}
-	return max(c.MinRequestsPerStep, c.RoundsPerStep*conc)
+	return analysis.MinMeasured(conc) + c.warmupFor(conc, analysis.MinMeasured(conc)+conc)
 }
 
 // warmupFor is the number of warm-up requests of a step of concurrency conc
@@ -351,11 +458,13 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		BaseURL         string    `json:"base_url"`
 		Model           string    `json:"model"`
 		APIKeySet       bool      `json:"api_key_set"`
-		Steps           []int     `json:"steps"`
+		Steps           []int     `json:"steps,omitempty"`
+		Search          bool      `json:"search,omitempty"`
+		SearchMax       int       `json:"search_max_concurrency,omitempty"`
 		RequestsPerStep int       `json:"requests_per_step,omitempty"`
-		MinRequests     int       `json:"min_requests_per_step"`
-		Rounds          int       `json:"rounds_per_step"`
 		Warmup          int       `json:"warmup,omitempty"`
+		CollapseTol     float64   `json:"collapse_tolerance_pct"`
+		Exact           bool      `json:"exact,omitempty"`
 		Pause           string    `json:"pause"`
 		Deadline        string    `json:"deadline"`
 		MaxTokens       int       `json:"max_tokens"`
@@ -372,8 +481,8 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		Seed            uint64    `json:"seed"`
 	}{
 		BaseURL: redactURL(c.BaseURL), Model: c.Model, APIKeySet: c.APIKey != "",
-		Steps: c.Steps, RequestsPerStep: c.RequestsPerStep, MinRequests: c.MinRequestsPerStep,
-		Rounds: c.RoundsPerStep, Warmup: c.Warmup, Pause: c.Pause.String(), Deadline: c.Deadline.String(),
+		Steps: c.Steps, Search: c.Search, RequestsPerStep: c.RequestsPerStep,
+		Warmup: c.Warmup, CollapseTol: c.CollapseTolerancePct, Exact: c.Exact, Pause: c.Pause.String(), Deadline: c.Deadline.String(),
 		MaxTokens: c.MaxTokens, IgnoreEOS: c.IgnoreEOS, Prompts: len(c.Prompts), PromptsSource: c.PromptsSource,
 		Max429Ratio: c.Max429Ratio, MaxAttempts: c.MaxAttempts,
 		BackoffBase: c.BackoffBase.String(), BackoffCap: c.BackoffCap.String(),
@@ -382,6 +491,12 @@ func (c Config) MarshalJSON() ([]byte, error) {
 	}
 	if len(c.Prompts) == 0 {
 		view.InputTokens = c.InputTokens
+	}
+	if c.Search {
+		view.Steps, view.SearchMax = nil, c.SearchMax
+	}
+	if c.Open != nil {
+		view.Steps = nil
 	}
 	return json.Marshal(view)
 }

@@ -3,7 +3,6 @@ package probe
 import (
 	"cmp"
 	"context"
-	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,11 +11,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/plannerdev/planner/internal/analysis"
-	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/sim"
+	"github.com/plannerdev/planner/internal/testutil"
 )
 
 // fastSim answers in well under a millisecond of simulated time, for tests
@@ -35,12 +35,30 @@ func startSim(t testing.TB, cfg sim.Config) (*sim.Server, string) {
 	return srv, ts.URL + "/v1"
 }
 
+// bubble runs f under testing/synctest against a simulator served over
+// an in-memory network: the fake clock makes every time the simulator
+// schedules exact, whatever the machine's load. cfg gets TimersOnly; the
+// probe must dial with dial.
+func bubble(t *testing.T, cfg sim.Config, f func(t *testing.T, srv *sim.Server, base string, dial dialFunc)) {
+	t.Helper()
+	synctest.Test(t, func(t *testing.T) {
+		cfg.TimersOnly = true
+		srv, err := sim.New(cfg)
+		if err != nil {
+			t.Fatalf("sim.New: %v", err)
+		}
+		base, dial := testutil.PipeServer(t, srv)
+		f(t, srv, base+"/v1", dial)
+	})
+}
+
+type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
+
 // quick is a small, fast probe configuration against base.
 func quick(base string) Config {
 	return Config{
 		BaseURL: base, Model: sim.DefaultModel, MaxTokens: 4, IgnoreEOS: true, InputTokens: 32,
-		Steps: []int{1, 2, 4}, MinRequestsPerStep: 4, RoundsPerStep: 2, Pause: time.Millisecond,
-		Deadline: 5 * time.Second,
+		Steps: []int{1, 2, 4}, Pause: time.Millisecond, Deadline: 5 * time.Second,
 	}
 }
 
@@ -64,51 +82,6 @@ func stepAt(t *testing.T, res *Result, c int) analysis.Step {
 	return analysis.Step{}
 }
 
-// TestKneeAgainstSim ramps a simulated server that batches 8 sequences:
-// throughput doubles up to 8 and stays flat after, while the queue shows
-// in TTFT, so the knee is 8.
-func TestKneeAgainstSim(t *testing.T) {
-	_, base := startSim(t, sim.Config{MaxNumSeqs: 8, TTFT: 200 * time.Millisecond, ITL: 20 * time.Millisecond})
-	cfg := quick(base)
-	cfg.Steps = []int{1, 2, 4, 8, 16, 32}
-	cfg.MaxTokens = 3
-	res := run(t, t.Context(), cfg, nil)
-
-	if len(res.Analysis.Steps) != 6 {
-		t.Fatalf("steps = %+v (stop %s: %s)", res.Analysis.Steps, res.StopReason, res.StopDetail)
-	}
-	for _, rec := range res.Records {
-		if !rec.OK {
-			t.Fatalf("a request failed: %+v (%v)", rec, res.ErrorSamples)
-		}
-	}
-	if k := res.Analysis.Knee; k == nil || *k != 8 {
-		t.Fatalf("knee = %v, want 8; steps %+v", k, res.Analysis.Steps)
-	}
-	at8 := stepAt(t, res, 8)
-	for _, c := range []int{16, 32} {
-		s := stepAt(t, res, c)
-		if d := math.Abs(s.ThroughputRPS/at8.ThroughputRPS - 1); d > 0.10 {
-			t.Errorf("throughput at %d = %.2f rps, %.0f%% from %.2f at 8 (want within 10%%)", c, s.ThroughputRPS, 100*d, at8.ThroughputRPS)
-		}
-	}
-	prev := at8.TTFTP95Ms
-	for _, c := range []int{16, 32} {
-		s := stepAt(t, res, c)
-		if s.TTFTP95Ms < prev*1.3 {
-			t.Errorf("TTFT p95 at %d = %.0f ms, did not grow from %.0f ms", c, s.TTFTP95Ms, prev)
-		}
-		prev = s.TTFTP95Ms
-	}
-	if res.Analysis.USL == nil {
-		t.Error("no USL fit")
-	}
-	lat, err := res.Analysis.Latency()
-	if err != nil || len(lat.Curve) != 6 || lat.Knee == nil || *lat.Knee != 8 {
-		t.Errorf("latency block = %+v, %v", lat, err)
-	}
-}
-
 // retryAfterLog records the retry-after-ms each answer announced, in
 // order; the handler is sequential at concurrency 1.
 type retryAfterLog struct {
@@ -126,173 +99,190 @@ func (l *retryAfterLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // TestQuotaLimitedAgainstSim runs against a key whose RPM bucket is already
 // empty: every request meets a 429 first, waits what the 429 announced and
-// gets through on its retry. The probe calls the run quota-limited and
-// stops by the 429 rule.
+// gets through on its retry. The probe calls the run quota-limited (the
+// rate-limit headers show the key exhausted), stops by the 429 rule, and
+// never retries before the wait a 429 asked for.
 func TestQuotaLimitedAgainstSim(t *testing.T) {
 	const rpm = 240 // refills one request every 250 ms
-	cfg := fastSim
-	cfg.RPM = rpm
-	srv, err := sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := &retryAfterLog{next: srv}
-	ts := httptest.NewServer(log)
-	t.Cleanup(ts.Close)
+	synctest.Test(t, func(t *testing.T) {
+		cfg := fastSim
+		cfg.RPM, cfg.TimersOnly = rpm, true
+		srv, err := sim.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log := &retryAfterLog{next: srv}
+		base, dial := testutil.PipeServer(t, log)
+		base += "/v1"
 
-	// Spend the bucket the way other traffic on the same key would.
-	drain := quick(ts.URL + "/v1")
-	drain.Steps, drain.RequestsPerStep, drain.MaxAttempts = []int{32}, rpm+32, 1
-	if res := run(t, t.Context(), drain, nil); res.Analysis.Steps[0].RateLimited == 0 {
-		t.Fatalf("the bucket did not run dry: %+v", res.Analysis.Steps)
-	}
-	before := len(srv.Arrivals())
-	log.mu.Lock()
-	log.ms = nil
-	log.mu.Unlock()
+		// Spend the bucket the way other traffic on the same key would.
+		drain := quick(base)
+		drain.DialContext = dial
+		drain.Steps, drain.RequestsPerStep, drain.MaxAttempts = []int{32}, rpm+32, 1
+		if res := run(t, t.Context(), drain, nil); res.Analysis.Steps[0].RateLimited == 0 {
+			t.Fatalf("the bucket did not run dry: %+v", res.Analysis.Steps)
+		}
+		before := len(srv.Arrivals())
+		log.mu.Lock()
+		log.ms = nil
+		log.mu.Unlock()
 
-	p := quick(ts.URL + "/v1")
-	p.RequestsPerStep = 5
-	res := run(t, t.Context(), p, nil)
+		p := quick(base)
+		p.DialContext = dial
+		res := run(t, t.Context(), p, nil)
 
-	if res.StopReason != StopMax429Ratio || len(res.Analysis.Steps) != 1 {
-		t.Errorf("stop = %s (%s) after %d steps, want %s after the first", res.StopReason, res.StopDetail, len(res.Analysis.Steps), StopMax429Ratio)
-	}
-	if !res.Analysis.QuotaLimited {
-		t.Errorf("quota_limited = false; notes %v", res.Analysis.Notes)
-	}
-	retried := 0
-	for _, rec := range res.Records {
-		if rec.Attempts > 1 {
-			retried++
-			if rec.RetryAfterMs <= 0 {
-				t.Errorf("a retried request recorded no retry-after: %+v", rec)
+		if res.StopReason != StopMax429Ratio || len(res.Analysis.Steps) != 1 {
+			t.Errorf("stop = %s (%s) after %d steps, want %s after the first", res.StopReason, res.StopDetail, len(res.Analysis.Steps), StopMax429Ratio)
+		}
+		if !res.Analysis.QuotaLimited {
+			t.Errorf("quota_limited = false; notes %v", res.Analysis.Notes)
+		}
+		s := res.Analysis.Steps[0]
+		if s.RateLimited == 0 || s.RateLimited < s.RateLimitedFailed {
+			t.Errorf("429 answers %d, failed as 429 %d: retried 429s must count", s.RateLimited, s.RateLimitedFailed)
+		}
+		retried := 0
+		for _, rec := range res.Records {
+			if rec.Attempts > 1 {
+				retried++
+				if rec.RetryAfterMs <= 0 || rec.E2EWithRetriesMs < rec.RetryAfterMs {
+					t.Errorf("a retried request recorded no wait: %+v", rec)
+				}
 			}
 		}
-	}
-	if retried == 0 {
-		t.Fatal("no request was retried")
-	}
-	if rl := res.RateLimits.Requests; rl == nil || rl.Limit == nil || *rl.Limit != rpm {
-		t.Errorf("announced request limit = %+v, want %d", rl, rpm)
-	}
+		if retried == 0 {
+			t.Fatal("no request was retried")
+		}
+		if rl := res.RateLimits.Requests; rl == nil || rl.Limit == nil || *rl.Limit != rpm {
+			t.Errorf("announced request limit = %+v, want %d", rl, rpm)
+		}
 
-	arr := srv.Arrivals()[before:]
-	log.mu.Lock()
-	announced := slices.Clone(log.ms)
-	log.mu.Unlock()
-	if len(arr) != len(announced) {
-		t.Fatalf("%d arrivals but %d answers logged", len(arr), len(announced))
-	}
-	checked := 0
-	for i := 0; i+1 < len(arr); i++ {
-		if arr[i].Status != http.StatusTooManyRequests {
-			continue
+		arr := srv.Arrivals()[before:]
+		log.mu.Lock()
+		announced := slices.Clone(log.ms)
+		log.mu.Unlock()
+		if len(arr) != len(announced) {
+			t.Fatalf("%d arrivals but %d answers logged", len(arr), len(announced))
 		}
-		wait, err := strconv.Atoi(announced[i])
-		if err != nil {
-			t.Fatalf("429 without retry-after-ms: %q", announced[i])
+		checked := 0
+		for i := 0; i+1 < len(arr); i++ {
+			if arr[i].Status != http.StatusTooManyRequests {
+				continue
+			}
+			wait, err := strconv.Atoi(announced[i])
+			if err != nil {
+				t.Fatalf("429 without retry-after-ms: %q", announced[i])
+			}
+			// At concurrency 1 the next arrival is this request's retry.
+			if gap := arr[i+1].At.Sub(arr[i].At); gap < time.Duration(wait)*time.Millisecond {
+				t.Errorf("retry sent %v after a 429 that asked for %d ms", gap, wait)
+			}
+			checked++
 		}
-		// At concurrency 1 the next arrival is this request's retry.
-		if gap := arr[i+1].At.Sub(arr[i].At); gap < time.Duration(wait)*time.Millisecond {
-			t.Errorf("retry sent %v after a 429 that asked for %d ms", gap, wait)
+		if checked == 0 {
+			t.Error("no 429 to check")
 		}
-		checked++
-	}
-	if checked == 0 {
-		t.Error("no 429 to check")
-	}
+	})
 }
 
 // TestTimingFidelity checks the probe's clock against a simulator whose
-// TTFT is fixed: at concurrency 64 the median TTFT measured must be within
-// 2 ms of the configured one. Answers have lognormal lengths, as real ones
-// do, so the closed loop does not send its requests in lockstep.
+// TTFT is fixed, under a fake clock: every TTFT measured at concurrency
+// 64 equals the configured one, and every E2E is TTFT plus the tokens'
+// intervals. Answers have lognormal lengths, as real ones do. (The
+// timing error on a real machine is measured by BenchmarkProbeStreams.)
 func TestTimingFidelity(t *testing.T) {
-	if raceDetector {
-		t.Skip("the race detector's slowdown makes millisecond timing meaningless")
-	}
-	const ttft = 200 * time.Millisecond
-	_, base := startSim(t, sim.Config{MaxNumSeqs: 128, TTFT: ttft, ITL: 10 * time.Millisecond, ITLGrowth: sim.NoGrowth, OutputTokens: 8})
-	cfg := quick(base)
-	cfg.Steps, cfg.RoundsPerStep, cfg.MaxTokens, cfg.IgnoreEOS = []int{64}, 3, 32, false
-	res := run(t, t.Context(), cfg, nil)
-	var ttfts []float64
-	for _, rec := range res.Records {
-		if rec.OK && !rec.Warmup {
-			ttfts = append(ttfts, rec.TTFTMs)
+	const ttft, itl = 200 * time.Millisecond, 10 * time.Millisecond
+	bubble(t, sim.Config{MaxNumSeqs: 128, TTFT: ttft, ITL: itl, ITLGrowth: sim.NoGrowth, OutputTokens: 8}, func(t *testing.T, _ *sim.Server, base string, dial dialFunc) {
+		cfg := quick(base)
+		cfg.DialContext = dial
+		cfg.Steps, cfg.MaxTokens, cfg.IgnoreEOS = []int{64}, 32, false
+		res := run(t, t.Context(), cfg, nil)
+		n := 0
+		for _, rec := range res.Records {
+			if !rec.OK {
+				t.Fatalf("a request failed: %+v (%v)", rec, res.ErrorSamples)
+			}
+			want := ms(ttft) + float64(rec.OutputTokens-1)*ms(itl)
+			if rec.TTFTMs != ms(ttft) || rec.E2EMs != want {
+				t.Errorf("TTFT %.3f ms, E2E %.3f ms for %d tokens; want %.3f and %.3f", rec.TTFTMs, rec.E2EMs, rec.OutputTokens, ms(ttft), want)
+			}
+			n++
 		}
-	}
-	if len(ttfts) < 64 {
-		t.Fatalf("%d measured requests, want at least 64 (%v)", len(ttfts), res.ErrorSamples)
-	}
-	slices.Sort(ttfts)
-	med := model.QuantileSorted(ttfts, 0.5)
-	if err := med - float64(ttft.Milliseconds()); math.Abs(err) > 2 {
-		t.Errorf("median TTFT = %.3f ms, %.3f ms from the configured %v", med, err, ttft)
-	}
-	t.Logf("median TTFT %.3f ms for %v configured", med, ttft)
+		if n < 64 {
+			t.Fatalf("%d requests, want at least 64", n)
+		}
+	})
 }
 
 func TestBudgetsAndCancel(t *testing.T) {
-	_, base := startSim(t, fastSim)
-	_, slow := startSim(t, sim.Config{TTFT: 5 * time.Second, MaxNumSeqs: 64})
-
 	t.Run("requests", func(t *testing.T) {
-		cfg := quick(base)
-		cfg.Budget.MaxRequests = 5
-		res := run(t, t.Context(), cfg, nil)
-		if res.StopReason != StopBudgetRequests || len(res.Records) != 5 || res.Sent != 5 {
-			t.Errorf("stop %s, %d records, %d sent; want %s, 5, 5", res.StopReason, len(res.Records), res.Sent, StopBudgetRequests)
-		}
-		if !slices.ContainsFunc(res.Analysis.Notes, func(n string) bool { return strings.Contains(n, "sent 1 of its 4 requests") }) {
-			t.Errorf("no note about the cut step: %v", res.Analysis.Notes)
-		}
+		bubble(t, fastSim, func(t *testing.T, _ *sim.Server, base string, dial dialFunc) {
+			cfg := quick(base)
+			cfg.DialContext = dial
+			cfg.Budget.MaxRequests = 5
+			res := run(t, t.Context(), cfg, nil)
+			if res.StopReason != StopBudgetRequests || len(res.Records) != 5 || res.Sent != 5 {
+				t.Errorf("stop %s, %d records, %d sent; want %s, 5, 5", res.StopReason, len(res.Records), res.Sent, StopBudgetRequests)
+			}
+			if !slices.ContainsFunc(res.Analysis.Notes, func(n string) bool { return strings.Contains(n, "sent 5 of its 41 requests") }) {
+				t.Errorf("no note about the cut step: %v", res.Analysis.Notes)
+			}
+			if res.Analysis.Knee != nil || !res.Analysis.Steps[0].TooShort {
+				t.Errorf("a step cut at 5 requests gave knee %v: %+v", res.Analysis.Knee, res.Analysis.Steps)
+			}
+		})
 	})
 	t.Run("tokens", func(t *testing.T) {
-		cfg := quick(base)
-		cfg.Budget.MaxTokens = 600
-		res := run(t, t.Context(), cfg, nil)
-		if res.StopReason != StopBudgetTokens || res.TokensUsed > 600 || len(res.Records) == 0 {
-			t.Errorf("stop %s, %d tokens used, %d records; want %s within 600", res.StopReason, res.TokensUsed, len(res.Records), StopBudgetTokens)
-		}
-		var sum int
-		for _, rec := range res.Records {
-			sum += rec.InputTokens + rec.OutputTokens
-		}
-		if sum != res.TokensUsed {
-			t.Errorf("tokens used %d, records say %d", res.TokensUsed, sum)
-		}
+		bubble(t, fastSim, func(t *testing.T, _ *sim.Server, base string, dial dialFunc) {
+			cfg := quick(base)
+			cfg.DialContext = dial
+			cfg.Budget.MaxTokens = 600
+			res := run(t, t.Context(), cfg, nil)
+			if res.StopReason != StopBudgetTokens || res.TokensUsed > 600 || len(res.Records) == 0 {
+				t.Errorf("stop %s, %d tokens used, %d records; want %s within 600", res.StopReason, res.TokensUsed, len(res.Records), StopBudgetTokens)
+			}
+			var sum int
+			for _, rec := range res.Records {
+				sum += rec.InputTokens + rec.OutputTokens
+			}
+			if sum != res.TokensUsed {
+				t.Errorf("tokens used %d, records say %d", res.TokensUsed, sum)
+			}
+		})
 	})
 	t.Run("duration cancels requests in flight", func(t *testing.T) {
-		cfg := quick(slow)
-		cfg.Budget.MaxDuration = 200 * time.Millisecond
-		cfg.Deadline = 10 * time.Second
-		start := time.Now()
-		res := run(t, t.Context(), cfg, nil)
-		if el := time.Since(start); el > 2*time.Second {
-			t.Errorf("the run took %v past a 200ms budget", el)
-		}
-		if res.StopReason != StopBudgetDuration || len(res.Records) == 0 {
-			t.Fatalf("stop %s with %d records", res.StopReason, len(res.Records))
-		}
-		for _, rec := range res.Records {
-			if rec.ErrorClass != analysis.ErrCancelled {
-				t.Errorf("record %+v, want it cancelled", rec)
+		bubble(t, sim.Config{TTFT: 5 * time.Second, MaxNumSeqs: 64}, func(t *testing.T, _ *sim.Server, base string, dial dialFunc) {
+			cfg := quick(base)
+			cfg.DialContext = dial
+			cfg.Budget.MaxDuration = 200 * time.Millisecond
+			cfg.Deadline = 10 * time.Second
+			start := time.Now()
+			res := run(t, t.Context(), cfg, nil)
+			if el := time.Since(start); el != 200*time.Millisecond {
+				t.Errorf("the run took %v with a 200ms budget", el)
 			}
-		}
+			if res.StopReason != StopBudgetDuration || len(res.Records) != 1 {
+				t.Fatalf("stop %s with %d records, want %s with the one request in flight", res.StopReason, len(res.Records), StopBudgetDuration)
+			}
+			if rec := res.Records[0]; rec.ErrorClass != analysis.ErrCancelled || rec.E2EWithRetriesMs != 200 {
+				t.Errorf("record %+v, want it cancelled at 200 ms", rec)
+			}
+		})
 	})
 	t.Run("cancel keeps what was measured", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		cfg := quick(base)
-		cfg.Steps = []int{1, 2, 4, 8}
-		cfg.Pause = time.Minute
-		obs := &countingObserver{onStepDone: cancel}
-		res := run(t, ctx, cfg, obs)
-		if res.StopReason != StopCancelled || len(res.Analysis.Steps) != 1 || len(res.Records) != 4 {
-			t.Errorf("stop %s, %d steps, %d records; want cancelled after one step of 4", res.StopReason, len(res.Analysis.Steps), len(res.Records))
-		}
+		bubble(t, fastSim, func(t *testing.T, _ *sim.Server, base string, dial dialFunc) {
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			cfg := quick(base)
+			cfg.DialContext = dial
+			cfg.Steps = []int{1, 2, 4, 8}
+			cfg.Pause = time.Minute
+			obs := &countingObserver{onStepDone: cancel}
+			res := run(t, ctx, cfg, obs)
+			if res.StopReason != StopCancelled || len(res.Analysis.Steps) != 1 || len(res.Records) != 41 {
+				t.Errorf("stop %s, %d steps, %d records; want cancelled after one step of 41", res.StopReason, len(res.Analysis.Steps), len(res.Records))
+			}
+		})
 	})
 }
 
@@ -337,18 +327,30 @@ func TestObserver(t *testing.T) {
 	}
 }
 
+// TestOpenLoop runs one open-loop step per rate: at 10 req/s four slots
+// of 40 ms never fill; at 400 req/s they hold at most 100 req/s, so
+// arrivals are shed.
 func TestOpenLoop(t *testing.T) {
-	_, base := startSim(t, sim.Config{TTFT: 40 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: sim.NoGrowth, MaxNumSeqs: 64})
-	cfg := quick(base)
-	cfg.Open = &OpenLoop{RateRPS: 400, MaxInFlight: 4, Requests: 60}
-	cfg.Seed = 3
-	res := run(t, t.Context(), cfg, nil)
-	if res.Shed == 0 || len(res.Records)+res.Shed != 60 {
-		t.Errorf("%d records and %d shed, want some shed and 60 in all", len(res.Records), res.Shed)
-	}
-	if len(res.Analysis.Steps) != 1 || res.Analysis.Steps[0].RateRPS != 400 || res.Analysis.Steps[0].Concurrency != 4 {
-		t.Errorf("steps = %+v", res.Analysis.Steps)
-	}
+	bubble(t, sim.Config{TTFT: 40 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: sim.NoGrowth, MaxNumSeqs: 64}, func(t *testing.T, _ *sim.Server, base string, dial dialFunc) {
+		cfg := quick(base)
+		cfg.DialContext = dial
+		cfg.Open = &OpenLoop{Rates: []float64{10, 400}, MaxInFlight: 4, Requests: 60}
+		cfg.Seed = 3
+		res := run(t, t.Context(), cfg, nil)
+		if res.Shed == 0 || len(res.Records)+res.Shed != 120 {
+			t.Errorf("%d records and %d shed, want some shed and 120 in all", len(res.Records), res.Shed)
+		}
+		ss := res.Analysis.Steps
+		if len(ss) != 2 || ss[0].RateRPS != 10 || ss[1].RateRPS != 400 || ss[0].Concurrency != 4 || ss[1].Concurrency != 4 {
+			t.Fatalf("steps = %+v", ss)
+		}
+		if ss[0].Requests != 56 || ss[1].Requests >= 56 {
+			t.Errorf("measured %d at 10 req/s (want all 56 after warm-up) and %d at 400 req/s (want fewer: shed)", ss[0].Requests, ss[1].Requests)
+		}
+		if sp := res.Spent(); len(sp) != 1 || sp[0].Part != "open_loop" || sp[0].Steps != 2 {
+			t.Errorf("spent %+v", sp)
+		}
+	})
 }
 
 // closedPort returns a loopback address nothing listens on.
@@ -374,7 +376,8 @@ func TestUnreachable(t *testing.T) {
 	}
 }
 
-// TestAnswers drives the request path against hand-made endpoints.
+// TestAnswers drives the request path against hand-made endpoints, under
+// a fake clock, and checks the first request of a one-step run.
 func TestAnswers(t *testing.T) {
 	stream := sse("\n", contentChunk, contentChunk, usageChunk) + "data: [DONE]\n\n"
 	tests := []struct {
@@ -385,6 +388,8 @@ func TestAnswers(t *testing.T) {
 		status   int
 		attempts int
 		retryMs  float64
+		// ttftMs and withRetriesMs, when set, are the times expected.
+		ttftMs, withRetriesMs float64
 	}{
 		{name: "ok", handler: func(_ int, w http.ResponseWriter) { writeStream(w, stream) }, status: 200, attempts: 1},
 		{name: "500", handler: func(_ int, w http.ResponseWriter) { http.Error(w, `{"error":{"message":"boom"}}`, 500) },
@@ -406,6 +411,15 @@ func TestAnswers(t *testing.T) {
 			}
 			writeStream(w, stream)
 		}, status: 200, attempts: 2},
+		{name: "retried 429: timed from the attempt that succeeded", handler: func(n int, w http.ResponseWriter) {
+			if n == 0 {
+				w.Header().Set("retry-after-ms", "300")
+				w.WriteHeader(429)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+			writeStream(w, stream)
+		}, status: 200, attempts: 2, retryMs: 300, ttftMs: 50, withRetriesMs: 350},
 		{name: "429 on every attempt", handler: func(_ int, w http.ResponseWriter) {
 			w.Header().Set("retry-after-ms", "5")
 			w.WriteHeader(429)
@@ -427,34 +441,39 @@ func TestAnswers(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var mu sync.Mutex
-			n := 0
-			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				mu.Lock()
-				i := n
-				n++
-				mu.Unlock()
-				tc.handler(i, w)
-			}))
-			defer ts.Close()
-			cfg := quick(ts.URL)
-			cfg.Steps, cfg.RequestsPerStep, cfg.Warmup = []int{1}, 1, -1
-			cfg.BackoffBase, cfg.BackoffCap = 10*time.Millisecond, 20*time.Millisecond
-			cfg.Deadline = cmp.Or(tc.deadline, 2*time.Second)
-			res := run(t, t.Context(), cfg, nil)
-			if len(res.Records) != 1 {
-				t.Fatalf("%d records", len(res.Records))
-			}
-			rec := res.Records[0]
-			if rec.ErrorClass != tc.class || rec.Status != tc.status || rec.Attempts != tc.attempts || rec.RetryAfterMs != tc.retryMs {
-				t.Errorf("record %+v (%v), want class %q status %d attempts %d retry %g", rec, res.ErrorSamples, tc.class, tc.status, tc.attempts, tc.retryMs)
-			}
-			if rec.OK != (tc.class == "") {
-				t.Errorf("ok = %v", rec.OK)
-			}
-			if tc.class != "" && res.ErrorSamples[tc.class] == "" {
-				t.Errorf("no error sample for %s", tc.class)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				var mu sync.Mutex
+				n := 0
+				base, dial := testutil.PipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					mu.Lock()
+					i := n
+					n++
+					mu.Unlock()
+					tc.handler(i, w)
+				}))
+				cfg := quick(base)
+				cfg.DialContext = dial
+				cfg.Steps = []int{1}
+				cfg.BackoffBase, cfg.BackoffCap = 10*time.Millisecond, 20*time.Millisecond
+				cfg.Deadline = cmp.Or(tc.deadline, 2*time.Second)
+				res := run(t, t.Context(), cfg, nil)
+				if len(res.Records) == 0 || res.Records[0].Index != 0 {
+					t.Fatalf("records %+v", res.Records)
+				}
+				rec := res.Records[0]
+				if rec.ErrorClass != tc.class || rec.Status != tc.status || rec.Attempts != tc.attempts || rec.RetryAfterMs != tc.retryMs {
+					t.Errorf("record %+v (%v), want class %q status %d attempts %d retry %g", rec, res.ErrorSamples, tc.class, tc.status, tc.attempts, tc.retryMs)
+				}
+				if rec.OK != (tc.class == "") {
+					t.Errorf("ok = %v", rec.OK)
+				}
+				if tc.class != "" && res.ErrorSamples[tc.class] == "" {
+					t.Errorf("no error sample for %s", tc.class)
+				}
+				if tc.ttftMs > 0 && (rec.TTFTMs != tc.ttftMs || rec.E2EMs != tc.ttftMs || rec.E2EWithRetriesMs != tc.withRetriesMs) {
+					t.Errorf("TTFT %g, E2E %g, with retries %g ms; want %g, %g, %g", rec.TTFTMs, rec.E2EMs, rec.E2EWithRetriesMs, tc.ttftMs, tc.ttftMs, tc.withRetriesMs)
+				}
+			})
 		})
 	}
 }
@@ -482,7 +501,12 @@ func TestValidate(t *testing.T) {
 		{"ratio above 1", func(c *Config) { c.Max429Ratio = 1.5 }, "429 ratio"},
 		{"negative deadline", func(c *Config) { c.Deadline = -time.Second }, "deadline"},
 		{"bad key header", func(c *Config) { c.APIKeyHeader = "X-Key" }, "api key header"},
-		{"open loop without a rate", func(c *Config) { c.Open = &OpenLoop{MaxInFlight: 2} }, "rate"},
+		{"open loop without a rate", func(c *Config) { c.Open = &OpenLoop{MaxInFlight: 2} }, "rates"},
+		{"open loop rates not ascending", func(c *Config) { c.Open = &OpenLoop{MaxInFlight: 2, Rates: []float64{4, 2}} }, "ascending"},
+		{"too few requests per step", func(c *Config) { c.RequestsPerStep = 16 }, "15 measured at concurrency 1, fewer than the minimum max(40, 3c) = 40"},
+		{"too few for the last step", func(c *Config) { c.RequestsPerStep = 100 }, "at concurrency 32, fewer than the minimum max(40, 3c) = 96"},
+		{"search and open loop", func(c *Config) { c.Search, c.Open = true, &OpenLoop{MaxInFlight: 2, Rates: []float64{1}} }, "search"},
+		{"collapse tolerance", func(c *Config) { c.CollapseTolerancePct = 120 }, "collapse tolerance"},
 		{"bad prompt", func(c *Config) { c.Prompts = []Prompt{{}} }, "prompt 0"},
 	}
 	for _, tc := range tests {

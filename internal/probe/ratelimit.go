@@ -235,3 +235,17 @@ func clonePtr[T any](p *T) *T {
 
 // ptr returns a pointer to v.
 func ptr[T any](v T) *T { return &v }
+
+// exhausted names the first dimension whose remaining count reached 0
+// during the run, or "".
+func (r RateLimits) exhausted() string {
+	for _, d := range []struct {
+		name string
+		l    *Limit
+	}{{"requests", r.Requests}, {"tokens", r.Tokens}, {"input tokens", r.InputTokens}, {"output tokens", r.OutputTokens}} {
+		if d.l != nil && d.l.MinRemaining != nil && *d.l.MinRemaining <= 0 {
+			return d.name
+		}
+	}
+	return ""
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -31,7 +32,8 @@ type Result struct {
 
 // Summary is the document of steps.json: the analysis (steps, knee,
 // collapse, quota_limited, usl, notes) with the announced rate limits, why
-// the run stopped, what it spent, and its configuration without the key.
+// the run stopped, what it spent (in all and per part of a search), and
+// its configuration without the key.
 type Summary struct {
 	analysis.Result
 	RateLimits   RateLimits        `json:"rate_limits"`
@@ -40,6 +42,7 @@ type Summary struct {
 	Requests     int               `json:"requests"`
 	Sent         int               `json:"sent"`
 	TokensUsed   int               `json:"tokens_used"`
+	Spent        []Spend           `json:"spent"`
 	Shed         int               `json:"shed,omitempty"`
 	ErrorSamples map[string]string `json:"error_samples,omitempty"`
 	Started      time.Time         `json:"started"`
@@ -47,13 +50,64 @@ type Summary struct {
 	Config       Config            `json:"config"`
 }
 
+// Spend is what one part of a run used: the ladder (or a search's
+// doubling steps) and a search's refinement, counted apart.
+type Spend struct {
+	Part     string  `json:"part" enum:"ladder,search,refine,open_loop"`
+	Steps    int     `json:"steps"`
+	Requests int     `json:"requests" doc:"HTTP requests sent, retries included."`
+	Tokens   int     `json:"tokens" doc:"Input plus output tokens reported (counted from chunks without usage)."`
+	WallS    float64 `json:"wall_s" doc:"From the first send to the last completion of the part."`
+}
+
 // Summary returns the run's steps.json document.
 func (r *Result) Summary() Summary {
 	return Summary{
 		Result: r.Analysis, RateLimits: r.RateLimits, StopReason: r.StopReason, StopDetail: r.StopDetail,
-		Requests: len(r.Records), Sent: r.Sent, TokensUsed: r.TokensUsed, Shed: r.Shed,
+		Requests: len(r.Records), Sent: r.Sent, TokensUsed: r.TokensUsed, Spent: r.Spent(), Shed: r.Shed,
 		ErrorSamples: r.ErrorSamples, Started: r.Started, Ended: r.Ended, Config: r.Config,
 	}
+}
+
+// Spent splits what the run used into its parts, from its records.
+func (r *Result) Spent() []Spend {
+	main := "ladder"
+	switch {
+	case r.Config.Search:
+		main = "search"
+	case r.Config.Open != nil:
+		main = "open_loop"
+	}
+	parts := []Spend{{Part: main}}
+	if r.Config.Search {
+		parts = append(parts, Spend{Part: "refine"})
+	}
+	type span struct{ first, last float64 }
+	spans := make([]span, len(parts))
+	steps := make([]map[stepKey]bool, len(parts))
+	for i := range spans {
+		spans[i] = span{math.Inf(1), math.Inf(-1)}
+		steps[i] = map[stepKey]bool{}
+	}
+	for _, rec := range r.Records {
+		i := 0
+		if rec.Refine {
+			i = 1
+		}
+		p := &parts[i]
+		p.Requests += max(1, rec.Attempts)
+		p.Tokens += rec.InputTokens + rec.OutputTokens
+		steps[i][stepKey{rec.Step, rec.RateRPS}] = true
+		spans[i].first = math.Min(spans[i].first, rec.StartS)
+		spans[i].last = math.Max(spans[i].last, rec.StartS+max(rec.E2EMs, rec.E2EWithRetriesMs)/1000)
+	}
+	for i := range parts {
+		parts[i].Steps = len(steps[i])
+		if spans[i].last > spans[i].first {
+			parts[i].WallS = math.Round((spans[i].last-spans[i].first)*1000) / 1000
+		}
+	}
+	return parts
 }
 
 // Failure explains, in terms an operator can act on, a run in which no
@@ -102,64 +156,60 @@ func (r *runner) result(reason, detail string) *Result {
 	defer r.mu.Unlock()
 	recs := slices.Clone(r.records)
 	slices.SortStableFunc(recs, func(a, b analysis.Record) int {
-		return cmp.Or(cmp.Compare(a.Step, b.Step), cmp.Compare(a.Index, b.Index))
+		return cmp.Or(cmp.Compare(a.Step, b.Step), cmp.Compare(a.RateRPS, b.RateRPS), cmp.Compare(a.Index, b.Index))
 	})
-	walls := map[int]float64{}
-	byStep := map[int][]analysis.Record{}
-	for _, rec := range recs {
-		byStep[rec.Step] = append(byStep[rec.Step], rec)
+	var steps []analysis.Step
+	if r.cfg.Open != nil {
+		steps = analysis.SummarizeOpen(recs, r.opts)
+	} else {
+		steps = analysis.Summarize(recs, r.opts)
 	}
-	for c, rs := range byStep {
-		for k, v := range stepWall(c, rs) {
-			walls[k] = v
-		}
-	}
-	steps := analysis.Summarize(recs, r.options(), walls)
-	if o := r.cfg.Open; o != nil {
-		for i := range steps {
-			steps[i].RateRPS = o.RateRPS
-		}
-	}
-	an := analysis.Analyze(steps, r.options())
-	an.Notes = append(an.Notes, r.notes(recs, &an, reason)...)
+	an := analysis.Analyze(steps, r.opts)
+	limits := r.sender.limits.snapshot()
+	an.Notes = append(an.Notes, r.notes(recs, &an, limits, reason)...)
 	sent, tokens := r.budget.used()
 	return &Result{
-		Config: r.cfg, Records: recs, Analysis: an, RateLimits: r.sender.limits.snapshot(),
+		Config: r.cfg, Records: recs, Analysis: an, RateLimits: limits,
 		StopReason: reason, StopDetail: detail, Sent: sent, TokensUsed: tokens, Shed: int(r.shed.Load()),
 		ErrorSamples: maps.Clone(r.samples), Started: r.t0, Ended: time.Now(),
 	}
 }
 
-// notes adds what the probe knows beyond the step table, and widens
-// quota_limited to 429s that a retry later got past: they show the quota
-// binding as much as the 429s that stayed.
-func (r *runner) notes(recs []analysis.Record, an *analysis.Result, reason string) []string {
+// notes adds what the probe knows beyond the step table, and sets
+// quota_limited when the rate-limit headers showed the key exhausted.
+func (r *runner) notes(recs []analysis.Record, an *analysis.Result, limits RateLimits, reason string) []string {
 	var notes []string
-	if !an.QuotaLimited && len(an.Steps) > 0 {
-		for _, rec := range recs {
-			atOrBelow := (an.Knee != nil && rec.Step <= *an.Knee) || (an.Knee == nil && rec.Step == an.Steps[0].Concurrency)
-			if rec.ErrorClass != analysis.ErrCancelled && answers429(rec) > 0 && atOrBelow {
-				an.QuotaLimited = true
-				notes = append(notes, fmt.Sprintf("429s were answered (and retried) at concurrency %d, at or below the knee: the quota binds before the model does", rec.Step))
-				break
-			}
+	if dim := limits.exhausted(); dim != "" {
+		if !an.QuotaLimited {
+			notes = append(notes, fmt.Sprintf("the rate-limit headers showed the key's %s exhausted (remaining 0): the quota binds, not the model", dim))
 		}
+		an.QuotaLimited = true
 	}
-	counted := map[int]int{}
-	var cancelled, estimated int
+	counted := map[stepKey]int{}
+	var cancelled, estimated, retried int
 	for _, rec := range recs {
-		counted[rec.Step]++
+		counted[stepKey{rec.Step, rec.RateRPS}]++
 		if rec.ErrorClass == analysis.ErrCancelled {
 			cancelled++
 		}
 		if rec.OutputEstimated && rec.OK {
 			estimated++
 		}
-	}
-	for _, c := range slices.Sorted(maps.Keys(r.planned)) {
-		if counted[c] < r.planned[c] {
-			notes = append(notes, fmt.Sprintf("the step at concurrency %d sent %d of its %d requests (stopped: %s)", c, counted[c], r.planned[c], reason))
+		if rec.OK && rec.Attempts > 1 {
+			retried++
 		}
+	}
+	keys := slices.SortedFunc(maps.Keys(r.planned), func(a, b stepKey) int { return cmp.Or(cmp.Compare(a.c, b.c), cmp.Compare(a.rate, b.rate)) })
+	for _, k := range keys {
+		if n := counted[k]; n < r.planned[k] {
+			notes = append(notes, fmt.Sprintf("the step at concurrency %d sent %d of its %d requests (stopped: %s)", k.c, n, r.planned[k], reason))
+		}
+	}
+	for _, c := range r.extended {
+		notes = append(notes, fmt.Sprintf("the step at concurrency %d was measured twice as long: its goodput gain was within its noise of the min_gain_pct threshold", c))
+	}
+	if retried > 0 {
+		notes = append(notes, fmt.Sprintf("%d successful requests were retried after a 429: their TTFT and E2E are timed from the attempt that succeeded; the time with the waits is e2e_with_retries_ms", retried))
 	}
 	if cancelled > 0 {
 		notes = append(notes, fmt.Sprintf("requests in flight cancelled when the run stopped: %d (in requests.csv as %q, left out of the steps)", cancelled, analysis.ErrCancelled))

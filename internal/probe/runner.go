@@ -22,6 +22,7 @@ var errDurationBudget = errors.New("the time budget is spent")
 // runner is the state of one run.
 type runner struct {
 	cfg     Config
+	opts    analysis.Options
 	sender  *sender
 	prompts *prompts
 	budget  *budget
@@ -30,11 +31,19 @@ type runner struct {
 	seq     atomic.Int64 // requests started in the run, for prompt choice
 	shed    atomic.Int64 // open-loop arrivals shed
 
-	mu      sync.Mutex
-	records []analysis.Record
-	samples map[string]string // first message of each error class
-	steps   []analysis.Step   // summaries of the steps run so far
-	planned map[int]int       // requests planned per step
+	mu       sync.Mutex
+	records  []analysis.Record
+	samples  map[string]string // first message of each error class
+	steps    []analysis.Step   // summaries of the steps run so far
+	planned  map[stepKey]int   // requests planned per step
+	extended []int             // concurrencies whose step was measured twice as long, its gain being ambiguous
+}
+
+// stepKey names a step: its concurrency (the in-flight cap of an open
+// loop) and its rate (0 in a closed loop).
+type stepKey struct {
+	c    int
+	rate float64
 }
 
 // Run probes the endpoint that cfg describes and returns what it measured.
@@ -51,22 +60,20 @@ func Run(ctx context.Context, cfg Config, obs Observer) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("probe configuration: %w", err)
 	}
-	maxConc := cfg.Steps[len(cfg.Steps)-1]
-	if cfg.Open != nil {
-		maxConc = cfg.Open.MaxInFlight
-	}
-	tr := newTransport(maxConc, cfg.DialContext)
+	concs := cfg.Concurrencies()
+	tr := newTransport(concs[len(concs)-1], cfg.DialContext)
 	defer tr.CloseIdleConnections()
 
 	t0 := time.Now()
 	r := &runner{
 		cfg:     cfg,
+		opts:    cfg.AnalysisOptions(),
 		prompts: newPrompts(cfg.Prompts, cfg.InputTokens, strconv.FormatInt(t0.UnixNano(), 36)),
 		budget:  &budget{maxRequests: cfg.Budget.MaxRequests, maxTokens: cfg.Budget.MaxTokens},
 		obs:     serialObserver{obs: obs},
 		t0:      t0,
 		samples: map[string]string{},
-		planned: map[int]int{},
+		planned: map[stepKey]int{},
 	}
 	r.sender = &sender{
 		client:      &http.Client{Transport: tr, CheckRedirect: cfg.CheckRedirect},
@@ -89,22 +96,24 @@ func Run(ctx context.Context, cfg Config, obs Observer) (*Result, error) {
 	runCtx, cancel := context.WithTimeoutCause(ctx, cfg.Budget.MaxDuration, errDurationBudget)
 	defer cancel()
 	var reason, detail string
-	if cfg.Open != nil {
+	switch {
+	case cfg.Open != nil:
 		reason, detail = r.openLoop(runCtx)
-	} else {
+	case cfg.Search:
+		reason, detail = r.search(runCtx)
+	default:
 		reason, detail = r.ramp(runCtx)
 	}
 	return r.result(reason, detail), nil
 }
 
-// ramp runs the closed-loop steps until the ladder ends or a stop rule
-// fires.
+// ramp runs the closed-loop ladder until it ends or a stop rule fires.
 func (r *runner) ramp(ctx context.Context) (reason, detail string) {
 	for i, c := range r.cfg.Steps {
 		if i > 0 && !sleep(ctx, r.cfg.Pause) {
 			return r.stopAfter(ctx, r.cfg.Steps[i-1], nil)
 		}
-		recs := r.closedStep(ctx, c)
+		recs := r.closedStep(ctx, c, stepSpec{n: r.cfg.requestsFor(c), extend: !r.cfg.Exact})
 		r.finishStep(c, 0, recs)
 		if reason, detail := r.stopAfter(ctx, c, recs); reason != "" {
 			return reason, detail
@@ -113,25 +122,78 @@ func (r *runner) ramp(ctx context.Context) (reason, detail string) {
 	return StopCompleted, ""
 }
 
+// search runs the knee search: doubling steps, each sized by its noise,
+// until the first step that fails the knee rule, then the refinement.
+func (r *runner) search(ctx context.Context) (reason, detail string) {
+	concs := doubling(r.cfg.SearchMax)
+	for i, c := range concs {
+		if i > 0 && !sleep(ctx, r.cfg.Pause) {
+			return r.stopAfter(ctx, concs[i-1], nil)
+		}
+		recs := r.closedStep(ctx, c, stepSpec{n: r.cfg.requestsFor(c), adaptive: true})
+		r.finishStep(c, 0, recs)
+		if reason, detail := r.stopAfter(ctx, c, recs); reason != "" {
+			return reason, detail
+		}
+		if an := r.analyze(); an.FirstFailing != nil {
+			return r.refine(ctx, c)
+		}
+	}
+	return StopCompleted, fmt.Sprintf("every step up to the search's maximum of %d passed the knee rule", r.cfg.SearchMax)
+}
+
+// refine bisects between the knee and the first failing step (see
+// analysis.Result.NextRefinement), one fixed-size step at a time.
+func (r *runner) refine(ctx context.Context, last int) (reason, detail string) {
+	for {
+		c, ok := r.analyze().NextRefinement()
+		if !ok {
+			return StopCompleted, ""
+		}
+		if !sleep(ctx, r.cfg.Pause) {
+			return r.stopAfter(ctx, last, nil)
+		}
+		recs := r.closedStep(ctx, c, stepSpec{n: r.cfg.requestsFor(c), refine: true})
+		r.finishStep(c, 0, recs)
+		if reason, detail := r.stopAfter(ctx, c, recs); reason != "" {
+			return reason, detail
+		}
+		last = c
+	}
+}
+
+// analyze judges the steps so far.
+func (r *runner) analyze() analysis.Result {
+	r.mu.Lock()
+	steps := slices.Clone(r.steps)
+	r.mu.Unlock()
+	return analysis.Analyze(steps, r.opts)
+}
+
+// stepSpec shapes a closed-loop step.
+type stepSpec struct {
+	n        int  // requests to send: a fixed step's size, an adaptive step's cap
+	adaptive bool // end once the goodput interval is within ±5 % (after MinAdaptive measured requests)
+	extend   bool // a fixed step whose gain over the step before is ambiguous at n sends goes on for n more, once
+	refine   bool // a refinement step of a knee search
+}
+
 // maxStartSpread bounds how long a step takes to open all its workers.
 const maxStartSpread = 2 * time.Second
 
 // closedStep runs one closed-loop step: c workers (a semaphore of c) share
-// the step's N requests, each sending its next request as soon as its
+// the step's requests, each sending its next request as soon as its
 // previous one ends. The workers open evenly over one service time (the
 // previous step's median E2E, at most maxStartSpread), which is how a
 // closed loop's sends are spaced once it runs steadily; it spares the
 // endpoint a burst of c simultaneous requests that the measurement would
-// discard as warm-up anyway.
-func (r *runner) closedStep(ctx context.Context, c int) []analysis.Record {
-	n := r.cfg.requestsFor(c)
-	w := r.cfg.warmupFor(c, n)
-	r.plan(c, n)
-	workers := min(c, n)
+// discard as warm-up anyway. Before each send, the step decides whether to
+// go on (stepState.admit).
+func (r *runner) closedStep(ctx context.Context, c int, spec stepSpec) []analysis.Record {
+	st := &stepState{r: r, c: c, spec: spec, limit: spec.n, warmup: r.cfg.warmupFor(c, spec.n), prev: r.lastStep()}
+	r.plan(stepKey{c: c}, spec.n)
+	workers := min(c, spec.n)
 	spread := r.startSpread()
-	var next atomic.Int64
-	var mu sync.Mutex
-	recs := make([]analysis.Record, 0, n)
 	var wg sync.WaitGroup
 	for j := range workers {
 		wg.Go(func() {
@@ -139,22 +201,97 @@ func (r *runner) closedStep(ctx context.Context, c int) []analysis.Record {
 				return
 			}
 			for ctx.Err() == nil && r.budget.exhausted() == "" {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				rec, ok := r.request(ctx, c, i, i < w)
+				i, ok := st.admit()
 				if !ok {
 					return
 				}
-				mu.Lock()
-				recs = append(recs, rec)
-				mu.Unlock()
+				rec, ok := r.request(ctx, stepKey{c: c}, i, i < st.warmup, spec.refine)
+				if !ok {
+					return
+				}
+				st.add(rec)
 			}
 		})
 	}
 	wg.Wait()
-	return recs
+	r.mu.Lock()
+	switch {
+	case st.extended:
+		r.extended = append(r.extended, c)
+		r.planned[stepKey{c: c}] = st.limit
+	case st.precise:
+		r.planned[stepKey{c: c}] = st.next // an adaptive step plans as many as it needs
+	}
+	r.mu.Unlock()
+	return st.recs
+}
+
+// stepState is a running closed-loop step: what it has measured and how
+// many requests it may still send.
+type stepState struct {
+	r        *runner
+	c        int
+	spec     stepSpec
+	warmup   int
+	prev     *analysis.Step // the step before, for the gain rule
+	mu       sync.Mutex
+	next     int // index of the next send
+	limit    int // sends allowed
+	stopped  bool
+	precise  bool // an adaptive step ended by its precision
+	extended bool
+	recs     []analysis.Record
+}
+
+// admit hands out the index of the next send, or false when the step has
+// sent enough: an adaptive step once it has MinAdaptive(c) measured sends
+// and the requests finished so far know its goodput within ±5 %; any
+// step at its limit, which a step whose gain is ambiguous doubles once
+// when the budget has room for it.
+func (s *stepState) admit() (int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return 0, false
+	}
+	i := s.next
+	if s.spec.adaptive && i >= s.warmup+analysis.MinAdaptive(s.c) {
+		if rel, _ := analysis.Precision(s.recs, s.c, s.r.opts.DeadlineMs); rel <= analysis.TargetPrecision {
+			s.stopped, s.precise = true, true
+			return 0, false
+		}
+	}
+	if i >= s.limit {
+		if !s.spec.extend || s.extended || s.prev == nil || !s.r.budget.room(s.spec.n) ||
+			!analysis.GainAmbiguous(*s.prev, analysis.Provisional(s.c, s.recs, s.r.opts), s.r.opts.WithDefaults().MinGainPct) {
+			s.stopped = true
+			return 0, false
+		}
+		s.limit += s.spec.n
+		s.extended = true
+	}
+	s.next++
+	return i, true
+}
+
+func (s *stepState) add(rec analysis.Record) {
+	s.mu.Lock()
+	s.recs = append(s.recs, rec)
+	s.mu.Unlock()
+}
+
+// lastStep is the last closed-loop step measured before a refinement, nil
+// for the first.
+func (r *runner) lastStep() *analysis.Step {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.steps) - 1; i >= 0; i-- {
+		if !r.steps[i].Refine {
+			s := r.steps[i]
+			return &s
+		}
+	}
+	return nil
 }
 
 // startSpread is the time over which a step opens its workers: the median
@@ -169,12 +306,29 @@ func (r *runner) startSpread() time.Duration {
 	return min(max(e2e, 0), maxStartSpread)
 }
 
-// openLoop runs one open-loop step: Poisson arrivals at the configured
+// openLoop runs the open-loop steps, one per rate: Poisson arrivals at the
 // rate; an arrival that finds the in-flight cap reached is shed.
 func (r *runner) openLoop(ctx context.Context) (reason, detail string) {
 	o := r.cfg.Open
+	for i, rate := range o.Rates {
+		if i > 0 && !sleep(ctx, r.cfg.Pause) {
+			return r.stopAfter(ctx, o.MaxInFlight, nil)
+		}
+		recs := r.openStep(ctx, rate)
+		r.finishStep(o.MaxInFlight, rate, recs)
+		if reason, detail := r.stopAfter(ctx, o.MaxInFlight, recs); reason != "" {
+			return reason, detail
+		}
+	}
+	return StopCompleted, ""
+}
+
+// openStep runs one open-loop step at rate.
+func (r *runner) openStep(ctx context.Context, rate float64) []analysis.Record {
+	o := r.cfg.Open
+	key := stepKey{c: o.MaxInFlight, rate: rate}
 	w := r.cfg.warmupFor(o.MaxInFlight, o.Requests)
-	r.plan(o.MaxInFlight, o.Requests)
+	r.plan(key, o.Requests)
 	slots := make(chan struct{}, o.MaxInFlight)
 	var mu sync.Mutex
 	var recs []analysis.Record
@@ -182,7 +336,7 @@ func (r *runner) openLoop(ctx context.Context) (reason, detail string) {
 	due := time.Now()
 	for i := 0; i < o.Requests && r.budget.exhausted() == ""; i++ {
 		if i > 0 {
-			due = due.Add(time.Duration(r.sender.rnd.expFloat64() / o.RateRPS * float64(time.Second)))
+			due = due.Add(time.Duration(r.sender.rnd.expFloat64() / rate * float64(time.Second)))
 			if !sleep(ctx, time.Until(due)) {
 				break
 			}
@@ -191,7 +345,7 @@ func (r *runner) openLoop(ctx context.Context) (reason, detail string) {
 		case slots <- struct{}{}:
 			wg.Go(func() {
 				defer func() { <-slots }()
-				if rec, ok := r.request(ctx, o.MaxInFlight, i, i < w); ok {
+				if rec, ok := r.request(ctx, key, i, i < w, false); ok {
 					mu.Lock()
 					recs = append(recs, rec)
 					mu.Unlock()
@@ -202,37 +356,34 @@ func (r *runner) openLoop(ctx context.Context) (reason, detail string) {
 		}
 	}
 	wg.Wait()
-	r.finishStep(o.MaxInFlight, o.RateRPS, recs)
-	if reason, detail := r.stopAfter(ctx, o.MaxInFlight, recs); reason != "" {
-		return reason, detail
-	}
-	return StopCompleted, ""
+	return recs
 }
 
 // plan announces a step.
-func (r *runner) plan(c, n int) {
+func (r *runner) plan(k stepKey, n int) {
 	r.mu.Lock()
-	r.planned[c] = n
+	r.planned[k] = n
 	r.mu.Unlock()
-	r.obs.stepStarted(c, n)
+	r.obs.stepStarted(k.c, n)
 }
 
-// request sends request idx of the step of concurrency step and records it.
-// ok is false when the budget refused to send it (nothing is recorded).
-func (r *runner) request(ctx context.Context, step, idx int, warmup bool) (rec analysis.Record, ok bool) {
+// request sends request idx of the step k and records it. ok is false
+// when the budget refused to send it (nothing is recorded).
+func (r *runner) request(ctx context.Context, k stepKey, idx int, warmup, refine bool) (rec analysis.Record, ok bool) {
+	base := analysis.Record{Step: k.c, RateRPS: k.rate, Index: idx, Warmup: warmup, Refine: refine}
 	seq := int(r.seq.Add(1) - 1)
 	in, err := r.prompts.next(seq)
 	if err != nil {
-		return r.keep(analysis.Record{Step: step, Index: idx, Warmup: warmup, ErrorClass: analysis.ErrClient,
-			StartS: time.Since(r.t0).Seconds()}, err.Error()), true
+		base.ErrorClass, base.StartS = analysis.ErrClient, time.Since(r.t0).Seconds()
+		return r.keep(base, err.Error()), true
 	}
 	body, err := json.Marshal(chatRequest{
 		Model: r.cfg.Model, Messages: in.messages, MaxTokens: r.cfg.MaxTokens, Stream: true,
 		StreamOptions: streamOptions{IncludeUsage: true}, IgnoreEOS: r.cfg.IgnoreEOS,
 	})
 	if err != nil {
-		return r.keep(analysis.Record{Step: step, Index: idx, Warmup: warmup, ErrorClass: analysis.ErrClient,
-			StartS: time.Since(r.t0).Seconds()}, fmt.Sprintf("encoding the request: %v", err)), true
+		base.ErrorClass, base.StartS = analysis.ErrClient, time.Since(r.t0).Seconds()
+		return r.keep(base, fmt.Sprintf("encoding the request: %v", err)), true
 	}
 	// An upper estimate of the input (at least 2 bytes of JSON per token,
 	// plus the chat template), plus the most output the request may get.
@@ -241,12 +392,11 @@ func (r *runner) request(ctx context.Context, step, idx int, warmup bool) (rec a
 		return analysis.Record{}, false
 	}
 	rep := r.sender.send(ctx, body)
-	rec = analysis.Record{
-		Step: step, Index: idx, StartS: rep.start.Sub(r.t0).Seconds(),
-		Status: rep.status, ErrorClass: rep.class, Attempts: rep.attempts,
-		RetryAfterMs: ms(rep.retryAfter), Warmup: warmup, OK: rep.class == "",
-		E2EMs: ms(rep.end),
-	}
+	rec = base
+	rec.StartS = rep.start.Sub(r.t0).Seconds()
+	rec.Status, rec.ErrorClass, rec.Attempts = rep.status, rep.class, rep.attempts
+	rec.RetryAfterMs, rec.OK = ms(rep.retryAfter), rep.class == ""
+	rec.E2EMs, rec.E2EWithRetriesMs = ms(rep.lastAttempt()), ms(rep.end)
 	st := rep.stream
 	used := 0
 	if rep.status == http.StatusOK {
@@ -281,58 +431,23 @@ func (r *runner) keep(rec analysis.Record, msg string) analysis.Record {
 	return rec
 }
 
-// finishStep summarises a step's records and shows the summary.
+// finishStep summarises a step's records and shows the summary: a closed
+// loop's in its steady state, an open loop's over its wall time.
 func (r *runner) finishStep(c int, rate float64, recs []analysis.Record) {
-	steps := analysis.Summarize(recs, r.options(), stepWall(c, recs))
+	var steps []analysis.Step
+	if rate > 0 {
+		steps = analysis.SummarizeOpen(recs, r.opts)
+	} else {
+		steps = analysis.Summarize(recs, r.opts)
+	}
 	if len(steps) == 0 {
 		return
 	}
 	s := steps[0]
-	s.RateRPS = rate
 	r.mu.Lock()
 	r.steps = append(r.steps, s)
 	r.mu.Unlock()
 	r.obs.stepDone(s)
-}
-
-// options are the judgement settings of the run.
-func (r *runner) options() analysis.Options {
-	return analysis.Options{DeadlineMs: ms(r.cfg.Deadline)}
-}
-
-// stepWall is the measuring window of a step's records: from the
-// completion that ends the warm-up (the W-th completion, W the number of
-// warm-up records) to the last completion, so that the N − W completions
-// counted fall inside it and, in a closed loop, it spans whole rounds of
-// the semaphore. Without warm-up it starts at the first send. Cancelled
-// records do not count.
-func stepWall(c int, recs []analysis.Record) map[int]float64 {
-	var ends []float64
-	first, warm := -1.0, 0
-	for _, rec := range recs {
-		if rec.ErrorClass == analysis.ErrCancelled {
-			continue
-		}
-		ends = append(ends, rec.StartS+rec.E2EMs/1000)
-		if first < 0 || rec.StartS < first {
-			first = rec.StartS
-		}
-		if rec.Warmup {
-			warm++
-		}
-	}
-	if len(ends) == 0 || warm >= len(ends) {
-		return nil
-	}
-	slices.Sort(ends)
-	start := first
-	if warm > 0 {
-		start = ends[warm-1]
-	}
-	if wall := ends[len(ends)-1] - start; wall > 0 {
-		return map[int]float64{c: wall}
-	}
-	return nil
 }
 
 // stopAfter applies the stop rules after the step of concurrency c, whose
@@ -354,8 +469,8 @@ func (r *runner) stopAfter(ctx context.Context, c int, recs []analysis.Record) (
 			continue
 		}
 		counted++
-		answers += rec.Attempts
-		refused += answers429(rec)
+		answers += max(1, rec.Attempts)
+		refused += rec.RateLimitedAnswers()
 		if rec.OK {
 			ok++
 		}
@@ -371,22 +486,18 @@ func (r *runner) stopAfter(ctx context.Context, c int, recs []analysis.Record) (
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if n := len(r.steps); n >= 3 && r.steps[n-1].Concurrency == c &&
-		r.steps[n-1].GoodputRPS < r.steps[n-2].GoodputRPS && r.steps[n-2].GoodputRPS < r.steps[n-3].GoodputRPS {
-		return StopGoodputFalling, fmt.Sprintf("goodput fell at concurrency %d and %d", r.steps[n-2].Concurrency, c)
+	var judged []analysis.Step
+	for _, s := range r.steps {
+		if !s.TooShort && !s.Refine {
+			judged = append(judged, s)
+		}
+	}
+	if n := len(judged); n >= 3 && judged[n-1].Concurrency == c &&
+		analysis.Fell(judged[n-2], judged[n-1], r.opts.CollapseTolerancePct) && analysis.Fell(judged[n-3], judged[n-2], r.opts.CollapseTolerancePct) {
+		return StopGoodputFalling, fmt.Sprintf("goodput fell beyond its noise and the %g %% tolerance at concurrency %d and %d",
+			r.opts.CollapseTolerancePct, judged[n-2].Concurrency, c)
 	}
 	return "", ""
-}
-
-// answers429 is how many 429 answers a request got: only 429s are retried,
-// so every send but the last was one, and the last was one when the
-// request failed as rate limited.
-func answers429(rec analysis.Record) int {
-	n := max(0, rec.Attempts-1)
-	if rec.ErrorClass == analysis.ErrRateLimited {
-		n++
-	}
-	return n
 }
 
 // ms converts a duration to float milliseconds.

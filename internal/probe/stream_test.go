@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"testing/synctest"
 	"time"
 
 	"github.com/plannerdev/planner/internal/analysis"
@@ -108,7 +109,7 @@ func TestReadStream(t *testing.T) {
 	}
 }
 
-// timedReader delivers one part per read, sleeping before each.
+// timedReader delivers one part per read, waiting before each.
 type timedReader struct {
 	parts []string
 	gaps  []time.Duration
@@ -126,31 +127,29 @@ func (r *timedReader) Read(p []byte) (int, error) {
 
 // TestReadStreamTiming checks which chunk each time is taken at: ack at the
 // first chunk of any kind, TTFT at the first output chunk, E2E at the last
-// output chunk, not at the usage chunk or [DONE]. The gaps are the thing
-// measured, so the test sleeps.
+// output chunk, not at the usage chunk or [DONE]. The reader waits before
+// each chunk on a fake clock (testing/synctest), so the times are exact.
 func TestReadStreamTiming(t *testing.T) {
-	gap := 30 * time.Millisecond
-	r := &timedReader{
-		parts: []string{sse("\n", roleChunk), sse("\n", contentChunk), sse("\n", contentChunk), sse("\n", usageChunk), "data: [DONE]\n\n"},
-		gaps:  []time.Duration{gap, gap, gap, gap, gap},
-	}
-	start := time.Now()
-	res, err := readStream(r, start)
-	if err != nil || !res.ok() {
-		t.Fatalf("readStream: %v %+v", err, res)
-	}
-	within := func(name string, got time.Duration, steps int) {
-		want := time.Duration(steps) * gap
-		if got < want || got > want+gap/2 {
-			t.Errorf("%s = %v, want about %v", name, got, want)
+	synctest.Test(t, func(t *testing.T) {
+		gap := 30 * time.Millisecond
+		r := &timedReader{
+			parts: []string{sse("\n", roleChunk), sse("\n", contentChunk), sse("\n", contentChunk), sse("\n", usageChunk), "data: [DONE]\n\n"},
+			gaps:  []time.Duration{gap, gap, gap, gap, gap},
 		}
-	}
-	within("ack", res.ack, 1)
-	within("ttft", res.ttft, 2)
-	within("e2e", res.e2e, 3)
-	if res.end < 5*gap {
-		t.Errorf("end = %v, want at least %v", res.end, 5*gap)
-	}
+		res, err := readStream(r, time.Now())
+		if err != nil || !res.ok() {
+			t.Fatalf("readStream: %v %+v", err, res)
+		}
+		for _, c := range []struct {
+			name  string
+			got   time.Duration
+			steps int
+		}{{"ack", res.ack, 1}, {"ttft", res.ttft, 2}, {"e2e", res.e2e, 3}, {"end", res.end, 5}} {
+			if want := time.Duration(c.steps) * gap; c.got != want {
+				t.Errorf("%s = %v, want %v", c.name, c.got, want)
+			}
+		}
+	})
 }
 
 func TestReadStreamReadError(t *testing.T) {

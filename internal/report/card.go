@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
 )
@@ -23,8 +25,14 @@ type RecordCard struct {
 	Model      string    `json:"model"`
 	Date       time.Time `json:"date"`
 	DeadlineMs float64   `json:"deadline_ms"`
-	// Knee is the knee concurrency; null when the first step already failed.
+	// Knee is the knee concurrency; null when no step was measured in a
+	// steady state or the first one already failed.
 	Knee *int `json:"knee"`
+	// KneeRefined is where a knee search placed the knee between two
+	// measured steps, and KneeResolution how finely (docs/probe.md, "The
+	// knee"); absent for a probe that did not search.
+	KneeRefined    *int `json:"knee_refined,omitempty"`
+	KneeResolution *int `json:"knee_refined_resolution,omitempty"`
 	// AtKnee is what the probe measured at the knee; null without a knee.
 	AtKnee *KneePoint `json:"at_knee"`
 	// Collapse is the first concurrency whose goodput fell; null when none did.
@@ -35,12 +43,16 @@ type RecordCard struct {
 	Decisions []Decision `json:"decisions"`
 }
 
-// KneePoint is the step at the knee.
+// KneePoint is the step at the knee, with the 95 % intervals the probe
+// measured.
 type KneePoint struct {
-	E2EP95Ms   float64 `json:"e2e_p95_ms"`
-	TTFTP95Ms  float64 `json:"ttft_p95_ms"`
-	GoodputRPS float64 `json:"goodput_rps"`
-	OutputTPS  float64 `json:"output_tps"`
+	E2EP95Ms   float64            `json:"e2e_p95_ms"`
+	E2EP95CI   *analysis.Interval `json:"e2e_p95_ci,omitempty"`
+	TTFTP95Ms  float64            `json:"ttft_p95_ms"`
+	TTFTP95CI  *analysis.Interval `json:"ttft_p95_ci,omitempty"`
+	GoodputRPS float64            `json:"goodput_rps"`
+	GoodputCI  *analysis.Interval `json:"goodput_ci,omitempty"`
+	OutputTPS  float64            `json:"output_tps"`
 }
 
 // CardPool is one class's recommended pool and the rules that go with it.
@@ -101,8 +113,14 @@ func NewRecordCard(in CardInput) RecordCard {
 		Date: in.Probe.Date.UTC(), DeadlineMs: in.Probe.DeadlineMs,
 		Knee: r.Knee, Collapse: r.Collapse, QuotaLimited: r.QuotaLimited, Pools: []CardPool{},
 	}
+	if slices.ContainsFunc(r.Steps, func(s analysis.Step) bool { return s.Refine }) {
+		// A knee search refined it; a ladder's knee_refined is only as
+		// fine as its steps, which the card's knee already says.
+		card.KneeRefined, card.KneeResolution = r.KneeRefined, r.KneeResolution
+	}
 	if k, ok := kneeStep(r); ok {
-		card.AtKnee = &KneePoint{E2EP95Ms: k.E2EP95Ms, TTFTP95Ms: k.TTFTP95Ms, GoodputRPS: k.GoodputRPS, OutputTPS: k.OutputTPS}
+		card.AtKnee = &KneePoint{E2EP95Ms: k.E2EP95Ms, E2EP95CI: k.E2EP95CI, TTFTP95Ms: k.TTFTP95Ms, TTFTP95CI: k.TTFTP95CI,
+			GoodputRPS: k.GoodputRPS, GoodputCI: k.GoodputCI, OutputTPS: k.OutputTPS}
 	}
 	safety := safetyOf(in.Scenario)
 	if in.Plan != nil {
@@ -307,18 +325,21 @@ func WriteRecordCardMarkdown(w io.Writer, c RecordCard) error {
 	if c.Knee != nil {
 		row("Knee", fmt.Sprintf("%d in flight", *c.Knee))
 	} else {
-		row("Knee", "none (the first step already failed)")
+		row("Knee", "none (no step measured in a steady state, or the first one already failed)")
+	}
+	if c.KneeRefined != nil && c.KneeResolution != nil {
+		row("Refined knee", fmt.Sprintf("%d in flight (resolution %d)", *c.KneeRefined, *c.KneeResolution))
 	}
 	if k := c.AtKnee; k != nil {
-		row("E2E p95 at the knee", msText(k.E2EP95Ms))
-		row("TTFT p95 at the knee", msText(k.TTFTP95Ms))
-		row("Goodput at the knee", fmtNum(k.GoodputRPS)+" req/s")
+		row("E2E p95 at the knee", msText(k.E2EP95Ms)+ciText(k.E2EP95CI, " ms"))
+		row("TTFT p95 at the knee", msText(k.TTFTP95Ms)+ciText(k.TTFTP95CI, " ms"))
+		row("Goodput at the knee", fmtNum(k.GoodputRPS)+" req/s"+ciText(k.GoodputCI, " req/s"))
 	}
 	if c.Collapse != nil {
 		row("Goodput fell at", fmt.Sprintf("%d in flight", *c.Collapse))
 	}
 	if c.QuotaLimited {
-		row("Quota limited", "yes: 429s at or below the knee")
+		row("Quota limited", "yes: the share of 429s rose with concurrency, or the key ran out")
 	} else {
 		row("Quota limited", "no")
 	}
@@ -371,4 +392,12 @@ func kneeCeiling(c plan.ClassPlan) *int {
 		}
 	}
 	return nil
+}
+
+// ciText renders a 95 % interval after a figure, or nothing.
+func ciText(iv *analysis.Interval, unit string) string {
+	if iv == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (95 %%: %s–%s%s)", fmtNum(iv.Lo), fmtNum(iv.Hi), unit)
 }

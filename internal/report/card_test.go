@@ -28,7 +28,8 @@ func TestRecordCardWithPlan(t *testing.T) {
 	if card.Knee == nil || *card.Knee != 24 || card.Collapse == nil || *card.Collapse != 48 || card.QuotaLimited {
 		t.Fatalf("knee %v collapse %v quota-limited %v", card.Knee, card.Collapse, card.QuotaLimited)
 	}
-	if k := card.AtKnee; k == nil || k.E2EP95Ms != 5800 || k.TTFTP95Ms != 450 || k.GoodputRPS != 4.95 {
+	if k := card.AtKnee; k == nil || k.E2EP95Ms != 5800 || k.TTFTP95Ms != 450 || k.GoodputRPS != 4.95 ||
+		k.GoodputCI == nil || k.GoodputCI.Lo != 4.95*0.98 || k.E2EP95CI == nil || k.TTFTP95CI == nil {
 		t.Fatalf("at the knee: %+v", card.AtKnee)
 	}
 	if len(card.Pools) != 2 {

@@ -40,6 +40,11 @@ func syntheticResult() analysis.Result {
 			Concurrency: r.c, Requests: n, OK: ok, Errors: r.errs, WallS: float64(ok) / r.thr,
 			GoodputRPS: r.good, ThroughputRPS: r.thr, OutputTPS: r.thr * 196,
 			TTFTP50Ms: r.ttft50, TTFTP95Ms: r.ttft95, E2EP50Ms: r.e2e50, E2EP95Ms: r.e2e95, TPOTP50Ms: r.tpot50, TPOTP95Ms: r.tpot95,
+			// Intervals as a probe measures them: goodput ± 2 %, the p95s
+			// from just under to a tenth over.
+			GoodputCI: &analysis.Interval{Lo: r.good * 0.98, Hi: r.good * 1.02},
+			TTFTP95CI: &analysis.Interval{Lo: r.ttft95 * 0.97, Hi: r.ttft95 * 1.1},
+			E2EP95CI:  &analysis.Interval{Lo: r.e2e95 * 0.97, Hi: r.e2e95 * 1.1},
 		}
 	}
 	return analysis.Analyze(steps, analysis.Options{DeadlineMs: exampleDeadlineMs})

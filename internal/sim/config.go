@@ -18,6 +18,8 @@ const (
 	// neither max_tokens nor max_completion_tokens, standing in for the
 	// context limit a real model would stop at.
 	DefaultMaxTokens = 4096
+	// DefaultFailRetryAfter is the wait an injected 429 asks for.
+	DefaultFailRetryAfter = 10 * time.Millisecond
 )
 
 // NoGrowth, set as Config.ITLGrowth, keeps the per-token interval constant
@@ -47,6 +49,9 @@ var (
 	ErrRPM             = errors.New("rpm must not be negative")
 	ErrTPM             = errors.New("tpm must not be negative")
 	ErrTokenAccounting = errors.New(`token_accounting must be "actual" or "max_tokens"`)
+	ErrFailRate        = errors.New("fail_rate must be between 0 and 1")
+	ErrFailStatus      = errors.New("fail_status must be 429 or 500")
+	ErrFailRetryAfter  = errors.New("fail_retry_after must not be negative")
 )
 
 // Config describes the simulated endpoint: its batching, latency, output
@@ -89,6 +94,21 @@ type Config struct {
 	// APIKey, when set, must arrive as "Authorization: Bearer <APIKey>",
 	// otherwise the request gets 401.
 	APIKey string
+	// FailRate is the chance, independent of the load, that a request is
+	// refused with FailStatus before it reaches the batch (default 0): a
+	// gateway's random throttling or a flaky backend, for rehearsing how a
+	// client and a probe judge them. The draws are seeded by Seed.
+	FailRate float64
+	// FailStatus is the status of the injected failures: 429 (default),
+	// with a retry-after-ms of FailRetryAfter, or 500.
+	FailStatus int
+	// FailRetryAfter is the wait an injected 429 asks for (default 10ms).
+	FailRetryAfter time.Duration
+	// TimersOnly waits for every token on a timer, without the short busy
+	// wait that otherwise makes the first and last tokens punctual to a
+	// few microseconds on an idle machine. Tests under testing/synctest
+	// need it: their clock moves only when every goroutine is blocked.
+	TimersOnly bool
 }
 
 // withDefaults validates c and returns it with zero values replaced by the
@@ -110,6 +130,9 @@ func (c Config) withDefaults() (Config, error) {
 		{c.TPM < 0, ErrTPM, c.TPM},
 		{c.TokenAccounting != "" && c.TokenAccounting != AccountingActual &&
 			c.TokenAccounting != AccountingMaxTokens, ErrTokenAccounting, c.TokenAccounting},
+		{!(c.FailRate >= 0 && c.FailRate <= 1), ErrFailRate, c.FailRate},
+		{c.FailStatus != 0 && c.FailStatus != 429 && c.FailStatus != 500, ErrFailStatus, c.FailStatus},
+		{c.FailRetryAfter < 0, ErrFailRetryAfter, c.FailRetryAfter},
 	}
 	for _, ch := range checks {
 		if ch.bad {
@@ -139,6 +162,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.TokenAccounting == "" {
 		c.TokenAccounting = AccountingActual
+	}
+	if c.FailStatus == 0 {
+		c.FailStatus = 429
+	}
+	if c.FailRetryAfter == 0 {
+		c.FailRetryAfter = DefaultFailRetryAfter
 	}
 	return c, nil
 }

@@ -8,9 +8,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/plannerdev/planner/internal/testutil"
 )
 
 // fast is a configuration whose requests complete in well under a
@@ -27,6 +31,37 @@ func startSim(t *testing.T, cfg Config) (*Server, string) {
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	return srv, ts.URL + "/v1"
+}
+
+// startBubble serves a simulator over an in-memory network, for a test
+// running under testing/synctest (whose fake clock makes the schedule
+// exact); the helpers below reach it through its base URL.
+func startBubble(t *testing.T, cfg Config) (*Server, string) {
+	t.Helper()
+	cfg.TimersOnly = true
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	host, dial := testutil.PipeServer(t, srv)
+	clients.Store(host, testutil.PipeClient(t, dial))
+	t.Cleanup(func() { clients.Delete(host) })
+	return srv, host + "/v1"
+}
+
+// clients maps the host of a bubble's simulator to the client that
+// reaches it.
+var clients sync.Map
+
+// client is the HTTP client that reaches base.
+func client(base string) *http.Client {
+	u, err := url.Parse(base)
+	if err == nil {
+		if c, ok := clients.Load(u.Scheme + "://" + u.Host); ok {
+			return c.(*http.Client)
+		}
+	}
+	return http.DefaultClient
 }
 
 // chatBody renders a chat-completions request body.
@@ -47,7 +82,7 @@ func post(t *testing.T, base, body string, header ...string) *http.Response {
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client(base).Do(req)
 	if err != nil {
 		t.Fatalf("POST: %v", err)
 	}
@@ -95,7 +130,7 @@ func stream(t *testing.T, base, body string) streamed {
 // streamE is stream for goroutines other than the test's own.
 func streamE(base, body string) (streamed, error) {
 	start := time.Now()
-	resp, err := http.Post(base+"/chat/completions", "application/json", strings.NewReader(body))
+	resp, err := client(base).Post(base+"/chat/completions", "application/json", strings.NewReader(body))
 	if err != nil {
 		return streamed{}, fmt.Errorf("POST: %w", err)
 	}

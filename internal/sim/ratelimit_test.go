@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -38,11 +39,17 @@ func headerInt(t *testing.T, h http.Header, name string) int {
 	return v
 }
 
+// TestRPMLimit runs under a fake clock, so that the bucket refills by
+// exactly the time that passes between the requests.
 func TestRPMLimit(t *testing.T) {
+	synctest.Test(t, testRPMLimit)
+}
+
+func testRPMLimit(t *testing.T) {
 	const rpm = 120 // refills one request every 500ms
 	cfg := fast
 	cfg.RPM = rpm
-	srv, base := startSim(t, cfg)
+	srv, base := startBubble(t, cfg)
 	body := chatBody("sim-model", 1, false, false, true)
 	for i := range rpm {
 		resp := post(t, base, body)
@@ -71,8 +78,8 @@ func TestRPMLimit(t *testing.T) {
 	}
 	h := resp.Header
 	retryMS := headerInt(t, h, "retry-after-ms")
-	if retryMS <= 0 || retryMS > 500 {
-		t.Errorf("retry-after-ms = %d, want in (0, 500]", retryMS)
+	if retryMS != 500 {
+		t.Errorf("retry-after-ms = %d, want 500: the bucket is empty and refills one request per 500 ms", retryMS)
 	}
 	if got := headerInt(t, h, "retry-after"); got != (retryMS+999)/1000 {
 		t.Errorf("retry-after = %d, want %d (seconds, rounded up)", got, (retryMS+999)/1000)
@@ -89,7 +96,13 @@ func TestRPMLimit(t *testing.T) {
 	if resp.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("immediate retry: status %d, want 429", resp.StatusCode)
 	}
-	time.Sleep(time.Until(refused.Add(time.Duration(retryMS) * time.Millisecond)))
+	time.Sleep(time.Until(refused.Add(time.Duration(retryMS)*time.Millisecond - time.Millisecond)))
+	resp = post(t, base, body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a millisecond before retry-after-ms: status %d, want 429", resp.StatusCode)
+	}
+	time.Sleep(time.Millisecond)
 	resp = post(t, base, body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -100,7 +113,7 @@ func TestRPMLimit(t *testing.T) {
 	for _, a := range srv.Arrivals() {
 		statuses[a.Status]++
 	}
-	if statuses[200] != rpm+1 || statuses[429] != 2 {
+	if statuses[200] != rpm+1 || statuses[429] != 3 {
 		t.Errorf("arrivals by status = %v", statuses)
 	}
 }
@@ -122,41 +135,44 @@ func TestTPMAccounting(t *testing.T) {
 		{AccountingActual, tpm - prompt, tpm - (prompt + maxTokens) - prompt, 3},
 	}
 	for _, tt := range tests {
+		// Under a fake clock the bucket refills (1000/60 tokens a second)
+		// by exactly the microseconds the requests take: nothing.
 		t.Run(tt.accounting, func(t *testing.T) {
-			cfg := fast
-			cfg.TPM, cfg.TokenAccounting = tpm, tt.accounting
-			_, base := startSim(t, cfg)
-			body := chatBody("sim-model", maxTokens, true, false, true)
-			var remaining []int
-			for {
-				resp := post(t, base, body)
-				if resp.StatusCode == http.StatusTooManyRequests {
-					if ms := headerInt(t, resp.Header, "retry-after-ms"); ms < 1000 || ms > 60000 {
-						t.Errorf("retry-after-ms = %d", ms)
+			synctest.Test(t, func(t *testing.T) {
+				cfg := fast
+				cfg.TPM, cfg.TokenAccounting = tpm, tt.accounting
+				_, base := startBubble(t, cfg)
+				body := chatBody("sim-model", maxTokens, true, false, true)
+				var remaining []int
+				for {
+					resp := post(t, base, body)
+					if resp.StatusCode == http.StatusTooManyRequests {
+						if ms := headerInt(t, resp.Header, "retry-after-ms"); ms < 1000 || ms > 60000 {
+							t.Errorf("retry-after-ms = %d", ms)
+						}
+						checkError(t, resp, "rate_limit_exceeded", "", "rate_limit_exceeded")
+						break
 					}
-					checkError(t, resp, "rate_limit_exceeded", "", "rate_limit_exceeded")
-					break
+					h := resp.Header
+					if headerInt(t, h, "x-ratelimit-limit-tokens") != tpm || h.Get("x-ratelimit-limit-requests") != "" {
+						t.Errorf("rate-limit headers %v", h)
+					}
+					remaining = append(remaining, headerInt(t, h, "x-ratelimit-remaining-tokens"))
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if len(remaining) > tt.admitted {
+						t.Fatalf("admitted %d requests, want %d", len(remaining), tt.admitted)
+					}
 				}
-				h := resp.Header
-				if headerInt(t, h, "x-ratelimit-limit-tokens") != tpm || h.Get("x-ratelimit-limit-requests") != "" {
-					t.Errorf("rate-limit headers %v", h)
-				}
-				remaining = append(remaining, headerInt(t, h, "x-ratelimit-remaining-tokens"))
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if len(remaining) > tt.admitted {
+				if len(remaining) != tt.admitted {
 					t.Fatalf("admitted %d requests, want %d", len(remaining), tt.admitted)
 				}
-			}
-			if len(remaining) != tt.admitted {
-				t.Fatalf("admitted %d requests, want %d", len(remaining), tt.admitted)
-			}
-			// The bucket refills 1000/60 tokens a second: allow a token of drift.
-			for i, want := range []int{tt.first, tt.second} {
-				if got := remaining[i]; got < want || got > want+1 {
-					t.Errorf("request %d: remaining-tokens = %d, want %d", i, got, want)
+				for i, want := range []int{tt.first, tt.second} {
+					if got := remaining[i]; got != want {
+						t.Errorf("request %d: remaining-tokens = %d, want %d", i, got, want)
+					}
 				}
-			}
+			})
 		})
 	}
 }

@@ -18,7 +18,8 @@
 //
 // Optional RPM and TPM token buckets answer 429 with honest retry-after and
 // retry-after-ms headers, and every admitted or refused request carries
-// OpenAI's x-ratelimit-* headers for the configured buckets.
+// OpenAI's x-ratelimit-* headers for the configured buckets. Optional
+// random failures (FailRate) answer 429 or 500 whatever the load.
 package sim
 
 import (
@@ -84,6 +85,8 @@ type Server struct {
 	rngMu   sync.Mutex
 	lengths *rand.Rand
 	ids     *rand.Rand
+	fails   *rand.Rand
+	spin    time.Duration // the busy wait before a punctual token; 0 with TimersOnly
 
 	arrMu    sync.Mutex
 	arrivals []Arrival // ring buffer once full
@@ -109,7 +112,17 @@ func New(cfg Config) (*Server, error) {
 		limits:    newLimiter(cfg.RPM, cfg.TPM, now),
 		lengths:   rand.New(rand.NewPCG(cfg.Seed, 0x6c656e67746873)),
 		ids:       rand.New(rand.NewPCG(cfg.Seed, 0x696473)),
+		fails:     rand.New(rand.NewPCG(cfg.Seed, 0x6661696c73)),
+		spin:      spinFor(cfg),
 	}, nil
+}
+
+// spinFor is the busy wait of a configuration.
+func spinFor(cfg Config) time.Duration {
+	if cfg.TimersOnly {
+		return 0
+	}
+	return spinWindow
 }
 
 // ServeHTTP routes /v1/chat/completions and /v1/models; anything else is an
@@ -227,6 +240,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (parsed, *apiErro
 			Message: fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", p.req.Model),
 		}).withCode("model_not_found")
 	}
+	if e := s.injectedFailure(w.Header()); e != nil {
+		return p, e
+	}
 	cost := p.promptTokens
 	if s.cfg.TokenAccounting == AccountingMaxTokens {
 		cost += p.maxTokens
@@ -248,6 +264,30 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (parsed, *apiErro
 	e.Message = fmt.Sprintf("Rate limit reached for %s on %s per min: Limit %d. Please try again in %s.",
 		s.cfg.Model, v.unit, v.limit, retry)
 	return p, e
+}
+
+// injectedFailure draws whether the request fails at random (FailRate),
+// and returns the failure to answer with, its headers set: a 429 that asks
+// for FailRetryAfter, or a 500.
+func (s *Server) injectedFailure(h http.Header) *apiError {
+	if s.cfg.FailRate <= 0 {
+		return nil
+	}
+	s.rngMu.Lock()
+	fail := s.fails.Float64() < s.cfg.FailRate
+	s.rngMu.Unlock()
+	if !fail {
+		return nil
+	}
+	if s.cfg.FailStatus == http.StatusInternalServerError {
+		return &apiError{status: http.StatusInternalServerError, Type: "server_error",
+			Message: "The server had an error while processing your request (injected failure)."}
+	}
+	retry := ceilMillis(s.cfg.FailRetryAfter)
+	h.Set("retry-after", strconv.FormatInt((retry.Milliseconds()+999)/1000, 10))
+	h.Set("retry-after-ms", strconv.FormatInt(retry.Milliseconds(), 10))
+	return (&apiError{status: http.StatusTooManyRequests, Type: "rate_limit_exceeded",
+		Message: fmt.Sprintf("Rate limit reached for %s (injected failure). Please try again in %s.", s.cfg.Model, retry)}).withCode("rate_limit_exceeded")
 }
 
 // plan draws the output length and the id of an admitted request; the draws
@@ -374,7 +414,7 @@ func (s *Server) decode(ctx context.Context, due time.Time, n int, emit func(i i
 		// ends the response either way.
 		var spin time.Duration
 		if (i == n-1 || i == 0 && emit != nil) && s.batch.current() <= spinMaxRunning {
-			spin = spinWindow
+			spin = s.spin
 		}
 		if !sleepUntil(ctx, t, due, spin) {
 			return i

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -29,6 +30,10 @@ func TestNewValidates(t *testing.T) {
 		{"negative rpm", Config{RPM: -1}, ErrRPM},
 		{"negative tpm", Config{TPM: -1}, ErrTPM},
 		{"unknown accounting", Config{TokenAccounting: "estimated"}, ErrTokenAccounting},
+		{"fail rate above 1", Config{FailRate: 1.5}, ErrFailRate},
+		{"fail rate NaN", Config{FailRate: math.NaN()}, ErrFailRate},
+		{"fail status 503", Config{FailStatus: 503}, ErrFailStatus},
+		{"negative fail retry-after", Config{FailRetryAfter: -time.Millisecond}, ErrFailRetryAfter},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,7 +51,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{Model: "sim-model", MaxNumSeqs: 16, TTFT: 200 * time.Millisecond, ITL: 20 * time.Millisecond,
-		ITLGrowth: 0.02, OutputTokens: 128, TokenAccounting: AccountingActual}
+		ITLGrowth: 0.02, OutputTokens: 128, TokenAccounting: AccountingActual, FailStatus: 429, FailRetryAfter: DefaultFailRetryAfter}
 	if srv.cfg != want {
 		t.Fatalf("defaults = %+v, want %+v", srv.cfg, want)
 	}
@@ -518,5 +523,50 @@ func TestTokenChunksMatchText(t *testing.T) {
 	}
 	if streamed.String() != whole.String() || strings.Count(whole.String(), " ") != 3*len(words) {
 		t.Errorf("streamed %q, whole %q", streamed.String(), whole.String())
+	}
+}
+
+// TestInjectedFailures: with FailRate 0.25 about a quarter of the requests
+// fail whatever the load, the same ones for the same seed; 429s ask for
+// FailRetryAfter, 500s are server errors.
+func TestInjectedFailures(t *testing.T) {
+	statuses := func(status int, seed uint64) []int {
+		cfg := fast
+		cfg.FailRate, cfg.FailStatus, cfg.Seed, cfg.FailRetryAfter = 0.25, status, seed, 30*time.Millisecond
+		_, base := startSim(t, cfg)
+		var out []int
+		for range 400 {
+			resp := post(t, base, chatBody("sim-model", 1, false, false, true))
+			if resp.StatusCode == http.StatusTooManyRequests {
+				if resp.Header.Get("retry-after-ms") != "30" || resp.Header.Get("retry-after") != "1" {
+					t.Errorf("injected 429 headers: %v", resp.Header)
+				}
+				checkError(t, resp, "rate_limit_exceeded", "", "rate_limit_exceeded")
+			} else {
+				resp.Body.Close()
+			}
+			out = append(out, resp.StatusCode)
+		}
+		return out
+	}
+	for _, status := range []int{429, 500} {
+		a, b := statuses(status, 5), statuses(status, 5)
+		if !slices.Equal(a, b) {
+			t.Errorf("status %d: the same seed failed different requests", status)
+		}
+		failed := 0
+		for _, s := range a {
+			switch s {
+			case status:
+				failed++
+			case http.StatusOK:
+			default:
+				t.Fatalf("status %d among injected %d failures", s, status)
+			}
+		}
+		// Binomial(400, 0.25): mean 100, sd 8.7; the seed is fixed.
+		if failed < 70 || failed > 130 {
+			t.Errorf("%d of 400 requests failed with %d, want about 100", failed, status)
+		}
 	}
 }

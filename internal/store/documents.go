@@ -65,12 +65,16 @@ func decodePlan(b []byte) (plan.Plan, error) {
 // encodeResult is the stored document of a probe's analysis.
 func encodeResult(r analysis.Result) ([]byte, error) {
 	d := resultDoc{
-		version:      version{SchemaVersion: schemaVersion},
-		Steps:        each(r.Steps, func(s analysis.Step) stepDoc { return stepDoc(s) }),
-		Knee:         r.Knee,
-		Collapse:     r.Collapse,
-		QuotaLimited: r.QuotaLimited,
-		Notes:        r.Notes,
+		version:        version{SchemaVersion: schemaVersion},
+		Steps:          each(r.Steps, stepDocOf),
+		Knee:           r.Knee,
+		Collapse:       r.Collapse,
+		QuotaLimited:   r.QuotaLimited,
+		Notes:          r.Notes,
+		FirstFailing:   r.FirstFailing,
+		Ambiguous:      r.Ambiguous,
+		KneeRefined:    r.KneeRefined,
+		KneeResolution: r.KneeResolution,
 	}
 	if u := r.USL; u != nil {
 		d.USL = &uslDoc{lawDoc: lawDoc(u.USL), Peak: u.Peak}
@@ -89,11 +93,15 @@ func decodeResult(b []byte) (analysis.Result, error) {
 		return analysis.Result{}, err
 	}
 	r := analysis.Result{
-		Steps:        each(d.Steps, func(s stepDoc) analysis.Step { return analysis.Step(s) }),
-		Knee:         d.Knee,
-		Collapse:     d.Collapse,
-		QuotaLimited: d.QuotaLimited,
-		Notes:        d.Notes,
+		Steps:          each(d.Steps, stepDoc.step),
+		Knee:           d.Knee,
+		Collapse:       d.Collapse,
+		QuotaLimited:   d.QuotaLimited,
+		Notes:          d.Notes,
+		FirstFailing:   d.FirstFailing,
+		Ambiguous:      d.Ambiguous,
+		KneeRefined:    d.KneeRefined,
+		KneeResolution: d.KneeResolution,
 	}
 	if u := d.USL; u != nil {
 		r.USL = &analysis.USLFit{USL: model.USL(u.lawDoc), Peak: u.Peak}
@@ -374,34 +382,111 @@ type endpointAllocationDoc struct {
 // resultDoc is a stored probe analysis.
 type resultDoc struct {
 	version
-	Steps        []stepDoc `json:"steps"`
-	Knee         *int      `json:"knee"`
-	Collapse     *int      `json:"collapse"`
-	QuotaLimited bool      `json:"quota_limited"`
-	USL          *uslDoc   `json:"usl"`
-	Notes        []string  `json:"notes,omitempty"`
+	Steps          []stepDoc `json:"steps"`
+	Knee           *int      `json:"knee"`
+	Collapse       *int      `json:"collapse"`
+	QuotaLimited   bool      `json:"quota_limited"`
+	USL            *uslDoc   `json:"usl"`
+	Notes          []string  `json:"notes,omitempty"`
+	FirstFailing   *int      `json:"first_failing,omitempty"`
+	Ambiguous      *int      `json:"ambiguous,omitempty"`
+	KneeRefined    *int      `json:"knee_refined,omitempty"`
+	KneeResolution *int      `json:"knee_refined_resolution,omitempty"`
 }
 
+// stepDoc is a stored step. Version 1 called goodput_estimated
+// goodput_from_throughput and had no intervals, p90s or p99s.
 type stepDoc struct {
-	Concurrency           int     `json:"concurrency"`
-	RateRPS               float64 `json:"rate_rps,omitempty"`
-	Requests              int     `json:"requests"`
-	OK                    int     `json:"ok"`
-	RateLimited           int     `json:"rate_limited"`
-	Errors                int     `json:"errors"`
-	WallS                 float64 `json:"wall_s"`
-	GoodputRPS            float64 `json:"goodput_rps"`
-	ThroughputRPS         float64 `json:"throughput_rps"`
-	OutputTPS             float64 `json:"output_tps"`
-	TTFTP50Ms             float64 `json:"ttft_p50_ms"`
-	TTFTP95Ms             float64 `json:"ttft_p95_ms"`
-	E2EP50Ms              float64 `json:"e2e_p50_ms"`
-	E2EP95Ms              float64 `json:"e2e_p95_ms"`
-	TPOTP50Ms             float64 `json:"tpot_p50_ms"`
-	TPOTP95Ms             float64 `json:"tpot_p95_ms"`
-	ConcurrencyEstimated  bool    `json:"concurrency_estimated,omitempty"`
-	GoodputFromThroughput bool    `json:"goodput_from_throughput,omitempty"`
-	CountsUnknown         bool    `json:"counts_unknown,omitempty"`
+	Concurrency          int          `json:"concurrency"`
+	RateRPS              float64      `json:"rate_rps,omitempty"`
+	Requests             int          `json:"requests"`
+	OK                   int          `json:"ok"`
+	RateLimited          int          `json:"rate_limited"`
+	RateLimitedFailed    int          `json:"rate_limited_failed,omitempty"`
+	Errors               int          `json:"errors"`
+	Answers              int          `json:"answers,omitempty"`
+	WallS                float64      `json:"wall_s"`
+	WindowStartS         float64      `json:"window_start_s,omitempty"`
+	WindowEndS           float64      `json:"window_end_s,omitempty"`
+	GoodputRPS           float64      `json:"goodput_rps"`
+	GoodputCI            *intervalDoc `json:"goodput_ci,omitempty"`
+	ThroughputRPS        float64      `json:"throughput_rps"`
+	OutputTPS            float64      `json:"output_tps"`
+	TTFTP50Ms            float64      `json:"ttft_p50_ms"`
+	TTFTP90Ms            float64      `json:"ttft_p90_ms,omitempty"`
+	TTFTP95Ms            float64      `json:"ttft_p95_ms"`
+	TTFTP99Ms            float64      `json:"ttft_p99_ms,omitempty"`
+	TTFTP95CI            *intervalDoc `json:"ttft_p95_ci,omitempty"`
+	E2EP50Ms             float64      `json:"e2e_p50_ms"`
+	E2EP90Ms             float64      `json:"e2e_p90_ms,omitempty"`
+	E2EP95Ms             float64      `json:"e2e_p95_ms"`
+	E2EP99Ms             float64      `json:"e2e_p99_ms,omitempty"`
+	E2EP95CI             *intervalDoc `json:"e2e_p95_ci,omitempty"`
+	TPOTP50Ms            float64      `json:"tpot_p50_ms"`
+	TPOTP90Ms            float64      `json:"tpot_p90_ms,omitempty"`
+	TPOTP95Ms            float64      `json:"tpot_p95_ms"`
+	TPOTP99Ms            float64      `json:"tpot_p99_ms,omitempty"`
+	TPOTP95CI            *intervalDoc `json:"tpot_p95_ci,omitempty"`
+	E2EWithRetriesP95Ms  float64      `json:"e2e_with_retries_p95_ms,omitempty"`
+	Refine               bool         `json:"refine,omitempty"`
+	Efficiency           float64      `json:"scaling_efficiency,omitempty"`
+	TooShort             bool         `json:"too_short,omitempty"`
+	ConcurrencyEstimated bool         `json:"concurrency_estimated,omitempty"`
+	GoodputEstimated     bool         `json:"goodput_estimated,omitempty"`
+	GoodputV1            bool         `json:"goodput_from_throughput,omitempty"` // version 1's name of goodput_estimated
+	TTFTEstimated        bool         `json:"ttft_estimated,omitempty"`
+	TPOTEstimated        bool         `json:"tpot_estimated,omitempty"`
+	E2EEstimated         bool         `json:"e2e_estimated,omitempty"`
+	CountsUnknown        bool         `json:"counts_unknown,omitempty"`
+}
+
+type intervalDoc struct {
+	Lo float64 `json:"lo"`
+	Hi float64 `json:"hi"`
+}
+
+func intervalDocOf(iv *analysis.Interval) *intervalDoc {
+	if iv == nil {
+		return nil
+	}
+	return &intervalDoc{Lo: iv.Lo, Hi: iv.Hi}
+}
+
+func (d *intervalDoc) interval() *analysis.Interval {
+	if d == nil {
+		return nil
+	}
+	return &analysis.Interval{Lo: d.Lo, Hi: d.Hi}
+}
+
+func stepDocOf(s analysis.Step) stepDoc {
+	return stepDoc{
+		Concurrency: s.Concurrency, RateRPS: s.RateRPS, Requests: s.Requests, OK: s.OK,
+		RateLimited: s.RateLimited, RateLimitedFailed: s.RateLimitedFailed, Errors: s.Errors, Answers: s.Answers,
+		WallS: s.WallS, WindowStartS: s.WindowStartS, WindowEndS: s.WindowEndS,
+		GoodputRPS: s.GoodputRPS, GoodputCI: intervalDocOf(s.GoodputCI), ThroughputRPS: s.ThroughputRPS, OutputTPS: s.OutputTPS,
+		TTFTP50Ms: s.TTFTP50Ms, TTFTP90Ms: s.TTFTP90Ms, TTFTP95Ms: s.TTFTP95Ms, TTFTP99Ms: s.TTFTP99Ms, TTFTP95CI: intervalDocOf(s.TTFTP95CI),
+		E2EP50Ms: s.E2EP50Ms, E2EP90Ms: s.E2EP90Ms, E2EP95Ms: s.E2EP95Ms, E2EP99Ms: s.E2EP99Ms, E2EP95CI: intervalDocOf(s.E2EP95CI),
+		TPOTP50Ms: s.TPOTP50Ms, TPOTP90Ms: s.TPOTP90Ms, TPOTP95Ms: s.TPOTP95Ms, TPOTP99Ms: s.TPOTP99Ms, TPOTP95CI: intervalDocOf(s.TPOTP95CI),
+		E2EWithRetriesP95Ms: s.E2EWithRetriesP95Ms, Refine: s.Refine, Efficiency: s.Efficiency, TooShort: s.TooShort,
+		ConcurrencyEstimated: s.ConcurrencyEstimated, GoodputEstimated: s.GoodputEstimated, TTFTEstimated: s.TTFTEstimated,
+		TPOTEstimated: s.TPOTEstimated, E2EEstimated: s.E2EEstimated, CountsUnknown: s.CountsUnknown,
+	}
+}
+
+func (d stepDoc) step() analysis.Step {
+	return analysis.Step{
+		Concurrency: d.Concurrency, RateRPS: d.RateRPS, Requests: d.Requests, OK: d.OK,
+		RateLimited: d.RateLimited, RateLimitedFailed: d.RateLimitedFailed, Errors: d.Errors, Answers: d.Answers,
+		WallS: d.WallS, WindowStartS: d.WindowStartS, WindowEndS: d.WindowEndS,
+		GoodputRPS: d.GoodputRPS, GoodputCI: d.GoodputCI.interval(), ThroughputRPS: d.ThroughputRPS, OutputTPS: d.OutputTPS,
+		TTFTP50Ms: d.TTFTP50Ms, TTFTP90Ms: d.TTFTP90Ms, TTFTP95Ms: d.TTFTP95Ms, TTFTP99Ms: d.TTFTP99Ms, TTFTP95CI: d.TTFTP95CI.interval(),
+		E2EP50Ms: d.E2EP50Ms, E2EP90Ms: d.E2EP90Ms, E2EP95Ms: d.E2EP95Ms, E2EP99Ms: d.E2EP99Ms, E2EP95CI: d.E2EP95CI.interval(),
+		TPOTP50Ms: d.TPOTP50Ms, TPOTP90Ms: d.TPOTP90Ms, TPOTP95Ms: d.TPOTP95Ms, TPOTP99Ms: d.TPOTP99Ms, TPOTP95CI: d.TPOTP95CI.interval(),
+		E2EWithRetriesP95Ms: d.E2EWithRetriesP95Ms, Refine: d.Refine, Efficiency: d.Efficiency, TooShort: d.TooShort,
+		ConcurrencyEstimated: d.ConcurrencyEstimated, GoodputEstimated: d.GoodputEstimated || d.GoodputV1, TTFTEstimated: d.TTFTEstimated,
+		TPOTEstimated: d.TPOTEstimated, E2EEstimated: d.E2EEstimated, CountsUnknown: d.CountsUnknown,
+	}
 }
 
 type uslDoc struct {

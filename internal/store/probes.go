@@ -79,8 +79,8 @@ type ProbeRun struct {
 type Counts struct {
 	Records     int // every request row
 	OK          int // successful responses
-	RateLimited int // answered 429
-	Failed      int // every other failure, cancelled requests included
+	RateLimited int // 429 answers, retried ones included
+	Failed      int // requests that failed otherwise than by 429, cancelled ones included
 }
 
 // ProbeResult is the analysis of a run and how the run ended.
@@ -193,8 +193,9 @@ func (s *Store) AppendRecords(ctx context.Context, probeID string, recs []analys
 			return err
 		}
 		stmt, err := tx.PrepareContext(ctx, `INSERT INTO probe_records (probe, step, idx, seq, start_s, ack_ms, ttft_ms, e2e_ms,
-			output_tokens, input_tokens, output_estimated, status, error, attempts, retry_after_ms, ok, warmup)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+			output_tokens, input_tokens, output_estimated, status, error, attempts, retry_after_ms, ok, warmup,
+			e2e_with_retries_ms, rate_rps, refine)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
@@ -203,7 +204,7 @@ func (s *Store) AppendRecords(ctx context.Context, probeID string, recs []analys
 		for i, r := range recs {
 			if _, err := stmt.ExecContext(ctx, seq, r.Step, r.Index, n+int64(i), r.StartS, r.AckMs, r.TTFTMs, r.E2EMs,
 				r.OutputTokens, r.InputTokens, r.OutputEstimated, r.Status, r.ErrorClass, r.Attempts, r.RetryAfterMs,
-				r.OK, r.Warmup); err != nil {
+				r.OK, r.Warmup, r.E2EWithRetriesMs, r.RateRPS, r.Refine); err != nil {
 				return fmt.Errorf("row %d: %w", i, err)
 			}
 			c.add(r)
@@ -219,14 +220,15 @@ func (s *Store) AppendRecords(ctx context.Context, probeID string, recs []analys
 	return nil
 }
 
-// add counts one row the way the analysis classifies it.
+// add counts one row the way the analysis counts it: every 429 answer,
+// retried ones included, and every request that failed otherwise.
 func (c *Counts) add(r analysis.Record) {
 	c.Records++
+	c.RateLimited += r.RateLimitedAnswers()
 	switch {
 	case r.OK:
 		c.OK++
 	case r.Status == 429 || r.ErrorClass == analysis.ErrRateLimited:
-		c.RateLimited++
 	default:
 		c.Failed++
 	}
@@ -405,8 +407,8 @@ func (s *Store) eachRecord(ctx context.Context, probeID string, fn func(analysis
 		return err
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT step, idx, start_s, ack_ms, ttft_ms, e2e_ms, output_tokens, input_tokens,
-		output_estimated, status, error, attempts, retry_after_ms, ok, warmup
-		FROM probe_records WHERE probe = ? ORDER BY step, idx, seq`, seq)
+		output_estimated, status, error, attempts, retry_after_ms, ok, warmup, e2e_with_retries_ms, rate_rps, refine
+		FROM probe_records WHERE probe = ? ORDER BY step, rate_rps, idx, seq`, seq)
 	if err != nil {
 		return err
 	}
@@ -414,7 +416,8 @@ func (s *Store) eachRecord(ctx context.Context, probeID string, fn func(analysis
 	for rows.Next() {
 		var r analysis.Record
 		if err := rows.Scan(&r.Step, &r.Index, &r.StartS, &r.AckMs, &r.TTFTMs, &r.E2EMs, &r.OutputTokens, &r.InputTokens,
-			&r.OutputEstimated, &r.Status, &r.ErrorClass, &r.Attempts, &r.RetryAfterMs, &r.OK, &r.Warmup); err != nil {
+			&r.OutputEstimated, &r.Status, &r.ErrorClass, &r.Attempts, &r.RetryAfterMs, &r.OK, &r.Warmup,
+			&r.E2EWithRetriesMs, &r.RateRPS, &r.Refine); err != nil {
 			return err
 		}
 		if err := fn(r); err != nil {

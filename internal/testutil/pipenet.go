@@ -2,10 +2,13 @@ package testutil
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // PipeNet serves an HTTP handler over in-memory connections (net.Pipe)
@@ -31,7 +34,12 @@ func ServePipe(t testing.TB, h http.Handler) *PipeNet {
 		_ = srv.Serve(n)
 	}()
 	t.Cleanup(func() {
-		_ = srv.Close() // closes n and every connection the server holds
+		// Shutdown waits, on the bubble's clock, for the connections that
+		// are closing to finish; a real socket would let them go on alone.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		_ = srv.Close() // closes n and every connection the server still holds
 		<-served
 	})
 	return n
@@ -75,3 +83,24 @@ type pipeAddr struct{}
 
 func (pipeAddr) Network() string { return "pipe" }
 func (pipeAddr) String() string  { return "pipe" }
+
+// pipeServers numbers the servers of PipeServer, so that each has a URL of
+// its own.
+var pipeServers atomic.Int64
+
+// PipeServer serves handler on a new PipeNet and returns a base URL for it
+// ("http://pipe-N") and the dialer that reaches it, for tests that take a
+// URL and a dial function (probe.Config.DialContext).
+func PipeServer(t testing.TB, handler http.Handler) (base string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) {
+	t.Helper()
+	n := ServePipe(t, handler)
+	return fmt.Sprintf("http://pipe-%d", pipeServers.Add(1)), n.DialContext
+}
+
+// PipeClient is an HTTP client whose every connection goes through dial;
+// its idle connections close when the test ends.
+func PipeClient(t testing.TB, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Client {
+	tr := &http.Transport{DialContext: dial, DisableCompression: true}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
+}

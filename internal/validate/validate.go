@@ -16,13 +16,14 @@
 // class has these fixed lengths), so that the p95s compare like with like;
 // a class whose output varies has wider p95s in production than here.
 //
-// Verdicts, with a tolerance of 15 %:
-//   - fails: at the pool, no successful step, any 429 or other error,
-//     measured throughput more than 15 % below the prediction, or a p95
-//     above the class's SLO. The plan does not hold.
-//   - degraded: the pool holds, but the endpoint is more than 15 % faster
-//     than predicted (the plan is safe but wastes capacity), or at 1.25 ×
-//     the pool the throughput is more than 15 % off or 429s appear when
+// Verdicts, with a tolerance of 25 % of the prediction unless set:
+//   - fails: at the pool, no successful step, any 429 or other error; at
+//     the pool or at 1.25 × it, the throughput, the TTFT p95 or the E2E p95
+//     outside the tolerance, in either direction; at the pool, a p95 above
+//     the class's SLO, and at 1.25 × it, a p95 above the SLO that the
+//     model predicted under it. The reasons say which. The plan does not
+//     hold: its pool, or the model behind it, is wrong.
+//   - degraded: nothing measured at 1.25 × the pool, or 429s there when
 //     the pool is not bound by a quota (there is less headroom above the
 //     pool than the plan assumes). 429s above a pool that a quota binds are
 //     expected and only noted.
@@ -36,6 +37,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/plannerdev/planner/internal/analysis"
@@ -45,8 +47,9 @@ import (
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
-// Tolerance is the relative throughput error within which the model holds.
-const Tolerance = 0.15
+// DefaultTolerancePct is the relative error, in percent of the
+// prediction, within which the model holds.
+const DefaultTolerancePct = 25.0
 
 // HeadroomFactor is the concurrency above the pool that is also tried.
 const HeadroomFactor = 1.25
@@ -72,13 +75,16 @@ type Options struct {
 	// class whose mean output is longer is validated, and predicted, at
 	// this length.
 	MaxTokens int
+	// TolerancePct is the relative error, in percent of each prediction,
+	// within which the model holds (default 25).
+	TolerancePct float64
 }
 
 // Report is the outcome of a validation.
 type Report struct {
 	Verdict      string        `json:"verdict"`
 	Summary      string        `json:"summary"`
-	TolerancePct float64       `json:"tolerance_pct"`
+	TolerancePct float64       `json:"tolerance_pct" doc:"Relative error of throughput, TTFT p95 and E2E p95, in percent of the prediction, within which the model holds."`
 	Classes      []ClassReport `json:"classes"`
 }
 
@@ -136,7 +142,13 @@ func Concurrencies(pool int) []int {
 // configuration that does not validate; an endpoint that fails is a
 // verdict, not an error.
 func Run(ctx context.Context, sc scenario.Scenario, p *plan.Plan, opts Options) (*Report, error) {
-	rep := &Report{TolerancePct: Tolerance * 100, Classes: []ClassReport{}}
+	if opts.TolerancePct == 0 {
+		opts.TolerancePct = DefaultTolerancePct
+	}
+	if !(opts.TolerancePct > 0 && opts.TolerancePct < 1000) {
+		return nil, fmt.Errorf("tolerance: %g %% is outside (0, 1000)", opts.TolerancePct)
+	}
+	rep := &Report{TolerancePct: opts.TolerancePct, Classes: []ClassReport{}}
 	sp := &spend{start: time.Now()}
 	for _, cp := range p.Classes {
 		cr := ClassReport{Class: cp.Name, Pool: cp.Pool, BindingConstraint: cp.BindingConstraint, Points: []Point{}, Reasons: []string{}}
@@ -207,6 +219,7 @@ func runClass(ctx context.Context, sc scenario.Scenario, cp plan.ClassPlan, opts
 	cfg.RequestsPerStep, cfg.Prompts, cfg.Open = opts.RequestsPerStep, nil, nil
 	cfg.Budget = left
 	cfg.Max429Ratio = 1 // both steps run whatever the 429s: they are what is measured
+	cfg.Exact = true    // each step exactly its N: they are compared with the model, not judged
 	res, err := probe.Run(ctx, cfg, nil)
 	if err != nil {
 		return err
@@ -230,7 +243,7 @@ func runClass(ctx context.Context, sc scenario.Scenario, cp plan.ClassPlan, opts
 		}
 		cr.Points = append(cr.Points, pt)
 	}
-	judge(sc, cp, cr)
+	judge(sc, cp, cr, opts.TolerancePct)
 	return nil
 }
 
@@ -278,45 +291,44 @@ func measure(res *probe.Result, c int) (Measured, bool) {
 	return m, true
 }
 
-// judge sets a class's verdict and reasons from its points.
-func judge(sc scenario.Scenario, cp plan.ClassPlan, cr *ClassReport) {
+// judge sets a class's verdict and reasons from its points; tol is the
+// tolerance in percent.
+func judge(sc scenario.Scenario, cp plan.ClassPlan, cr *ClassReport, tol float64) {
 	var fails, degraded []string
 	at, above := cr.Points[0], cr.Points[1]
 	quotaBound := isQuotaDimension(cp.BindingConstraint)
 	if at.Measured == nil || at.Measured.OK == 0 {
 		fails = append(fails, fmt.Sprintf("nothing succeeded at the pool of %d (probe stopped: %s)", cr.Pool, cr.StopReason))
 	} else {
-		m, e := at.Measured, at.RelativeErrorPct
+		m := at.Measured
 		if m.RateLimited > 0 {
 			fails = append(fails, fmt.Sprintf("%d 429 answers at the pool of %d: the quota is tighter than the plan assumes", m.RateLimited, cr.Pool))
 		}
 		if m.Errors > 0 {
 			fails = append(fails, fmt.Sprintf("%d failed requests at the pool of %d", m.Errors, cr.Pool))
 		}
-		switch {
-		case e.ThroughputRPS < -Tolerance*100:
-			fails = append(fails, fmt.Sprintf("throughput at the pool is %.1f req/s, %.0f %% below the predicted %.1f req/s: the endpoint is slower than the scenario's latency", m.ThroughputRPS, -e.ThroughputRPS, at.Predicted.ThroughputRPS))
-		case e.ThroughputRPS > Tolerance*100:
-			degraded = append(degraded, fmt.Sprintf("throughput at the pool is %.1f req/s, %.0f %% above the predicted %.1f req/s: the endpoint is faster than the scenario says, so the pool may be smaller than it could be", m.ThroughputRPS, e.ThroughputRPS, at.Predicted.ThroughputRPS))
-		default:
-			cr.Reasons = append(cr.Reasons, fmt.Sprintf("throughput at the pool is %.1f req/s, within %.0f %% of the predicted %.1f req/s (%+.1f %%)", m.ThroughputRPS, Tolerance*100, at.Predicted.ThroughputRPS, e.ThroughputRPS))
-		}
-		fails = append(fails, sloBreaches(sc, cp.Name, m)...)
+		f, ok := offPrediction(at, fmt.Sprintf("at the pool of %d", cr.Pool), tol)
+		fails, cr.Reasons = append(fails, f...), append(cr.Reasons, ok...)
+		fails = append(fails, sloBreaches(sc, cp.Name, at, "at the pool", false)...)
 		if m.MeanOutputTokens > 0 && math.Abs(m.MeanOutputTokens-float64(cr.OutputTokens)) > 0.1*float64(cr.OutputTokens) {
 			cr.Reasons = append(cr.Reasons, fmt.Sprintf("answers had %.1f output tokens on average, not the %d asked: the endpoint may ignore ignore_eos, which skews the comparison", m.MeanOutputTokens, cr.OutputTokens))
 		}
 	}
-	switch m, e := above.Measured, above.RelativeErrorPct; {
+	where := fmt.Sprintf("at %d (1.25 × the pool)", above.Concurrency)
+	switch m := above.Measured; {
 	case m == nil || m.OK == 0:
 		degraded = append(degraded, fmt.Sprintf("nothing was measured at %d (1.25 × the pool)", above.Concurrency))
-	case m.RateLimited > 0 && quotaBound:
-		cr.Reasons = append(cr.Reasons, fmt.Sprintf("%d 429 answers at %d (1.25 × the pool), as expected: %s binds the pool", m.RateLimited, above.Concurrency, cp.BindingConstraint))
-	case m.RateLimited > 0:
-		degraded = append(degraded, fmt.Sprintf("%d 429 answers at %d (1.25 × the pool): the quota leaves less headroom above the pool than the plan assumes", m.RateLimited, above.Concurrency))
-	case math.Abs(e.ThroughputRPS) > Tolerance*100:
-		degraded = append(degraded, fmt.Sprintf("throughput at %d (1.25 × the pool) is %.1f req/s, %+.0f %% off the predicted %.1f req/s: the model does not hold above the pool", above.Concurrency, m.ThroughputRPS, e.ThroughputRPS, above.Predicted.ThroughputRPS))
 	default:
-		cr.Reasons = append(cr.Reasons, fmt.Sprintf("at %d (1.25 × the pool) throughput is within %.0f %% of the prediction (%+.1f %%)", above.Concurrency, Tolerance*100, e.ThroughputRPS))
+		if m.RateLimited > 0 && quotaBound {
+			cr.Reasons = append(cr.Reasons, fmt.Sprintf("%d 429 answers %s, as expected: %s binds the pool", m.RateLimited, where, cp.BindingConstraint))
+		} else if m.RateLimited > 0 {
+			degraded = append(degraded, fmt.Sprintf("%d 429 answers %s: the quota leaves less headroom above the pool than the plan assumes", m.RateLimited, where))
+		}
+		if m.RateLimited == 0 || !quotaBound {
+			f, ok := offPrediction(above, where, tol)
+			fails, cr.Reasons = append(fails, f...), append(cr.Reasons, ok...)
+		}
+		fails = append(fails, sloBreaches(sc, cp.Name, above, where, true)...)
 	}
 	switch {
 	case len(fails) > 0:
@@ -329,19 +341,64 @@ func judge(sc scenario.Scenario, cp plan.ClassPlan, cr *ClassReport) {
 	cr.Reasons = slices.Concat(fails, degraded, cr.Reasons)
 }
 
-// sloBreaches lists the class's SLOs that the measurement at the pool
-// breaks.
-func sloBreaches(sc scenario.Scenario, class string, m *Measured) []string {
+// offPrediction compares throughput, TTFT p95 and E2E p95 at a point with
+// the model's prediction: each one outside tol percent of it is a failure
+// reason; the rest are said to hold.
+func offPrediction(pt Point, where string, tol float64) (fails, ok []string) {
+	m, e := pt.Measured, pt.RelativeErrorPct
+	var within []string
+	for _, f := range []struct {
+		name, unit         string
+		meas, pred, errPct float64
+		slower, faster     string
+	}{
+		{"throughput", "req/s", m.ThroughputRPS, pt.Predicted.ThroughputRPS, e.ThroughputRPS,
+			"the endpoint serves less than the scenario's latency allows", "the endpoint is faster than the scenario says, so the pool may be smaller than it could be"},
+		{"TTFT p95", "ms", m.TTFTP95Ms, pt.Predicted.TTFTP95Ms, e.TTFTP95Ms,
+			"the model under-predicts the time to first token", "the model over-predicts the time to first token"},
+		{"E2E p95", "ms", m.E2EP95Ms, pt.Predicted.E2EP95Ms, e.E2EP95Ms,
+			"the model under-predicts the request time", "the model over-predicts the request time"},
+	} {
+		if f.pred <= 0 {
+			continue
+		}
+		if math.Abs(f.errPct) <= tol {
+			within = append(within, fmt.Sprintf("%s %+.1f %%", f.name, f.errPct))
+			continue
+		}
+		why := f.faster
+		if (f.name == "throughput") == (f.errPct < 0) {
+			why = f.slower
+		}
+		fails = append(fails, fmt.Sprintf("%s %s is %.1f %s, %+.0f %% off the predicted %.1f %s (tolerance %g %%): %s",
+			f.name, where, f.meas, f.unit, f.errPct, f.pred, f.unit, tol, why))
+	}
+	if len(within) > 0 {
+		ok = append(ok, fmt.Sprintf("%s, within %g %% of the prediction: %s", where, tol, strings.Join(within, ", ")))
+	}
+	return fails, ok
+}
+
+// sloBreaches lists the class's SLOs that the measurement at pt breaks;
+// above the pool (onlyPredicted), only those the model predicted to hold
+// there.
+func sloBreaches(sc scenario.Scenario, class string, pt Point, where string, onlyPredicted bool) []string {
 	var out []string
+	m := pt.Measured
 	for _, c := range sc.Classes {
 		if c.Name != class || c.SLO == nil {
 			continue
 		}
-		if c.SLO.E2EP95Ms > 0 && m.E2EP95Ms > c.SLO.E2EP95Ms {
-			out = append(out, fmt.Sprintf("E2E p95 at the pool is %.0f ms, above the SLO of %.0f ms", m.E2EP95Ms, c.SLO.E2EP95Ms))
-		}
-		if c.SLO.TTFTP95Ms > 0 && m.TTFTP95Ms > c.SLO.TTFTP95Ms {
-			out = append(out, fmt.Sprintf("TTFT p95 at the pool is %.0f ms, above the SLO of %.0f ms", m.TTFTP95Ms, c.SLO.TTFTP95Ms))
+		for _, x := range []struct {
+			name            string
+			slo, meas, pred float64
+		}{
+			{"E2E p95", c.SLO.E2EP95Ms, m.E2EP95Ms, pt.Predicted.E2EP95Ms},
+			{"TTFT p95", c.SLO.TTFTP95Ms, m.TTFTP95Ms, pt.Predicted.TTFTP95Ms},
+		} {
+			if x.slo > 0 && x.meas > x.slo && (!onlyPredicted || x.pred <= x.slo) {
+				out = append(out, fmt.Sprintf("%s %s is %.0f ms, above the SLO of %.0f ms", x.name, where, x.meas, x.slo))
+			}
 		}
 	}
 	return out
@@ -368,7 +425,7 @@ func overall(classes []ClassReport) (verdict, summary string) {
 	case "":
 		return VerdictFails, "no class could be validated"
 	case VerdictOK:
-		return verdict, fmt.Sprintf("the plan holds: every class validated (%d) measured within %.0f %% of the model at its pool and 1.25 × it, without 429s at the pool", len(validated), Tolerance*100)
+		return verdict, fmt.Sprintf("the plan holds: every class validated (%d) measured throughput, TTFT p95 and E2E p95 within the tolerance of the model at its pool and 1.25 × it, without 429s at the pool", len(validated))
 	}
 	return verdict, fmt.Sprintf("%s: %s (see each class's reasons)", verdict, joinNames(worst))
 }

@@ -1,8 +1,10 @@
-// The probe view: start a probe (POST /v1/probes), follow it live
-// (server-sent events on /v1/probes/{id}/events: EventSource without a
-// token, fetch() streaming with one, polling as the last resort), show the
-// steps, the knee and the curves, cancel it, and hand its latency block to
-// the scenario.
+// The probe view: start a probe (POST /v1/probes) as a ladder or a knee
+// search, follow it live (server-sent events on /v1/probes/{id}/events:
+// EventSource without a token, fetch() streaming with one, polling as the
+// last resort), show the steps with their intervals, the knee (and
+// knee_refined) and the curves, cancel it, and hand its latency block to
+// the scenario. The step sizes follow the CLI's: blank is
+// max(40, 3c) + c, and fewer than max(40, 3c) measured is refused.
 
 import { h, byId, num, replace, setFieldError } from './dom.js';
 import { call, post, token, authHeaders, ApiError } from './api.js';
@@ -18,6 +20,7 @@ const FIELDS = [
   ['body.target.credential', 'probe-credential'],
   ['body.target', 'probe-base-url'],
   ['body.steps', 'probe-steps'],
+  ['body.max_concurrency', 'probe-max-concurrency'],
   ['body.requests_per_step', 'probe-requests'],
   ['body.max_tokens', 'probe-max-tokens'],
   ['body.input_tokens', 'probe-input-tokens'],
@@ -50,11 +53,39 @@ function parseSSE(buffer) {
   return { events, rest };
 }
 
+// minMeasured is the least number of measured requests a fixed-size step
+// of concurrency c may have, as the server counts it.
+const minMeasured = (c) => Math.max(40, 3 * c);
+
+// range renders an interval, or nothing.
+const range = (ci, digits) => (ci ? `${num(ci.lo, digits)}–${num(ci.hi, digits)}` : null);
+
+// latencyCell shows p50 / p90 / p95 / p99 of one metric, and under it
+// the interval of the p95; "~" marks a figure derived rather than
+// measured.
+function latencyCell(s, name, digits, estimated) {
+  const mark = estimated ? '~' : '';
+  const values = ['p50', 'p90', 'p95', 'p99'].map((p) => s[`${name}_${p}_ms`]);
+  const ci = range(s[`${name}_p95_ci`], digits);
+  return [
+    h('span', { class: 'quad', text: values.map((v) => (v ? num(v, digits) + mark : '–')).join(' / ') }),
+    ci ? h('span', { class: 'ci', text: `p95 ${ci}` }) : null,
+  ];
+}
+
 const STEP_COLUMNS = [
-  ['concurrency', 'Concurrency', 0], ['requests', 'Requests', 0], ['ok', 'OK', 0], ['rate_limited', '429', 0],
-  ['errors', 'Errors', 0], ['goodput_rps', 'Goodput req/s', 2], ['throughput_rps', 'Throughput req/s', 2],
-  ['output_tps', 'Output tok/s', 1], ['ttft_p50_ms', 'TTFT p50 ms', 0], ['ttft_p95_ms', 'TTFT p95 ms', 0],
-  ['e2e_p50_ms', 'E2E p50 ms', 0], ['e2e_p95_ms', 'E2E p95 ms', 0], ['tpot_p50_ms', 'TPOT p50 ms', 1], ['tpot_p95_ms', 'TPOT p95 ms', 1],
+  ['In flight', (s) => `${s.concurrency}${s.refine ? ' r' : ''}${s.too_short ? ' !' : ''}`],
+  ['Req.', (s) => num(s.requests)],
+  ['OK', (s) => num(s.ok)],
+  ['429', (s) => num(s.rate_limited)],
+  ['Err.', (s) => num(s.errors)],
+  ['Goodput req/s', (s) => [h('span', { text: num(s.goodput_rps, 2) + (s.goodput_estimated ? '~' : '') }),
+    s.goodput_ci ? h('span', { class: 'ci', text: `± ${num((s.goodput_ci.hi - s.goodput_ci.lo) / 2, 2)}` }) : null]],
+  ['Thrpt req/s', (s) => num(s.throughput_rps, 2)],
+  ['Out tok/s', (s) => num(s.output_tps, 1)],
+  ['TTFT ms p50/90/95/99', (s) => latencyCell(s, 'ttft', 0, s.ttft_estimated)],
+  ['TPOT ms p50/90/95/99', (s) => latencyCell(s, 'tpot', 1, s.tpot_estimated)],
+  ['E2E ms p50/90/95/99', (s) => latencyCell(s, 'e2e', 0, s.e2e_estimated)],
 ];
 
 // Probe drives the view. hooks.useLatency(latency) puts a latency block
@@ -73,8 +104,19 @@ export class Probe {
     this.charts = byId('probe-charts');
     this.resource = null;
     this.form.addEventListener('submit', (e) => { e.preventDefault(); this.start(); });
+    byId('probe-search').addEventListener('change', () => this.syncShape());
+    this.syncShape();
     this.cancelButton.addEventListener('click', () => this.cancel());
     this.useButton.addEventListener('click', () => this.resource && this.hooks.useLatency(this.resource.latency));
+  }
+
+  // syncShape enables the fields of the kind of run chosen: a search sizes
+  // its own steps.
+  syncShape() {
+    const search = byId('probe-search').checked;
+    byId('probe-steps').disabled = search;
+    byId('probe-requests').disabled = search;
+    byId('probe-max-concurrency').disabled = !search;
   }
 
   clearErrors() {
@@ -82,25 +124,45 @@ export class Probe {
     byId('probe-form-error').textContent = '';
   }
 
-  // request reads the form into a probe request, or shows what is wrong.
+  // request reads the form into a probe request, or shows what is wrong:
+  // a ladder (steps, and a step size that keeps max(40, 3c) measured
+  // requests at its largest step) or a search (up to a concurrency).
   request() {
     const value = (id) => byId(id).value.trim();
-    const steps = value('probe-steps').split(/[\s,]+/).filter(Boolean).map(Number);
-    if (steps.length === 0 || steps.some((s) => !Number.isInteger(s) || s < 1)) {
-      setFieldError(byId('probe-steps'), 'give concurrencies as whole numbers, such as 1,2,4,8');
-      return null;
-    }
     const target = { base_url: value('probe-base-url'), model: value('probe-model') };
     if (value('probe-credential')) target.credential = value('probe-credential');
-    return {
+    const body = {
       target,
-      steps,
-      requests_per_step: Number(value('probe-requests')),
       max_tokens: Number(value('probe-max-tokens')),
       input_tokens: Number(value('probe-input-tokens')),
       deadline_ms: Number(value('probe-deadline')),
       ignore_eos: byId('probe-ignore-eos').checked,
     };
+    if (byId('probe-search').checked) {
+      const top = Number(value('probe-max-concurrency'));
+      if (!Number.isInteger(top) || top < 1) {
+        setFieldError(byId('probe-max-concurrency'), 'give the highest concurrency to try, a whole number');
+        return null;
+      }
+      return { ...body, search: true, max_concurrency: top };
+    }
+    const steps = value('probe-steps').split(/[\s,]+/).filter(Boolean).map(Number);
+    if (steps.length === 0 || steps.some((s) => !Number.isInteger(s) || s < 1)) {
+      setFieldError(byId('probe-steps'), 'give concurrencies as whole numbers, such as 1,2,4,8');
+      return null;
+    }
+    body.steps = steps;
+    if (value('probe-requests') !== '') {
+      const n = Number(value('probe-requests'));
+      const c = Math.max(...steps);
+      const warmup = Math.min(c, Math.floor(n / 2));
+      if (!Number.isInteger(n) || n - warmup < minMeasured(c)) {
+        setFieldError(byId('probe-requests'), `a step needs at least max(40, 3c) = ${minMeasured(c)} measured requests at concurrency ${c}: give at least ${minMeasured(c) + c}, or leave it blank`);
+        return null;
+      }
+      body.requests_per_step = n;
+    }
+    return body;
   }
 
   async start() {
@@ -226,7 +288,7 @@ export class Probe {
       this.progress.textContent = `At concurrency ${data.step}: ${num(data.requests)} requests done, ${num(data.ok)} OK, `
         + `${num(data.rate_limited)} rate limited, ${num(data.errors)} errors`;
     } else if (type === 'step') {
-      const steps = (this.resource.steps || []).filter((s) => s.concurrency !== data.concurrency);
+      const steps = (this.resource.steps || []).filter((s) => s.concurrency !== data.concurrency || s.rate_rps !== data.rate_rps);
       this.render({ ...this.resource, steps: [...steps, data].sort((a, b) => a.concurrency - b.concurrency) });
     } else if (type === 'done') {
       this.stopWatching();
@@ -261,29 +323,36 @@ export class Probe {
 
   renderSummary(r, final) {
     const item = (term, value, attrs = {}) => [h('dt', { text: term }), h('dd', attrs, value)];
-    let knee = 'after the first steps';
+    let knee = 'after the first measured steps';
     if (r.knee !== undefined && r.knee !== null) knee = `${r.knee} in flight`;
-    else if (final) knee = 'none: the first step already failed the knee rule';
+    else if (final) knee = 'none: no step was measured in a steady state, or the first one already failed the knee rule';
+    const refined = r.knee_refined ? `${r.knee_refined} in flight (the knee lies above ${r.knee_refined - r.knee_refined_resolution})` : null;
     const usl = r.usl ? Object.entries(r.usl).map(([k, v]) => `${k} ${typeof v === 'number' ? num(v, 4) : v}`).join(', ') : null;
     replace(this.summary,
       item('Knee', knee, { id: 'probe-knee', 'data-knee': r.knee ?? '' }),
+      refined ? item('Refined knee', refined, { id: 'probe-knee-refined', 'data-knee': r.knee_refined }) : null,
       r.collapse !== undefined && r.collapse !== null ? item('Collapse', `${r.collapse} in flight`) : null,
-      r.quota_limited !== undefined ? item('Quota-limited', r.quota_limited ? 'yes: 429s at or below the knee' : 'no') : null,
+      r.quota_limited !== undefined ? item('Quota-limited', r.quota_limited ? 'yes: the share of 429s rises with concurrency, or the key ran out' : 'no') : null,
       r.stop_reason ? item('Stopped because', [r.stop_reason, r.stop_detail].filter(Boolean).join(': ')) : null,
       r.error ? item('Error', r.error) : null,
       usl ? item('USL fit', usl) : null);
   }
 
   stepTable(steps) {
+    const marks = [];
+    if (steps.some((s) => s.refine)) marks.push('r: a refinement step of the search');
+    if (steps.some((s) => s.too_short)) marks.push('!: too short for a steady state, not judged');
+    if (steps.some((s) => s.goodput_estimated || s.ttft_estimated || s.tpot_estimated || s.e2e_estimated)) marks.push('~: estimated, not measured');
     return h('div', { class: 'table-wrap' }, h('table', { class: 'steps' },
       h('caption', { class: 'visually-hidden', text: 'Measured steps' }),
-      h('thead', {}, h('tr', {}, STEP_COLUMNS.map(([, title]) => h('th', { scope: 'col', text: title })))),
-      h('tbody', {}, steps.map((s) => h('tr', { 'data-concurrency': s.concurrency },
-        STEP_COLUMNS.map(([key, title, digits]) => h('td', { 'data-label': title, text: num(s[key], digits) })))))));
+      h('thead', {}, h('tr', {}, STEP_COLUMNS.map(([title]) => h('th', { scope: 'col', text: title })))),
+      h('tbody', {}, steps.map((s) => h('tr', { 'data-concurrency': s.concurrency, class: s.too_short ? 'too-short' : null },
+        STEP_COLUMNS.map(([title, cell]) => h('td', { 'data-label': title }, cell(s))))))),
+    h('p', { class: 'hint', text: ['Goodput ± its 95 % interval; p95 with its 95 % interval under each latency; 429: every 429 answer, retried ones included.', ...marks].join(' ') }));
   }
 
   curveCharts(steps, knee) {
-    const at = (key) => steps.map((s) => ({ x: s.concurrency, y: s[key] ?? null }));
+    const at = (key) => steps.filter((s) => !s.too_short).map((s) => ({ x: s.concurrency, y: s[key] ?? null }));
     const vlines = knee === null || knee === undefined ? [] : [{ x: knee, label: `knee ${knee}`, cls: 'knee' }];
     const rate = [{ name: 'goodput', points: at('goodput_rps') }, { name: 'throughput', points: at('throughput_rps') }];
     const latency = [{ name: 'TTFT p95', points: at('ttft_p95_ms') }, { name: 'E2E p95', points: at('e2e_p95_ms') }];

@@ -1,0 +1,98 @@
+package analysis
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/plannerdev/planner/internal/scenario"
+)
+
+// CurveFileUsage says how a curve file is used; every curve file carries
+// it, and docs/probe.md and docs/import.md say the same.
+const CurveFileUsage = "Use: append this file to a scenario that has no top-level latency block " +
+	"(cat scenario.yaml curve.yaml > planned.yaml), or indent its latency block under a class."
+
+// CurveFile renders a latency block as the curve file that planner probe
+// writes (curve.yaml) and planner import --out writes: a scenario fragment
+// whose only key is latency, under comment lines: the header, the usage,
+// and, above each curve point, what a reader must know about it (429s and
+// errors in its step, values estimated rather than measured). steps are
+// the steps the points come from, matched by concurrency.
+func CurveFile(lat scenario.Latency, steps []Step, header []string) ([]byte, error) {
+	var b bytes.Buffer
+	for _, h := range header {
+		fmt.Fprintf(&b, "# %s\n", h)
+	}
+	fmt.Fprintf(&b, "# %s\n", CurveFileUsage)
+	if len(lat.Curve) > 0 {
+		b.WriteString("# Each latency series is made non-decreasing over concurrency by isotonic regression (weighted by requests).\n")
+	}
+	b.WriteString("latency:\n")
+	byConc := map[int]Step{}
+	for _, s := range steps {
+		if _, seen := byConc[s.Concurrency]; !seen && !s.TooShort {
+			byConc[s.Concurrency] = s
+		}
+	}
+	if len(lat.Curve) > 0 {
+		b.WriteString("  curve:\n")
+	}
+	for _, pt := range lat.Curve {
+		if s, ok := byConc[pt.Concurrency]; ok {
+			if marks := pointMarks(s); marks != "" {
+				fmt.Fprintf(&b, "    # concurrency %d: %s\n", pt.Concurrency, marks)
+			}
+		}
+		body, err := yaml.Marshal(pt)
+		if err != nil {
+			return nil, fmt.Errorf("rendering the curve point at %d: %w", pt.Concurrency, err)
+		}
+		for i, line := range strings.Split(strings.TrimRight(string(body), "\n"), "\n") {
+			prefix := "      "
+			if i == 0 {
+				prefix = "    - "
+			}
+			b.WriteString(prefix + line + "\n")
+		}
+	}
+	if lat.Knee != nil {
+		fmt.Fprintf(&b, "  knee: %d\n", *lat.Knee)
+	}
+	for _, key := range []struct {
+		name string
+		d    *scenario.Dist
+	}{{"ttft_ms", lat.TTFTMs}, {"tpot_ms", lat.TPOTMs}} {
+		if key.d == nil {
+			continue
+		}
+		body, err := yaml.Marshal(map[string]any{key.name: key.d})
+		if err != nil {
+			return nil, fmt.Errorf("rendering %s: %w", key.name, err)
+		}
+		for _, line := range strings.Split(strings.TrimRight(string(body), "\n"), "\n") {
+			b.WriteString("  " + line + "\n")
+		}
+	}
+	return b.Bytes(), nil
+}
+
+// pointMarks says what is special about the step behind a curve point.
+func pointMarks(s Step) string {
+	var parts []string
+	if s.RateLimited > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d answers were 429", s.RateLimited, s.Answers))
+	}
+	if s.Errors > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d requests failed", s.Errors, s.Requests))
+	}
+	if est := s.Estimated(); len(est) > 0 {
+		parts = append(parts, "estimated, not measured: "+strings.Join(est, ", "))
+	}
+	if s.Refine {
+		parts = append(parts, "a refinement step of the knee search")
+	}
+	return strings.Join(parts, "; ")
+}

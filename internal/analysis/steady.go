@@ -1,0 +1,270 @@
+package analysis
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// A closed-loop step is measured only where it runs steadily: after its
+// warm-up, before its drain, while all of its c slots are busy (see
+// docs/probe.md, "Steady state"). The window of a step of concurrency c
+// whose rows are sorted by start is [a, b] with
+//
+//	a = max(the end of the last warm-up request, the c-th send)
+//	b = the first completion after the last send
+//
+// so that c requests are in flight all through it. Each request counts
+// towards the window with the fraction f of its slot time [start, end]
+// (first send to last output chunk or failure, retries included) that lies
+// inside the window, so that a request spanning a boundary counts in part:
+//
+//	throughput = Σ f·ok / (b − a)        goodput = Σ f·good / (b − a)
+//	output TPS = Σ f·ok·tokens / (b − a)
+//
+// With c slots busy through the window, Σ f·slot time = c·(b − a), so the
+// throughput cannot pass c / E[S], S a request's slot time: the physical
+// bound of a closed loop (Little's Law).
+
+// MinMeasured is the least number of measured requests (warm-up excluded)
+// a fixed-size step of concurrency c may have: max(40, 3c). Probes,
+// validations and the page refuse smaller steps.
+func MinMeasured(c int) int { return max(MinMeasuredFloor, MinMeasuredRounds*c) }
+
+// The terms of MinMeasured: at least MinMeasuredFloor requests, and at
+// least MinMeasuredRounds rounds of the step's concurrency.
+const (
+	MinMeasuredFloor  = 40
+	MinMeasuredRounds = 3
+)
+
+// MinAdaptive is the least number of measured requests of any step, an
+// adaptive one included: 2c + 10. A step with fewer (a step cut short by a
+// cancel or a budget, or an old probe's too-short step) is left out of the
+// knee rules.
+func MinAdaptive(c int) int { return 2*c + 10 }
+
+// TargetPrecision is the relative half-width of the goodput interval at
+// which an adaptive step of the knee search ends (±5 %).
+const TargetPrecision = 0.05
+
+// confidence is the level of every interval a step carries.
+const confidence = 0.95
+
+// maxBatches is the number of batches of the goodput interval.
+const maxBatches = 10
+
+// Interval is a 95 % confidence interval.
+type Interval struct {
+	Lo float64 `json:"lo"`
+	Hi float64 `json:"hi"`
+}
+
+// halfWidthRel is the interval's half-width relative to v, or +Inf.
+func (iv *Interval) halfWidthRel(v float64) float64 {
+	if iv == nil || !(v > 0) {
+		return math.Inf(1)
+	}
+	return (iv.Hi - iv.Lo) / 2 / v
+}
+
+// slotMs is how long the request held its client slot: from the first
+// send to its end, waits before retries included.
+func (r Record) slotMs() float64 { return math.Max(r.E2EMs, r.E2EWithRetriesMs) }
+
+// endS is when the request ended, in seconds from the start of the run.
+func (r Record) endS() float64 { return r.StartS + r.slotMs()/1000 }
+
+// good reports whether a successful request ended within the deadline
+// (DeadlineMs ≤ 0: no deadline).
+func (r Record) good(deadlineMs float64) bool {
+	return r.OK && (deadlineMs <= 0 || r.E2EMs <= deadlineMs)
+}
+
+// steady is a closed-loop step's steady state.
+type steady struct {
+	a, b       float64 // the window, seconds from the start of the run
+	throughput float64
+	goodput    float64
+	outputTPS  float64
+	goodputCI  *Interval
+	measured   int // requests overlapping the window
+}
+
+// steadyState measures a closed-loop step of concurrency c over its
+// window; false when the rows never had c requests in flight after their
+// warm-up (too few rows, or a step cut short).
+func steadyState(rows []Record, c int, deadlineMs float64) (steady, bool) {
+	a, b, ok := window(rows, c, false)
+	if !ok {
+		return steady{}, false
+	}
+	return measure(rows, c, a, b, deadlineMs), true
+}
+
+// window finds [a, b]. With running set, the step is still sending: b is
+// the latest completion so far, and the window is what has been measured
+// until now.
+func window(rows []Record, c int, running bool) (a, b float64, ok bool) {
+	if c < 1 || len(rows) < c {
+		return 0, 0, false
+	}
+	starts := make([]float64, 0, len(rows))
+	lastStart, warmEnd := math.Inf(-1), math.Inf(-1)
+	for _, r := range rows {
+		starts = append(starts, r.StartS)
+		lastStart = math.Max(lastStart, r.StartS)
+		if r.Warmup {
+			warmEnd = math.Max(warmEnd, r.endS())
+		}
+	}
+	slices.Sort(starts)
+	a = math.Max(starts[c-1], warmEnd)
+	b = math.Inf(1)
+	if running {
+		b = math.Inf(-1)
+		for _, r := range rows {
+			b = math.Max(b, r.endS())
+		}
+	} else {
+		for _, r := range rows {
+			if e := r.endS(); e > lastStart {
+				b = math.Min(b, e)
+			}
+		}
+	}
+	if !(b > a) || math.IsInf(b, 0) {
+		return 0, 0, false
+	}
+	return a, b, true
+}
+
+// fraction is the share of the request's slot time inside [a, b].
+func fraction(r Record, a, b float64) float64 {
+	s, e := r.StartS, r.endS()
+	if e <= s {
+		if s >= a && s <= b {
+			return 1
+		}
+		return 0
+	}
+	overlap := math.Min(e, b) - math.Max(s, a)
+	if overlap <= 0 {
+		return 0
+	}
+	return overlap / (e - s)
+}
+
+// measure counts the requests' fractions inside [a, b] and the goodput
+// interval by batch means.
+func measure(rows []Record, c int, a, b, deadlineMs float64) steady {
+	st := steady{a: a, b: b}
+	w := b - a
+	type part struct {
+		start, f, slot float64
+		good           bool
+	}
+	var parts []part
+	var ok, good, tokens float64
+	for _, r := range rows {
+		f := fraction(r, a, b)
+		if f == 0 || r.Warmup {
+			continue
+		}
+		st.measured++
+		if r.OK {
+			ok += f
+			tokens += f * float64(r.OutputTokens)
+		}
+		g := r.good(deadlineMs)
+		if g {
+			good += f
+		}
+		parts = append(parts, part{start: r.StartS, f: f, slot: r.slotMs() / 1000, good: g})
+	}
+	st.throughput, st.goodput, st.outputTPS = ok/w, good/w, tokens/w
+
+	// Batch means: consecutive requests (by send) in K batches; batch k
+	// estimates goodput as c·Σf·good / Σf·slot, the closed loop's rate
+	// over the slot time it used. The interval is the mean of the batch
+	// estimates' spread, t-distributed with K − 1 degrees of freedom
+	// (Law, Simulation Modeling and Analysis, §9.5.3), centred on the
+	// window's goodput.
+	k := min(maxBatches, len(parts)/2)
+	if k < 2 {
+		return st
+	}
+	slices.SortStableFunc(parts, func(x, y part) int { return cmp.Compare(x.start, y.start) })
+	est := make([]float64, 0, k)
+	for i := range k {
+		lo, hi := i*len(parts)/k, (i+1)*len(parts)/k
+		var num, den float64
+		for _, p := range parts[lo:hi] {
+			if p.good {
+				num += p.f
+			}
+			den += p.f * p.slot
+		}
+		if den <= 0 {
+			return st
+		}
+		est = append(est, float64(c)*num/den)
+	}
+	sd := stat.StdDev(est, nil)
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(k - 1)}.Quantile(1 - (1-confidence)/2)
+	hw := t * sd / math.Sqrt(float64(k))
+	st.goodputCI = &Interval{Lo: math.Max(0, st.goodput-hw), Hi: st.goodput + hw}
+	return st
+}
+
+// Precision reports how precisely the rows of a closed-loop step that is
+// still running measure its goodput: the relative half-width of the
+// goodput interval over what has completed so far, and the requests
+// measured. The knee search ends a step once it is within
+// TargetPrecision and the step has MinAdaptive(c) measured requests.
+func Precision(rows []Record, c int, deadlineMs float64) (rel float64, measured int) {
+	a, b, ok := window(rows, c, true)
+	if !ok {
+		return math.Inf(1), 0
+	}
+	st := measure(rows, c, a, b, deadlineMs)
+	return st.goodputCI.halfWidthRel(st.goodput), st.measured
+}
+
+// quantileCI is the distribution-free confidence interval of the
+// q-quantile from the order statistics of n sorted values: the ranks l and
+// u with P(l ≤ B < u) ≥ 95 %, B ~ Binomial(n, q) the number of values
+// below the quantile (Conover, Practical Nonparametric Statistics, §3.2).
+// A rank beyond the data gives the extreme value, so the interval of a
+// high quantile of a small sample reaches the maximum.
+func quantileCI(sorted []float64, q float64) *Interval {
+	n := len(sorted)
+	if n < 2 {
+		return nil
+	}
+	bin := distuv.Binomial{N: float64(n), P: q}
+	alpha := (1 - confidence) / 2
+	l := 0 // P(B ≤ l−1) ≤ α/2: the largest such l
+	for k := 1; k <= n; k++ {
+		if bin.CDF(float64(k-1)) <= alpha {
+			l = k
+		} else {
+			break
+		}
+	}
+	u := n // P(B ≤ u−1) ≥ 1 − α/2: the smallest such u
+	for k := 1; k <= n; k++ {
+		if bin.CDF(float64(k-1)) >= 1-alpha {
+			u = k
+			break
+		}
+	}
+	lo := sorted[0]
+	if l >= 1 {
+		lo = sorted[l-1]
+	}
+	return &Interval{Lo: lo, Hi: sorted[u-1]}
+}
