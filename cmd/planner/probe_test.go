@@ -125,9 +125,12 @@ func TestProbeCommandPrompts(t *testing.T) {
 }
 
 // TestProbeCommandShapes runs a search, an open loop, and the refusals
-// of the step-size minimum and of flags that do not go together.
+// of the step-size minimum and of flags that do not go together. The
+// simulator's 36 ms requests keep its four slots, not the client (slowed
+// down by the race detector or a loaded machine), the bottleneck, so the
+// search finds a failing step.
 func TestProbeCommandShapes(t *testing.T) {
-	base := probeSim(t, sim.Config{MaxNumSeqs: 4, TTFT: 2 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: sim.NoGrowth})
+	base := probeSim(t, sim.Config{MaxNumSeqs: 4, TTFT: 20 * time.Millisecond, ITL: 4 * time.Millisecond, ITLGrowth: sim.NoGrowth})
 	dir := t.TempDir()
 	common := []string{"probe", "--base-url", base, "--model", sim.DefaultModel, "--max-tokens", "4", "--ignore-eos", "--input-tokens", "16", "--pause", "1ms"}
 
@@ -151,8 +154,8 @@ func TestProbeCommandShapes(t *testing.T) {
 		t.Fatalf("search -o json: %v\n%s", err, out)
 	}
 
-	code, out, errOut = execute(t, "", append(common, "--rates", "5,10", "--max-in-flight", "4", "--out", filepath.Join(dir, "open"))...)
-	if code != exitOK || !strings.Contains(out, "5.000") || !strings.Contains(out, "10.000") || !strings.Contains(out, "spent on the open loop") {
+	code, out, errOut = execute(t, "", append(common, "--rates", "40,80", "--max-in-flight", "4", "--out", filepath.Join(dir, "open"))...)
+	if code != exitOK || !strings.Contains(out, "40.000") || !strings.Contains(out, "80.000") || !strings.Contains(out, "spent on the open loop") {
 		t.Fatalf("open loop: exit %d\n%s%s", code, out, errOut)
 	}
 

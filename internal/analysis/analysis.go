@@ -695,6 +695,7 @@ func (r Result) Latency() (scenario.Latency, error) {
 			GoodputRPS:      round(s.GoodputRPS, 4),
 			ErrorRate:       round(ratio(s.Errors, s.Requests), 4),
 			RateLimitedRate: round(ratio(s.RateLimited, s.Answers), 4),
+			Requests:        s.Requests,
 		})
 	}
 	l.Knee = r.Knee

@@ -2,8 +2,10 @@ package plan
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
+	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
@@ -103,8 +105,11 @@ func (r *run) warnings(i int, cp ClassPlan) []string {
 	if cp.TruncationRisk > 0.05 {
 		w = append(w, fmt.Sprintf("max_tokens %d cuts %.1f %% of answers short (P(output > max_tokens)); raise it or expect truncation", m.spec.MaxTokens, cp.TruncationRisk*100))
 	}
-	if r.quotaLimitedCurve(i) {
-		w = append(w, "the measured curve saw 429s at or below the knee: the quota, not the model, limited the measurement")
+	switch r.curve429s(i) {
+	case rising429s:
+		w = append(w, "the share of 429s in the measured curve rises with concurrency up to the knee: the quota, not the model, limited the measurement, so the knee and the curve understate the endpoint")
+	case steady429s:
+		w = append(w, "the measured curve saw 429s at a share that does not rise with concurrency: other traffic on the key or a gateway's throttling, not this load; the knee is the model's, but expect that share of retries")
 	}
 	if m.key.Headroom > 0.9 {
 		w = append(w, fmt.Sprintf("headroom %g on key %s leaves less than 10 %% of its limits for bursts and retries", m.key.Headroom, m.key.Name))
@@ -124,16 +129,53 @@ func (r *run) warnings(i int, cp ClassPlan) []string {
 	return w
 }
 
-// quotaLimitedCurve reports 429s in measured steps at or below the knee of
-// class i's curve.
-func (r *run) quotaLimitedCurve(i int) bool {
+// verdict429 is what the 429s of class i's measured curve say.
+type verdict429 int
+
+const (
+	no429s     verdict429 = iota // none at or below the knee
+	steady429s                   // some, at a share that does not rise with concurrency
+	rising429s                   // a share that rises with concurrency: the quota bound the measurement
+)
+
+// curve429s judges the 429s of the curve points at or below the knee.
+// When every such point gives its requests, the share must rise by the
+// Cochran–Armitage trend test (model.TrendZ, p < 0.001), the test a probe
+// judges its own steps by, so that random 429s on a shared key do not pass
+// for the quota; otherwise any rise between points counts, the safe side.
+func (r *run) curve429s(i int) verdict429 {
 	l := r.s.Classes[i].Latency
+	var gs []model.Group
+	counted, any429, rises := true, false, false
+	first := -1.0
 	for _, p := range l.Curve {
-		if p.RateLimitedRate > 0 && (l.Knee == nil || p.Concurrency <= *l.Knee) {
-			return true
+		if l.Knee != nil && p.Concurrency > *l.Knee {
+			continue
 		}
+		if p.RateLimitedRate > 0 {
+			any429 = true
+		}
+		if first < 0 {
+			first = p.RateLimitedRate
+		} else if p.RateLimitedRate > first {
+			rises = true
+		}
+		counted = counted && p.Requests > 0
+		n := float64(p.Requests)
+		gs = append(gs, model.Group{Score: model.ConcurrencyScore(float64(p.Concurrency)), Trials: n, Events: math.Round(p.RateLimitedRate * n)})
 	}
-	return false
+	switch {
+	case !any429:
+		return no429s
+	case counted:
+		if z, ok := model.TrendZ(gs); ok && z > model.TrendCritical {
+			return rising429s
+		}
+		return steady429s
+	case rises:
+		return rising429s
+	}
+	return steady429s
 }
 
 // planWarnings are the plan-wide caveats.

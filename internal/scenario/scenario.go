@@ -76,8 +76,8 @@ type CurvePoint struct {
 	OutputTPS       float64 `json:"output_tps,omitempty" minimum:"0" maximum:"1e12"`
 	GoodputRPS      float64 `json:"goodput_rps,omitempty" minimum:"0" maximum:"1e9"`
 	ErrorRate       float64 `json:"error_rate,omitempty" minimum:"0" maximum:"1"`
-	RateLimitedRate float64 `json:"rate_limited_rate,omitempty" minimum:"0" maximum:"1" doc:"Fraction of the step's requests answered 429."`
-	Requests        int     `json:"requests,omitempty" minimum:"0" maximum:"100000000" doc:"Requests the step measured: the weight of its point when the latency series are made monotone."`
+	RateLimitedRate float64 `json:"rate_limited_rate,omitempty" minimum:"0" maximum:"1" doc:"Share of the step's HTTP answers (retries included) that were 429."`
+	Requests        int     `json:"requests,omitempty" minimum:"0" maximum:"100000000" doc:"Requests the step measured: the weight of its point when the latency series are made monotone, and its trials in the trend test of rate_limited_rate."`
 }
 
 // Dist is a distribution given as exactly one of: fixed; p50 and p95
