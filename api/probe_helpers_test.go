@@ -155,34 +155,9 @@ func waitProbe(t *testing.T, env *probeEnv, id string, cond func(Probe) bool) Pr
 		}
 		return decode[Probe](t, b)
 	}
-	if p := get(); cond(p) {
-		return p
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, env.url+"/v1/probes/"+id+"/events", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	for sc.Scan() {
-		if sc.Text() != "" {
-			continue // within an event
-		}
-		if p := get(); cond(p) {
-			return p
-		}
-	}
-	p := get()
-	if !cond(p) {
-		t.Fatalf("probe %s: the condition does not hold when it has ended: %+v (%v)", id, p, sc.Err())
+	var p Probe
+	if !testutil.UntilEvents(t, env.url+"/v1/probes/"+id+"/events", func() bool { p = get(); return cond(p) }) {
+		t.Fatalf("probe %s: the condition does not hold when it has ended: %+v", id, p)
 	}
 	return p
 }

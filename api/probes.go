@@ -249,6 +249,26 @@ func (s *Server) acquireSlot(ctx context.Context) (*jobs.Slot, error) {
 	return slot, nil
 }
 
+// admit takes a probe slot, then checks the target under the slot's
+// context, which shutdown ends. The slot comes first, so work refused for
+// want of one sends nothing, not even the preflight; it is released again
+// when the target is refused.
+func (s *Server) admit(ctx context.Context, baseURL string, k key) (*jobs.Slot, error) {
+	slot, err := s.acquireSlot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.checkTarget(slot.Context(), baseURL, k, "body.target"); err != nil {
+		shutDown := slot.ShutDown()
+		slot.Release()
+		if shutDown {
+			return nil, errShuttingDown
+		}
+		return nil, err
+	}
+	return slot, nil
+}
+
 // needJobs refuses probe work on a server that cannot run it.
 func (s *Server) needJobs() error {
 	if err := s.needStore(); err != nil {
@@ -271,19 +291,11 @@ func (s *Server) createProbe(ctx context.Context, in *createProbeInput) (*probeC
 	if len(problems) > 0 {
 		return nil, huma.Error422UnprocessableEntity("the request is invalid", problems...)
 	}
-	// The slot comes first: a probe refused for want of one sends nothing,
-	// not even the preflight.
-	slot, err := s.acquireSlot(ctx)
+	slot, err := s.admit(ctx, req.Target.BaseURL, k)
 	if err != nil {
 		return nil, err
 	}
 	defer slot.Release()
-	if _, err := s.checkTarget(slot.Context(), req.Target.BaseURL, k, "body.target"); err != nil {
-		if slot.ShutDown() {
-			return nil, errShuttingDown
-		}
-		return nil, err
-	}
 	k.apply(&cfg)
 	s.guarded(&cfg)
 	stored, err := json.Marshal(cfg.WithDefaults())

@@ -109,19 +109,12 @@ func (s *Server) validatePlan(ctx context.Context, in *validateInput) (*validate
 	if len(problems) > 0 {
 		return nil, huma.Error422UnprocessableEntity("the request is invalid", problems...)
 	}
-	// The slot comes first: a validation refused for want of one sends
-	// nothing. Its context ends at shutdown, which stops the validation.
-	slot, err := s.acquireSlot(ctx)
+	// The slot's context ends at shutdown, which stops the validation.
+	slot, err := s.admit(ctx, req.Target.BaseURL, k)
 	if err != nil {
 		return nil, err
 	}
 	defer slot.Release()
-	if _, err := s.checkTarget(slot.Context(), req.Target.BaseURL, k, "body.target"); err != nil {
-		if slot.ShutDown() {
-			return nil, errShuttingDown
-		}
-		return nil, err
-	}
 	cfg := probe.Config{
 		BaseURL: req.Target.BaseURL, Model: req.Target.Model, Deadline: time.Duration(req.DeadlineMs) * time.Millisecond,
 		Pause: defaultValidatePause, Budget: budget, Seed: uint64(time.Now().UnixNano()),

@@ -122,34 +122,9 @@ func getProbe(t *testing.T, url, id string) probeView {
 // with the probe.
 func waitProbe(t *testing.T, url, id string, cond func(probeView) bool) probeView {
 	t.Helper()
-	if p := getProbe(t, url, id); cond(p) {
-		return p
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/v1/probes/"+id+"/events", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	for sc.Scan() {
-		if sc.Text() != "" {
-			continue // within an event
-		}
-		if p := getProbe(t, url, id); cond(p) {
-			return p
-		}
-	}
-	p := getProbe(t, url, id)
-	if !cond(p) {
-		t.Fatalf("probe %s: the condition does not hold when its events end: %+v (%v)", id, p, sc.Err())
+	var p probeView
+	if !testutil.UntilEvents(t, url+"/v1/probes/"+id+"/events", func() bool { p = getProbe(t, url, id); return cond(p) }) {
+		t.Fatalf("probe %s: the condition does not hold when its events end: %+v", id, p)
 	}
 	return p
 }
