@@ -14,8 +14,9 @@ import (
 )
 
 func newImportCmd(s streams) *cobra.Command {
-	var out, output, format string
-	var asJSON, allowMixed bool
+	var out, format string
+	var printAs *output
+	var allowMixed bool
 	var j judgement
 	cmd := &cobra.Command{
 		Use:   "import FILE...",
@@ -41,10 +42,10 @@ func newImportCmd(s streams) *cobra.Command {
 			"  planner import artifacts/run1/profile_export_aiperf.json artifacts/run1/profile_export.jsonl -o json",
 		Args: usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			outFormat, err := checkOutput(output, measurementFormats, asJSON)
-			if err != nil {
+			if err := printAs.check(); err != nil {
 				return err
 			}
+			outFormat := printAs.format
 			opts, err := j.options()
 			if err != nil {
 				return err
@@ -83,7 +84,7 @@ func newImportCmd(s streams) *cobra.Command {
 			return writeCurveFile(s.out, report, out, imp, args)
 		},
 	}
-	addOutputFlag(cmd, &output, measurementFormats, &asJSON)
+	printAs = addFormatFlag(cmd, measurementFormats...).jsonAlias(cmd)
 	cmd.Flags().StringVar(&out, "out", "", "write the curve file (a scenario fragment: latency with the curve and the knee) to this file; - for standard output")
 	cmd.Flags().StringVar(&format, "format", "auto", "read the files as this format instead of detecting it: "+strings.Join(importer.Formats(), ", "))
 	cmd.Flags().BoolVar(&allowMixed, "allow-mixed", false, "combine files that do not describe one deployment anyway, with a warning")

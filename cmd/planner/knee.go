@@ -9,8 +9,7 @@ import (
 )
 
 func newKneeCmd(s streams) *cobra.Command {
-	var output string
-	var asJSON bool
+	var printAs *output
 	var j judgement
 	cmd := &cobra.Command{
 		Use:   "knee FILE.csv",
@@ -30,10 +29,10 @@ func newKneeCmd(s streams) *cobra.Command {
 		Example: "  planner knee probe-out/requests.csv\n  planner knee ramp.csv --deadline 30s --min-gain-pct 5 -o json",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			format, err := checkOutput(output, measurementFormats, asJSON)
-			if err != nil {
+			if err := printAs.check(); err != nil {
 				return err
 			}
+			format := printAs.format
 			opts, err := j.options()
 			if err != nil {
 				return err
@@ -49,7 +48,7 @@ func newKneeCmd(s streams) *cobra.Command {
 			return writeImport(s.out, imp, format)
 		},
 	}
-	addOutputFlag(cmd, &output, measurementFormats, &asJSON)
+	printAs = addFormatFlag(cmd, measurementFormats...).jsonAlias(cmd)
 	j.addFlags(cmd)
 	return cmd
 }

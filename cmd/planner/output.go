@@ -19,22 +19,43 @@ type output struct {
 	format  string
 	path    string
 	formats []string
+	json    bool // the deprecated --json, an alias of -o json
 }
 
 // addOutputFlags adds -o/--output (one of formats, the first by default)
-// and --out to cmd, with shell completion of the formats.
+// and --out to cmd.
 func addOutputFlags(cmd *cobra.Command, formats ...string) *output {
+	o := addFormatFlag(cmd, formats...)
+	cmd.Flags().StringVar(&o.path, "out", "", "write the output to this file instead of standard output")
+	return o
+}
+
+// addFormatFlag adds -o/--output alone, with shell completion of the
+// formats, for commands whose --out names what they write besides what
+// they print (a probe's directory, an import's curve file).
+func addFormatFlag(cmd *cobra.Command, formats ...string) *output {
 	o := &output{formats: formats}
 	cmd.Flags().StringVarP(&o.format, "output", "o", formats[0], "output format: "+strings.Join(formats, ", "))
-	cmd.Flags().StringVar(&o.path, "out", "", "write the output to this file instead of standard output")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
 	return o
 }
 
-// check refuses a format the command does not write.
+// jsonAlias adds the old --json of a command that had it, hidden, as an
+// alias of -o json.
+func (o *output) jsonAlias(cmd *cobra.Command) *output {
+	cmd.Flags().BoolVar(&o.json, "json", false, "same as -o json")
+	_ = cmd.Flags().MarkHidden("json")
+	return o
+}
+
+// check refuses a format the command does not write, saying where a file
+// name goes (-o used to take one).
 func (o *output) check() error {
+	if o.json {
+		o.format = report.FormatJSON
+	}
 	if err := report.CheckFormat(o.format, o.formats); err != nil {
-		return usageError{fmt.Errorf("-o/--output: %w", err)}
+		return usageError{fmt.Errorf("-o/--output: %w (a file to write goes in --out)", err)}
 	}
 	return nil
 }

@@ -30,7 +30,7 @@ func newProbeCmd(s streams) *cobra.Command {
 		apiKeyEnv   string
 		prompts     string
 		out         string
-		output      string
+		printAs     *output
 		rates       []float64
 		maxInFlight int
 	)
@@ -58,10 +58,10 @@ func newProbeCmd(s streams) *cobra.Command {
 			"      --api-key-env PROBE_OPENAI_KEY --steps 1,2,4,8 --max-requests 400 --max-tokens 64",
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			format, err := checkOutput(output, measurementFormats, false)
-			if err != nil {
+			if err := printAs.check(); err != nil {
 				return err
 			}
+			format := printAs.format
 			if err := probeShape(cmd, &cfg, rates, maxInFlight); err != nil {
 				return usageError{err}
 			}
@@ -118,7 +118,7 @@ func newProbeCmd(s streams) *cobra.Command {
 	f.StringVar(&apiKeyEnv, "api-key-env", defaultAPIKeyEnv, "environment variable holding the API key (none is sent when it is unset)")
 	f.StringVar(&cfg.APIKeyHeader, "api-key-header", probe.DefaultAPIKeyHeader, `header carrying the key: "Authorization" (Bearer) or "api-key" (Azure OpenAI)`)
 	f.StringVar(&out, "out", "", "output directory for requests.csv, steps.json and curve.yaml (default probe-YYYYMMDD-HHMMSS)")
-	addOutputFlag(cmd, &output, measurementFormats, nil)
+	printAs = addFormatFlag(cmd, measurementFormats...)
 	f.Float64Var(&cfg.Max429Ratio, "max-429-ratio", probe.DefaultMax429Ratio, "stop after a step in which more than this fraction of answers were 429")
 	f.Float64Var(&cfg.CollapseTolerancePct, "collapse-tolerance-pct", analysis.DefaultCollapseTolerancePct, "goodput falls only when it drops by more than this many percent and beyond its noise (collapse, and the stop after two falls)")
 	f.IntVar(&cfg.MaxAttempts, "max-attempts", probe.DefaultMaxAttempts, "sends per request, the first included (only 429s are retried)")
@@ -273,7 +273,7 @@ func (p *progress) StepDone(s analysis.Step) {
 // announced) or as the steps.json document.
 func printProbe(w io.Writer, res *probe.Result, format string) error {
 	if format != "table" {
-		return writeDocument(w, res.Summary(), format)
+		return report.WriteData(w, res.Summary(), format)
 	}
 	if err := report.WriteStepTable(w, res.Analysis.Steps); err != nil {
 		return err

@@ -44,7 +44,7 @@ func newSimCmd(s streams) *cobra.Command {
 	var (
 		listen    string
 		apiKeyEnv string
-		output    string
+		printAs   *output
 		cfg       sim.Config
 	)
 	cmd := &cobra.Command{
@@ -62,10 +62,10 @@ func newSimCmd(s streams) *cobra.Command {
 			"  planner sim --fail-rate 0.1 --fail-status 429 -o json",
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			format, err := checkOutput(output, simFormats, false)
-			if err != nil {
+			if err := printAs.check(); err != nil {
 				return err
 			}
+			format := printAs.format
 			for _, c := range []struct {
 				bad  bool
 				flag string
@@ -123,7 +123,7 @@ func newSimCmd(s streams) *cobra.Command {
 	f.Float64Var(&cfg.FailRate, "fail-rate", 0, "share of the requests refused at random, whatever the load (0 to 1)")
 	f.IntVar(&cfg.FailStatus, "fail-status", 429, "status of the random refusals: 429 (with retry-after-ms) or 500")
 	f.DurationVar(&cfg.FailRetryAfter, "fail-retry-after", sim.DefaultFailRetryAfter, "the wait a random 429 asks for")
-	addOutputFlag(cmd, &output, simFormats, nil)
+	printAs = addFormatFlag(cmd, simFormats...)
 	return cmd
 }
 

@@ -161,7 +161,7 @@ func TestSimCommandInjectsFailures(t *testing.T) {
 	}{
 		{[]string{"--fail-rate", "2"}, "--fail-rate"},
 		{[]string{"--fail-status", "503"}, "--fail-status"},
-		{[]string{"-o", "yaml"}, "-o/--output must be one of table, json"},
+		{[]string{"-o", "yaml"}, "-o/--output: the output format must be one of table, json"},
 	} {
 		code, _, errOut := runCLI(t, "", append([]string{"sim", "--listen", "127.0.0.1:0"}, tc.args...)...)
 		if code != exitUsage || !strings.Contains(errOut, tc.says) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/plannerdev/planner"
 	"github.com/plannerdev/planner/internal/importer"
@@ -192,18 +190,9 @@ func simulateError(err error) error {
 // writeSimulation renders a simulation in one of simulateFormats.
 func writeSimulation(w io.Writer, r *simulate.Simulation, format string) error {
 	switch format {
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
-	case "yaml":
-		b, err := yaml.Marshal(r)
-		if err != nil {
-			return fmt.Errorf("encode the simulation as YAML: %w", err)
-		}
-		_, err = w.Write(b)
-		return err
-	case "markdown":
+	case report.FormatJSON, report.FormatYAML:
+		return report.WriteData(w, r, format)
+	case report.FormatMarkdown:
 		return report.WriteSimulationMarkdown(w, r)
 	}
 	return report.WriteSimulationTable(w, r)

@@ -1,16 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/importer"
@@ -26,43 +23,6 @@ const maxMeasurementBytes = 256 << 20
 
 // measurementFormats are the -o/--output formats of probe, knee and import.
 var measurementFormats = []string{"table", "json", "yaml"}
-
-// addOutputFlag registers -o/--output FORMAT and, for commands that had
-// it, the old --json as a hidden, deprecated alias of -o json.
-func addOutputFlag(cmd *cobra.Command, output *string, formats []string, jsonAlias *bool) {
-	cmd.Flags().StringVarP(output, "output", "o", formats[0], "output format: "+strings.Join(formats, ", "))
-	if jsonAlias != nil {
-		cmd.Flags().BoolVar(jsonAlias, "json", false, "same as -o json")
-		_ = cmd.Flags().MarkHidden("json")
-	}
-}
-
-// checkOutput returns the format to use, or a usage error naming the
-// choices (and where a file name goes, since -o used to take one).
-func checkOutput(output string, formats []string, jsonAlias bool) (string, error) {
-	if jsonAlias {
-		output = "json"
-	}
-	if !slices.Contains(formats, output) {
-		return "", usageError{fmt.Errorf("-o/--output must be one of %s, got %q (a file to write goes in --out)", strings.Join(formats, ", "), output)}
-	}
-	return output, nil
-}
-
-// writeDocument renders v as indented JSON or as YAML.
-func writeDocument(w io.Writer, v any, format string) error {
-	if format == "yaml" {
-		b, err := yaml.Marshal(v)
-		if err != nil {
-			return fmt.Errorf("encode as YAML: %w", err)
-		}
-		_, err = w.Write(b)
-		return err
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
 
 // judgement holds the knee-rule flags (docs/probe.md).
 type judgement struct {
@@ -135,7 +95,7 @@ func writeImport(w io.Writer, imp *importer.Imported, format string) error {
 	if format != "table" {
 		view := *imp
 		view.Records = nil
-		return writeDocument(w, importDocument{Imported: &view, RecordCount: len(imp.Records)}, format)
+		return report.WriteData(w, importDocument{Imported: &view, RecordCount: len(imp.Records)}, format)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "format: %s\n", imp.Format)

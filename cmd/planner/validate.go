@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/probe"
@@ -92,18 +90,8 @@ type planAndValidation struct {
 // writePlanValidation writes a plan and its validation in one of
 // report.PlanFormats.
 func writePlanValidation(w io.Writer, p *plan.Plan, rep *validate.Report, format string) error {
-	switch format {
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(planAndValidation{Plan: p, Validation: rep})
-	case "yaml":
-		b, err := yaml.Marshal(planAndValidation{Plan: p, Validation: rep})
-		if err != nil {
-			return fmt.Errorf("encode as YAML: %w", err)
-		}
-		_, err = w.Write(b)
-		return err
+	if format == report.FormatJSON || format == report.FormatYAML {
+		return report.WriteData(w, planAndValidation{Plan: p, Validation: rep}, format)
 	}
 	if err := report.WritePlan(w, p, format); err != nil {
 		return err
