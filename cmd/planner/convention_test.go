@@ -136,3 +136,18 @@ func TestCompletion(t *testing.T) {
 		t.Errorf("completion bash: exit %d", code)
 	}
 }
+
+// TestJSONAlias: the hidden --json of knee and import, from before
+// -o/--output, prints what -o json prints.
+func TestJSONAlias(t *testing.T) {
+	for _, cmd := range []string{"knee", "import"} {
+		code, alias, errOut := execute(t, "", cmd, workshopRamp, "--json")
+		if code != exitOK || !json.Valid([]byte(alias)) {
+			t.Errorf("%s --json: exit %d, %.200s %s", cmd, code, alias, errOut)
+			continue
+		}
+		if _, direct, _ := execute(t, "", cmd, workshopRamp, "-o", "json"); direct != alias {
+			t.Errorf("%s --json differs from -o json", cmd)
+		}
+	}
+}
