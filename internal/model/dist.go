@@ -207,7 +207,7 @@ func (d Dist) Exceed(x float64) float64 {
 // never gives a smaller one (common random numbers across scenarios).
 func (d Dist) Sample(z float64) float64 {
 	if d.kind == kindLognormal {
-		return d.clip(math.Exp(d.mu + d.sigma*z))
+		return d.clip(exp(d.mu + d.sigma*z))
 	}
 	if d.kind == kindEmpirical {
 		n := len(d.sorted)
@@ -220,8 +220,19 @@ func (d Dist) Sample(z float64) float64 {
 // SampleAll maps every standard normal draw of z to a value (Sample).
 func (d Dist) SampleAll(z []float64) []float64 {
 	out := make([]float64, len(z))
+	if d.kind != kindLognormal {
+		for i, v := range z {
+			out[i] = d.Sample(v)
+		}
+		return out
+	}
 	for i, v := range z {
-		out[i] = d.Sample(v)
+		x := d.mu + d.sigma*v
+		if x > -700 && x < 700 {
+			out[i] = d.clip(expInRange(x))
+		} else {
+			out[i] = d.Sample(v)
+		}
 	}
 	return out
 }

@@ -19,6 +19,7 @@ type Draws struct {
 	U                       []float64 // uniform on [0, 1): does the request wait?
 	E                       []float64 // standard exponential: how long, in mean waits
 	byU                     []int32   // indices in ascending order of U
+	uByU, eByU              []float64 // U and E in that order, shared by every Tail
 }
 
 // NewDraws generates n draws from a PCG generator seeded with seed.
@@ -40,6 +41,10 @@ func NewDraws(seed uint64, n int) *Draws {
 		d.byU[i] = int32(i)
 	}
 	slices.SortFunc(d.byU, func(a, b int32) int { return cmp.Compare(d.U[a], d.U[b]) })
+	d.uByU, d.eByU = make([]float64, n), make([]float64, n)
+	for j, i := range d.byU {
+		d.uByU[j], d.eByU[j] = d.U[i], d.E[i]
+	}
 	return d
 }
 
@@ -64,80 +69,138 @@ type Tail struct {
 	frac     float64 // type-7 interpolation weight towards rank k+1
 	hiX, hiU []float64
 	hiE      []float64
-	loX, loU []float64 // the other draws, in ascending order of U
-	loE      []float64
-	base     float64 // the p-quantile of X alone, the answer when nobody waits
-	est      *Estimator
-	scratch  sync.Pool // *[]float64 of length 2K, so that queries may run concurrently
+	// xByU is X in ascending order of U, −Inf for the high draws (already
+	// among the leaders); U and E in that order are the draws' own.
+	xByU       []float64
+	uByU, eByU []float64
+	base       float64 // the p-quantile of X alone, the answer when nobody waits
+	est        *Estimator
+	scratch    sync.Pool // *[]float64 of length 2K, so that queries may run concurrently
 }
 
 // NewTail prepares p-quantile queries on the sample x (one value per draw of
 // d; len(x) must be d.N).
 func NewTail(x []float64, d *Draws, p float64) *Tail {
 	n := len(x)
-	tl := &Tail{}
+	tl := &Tail{p: p, uByU: d.uByU, eByU: d.eByU}
 	tl.k, tl.frac = quantileRank(n, p)
 	top := n - tl.k // K
+	sample := subsample(x)
 	// The K largest values of x are the high draws: all above the rank-k
-	// value T, then as many equal to T as needed, lowest index first.
-	t := selectK(slices.Clone(x), tl.k)
-	high := make([]bool, n)
-	above := 0
-	for i, v := range x {
-		if v > t {
-			high[i] = true
-			above++
-		}
-	}
+	// value t, then as many equal to t as needed, lowest index first (those
+	// at or below index lastTie).
+	t, above := rankValue(x, tl.k, sample)
+	lastTie := -1
 	for i, v := range x {
 		if above == top {
 			break
 		}
 		if v == t {
-			high[i] = true
+			lastTie = i
 			above++
 		}
 	}
-	// One allocation holds the six columns, filled by index: appending to
-	// the struct's slices would cost a write barrier per draw.
-	cols := make([]float64, 3*n)
+	// One allocation holds the columns, filled by index: appending to the
+	// struct's slices would cost a write barrier per draw.
+	cols := make([]float64, 3*top+n)
 	hiX, hiU, hiE := cols[:top:top], cols[top:2*top:2*top], cols[2*top:3*top:3*top]
-	rest := cols[3*top:]
-	lo := n - top
-	loX, loU, loE := rest[:lo:lo], rest[lo:2*lo:2*lo], rest[2*lo:]
-	h, l := 0, 0
-	for _, i := range d.byU {
-		if high[i] {
-			hiX[h], hiU[h], hiE[h] = x[i], d.U[i], d.E[i]
+	xByU := cols[3*top:]
+	h := 0
+	for j, i := range d.byU {
+		v := x[i]
+		if v > t || (v == t && int(i) <= lastTie) {
+			hiX[h], hiU[h], hiE[h] = v, d.uByU[j], d.eByU[j]
 			h++
-		} else {
-			loX[l], loU[l], loE[l] = x[i], d.U[i], d.E[i]
-			l++
+			v = math.Inf(-1)
 		}
+		xByU[j] = v
 	}
-	tl.hiX, tl.hiU, tl.hiE = hiX, hiU, hiE
-	tl.loX, tl.loU, tl.loE = loX, loU, loE
+	tl.hiX, tl.hiU, tl.hiE, tl.xByU = hiX, hiU, hiE, xByU
 	tl.scratch.New = func() any { b := make([]float64, 2*top); return &b }
 	tl.base = tl.query(Wait{})
-	tl.p = p
-	tl.est = NewSampleEstimator(x, p, tl.base)
+	tl.est = newEstimator(sample, p, tl.base)
 	return tl
+}
+
+// subsampleSize is about how many draws a subsample keeps: enough for the
+// estimator's summary quantiles and to bracket the rank a tail selects.
+const subsampleSize = 512
+
+// subsample is a strided subsample of x, sorted. The draws are independent,
+// so every stride is a random sample of X.
+func subsample(x []float64) []float64 {
+	step := max(1, len(x)/subsampleSize)
+	sample := make([]float64, 0, len(x)/step+1)
+	for i := 0; i < len(x); i += step {
+		sample = append(sample, x[i])
+	}
+	slices.Sort(sample)
+	return sample
+}
+
+// rankValue is the value of rank k (0-based) of x, and how many values of
+// x lie above it, without reordering x. The sorted subsample brackets the
+// rank: one pass counts the values below the bracket and keeps those
+// inside it, and a selection among them (a few per cent of x) finds the
+// value. The bracket is the subsample's rank k·m/n ± 4 standard deviations
+// of a binomial rank, so it misses about once in 10⁴ tails; a full
+// selection over a copy answers then.
+func rankValue(x []float64, k int, sample []float64) (float64, int) {
+	n, m := len(x), len(sample)
+	r := int(float64(k) * float64(m) / float64(n))
+	q := float64(k) / float64(n)
+	delta := int(math.Ceil(4*math.Sqrt(float64(m)*q*(1-q)))) + 2
+	lo, hi := math.Inf(-1), math.Inf(1)
+	if r-delta >= 0 {
+		lo = sample[r-delta]
+	}
+	if r+delta < m {
+		hi = sample[r+delta]
+	}
+	below, over := 0, 0
+	band := make([]float64, 0, 2*(delta+1)*max(1, n/m)+16)
+	for _, v := range x {
+		switch {
+		case v < lo:
+			below++
+		case v > hi:
+			over++
+		default:
+			band = append(band, v)
+		}
+	}
+	if k < below || k >= below+len(band) {
+		a := slices.Clone(x)
+		t := selectK(a, k)
+		above := 0
+		for _, v := range a[k+1:] {
+			if v > t {
+				above++
+			}
+		}
+		return t, above
+	}
+	t := selectK(band, k-below)
+	for _, v := range band[k-below+1:] {
+		if v > t {
+			over++
+		}
+	}
+	return t, over
 }
 
 // NewSampleEstimator builds an Estimator of p-quantiles of X + W from a
 // Monte Carlo sample of X whose p-quantile is base. Estimates only guide
-// searches, so a strided subsample of the draws (independent of each
-// other, hence representative) is summary enough.
+// searches, so a strided subsample of the draws is summary enough.
 func NewSampleEstimator(x []float64, p, base float64) *Estimator {
-	n := len(x)
-	var sample []float64
-	for i := 0; i < n; i += max(1, n/2048) {
-		sample = append(sample, x[i])
-	}
-	slices.Sort(sample)
+	return newEstimator(subsample(x), p, base)
+}
+
+// newEstimator builds an Estimator from a sorted sample of X.
+func newEstimator(sorted []float64, p, base float64) *Estimator {
 	summary := make([]float64, summaryPoints)
 	for i := range summary {
-		summary[i] = sample[(2*i+1)*len(sample)/(2*summaryPoints)]
+		summary[i] = sorted[(2*i+1)*len(sorted)/(2*summaryPoints)]
 	}
 	return &Estimator{p: p, base: base, summary: summary}
 }
@@ -235,11 +298,11 @@ func (tl *Tail) query(w Wait) float64 {
 	}
 	threshold := slices.Min(all[:top])
 	n := top // leaders in all[:top], challengers in all[top:n]
-	for i, u := range tl.loU {
+	for j, u := range tl.uByU {
 		if u >= w.Prob {
 			break
 		}
-		if v := tl.loX[i] + tl.loE[i]*w.Mean; v > threshold {
+		if v := tl.xByU[j] + tl.eByU[j]*w.Mean; v > threshold {
 			all[n] = v
 			n++
 			if n == len(all) {

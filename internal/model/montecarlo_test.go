@@ -37,6 +37,54 @@ func TestTailMatchesBruteForce(t *testing.T) {
 	}
 }
 
+// TestTailTiesAndSmallSamples compares the tail with brute force where
+// the rank-k value is tied (a fixed service time, answers clipped at
+// max_tokens) and on samples too small for a subsample to bracket it.
+func TestTailTiesAndSmallSamples(t *testing.T) {
+	ttft, _ := LognormalP50P95(0.4, 0.9)
+	out, _ := LognormalP50P95(200, 600)
+	for _, tc := range []struct {
+		name string
+		n    int
+		svc  Service
+	}{
+		{"fixed", 4000, Service{TTFT: Fixed(0.5), TPOT: Fixed(0.02), In: Fixed(1), Out: Fixed(100)}},
+		{"clipped at max_tokens", 4000, Service{TTFT: Fixed(0.5), TPOT: Fixed(0.02), In: Fixed(1), Out: out.Clip(1, 300)}},
+		{"seven draws", 7, Service{TTFT: ttft, TPOT: Fixed(0.02), In: Fixed(1), Out: out}},
+		{"one draw", 1, Service{TTFT: ttft, TPOT: Fixed(0.02), In: Fixed(1), Out: out}},
+	} {
+		d := NewDraws(7, tc.n)
+		first, total := make([]float64, d.N), make([]float64, d.N)
+		tc.svc.Fill(d, first, total)
+		for _, p := range []float64{0.5, 0.95} {
+			tail := NewTail(total, d, p)
+			for _, w := range []Wait{{}, {Prob: 0.2, Mean: 0.3}, {Prob: 0.6, Mean: 5}} {
+				want := QuantileWithWait(total, d, w, p, make([]float64, d.N))
+				if got := tail.Quantile(w); math.Abs(got-want) > 1e-12*want {
+					t.Errorf("%s p=%g wait %+v: tail %g, brute force %g", tc.name, p, w, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestRankValue checks the bracketed selection against sorting, with a
+// subsample that brackets the rank and one that misses it (the fallback).
+func TestRankValue(t *testing.T) {
+	d := NewDraws(3, 10000)
+	x := slices.Clone(d.E)
+	sorted := slices.Sorted(slices.Values(x))
+	for _, k := range []int{0, 17, 5000, 9499, 9998, 9999} {
+		for name, sample := range map[string][]float64{"subsample": subsample(x), "misleading": slices.Repeat([]float64{100}, 512)} {
+			v, above := rankValue(x, k, sample)
+			wantAbove := len(x) - 1 - k
+			if v != sorted[k] || above != wantAbove {
+				t.Errorf("%s, rank %d: %g with %d above, want %g with %d", name, k, v, above, sorted[k], wantAbove)
+			}
+		}
+	}
+}
+
 func TestTailUnstableWaitIsInfinite(t *testing.T) {
 	d := NewDraws(1, 100)
 	tail := NewTail(slices.Repeat([]float64{1}, 100), d, 0.95)

@@ -113,6 +113,14 @@ func (s Service) Fill(d *Draws, ttft, total []float64) {
 	s.FillParts(s.SampleParts(d), ttft, total)
 }
 
+// FillTotal is the total of FillParts alone, for a service time without a
+// prefill term (whose TTFT is the TTFT part itself).
+func (s Service) FillTotal(p Parts, total []float64) {
+	for i := range total {
+		total[i] = p.TTFT[i] + p.TPOT[i]*(p.Out[i]-1)
+	}
+}
+
 // FillParts is Fill from parts already drawn.
 func (s Service) FillParts(p Parts, ttft, total []float64) {
 	for i := range ttft {
@@ -123,6 +131,18 @@ func (s Service) FillParts(p Parts, ttft, total []float64) {
 		ttft[i] = t
 		total[i] = t + p.TPOT[i]*(p.Out[i]-1)
 	}
+}
+
+// AppendTTFTKey appends a binary encoding that identifies the time to
+// first token exactly (TTFT, and the prefill term when there is one): the
+// cache key of what classes with different answers but the same TTFT
+// share.
+func (s Service) AppendTTFTKey(b []byte) []byte {
+	b = s.TTFT.AppendKey(b)
+	if s.Prefill != 0 {
+		b = s.In.AppendKey(b)
+	}
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(s.Prefill))
 }
 
 // AppendKey appends a binary encoding that identifies the service time

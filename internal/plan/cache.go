@@ -1,11 +1,14 @@
 package plan
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/scenario"
@@ -26,6 +29,9 @@ type Engine struct {
 	plans       *lru.Cache[[sha256.Size]byte, *Plan]
 	samples     *lru.Cache[sampleKey, []float64]
 	curves      *lru.Cache[string, *model.Curve]
+	// inflight lets one caller compute a sample or a tail that several
+	// need at once (classes prepared in parallel, concurrent plans).
+	inflight singleflight.Group
 }
 
 // Cache sizes. A tail of the default 20,000 draws takes about 500 kB, so
@@ -60,31 +66,69 @@ func New() *Engine {
 // which of the draws' streams it maps, and the draws.
 type sampleKey [sha256.Size]byte
 
-// sampled returns d mapped over the draws z (a stream of draws), from the
-// cache when a class or a load has drawn it already: the TTFT and TPOT of
-// an endpoint at a load are the same for all its classes. The result is
-// shared and must not be modified.
-func (e *Engine) sampled(d model.Dist, draws *model.Draws, z []float64, stream byte) []float64 {
-	b := binary.LittleEndian.AppendUint64([]byte{stream}, draws.Seed)
-	b = binary.LittleEndian.AppendUint64(b, uint64(draws.N))
-	k := sampleKey(sha256.Sum256(d.AppendKey(b)))
-	if v, ok := e.samples.Get(k); ok {
-		return v
+// part is one random part of a service time: its distribution and the
+// stream of draws that it maps.
+type part struct {
+	dist   model.Dist
+	z      []float64
+	stream byte
+	key    sampleKey
+}
+
+// partsOf lists the random parts of a service time: TTFT, TPOT, the
+// answer's length, and the prompt's when a prefill term uses it.
+func partsOf(svc model.Service, draws *model.Draws) []part {
+	ps := []part{{svc.TTFT, draws.ZTTFT, 0, sampleKey{}}, {svc.TPOT, draws.ZTPOT, 1, sampleKey{}}, {svc.Out, draws.ZOut, 3, sampleKey{}}}
+	if svc.Prefill != 0 {
+		ps = append(ps, part{svc.In, draws.ZIn, 2, sampleKey{}})
 	}
-	v := d.SampleAll(z)
-	e.samples.Add(k, v)
+	for i := range ps {
+		b := binary.LittleEndian.AppendUint64([]byte{ps[i].stream}, draws.Seed)
+		b = binary.LittleEndian.AppendUint64(b, uint64(draws.N))
+		ps[i].key = sha256.Sum256(ps[i].dist.AppendKey(b))
+	}
+	return ps
+}
+
+// sampled returns the part's sample, from the cache when a class or a load
+// has drawn it already: the TTFT and TPOT of an endpoint at a load are the
+// same for all its classes. The result is shared and must not be modified.
+func (e *Engine) sampled(p part) []float64 {
+	v, _ := cachedOnce(context.Background(), e, e.samples, p.key, func() ([]float64, error) { return p.dist.SampleAll(p.z), nil })
 	return v
+}
+
+// cachedOnce returns the value of k from the cache c, or computes it and
+// keeps it; concurrent callers that miss wait for one computation. A
+// waiter whose computation ended with an error (the computing caller's
+// context ended, say) while its own context lives computes it itself.
+func cachedOnce[K comparable, V any](ctx context.Context, e *Engine, c *lru.Cache[K, V], k K, compute func() (V, error)) (V, error) {
+	if v, ok := c.Get(k); ok {
+		return v, nil
+	}
+	v, err, shared := e.inflight.Do(fmt.Sprintf("%T %v", k, k), func() (any, error) {
+		v, err := compute()
+		if err == nil {
+			c.Add(k, v)
+		}
+		return v, err
+	})
+	if err != nil && shared && ctx.Err() == nil {
+		return compute()
+	}
+	if err != nil {
+		var zero V
+		return zero, err
+	}
+	return v.(V), nil
 }
 
 // parts is the Monte Carlo sample of every part of a service time.
 func (e *Engine) parts(svc model.Service, draws *model.Draws) model.Parts {
-	p := model.Parts{
-		TTFT: e.sampled(svc.TTFT, draws, draws.ZTTFT, 0),
-		TPOT: e.sampled(svc.TPOT, draws, draws.ZTPOT, 1),
-		Out:  e.sampled(svc.Out, draws, draws.ZOut, 3),
-	}
-	if svc.Prefill != 0 {
-		p.In = e.sampled(svc.In, draws, draws.ZIn, 2)
+	ps := partsOf(svc, draws)
+	p := model.Parts{TTFT: e.sampled(ps[0]), TPOT: e.sampled(ps[1]), Out: e.sampled(ps[2])}
+	if len(ps) > 3 {
+		p.In = e.sampled(ps[3])
 	}
 	return p
 }
@@ -115,9 +159,19 @@ type tailKey struct {
 type serviceKey [sha256.Size]byte
 
 func newServiceKey(svc model.Service, draws *model.Draws) serviceKey {
+	return sha256.Sum256(svc.AppendKey(drawsKey(draws)))
+}
+
+// newTTFTKey identifies the TTFT of a service time and its draws: classes
+// with the same TTFT share its tail and percentiles.
+func newTTFTKey(svc model.Service, draws *model.Draws) serviceKey {
+	return sha256.Sum256(append(svc.AppendTTFTKey(drawsKey(draws)), 't'))
+}
+
+// drawsKey encodes the seed and size of a Monte Carlo run.
+func drawsKey(draws *model.Draws) []byte {
 	b := binary.LittleEndian.AppendUint64(nil, draws.Seed)
-	b = binary.LittleEndian.AppendUint64(b, uint64(draws.N))
-	return sha256.Sum256(svc.AppendKey(b))
+	return binary.LittleEndian.AppendUint64(b, uint64(draws.N))
 }
 
 type percentileKey struct {

@@ -56,7 +56,8 @@ type service struct {
 	mean, scv    float64
 	tail         float64 // E[S]·E[S³]/E[S²]²: how heavy the service time's tail is
 	extrapolated bool
-	key          serviceKey
+	key          serviceKey     // the whole service time, for S and what depends on it
+	ttftKey      serviceKey     // the TTFT alone, which classes may share
 	tails        [2]*model.Tail // load-independent latency: TTFT and S, built on first use
 	// The Monte Carlo sample as drawn: a query that a tail does not serve
 	// (a curve's load has few) selects from it.
@@ -66,6 +67,14 @@ type service struct {
 	load         int                 // the load of a curve's service time
 	noWait       [2]float64          // p95 of TTFT and of S without queueing; 0 until known
 	minPool      *minPoolResult
+}
+
+// keyOf is the cache key of what a metric of the service time depends on.
+func (s *service) keyOf(metric int) serviceKey {
+	if metric == metricTTFT {
+		return s.ttftKey
+	}
+	return s.key
 }
 
 // estimator guides searches: it approximates a percentile with a queue.
@@ -144,7 +153,8 @@ const maxServiceSeconds = 365 * 24 * 3600
 
 func (m *classModel) newService(svc model.Service, extrapolated bool) *service {
 	m1, m2, m3 := svc.Moments()
-	s := &service{svc: svc, mean: svc.Mean(), scv: svc.SCV(), extrapolated: extrapolated, key: newServiceKey(svc, m.draws)}
+	s := &service{svc: svc, mean: svc.Mean(), scv: svc.SCV(), extrapolated: extrapolated,
+		key: newServiceKey(svc, m.draws), ttftKey: newTTFTKey(svc, m.draws)}
 	if m2 > 0 {
 		s.tail = m1 * m3 / (m2 * m2)
 	}
@@ -188,24 +198,28 @@ func (m *classModel) tail(ctx context.Context, s *service, metric int) (*model.T
 	if t := s.tails[metric]; t != nil {
 		return t, nil
 	}
-	k := tailKey{service: s.key, metric: metric}
-	if t, ok := m.eng.tails.Get(k); ok {
-		s.tails[metric] = t
-		return t, nil
+	build := func() (*model.Tail, error) {
+		first, total, err := m.sample(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		x := total
+		if metric == metricTTFT {
+			x = first
+		}
+		return model.NewTail(x, m.draws, 0.95), nil
 	}
-	first, total, err := m.sample(ctx, s)
+	var t *model.Tail
+	var err error
+	if m.draws.N <= tailCacheMaxDraws {
+		t, err = cachedOnce(ctx, m.eng, m.eng.tails, tailKey{service: s.keyOf(metric), metric: metric}, build)
+	} else {
+		t, err = build()
+	}
 	if err != nil {
 		return nil, err
 	}
-	x := total
-	if metric == metricTTFT {
-		x = first
-	}
-	t := model.NewTail(x, m.draws, 0.95)
 	s.tails[metric] = t
-	if m.draws.N <= tailCacheMaxDraws {
-		m.eng.tails.Add(k, t)
-	}
 	return t, nil
 }
 
@@ -219,8 +233,17 @@ func (m *classModel) sample(ctx context.Context, s *service) (first, total []flo
 		return nil, nil, err
 	}
 	n := m.draws.N
-	s.first, s.total = make([]float64, n), make([]float64, n)
-	s.svc.FillParts(m.eng.parts(s.svc, m.draws), s.first, s.total)
+	p := m.eng.parts(s.svc, m.draws)
+	s.total = make([]float64, n)
+	if p.In == nil {
+		// Without a prefill term the TTFT is its part's sample, shared
+		// read-only.
+		s.first = p.TTFT
+		s.svc.FillTotal(p, s.total)
+	} else {
+		s.first = make([]float64, n)
+		s.svc.FillParts(p, s.first, s.total)
+	}
 	return s.first, s.total, nil
 }
 
@@ -371,13 +394,13 @@ func (m *classModel) quantile(ctx context.Context, s *service, w model.Wait, whi
 	if which == pctService {
 		which, w = pctE2E, model.Wait{}
 	}
-	k := percentileKey{service: s.key, wait: w, which: which}
-	if v, ok := m.eng.percentiles.Get(k); ok {
-		return v, nil
-	}
 	metric := metricE2E
 	if which == pctTTFT {
 		metric = metricTTFT
+	}
+	k := percentileKey{service: s.keyOf(metric), wait: w, which: which}
+	if v, ok := m.eng.percentiles.Get(k); ok {
+		return v, nil
 	}
 	var v float64
 	if m.tailed(metric) {

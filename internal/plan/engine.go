@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 
+	"golang.org/x/sync/errgroup"
+
+	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/quota"
 	"github.com/plannerdev/planner/internal/scenario"
 )
@@ -150,6 +154,9 @@ func (e *Engine) newRun(ctx context.Context, in scenario.Scenario) (*run, error)
 	r.private = make([]int, len(r.models))
 	r.minPool = make([]*int, len(r.models))
 	r.pools = make([]int, len(r.models))
+	if err := r.prepare(ctx, draws); err != nil {
+		return nil, err
+	}
 	for i, m := range r.models {
 		r.private[i] = m.maxPool
 		h, err := r.hopelessAny(ctx, i)
@@ -170,6 +177,56 @@ func (e *Engine) newRun(ctx context.Context, in scenario.Scenario) (*run, error)
 	}
 	r.buildResources()
 	return r, nil
+}
+
+// prepare draws and sorts, on every core, what the classes with
+// load-independent latency need before planning: first each distinct
+// part's sample (classes share TTFT and TPOT), then each class's tails,
+// the TTFT tail once for the classes that share it. Every plan of such a
+// class queries both tails, and the engine keeps them for the next plan.
+func (r *run) prepare(ctx context.Context, draws *model.Draws) error {
+	var static []*classModel
+	for _, m := range r.models {
+		s := m.static
+		if s != nil && (draws.N > tailCacheMaxDraws ||
+			!r.eng.tails.Contains(tailKey{s.ttftKey, metricTTFT}) || !r.eng.tails.Contains(tailKey{s.key, metricE2E})) {
+			static = append(static, m)
+		}
+	}
+	if len(static) < 2 {
+		return nil // nothing to share out among cores
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	seen := map[sampleKey]bool{}
+	for _, m := range static {
+		for _, p := range partsOf(m.static.svc, draws) {
+			if !seen[p.key] {
+				seen[p.key] = true
+				g.Go(func() error { r.eng.sampled(p); return gctx.Err() })
+			}
+		}
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	g, gctx = errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	ttft := map[serviceKey]bool{}
+	for _, m := range static {
+		withTTFT := !ttft[m.static.ttftKey]
+		ttft[m.static.ttftKey] = true
+		g.Go(func() error {
+			if withTTFT {
+				if _, err := m.tail(gctx, m.static, metricTTFT); err != nil {
+					return err
+				}
+			}
+			_, err := m.tail(gctx, m.static, metricE2E)
+			return err
+		})
+	}
+	return g.Wait()
 }
 
 func (r *run) keyOf(name string) quota.Key {
