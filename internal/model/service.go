@@ -6,7 +6,7 @@ import (
 )
 
 // Service is the service time of one request on the endpoint,
-// S = TTFT + prefill·in + TPOT·(out − 1) (DESIGN §3.2), with TTFT, TPOT, the
+// S = TTFT + prefill·in + TPOT·(out − 1) (docs/concepts.md, "Service time"), with TTFT, TPOT, the
 // input length and the output length independent.
 type Service struct {
 	TTFT    Dist    // time to first token without the prefill slope, seconds

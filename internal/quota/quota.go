@@ -1,6 +1,7 @@
 // Package quota turns an API key's rate limits into usable capacity per
-// second, measures what one request uses of each limit, and divides a shared
-// key among the task classes that use it (DESIGN §3.3 and §3.5).
+// second, measures what one request uses of each limit, and divides a
+// shared key among the task classes that use it (docs/concepts.md,
+// "Ceilings on the pool" and "Sharing: keys and endpoints").
 package quota
 
 import (
@@ -87,7 +88,7 @@ type Request struct {
 	CachedFraction float64 // fraction of input tokens read from the prompt cache
 }
 
-// Use is what one request counts against each limit of k (DESIGN §3.3):
+// Use is what one request counts against each limit of k (docs/concepts.md, "Ceilings on the pool"):
 // 1 for rpm and rpd; E[in] + E[out] for tpm and tpd, with max_tokens in
 // place of E[out] when the key counts max_tokens at admission; E[in] for
 // itpm, less cached input when the key does not count it; E[out] (or

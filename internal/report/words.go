@@ -43,7 +43,7 @@ func describeScenario(sc scenario.Scenario) scenarioWords {
 	return w
 }
 
-// limitUnits names each quota dimension's unit, in the order of DESIGN §3.3.
+// limitUnits names each quota dimension's unit, in the order of quota.Dimension.
 var limitUnits = []struct{ dim, unit string }{
 	{"rpm", "requests/min"}, {"tpm", "tokens/min"}, {"itpm", "input tokens/min"},
 	{"otpm", "output tokens/min"}, {"rpd", "requests/day"}, {"tpd", "tokens/day"},

@@ -1,6 +1,6 @@
 package scenario
 
-// Defaults of DESIGN §3.0, applied by WithDefaults.
+// Defaults of the scenario (docs/scenario.md), applied by WithDefaults.
 const (
 	DefaultHeadroom          = 0.9
 	DefaultBurstWindowS      = 1.0

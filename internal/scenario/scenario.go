@@ -1,4 +1,4 @@
-// Package scenario defines the planning input of DESIGN §3.0: quota tiers,
+// Package scenario defines the planning input (docs/scenario.md): quota tiers,
 // latency profiles (distributions or a measured curve), task classes and the
 // planning policy. It is the document that the command line reads from YAML
 // or JSON, that the API receives, and that measurements convert into, so its
@@ -63,7 +63,7 @@ func (l Latency) IsZero() bool {
 	return l.TTFTMs == nil && l.TPOTMs == nil && l.PrefillMsPer1K == 0 && len(l.Curve) == 0 && l.Knee == nil
 }
 
-// CurvePoint is one measured step of a ramp (DESIGN §3.6).
+// CurvePoint is one measured step of a ramp (docs/probe.md).
 type CurvePoint struct {
 	Concurrency     int     `json:"concurrency" minimum:"1" maximum:"100000"`
 	TTFTP50Ms       float64 `json:"ttft_p50_ms" exclusiveMinimum:"0" maximum:"1e7"`

@@ -1,8 +1,9 @@
 // Package target decides where the service's probes may send requests
-// (DESIGN §6): an allow-list of address and name entries, a check of a base
-// URL and of every address its host resolves to, a dialer that repeats the
-// check for every connection it opens, a redirect policy that refuses them
-// all, and a preflight request that tries the target before a probe starts.
+// (docs/security.md): an allow-list of address and name entries, a check of
+// a base URL and of every address its host resolves to, a dialer that
+// repeats the check for every connection it opens, a redirect policy that
+// refuses them all, and a preflight request that tries the target before a
+// probe starts.
 //
 // The rule: an address entry (loopback, an IP, a CIDR) allows the addresses
 // it covers, on its port. A name entry (host:port with * for one label or
