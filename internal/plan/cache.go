@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
+	"math"
+	"reflect"
+	"sync"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/singleflight"
@@ -27,8 +29,14 @@ type Engine struct {
 	percentiles *lru.Cache[percentileKey, float64]
 	minPools    *lru.Cache[minPoolKey, int]
 	plans       *lru.Cache[[sha256.Size]byte, *Plan]
-	samples     *lru.Cache[sampleKey, []float64]
-	curves      *lru.Cache[string, *model.Curve]
+	// leanPlans are plans without remedies of the scenarios that remedies
+	// and shedding are checked on: what-if cells that differ in one limit
+	// often check the same change.
+	leanPlans *lru.Cache[[sha256.Size]byte, *Plan]
+	samples   *lru.Cache[sampleKey, []float64]
+	curves    *lru.Cache[string, *model.Curve]
+	waits     *lru.Cache[model.Queue, model.Wait]
+	moments   *lru.Cache[serviceKey, moments]
 	// inflight lets one caller compute a sample or a tail that several
 	// need at once (classes prepared in parallel, concurrent plans).
 	inflight singleflight.Group
@@ -47,6 +55,8 @@ const (
 	// A sample of the default 20,000 draws takes 160 kB.
 	sampleCacheEntries = 96
 	curveCacheEntries  = 64
+	waitCacheEntries   = 16384
+	momentCacheEntries = 4096
 )
 
 // New returns an engine with empty caches.
@@ -57,14 +67,29 @@ func New() *Engine {
 		percentiles: must(lru.New[percentileKey, float64](percentileCacheEntries)),
 		minPools:    must(lru.New[minPoolKey, int](minPoolCacheEntries)),
 		plans:       must(lru.New[[sha256.Size]byte, *Plan](planCacheEntries)),
+		leanPlans:   must(lru.New[[sha256.Size]byte, *Plan](planCacheEntries)),
 		samples:     must(lru.New[sampleKey, []float64](sampleCacheEntries)),
 		curves:      must(lru.New[string, *model.Curve](curveCacheEntries)),
+		waits:       must(lru.New[model.Queue, model.Wait](waitCacheEntries)),
+		moments:     must(lru.New[serviceKey, moments](momentCacheEntries)),
 	}
 }
 
 // sampleKey identifies one part's Monte Carlo sample: its distribution,
 // which of the draws' streams it maps, and the draws.
 type sampleKey [sha256.Size]byte
+
+// wait is the wait law of a queue (model.Queue.Wait), cached: a plan asks
+// it of every candidate pool, and plans that differ only in their quotas
+// ask the same again.
+func (e *Engine) wait(q model.Queue) model.Wait {
+	if w, ok := e.waits.Get(q); ok {
+		return w
+	}
+	w := q.Wait()
+	e.waits.Add(q, w)
+	return w
+}
 
 // part is one random part of a service time: its distribution and the
 // stream of draws that it maps.
@@ -187,14 +212,67 @@ type minPoolKey struct {
 	rhoMax      float64
 }
 
-// planKey identifies a scenario by the SHA-256 of its JSON encoding, which
-// is deterministic (struct fields in order, map keys sorted).
+// planKey identifies a scenario by the SHA-256 of a binary encoding of
+// every field (appendValue): a scenario holds no maps, so the encoding is
+// deterministic, and it is several times cheaper than JSON.
 func planKey(s scenario.Scenario) ([sha256.Size]byte, bool) {
-	b, err := json.Marshal(s)
-	if err != nil {
+	buf := keyBuffers.Get().(*[]byte)
+	defer keyBuffers.Put(buf)
+	b, ok := appendValue((*buf)[:0], reflect.ValueOf(s))
+	*buf = b
+	if !ok {
 		return [sha256.Size]byte{}, false
 	}
 	return sha256.Sum256(b), true
+}
+
+var keyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// appendValue appends an unambiguous encoding of v to b: fields in order,
+// a presence byte before what a pointer holds, a length before strings and
+// slices, numbers as their bits. It reports false for a kind a scenario
+// does not hold (maps, interfaces, funcs), which then goes uncached.
+func appendValue(b []byte, v reflect.Value) ([]byte, bool) {
+	switch v.Kind() {
+	case reflect.Struct:
+		for i := range v.NumField() {
+			var ok bool
+			if b, ok = appendValue(b, v.Field(i)); !ok {
+				return b, false
+			}
+		}
+		return b, true
+	case reflect.Pointer:
+		if v.IsNil() {
+			return append(b, 0), true
+		}
+		return appendValue(append(b, 1), v.Elem())
+	case reflect.Slice, reflect.Array:
+		b = binary.LittleEndian.AppendUint64(b, uint64(v.Len()))
+		for i := range v.Len() {
+			var ok bool
+			if b, ok = appendValue(b, v.Index(i)); !ok {
+				return b, false
+			}
+		}
+		return b, true
+	case reflect.String:
+		b = binary.LittleEndian.AppendUint64(b, uint64(v.Len()))
+		return append(b, v.String()...), true
+	case reflect.Float32, reflect.Float64:
+		return binary.LittleEndian.AppendUint64(b, math.Float64bits(v.Float())), true
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return binary.LittleEndian.AppendUint64(b, uint64(v.Int())), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return binary.LittleEndian.AppendUint64(b, v.Uint()), true
+	case reflect.Bool:
+		if v.Bool() {
+			return append(b, 1), true
+		}
+		return append(b, 0), true
+	default:
+		return b, false
+	}
 }
 
 func must[T any](v T, err error) T {

@@ -152,13 +152,28 @@ func newClassModel(eng *Engine, spec scenario.Class, key quota.Key, p scenario.P
 const maxServiceSeconds = 365 * 24 * 3600
 
 func (m *classModel) newService(svc model.Service, extrapolated bool) *service {
-	m1, m2, m3 := svc.Moments()
-	s := &service{svc: svc, mean: svc.Mean(), scv: svc.SCV(), extrapolated: extrapolated,
+	s := &service{svc: svc, extrapolated: extrapolated,
 		key: newServiceKey(svc, m.draws), ttftKey: newTTFTKey(svc, m.draws)}
-	if m2 > 0 {
-		s.tail = m1 * m3 / (m2 * m2)
+	mo, ok := m.eng.moments.Get(s.key)
+	if !ok {
+		mo = momentsOf(svc)
+		m.eng.moments.Add(s.key, mo)
 	}
+	s.mean, s.scv, s.tail = mo.mean, mo.scv, mo.tail
 	return s
+}
+
+// moments are what the queueing formulas need of a service time S: E[S],
+// its squared coefficient of variation, and E[S]·E[S³]/E[S²]².
+type moments struct{ mean, scv, tail float64 }
+
+func momentsOf(svc model.Service) moments {
+	m1, m2, m3 := svc.Moments()
+	mo := moments{mean: svc.Mean(), scv: svc.SCV()}
+	if m2 > 0 {
+		mo.tail = m1 * m3 / (m2 * m2)
+	}
+	return mo
 }
 
 // queue is the client's pool of c at the class's demand as a queue, for
@@ -360,7 +375,7 @@ func (m *classModel) firstAbove(bound, scale float64, limit int) (int, bool) {
 // waitAt is the client-side queue wait with a pool of c at the class's
 // demand, for the service time s.
 func (m *classModel) waitAt(c int, s *service) model.Wait {
-	return m.queue(c, m.lambda, s).Wait()
+	return m.eng.wait(m.queue(c, m.lambda, s))
 }
 
 // percentile names one of the percentiles the plan predicts.

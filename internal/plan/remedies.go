@@ -2,7 +2,6 @@ package plan
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -34,23 +33,27 @@ func (r *run) remedies(ctx context.Context, in scenario.Scenario, i int, cp *Cla
 		if err != nil {
 			break
 		}
-		r2, p2, err := r.eng.planRun(ctx, changed)
+		r2, p2, err := r.eng.leanPlan(ctx, changed)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 			break
 		}
-		c2 := p2.Classes[i]
-		if c2.Feasible {
+		if p2.Classes[i].Feasible {
 			return rems, nil
 		}
 		if round == remedyRounds {
 			break
 		}
+		if r2 == nil {
+			if r2, p2, err = r.eng.planRun(ctx, changed); err != nil {
+				return nil, err
+			}
+		}
 		// The last round assumes that the other classes take all the
 		// policy lets them, which lifting this class's limits may let them.
-		more, err := r2.remediesFor(ctx, i, c2, round == remedyRounds-1)
+		more, err := r2.remediesFor(ctx, i, p2.Classes[i], round == remedyRounds-1)
 		if err != nil {
 			return nil, err
 		}
@@ -84,6 +87,23 @@ func (e *Engine) planRun(ctx context.Context, s scenario.Scenario) (*run, *Plan,
 	return r, p, nil
 }
 
+// leanPlan is planRun from the engine's cache when the same changed
+// scenario was planned before, and then without the run; its caller may
+// not modify the plan.
+func (e *Engine) leanPlan(ctx context.Context, s scenario.Scenario) (*run, *Plan, error) {
+	key, ok := planKey(s)
+	if ok {
+		if p, hit := e.leanPlans.Get(key); hit {
+			return nil, p, nil
+		}
+	}
+	r, p, err := e.planRun(ctx, s)
+	if err == nil && ok {
+		e.leanPlans.Add(key, p)
+	}
+	return r, p, err
+}
+
 // mergeRemedies keeps one remedy per field, the larger value where both
 // name it (every remedy raises a limit, a knee or a target).
 func mergeRemedies(a, b []Remedy) []Remedy {
@@ -107,24 +127,13 @@ func mergeRemedies(a, b []Remedy) []Remedy {
 
 // withRemedies writes every remedy into a copy of the scenario.
 func withRemedies(s scenario.Scenario, rems []Remedy) (scenario.Scenario, error) {
-	doc, err := json.Marshal(s)
-	if err != nil {
-		return s, fmt.Errorf("encode scenario: %w", err)
-	}
 	for _, rm := range rems {
-		var v any = rm.Value
-		if rm.Constraint == ConstraintKnee || rm.Constraint == ConstraintPolicy {
-			v = int(rm.Value)
-		}
-		if doc, err = set(doc, rm.Path, v); err != nil {
+		var err error
+		if s, err = setNumber(s, rm.Path, rm.Value); err != nil {
 			return s, err
 		}
 	}
-	var out scenario.Scenario
-	if err := json.Unmarshal(doc, &out); err != nil {
-		return s, fmt.Errorf("decode scenario: %w", err)
-	}
-	return out, nil
+	return s, nil
 }
 
 // remediesFor computes, from this run, the change that lifts each ceiling
@@ -298,7 +307,7 @@ func (r *run) shed(ctx context.Context, i, pool int) (*Shed, error) {
 		if l*s.mean > m.rhoMax*float64(pool)*(1+tolerance) {
 			return false
 		}
-		w := m.queue(pool, l, s).Wait()
+		w := m.eng.wait(m.queue(pool, l, s))
 		if !w.Stable() {
 			return false
 		}
@@ -357,11 +366,7 @@ func (r *run) checkShed(ctx context.Context, in scenario.Scenario, i int, sh *Sh
 	demand := r.models[i].lambda
 	rate := sh.SustainableRPS
 	for range shedRounds {
-		s, err := withDemand(in, i, rate)
-		if err != nil {
-			return sh, nil
-		}
-		_, p, err := r.eng.planRun(ctx, s)
+		_, p, err := r.eng.leanPlan(ctx, withDemand(in, i, rate))
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -380,15 +385,11 @@ func (r *run) checkShed(ctx context.Context, in scenario.Scenario, i int, sh *Sh
 }
 
 // withDemand is the scenario with class i's demand set to rate req/s.
-func withDemand(s scenario.Scenario, i int, rate float64) (scenario.Scenario, error) {
-	doc, err := json.Marshal(s)
-	if err != nil {
-		return s, fmt.Errorf("encode scenario: %w", err)
-	}
-	var out scenario.Scenario
-	if err := json.Unmarshal(doc, &out); err != nil {
-		return s, fmt.Errorf("decode scenario: %w", err)
-	}
+// Planning never writes into a scenario, so the copy shares all but the
+// class list.
+func withDemand(s scenario.Scenario, i int, rate float64) scenario.Scenario {
+	out := s
+	out.Classes = slices.Clone(s.Classes)
 	out.Classes[i].Demand = &scenario.Demand{RPS: rate}
-	return out, nil
+	return out
 }
