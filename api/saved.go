@@ -3,13 +3,16 @@ package api
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/plannerdev/planner/internal/report"
 	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/simulate"
 	"github.com/plannerdev/planner/internal/store"
 )
 
@@ -62,8 +65,9 @@ type storedPlanOutput struct {
 }
 
 type reportInput struct {
-	ID     string `path:"id" maxLength:"64" doc:"Id of a stored plan."`
-	Format string `query:"format" enum:"md,html" default:"html" doc:"html: one self-contained page with inline SVG charts; md: Markdown with the same numbers in tables."`
+	ID        string  `path:"id" maxLength:"64" doc:"Id of a stored plan."`
+	Format    string  `query:"format" enum:"md,html" default:"html" doc:"html: one self-contained page with inline SVG charts; md: Markdown with the same numbers in tables."`
+	SimulateS float64 `query:"simulate_s" minimum:"0" maximum:"604800" doc:"Add a simulated run of the plan this many seconds long, as POST /v1/simulations runs it with its defaults, with a time-series chart per class; 0, the default, adds none. At most the server's limits.simulation_max_duration."`
 }
 
 type documentOutput struct {
@@ -102,10 +106,12 @@ func (s *Server) registerSavedPlans() {
 		Description: "Returns the report of a stored plan, a document a team can read without the tool: the " +
 			"scenario in words, the plan, each class's ceilings as a bar chart with the binding one marked and, " +
 			"when a probe backs the plan, what it measured with the throughput chart (knee marked) and the latency " +
-			"charts (SLO lines). The HTML form is one self-contained page whose charts are inline SVG; the Markdown " +
-			"form carries the same numbers in tables.",
+			"charts (SLO lines), and with simulate_s a simulated run of the plan (docs/simulate.md) with its verdict. " +
+			"The HTML form is one self-contained page whose charts are inline SVG; the Markdown form carries the " +
+			"same numbers in tables. A simulated run takes one of the service's computation slots (a 503 with " +
+			"Retry-After when they are all busy) and stops at the server's plan_timeout.",
 		Tags:   []string{tagPlans},
-		Errors: notFoundStatuses,
+		Errors: slices.Concat(notFoundStatuses, []int{http.StatusServiceUnavailable}),
 		Responses: map[string]*huma.Response{"200": {
 			Description: "The report.",
 			Content: map[string]*huma.MediaType{
@@ -177,6 +183,11 @@ func (s *Server) planReport(ctx context.Context, in *reportInput) (*documentOutp
 		}
 		rin.Probe, _ = probeData(run)
 	}
+	if in.SimulateS > 0 {
+		if rin.Simulation, err = s.reportSimulation(ctx, p.Scenario, in.SimulateS); err != nil {
+			return nil, err
+		}
+	}
 	var buf bytes.Buffer
 	write, ct := report.WriteReportHTML, "text/html; charset=utf-8"
 	if in.Format == "md" {
@@ -187,4 +198,30 @@ func (s *Server) planReport(ctx context.Context, in *reportInput) (*documentOutp
 		return nil, huma.Error500InternalServerError("the report could not be rendered; the server log has the cause")
 	}
 	return &documentOutput{ContentType: ct, Body: buf.Bytes()}, nil
+}
+
+// reportSimulation simulates a stored plan's scenario for a report, within
+// the limits that bound POST /v1/simulations.
+func (s *Server) reportSimulation(ctx context.Context, sc scenario.Scenario, seconds float64) (*simulate.Simulation, error) {
+	at := func(string) string { return "query.simulate_s" }
+	if seconds > s.simCaps.maxDuration.Seconds() {
+		return nil, huma.Error422UnprocessableEntity("the request is invalid", &huma.ErrorDetail{Location: at(""), Value: seconds,
+			Message: fmt.Sprintf("at most %g s, the server's limits.simulation_max_duration", s.simCaps.maxDuration.Seconds())})
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if err := s.compute.Acquire(ctx); err != nil {
+		return nil, s.simulationError(err, at)
+	}
+	defer s.compute.Release()
+	r, err := simulate.Run(ctx, s.engine, sc, simulate.Options{DurationS: seconds, MaxEvents: s.simCaps.maxEvents})
+	if err != nil {
+		return nil, s.simulationError(err, at)
+	}
+	if path := nonFinite(r); path != "" {
+		s.log.Error("the simulation holds a non-finite number", "at", path)
+		return nil, huma.Error422UnprocessableEntity("the plan cannot be simulated", &huma.ErrorDetail{
+			Location: at(""), Message: "simulating this plan gives a non-finite " + path})
+	}
+	return r, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/report"
@@ -143,6 +144,57 @@ func TestPlanReport(t *testing.T) {
 	if card := decode[report.RecordCard](t, b); status != http.StatusOK || card.PlanID != planID || len(card.Pools) != 3 {
 		t.Fatalf("record card with the plan: %d %s", status, b)
 	}
+}
+
+// TestPlanReportWithSimulation adds a simulated run to a stored plan's
+// report: a time-series chart per class in HTML, the section in Markdown,
+// and the server's cap on simulated time at query.simulate_s.
+func TestPlanReportWithSimulation(t *testing.T) {
+	env := newProbeEnv(t, Options{SimulationMaxDuration: 2 * time.Hour})
+	_, _, b := call(t, http.MethodPost, env.url+"/v1/plans", map[string]any{
+		"scenario": exampleDoc(t, "three-classes"), "save": true, "name": "Peak hour",
+	})
+	planID := decode[PlanResponse](t, b).ID
+	url := env.url + "/v1/plans/" + planID + "/report"
+
+	status, _, page := call(t, http.MethodGet, url+"?simulate_s=3600", nil)
+	if status != http.StatusOK {
+		t.Fatalf("HTML report with a simulation: %d %s", status, page)
+	}
+	simulated := 0
+	for _, c := range mustCheck(t, page) {
+		if c.Kind == report.ChartSimulation {
+			simulated++
+		}
+	}
+	if simulated != 3 {
+		t.Fatalf("%d simulation charts, want one per class", simulated)
+	}
+	_, _, plain := call(t, http.MethodGet, url, nil)
+	for _, c := range mustCheck(t, plain) {
+		if c.Kind == report.ChartSimulation {
+			t.Fatal("a report without simulate_s has a simulation chart")
+		}
+	}
+	status, _, md := call(t, http.MethodGet, url+"?format=md&simulate_s=600", nil)
+	if status != http.StatusOK || !strings.Contains(string(md), "\n## Simulation\n") || !strings.Contains(string(md), "600 s") {
+		t.Fatalf("Markdown report with a simulation: %d\n%s", status, md)
+	}
+	for _, q := range []string{"simulate_s=7201", "simulate_s=-1", "simulate_s=many"} {
+		status, _, b := call(t, http.MethodGet, url+"?"+q, nil)
+		if p := decode[problem](t, b); status != http.StatusUnprocessableEntity || len(p.Errors) != 1 || p.Errors[0].Location != "query.simulate_s" {
+			t.Errorf("%s: %d %s", q, status, b)
+		}
+	}
+}
+
+func mustCheck(t *testing.T, page []byte) []report.ChartInfo {
+	t.Helper()
+	charts, err := report.CheckHTML(bytes.NewReader(page))
+	if err != nil {
+		t.Fatalf("the report fails the check: %v", err)
+	}
+	return charts
 }
 
 // TestAnalyses analyses rows, a step table, a benchmark tool's real

@@ -114,12 +114,12 @@ func (s *Server) createSimulation(ctx context.Context, in *simulationInput) (*si
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	if err := s.compute.Acquire(ctx); err != nil {
-		return nil, s.simulationError(err)
+		return nil, s.simulationError(err, inBody)
 	}
 	r, err := simulate.Run(ctx, s.engine, in.Body.Scenario, o)
 	s.compute.Release()
 	if err != nil {
-		return nil, s.simulationError(err)
+		return nil, s.simulationError(err, inBody)
 	}
 	if path := nonFinite(r); path != "" {
 		s.log.Error("the simulation holds a non-finite number", "at", path)
@@ -133,25 +133,29 @@ func (s *Server) createSimulation(ctx context.Context, in *simulationInput) (*si
 }
 
 // simulationError turns what stopped a simulation into a problem: its
-// options' problems at their fields, the deadline at duration_s, a full
-// service as a 503, and the scenario's problems under body.scenario.
-func (s *Server) simulationError(err error) error {
+// options' problems and the deadline at the request's field that at names
+// for an option (body.duration_s for POST /v1/simulations), a full service
+// as a 503, and the scenario's problems under body.scenario.
+func (s *Server) simulationError(err error, at func(option string) string) error {
 	var optionErrs simulate.OptionErrors
 	switch {
 	case errors.As(err, &optionErrs):
 		details := make([]error, len(optionErrs))
 		for i, e := range optionErrs {
-			details[i] = &huma.ErrorDetail{Location: joinPath("body", e.Path), Message: e.Message}
+			details[i] = &huma.ErrorDetail{Location: at(e.Path), Message: e.Message}
 		}
 		return huma.Error422UnprocessableEntity("the request is invalid", details...)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return huma.Error422UnprocessableEntity(fmt.Sprintf("the simulation stopped after %s, the server's limit, or when the request ended", s.timeout), &huma.ErrorDetail{
-			Location: "body.duration_s",
-			Message:  "too long to simulate in time: shorten duration_s",
+			Location: at("duration_s"),
+			Message:  "too long to simulate in time: shorten the simulated run",
 		})
 	}
 	return s.computeError(err)
 }
+
+// inBody locates an option of POST /v1/simulations in its body.
+func inBody(option string) string { return joinPath("body", option) }
 
 // newSimulationCaps fills in the defaults of the simulation caps.
 func newSimulationCaps(maxEvents int, maxDuration time.Duration) simulationCaps {

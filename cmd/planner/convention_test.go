@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
@@ -78,6 +79,35 @@ func TestVersion(t *testing.T) {
 	var got buildInfo
 	if err := json.Unmarshal([]byte(js), &got); err != nil || got != readBuildInfo() || got.GoVersion == "" {
 		t.Errorf("version -o json: %v %+v", err, got)
+	}
+}
+
+// TestBuiltBinaryPrintsItsRevision builds the command as the README says
+// (go build -buildvcs=true) from this checkout and checks that its version
+// names the checkout's commit. Outside a git checkout there is no revision
+// to record, and the test is skipped.
+func TestBuiltBinaryPrintsItsRevision(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skipf("not a git checkout: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "planner")
+	if out, err := exec.Command("go", "build", "-buildvcs=true", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "version", "-o", "json").Output()
+	if err != nil {
+		t.Fatalf("planner version: %v", err)
+	}
+	var got buildInfo
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.TrimSpace(string(head)); got.Revision != want || got.Time == "" {
+		t.Fatalf("planner version printed revision %q at %q, the checkout is at %s", got.Revision, got.Time, want)
 	}
 }
 
