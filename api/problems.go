@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"reflect"
 	"regexp"
@@ -57,9 +58,13 @@ func (s *Server) completeProblem(_ huma.Context, _ string, v any) (any, error) {
 		if requiredProperty.MatchString(d.Message) {
 			d.Location, d.Message = fieldLocation(d), "required"
 		}
-		switch d.Value.(type) {
+		switch v := d.Value.(type) {
 		case map[string]any, []any:
 			d.Value = nil // an echo of a whole object or list says less than the location
+		case float64:
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				d.Value = strconv.FormatFloat(v, 'g', -1, 64) // JSON has no such number
+			}
 		}
 		if d.Location == "body" {
 			d.Value = nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"time"
@@ -67,7 +68,16 @@ type storedPlanOutput struct {
 type reportInput struct {
 	ID        string  `path:"id" maxLength:"64" doc:"Id of a stored plan."`
 	Format    string  `query:"format" enum:"md,html" default:"html" doc:"html: one self-contained page with inline SVG charts; md: Markdown with the same numbers in tables."`
-	SimulateS float64 `query:"simulate_s" minimum:"0" maximum:"604800" doc:"Add a simulated run of the plan this many seconds long, as POST /v1/simulations runs it with its defaults, with a time-series chart per class; 0, the default, adds none. At most the server's limits.simulation_max_duration."`
+	SimulateS float64 `query:"simulate_s" minimum:"0" maximum:"604800" doc:"Add a simulated run of the plan this many seconds long (at least 1), as POST /v1/simulations runs it with its defaults, with a time-series chart per class; 0, the default, adds none. At most the server's limits.simulation_max_duration."`
+}
+
+// Resolve refuses a simulate_s that is not a number: NaN passes the
+// schema's bounds, as every comparison with it is false.
+func (in *reportInput) Resolve(huma.Context) []error {
+	if math.IsNaN(in.SimulateS) {
+		return []error{&huma.ErrorDetail{Location: "query.simulate_s", Value: "NaN", Message: "must be a number of seconds"}}
+	}
+	return nil
 }
 
 type documentOutput struct {

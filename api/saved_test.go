@@ -180,7 +180,7 @@ func TestPlanReportWithSimulation(t *testing.T) {
 	if status != http.StatusOK || !strings.Contains(string(md), "\n## Simulation\n") || !strings.Contains(string(md), "600 s") {
 		t.Fatalf("Markdown report with a simulation: %d\n%s", status, md)
 	}
-	for _, q := range []string{"simulate_s=7201", "simulate_s=-1", "simulate_s=many"} {
+	for _, q := range []string{"simulate_s=7201", "simulate_s=-1", "simulate_s=many", "simulate_s=NaN", "simulate_s=Inf", "simulate_s=-Inf", "simulate_s=0.5"} {
 		status, _, b := call(t, http.MethodGet, url+"?"+q, nil)
 		if p := decode[problem](t, b); status != http.StatusUnprocessableEntity || len(p.Errors) != 1 || p.Errors[0].Location != "query.simulate_s" {
 			t.Errorf("%s: %d %s", q, status, b)

@@ -20,7 +20,7 @@ import (
 // SimulationRequest is the body of POST /v1/simulations.
 type SimulationRequest struct {
 	Scenario   scenario.Scenario `json:"scenario" doc:"The scenario whose plan to simulate (the same document POST /v1/plans takes); a class's demand.profile varies its rate over the run."`
-	DurationS  float64           `json:"duration_s,omitempty" exclusiveMinimum:"0" maximum:"604800" doc:"Simulated time in seconds; default 3,600. At most the server's limits.simulation_max_duration."`
+	DurationS  float64           `json:"duration_s,omitempty" minimum:"1" maximum:"604800" doc:"Simulated time in seconds, at least 1; default 3,600. At most the server's limits.simulation_max_duration."`
 	Seed       *uint64           `json:"seed,omitempty" doc:"Seed of every random stream; default the scenario's policy.seed, else 1. The same request gives the same answer."`
 	Pacing     *bool             `json:"pacing,omitempty" doc:"Clients pace their sends with the plan's token bucket; default true."`
 	AIMD       bool              `json:"aimd,omitempty" doc:"Clients resize their pools with the plan's AIMD settings."`

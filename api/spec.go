@@ -103,9 +103,9 @@ var yamlFormat = huma.Format{
 		return err
 	},
 	Unmarshal: func(data []byte, v any) error {
-		js, err := yaml.YAMLToJSON(data)
+		js, err := yaml.YAMLToJSONStrict(data)
 		if err != nil {
-			return fmt.Errorf("the body is not valid YAML: %w", err)
+			return fmt.Errorf("the body is not valid YAML (or repeats a key): %w", err)
 		}
 		return json.Unmarshal(js, v)
 	},

@@ -17,7 +17,7 @@ import (
 // with json among its formats, and --out naming a file.
 func TestOutputConvention(t *testing.T) {
 	root := newRootCmd(streams{})
-	for _, name := range []string{"", "plan", "report", "what-if", "simulate", "openapi", "version", "serve"} {
+	for _, name := range []string{"", "plan", "report", "what-if", "simulate", "knee", "sim", "openapi", "version", "serve"} {
 		cmd := root
 		if name != "" {
 			var err error
@@ -43,6 +43,7 @@ func TestOutToFile(t *testing.T) {
 		{"plan", "--example", "chat", "-o", "json"},
 		{"what-if", "--example", "chat", "--vary", "/quotas/0/tpm=1e6,2e6", "-o", "json"},
 		{"report", "--example", "chat", "-o", "json"},
+		{"knee", "../../internal/importer/testdata/handmade/workshop_ramp.csv", "-o", "json"},
 		{"openapi", "-o", "json"},
 		{"version", "-o", "json"},
 		{"--version", "-o", "json"},
@@ -164,6 +165,11 @@ func TestCompletion(t *testing.T) {
 	}
 	if code, out, _ := execute(t, "", "completion", "bash"); code != exitOK || !strings.Contains(out, "__start_planner") {
 		t.Errorf("completion bash: exit %d", code)
+	}
+	for _, args := range [][]string{{"completion", "tcsh"}, {"completion"}} {
+		if code, out, errOut := execute(t, "", args...); code != exitUsage || out != "" {
+			t.Errorf("%v: exit %d, printed %q %q; want the usage error's status and nothing on stdout", args, code, out, errOut)
+		}
 	}
 }
 

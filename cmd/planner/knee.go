@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -26,7 +27,7 @@ func newKneeCmd(s streams) *cobra.Command {
 			"--collapse-tolerance-pct), whether the quota bound the ramp (the share of 429s\n" +
 			"rising with concurrency), and the Universal Scalability Law fit. FILE of - is\n" +
 			"standard input.",
-		Example: "  planner knee probe-out/requests.csv\n  planner knee ramp.csv --deadline 30s --min-gain-pct 5 -o json",
+		Example: "  planner knee probe-out/requests.csv\n  planner knee ramp.csv --deadline 30s --min-gain-pct 5 -o json --out knee.json",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := printAs.check(); err != nil {
@@ -45,10 +46,10 @@ func newKneeCmd(s streams) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("knee: %w", err)
 			}
-			return writeImport(s.out, imp, format)
+			return printAs.write(s, func(w io.Writer) error { return writeImport(w, imp, format) })
 		},
 	}
-	printAs = addFormatFlag(cmd, measurementFormats...).jsonAlias(cmd)
+	printAs = addOutputFlags(cmd, measurementFormats...).jsonAlias(cmd)
 	j.addFlags(cmd)
 	return cmd
 }

@@ -64,8 +64,8 @@ func newReportCmd(s streams) *cobra.Command {
 			}
 			in.Probe = pd
 		}
-		if simulateFor < 0 || simulateFor.Seconds() > simulate.MaxDurationS {
-			return usageError{fmt.Errorf("--simulate must be a positive duration of at most a week (168h), got %s", simulateFor)}
+		if simulateFor != 0 && (simulateFor.Seconds() < simulate.MinDurationS || simulateFor.Seconds() > simulate.MaxDurationS) {
+			return usageError{fmt.Errorf("--simulate must be a duration of at least 1s and at most a week (168h), got %s", simulateFor)}
 		}
 		if simulateFor != 0 {
 			opts, err := simulateFlags{output: "table", refill: simulate.RefillContinuous, duration: simulateFor, maxEvents: simulate.DefaultMaxEvents}.options(cmd)

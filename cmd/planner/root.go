@@ -75,6 +75,16 @@ func newRootCmd(s streams) *cobra.Command {
 		newWhatIfCmd(s),
 		newVersionCmd(s),
 	)
+	// Cobra's completion command prints its help for a shell it does not
+	// know, or for none; like every other wrong command line, that is a
+	// usage error.
+	root.InitDefaultCompletionCmd()
+	if c, _, err := root.Find([]string{"completion"}); err == nil && c != root {
+		c.Args = usageArgs(cobra.NoArgs)
+		c.RunE = func(*cobra.Command, []string) error {
+			return usageError{errors.New("name a shell: planner completion bash|zsh|fish|powershell")}
+		}
+	}
 	return root
 }
 

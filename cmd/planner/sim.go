@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -65,7 +66,6 @@ func newSimCmd(s streams) *cobra.Command {
 			if err := printAs.check(); err != nil {
 				return err
 			}
-			format := printAs.format
 			for _, c := range []struct {
 				bad  bool
 				flag string
@@ -102,7 +102,7 @@ func newSimCmd(s streams) *cobra.Command {
 				}
 				return fmt.Errorf("configuring the simulator: %w", err)
 			}
-			return serveSim(cmd.Context(), s, listen, srv, cfg, format)
+			return serveSim(cmd.Context(), s, listen, srv, cfg, printAs)
 		},
 	}
 	f := cmd.Flags()
@@ -123,13 +123,13 @@ func newSimCmd(s streams) *cobra.Command {
 	f.Float64Var(&cfg.FailRate, "fail-rate", 0, "share of the requests refused at random, whatever the load (0 to 1)")
 	f.IntVar(&cfg.FailStatus, "fail-status", 429, "status of the random refusals: 429 (with retry-after-ms) or 500")
 	f.DurationVar(&cfg.FailRetryAfter, "fail-retry-after", sim.DefaultFailRetryAfter, "the wait a random 429 asks for")
-	printAs = addFormatFlag(cmd, simFormats...)
+	printAs = addOutputFlags(cmd, simFormats...)
 	return cmd
 }
 
 // serveSim listens, prints the base URL, and serves until ctx is cancelled,
 // then shuts down gracefully.
-func serveSim(ctx context.Context, s streams, listen string, srv *sim.Server, cfg sim.Config, format string) error {
+func serveSim(ctx context.Context, s streams, listen string, srv *sim.Server, cfg sim.Config, printAs *output) error {
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", listen, err)
@@ -139,14 +139,15 @@ func serveSim(ctx context.Context, s streams, listen string, srv *sim.Server, cf
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 
-	var perr error
-	if format == "json" {
-		// One line, so that a script reads it as it reads the URL.
-		perr = json.NewEncoder(s.out).Encode(simInfo{BaseURL: url, Model: cfg.Model, MaxNumSeqs: cfg.MaxNumSeqs, RPM: cfg.RPM, TPM: cfg.TPM,
-			FailRate: cfg.FailRate, FailStatus: cfg.FailStatus, Auth: cfg.APIKey != ""})
-	} else {
-		_, perr = fmt.Fprintln(s.out, url)
-	}
+	perr := printAs.write(s, func(w io.Writer) error {
+		if printAs.format == "json" {
+			// One line, so that a script reads it as it reads the URL.
+			return json.NewEncoder(w).Encode(simInfo{BaseURL: url, Model: cfg.Model, MaxNumSeqs: cfg.MaxNumSeqs, RPM: cfg.RPM, TPM: cfg.TPM,
+				FailRate: cfg.FailRate, FailStatus: cfg.FailStatus, Auth: cfg.APIKey != ""})
+		}
+		_, err := fmt.Fprintln(w, url)
+		return err
+	})
 	if perr != nil {
 		_ = hs.Close()
 		return fmt.Errorf("printing the base URL: %w", perr)

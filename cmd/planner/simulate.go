@@ -46,8 +46,9 @@ func newSimulateCmd(s streams) *cobra.Command {
 			"AIMD, against a provider that enforces every quota limit per burst window. It\n" +
 			"prints each class's throughput, 429s, shedding and latency beside the plan's\n" +
 			"predictions, the use of each key, and a verdict: whether the plan holds (SLOs\n" +
-			"met, no sustained 429s, arrivals served, batches done in their window). The exit\n" +
-			"status is 1 when it does not. The same seed gives the same result.\n\n" +
+			"met, at most 1 % of sends answered 429, arrivals served, batches done in their\n" +
+			"window). The exit status is 1 when it does not. The same seed gives the same\n" +
+			"result.\n\n" +
 			"--replay CLASS=FILE replays the request start times of a probe's requests.csv or\n" +
 			"of an imported result file as that class's arrivals (see planner import).\n\n" +
 			"Examples shipped with planner: " + strings.Join(planner.ExampleNames(), ", ") + ".\n" +
@@ -118,8 +119,8 @@ func (f simulateFlags) options(cmd *cobra.Command) (simulate.Options, error) {
 		return simulate.Options{}, usageError{fmt.Errorf("--output must be one of %s, got %q", strings.Join(simulateFormats, ", "), f.output)}
 	case f.refill != simulate.RefillContinuous && f.refill != simulate.RefillWindow:
 		return simulate.Options{}, usageError{fmt.Errorf("--refill must be %s or %s, got %q", simulate.RefillContinuous, simulate.RefillWindow, f.refill)}
-	case f.duration <= 0 || f.duration.Seconds() > simulate.MaxDurationS:
-		return simulate.Options{}, usageError{fmt.Errorf("--duration must be more than 0 and at most a week (168h), got %s", f.duration)}
+	case f.duration.Seconds() < simulate.MinDurationS || f.duration.Seconds() > simulate.MaxDurationS:
+		return simulate.Options{}, usageError{fmt.Errorf("--duration must be at least 1s and at most a week (168h), got %s", f.duration)}
 	case f.interval < 0:
 		return simulate.Options{}, usageError{fmt.Errorf("--interval must be positive, got %s", f.interval)}
 	case f.maxEvents < 1:

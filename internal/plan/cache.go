@@ -248,6 +248,10 @@ func appendValue(b []byte, v reflect.Value) ([]byte, bool) {
 		}
 		return appendValue(append(b, 1), v.Elem())
 	case reflect.Slice, reflect.Array:
+		if v.Kind() == reflect.Slice && v.IsNil() {
+			return append(b, 0), true // a nil list is not an empty one to the scenario's checks
+		}
+		b = append(b, 1)
 		b = binary.LittleEndian.AppendUint64(b, uint64(v.Len()))
 		for i := range v.Len() {
 			var ok bool

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"testing"
@@ -54,6 +55,10 @@ func TestPlanKeyTellsAbsentFromZero(t *testing.T) {
 	longer, _ := planKey(s)
 	if longer == set {
 		t.Fatal("an extra class keeps the key")
+	}
+	s.Classes[0].InputTokens.Samples = []float64{}
+	if empty, _ := planKey(s); empty == longer {
+		t.Fatal("no samples and an empty list of samples share a key")
 	}
 }
 
@@ -117,5 +122,21 @@ func change(t *testing.T, v reflect.Value) {
 		v.SetBool(!v.Bool())
 	default:
 		panic(fmt.Sprintf("a scenario value of kind %s", v.Kind()))
+	}
+}
+
+// TestPlanDoesNotShareTheScenariosKnee changes the caller's knee after a
+// plan: the plan, which the engine keeps and hands out again, must not
+// change with it.
+func TestPlanDoesNotShareTheScenariosKnee(t *testing.T) {
+	s := mutable(example(t, "measured-curve"))
+	p, err := New().Plan(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := *p.Endpoints[0].Knee
+	*s.Latency.Knee = before + 100
+	if got := *p.Endpoints[0].Knee; got != before {
+		t.Fatalf("the plan's knee followed the scenario's to %d", got)
 	}
 }

@@ -392,7 +392,10 @@ func (e *endpoint) displayName() string { return e.name }
 // endpointPlan summarises one endpoint: its budget, its classes' pools and
 // the latency at their total.
 func (r *run) endpointPlan(ctx context.Context, e *endpoint) (EndpointPlan, error) {
-	ep := EndpointPlan{Name: e.displayName(), Knee: e.knee, Safety: e.safety, Allocations: []EndpointAllocation{}}
+	ep := EndpointPlan{Name: e.displayName(), Safety: e.safety, Allocations: []EndpointAllocation{}}
+	if e.knee != nil {
+		ep.Knee = intPtr(*e.knee) // a copy: the plan is cached, the scenario is the caller's
+	}
 	if b := e.budget(); b >= 0 {
 		ep.Budget = intPtr(b)
 	}

@@ -75,6 +75,21 @@ func TestSetNumberAddsToAnOmittedPolicy(t *testing.T) {
 	if err != nil || got.Policy.MaxPool != 77 {
 		t.Fatalf("max_pool %d, error %v", got.Policy.MaxPool, err)
 	}
+	// What-if takes the same path: a remedy can be tried there.
+	doc, err := set(encodeScenario(t, s), "/policy/max_pool", 77)
+	if err != nil {
+		t.Fatalf("what-if: %v", err)
+	}
+	var want scenario.Scenario
+	if err := json.Unmarshal(doc, &want); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(encodeScenario(t, got), encodeScenario(t, want)) {
+		t.Errorf("setNumber gives %s\nwhat-if gives %s", encodeScenario(t, got), encodeScenario(t, want))
+	}
+	if _, err := set(encodeScenario(t, s), "/classes/0/slo/nonsense/x", 1); err == nil {
+		t.Error("what-if added an object the scenario does not have")
+	}
 }
 
 // withEndpoint is the named example, or for "endpoints" the measured curve

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -189,6 +191,61 @@ func set(doc []byte, path string, value any) ([]byte, error) {
 		if out, err := apply("add"); err == nil {
 			return out, nil
 		}
+		// A settings object that is always there in the scenario (policy,
+		// the top-level latency) is left out of its JSON when empty: add
+		// it, as setNumber writes into it, so that a remedy's path works
+		// here too.
+		if filled, ok := withSettingsObjects(doc, path); ok {
+			doc = filled
+			if out, err := apply("add"); err == nil {
+				return out, nil
+			}
+		}
 	}
 	return nil, fmt.Errorf("no field at %s in the scenario", path)
+}
+
+// withSettingsObjects adds to doc, as {}, every object on the JSON Pointer
+// path (but its last member) that is a struct value rather than a pointer
+// in scenario.Scenario and that doc leaves out. It reports false when it
+// adds none.
+func withSettingsObjects(doc []byte, path string) ([]byte, bool) {
+	var root any
+	if json.Unmarshal(doc, &root) != nil {
+		return nil, false
+	}
+	t, node, added := reflect.TypeFor[scenario.Scenario](), root, false
+	tokens := strings.Split(path[1:], "/")
+	for _, tok := range tokens[:len(tokens)-1] {
+		switch t.Kind() {
+		case reflect.Struct:
+			f, ok := jsonField(t, tok)
+			obj, isObj := node.(map[string]any)
+			if !ok || !isObj {
+				return nil, false
+			}
+			t = t.Field(f).Type
+			if _, present := obj[tok]; !present && t.Kind() == reflect.Struct {
+				obj[tok], added = map[string]any{}, true
+			}
+			node = obj[tok]
+		case reflect.Slice:
+			i, err := strconv.Atoi(tok)
+			arr, isArr := node.([]any)
+			if err != nil || !isArr || i < 0 || i >= len(arr) {
+				return nil, false
+			}
+			t, node = t.Elem(), arr[i]
+		default:
+			return nil, false
+		}
+		if t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+	}
+	if !added {
+		return nil, false
+	}
+	out, err := json.Marshal(root)
+	return out, err == nil
 }

@@ -143,7 +143,7 @@ func keyFacts(q simulate.KeyUse) string {
 		for _, p := range d.Peak {
 			peak = max(peak, p)
 		}
-		parts[i] = fmt.Sprintf("%s %.1f %% used (fullest %.0f %%), %s 429s", d.Dimension, d.UseMean*100, peak*100, fmtNum(float64(d.RateLimited)))
+		parts[i] = fmt.Sprintf("%s %.1f %% used, its bucket at most %.0f %% full, %s 429s", d.Dimension, d.UseMean*100, peak*100, fmtNum(float64(d.RateLimited)))
 	}
 	return fmt.Sprintf("key %s: %s", q.Name, strings.Join(parts, "; "))
 }

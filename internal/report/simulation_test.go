@@ -53,7 +53,7 @@ func TestSimulationGolden(t *testing.T) {
 		t.Errorf("charts %s, want the two classes' ceilings and simulations", got)
 	}
 	for _, want := range []string{
-		"pacing off", "backfill: sustained 429s",
+		"pacing off", "backfill: 429s on 16.7 % of sends",
 		"| backfill | closed loop | 68 |",
 	} {
 		if !bytes.Contains(md.Bytes(), []byte(want)) || !bytes.Contains(reportMD, []byte(want)) {

@@ -14,12 +14,14 @@ import (
 )
 
 // Parse reads a scenario from YAML or JSON and returns it with every problem
-// found: schema violations (types, ranges, unknown fields) and the rules of
-// Check. The error is Errors when the document parsed but is invalid.
+// found: keys given twice, schema violations (types, ranges, unknown
+// fields) and the rules of Check. The error is Errors when the document parsed but is invalid.
 func Parse(data []byte) (Scenario, error) {
-	js, err := yaml.YAMLToJSON(data)
+	// Strict: a key given twice (a curve.yaml appended to a scenario that
+	// has its own latency) is refused rather than silently overridden.
+	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
-		return Scenario{}, fmt.Errorf("scenario is neither valid YAML nor JSON: %w", err)
+		return Scenario{}, fmt.Errorf("scenario is not valid YAML or JSON (or repeats a key): %w", err)
 	}
 	var generic any
 	if err := json.Unmarshal(js, &generic); err != nil {

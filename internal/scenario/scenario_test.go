@@ -135,6 +135,23 @@ func TestParseRejectsNonScenarios(t *testing.T) {
 	}
 }
 
+// TestParseRefusesRepeatedKeys: a key given twice, as when a probe's
+// curve.yaml is appended to a scenario that has a latency block, is
+// refused with the key named, in YAML and in JSON, rather than the last
+// one silently winning.
+func TestParseRefusesRepeatedKeys(t *testing.T) {
+	for _, doc := range []string{
+		good + "latency:\n  ttft_ms: {fixed: 100}\n  tpot_ms: {fixed: 10}\n",
+		`{"quotas":[{"name":"k","rpm":60,"rpm":600}],"latency":{"ttft_ms":{"fixed":300},"tpot_ms":{"fixed":20}},
+		"classes":[{"name":"c","quota":"k","mode":"batch","input_tokens":{"fixed":100},"output_tokens":{"fixed":50}}]}`,
+	} {
+		_, err := Parse([]byte(doc))
+		if err == nil || !strings.Contains(err.Error(), "already set") {
+			t.Errorf("a repeated key: %v", err)
+		}
+	}
+}
+
 func TestWithDefaults(t *testing.T) {
 	s, err := Parse([]byte(good))
 	if err != nil {

@@ -32,6 +32,9 @@ const (
 	defaultIntervals = 240
 	// MaxIntervals bounds the points of every time series.
 	MaxIntervals = 2000
+	// MinDurationS is the shortest run: one time-series point of the
+	// default whole-second width.
+	MinDurationS = 1.0
 	// MaxDurationS is the longest run any caller may ask for: a week.
 	MaxDurationS = 7 * 24 * 3600.0
 	// MaxReplayStarts bounds the start times replayed for one class.
@@ -122,8 +125,8 @@ func (o Options) check(sc scenario.Scenario) OptionErrors {
 	add := func(path, format string, args ...any) {
 		errs = append(errs, scenario.FieldError{Path: path, Message: fmt.Sprintf(format, args...)})
 	}
-	if !(o.DurationS > 0) || o.DurationS > MaxDurationS {
-		add("duration_s", "must be more than 0 and at most %g s (a week)", MaxDurationS)
+	if !(o.DurationS >= MinDurationS) || o.DurationS > MaxDurationS {
+		add("duration_s", "must be at least %g s and at most %g s (a week)", MinDurationS, MaxDurationS)
 	}
 	if o.Refill != RefillContinuous && o.Refill != RefillWindow {
 		add("refill", "must be %s or %s", RefillContinuous, RefillWindow)
