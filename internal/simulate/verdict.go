@@ -136,6 +136,9 @@ func (c *client) against(sm Simulated) string {
 	if e := vp.ThroughputErrorPct; e != nil {
 		s += fmt.Sprintf(" (%+.1f %%)", *e)
 	}
+	if e := vp.TTFTP95ErrorPct; e != nil {
+		s += fmt.Sprintf("; TTFT p95 %s ms against %s (%+.1f %%)", num(*sm.TTFTP95Ms), num(*c.cp.Predicted.TTFTP95Ms), *e)
+	}
 	if e := vp.E2EP95ErrorPct; e != nil {
 		s += fmt.Sprintf("; E2E p95 %s ms against %s (%+.1f %%)", num(*sm.E2EP95Ms), num(*c.cp.Predicted.E2EP95Ms), *e)
 	}
