@@ -48,17 +48,7 @@ func TestSetNumberMatchesJSONPatch(t *testing.T) {
 			if tt.path == "/policy/max_pool" || tt.path[len(tt.path)-5:] == "/knee" {
 				v = int(tt.value)
 			}
-			doc, err := set(before, tt.path, v)
-			if err != nil {
-				t.Fatalf("JSON Patch: %v", err)
-			}
-			var want scenario.Scenario
-			if err := json.Unmarshal(doc, &want); err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(encodeScenario(t, got), encodeScenario(t, want)) {
-				t.Errorf("got  %s\nwant %s", encodeScenario(t, got), encodeScenario(t, want))
-			}
+			sameAsWhatIf(t, got, before, tt.path, v)
 		})
 	}
 }
@@ -76,19 +66,26 @@ func TestSetNumberAddsToAnOmittedPolicy(t *testing.T) {
 		t.Fatalf("max_pool %d, error %v", got.Policy.MaxPool, err)
 	}
 	// What-if takes the same path: a remedy can be tried there.
-	doc, err := set(encodeScenario(t, s), "/policy/max_pool", 77)
+	sameAsWhatIf(t, got, encodeScenario(t, s), "/policy/max_pool", 77)
+	if _, err := set(encodeScenario(t, s), "/classes/0/slo/nonsense/x", 1); err == nil {
+		t.Error("what-if added an object the scenario does not have")
+	}
+}
+
+// sameAsWhatIf checks that got is the scenario doc becomes when what-if
+// sets the value at path (a JSON Patch of the document).
+func sameAsWhatIf(t *testing.T, got scenario.Scenario, doc []byte, path string, value any) {
+	t.Helper()
+	patched, err := set(doc, path, value)
 	if err != nil {
 		t.Fatalf("what-if: %v", err)
 	}
 	var want scenario.Scenario
-	if err := json.Unmarshal(doc, &want); err != nil {
+	if err := json.Unmarshal(patched, &want); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(encodeScenario(t, got), encodeScenario(t, want)) {
 		t.Errorf("setNumber gives %s\nwhat-if gives %s", encodeScenario(t, got), encodeScenario(t, want))
-	}
-	if _, err := set(encodeScenario(t, s), "/classes/0/slo/nonsense/x", 1); err == nil {
-		t.Error("what-if added an object the scenario does not have")
 	}
 }
 
