@@ -16,7 +16,7 @@ import (
 	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/config"
 	"github.com/plannerdev/planner/internal/plan"
-	"github.com/plannerdev/planner/internal/validate"
+	"github.com/plannerdev/planner/internal/verify"
 )
 
 // analysisExampleSteps is a ramp whose knee is at 8, the steps of the
@@ -229,27 +229,27 @@ func chatValidation(t *testing.T, _ *Server, _ string, _ json.RawMessage) []byte
 		t.Fatal(err)
 	}
 	cp := p.Classes[0]
-	cr := validate.ClassReport{Class: cp.Name, Pool: cp.Pool, BindingConstraint: cp.BindingConstraint, Verdict: validate.VerdictOK}
-	for i, c := range validate.Concurrencies(cp.Pool) {
+	cr := verify.ClassReport{Class: cp.Name, Pool: cp.Pool, BindingConstraint: cp.BindingConstraint, Verdict: verify.VerdictOK}
+	for i, c := range verify.Concurrencies(cp.Pool) {
 		pred, err := plan.PredictAt(sc, cp.Name, c)
 		if err != nil {
 			t.Fatal(err)
 		}
 		cr.InputTokens, cr.OutputTokens = int(math.Round(pred.InputTokensP50)), int(math.Round(pred.MeanOutputTokens))
 		f := 0.97 - 0.02*float64(i)
-		m := &validate.Measured{
+		m := &verify.Measured{
 			Requests: 4 * c, OK: 4 * c, ThroughputRPS: round2(pred.ThroughputRPS * f),
 			TTFTP95Ms: round2(pred.TTFTP95Ms * 1.04), E2EP95Ms: round2(pred.E2EP95Ms * 1.03), MeanOutputTokens: float64(cr.OutputTokens),
 		}
-		cr.Points = append(cr.Points, validate.Point{Concurrency: c, Predicted: pred, Measured: m,
-			RelativeErrorPct: &validate.Errors{ThroughputRPS: round2((f - 1) * 100), TTFTP95Ms: 4, E2EP95Ms: 3}})
+		cr.Points = append(cr.Points, verify.Point{Concurrency: c, Predicted: pred, Measured: m,
+			RelativeErrorPct: &verify.Errors{ThroughputRPS: round2((f - 1) * 100), TTFTP95Ms: 4, E2EP95Ms: 3}})
 	}
 	cr.Reasons = []string{
 		"at the pool, within 25 % of the prediction: throughput -3.0 %, TTFT p95 +4.0 %, E2E p95 +3.0 %",
 		"at 1.25 × the pool, within 25 % of the prediction: throughput -5.0 %, TTFT p95 +4.0 %, E2E p95 +3.0 %",
 	}
-	return mustJSON(t, validateResponseOf(examplePlanID, &validate.Report{
-		Verdict: validate.VerdictOK, TolerancePct: validate.DefaultTolerancePct, Classes: []validate.ClassReport{cr},
+	return mustJSON(t, validateResponseOf(examplePlanID, &verify.Report{
+		Verdict: verify.VerdictOK, TolerancePct: verify.DefaultTolerancePct, Classes: []verify.ClassReport{cr},
 		Summary: "the plan holds: every class validated (1) measured throughput, TTFT p95 and E2E p95 within the tolerance of the model at its pool and 1.25 × it, without 429s at the pool",
 	}))
 }

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/plannerdev/planner/internal/config"
+	"github.com/plannerdev/planner/internal/fakeendpoint"
 	"github.com/plannerdev/planner/internal/jobs"
-	"github.com/plannerdev/planner/internal/sim"
 	"github.com/plannerdev/planner/internal/store"
 	"github.com/plannerdev/planner/internal/target"
 	"github.com/plannerdev/planner/internal/testutil"
@@ -69,14 +69,14 @@ func newProbeEnv(t *testing.T, opts Options) *probeEnv {
 // simServer serves a simulator on loopback and counts its chat requests.
 type simServer struct {
 	url   string // the API root, .../v1
-	sim   *sim.Server
+	sim   *fakeendpoint.Server
 	chats atomic.Int64
 	auth  atomic.Value // the last Authorization header received
 }
 
-func newSim(t *testing.T, cfg sim.Config) *simServer {
+func newSim(t *testing.T, cfg fakeendpoint.Config) *simServer {
 	t.Helper()
-	s, err := sim.New(cfg)
+	s, err := fakeendpoint.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,11 +98,11 @@ func newSim(t *testing.T, cfg sim.Config) *simServer {
 
 // Simulator speeds: fast answers in about 15 ms, slow in about 200 ms.
 var (
-	fastSim = sim.Config{MaxNumSeqs: 64, TTFT: 5 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: sim.NoGrowth}
-	slowSim = sim.Config{MaxNumSeqs: 64, TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: sim.NoGrowth}
+	fastSim = fakeendpoint.Config{MaxNumSeqs: 64, TTFT: 5 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth}
+	slowSim = fakeendpoint.Config{MaxNumSeqs: 64, TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth}
 	// midSim answers in about 22 ms: a step of the least size a probe
 	// accepts (41 to 44 requests at concurrency 1 to 4) lasts about a second.
-	midSim = sim.Config{MaxNumSeqs: 64, TTFT: 15 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: sim.NoGrowth}
+	midSim = fakeendpoint.Config{MaxNumSeqs: 64, TTFT: 15 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth}
 )
 
 // call sends a JSON request and returns the status, headers and body.
@@ -124,7 +124,7 @@ func decode[T any](t *testing.T, b []byte) T {
 // probeBody is a small probe request against url.
 func probeBody(url string, steps []int, n int) map[string]any {
 	return map[string]any{
-		"target": map[string]any{"base_url": url, "model": sim.DefaultModel},
+		"target": map[string]any{"base_url": url, "model": fakeendpoint.DefaultModel},
 		"steps":  steps, "requests_per_step": n, "max_tokens": 8, "ignore_eos": true, "input_tokens": 32, "pause_ms": 0,
 	}
 }

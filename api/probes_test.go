@@ -9,6 +9,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/config"
 	"github.com/plannerdev/planner/internal/report"
+	"github.com/plannerdev/planner/internal/report/reportcheck"
 )
 
 // TestProbeLifecycle starts probes against the simulator and reads
@@ -55,7 +56,7 @@ func TestProbeLifecycle(t *testing.T) {
 		if status != http.StatusOK || h.Get("Content-Type") != "image/svg+xml" {
 			t.Fatalf("%s chart: %d %s", chart, status, h.Get("Content-Type"))
 		}
-		if _, err := report.CheckSVG(b); err != nil {
+		if _, err := reportcheck.CheckSVG(b); err != nil {
 			t.Errorf("%s chart: %v", chart, err)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/plannerdev/planner/internal/config"
-	"github.com/plannerdev/planner/internal/sim"
+	"github.com/plannerdev/planner/internal/fakeendpoint"
 )
 
 // TestFullSlotsSendNothing holds the only probe.max_running slot and
@@ -24,7 +24,7 @@ func TestFullSlotsSendNothing(t *testing.T) {
 	pc := config.DefaultProbe()
 	pc.MaxRunning = 1
 	env := newProbeEnv(t, Options{Probe: pc})
-	s, err := sim.New(fastSim)
+	s, err := fakeendpoint.New(fastSim)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestFullSlotsSendNothing(t *testing.T) {
 	}
 	for i := range 10 {
 		status, _, b := call(t, http.MethodPost, env.url+"/v1/plans/"+plan+"/validate", map[string]any{
-			"target": map[string]any{"base_url": base, "model": sim.DefaultModel},
+			"target": map[string]any{"base_url": base, "model": fakeendpoint.DefaultModel},
 		})
 		if status != http.StatusTooManyRequests {
 			t.Fatalf("validation %d beside a full slot count: %d %s", i, status, b)
@@ -166,7 +166,7 @@ func TestShutdownStopsValidation(t *testing.T) {
 	done := make(chan answer, 1)
 	go func() {
 		status, _, b := call(t, http.MethodPost, env.url+"/v1/plans/"+plan+"/validate", map[string]any{
-			"target": map[string]any{"base_url": s.url, "model": sim.DefaultModel}, "requests_per_step": 1000, "pause_ms": 0,
+			"target": map[string]any{"base_url": s.url, "model": fakeendpoint.DefaultModel}, "requests_per_step": 1000, "pause_ms": 0,
 		})
 		done <- answer{status, b}
 	}()
@@ -187,7 +187,7 @@ func TestShutdownStopsValidation(t *testing.T) {
 		t.Fatalf("the validation's answer: %d %s", a.status, a.body)
 	}
 	if status, _, b := call(t, http.MethodPost, env.url+"/v1/plans/"+plan+"/validate", map[string]any{
-		"target": map[string]any{"base_url": s.url, "model": sim.DefaultModel},
+		"target": map[string]any{"base_url": s.url, "model": fakeendpoint.DefaultModel},
 	}); status != http.StatusServiceUnavailable {
 		t.Errorf("a validation after the shutdown: %d %s", status, b)
 	}

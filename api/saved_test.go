@@ -11,6 +11,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/report"
+	"github.com/plannerdev/planner/internal/report/reportcheck"
 )
 
 // TestSavedPlans stores plans and reads them back: the answer carries the
@@ -119,7 +120,7 @@ func TestPlanReport(t *testing.T) {
 	if status != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "text/html") {
 		t.Fatalf("HTML report: %d %s", status, h.Get("Content-Type"))
 	}
-	charts, err := report.CheckHTML(bytes.NewReader(page))
+	charts, err := reportcheck.CheckHTML(bytes.NewReader(page))
 	if err != nil {
 		t.Fatalf("the report fails the check: %v", err)
 	}
@@ -188,9 +189,9 @@ func TestPlanReportWithSimulation(t *testing.T) {
 	}
 }
 
-func mustCheck(t *testing.T, page []byte) []report.ChartInfo {
+func mustCheck(t *testing.T, page []byte) []reportcheck.ChartInfo {
 	t.Helper()
-	charts, err := report.CheckHTML(bytes.NewReader(page))
+	charts, err := reportcheck.CheckHTML(bytes.NewReader(page))
 	if err != nil {
 		t.Fatalf("the report fails the check: %v", err)
 	}

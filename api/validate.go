@@ -10,7 +10,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/probe"
 	"github.com/plannerdev/planner/internal/redact"
-	"github.com/plannerdev/planner/internal/validate"
+	"github.com/plannerdev/planner/internal/verify"
 )
 
 // validateMaxDuration bounds a validation, which runs while the client
@@ -87,7 +87,7 @@ func (s *Server) validatePlan(ctx context.Context, in *validateInput) (*validate
 	var concs []int
 	for _, c := range sp.Plan.Classes {
 		if c.Pool >= 1 {
-			concs = append(concs, validate.Concurrencies(c.Pool)...)
+			concs = append(concs, verify.Concurrencies(c.Pool)...)
 		}
 	}
 	if err := probe.CheckStepSize(concs, req.RequestsPerStep, 0); err != nil {
@@ -100,7 +100,7 @@ func (s *Server) validatePlan(ctx context.Context, in *validateInput) (*validate
 		if c.Pool < 1 {
 			continue
 		}
-		if hi := validate.Concurrencies(c.Pool)[1]; hi > s.probe.MaxConcurrency {
+		if hi := verify.Concurrencies(c.Pool)[1]; hi > s.probe.MaxConcurrency {
 			problems = append(problems, &huma.ErrorDetail{Location: "path.id", Value: in.ID, Message: fmt.Sprintf(
 				"class %s would run at %d (1.25 × its pool of %d), above the server's limit probe.max_concurrency of %d",
 				c.Name, hi, c.Pool, s.probe.MaxConcurrency)})
@@ -129,7 +129,7 @@ func (s *Server) validatePlan(ctx context.Context, in *validateInput) (*validate
 	s.guarded(&cfg)
 	ctx, cancel := context.WithTimeout(slot.Context(), durationCap+30*time.Second)
 	defer cancel()
-	rep, err := validate.Run(ctx, sp.Scenario, &sp.Plan, validate.Options{Probe: cfg, RequestsPerStep: req.RequestsPerStep, MaxTokens: req.MaxTokens, TolerancePct: req.TolerancePct})
+	rep, err := verify.Run(ctx, sp.Scenario, &sp.Plan, verify.Options{Probe: cfg, RequestsPerStep: req.RequestsPerStep, MaxTokens: req.MaxTokens, TolerancePct: req.TolerancePct})
 	switch {
 	case slot.ShutDown():
 		return nil, huma.Error503ServiceUnavailable("the server is shutting down; the validation was stopped before it finished")

@@ -13,8 +13,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/plannerdev/planner/internal/fakeendpoint"
 	"github.com/plannerdev/planner/internal/jobs"
-	"github.com/plannerdev/planner/internal/sim"
 	"github.com/plannerdev/planner/internal/store"
 	"github.com/plannerdev/planner/internal/target"
 	"github.com/plannerdev/planner/internal/testutil"
@@ -31,7 +31,7 @@ classes:
   - {name: jobs, quota: k, mode: batch, input_tokens: {fixed: 64}, output_tokens: {fixed: 8}, max_tokens: 8}
 `
 
-var matchedSim = sim.Config{MaxNumSeqs: 64, TTFT: 200 * time.Millisecond, ITL: 20 * time.Millisecond, ITLGrowth: sim.NoGrowth}
+var matchedSim = fakeendpoint.Config{MaxNumSeqs: 64, TTFT: 200 * time.Millisecond, ITL: 20 * time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth}
 
 func savePlan(t *testing.T, env *probeEnv, text string) string {
 	t.Helper()
@@ -91,7 +91,7 @@ func TestValidatePlan(t *testing.T) {
 		b := post("/v1/plans/"+id+"/validate", map[string]any{
 			// Any loopback address passes the allow-list; the dialer takes
 			// every connection to the endpoint's pipe.
-			"target": map[string]any{"base_url": "http://127.0.0.1:9/v1", "model": sim.DefaultModel}, "pause_ms": 0,
+			"target": map[string]any{"base_url": "http://127.0.0.1:9/v1", "model": fakeendpoint.DefaultModel}, "pause_ms": 0,
 		})
 		v := decode[ValidateResponse](t, b)
 		if v.PlanID != id || v.Verdict != "ok" || len(v.Classes) != 1 || len(v.Classes[0].Points) != 2 {
@@ -114,7 +114,7 @@ func TestValidatePlanProblems(t *testing.T) {
 	s := newSim(t, matchedSim)
 	big := savePlan(t, env, strings.Replace(matchedScenario, "knee: 4", "knee: 8", 1)) // pool 8, 1.25 × 8 = 10 > 8
 	small := savePlan(t, env, matchedScenario)
-	target := map[string]any{"base_url": s.url, "model": sim.DefaultModel}
+	target := map[string]any{"base_url": s.url, "model": fakeendpoint.DefaultModel}
 	for _, tc := range []struct {
 		name     string
 		path     string

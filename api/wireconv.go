@@ -5,7 +5,7 @@ import (
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/report"
 	"github.com/plannerdev/planner/internal/simulate"
-	"github.com/plannerdev/planner/internal/validate"
+	"github.com/plannerdev/planner/internal/verify"
 )
 
 // The conversions from the engine's results to the API's documents
@@ -99,7 +99,7 @@ func cellOf(c plan.Cell) Cell {
 }
 
 // validateResponseOf is the API's document of a validation of a stored plan.
-func validateResponseOf(planID string, r *validate.Report) ValidateResponse {
+func validateResponseOf(planID string, r *verify.Report) ValidateResponse {
 	return ValidateResponse{
 		PlanID:       planID,
 		Verdict:      r.Verdict,
@@ -109,7 +109,7 @@ func validateResponseOf(planID string, r *validate.Report) ValidateResponse {
 	}
 }
 
-func classReportOf(c validate.ClassReport) ClassReport {
+func classReportOf(c verify.ClassReport) ClassReport {
 	return ClassReport{
 		Class:             c.Class,
 		Pool:              c.Pool,
@@ -118,7 +118,7 @@ func classReportOf(c validate.ClassReport) ClassReport {
 		Reasons:           c.Reasons,
 		InputTokens:       c.InputTokens,
 		OutputTokens:      c.OutputTokens,
-		Points: each(c.Points, func(p validate.Point) Point {
+		Points: each(c.Points, func(p verify.Point) Point {
 			return Point{
 				Concurrency:      p.Concurrency,
 				Predicted:        Prediction(p.Predicted),

@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/plannerdev/planner"
-	"github.com/plannerdev/planner/internal/sim"
+	"github.com/plannerdev/planner/internal/fakeendpoint"
 	"github.com/plannerdev/planner/internal/store"
 	"github.com/plannerdev/planner/internal/testutil"
 )
@@ -132,7 +132,7 @@ func waitProbe(t *testing.T, url, id string, cond func(probeView) bool) probeVie
 // slowSimURL serves a simulator whose answers take about 170 ms.
 func slowSimURL(t *testing.T) string {
 	t.Helper()
-	s, err := sim.New(sim.Config{MaxNumSeqs: 64, TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: sim.NoGrowth})
+	s, err := fakeendpoint.New(fakeendpoint.Config{MaxNumSeqs: 64, TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func slowSimURL(t *testing.T) string {
 
 func longProbe(simURL string) map[string]any {
 	return map[string]any{
-		"target": map[string]any{"base_url": simURL, "model": sim.DefaultModel},
+		"target": map[string]any{"base_url": simURL, "model": fakeendpoint.DefaultModel},
 		"steps":  []int{1, 2}, "requests_per_step": 200, "max_tokens": 8, "ignore_eos": true, "input_tokens": 32,
 	}
 }
@@ -278,7 +278,7 @@ func TestSecondServeNamesTheFirst(t *testing.T) {
 func TestSIGTERMDuringValidation(t *testing.T) {
 	cleanServeEnv(t)
 	c := startChild(t, filepath.Join(t.TempDir(), "planner.db"))
-	s, err := sim.New(sim.Config{MaxNumSeqs: 64, TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: sim.NoGrowth})
+	s, err := fakeendpoint.New(fakeendpoint.Config{MaxNumSeqs: 64, TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +310,7 @@ func TestSIGTERMDuringValidation(t *testing.T) {
 	done := make(chan answer, 1)
 	go func() {
 		body, _ := json.Marshal(map[string]any{
-			"target": map[string]any{"base_url": target.URL + "/v1", "model": sim.DefaultModel}, "requests_per_step": 2000, "pause_ms": 0,
+			"target": map[string]any{"base_url": target.URL + "/v1", "model": fakeendpoint.DefaultModel}, "requests_per_step": 2000, "pause_ms": 0,
 		})
 		req, err := http.NewRequest(http.MethodPost, c.url+"/v1/plans/"+saved.ID+"/validate", bytes.NewReader(body))
 		if err != nil {

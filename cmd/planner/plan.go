@@ -11,7 +11,7 @@ import (
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/report"
 	"github.com/plannerdev/planner/internal/scenario"
-	"github.com/plannerdev/planner/internal/validate"
+	"github.com/plannerdev/planner/internal/verify"
 	"github.com/spf13/cobra"
 )
 
@@ -60,14 +60,14 @@ func newPlanCmd(s streams) *cobra.Command {
 			}
 			return checkFits(check, p)
 		}
-		rep, err := validate.Run(cmd.Context(), sc, p, v.options(base))
+		rep, err := verify.Run(cmd.Context(), sc, p, v.options(base))
 		if err != nil {
 			return fmt.Errorf("validate: %w", err)
 		}
 		if err := out.write(s, func(w io.Writer) error { return writePlanValidation(w, p, rep, out.format) }); err != nil {
 			return err
 		}
-		if rep.Verdict == validate.VerdictFails {
+		if rep.Verdict == verify.VerdictFails {
 			return fmt.Errorf("the plan fails validation: %s", rep.Summary)
 		}
 		return checkFits(check, p)

@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plannerdev/planner/internal/sim"
+	"github.com/plannerdev/planner/internal/fakeendpoint"
 )
 
 // probeSim serves a fast simulator on 127.0.0.1 and returns its base URL.
-func probeSim(t *testing.T, cfg sim.Config) string {
+func probeSim(t *testing.T, cfg fakeendpoint.Config) string {
 	t.Helper()
-	srv, err := sim.New(cfg)
+	srv, err := fakeendpoint.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func probeSim(t *testing.T, cfg sim.Config) string {
 
 // fastProbeArgs are the flags of a small, quick probe.
 func fastProbeArgs(base, out string) []string {
-	return []string{"probe", "--base-url", base, "--model", sim.DefaultModel, "--steps", "1,2,4",
+	return []string{"probe", "--base-url", base, "--model", fakeendpoint.DefaultModel, "--steps", "1,2,4",
 		"--max-tokens", "4", "--ignore-eos", "--input-tokens", "16",
 		"--pause", "1ms", "--out", out}
 }
@@ -35,7 +35,7 @@ func fastProbeArgs(base, out string) []string {
 func TestProbeCommand(t *testing.T) {
 	const key = "sk-probe-test-0123456789abcdef"
 	t.Setenv("PLANNER_PROBE_TEST_KEY", key)
-	base := probeSim(t, sim.Config{APIKey: key, RPM: 100000, MaxNumSeqs: 8, TTFT: 2 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: sim.NoGrowth})
+	base := probeSim(t, fakeendpoint.Config{APIKey: key, RPM: 100000, MaxNumSeqs: 8, TTFT: 2 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth})
 	out := filepath.Join(t.TempDir(), "run")
 	code, stdout, stderr := execute(t, "", append(fastProbeArgs(base, out), "--api-key-env", "PLANNER_PROBE_TEST_KEY")...)
 	if code != exitOK {
@@ -78,7 +78,7 @@ func TestProbeCommandFailures(t *testing.T) {
 	}
 	closed := "http://" + l.Addr().String() + "/v1"
 	l.Close()
-	base := probeSim(t, sim.Config{MaxNumSeqs: 8, TTFT: time.Millisecond, ITL: time.Millisecond})
+	base := probeSim(t, fakeendpoint.Config{MaxNumSeqs: 8, TTFT: time.Millisecond, ITL: time.Millisecond})
 	dir := t.TempDir()
 	tests := []struct {
 		name string
@@ -108,7 +108,7 @@ func TestProbeCommandFailures(t *testing.T) {
 }
 
 func TestProbeCommandPrompts(t *testing.T) {
-	base := probeSim(t, sim.Config{MaxNumSeqs: 8, TTFT: time.Millisecond, ITL: time.Millisecond})
+	base := probeSim(t, fakeendpoint.Config{MaxNumSeqs: 8, TTFT: time.Millisecond, ITL: time.Millisecond})
 	dir := t.TempDir()
 	prompts := filepath.Join(dir, "prompts.jsonl")
 	if err := os.WriteFile(prompts, []byte(`{"prompt":"Tell me a story."}`+"\n"+`{"messages":[{"role":"user","content":"Hi"}]}`+"\n"), 0o644); err != nil {
@@ -130,9 +130,9 @@ func TestProbeCommandPrompts(t *testing.T) {
 // down by the race detector or a loaded machine), the bottleneck, so the
 // search finds a failing step.
 func TestProbeCommandShapes(t *testing.T) {
-	base := probeSim(t, sim.Config{MaxNumSeqs: 4, TTFT: 20 * time.Millisecond, ITL: 4 * time.Millisecond, ITLGrowth: sim.NoGrowth})
+	base := probeSim(t, fakeendpoint.Config{MaxNumSeqs: 4, TTFT: 20 * time.Millisecond, ITL: 4 * time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth})
 	dir := t.TempDir()
-	common := []string{"probe", "--base-url", base, "--model", sim.DefaultModel, "--max-tokens", "4", "--ignore-eos", "--input-tokens", "16", "--pause", "1ms"}
+	common := []string{"probe", "--base-url", base, "--model", fakeendpoint.DefaultModel, "--max-tokens", "4", "--ignore-eos", "--input-tokens", "16", "--pause", "1ms"}
 
 	code, out, errOut := execute(t, "", append(common, "--search", "--max-concurrency", "16", "-o", "json", "--out", filepath.Join(dir, "search"))...)
 	if code != exitOK {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/probe"
-	"github.com/plannerdev/planner/internal/report"
+	"github.com/plannerdev/planner/internal/report/reportcheck"
 )
 
 // writeProbeRun writes the outputs of a made-up probe run with the probe's
@@ -79,7 +79,7 @@ func TestReportHTMLToFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	charts, err := report.CheckHTML(bytes.NewReader(page))
+	charts, err := reportcheck.CheckHTML(bytes.NewReader(page))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestReportWithoutProbeFromStdin(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	charts, err := report.CheckHTML(strings.NewReader(out))
+	charts, err := reportcheck.CheckHTML(strings.NewReader(out))
 	if err != nil || len(charts) != 3 {
 		t.Fatalf("%d charts, %v", len(charts), err)
 	}

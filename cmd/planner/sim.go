@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/plannerdev/planner/internal/sim"
+	"github.com/plannerdev/planner/internal/fakeendpoint"
 )
 
 // simShutdownGrace is how long in-flight streams may run on after the
@@ -26,14 +26,14 @@ var simFlagErrors = []struct {
 	err  error
 	flag string
 }{
-	{sim.ErrTTFTGrowth, "ttft-growth"},
-	{sim.ErrPrefillPer1K, "prefill-per-1k"},
-	{sim.ErrRPM, "rpm"},
-	{sim.ErrTPM, "tpm"},
-	{sim.ErrTokenAccounting, "token-accounting"},
-	{sim.ErrFailRate, "fail-rate"},
-	{sim.ErrFailStatus, "fail-status"},
-	{sim.ErrFailRetryAfter, "fail-retry-after"},
+	{fakeendpoint.ErrTTFTGrowth, "ttft-growth"},
+	{fakeendpoint.ErrPrefillPer1K, "prefill-per-1k"},
+	{fakeendpoint.ErrRPM, "rpm"},
+	{fakeendpoint.ErrTPM, "tpm"},
+	{fakeendpoint.ErrTokenAccounting, "token-accounting"},
+	{fakeendpoint.ErrFailRate, "fail-rate"},
+	{fakeendpoint.ErrFailStatus, "fail-status"},
+	{fakeendpoint.ErrFailRetryAfter, "fail-retry-after"},
 }
 
 // simFormats are the -o/--output formats of `planner sim`: its base URL
@@ -46,7 +46,7 @@ func newSimCmd(s streams) *cobra.Command {
 		listen    string
 		apiKeyEnv string
 		printAs   *output
-		cfg       sim.Config
+		cfg       fakeendpoint.Config
 	)
 	cmd := &cobra.Command{
 		Use:   "sim",
@@ -71,7 +71,7 @@ func newSimCmd(s streams) *cobra.Command {
 				flag string
 				want string
 			}{
-				// Zero selects a default in sim.Config; on the command line it
+				// Zero selects a default in fakeendpoint.Config; on the command line it
 				// is a mistake, and a zero --itl-growth means no growth.
 				{cfg.MaxNumSeqs < 1, "max-num-seqs", "at least 1"},
 				{cfg.TTFT <= 0, "ttft", "positive"},
@@ -85,7 +85,7 @@ func newSimCmd(s streams) *cobra.Command {
 				}
 			}
 			if cfg.ITLGrowth == 0 {
-				cfg.ITLGrowth = sim.NoGrowth
+				cfg.ITLGrowth = fakeendpoint.NoGrowth
 			}
 			if apiKeyEnv != "" {
 				cfg.APIKey = os.Getenv(apiKeyEnv)
@@ -93,7 +93,7 @@ func newSimCmd(s streams) *cobra.Command {
 					return usageError{fmt.Errorf("--api-key-env: environment variable %s is empty or unset", apiKeyEnv)}
 				}
 			}
-			srv, err := sim.New(cfg)
+			srv, err := fakeendpoint.New(cfg)
 			if err != nil {
 				for _, fe := range simFlagErrors {
 					if errors.Is(err, fe.err) {
@@ -107,29 +107,29 @@ func newSimCmd(s streams) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&listen, "listen", "127.0.0.1:8000", "address to listen on (port 0 picks a free port)")
-	f.StringVar(&cfg.Model, "model", sim.DefaultModel, "model id served and echoed")
-	f.IntVar(&cfg.MaxNumSeqs, "max-num-seqs", sim.DefaultMaxNumSeqs, "sequences decoding at once; the rest wait FIFO")
-	f.DurationVar(&cfg.TTFT, "ttft", sim.DefaultTTFT, "base time to first token once admitted")
+	f.StringVar(&cfg.Model, "model", fakeendpoint.DefaultModel, "model id served and echoed")
+	f.IntVar(&cfg.MaxNumSeqs, "max-num-seqs", fakeendpoint.DefaultMaxNumSeqs, "sequences decoding at once; the rest wait FIFO")
+	f.DurationVar(&cfg.TTFT, "ttft", fakeendpoint.DefaultTTFT, "base time to first token once admitted")
 	f.Float64Var(&cfg.TTFTGrowth, "ttft-growth", 0, "fractional TTFT growth per additional running sequence")
-	f.DurationVar(&cfg.ITL, "itl", sim.DefaultITL, "base interval between output tokens")
-	f.Float64Var(&cfg.ITLGrowth, "itl-growth", sim.DefaultITLGrowth, "fractional per-token interval growth per additional running sequence (0 for none)")
+	f.DurationVar(&cfg.ITL, "itl", fakeendpoint.DefaultITL, "base interval between output tokens")
+	f.Float64Var(&cfg.ITLGrowth, "itl-growth", fakeendpoint.DefaultITLGrowth, "fractional per-token interval growth per additional running sequence (0 for none)")
 	f.DurationVar(&cfg.PrefillPer1K, "prefill-per-1k", 0, "TTFT added per 1,000 prompt tokens")
-	f.IntVar(&cfg.OutputTokens, "output-tokens", sim.DefaultOutputTokens, "median output length without ignore_eos")
+	f.IntVar(&cfg.OutputTokens, "output-tokens", fakeendpoint.DefaultOutputTokens, "median output length without ignore_eos")
 	f.IntVar(&cfg.RPM, "rpm", 0, "requests per minute (0 = unlimited)")
 	f.IntVar(&cfg.TPM, "tpm", 0, "tokens per minute (0 = unlimited)")
-	f.StringVar(&cfg.TokenAccounting, "token-accounting", sim.AccountingActual, `TPM accounting: "actual" or "max_tokens"`)
+	f.StringVar(&cfg.TokenAccounting, "token-accounting", fakeendpoint.AccountingActual, `TPM accounting: "actual" or "max_tokens"`)
 	f.Uint64Var(&cfg.Seed, "seed", 0, "seed for output lengths and ids")
 	f.StringVar(&apiKeyEnv, "api-key-env", "", "name of an environment variable holding the API key to require")
 	f.Float64Var(&cfg.FailRate, "fail-rate", 0, "share of the requests refused at random, whatever the load (0 to 1)")
 	f.IntVar(&cfg.FailStatus, "fail-status", 429, "status of the random refusals: 429 (with retry-after-ms) or 500")
-	f.DurationVar(&cfg.FailRetryAfter, "fail-retry-after", sim.DefaultFailRetryAfter, "the wait a random 429 asks for")
+	f.DurationVar(&cfg.FailRetryAfter, "fail-retry-after", fakeendpoint.DefaultFailRetryAfter, "the wait a random 429 asks for")
 	printAs = addOutputFlags(cmd, simFormats...)
 	return cmd
 }
 
 // serveSim listens, prints the base URL, and serves until ctx is cancelled,
 // then shuts down gracefully.
-func serveSim(ctx context.Context, s streams, listen string, srv *sim.Server, cfg sim.Config, printAs *output) error {
+func serveSim(ctx context.Context, s streams, listen string, srv *fakeendpoint.Server, cfg fakeendpoint.Config, printAs *output) error {
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", listen, err)

@@ -27,9 +27,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/plannerdev/planner"
+	"github.com/plannerdev/planner/internal/fakeendpoint"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
-	"github.com/plannerdev/planner/internal/sim"
 	"github.com/plannerdev/planner/internal/simulate"
 	"github.com/plannerdev/planner/internal/testutil"
 )
@@ -190,7 +190,7 @@ func startProbe(t *testing.T, tab context.Context, base, steps string) {
 	do(t, tab,
 		scrollTo("#probe", "start"),
 		chromedp.SetValue(chromedp.CSS("#probe-base-url"), base),
-		chromedp.SetValue(chromedp.CSS("#probe-model"), sim.DefaultModel),
+		chromedp.SetValue(chromedp.CSS("#probe-model"), fakeendpoint.DefaultModel),
 		chromedp.SetValue(chromedp.CSS("#probe-steps"), steps),
 		chromedp.SetValue(chromedp.CSS("#probe-requests"), ""), // the default size, as the CLI's
 		chromedp.SetValue(chromedp.CSS("#probe-max-tokens"), "16"),
@@ -219,7 +219,7 @@ func finishProbe(t *testing.T, tab context.Context) (id, knee string) {
 // shows within three steps.
 func simulator(t *testing.T) string {
 	t.Helper()
-	return simulatorOf(t, sim.Config{MaxNumSeqs: 2, TTFT: 5 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: sim.NoGrowth})
+	return simulatorOf(t, fakeendpoint.Config{MaxNumSeqs: 2, TTFT: 5 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth})
 }
 
 // slowSimulator is simulator with requests of about 225 ms, long against
@@ -227,12 +227,12 @@ func simulator(t *testing.T) string {
 // slots in a few seconds.
 func slowSimulator(t *testing.T) string {
 	t.Helper()
-	return simulatorOf(t, sim.Config{MaxNumSeqs: 2, TTFT: 150 * time.Millisecond, ITL: 5 * time.Millisecond, ITLGrowth: sim.NoGrowth})
+	return simulatorOf(t, fakeendpoint.Config{MaxNumSeqs: 2, TTFT: 150 * time.Millisecond, ITL: 5 * time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth})
 }
 
-func simulatorOf(t *testing.T, cfg sim.Config) string {
+func simulatorOf(t *testing.T, cfg fakeendpoint.Config) string {
 	t.Helper()
-	s, err := sim.New(cfg)
+	s, err := fakeendpoint.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

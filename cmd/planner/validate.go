@@ -14,7 +14,7 @@ import (
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/probe"
 	"github.com/plannerdev/planner/internal/report"
-	"github.com/plannerdev/planner/internal/validate"
+	"github.com/plannerdev/planner/internal/verify"
 )
 
 // validation holds the flags of `planner plan --validate`.
@@ -38,7 +38,7 @@ func (v *validation) addFlags(cmd *cobra.Command) {
 	f.StringVar(&v.apiKeyEnv, "api-key-env", defaultAPIKeyEnv, "with --validate: environment variable holding the API key (none is sent when it is unset)")
 	f.StringVar(&v.apiKeyHeader, "api-key-header", probe.DefaultAPIKeyHeader, `with --validate: header carrying the key: "Authorization" (Bearer) or "api-key" (Azure OpenAI)`)
 	f.IntVar(&v.requestsPerStep, "requests-per-step", 0, "with --validate: requests per step, warm-up included (default max(40, 3×concurrency) + concurrency; fewer than max(40, 3×concurrency) measured is refused)")
-	f.Float64Var(&v.tolerancePct, "tolerance-pct", validate.DefaultTolerancePct, "with --validate: throughput, TTFT p95 and E2E p95 must be within this many percent of the prediction")
+	f.Float64Var(&v.tolerancePct, "tolerance-pct", verify.DefaultTolerancePct, "with --validate: throughput, TTFT p95 and E2E p95 must be within this many percent of the prediction")
 	f.DurationVar(&v.deadline, "deadline", probe.DefaultDeadline, "with --validate: per-request deadline, retries included")
 	f.IntVar(&v.maxRequests, "max-requests", 0, "with --validate: budget of HTTP requests for the whole validation (0: only the steps bound them)")
 	f.DurationVar(&v.maxDuration, "max-duration", probe.DefaultMaxDuration, "with --validate: budget of wall time for the whole validation")
@@ -83,13 +83,13 @@ func (v *validation) config(cmd *cobra.Command) (probe.Config, error) {
 
 // planAndValidation is the JSON and YAML form of a validated plan.
 type planAndValidation struct {
-	Plan       *plan.Plan       `json:"plan"`
-	Validation *validate.Report `json:"validation"`
+	Plan       *plan.Plan     `json:"plan"`
+	Validation *verify.Report `json:"validation"`
 }
 
 // writePlanValidation writes a plan and its validation in one of
 // report.PlanFormats.
-func writePlanValidation(w io.Writer, p *plan.Plan, rep *validate.Report, format string) error {
+func writePlanValidation(w io.Writer, p *plan.Plan, rep *verify.Report, format string) error {
 	if format == report.FormatJSON || format == report.FormatYAML {
 		return report.WriteData(w, planAndValidation{Plan: p, Validation: rep}, format)
 	}
@@ -101,7 +101,7 @@ func writePlanValidation(w io.Writer, p *plan.Plan, rep *validate.Report, format
 
 // writeValidation prints a validation as a table (Markdown or text) with
 // each class's reasons.
-func writeValidation(w io.Writer, rep *validate.Report, markdown bool) error {
+func writeValidation(w io.Writer, rep *verify.Report, markdown bool) error {
 	var b strings.Builder
 	if markdown {
 		fmt.Fprintf(&b, "\n## Validation: %s\n\n%s.\n\n", rep.Verdict, upperFirst(rep.Summary))
@@ -160,6 +160,6 @@ func upperFirst(s string) string {
 }
 
 // options are the validation's options around its base probe.
-func (v *validation) options(base probe.Config) validate.Options {
-	return validate.Options{Probe: base, RequestsPerStep: v.requestsPerStep, TolerancePct: v.tolerancePct}
+func (v *validation) options(base probe.Config) verify.Options {
+	return verify.Options{Probe: base, RequestsPerStep: v.requestsPerStep, TolerancePct: v.tolerancePct}
 }

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plannerdev/planner/internal/sim"
-	"github.com/plannerdev/planner/internal/validate"
+	"github.com/plannerdev/planner/internal/fakeendpoint"
+	"github.com/plannerdev/planner/internal/verify"
 )
 
 // validationScenario has the latency of the simulator of
@@ -30,7 +30,7 @@ func TestPlanValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	serve := func(ttft, itl time.Duration) string {
-		s, err := sim.New(sim.Config{MaxNumSeqs: 64, TTFT: ttft, ITL: itl, ITLGrowth: sim.NoGrowth})
+		s, err := fakeendpoint.New(fakeendpoint.Config{MaxNumSeqs: 64, TTFT: ttft, ITL: itl, ITLGrowth: fakeendpoint.NoGrowth})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,12 +39,12 @@ func TestPlanValidate(t *testing.T) {
 		return srv.URL + "/v1"
 	}
 	matched := serve(200*time.Millisecond, 20*time.Millisecond)
-	args := []string{"plan", "-f", file, "--validate", "--base-url", matched, "--model", sim.DefaultModel}
+	args := []string{"plan", "-f", file, "--validate", "--base-url", matched, "--model", fakeendpoint.DefaultModel}
 
 	// The matched endpoint with the widest tolerance: a p95 measured on a
 	// busy machine's real clock may stray far from the model (a stall of a
 	// few hundred milliseconds in the tail), and this test is about the
-	// command, not the measurement; internal/validate tests the rule under
+	// command, not the measurement; internal/verify tests the rule under
 	// a fake clock.
 	code, out, errOut := execute(t, "", append(args, "--tolerance-pct", "999")...)
 	if code != exitOK || !strings.Contains(out, "VALIDATION: OK") || !strings.Contains(out, "jobs (ok, prompts of 64 tokens, 8 output tokens)") {
@@ -57,7 +57,7 @@ func TestPlanValidate(t *testing.T) {
 	code, out, errOut = execute(t, "", append(args, "-o", "json", "--max-requests", "50")...)
 	var doc struct {
 		Plan       json.RawMessage `json:"plan"`
-		Validation validate.Report `json:"validation"`
+		Validation verify.Report   `json:"validation"`
 	}
 	if code != exitError || json.Unmarshal([]byte(out), &doc) != nil || doc.Validation.Verdict != "fails" || len(doc.Plan) == 0 || !strings.Contains(errOut, "the plan fails validation") {
 		t.Fatalf("slower endpoint: exit %d: %s%s", code, out, errOut)

@@ -26,7 +26,7 @@ func TestTailMatchesBruteForce(t *testing.T) {
 					sum[i] += d.E[i] * w.Mean
 				}
 			}
-			want := Quantile(sum, p)
+			want := quantile(sum, p)
 			if got := tail.Quantile(w); math.Abs(got-want) > 1e-12*want {
 				t.Errorf("p=%g wait %+v: tail %g, brute force %g", p, w, got, want)
 			}

@@ -2,23 +2,12 @@ package model
 
 import (
 	"math"
-	"slices"
 )
 
-// Quantile returns the p-quantile of xs by linear interpolation between order
-// statistics, Hyndman and Fan's type 7 (the default of numpy.quantile and R):
-// with h = (n−1)·p, Q = x(⌊h⌋) + (h − ⌊h⌋)·(x(⌊h⌋+1) − x(⌊h⌋)).
-// xs need not be sorted and is left unchanged; an empty xs gives NaN.
-func Quantile(xs []float64, p float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return QuantileSorted(s, p)
-}
-
-// QuantileSorted is Quantile for xs already sorted in ascending order.
+// QuantileSorted returns the p-quantile of sorted (ascending) by linear
+// interpolation between order statistics, Hyndman and Fan's type 7 (the
+// default of numpy.quantile and R): with h = (n−1)·p,
+// Q = x(⌊h⌋) + (h − ⌊h⌋)·(x(⌊h⌋+1) − x(⌊h⌋)). An empty slice gives NaN.
 func QuantileSorted(sorted []float64, p float64) float64 {
 	n := len(sorted)
 	if n == 0 {

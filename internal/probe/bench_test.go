@@ -17,11 +17,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plannerdev/planner/internal/fakeendpoint"
 	"github.com/plannerdev/planner/internal/model"
-	"github.com/plannerdev/planner/internal/sim"
 )
 
-// benchSimEnv, when set to a sim.Config in JSON, turns the test binary into
+// benchSimEnv, when set to a fakeendpoint.Config in JSON, turns the test binary into
 // a simulator process for BenchmarkProbeStreams, so that the probe's CPU
 // time is measured apart from the simulator's.
 const benchSimEnv = "PLANNER_PROBE_BENCH_SIM"
@@ -36,12 +36,12 @@ func TestMain(m *testing.M) {
 // serveSimProcess serves a simulator on 127.0.0.1, prints its address, and
 // runs until its standard input closes.
 func serveSimProcess(js string) int {
-	var cfg sim.Config
+	var cfg fakeendpoint.Config
 	if err := json.Unmarshal([]byte(js), &cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "sim config:", err)
 		return 2
 	}
-	srv, err := sim.New(cfg)
+	srv, err := fakeendpoint.New(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -64,7 +64,7 @@ type simProcess struct {
 	base  string
 }
 
-func startSimProcess(b *testing.B, cfg sim.Config) *simProcess {
+func startSimProcess(b *testing.B, cfg fakeendpoint.Config) *simProcess {
 	b.Helper()
 	js, err := json.Marshal(cfg)
 	if err != nil {
@@ -126,11 +126,11 @@ const benchTTFT = 200 * time.Millisecond
 func BenchmarkProbeStreams(b *testing.B) {
 	for _, streams := range []int{64, 250, 500, 750, 1000, 1500, 2000} {
 		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) {
-			p := startSimProcess(b, sim.Config{
-				MaxNumSeqs: streams, TTFT: benchTTFT, ITL: 20 * time.Millisecond, ITLGrowth: sim.NoGrowth, OutputTokens: 16,
+			p := startSimProcess(b, fakeendpoint.Config{
+				MaxNumSeqs: streams, TTFT: benchTTFT, ITL: 20 * time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth, OutputTokens: 16,
 			})
 			cfg := Config{
-				BaseURL: p.base, Model: sim.DefaultModel, Steps: []int{streams / 4, streams},
+				BaseURL: p.base, Model: fakeendpoint.DefaultModel, Steps: []int{streams / 4, streams},
 				MaxTokens: 64, InputTokens: 64, Deadline: time.Minute, Pause: 100 * time.Millisecond,
 			}
 			var cpu time.Duration
@@ -176,14 +176,14 @@ func BenchmarkProbeStreams(b *testing.B) {
 func BenchmarkSearchAgainstLadder(b *testing.B) {
 	for _, slots := range []int{4, 8, 16, 64} {
 		b.Run(fmt.Sprintf("slots=%d", slots), func(b *testing.B) {
-			_, base := startSim(b, sim.Config{MaxNumSeqs: slots, TTFT: 200 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: sim.NoGrowth})
+			_, base := startSim(b, fakeendpoint.Config{MaxNumSeqs: slots, TTFT: 200 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth})
 			var ladder []int
 			for c := 1; c <= 4*slots; c *= 2 {
 				ladder = append(ladder, c)
 			}
 			for b.Loop() {
 				for _, search := range []bool{false, true} {
-					cfg := Config{BaseURL: base, Model: sim.DefaultModel, MaxTokens: 8, IgnoreEOS: true, InputTokens: 32,
+					cfg := Config{BaseURL: base, Model: fakeendpoint.DefaultModel, MaxTokens: 8, IgnoreEOS: true, InputTokens: 32,
 						Pause: 100 * time.Millisecond, Steps: ladder, Search: search, SearchMax: 4 * slots}
 					res, err := Run(b.Context(), cfg, nil)
 					if err != nil || res.Analysis.Knee == nil {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/plannerdev/planner/internal/analysis"
-	"github.com/plannerdev/planner/internal/sim"
+	"github.com/plannerdev/planner/internal/fakeendpoint"
 )
 
 // The knee tests run the probe against the simulator, whose slot count
@@ -21,8 +21,8 @@ import (
 // slotsSim is a simulator of the given slots: TTFT 200 ms and 10 ms per
 // token, growing with nothing, so that a request of 8 tokens takes 270 ms
 // at any load up to the slot count.
-func slotsSim(slots int) sim.Config {
-	return sim.Config{MaxNumSeqs: slots, TTFT: 200 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: sim.NoGrowth}
+func slotsSim(slots int) fakeendpoint.Config {
+	return fakeendpoint.Config{MaxNumSeqs: slots, TTFT: 200 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth}
 }
 
 // ladderTo is 1, 2, 4, … up to top.
@@ -36,7 +36,7 @@ func ladderTo(top int) []int {
 
 // kneeConfig is a probe of 8-token answers against base.
 func kneeConfig(base string, dial dialFunc) Config {
-	return Config{BaseURL: base, Model: sim.DefaultModel, MaxTokens: 8, IgnoreEOS: true, InputTokens: 32,
+	return Config{BaseURL: base, Model: fakeendpoint.DefaultModel, MaxTokens: 8, IgnoreEOS: true, InputTokens: 32,
 		Pause: time.Millisecond, DialContext: dial}
 }
 
@@ -95,7 +95,7 @@ func checkCountedBound(t *testing.T, res *Result) {
 func TestKneeAgainstSim(t *testing.T) {
 	for _, slots := range []int{4, 8, 16} {
 		t.Run(fmt.Sprintf("slots=%d", slots), func(t *testing.T) {
-			bubble(t, slotsSim(slots), func(t *testing.T, _ *sim.Server, base string, dial dialFunc) {
+			bubble(t, slotsSim(slots), func(t *testing.T, _ *fakeendpoint.Server, base string, dial dialFunc) {
 				cfg := kneeConfig(base, dial)
 				cfg.Steps = ladderTo(4 * slots)
 				res := run(t, t.Context(), cfg, nil)
@@ -133,7 +133,7 @@ func TestKneeAgainstSim(t *testing.T) {
 func TestPlateauWithinNoise(t *testing.T) {
 	cfg := slotsSim(4)
 	cfg.OutputTokens, cfg.Seed = 8, 11
-	bubble(t, cfg, func(t *testing.T, _ *sim.Server, base string, dial dialFunc) {
+	bubble(t, cfg, func(t *testing.T, _ *fakeendpoint.Server, base string, dial dialFunc) {
 		p := kneeConfig(base, dial)
 		p.Steps, p.IgnoreEOS, p.MaxTokens = ladderTo(64), false, 32
 		res := run(t, t.Context(), p, nil)
@@ -165,7 +165,7 @@ func TestRandom429s(t *testing.T) {
 		t.Run(fmt.Sprintf("slots=%d", slots), func(t *testing.T) {
 			cfg := slotsSim(slots)
 			cfg.FailRate, cfg.FailStatus, cfg.Seed = 0.1, 429, uint64(slots)
-			bubble(t, cfg, func(t *testing.T, _ *sim.Server, base string, dial dialFunc) {
+			bubble(t, cfg, func(t *testing.T, _ *fakeendpoint.Server, base string, dial dialFunc) {
 				p := kneeConfig(base, dial)
 				p.Steps, p.Max429Ratio = ladderTo(4*slots), 0.5
 				res := run(t, t.Context(), p, nil)
@@ -201,7 +201,7 @@ func TestRandom429s(t *testing.T) {
 func TestQuotaLimitedByRPM(t *testing.T) {
 	cfg := slotsSim(64)
 	cfg.RPM = 60
-	bubble(t, cfg, func(t *testing.T, _ *sim.Server, base string, dial dialFunc) {
+	bubble(t, cfg, func(t *testing.T, _ *fakeendpoint.Server, base string, dial dialFunc) {
 		p := kneeConfig(base, dial)
 		p.Steps = ladderTo(16)
 		res := run(t, t.Context(), p, nil)
@@ -230,7 +230,7 @@ type searchRow struct {
 func compare(t *testing.T, slots int) searchRow {
 	row := searchRow{slots: slots}
 	for _, search := range []bool{false, true} {
-		bubble(t, slotsSim(slots), func(t *testing.T, _ *sim.Server, base string, dial dialFunc) {
+		bubble(t, slotsSim(slots), func(t *testing.T, _ *fakeendpoint.Server, base string, dial dialFunc) {
 			p := kneeConfig(base, dial)
 			p.Steps, p.Search, p.SearchMax = ladderTo(4*slots), search, 4*slots
 			res := run(t, t.Context(), p, nil)
@@ -279,7 +279,7 @@ func TestSearchMatchesLadder(t *testing.T) {
 // TestKneeRefinedBetweenPowersOfTwo: with 12 slots the doubling rule's
 // knee is 16 (8 to 16 still gains 50 %), and the refinement finds 12.
 func TestKneeRefinedBetweenPowersOfTwo(t *testing.T) {
-	bubble(t, slotsSim(12), func(t *testing.T, _ *sim.Server, base string, dial dialFunc) {
+	bubble(t, slotsSim(12), func(t *testing.T, _ *fakeendpoint.Server, base string, dial dialFunc) {
 		p := kneeConfig(base, dial)
 		p.Search, p.SearchMax = true, 64
 		res := run(t, t.Context(), p, nil)
@@ -310,7 +310,7 @@ func TestKneeRefinedBetweenPowersOfTwo(t *testing.T) {
 // would measure too; on an idle machine both find 8 (logged), as
 // BenchmarkSearchAgainstLadder measures.
 func TestKneeOverLoopback(t *testing.T) {
-	_, base := startSim(t, sim.Config{MaxNumSeqs: 8, TTFT: 130 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: sim.NoGrowth})
+	_, base := startSim(t, fakeendpoint.Config{MaxNumSeqs: 8, TTFT: 130 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth})
 	ladder := kneeConfig(base, nil)
 	ladder.Steps = ladderTo(32)
 	res := run(t, t.Context(), ladder, nil)

@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/fakeendpoint"
 	"github.com/plannerdev/planner/internal/importer"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
-	"github.com/plannerdev/planner/internal/sim"
 )
 
 const minimalScenario = `quotas:
@@ -34,7 +34,7 @@ classes:
 `
 
 func TestWriteFiles(t *testing.T) {
-	_, base := startSim(t, sim.Config{MaxNumSeqs: 2, TTFT: 3 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: sim.NoGrowth, RPM: 100000})
+	_, base := startSim(t, fakeendpoint.Config{MaxNumSeqs: 2, TTFT: 3 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth, RPM: 100000})
 	cfg := quick(base)
 	cfg.Steps = []int{1, 2, 4}
 	res := run(t, t.Context(), cfg, nil)
@@ -124,7 +124,7 @@ func (o *recordingObserver) StepDone(s analysis.Step) { fmt.Fprintf(&o.b, "%+v\n
 // output: files, the result as JSON, the failure, the observer's view.
 func TestAPIKeyNeverLeaks(t *testing.T) {
 	const key = "sk-never-leak-9f8e7d6c5b4a39281706"
-	_, good := startSim(t, sim.Config{APIKey: key, TTFT: time.Millisecond, ITL: time.Millisecond, MaxNumSeqs: 8, RPM: 100000})
+	_, good := startSim(t, fakeendpoint.Config{APIKey: key, TTFT: time.Millisecond, ITL: time.Millisecond, MaxNumSeqs: 8, RPM: 100000})
 	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("x-echo", r.Header.Get("Authorization"))
 		http.Error(w, `{"error":{"message":"Incorrect API key provided: `+r.Header.Get("Authorization")+`"}}`, http.StatusUnauthorized)
@@ -170,7 +170,7 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 func TestCSVImportMeasuresLikeTheProbe(t *testing.T) {
 	cfg := slotsSim(8)
 	cfg.FailRate, cfg.Seed = 0.05, 3
-	bubble(t, cfg, func(t *testing.T, _ *sim.Server, base string, dial dialFunc) {
+	bubble(t, cfg, func(t *testing.T, _ *fakeendpoint.Server, base string, dial dialFunc) {
 		p := kneeConfig(base, dial)
 		p.Search, p.SearchMax = true, 32
 		res := run(t, t.Context(), p, nil)

@@ -15,18 +15,18 @@ import (
 	"time"
 
 	"github.com/plannerdev/planner/internal/analysis"
-	"github.com/plannerdev/planner/internal/sim"
+	"github.com/plannerdev/planner/internal/fakeendpoint"
 	"github.com/plannerdev/planner/internal/testutil"
 )
 
 // fastSim answers in well under a millisecond of simulated time, for tests
 // that do not measure timing.
-var fastSim = sim.Config{TTFT: time.Microsecond, ITL: time.Microsecond, ITLGrowth: sim.NoGrowth, MaxNumSeqs: 64}
+var fastSim = fakeendpoint.Config{TTFT: time.Microsecond, ITL: time.Microsecond, ITLGrowth: fakeendpoint.NoGrowth, MaxNumSeqs: 64}
 
 // startSim serves a simulator on 127.0.0.1 and returns it with its base URL.
-func startSim(t testing.TB, cfg sim.Config) (*sim.Server, string) {
+func startSim(t testing.TB, cfg fakeendpoint.Config) (*fakeendpoint.Server, string) {
 	t.Helper()
-	srv, err := sim.New(cfg)
+	srv, err := fakeendpoint.New(cfg)
 	if err != nil {
 		t.Fatalf("sim.New: %v", err)
 	}
@@ -39,11 +39,11 @@ func startSim(t testing.TB, cfg sim.Config) (*sim.Server, string) {
 // an in-memory network: the fake clock makes every time the simulator
 // schedules exact, whatever the machine's load. cfg gets TimersOnly; the
 // probe must dial with dial.
-func bubble(t *testing.T, cfg sim.Config, f func(t *testing.T, srv *sim.Server, base string, dial dialFunc)) {
+func bubble(t *testing.T, cfg fakeendpoint.Config, f func(t *testing.T, srv *fakeendpoint.Server, base string, dial dialFunc)) {
 	t.Helper()
 	synctest.Test(t, func(t *testing.T) {
 		cfg.TimersOnly = true
-		srv, err := sim.New(cfg)
+		srv, err := fakeendpoint.New(cfg)
 		if err != nil {
 			t.Fatalf("sim.New: %v", err)
 		}
@@ -57,7 +57,7 @@ type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error
 // quick is a small, fast probe configuration against base.
 func quick(base string) Config {
 	return Config{
-		BaseURL: base, Model: sim.DefaultModel, MaxTokens: 4, IgnoreEOS: true, InputTokens: 32,
+		BaseURL: base, Model: fakeendpoint.DefaultModel, MaxTokens: 4, IgnoreEOS: true, InputTokens: 32,
 		Steps: []int{1, 2, 4}, Pause: time.Millisecond, Deadline: 5 * time.Second,
 	}
 }
@@ -107,7 +107,7 @@ func TestQuotaLimitedAgainstSim(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := fastSim
 		cfg.RPM, cfg.TimersOnly = rpm, true
-		srv, err := sim.New(cfg)
+		srv, err := fakeendpoint.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,7 +192,7 @@ func TestQuotaLimitedAgainstSim(t *testing.T) {
 // timing error on a real machine is measured by BenchmarkProbeStreams.)
 func TestTimingFidelity(t *testing.T) {
 	const ttft, itl = 200 * time.Millisecond, 10 * time.Millisecond
-	bubble(t, sim.Config{MaxNumSeqs: 128, TTFT: ttft, ITL: itl, ITLGrowth: sim.NoGrowth, OutputTokens: 8}, func(t *testing.T, _ *sim.Server, base string, dial dialFunc) {
+	bubble(t, fakeendpoint.Config{MaxNumSeqs: 128, TTFT: ttft, ITL: itl, ITLGrowth: fakeendpoint.NoGrowth, OutputTokens: 8}, func(t *testing.T, _ *fakeendpoint.Server, base string, dial dialFunc) {
 		cfg := quick(base)
 		cfg.DialContext = dial
 		cfg.Steps, cfg.MaxTokens, cfg.IgnoreEOS = []int{64}, 32, false
@@ -216,7 +216,7 @@ func TestTimingFidelity(t *testing.T) {
 
 func TestBudgetsAndCancel(t *testing.T) {
 	t.Run("requests", func(t *testing.T) {
-		bubble(t, fastSim, func(t *testing.T, _ *sim.Server, base string, dial dialFunc) {
+		bubble(t, fastSim, func(t *testing.T, _ *fakeendpoint.Server, base string, dial dialFunc) {
 			cfg := quick(base)
 			cfg.DialContext = dial
 			cfg.Budget.MaxRequests = 5
@@ -233,7 +233,7 @@ func TestBudgetsAndCancel(t *testing.T) {
 		})
 	})
 	t.Run("tokens", func(t *testing.T) {
-		bubble(t, fastSim, func(t *testing.T, _ *sim.Server, base string, dial dialFunc) {
+		bubble(t, fastSim, func(t *testing.T, _ *fakeendpoint.Server, base string, dial dialFunc) {
 			cfg := quick(base)
 			cfg.DialContext = dial
 			cfg.Budget.MaxTokens = 600
@@ -251,7 +251,7 @@ func TestBudgetsAndCancel(t *testing.T) {
 		})
 	})
 	t.Run("duration cancels requests in flight", func(t *testing.T) {
-		bubble(t, sim.Config{TTFT: 5 * time.Second, MaxNumSeqs: 64}, func(t *testing.T, _ *sim.Server, base string, dial dialFunc) {
+		bubble(t, fakeendpoint.Config{TTFT: 5 * time.Second, MaxNumSeqs: 64}, func(t *testing.T, _ *fakeendpoint.Server, base string, dial dialFunc) {
 			cfg := quick(base)
 			cfg.DialContext = dial
 			cfg.Budget.MaxDuration = 200 * time.Millisecond
@@ -270,7 +270,7 @@ func TestBudgetsAndCancel(t *testing.T) {
 		})
 	})
 	t.Run("cancel keeps what was measured", func(t *testing.T) {
-		bubble(t, fastSim, func(t *testing.T, _ *sim.Server, base string, dial dialFunc) {
+		bubble(t, fastSim, func(t *testing.T, _ *fakeendpoint.Server, base string, dial dialFunc) {
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			cfg := quick(base)
@@ -331,7 +331,7 @@ func TestObserver(t *testing.T) {
 // of 40 ms never fill; at 400 req/s they hold at most 100 req/s, so
 // arrivals are shed.
 func TestOpenLoop(t *testing.T) {
-	bubble(t, sim.Config{TTFT: 40 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: sim.NoGrowth, MaxNumSeqs: 64}, func(t *testing.T, _ *sim.Server, base string, dial dialFunc) {
+	bubble(t, fakeendpoint.Config{TTFT: 40 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth, MaxNumSeqs: 64}, func(t *testing.T, _ *fakeendpoint.Server, base string, dial dialFunc) {
 		cfg := quick(base)
 		cfg.DialContext = dial
 		cfg.Open = &OpenLoop{Rates: []float64{10, 400}, MaxInFlight: 4, Requests: 60}

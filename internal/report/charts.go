@@ -42,7 +42,8 @@ const (
 	ChartLatency    = "latency"
 )
 
-// yLabelSep separates the y-axis labels of a chart's panels in data-y-label.
+// yLabelSep separates the y-axis labels of a chart's panels in data-y-label
+// (semicolons, as readers of the attribute split it).
 const yLabelSep = "; "
 
 // Axis labels, with units.

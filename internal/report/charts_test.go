@@ -1,6 +1,8 @@
 package report
 
 import (
+	"github.com/plannerdev/planner/internal/report/reportcheck"
+
 	"bytes"
 	"errors"
 	"fmt"
@@ -62,7 +64,7 @@ func TestCeilingsSVG(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			info, err := CheckSVG(svg)
+			info, err := reportcheck.CheckSVG(svg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -105,7 +107,7 @@ func TestCeilingsSVGEscapesNames(t *testing.T) {
 	if bytes.Contains(svg, []byte("<script")) {
 		t.Fatal("the class name reached the SVG unescaped")
 	}
-	info, err := CheckSVG(svg)
+	info, err := reportcheck.CheckSVG(svg)
 	if err != nil || !strings.Contains(info.Title, `x<script>"&`) {
 		t.Fatalf("title %q, %v", info.Title, err)
 	}
@@ -117,7 +119,7 @@ func TestThroughputSVG(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := CheckSVG(svg)
+	info, err := reportcheck.CheckSVG(svg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +169,7 @@ func TestLatencySVG(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			info, err := CheckSVG(svg)
+			info, err := reportcheck.CheckSVG(svg)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"github.com/plannerdev/planner/internal/report/reportcheck"
+
 	"bytes"
 	"context"
 	"errors"
@@ -41,7 +43,7 @@ func TestSimulationGolden(t *testing.T) {
 		}
 	}
 	reportMD, page := renderBoth(t, in)
-	charts, err := CheckHTML(bytes.NewReader(page))
+	charts, err := reportcheck.CheckHTML(bytes.NewReader(page))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +80,7 @@ func TestSimulationSVG(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := CheckSVG(svg)
+	info, err := reportcheck.CheckSVG(svg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +103,7 @@ func TestSimulationEscapesNames(t *testing.T) {
 	r.Classes[0].Name = `<script>x</script> | y`
 	r.Classes[0].Verdict.Reasons = append(r.Classes[0].Verdict.Reasons, "<img src=x>")
 	md, page := renderBoth(t, in)
-	if _, err := CheckHTML(bytes.NewReader(page)); err != nil {
+	if _, err := reportcheck.CheckHTML(bytes.NewReader(page)); err != nil {
 		t.Fatalf("a class name made the page unsafe: %v", err)
 	}
 	for _, raw := range []string{"<script>x", "<img"} {

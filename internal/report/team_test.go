@@ -1,6 +1,8 @@
 package report
 
 import (
+	"github.com/plannerdev/planner/internal/report/reportcheck"
+
 	"bufio"
 	"bytes"
 	"flag"
@@ -97,7 +99,7 @@ func TestReportGolden(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			md, page := renderBoth(t, tc.in)
-			charts, err := CheckHTML(bytes.NewReader(page))
+			charts, err := reportcheck.CheckHTML(bytes.NewReader(page))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -172,7 +174,7 @@ func TestReportEscapesUserText(t *testing.T) {
 	in.Probe.Source = "<iframe src=//evil></iframe>"
 	in.Probe.Result.Notes = []string{"<style>@import 'x'</style> | pipe"}
 	md, page := renderBoth(t, in)
-	if _, err := CheckHTML(bytes.NewReader(page)); err != nil {
+	if _, err := reportcheck.CheckHTML(bytes.NewReader(page)); err != nil {
 		t.Fatalf("user text made the page unsafe: %v", err)
 	}
 	for _, raw := range []string{"<script", "<img", "<iframe", "<b>", "<style>@"} {
@@ -210,7 +212,7 @@ func TestReportProbeWithoutSteps(t *testing.T) {
 	in.Probe.Result.Steps = nil
 	in.Probe.Result.Knee, in.Probe.Result.Collapse, in.Probe.Result.USL = nil, nil, nil
 	md, page := renderBoth(t, in)
-	charts, err := CheckHTML(bytes.NewReader(page))
+	charts, err := reportcheck.CheckHTML(bytes.NewReader(page))
 	if err != nil || len(charts) != len(in.Plan.Classes) {
 		t.Fatalf("%d charts (%v); want only the ceilings", len(charts), err)
 	}

@@ -15,7 +15,7 @@ import (
 // request) and [DONE]; any other path is a 404. It waits on the clock of
 // the goroutine that serves it, so that inside a testing/synctest bubble
 // (served with ServePipe) its latencies are exact however loaded the
-// machine is. internal/sim models a batching server instead, but waits for
+// machine is. internal/fakeendpoint models a batching server instead, but waits for
 // its deadlines in a busy loop, which a bubble's clock never lets end.
 type ChatEndpoint struct {
 	TTFT, ITL time.Duration

@@ -1,4 +1,7 @@
-package report
+// Package reportcheck verifies, for tests, that reports and charts are
+// self-contained and readable: nothing loaded from elsewhere, every chart an
+// inline SVG with a title and labelled axes.
+package reportcheck
 
 import (
 	"bytes"
@@ -127,7 +130,10 @@ func insideSVG(n *html.Node) bool {
 func checkChart(svg *html.Node) (ChartInfo, error) {
 	info := ChartInfo{Kind: attr(svg, "data-chart"), XLabel: attr(svg, "data-x-label")}
 	if y := attr(svg, "data-y-label"); y != "" {
-		info.YLabels = strings.Split(y, yLabelSep)
+		// data-y-label lists the panels' labels separated by semicolons.
+		for l := range strings.SplitSeq(y, ";") {
+			info.YLabels = append(info.YLabels, strings.TrimSpace(l))
+		}
 	}
 	drawn := map[string]bool{}
 	for n := range svg.Descendants() {

@@ -1,4 +1,4 @@
-// Package sim is an OpenAI-compatible simulated chat-completions endpoint for
+// Package fakeendpoint is an OpenAI-compatible simulated chat-completions endpoint for
 // rehearsals and tests of clients and probes.
 //
 // It models a continuously batching model server: at most MaxNumSeqs
@@ -20,7 +20,7 @@
 // retry-after-ms headers, and every admitted or refused request carries
 // OpenAI's x-ratelimit-* headers for the configured buckets. Optional
 // random failures (FailRate) answer 429 or 500 whatever the load.
-package sim
+package fakeendpoint
 
 import (
 	"context"

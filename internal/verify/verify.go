@@ -1,4 +1,4 @@
-// Package validate checks a plan against the endpoint it was made for
+// Package verify checks a plan against the endpoint it was made for
 // (docs/service-probes.md, "Validating a plan"): for each class it runs a
 // short closed-loop probe at the class's pool and at 1.25 times it, with
 // requests shaped like the class's, and compares what it measures with
@@ -30,7 +30,7 @@
 //   - ok: neither.
 //
 // The overall verdict is the worst of the classes validated.
-package validate
+package verify
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package validate
+package verify
 
 import (
 	"context"
@@ -7,10 +7,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/plannerdev/planner/internal/fakeendpoint"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/probe"
 	"github.com/plannerdev/planner/internal/scenario"
-	"github.com/plannerdev/planner/internal/sim"
 	"github.com/plannerdev/planner/internal/testutil"
 )
 
@@ -32,15 +32,15 @@ classes:
 // simProbe serves a simulator over an in-memory network, for a test under
 // testing/synctest (the fake clock makes the measurements exact), and
 // returns the base of a probe against it.
-func simProbe(t *testing.T, cfg sim.Config, budget probe.Budget) probe.Config {
+func simProbe(t *testing.T, cfg fakeendpoint.Config, budget probe.Budget) probe.Config {
 	t.Helper()
 	cfg.TimersOnly = true
-	s, err := sim.New(cfg)
+	s, err := fakeendpoint.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	base, dial := testutil.PipeServer(t, s)
-	return probe.Config{BaseURL: base + "/v1", Model: sim.DefaultModel, Pause: -1, Budget: budget, DialContext: dial}
+	return probe.Config{BaseURL: base + "/v1", Model: fakeendpoint.DefaultModel, Pause: -1, Budget: budget, DialContext: dial}
 }
 
 func planOf(t *testing.T, text string) (scenario.Scenario, *plan.Plan) {
@@ -58,7 +58,7 @@ func planOf(t *testing.T, text string) (scenario.Scenario, *plan.Plan) {
 
 // run validates the plan of text against a simulator of cfg, under a
 // fake clock.
-func run(t *testing.T, text string, cfg sim.Config) *Report {
+func run(t *testing.T, text string, cfg fakeendpoint.Config) *Report {
 	t.Helper()
 	var rep *Report
 	synctest.Test(t, func(t *testing.T) {
@@ -76,7 +76,7 @@ func run(t *testing.T, text string, cfg sim.Config) *Report {
 // scenario's latency profile: predicted and measured throughput agree
 // at the pool and at 1.25 × it, and the verdict is ok.
 func TestMatchedSimulatorValidates(t *testing.T) {
-	rep := run(t, matched, sim.Config{MaxNumSeqs: 64, TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: sim.NoGrowth})
+	rep := run(t, matched, fakeendpoint.Config{MaxNumSeqs: 64, TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth})
 	if len(rep.Classes) != 1 {
 		t.Fatalf("%d classes", len(rep.Classes))
 	}
@@ -108,7 +108,7 @@ func TestMatchedSimulatorValidates(t *testing.T) {
 // as slow as the scenario claims: the verdict says so, and which figures
 // are off.
 func TestSlowerSimulatorFails(t *testing.T) {
-	rep := run(t, matched, sim.Config{MaxNumSeqs: 64, TTFT: 200 * time.Millisecond, ITL: 20 * time.Millisecond, ITLGrowth: sim.NoGrowth})
+	rep := run(t, matched, fakeendpoint.Config{MaxNumSeqs: 64, TTFT: 200 * time.Millisecond, ITL: 20 * time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth})
 	c := rep.Classes[0]
 	if c.Verdict != VerdictFails || rep.Verdict != VerdictFails {
 		t.Fatalf("verdict %s / %s: %v", c.Verdict, rep.Verdict, c.Reasons)
@@ -205,7 +205,7 @@ func TestBudgetSkipsClasses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		two := strings.Replace(matched, "classes:\n", "classes:\n  - {name: first, quota: k, mode: batch, input_tokens: {fixed: 64}, output_tokens: {fixed: 8}, max_tokens: 8}\n", 1)
 		sc, p := planOf(t, two)
-		base := simProbe(t, sim.Config{MaxNumSeqs: 64, TTFT: 5 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: sim.NoGrowth}, probe.Budget{MaxRequests: 30})
+		base := simProbe(t, fakeendpoint.Config{MaxNumSeqs: 64, TTFT: 5 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth}, probe.Budget{MaxRequests: 30})
 		rep, err := Run(context.Background(), sc, p, Options{Probe: base})
 		if err != nil {
 			t.Fatal(err)

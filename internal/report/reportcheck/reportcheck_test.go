@@ -1,14 +1,16 @@
-package report
+package reportcheck
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/plannerdev/planner/internal/plan"
+	"github.com/plannerdev/planner/internal/report"
 )
 
 func TestCheckHTML(t *testing.T) {
-	chart, err := CeilingsSVG(plan.ClassPlan{Name: "c", Pool: 2, BindingConstraint: "rpm", Ceilings: []plan.Ceiling{{Constraint: "rpm", MaxPool: ptr(2)}}})
+	two := 2
+	chart, err := report.CeilingsSVG(plan.ClassPlan{Name: "c", Pool: 2, BindingConstraint: "rpm", Ceilings: []plan.Ceiling{{Constraint: "rpm", MaxPool: &two}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,13 +55,13 @@ func TestCheckHTML(t *testing.T) {
 }
 
 func TestCheckSVG(t *testing.T) {
-	r := syntheticResult()
-	svg, err := LatencySVG(r, 10000, 0)
+	two := 2
+	svg, err := report.CeilingsSVG(plan.ClassPlan{Name: "c", Pool: 2, BindingConstraint: "rpm", Ceilings: []plan.Ceiling{{Constraint: "rpm", MaxPool: &two}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	info, err := CheckSVG(svg)
-	if err != nil || info.Kind != ChartLatency {
+	if err != nil || info.Kind != report.ChartCeilings {
 		t.Fatalf("%+v, %v", info, err)
 	}
 	if _, err := CheckSVG([]byte("<html><body>" + string(svg) + "</body></html>")); err == nil {
