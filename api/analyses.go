@@ -13,6 +13,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/importer"
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
@@ -29,7 +30,7 @@ type AnalysisRequest struct {
 	AllowMixed           bool           `json:"allow_mixed,omitempty" doc:"Analyse a file whose runs do not describe one deployment anyway, with a warning in the notes, instead of refusing it."`
 }
 
-// AnalysisRow is one request of a ramp (analysis.Record); only step and
+// AnalysisRow is one request of a ramp (measure.Record); only step and
 // ok are required.
 type AnalysisRow struct {
 	Step             int     `json:"step" minimum:"0" maximum:"100000" doc:"Concurrency of the request's step."`
@@ -52,27 +53,27 @@ type AnalysisRow struct {
 	Refine           bool    `json:"refine,omitempty" doc:"A row of a knee search's refinement step."`
 }
 
-// AnalysisStep is one step of a ramp (analysis.Step); concurrency and
+// AnalysisStep is one step of a ramp (measure.Step); concurrency and
 // goodput_rps are required.
 type AnalysisStep struct {
-	Concurrency   int                `json:"concurrency" minimum:"1" maximum:"100000"`
-	RateRPS       float64            `json:"rate_rps,omitempty" minimum:"0" maximum:"1e9"`
-	Requests      int                `json:"requests,omitempty" minimum:"0"`
-	OK            int                `json:"ok,omitempty" minimum:"0"`
-	RateLimited   int                `json:"rate_limited,omitempty" minimum:"0" doc:"429 answers, retried ones included."`
-	Answers       int                `json:"answers,omitempty" minimum:"0" doc:"HTTP answers, retries included; default requests. The 429 rate is rate_limited / answers."`
-	Errors        int                `json:"errors,omitempty" minimum:"0"`
-	WallS         float64            `json:"wall_s,omitempty" minimum:"0" maximum:"1e9"`
-	GoodputRPS    float64            `json:"goodput_rps" minimum:"0" maximum:"1e9"`
-	ThroughputRPS float64            `json:"throughput_rps,omitempty" minimum:"0" maximum:"1e9"`
-	OutputTPS     float64            `json:"output_tps,omitempty" minimum:"0" maximum:"1e12"`
-	TTFTP50Ms     float64            `json:"ttft_p50_ms,omitempty" minimum:"0" maximum:"1e9"`
-	TTFTP95Ms     float64            `json:"ttft_p95_ms,omitempty" minimum:"0" maximum:"1e9"`
-	E2EP50Ms      float64            `json:"e2e_p50_ms,omitempty" minimum:"0" maximum:"1e9"`
-	E2EP95Ms      float64            `json:"e2e_p95_ms,omitempty" minimum:"0" maximum:"1e9"`
-	TPOTP50Ms     float64            `json:"tpot_p50_ms,omitempty" minimum:"0" maximum:"1e9"`
-	TPOTP95Ms     float64            `json:"tpot_p95_ms,omitempty" minimum:"0" maximum:"1e9"`
-	GoodputCI     *analysis.Interval `json:"goodput_ci,omitempty" doc:"95 % interval of the goodput, when known: the collapse rule then looks past the noise."`
+	Concurrency   int               `json:"concurrency" minimum:"1" maximum:"100000"`
+	RateRPS       float64           `json:"rate_rps,omitempty" minimum:"0" maximum:"1e9"`
+	Requests      int               `json:"requests,omitempty" minimum:"0"`
+	OK            int               `json:"ok,omitempty" minimum:"0"`
+	RateLimited   int               `json:"rate_limited,omitempty" minimum:"0" doc:"429 answers, retried ones included."`
+	Answers       int               `json:"answers,omitempty" minimum:"0" doc:"HTTP answers, retries included; default requests. The 429 rate is rate_limited / answers."`
+	Errors        int               `json:"errors,omitempty" minimum:"0"`
+	WallS         float64           `json:"wall_s,omitempty" minimum:"0" maximum:"1e9"`
+	GoodputRPS    float64           `json:"goodput_rps" minimum:"0" maximum:"1e9"`
+	ThroughputRPS float64           `json:"throughput_rps,omitempty" minimum:"0" maximum:"1e9"`
+	OutputTPS     float64           `json:"output_tps,omitempty" minimum:"0" maximum:"1e12"`
+	TTFTP50Ms     float64           `json:"ttft_p50_ms,omitempty" minimum:"0" maximum:"1e9"`
+	TTFTP95Ms     float64           `json:"ttft_p95_ms,omitempty" minimum:"0" maximum:"1e9"`
+	E2EP50Ms      float64           `json:"e2e_p50_ms,omitempty" minimum:"0" maximum:"1e9"`
+	E2EP95Ms      float64           `json:"e2e_p95_ms,omitempty" minimum:"0" maximum:"1e9"`
+	TPOTP50Ms     float64           `json:"tpot_p50_ms,omitempty" minimum:"0" maximum:"1e9"`
+	TPOTP95Ms     float64           `json:"tpot_p95_ms,omitempty" minimum:"0" maximum:"1e9"`
+	GoodputCI     *measure.Interval `json:"goodput_ci,omitempty" doc:"95 % interval of the goodput, when known: the collapse rule then looks past the noise."`
 }
 
 // AnalysisFile is an uploaded result file.
@@ -86,13 +87,13 @@ type AnalysisFile struct {
 // AnalysisResponse is the analysis of a ramp.
 type AnalysisResponse struct {
 	Format         string            `json:"format" doc:"rows, steps, or the format of the file as detected."`
-	Steps          []analysis.Step   `json:"steps"`
+	Steps          []measure.Step    `json:"steps"`
 	Knee           *int              `json:"knee" doc:"Knee concurrency; null when the first step already fails the knee rule, or no step was measured in a steady state."`
 	KneeRefined    *int              `json:"knee_refined,omitempty" doc:"The smallest measured concurrency whose throughput reaches the plateau of the first failing step (see docs/probe.md); null without a failing step."`
 	KneeResolution *int              `json:"knee_refined_resolution,omitempty" doc:"The knee lies in (knee_refined − resolution, knee_refined]."`
 	Collapse       *int              `json:"collapse" doc:"First concurrency whose goodput fell beyond its noise and collapse_tolerance_pct; null when none did."`
 	QuotaLimited   bool              `json:"quota_limited" doc:"The share of 429 answers rises with concurrency up to the first failing step: the quota binds, not the model."`
-	USL            *analysis.USLFit  `json:"usl,omitempty" doc:"Universal Scalability Law fit to the throughput, when the steps allow one."`
+	USL            *measure.USLFit   `json:"usl,omitempty" doc:"Universal Scalability Law fit to the throughput, when the steps allow one."`
 	Notes          []string          `json:"notes"`
 	Latency        *scenario.Latency `json:"latency,omitempty" doc:"The latency block to put in a scenario: the curve and the knee."`
 }
@@ -149,7 +150,7 @@ func (s *Server) createAnalysis(_ context.Context, in *analysisInput) (*analysis
 	opts := analysis.Options{DeadlineMs: req.DeadlineMs, MinGainPct: req.MinGainPct, MaxP95Fraction: req.MaxP95Fraction,
 		CollapseTolerancePct: req.CollapseTolerancePct}
 	out := &AnalysisResponse{}
-	var res analysis.Result
+	var res measure.Result
 	switch {
 	case req.File != nil:
 		data := []byte(req.File.Content)
@@ -168,20 +169,20 @@ func (s *Server) createAnalysis(_ context.Context, in *analysisInput) (*analysis
 		out.Format, res, out.Latency = imp.Format, imp.Analysis, imp.Latency
 		res.Notes = slices.Concat(imp.Notes, res.Notes)
 	case len(req.Rows) > 0:
-		var closed, open []analysis.Record
+		var closed, open []measure.Record
 		for _, r := range req.Rows {
 			if r.RateRPS > 0 {
-				open = append(open, analysis.Record(r))
+				open = append(open, measure.Record(r))
 			} else {
-				closed = append(closed, analysis.Record(r))
+				closed = append(closed, measure.Record(r))
 			}
 		}
 		out.Format = "rows"
 		res = analysis.Analyze(slices.Concat(analysis.Summarize(closed, opts), analysis.SummarizeOpen(open, opts)), opts)
 	default:
-		steps := make([]analysis.Step, len(req.Steps))
+		steps := make([]measure.Step, len(req.Steps))
 		for i, st := range req.Steps {
-			steps[i] = analysis.Step{
+			steps[i] = measure.Step{
 				Concurrency: st.Concurrency, RateRPS: st.RateRPS, Requests: st.Requests, OK: st.OK,
 				RateLimited: st.RateLimited, Answers: cmp.Or(st.Answers, st.Requests), Errors: st.Errors, WallS: st.WallS,
 				GoodputRPS: st.GoodputRPS, GoodputCI: st.GoodputCI,
@@ -194,7 +195,7 @@ func (s *Server) createAnalysis(_ context.Context, in *analysisInput) (*analysis
 		res = analysis.Analyze(steps, opts)
 	}
 	if out.Latency == nil {
-		if lat, err := res.Latency(); err == nil {
+		if lat, err := analysis.Latency(res); err == nil {
 			out.Latency = &lat
 		}
 	}
@@ -202,7 +203,7 @@ func (s *Server) createAnalysis(_ context.Context, in *analysisInput) (*analysis
 	out.KneeRefined, out.KneeResolution = res.KneeRefined, res.KneeResolution
 	out.Notes = res.Notes
 	if out.Steps == nil {
-		out.Steps = []analysis.Step{}
+		out.Steps = []measure.Step{}
 	}
 	if out.Notes == nil {
 		out.Notes = []string{}

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/jobs"
+	"github.com/plannerdev/planner/internal/measure"
 )
 
 // TestProbeEvents reads a running probe's events with a real HTTP client
@@ -47,7 +47,7 @@ func TestProbeEvents(t *testing.T) {
 			}
 			progress[p.Step]++
 		case "step":
-			var st analysis.Step
+			var st measure.Step
 			mustUnmarshal(t, ev.data, &st)
 			if st.Requests == 0 || st.OK != st.Requests {
 				t.Errorf("step event %s", ev.data)

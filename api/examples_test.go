@@ -13,8 +13,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/config"
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/verify"
 )
@@ -210,7 +210,7 @@ func queuedProbe(t *testing.T, s *Server, _ string, request json.RawMessage) []b
 		t.Fatal(err)
 	}
 	resp := Probe{ID: exampleProbeID, Status: "queued", Label: req.Label, Target: ProbeEndpoint{BaseURL: cfg.BaseURL, Model: cfg.Model},
-		CreatedAt: exampleTime, Steps: []analysis.Step{}}
+		CreatedAt: exampleTime, Steps: []measure.Step{}}
 	if err := json.Unmarshal(stored, &resp.Config); err != nil {
 		t.Fatal(err)
 	}

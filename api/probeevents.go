@@ -7,8 +7,8 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/sse"
 
-	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/jobs"
+	"github.com/plannerdev/planner/internal/measure"
 )
 
 // ProbeStatusEvent is the data of a status event: the probe's status.
@@ -45,7 +45,7 @@ func (s *Server) registerProbeEvents() {
 	sse.Register(s.api, op, map[string]any{
 		"status":   ProbeStatusEvent{},
 		"progress": jobs.Progress{},
-		"step":     analysis.Step{},
+		"step":     measure.Step{},
 		"done":     Probe{},
 	}, s.probeEvents)
 	s.labels[op.Method+" "+op.Path] = op.OperationID

@@ -15,6 +15,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/jobs"
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/probe"
 	"github.com/plannerdev/planner/internal/report"
 	"github.com/plannerdev/planner/internal/scenario"
@@ -73,13 +74,13 @@ type Probe struct {
 	FinishedAt     *time.Time        `json:"finished_at,omitempty"`
 	Error          string            `json:"error" doc:"Why the run failed or stopped early; empty otherwise."`
 	Counts         ProbeCounts       `json:"counts"`
-	Steps          []analysis.Step   `json:"steps" doc:"Summaries of the steps finished so far, in ascending concurrency."`
+	Steps          []measure.Step    `json:"steps" doc:"Summaries of the steps finished so far, in ascending concurrency."`
 	Knee           *int              `json:"knee" doc:"Knee concurrency of the steps so far; null when the first step failed the knee rule or no step has been measured in a steady state."`
 	KneeRefined    *int              `json:"knee_refined,omitempty" doc:"The smallest measured concurrency whose throughput reaches the plateau of the first failing step; a search narrows it down by bisection."`
 	KneeResolution *int              `json:"knee_refined_resolution,omitempty" doc:"The knee lies in (knee_refined − resolution, knee_refined]."`
 	Collapse       *int              `json:"collapse" doc:"First concurrency whose goodput fell beyond its noise and the collapse tolerance; null when none did."`
 	QuotaLimited   bool              `json:"quota_limited" doc:"The share of 429 answers rises with concurrency, or the rate-limit headers showed the key exhausted: the quota binds before the model does."`
-	USL            *analysis.USLFit  `json:"usl,omitempty" doc:"Universal Scalability Law fit to the throughput, when the steps allow one."`
+	USL            *measure.USLFit   `json:"usl,omitempty" doc:"Universal Scalability Law fit to the throughput, when the steps allow one."`
 	Notes          []string          `json:"notes,omitempty"`
 	RateLimits     *probe.RateLimits `json:"rate_limits,omitempty" doc:"The quota the endpoint announced in its rate-limit headers."`
 	StopReason     string            `json:"stop_reason" doc:"Why the run stopped (completed, max_429_ratio, goodput_falling, no_success, budget_requests, budget_tokens, budget_duration, cancelled); empty while it runs."`
@@ -486,7 +487,7 @@ func (s *Server) probePlot(ctx context.Context, in *plotInput) (*documentOutput,
 // a step cut short before it reached one (a cancel after a few requests)
 // does not count, so it gets no chart and no record card.
 func measured(run store.ProbeRun) bool {
-	return run.Result != nil && slices.ContainsFunc(run.Result.Analysis.Steps, func(s analysis.Step) bool { return !s.TooShort })
+	return run.Result != nil && slices.ContainsFunc(run.Result.Analysis.Steps, func(s measure.Step) bool { return !s.TooShort })
 }
 
 // probeResource is the API's view of a stored probe.
@@ -494,7 +495,7 @@ func probeResource(r store.ProbeRun) *Probe {
 	p := &Probe{
 		ID: r.ID, Status: string(r.Status), Label: r.Label, Target: ProbeEndpoint{BaseURL: r.BaseURL, Model: r.Model},
 		Config: map[string]any{}, CreatedAt: r.CreatedAt, StartedAt: timePtr(r.StartedAt), FinishedAt: timePtr(r.FinishedAt),
-		Error: r.Error, Counts: ProbeCounts(r.Counts), Steps: []analysis.Step{},
+		Error: r.Error, Counts: ProbeCounts(r.Counts), Steps: []measure.Step{},
 	}
 	_ = json.Unmarshal(r.Config, &p.Config) // stored by this service as a JSON object
 	if res := r.Result; res != nil {
@@ -511,7 +512,7 @@ func probeResource(r store.ProbeRun) *Probe {
 				p.RateLimits = &rl
 			}
 		}
-		if lat, err := a.Latency(); err == nil {
+		if lat, err := analysis.Latency(a); err == nil {
 			p.Latency = &lat
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 )
 
 const workshopRamp = importTestdata + "handmade/workshop_ramp.csv"
@@ -56,21 +57,21 @@ func TestKneeFlagsChangeTheVerdict(t *testing.T) {
 func TestKneeProbeRequestsCSV(t *testing.T) {
 	// A closed loop of c workers, max(40, 3c) + c requests per step, the
 	// first round warm-up; an endpoint that serves two at a time.
-	var recs []analysis.Record
+	var recs []measure.Record
 	for _, c := range []int{1, 2, 4} {
 		e2e := 1000.0
 		if c == 4 {
 			e2e = 2000 // saturated: goodput stays flat
 		}
 		for i := range analysis.MinMeasured(c) + c {
-			recs = append(recs, analysis.Record{
+			recs = append(recs, measure.Record{
 				Step: c, Index: i, StartS: float64(i/c) * e2e / 1000, TTFTMs: 100, E2EMs: e2e,
 				OutputTokens: 20, Status: 200, OK: true, Attempts: 1, Warmup: i < c,
 			})
 		}
 	}
 	var buf bytes.Buffer
-	if err := analysis.WriteCSV(&buf, recs); err != nil {
+	if err := measure.WriteCSV(&buf, recs); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "requests.csv")

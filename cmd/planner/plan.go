@@ -7,12 +7,13 @@ import (
 	"os"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/plannerdev/planner"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/report"
 	"github.com/plannerdev/planner/internal/scenario"
 	"github.com/plannerdev/planner/internal/verify"
-	"github.com/spf13/cobra"
 )
 
 func newPlanCmd(s streams) *cobra.Command {

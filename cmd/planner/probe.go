@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/probe"
 	"github.com/plannerdev/planner/internal/report"
 )
@@ -244,14 +245,14 @@ func (p *progress) StepStarted(concurrency, requests int) {
 }
 
 // Record advances the bar.
-func (p *progress) Record(analysis.Record) {
+func (p *progress) Record(measure.Record) {
 	if p.bar != nil {
 		_ = p.bar.Add(1)
 	}
 }
 
 // StepDone closes the bar and prints the step's line.
-func (p *progress) StepDone(s analysis.Step) {
+func (p *progress) StepDone(s measure.Step) {
 	if p.bar != nil {
 		_ = p.bar.Finish()
 		p.bar = nil

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/report"
 	"github.com/plannerdev/planner/internal/simulate"
@@ -93,7 +93,7 @@ func newReportCmd(s streams) *cobra.Command {
 // analysis at the top level, when the run started, why it stopped, and the
 // endpoint and deadline from its configuration.
 type stepsFile struct {
-	analysis.Result
+	measure.Result
 	StopReason string    `json:"stop_reason"`
 	Started    time.Time `json:"started"`
 	Config     struct {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/probe"
 	"github.com/plannerdev/planner/internal/report/reportcheck"
 )
@@ -17,12 +18,12 @@ import (
 // own writer, so that the test reads steps.json exactly as a run leaves it.
 func writeProbeRun(t *testing.T) string {
 	t.Helper()
-	var steps []analysis.Step
+	var steps []measure.Step
 	for _, s := range []struct {
 		c          int
 		rps, e2e95 float64
 	}{{1, 0.3, 3300}, {4, 1.2, 3600}, {8, 2.3, 4000}, {16, 3.9, 4900}, {32, 4.1, 8400}} {
-		steps = append(steps, analysis.Step{Concurrency: s.c, Requests: 40, OK: 40, WallS: 40 / s.rps, GoodputRPS: s.rps,
+		steps = append(steps, measure.Step{Concurrency: s.c, Requests: 40, OK: 40, WallS: 40 / s.rps, GoodputRPS: s.rps,
 			ThroughputRPS: s.rps, OutputTPS: s.rps * 200, TTFTP50Ms: 150, TTFTP95Ms: 300, E2EP50Ms: s.e2e95 * 0.8, E2EP95Ms: s.e2e95,
 			TPOTP50Ms: 15, TPOTP95Ms: 20})
 	}

@@ -9,7 +9,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/simulate"
 )
 
@@ -111,12 +111,12 @@ func TestSimulateReplaysAProbe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var recs []analysis.Record
+	var recs []measure.Record
 	for i := range 40 {
-		recs = append(recs, analysis.Record{Step: 1, Index: i, StartS: 100 + 0.5*float64(i), AckMs: 90, TTFTMs: 100, E2EMs: 600,
+		recs = append(recs, measure.Record{Step: 1, Index: i, StartS: 100 + 0.5*float64(i), AckMs: 90, TTFTMs: 100, E2EMs: 600,
 			OutputTokens: 20, InputTokens: 50, Status: 200, Attempts: 1, OK: true})
 	}
-	if err := analysis.WriteCSV(f, recs); err != nil {
+	if err := measure.WriteCSV(f, recs); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()

@@ -1,18 +1,19 @@
 package analysis
 
 import (
-	"bytes"
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/plannerdev/planner/internal/measure"
 )
 
 // steps builds a ramp from (concurrency, goodput, e2e p95) triples; each
 // step has 100 measured requests and 100 answers.
-func steps(rows ...[3]float64) []Step {
-	out := make([]Step, len(rows))
+func steps(rows ...[3]float64) []measure.Step {
+	out := make([]measure.Step, len(rows))
 	for i, r := range rows {
-		out[i] = Step{Concurrency: int(r[0]), Requests: 100, OK: 100, Answers: 100, GoodputRPS: r[1], ThroughputRPS: r[1], E2EP95Ms: r[2]}
+		out[i] = measure.Step{Concurrency: int(r[0]), Requests: 100, OK: 100, Answers: 100, GoodputRPS: r[1], ThroughputRPS: r[1], E2EP95Ms: r[2]}
 	}
 	return out
 }
@@ -21,7 +22,7 @@ func TestKneeRule(t *testing.T) {
 	opts := Options{DeadlineMs: 10000}
 	tests := []struct {
 		name     string
-		steps    []Step
+		steps    []measure.Step
 		knee     *int
 		collapse *int
 	}{
@@ -84,12 +85,12 @@ func TestKneeRule(t *testing.T) {
 // intervals overlap is noise, not a collapse; the same fall with tight
 // intervals is one.
 func TestCollapseNeedsMoreThanNoise(t *testing.T) {
-	a := Step{Concurrency: 16, GoodputRPS: 10, GoodputCI: &Interval{Lo: 8.5, Hi: 11.5}}
-	b := Step{Concurrency: 32, GoodputRPS: 9.3, GoodputCI: &Interval{Lo: 8.0, Hi: 10.6}}
+	a := measure.Step{Concurrency: 16, GoodputRPS: 10, GoodputCI: &measure.Interval{Lo: 8.5, Hi: 11.5}}
+	b := measure.Step{Concurrency: 32, GoodputRPS: 9.3, GoodputCI: &measure.Interval{Lo: 8.0, Hi: 10.6}}
 	if Fell(a, b, 5) {
 		t.Error("a 7 % fall within overlapping intervals counted as a fall")
 	}
-	a.GoodputCI, b.GoodputCI = &Interval{Lo: 9.9, Hi: 10.1}, &Interval{Lo: 9.2, Hi: 9.4}
+	a.GoodputCI, b.GoodputCI = &measure.Interval{Lo: 9.9, Hi: 10.1}, &measure.Interval{Lo: 9.2, Hi: 9.4}
 	if !Fell(a, b, 5) {
 		t.Error("a 7 % fall with intervals apart did not count")
 	}
@@ -101,8 +102,8 @@ func TestCollapseNeedsMoreThanNoise(t *testing.T) {
 // TestTooShortStepsAreNotJudged: a step cut short (3 requests) gives no
 // knee, however well it did.
 func TestTooShortStepsAreNotJudged(t *testing.T) {
-	short := Step{Concurrency: 1, Requests: 3, OK: 3, Answers: 3, GoodputRPS: 5, ThroughputRPS: 5, TooShort: true}
-	res := Analyze([]Step{short}, Options{})
+	short := measure.Step{Concurrency: 1, Requests: 3, OK: 3, Answers: 3, GoodputRPS: 5, ThroughputRPS: 5, TooShort: true}
+	res := Analyze([]measure.Step{short}, Options{})
 	if res.Knee != nil || !strings.Contains(strings.Join(res.Notes, " "), "too short") {
 		t.Errorf("knee %v notes %v: want no knee and a note", deref(res.Knee), res.Notes)
 	}
@@ -115,14 +116,14 @@ func TestTooShortStepsAreNotJudged(t *testing.T) {
 
 func TestAmbiguousGain(t *testing.T) {
 	ss := steps([3]float64{1, 1, 100}, [3]float64{2, 1.12, 100})
-	ss[0].GoodputCI = &Interval{Lo: 0.97, Hi: 1.03}
-	ss[1].GoodputCI = &Interval{Lo: 1.05, Hi: 1.19}
+	ss[0].GoodputCI = &measure.Interval{Lo: 0.97, Hi: 1.03}
+	ss[1].GoodputCI = &measure.Interval{Lo: 1.05, Hi: 1.19}
 	// The gain is 12 %; the intervals allow 1.9 % to 22.7 %, around the 10 % rule.
 	if res := Analyze(ss, Options{}); res.Ambiguous == nil || *res.Ambiguous != 2 {
 		t.Errorf("ambiguous = %v, want 2", deref(res.Ambiguous))
 	}
-	ss[1].GoodputCI = &Interval{Lo: 1.115, Hi: 1.125}
-	ss[0].GoodputCI = &Interval{Lo: 0.999, Hi: 1.001}
+	ss[1].GoodputCI = &measure.Interval{Lo: 1.115, Hi: 1.125}
+	ss[0].GoodputCI = &measure.Interval{Lo: 0.999, Hi: 1.001}
 	if res := Analyze(ss, Options{}); res.Ambiguous != nil {
 		t.Errorf("ambiguous = %v with tight intervals", deref(res.Ambiguous))
 	}
@@ -189,15 +190,15 @@ func TestAnalyzeFitsUSL(t *testing.T) {
 }
 
 func TestSummarizeOverKnownNumbers(t *testing.T) {
-	var recs []Record
-	// Step 2: four requests over 2 s, one late, one 429 after two 429s
+	var recs []measure.Record
+	// measure.Step 2: four requests over 2 s, one late, one 429 after two 429s
 	// retried; a warm-up request with a retried 429.
 	recs = append(recs,
-		Record{Step: 2, Index: 0, StartS: 0, TTFTMs: 100, E2EMs: 1000, OutputTokens: 11, Status: 200, OK: true, Attempts: 1},
-		Record{Step: 2, Index: 1, StartS: 0, TTFTMs: 200, E2EMs: 1000, OutputTokens: 11, Status: 200, OK: true, Attempts: 1},
-		Record{Step: 2, Index: 2, StartS: 1, TTFTMs: 300, E2EMs: 1000, OutputTokens: 21, Status: 200, OK: true, Attempts: 1},
-		Record{Step: 2, Index: 3, StartS: 1, E2EMs: 5, Status: 429, ErrorClass: ErrRateLimited, Attempts: 3},
-		Record{Step: 2, Index: 4, StartS: 0, TTFTMs: 100, E2EMs: 100, OutputTokens: 3, Status: 200, OK: true, Warmup: true, Attempts: 2},
+		measure.Record{Step: 2, Index: 0, StartS: 0, TTFTMs: 100, E2EMs: 1000, OutputTokens: 11, Status: 200, OK: true, Attempts: 1},
+		measure.Record{Step: 2, Index: 1, StartS: 0, TTFTMs: 200, E2EMs: 1000, OutputTokens: 11, Status: 200, OK: true, Attempts: 1},
+		measure.Record{Step: 2, Index: 2, StartS: 1, TTFTMs: 300, E2EMs: 1000, OutputTokens: 21, Status: 200, OK: true, Attempts: 1},
+		measure.Record{Step: 2, Index: 3, StartS: 1, E2EMs: 5, Status: 429, ErrorClass: measure.ErrRateLimited, Attempts: 3},
+		measure.Record{Step: 2, Index: 4, StartS: 0, TTFTMs: 100, E2EMs: 100, OutputTokens: 3, Status: 200, OK: true, Warmup: true, Attempts: 2},
 	)
 	got := SummarizeOver(recs, Options{DeadlineMs: 900}, nil)
 	if len(got) != 1 {
@@ -240,12 +241,12 @@ func TestSummarizeOverKnownNumbers(t *testing.T) {
 // [1, 2] and [3.5, 4.5] count half each, four others whole: 5 requests in
 // 2.5 s, 2 req/s = c / S.
 func TestSteadyStateByHand(t *testing.T) {
-	var recs []Record
+	var recs []measure.Record
 	idx := 0
 	for k := range 4 {
 		for w := range 2 {
 			start := float64(k) + 0.5*float64(w)
-			recs = append(recs, Record{Step: 2, Index: idx, StartS: start, TTFTMs: 100, E2EMs: 1000,
+			recs = append(recs, measure.Record{Step: 2, Index: idx, StartS: start, TTFTMs: 100, E2EMs: 1000,
 				OutputTokens: 10, Status: 200, OK: true, Attempts: 1, Warmup: idx < 2})
 			idx++
 		}
@@ -347,13 +348,13 @@ func TestIsotonic(t *testing.T) {
 }
 
 func TestLatencyBlock(t *testing.T) {
-	ss := []Step{
+	ss := []measure.Step{
 		{Concurrency: 1, OK: 10, Requests: 10, Answers: 10, TTFTP50Ms: 200, TTFTP95Ms: 210, TPOTP50Ms: 20, TPOTP95Ms: 30, ThroughputRPS: 1},
 		{Concurrency: 2, OK: 0, Requests: 10, Errors: 10, Answers: 10},
 		{Concurrency: 4, OK: 10, Requests: 10, RateLimited: 1, Answers: 10, TTFTP50Ms: 220, TTFTP95Ms: 260, TPOTP50Ms: 21, TPOTP95Ms: 23, ThroughputRPS: 3.5},
 		{Concurrency: 8, OK: 3, Requests: 3, Answers: 3, TTFTP50Ms: 999, TTFTP95Ms: 999, TPOTP50Ms: 99, TPOTP95Ms: 99, TooShort: true},
 	}
-	l, err := Result{Steps: ss, Knee: ptr(4)}.Latency()
+	l, err := Latency(measure.Result{Steps: ss, Knee: ptr(4)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,56 +365,8 @@ func TestLatencyBlock(t *testing.T) {
 	if l.Curve[0].TPOTP95Ms != 26.5 || l.Curve[1].TPOTP95Ms != 26.5 {
 		t.Errorf("TPOT p95 = %g, %g; want 26.5, 26.5", l.Curve[0].TPOTP95Ms, l.Curve[1].TPOTP95Ms)
 	}
-	if _, err := (Result{Steps: ss[1:2]}).Latency(); err == nil {
+	if _, err := Latency(measure.Result{Steps: ss[1:2]}); err == nil {
 		t.Fatal("a ramp without successes gave a curve")
-	}
-}
-
-func TestCSVRoundTrip(t *testing.T) {
-	in := []Record{
-		{Step: 4, Index: 7, StartS: 1.25, AckMs: 10, TTFTMs: 201.5, E2EMs: 1200.25, E2EWithRetriesMs: 1200.25, OutputTokens: 50, InputTokens: 512, Status: 200, Attempts: 1, OK: true},
-		{Step: 8, Index: 0, StartS: 3, E2EMs: 12, E2EWithRetriesMs: 1530, Status: 429, ErrorClass: ErrRateLimited, Attempts: 2, RetryAfterMs: 1500, OutputEstimated: true, Warmup: true},
-		{Step: 4, RateRPS: 2.5, Index: 3, StartS: 7.123456789, TTFTMs: 0.123456, E2EMs: 2, E2EWithRetriesMs: 2, OutputTokens: 2, Status: 200, Attempts: 1, OK: true},
-		{Step: 12, Index: 1, StartS: 9, TTFTMs: 50, E2EMs: 120, E2EWithRetriesMs: 120, OutputTokens: 8, Status: 200, Attempts: 1, OK: true, Refine: true},
-	}
-	var buf bytes.Buffer
-	if err := WriteCSV(&buf, in); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(buf.String(), ",1530.000000,2,0,false\n") {
-		t.Errorf("the 429 row lacks e2e_with_retries_ms and n429:\n%s", buf.String())
-	}
-	out, err := ReadCSV(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(out) != len(in) {
-		t.Fatalf("read %d records, want %d", len(out), len(in))
-	}
-	for i := range in {
-		if in[i] != out[i] {
-			t.Errorf("record %d: wrote %+v, read %+v", i, in[i], out[i])
-		}
-	}
-	if _, err := ReadCSV(bytes.NewBufferString("a,b\n1,2\n")); err == nil {
-		t.Error("a foreign CSV was read as a probe CSV")
-	}
-}
-
-// TestCSVReadsTheOldLayout keeps files written before the retry columns
-// readable: their E2E counts as the time with retries.
-func TestCSVReadsTheOldLayout(t *testing.T) {
-	old := strings.Join(csvHeaderV1, ",") + "\n4,7,1.250000,10.000,201.500,1200.250,50,512,false,200,,2,300.000,true,false\n"
-	out, err := ReadCSV(strings.NewReader(old))
-	if err != nil || len(out) != 1 {
-		t.Fatalf("%v, %v", out, err)
-	}
-	if r := out[0]; r.E2EMs != 1200.25 || r.slotMs() != 1200.25 || r.RateLimitedAnswers() != 1 {
-		t.Errorf("record %+v", r)
-	}
-	inconsistent := strings.Join(CSVHeader, ",") + "\n4,7,1.250000,10.000,201.500,1200.250,50,512,false,200,,2,300.000,true,false,1500.000,5,0,false\n"
-	if _, err := ReadCSV(strings.NewReader(inconsistent)); err == nil || !strings.Contains(err.Error(), "n429") {
-		t.Errorf("an n429 that contradicts attempts was read: %v", err)
 	}
 }
 
@@ -433,12 +386,12 @@ func deref(p *int) any {
 // 1/(2c)): 16 does, 8 does not, so the knee lies in (8, 16]; measuring 12,
 // then 10, then 11 narrows it to 12 exactly.
 func TestKneeRefined(t *testing.T) {
-	step := func(c int, refine bool, noise float64) Step {
+	step := func(c int, refine bool, noise float64) measure.Step {
 		x := math.Min(float64(c), 12)
-		return Step{Concurrency: c, Requests: 100, OK: 100, Answers: 100, GoodputRPS: x, ThroughputRPS: x, Refine: refine,
-			GoodputCI: &Interval{Lo: x * (1 - noise), Hi: x * (1 + noise)}}
+		return measure.Step{Concurrency: c, Requests: 100, OK: 100, Answers: 100, GoodputRPS: x, ThroughputRPS: x, Refine: refine,
+			GoodputCI: &measure.Interval{Lo: x * (1 - noise), Hi: x * (1 + noise)}}
 	}
-	var ss []Step
+	var ss []measure.Step
 	for _, c := range []int{1, 2, 4, 8, 16, 32} {
 		ss = append(ss, step(c, false, 0.001))
 	}
@@ -457,7 +410,7 @@ func TestKneeRefined(t *testing.T) {
 			ss = append(ss, step(tc.add, true, 0.001))
 		}
 		res := Analyze(ss, Options{})
-		next, ok := res.NextRefinement()
+		next, ok := NextRefinement(res)
 		if deref(res.Knee) != tc.knee || deref(res.FirstFailing) != tc.firstFails || deref(res.KneeRefined) != tc.refined ||
 			deref(res.KneeResolution) != tc.res || next != tc.next || ok != (tc.next > 0) {
 			t.Errorf("after %d: knee %v, first failing %v, refined %v ± %v, next %d (%v); want %d, %d, %d ± %d, next %d",
@@ -469,7 +422,7 @@ func TestKneeRefined(t *testing.T) {
 	// resolve (1/24) stops the bisection, and says why.
 	noisy := append(ss[:6:6], step(12, true, 0.1))
 	res := Analyze(noisy, Options{})
-	if _, ok := res.NextRefinement(); ok || deref(res.KneeRefined) != 12 || deref(res.KneeResolution) != 4 ||
+	if _, ok := NextRefinement(res); ok || deref(res.KneeRefined) != 12 || deref(res.KneeResolution) != 4 ||
 		!strings.Contains(strings.Join(res.Notes, " "), "noise is more than half a slot") {
 		t.Errorf("noisy refinement: refined %v ± %v, notes %v", deref(res.KneeRefined), deref(res.KneeResolution), res.Notes)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
@@ -21,7 +22,7 @@ const CurveFileUsage = "Use: append this file to a scenario that has no top-leve
 // and, above each curve point, what a reader must know about it (429s and
 // errors in its step, values estimated rather than measured). steps are
 // the steps the points come from, matched by concurrency.
-func CurveFile(lat scenario.Latency, steps []Step, header []string) ([]byte, error) {
+func CurveFile(lat scenario.Latency, steps []measure.Step, header []string) ([]byte, error) {
 	var b bytes.Buffer
 	for _, h := range header {
 		fmt.Fprintf(&b, "# %s\n", h)
@@ -31,7 +32,7 @@ func CurveFile(lat scenario.Latency, steps []Step, header []string) ([]byte, err
 		b.WriteString("# Each latency series is made non-decreasing over concurrency by isotonic regression (weighted by requests).\n")
 	}
 	b.WriteString("latency:\n")
-	byConc := map[int]Step{}
+	byConc := map[int]measure.Step{}
 	for _, s := range steps {
 		if _, seen := byConc[s.Concurrency]; !seen && !s.TooShort {
 			byConc[s.Concurrency] = s
@@ -80,7 +81,7 @@ func CurveFile(lat scenario.Latency, steps []Step, header []string) ([]byte, err
 }
 
 // pointMarks says what is special about the step behind a curve point.
-func pointMarks(s Step) string {
+func pointMarks(s measure.Step) string {
 	var parts []string
 	if s.RateLimited > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d answers were 429", s.RateLimited, s.Answers))

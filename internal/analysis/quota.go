@@ -3,13 +3,14 @@ package analysis
 import (
 	"fmt"
 
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/model"
 )
 
 // rateTrend tests whether the share of 429 answers rises with
 // concurrency (model.TrendZ over the steps, nᵢ the answers of step i, xᵢ
 // its 429s, log2 of its concurrency the score).
-func rateTrend(steps []Step) (float64, bool) {
+func rateTrend(steps []measure.Step) (float64, bool) {
 	gs := make([]model.Group, 0, len(steps))
 	for _, s := range steps {
 		gs = append(gs, model.Group{Score: model.ConcurrencyScore(float64(s.Concurrency)), Trials: float64(s.Answers), Events: float64(s.RateLimited)})
@@ -22,7 +23,7 @@ func rateTrend(steps []Step) (float64, bool) {
 // where the ramp stopped scaling). 429s at a rate that does not rise get
 // a note instead: they come from elsewhere (other traffic on the key, a
 // gateway's random throttling), not from this load.
-func judgeQuota(res *Result, judged []Step, failed int) {
+func judgeQuota(res *measure.Result, judged []measure.Step, failed int) {
 	upTo := judged
 	if failed >= 0 {
 		upTo = judged[:failed+1]

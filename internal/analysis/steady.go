@@ -7,6 +7,8 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/plannerdev/planner/internal/measure"
 )
 
 // A closed-loop step is measured only where it runs steadily: after its
@@ -57,58 +59,31 @@ const confidence = 0.95
 // maxBatches is the number of batches of the goodput interval.
 const maxBatches = 10
 
-// Interval is a 95 % confidence interval.
-type Interval struct {
-	Lo float64 `json:"lo"`
-	Hi float64 `json:"hi"`
-}
-
-// halfWidthRel is the interval's half-width relative to v, or +Inf.
-func (iv *Interval) halfWidthRel(v float64) float64 {
-	if iv == nil || !(v > 0) {
-		return math.Inf(1)
-	}
-	return (iv.Hi - iv.Lo) / 2 / v
-}
-
-// slotMs is how long the request held its client slot: from the first
-// send to its end, waits before retries included.
-func (r Record) slotMs() float64 { return math.Max(r.E2EMs, r.E2EWithRetriesMs) }
-
-// endS is when the request ended, in seconds from the start of the run.
-func (r Record) endS() float64 { return r.StartS + r.slotMs()/1000 }
-
-// good reports whether a successful request ended within the deadline
-// (DeadlineMs ≤ 0: no deadline).
-func (r Record) good(deadlineMs float64) bool {
-	return r.OK && (deadlineMs <= 0 || r.E2EMs <= deadlineMs)
-}
-
 // steady is a closed-loop step's steady state.
 type steady struct {
 	a, b       float64 // the window, seconds from the start of the run
 	throughput float64
 	goodput    float64
 	outputTPS  float64
-	goodputCI  *Interval
+	goodputCI  *measure.Interval
 	measured   int // requests overlapping the window
 }
 
 // steadyState measures a closed-loop step of concurrency c over its
 // window; false when the rows never had c requests in flight after their
 // warm-up (too few rows, or a step cut short).
-func steadyState(rows []Record, c int, deadlineMs float64) (steady, bool) {
+func steadyState(rows []measure.Record, c int, deadlineMs float64) (steady, bool) {
 	a, b, ok := window(rows, c, false)
 	if !ok {
 		return steady{}, false
 	}
-	return measure(rows, c, a, b, deadlineMs), true
+	return measureWindow(rows, c, a, b, deadlineMs), true
 }
 
 // window finds [a, b]. With running set, the step is still sending: b is
 // the latest completion so far, and the window is what has been measured
 // until now.
-func window(rows []Record, c int, running bool) (a, b float64, ok bool) {
+func window(rows []measure.Record, c int, running bool) (a, b float64, ok bool) {
 	if c < 1 || len(rows) < c {
 		return 0, 0, false
 	}
@@ -118,7 +93,7 @@ func window(rows []Record, c int, running bool) (a, b float64, ok bool) {
 		starts = append(starts, r.StartS)
 		lastStart = math.Max(lastStart, r.StartS)
 		if r.Warmup {
-			warmEnd = math.Max(warmEnd, r.endS())
+			warmEnd = math.Max(warmEnd, r.EndS())
 		}
 	}
 	slices.Sort(starts)
@@ -127,11 +102,11 @@ func window(rows []Record, c int, running bool) (a, b float64, ok bool) {
 	if running {
 		b = math.Inf(-1)
 		for _, r := range rows {
-			b = math.Max(b, r.endS())
+			b = math.Max(b, r.EndS())
 		}
 	} else {
 		for _, r := range rows {
-			if e := r.endS(); e > lastStart {
+			if e := r.EndS(); e > lastStart {
 				b = math.Min(b, e)
 			}
 		}
@@ -143,8 +118,8 @@ func window(rows []Record, c int, running bool) (a, b float64, ok bool) {
 }
 
 // fraction is the share of the request's slot time inside [a, b].
-func fraction(r Record, a, b float64) float64 {
-	s, e := r.StartS, r.endS()
+func fraction(r measure.Record, a, b float64) float64 {
+	s, e := r.StartS, r.EndS()
 	if e <= s {
 		if s >= a && s <= b {
 			return 1
@@ -158,9 +133,9 @@ func fraction(r Record, a, b float64) float64 {
 	return overlap / (e - s)
 }
 
-// measure counts the requests' fractions inside [a, b] and the goodput
+// measureWindow counts the requests' fractions inside [a, b] and the goodput
 // interval by batch means.
-func measure(rows []Record, c int, a, b, deadlineMs float64) steady {
+func measureWindow(rows []measure.Record, c int, a, b, deadlineMs float64) steady {
 	st := steady{a: a, b: b}
 	w := b - a
 	type part struct {
@@ -179,11 +154,11 @@ func measure(rows []Record, c int, a, b, deadlineMs float64) steady {
 			ok += f
 			tokens += f * float64(r.OutputTokens)
 		}
-		g := r.good(deadlineMs)
+		g := r.Good(deadlineMs)
 		if g {
 			good += f
 		}
-		parts = append(parts, part{start: r.StartS, f: f, slot: r.slotMs() / 1000, good: g})
+		parts = append(parts, part{start: r.StartS, f: f, slot: r.SlotMs() / 1000, good: g})
 	}
 	st.throughput, st.goodput, st.outputTPS = ok/w, good/w, tokens/w
 
@@ -216,7 +191,7 @@ func measure(rows []Record, c int, a, b, deadlineMs float64) steady {
 	sd := stat.StdDev(est, nil)
 	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(k - 1)}.Quantile(1 - (1-confidence)/2)
 	hw := t * sd / math.Sqrt(float64(k))
-	st.goodputCI = &Interval{Lo: math.Max(0, st.goodput-hw), Hi: st.goodput + hw}
+	st.goodputCI = &measure.Interval{Lo: math.Max(0, st.goodput-hw), Hi: st.goodput + hw}
 	return st
 }
 
@@ -225,13 +200,13 @@ func measure(rows []Record, c int, a, b, deadlineMs float64) steady {
 // goodput interval over what has completed so far, and the requests
 // measured. The knee search ends a step once it is within
 // TargetPrecision and the step has MinAdaptive(c) measured requests.
-func Precision(rows []Record, c int, deadlineMs float64) (rel float64, measured int) {
+func Precision(rows []measure.Record, c int, deadlineMs float64) (rel float64, measured int) {
 	a, b, ok := window(rows, c, true)
 	if !ok {
 		return math.Inf(1), 0
 	}
-	st := measure(rows, c, a, b, deadlineMs)
-	return st.goodputCI.halfWidthRel(st.goodput), st.measured
+	st := measureWindow(rows, c, a, b, deadlineMs)
+	return st.goodputCI.HalfWidthRel(st.goodput), st.measured
 }
 
 // quantileCI is the distribution-free confidence interval of the
@@ -240,7 +215,7 @@ func Precision(rows []Record, c int, deadlineMs float64) (rel float64, measured 
 // below the quantile (Conover, Practical Nonparametric Statistics, §3.2).
 // A rank beyond the data gives the extreme value, so the interval of a
 // high quantile of a small sample reaches the maximum.
-func quantileCI(sorted []float64, q float64) *Interval {
+func quantileCI(sorted []float64, q float64) *measure.Interval {
 	n := len(sorted)
 	if n < 2 {
 		return nil
@@ -266,5 +241,5 @@ func quantileCI(sorted []float64, q float64) *Interval {
 	if l >= 1 {
 		lo = sorted[l-1]
 	}
-	return &Interval{Lo: lo, Hi: sorted[u-1]}
+	return &measure.Interval{Lo: lo, Hi: sorted[u-1]}
 }

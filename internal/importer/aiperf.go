@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 )
 
 // NVIDIA AIPerf (`aiperf profile ...`) writes, per run, a summary
@@ -247,7 +247,7 @@ func looksAIPerfJSONL(vals []any) bool {
 // error (code, type, message) for failed requests.
 func parseAIPerfJSONL(name string, vals []any) (*part, error) {
 	type line struct {
-		rec   analysis.Record
+		rec   measure.Record
 		start int64
 		timed bool
 	}
@@ -278,7 +278,7 @@ func parseAIPerfJSONL(name string, vals []any) (*part, error) {
 		lines = append(lines, l)
 	}
 	timed := true
-	recs := make([]analysis.Record, len(lines))
+	recs := make([]measure.Record, len(lines))
 	for i, l := range lines {
 		timed = timed && l.timed
 		if l.timed {
@@ -294,8 +294,8 @@ func parseAIPerfJSONL(name string, vals []any) (*part, error) {
 	return p, nil
 }
 
-func aiperfRecord(md, mt, o obj) (analysis.Record, error) {
-	rec := analysis.Record{Attempts: 1}
+func aiperfRecord(md, mt, o obj) (measure.Record, error) {
+	rec := measure.Record{Attempts: 1}
 	var err error
 	if rec.TTFTMs, err = aiperfValueMs(mt, "time_to_first_token", "ttft"); err != nil {
 		return rec, err
@@ -323,7 +323,7 @@ func aiperfRecord(md, mt, o obj) (analysis.Record, error) {
 	rec.Status = 200
 	rec.OK = rec.OutputTokens > 0 || rec.TTFTMs > 0
 	if !rec.OK {
-		rec.ErrorClass = analysis.ErrBadStream
+		rec.ErrorClass = measure.ErrBadStream
 	}
 	return rec, nil
 }

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 )
 
 // classForStatus maps an HTTP status of a failed request to an error class
@@ -12,15 +12,15 @@ import (
 func classForStatus(status int) string {
 	switch {
 	case status == http.StatusTooManyRequests:
-		return analysis.ErrRateLimited
+		return measure.ErrRateLimited
 	case status == http.StatusRequestTimeout || status == http.StatusGatewayTimeout:
-		return analysis.ErrTimeout
+		return measure.ErrTimeout
 	case status >= 500 && status <= 599:
-		return analysis.ErrServer
+		return measure.ErrServer
 	case status >= 400 && status <= 499:
-		return analysis.ErrClient
+		return measure.ErrClient
 	}
-	return analysis.ErrTransport
+	return measure.ErrTransport
 }
 
 // classifyErrorText reads a failed request's status and class from the
@@ -30,14 +30,14 @@ func classifyErrorText(text string) (status int, class string) {
 	t := strings.ToLower(text)
 	switch {
 	case strings.Contains(t, "429") || strings.Contains(t, "too many requests") || strings.Contains(t, "rate limit"):
-		return http.StatusTooManyRequests, analysis.ErrRateLimited
+		return http.StatusTooManyRequests, measure.ErrRateLimited
 	case strings.Contains(t, "timeout") || strings.Contains(t, "timed out"):
-		return 0, analysis.ErrTimeout
+		return 0, measure.ErrTimeout
 	}
 	for code := 400; code <= 599; code++ {
 		if phrase := http.StatusText(code); phrase != "" && strings.Contains(t, strings.ToLower(phrase)) {
 			return code, classForStatus(code)
 		}
 	}
-	return 0, analysis.ErrTransport
+	return 0, measure.ErrTransport
 }

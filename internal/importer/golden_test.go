@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.json from the current output")
@@ -110,8 +111,8 @@ func goldenJSON(t *testing.T, imp *Imported) []byte {
 	t.Helper()
 	view := struct {
 		*Imported
-		RecordCount int               `json:"record_count"`
-		RecordsHead []analysis.Record `json:"records_head,omitempty"`
+		RecordCount int              `json:"record_count"`
+		RecordsHead []measure.Record `json:"records_head,omitempty"`
 	}{Imported: imp, RecordCount: len(imp.Records), RecordsHead: imp.Records[:min(2, len(imp.Records))]}
 	saved := imp.Records
 	imp.Records = nil
@@ -176,7 +177,7 @@ func eqInt(t *testing.T, what string, got, want int) {
 	}
 }
 
-func oneStep(t *testing.T, imp *Imported) analysis.Step {
+func oneStep(t *testing.T, imp *Imported) measure.Step {
 	t.Helper()
 	if len(imp.Steps) != 1 {
 		t.Fatalf("%d steps, want 1", len(imp.Steps))

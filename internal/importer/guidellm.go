@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 )
 
 // GuideLLM (`guidellm benchmark ... --output-path benchmarks.json`) writes
@@ -247,7 +247,7 @@ func guidellmQuantile(digits string) float64 {
 // guidellmSamples reads the per-request entries GuideLLM keeps under
 // "requests" (all of them, or a sample). complete is true when they cover
 // every successful and errored request.
-func guidellmSamples(b obj, succ, errd int) (recs []analysis.Record, complete, timed bool, err error) {
+func guidellmSamples(b obj, succ, errd int) (recs []measure.Record, complete, timed bool, err error) {
 	reqs, ok := b.obj("requests")
 	if !ok {
 		return nil, false, false, nil
@@ -294,8 +294,8 @@ func guidellmSamples(b obj, succ, errd int) (recs []analysis.Record, complete, t
 
 // guidellmRecord maps one GuideLLM request entry. E2E runs to the last
 // token when the entry records it (the planner's E2E), else to the request end.
-func guidellmRecord(o obj, ok bool, start, t0 float64) (analysis.Record, bool) {
-	rec := analysis.Record{Attempts: 1}
+func guidellmRecord(o obj, ok bool, start, t0 float64) (measure.Record, bool) {
+	rec := measure.Record{Attempts: 1}
 	timed := !math.IsNaN(start)
 	if timed {
 		rec.StartS = start - t0
@@ -317,7 +317,7 @@ func guidellmRecord(o obj, ok bool, start, t0 float64) (analysis.Record, bool) {
 	case rec.OK:
 		rec.Status = 200
 	case ok:
-		rec.Status, rec.ErrorClass = 200, analysis.ErrBadStream
+		rec.Status, rec.ErrorClass = 200, measure.ErrBadStream
 	default:
 		msg, _ := o.str("error")
 		if m, has := o.strAt("info", "error"); has {

@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
@@ -67,13 +68,13 @@ type Imported struct {
 	Sources []Source `json:"sources"`
 	// Steps are in ascending concurrency, then rate; JSON carries them as
 	// analysis.steps.
-	Steps []analysis.Step `json:"-"`
+	Steps []measure.Step `json:"-"`
 	// Records are the per-request rows, when the files have them; each
 	// row's Step is the concurrency of its step (estimated for open loops).
-	Records []analysis.Record `json:"records,omitempty"`
+	Records []measure.Record `json:"records,omitempty"`
 	// Analysis is the knee, collapse point, quota_limited and USL fit over
 	// Steps (which come from the rows when the rows cover the whole run).
-	Analysis analysis.Result `json:"analysis"`
+	Analysis measure.Result `json:"analysis"`
 	// Latency is the scenario latency block: the curve and the knee, the
 	// knee alone for a ramp without TTFT, nil when there is neither.
 	Latency *scenario.Latency `json:"latency,omitempty"`
@@ -315,7 +316,7 @@ func assemble(parts []*part, opts analysis.Options, notes []string) (*Imported, 
 	}
 	var formats []string
 	type placed struct {
-		step analysis.Step
+		step measure.Step
 		from string
 		load string
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
@@ -17,7 +18,7 @@ import (
 // is left out when the ramp has a single concurrency: one step cannot show
 // where throughput stops growing. Without any curve point (a ramp with no
 // TTFT) the block holds the knee alone, to sit beside ttft_ms and tpot_ms.
-func latencyBlock(res analysis.Result) (*scenario.Latency, []string) {
+func latencyBlock(res measure.Result) (*scenario.Latency, []string) {
 	distinct := map[int]bool{}
 	for _, s := range res.Steps {
 		distinct[s.Concurrency] = true
@@ -40,7 +41,7 @@ func latencyBlock(res analysis.Result) (*scenario.Latency, []string) {
 			seen[s.Concurrency] = true
 		}
 	}
-	l, err := res.Latency()
+	l, err := analysis.Latency(res)
 	if err != nil && timed && len(seen) == 0 {
 		return nil, append(notes, "no latency block: no step with TTFT and TPOT has a known concurrency")
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 )
 
 // ray-project/llmperf (token_benchmark_ray.py --results-dir DIR) writes, per
@@ -220,7 +220,7 @@ func looksLLMPerfResponses(vals []any) bool {
 
 func parseLLMPerfResponses(name string, vals []any) (*part, error) {
 	list, _ := vals[0].([]any)
-	recs := make([]analysis.Record, 0, len(list))
+	recs := make([]measure.Record, 0, len(list))
 	for i, v := range list {
 		o, ok := asObj(v)
 		if !ok {
@@ -228,7 +228,7 @@ func parseLLMPerfResponses(name string, vals []any) (*part, error) {
 		}
 		ttft, ok1 := o.num("ttft_s")
 		e2e, ok2 := o.num("end_to_end_latency_s")
-		rec := analysis.Record{Index: i, Attempts: 1, TTFTMs: ttft * 1000, E2EMs: e2e * 1000, OutputEstimated: true}
+		rec := measure.Record{Index: i, Attempts: 1, TTFTMs: ttft * 1000, E2EMs: e2e * 1000, OutputEstimated: true}
 		rec.OutputTokens, _ = count(o["number_output_tokens"])
 		rec.InputTokens, _ = count(o["number_input_tokens"])
 		code, hasCode := o.num("error_code")
@@ -245,7 +245,7 @@ func parseLLMPerfResponses(name string, vals []any) (*part, error) {
 			rec.Status = 200
 			rec.OK = rec.OutputTokens > 0
 			if !rec.OK {
-				rec.ErrorClass = analysis.ErrBadStream
+				rec.ErrorClass = measure.ErrBadStream
 			}
 		}
 		recs = append(recs, rec)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 )
 
 func TestWorkshopVariants(t *testing.T) {
@@ -52,17 +52,17 @@ func TestWorkshopVariants(t *testing.T) {
 }
 
 func TestProbeCSV(t *testing.T) {
-	var recs []analysis.Record
+	var recs []measure.Record
 	for _, c := range []int{1, 2} {
 		for i := range 4 {
-			recs = append(recs, analysis.Record{
+			recs = append(recs, measure.Record{
 				Step: c, Index: i, StartS: float64(i), TTFTMs: 100, E2EMs: 1000, OutputTokens: 10,
 				Status: 200, OK: true, Attempts: 1,
 			})
 		}
 	}
 	var buf bytes.Buffer
-	if err := analysis.WriteCSV(&buf, recs); err != nil {
+	if err := measure.WriteCSV(&buf, recs); err != nil {
 		t.Fatal(err)
 	}
 	imp, err := Import("requests.csv", buf.Bytes(), deadline12s)
@@ -201,14 +201,14 @@ func TestClassifyErrorText(t *testing.T) {
 		status int
 		class  string
 	}{
-		{"Too Many Requests", 429, analysis.ErrRateLimited},
-		{"HTTP 429: rate limit exceeded", 429, analysis.ErrRateLimited},
-		{"Internal Server Error", 500, analysis.ErrServer},
-		{"Service Unavailable", 503, analysis.ErrServer},
-		{"Bad Request", 400, analysis.ErrClient},
-		{"asyncio.exceptions.TimeoutError", 0, analysis.ErrTimeout},
-		{"ClientConnectorError(ConnectionRefusedError(111))", 0, analysis.ErrTransport},
-		{"", 0, analysis.ErrTransport},
+		{"Too Many Requests", 429, measure.ErrRateLimited},
+		{"HTTP 429: rate limit exceeded", 429, measure.ErrRateLimited},
+		{"Internal Server Error", 500, measure.ErrServer},
+		{"Service Unavailable", 503, measure.ErrServer},
+		{"Bad Request", 400, measure.ErrClient},
+		{"asyncio.exceptions.TimeoutError", 0, measure.ErrTimeout},
+		{"ClientConnectorError(ConnectionRefusedError(111))", 0, measure.ErrTransport},
+		{"", 0, measure.ErrTransport},
 	}
 	for _, tc := range cases {
 		status, class := classifyErrorText(tc.text)

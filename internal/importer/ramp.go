@@ -11,13 +11,13 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 )
 
 // Ramp CSVs hold one row per request of a ramp, so every step is
 // summarised from its rows.
 //
-// The probe's own requests.csv (analysis.CSVHeader, or the older layout
+// The probe's own requests.csv (measure.CSVHeader, or the older layout
 // without the retry columns) carries every figure docs/probe.md defines;
 // its steps are summarised as the probe summarises them: a closed-loop
 // step in its steady state (analysis.Summarize), an open-loop step (a row
@@ -27,10 +27,10 @@ import (
 // and wall_s (the step's wall time, repeated on each row); it has no TTFT
 // and no token counts, so TTFT and TPOT are unknown there.
 
-func looksProbeCSV(header []string) bool { return analysis.IsProbeCSVHeader(header) }
+func looksProbeCSV(header []string) bool { return measure.IsProbeCSVHeader(header) }
 
 func parseProbeCSV(_ string, data []byte) (*part, error) {
-	recs, err := analysis.ReadCSV(bytes.NewReader(data))
+	recs, err := measure.ReadCSV(bytes.NewReader(data))
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +41,7 @@ func parseProbeCSV(_ string, data []byte) (*part, error) {
 		c    int
 		rate float64
 	}
-	byStep := map[key][]analysis.Record{}
+	byStep := map[key][]measure.Record{}
 	for _, r := range recs {
 		byStep[key{r.Step, r.RateRPS}] = append(byStep[key{r.Step, r.RateRPS}], r)
 	}
@@ -95,7 +95,7 @@ func parseWorkshopCSV(_ string, data []byte) (*part, error) {
 		}
 	}
 	type step struct {
-		recs  []analysis.Record
+		recs  []measure.Record
 		wallS float64
 	}
 	steps := map[int]*step{}
@@ -137,8 +137,8 @@ func parseWorkshopCSV(_ string, data []byte) (*part, error) {
 	return p, nil
 }
 
-func workshopRow(row []string, col map[string]int) (analysis.Record, float64, error) {
-	var rec analysis.Record
+func workshopRow(row []string, col map[string]int) (measure.Record, float64, error) {
+	var rec measure.Record
 	cell := func(name string) string { return strings.TrimSpace(row[col[name]]) }
 	step, err := wholeNumber(cell("step"))
 	if err != nil || step < 1 || step > maxConcurrency {
@@ -170,11 +170,11 @@ func workshopRow(row []string, col map[string]int) (analysis.Record, float64, er
 	if err != nil || !(wall > 0) || math.IsInf(wall, 0) {
 		return rec, 0, fmt.Errorf("wall_s %q is not a wall time", cell("wall_s"))
 	}
-	rec = analysis.Record{Step: step, Index: idx, OK: ok, Status: code, E2EMs: ms, Attempts: 1}
+	rec = measure.Record{Step: step, Index: idx, OK: ok, Status: code, E2EMs: ms, Attempts: 1}
 	switch {
 	case ok:
 	case code == 200:
-		rec.ErrorClass = analysis.ErrBadStream
+		rec.ErrorClass = measure.ErrBadStream
 	default:
 		rec.ErrorClass = classForStatus(code)
 	}

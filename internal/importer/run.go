@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 )
 
 // maxConcurrency bounds the concurrency an import accepts, so that a corrupt
@@ -14,7 +15,7 @@ const maxConcurrency = 10_000_000
 
 // run is one step of a ramp as a parser read it: how the load was driven,
 // the tool's summary figures, and the per-request rows when the file has
-// them. finish turns it into an analysis.Step.
+// them. finish turns it into an measure.Step.
 type run struct {
 	label string // names the run in notes when an import holds several
 
@@ -36,7 +37,7 @@ type run struct {
 	ttft, tpot, e2e                 summary // milliseconds, over successful requests
 
 	// Per-request rows, when the file has them.
-	records         []analysis.Record
+	records         []measure.Record
 	recordsComplete bool // every request of the run, not a sample
 	recordsTimed    bool // records carry start times
 	// probeLoop marks the rows of planner probe's requests.csv: a closed
@@ -62,27 +63,27 @@ func (r *run) load() string {
 
 // finish resolves the run's concurrency and produces its step and records
 // (with Step set) plus notes on every estimate made.
-func (r *run) finish(opts analysis.Options) (analysis.Step, []analysis.Record, []string, error) {
+func (r *run) finish(opts analysis.Options) (measure.Step, []measure.Record, []string, error) {
 	for i := range r.records {
 		if err := checkRecord(r.records[i]); err != nil {
-			return analysis.Step{}, nil, nil, fmt.Errorf("request %d: %w", i+1, err)
+			return measure.Step{}, nil, nil, fmt.Errorf("request %d: %w", i+1, err)
 		}
 	}
 	var notes []string
 	c, estimated, cNotes, err := r.resolveConcurrency()
 	if err != nil {
-		return analysis.Step{}, nil, nil, err
+		return measure.Step{}, nil, nil, err
 	}
 	notes = append(notes, cNotes...)
 	for i := range r.records {
 		r.records[i].Step = c
 	}
-	var st analysis.Step
+	var st measure.Step
 	switch {
 	case len(r.records) > 0 && (r.recordsComplete || !r.hasSummary):
 		st, err = r.stepFromRecords(c, opts)
 		if err != nil {
-			return analysis.Step{}, nil, nil, err
+			return measure.Step{}, nil, nil, err
 		}
 		if !r.recordsTimed && r.wallS <= 0 {
 			notes = append(notes, "the rows carry no start times and the file no wall time: throughput, goodput and output TPS are unknown (0)")
@@ -90,14 +91,14 @@ func (r *run) finish(opts analysis.Options) (analysis.Step, []analysis.Record, [
 	case r.hasSummary:
 		var sNotes []string
 		if st, sNotes, err = r.stepFromSummary(opts); err != nil {
-			return analysis.Step{}, nil, nil, err
+			return measure.Step{}, nil, nil, err
 		}
 		notes = append(notes, sNotes...)
 		if len(r.records) > 0 {
 			notes = append(notes, fmt.Sprintf("the file keeps a sample of %s: the step comes from the tool's summary, the rows are kept as they are", plural(len(r.records), "request")))
 		}
 	default:
-		return analysis.Step{}, nil, nil, errors.New("holds neither summary figures nor per-request rows")
+		return measure.Step{}, nil, nil, errors.New("holds neither summary figures nor per-request rows")
 	}
 	st.Concurrency = c
 	st.ConcurrencyEstimated = estimated
@@ -105,7 +106,7 @@ func (r *run) finish(opts analysis.Options) (analysis.Step, []analysis.Record, [
 		st.RateRPS = r.rateRPS
 	}
 	if err := checkStep(st); err != nil {
-		return analysis.Step{}, nil, nil, err
+		return measure.Step{}, nil, nil, err
 	}
 	return st, r.records, notes, nil
 }
@@ -174,8 +175,8 @@ func (r *run) recordsWall() float64 {
 	return 0
 }
 
-func (r *run) stepFromRecords(c int, opts analysis.Options) (analysis.Step, error) {
-	var steps []analysis.Step
+func (r *run) stepFromRecords(c int, opts analysis.Options) (measure.Step, error) {
+	var steps []measure.Step
 	switch r.probeLoop {
 	case "closed":
 		steps = analysis.Summarize(r.records, opts)
@@ -189,7 +190,7 @@ func (r *run) stepFromRecords(c int, opts analysis.Options) (analysis.Step, erro
 		steps = analysis.SummarizeOver(r.records, opts, wall)
 	}
 	if len(steps) != 1 {
-		return analysis.Step{}, errors.New("has no measured requests (only warm-up rows)")
+		return measure.Step{}, errors.New("has no measured requests (only warm-up rows)")
 	}
 	st := steps[0]
 	if !r.recordsTimed && r.wallS <= 0 {
@@ -198,8 +199,8 @@ func (r *run) stepFromRecords(c int, opts analysis.Options) (analysis.Step, erro
 	return st, nil
 }
 
-func (r *run) stepFromSummary(opts analysis.Options) (analysis.Step, []string, error) {
-	st := analysis.Step{
+func (r *run) stepFromSummary(opts analysis.Options) (measure.Step, []string, error) {
+	st := measure.Step{
 		Requests:          r.requests,
 		OK:                r.ok,
 		RateLimited:       r.rateLimited,
@@ -259,7 +260,7 @@ func (r *run) stepFromSummary(opts analysis.Options) (analysis.Step, []string, e
 
 // checkStep rejects figures that are negative or not finite, which only a
 // corrupt file produces and which no output may carry.
-func checkStep(s analysis.Step) error {
+func checkStep(s measure.Step) error {
 	for _, f := range []struct {
 		name string
 		v    float64
@@ -281,7 +282,7 @@ func checkStep(s analysis.Step) error {
 }
 
 // checkRecord rejects a row whose times are negative or not finite.
-func checkRecord(r analysis.Record) error {
+func checkRecord(r measure.Record) error {
 	for _, v := range []float64{r.StartS, r.AckMs, r.TTFTMs, r.E2EMs, r.RetryAfterMs} {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 			return fmt.Errorf("time %g is not a finite non-negative number", v)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 )
 
 // vLLM's `vllm bench serve` (formerly benchmarks/benchmark_serving.py)
@@ -161,7 +161,7 @@ func vllmRun(o obj) (*run, []string, error) {
 	return r, notes, nil
 }
 
-func okCount(recs []analysis.Record) int {
+func okCount(recs []measure.Record) int {
 	n := 0
 	for _, r := range recs {
 		if r.OK {
@@ -214,7 +214,7 @@ func estimateE2E(ttft, tpot summary, meanOut float64) summary {
 // vllmRecords builds one record per request from the --save-detailed
 // arrays. E2E is TTFT plus the chunk gaps (to the last chunk, as the planner
 // defines it), else the stored latency.
-func vllmRecords(o obj) ([]analysis.Record, bool, error) {
+func vllmRecords(o obj) ([]measure.Record, bool, error) {
 	ttfts, ok := o.arr("ttfts")
 	if !ok {
 		return nil, false, errors.New(`has "ttfts" but it is not a list`)
@@ -248,10 +248,10 @@ func vllmRecords(o obj) ([]analysis.Record, bool, error) {
 			t0 = math.Min(t0, s)
 		}
 	}
-	recs := make([]analysis.Record, n)
+	recs := make([]measure.Record, n)
 	for i := range n {
 		ttft, _ := asNum(ttfts[i])
-		rec := analysis.Record{Index: i, Attempts: 1, TTFTMs: ttft * 1000}
+		rec := measure.Record{Index: i, Attempts: 1, TTFTMs: ttft * 1000}
 		rec.E2EMs = rec.TTFTMs
 		if itl, ok := at(arrays["itls"], i).([]any); ok && len(itl) > 0 {
 			sum := ttft
@@ -274,7 +274,7 @@ func vllmRecords(o obj) ([]analysis.Record, bool, error) {
 		case rec.OK:
 			rec.Status = 200
 		case strings.TrimSpace(errText) == "":
-			rec.Status, rec.ErrorClass = 200, analysis.ErrBadStream
+			rec.Status, rec.ErrorClass = 200, measure.ErrBadStream
 		default:
 			rec.Status, rec.ErrorClass = classifyErrorText(errText)
 		}

@@ -3,7 +3,7 @@ package jobs
 import (
 	"sync"
 
-	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/store"
 )
 
@@ -28,7 +28,7 @@ type Event struct {
 	// Progress is set for EventProgress.
 	Progress Progress
 	// Step is set for EventStep: the summary of the step just finished.
-	Step analysis.Step
+	Step measure.Step
 }
 
 // Progress counts the requests of the running step so far, warm-up
@@ -41,13 +41,13 @@ type Progress struct {
 	Errors      int `json:"errors" doc:"Finished requests that failed otherwise than by 429."`
 }
 
-func (p *Progress) add(r analysis.Record) {
+func (p *Progress) add(r measure.Record) {
 	p.Requests++
 	p.RateLimited += r.RateLimitedAnswers()
 	switch {
 	case r.OK:
 		p.OK++
-	case r.Status == 429 || r.ErrorClass == analysis.ErrRateLimited:
+	case r.Status == 429 || r.ErrorClass == measure.ErrRateLimited:
 	default:
 		p.Errors++
 	}

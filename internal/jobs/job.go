@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/probe"
 	"github.com/plannerdev/planner/internal/redact"
 	"github.com/plannerdev/planner/internal/store"
@@ -29,10 +30,10 @@ type job struct {
 
 	mu       sync.Mutex
 	status   store.Status
-	pending  []analysis.Record // measured, not yet written
-	steps    []analysis.Step   // finished steps
-	saveStep bool              // steps changed since the last partial save
-	progress Progress          // the current step's counts
+	pending  []measure.Record // measured, not yet written
+	steps    []measure.Step   // finished steps
+	saveStep bool             // steps changed since the last partial save
+	progress Progress         // the current step's counts
 	inStep   bool
 	changed  bool // progress changed since the last progress event
 	subs     map[*Subscription]struct{}
@@ -142,7 +143,7 @@ func (j *job) writeRecords() {
 	j.mu.Lock()
 	recs := j.pending
 	j.pending = nil
-	var steps []analysis.Step
+	var steps []measure.Step
 	if j.saveStep {
 		steps = append(steps, j.steps...)
 		j.saveStep = false
@@ -187,7 +188,7 @@ func (j *job) StepStarted(concurrency, _ int) {
 }
 
 // Record queues a measured request for the writer and counts it.
-func (j *job) Record(r analysis.Record) {
+func (j *job) Record(r measure.Record) {
 	j.mu.Lock()
 	j.pending = append(j.pending, r)
 	full := len(j.pending) >= j.m.opts.FlushRows
@@ -201,7 +202,7 @@ func (j *job) Record(r analysis.Record) {
 
 // StepDone sends the step's summary, which carries its final counts, and
 // asks the writer to save the steps so far.
-func (j *job) StepDone(s analysis.Step) {
+func (j *job) StepDone(s measure.Step) {
 	j.mu.Lock()
 	j.steps = append(j.steps, s)
 	j.saveStep = true

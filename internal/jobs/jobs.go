@@ -24,7 +24,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/probe"
 	"github.com/plannerdev/planner/internal/redact"
 	"github.com/plannerdev/planner/internal/store"
@@ -35,7 +35,7 @@ type Store interface {
 	CreateProbe(ctx context.Context, p store.ProbeRun) (string, error)
 	GetProbe(ctx context.Context, id string) (store.ProbeRun, error)
 	SetProbeStatus(ctx context.Context, id string, status store.Status, errMsg string) error
-	AppendRecords(ctx context.Context, probeID string, recs []analysis.Record) error
+	AppendRecords(ctx context.Context, probeID string, recs []measure.Record) error
 	SaveProbeResult(ctx context.Context, id string, r store.ProbeResult) error
 }
 

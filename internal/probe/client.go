@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/redact"
 )
 
@@ -126,7 +126,7 @@ func (s *sender) send(runCtx context.Context, body []byte) reply {
 		r.msg += "; " + gaveUp
 		break
 	}
-	if r.end == 0 || r.class == analysis.ErrCancelled || r.class == analysis.ErrTimeout {
+	if r.end == 0 || r.class == measure.ErrCancelled || r.class == measure.ErrTimeout {
 		r.end = time.Since(r.start)
 	}
 	return r
@@ -137,7 +137,7 @@ func (s *sender) send(runCtx context.Context, body []byte) reply {
 func (s *sender) attempt(runCtx, ctx context.Context, body []byte, r *reply) (wait time.Duration, retry bool) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
 	if err != nil {
-		r.class, r.msg = analysis.ErrClient, s.redact.Clip(err.Error(), maxErrorText)
+		r.class, r.msg = measure.ErrClient, s.redact.Clip(err.Error(), maxErrorText)
 		return 0, false
 	}
 	req.Header.Set("Content-Type", "application/json")
@@ -157,7 +157,7 @@ func (s *sender) attempt(runCtx, ctx context.Context, body []byte, r *reply) (wa
 	s.limits.observe(resp.Header, now)
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests:
-		r.class = analysis.ErrRateLimited
+		r.class = measure.ErrRateLimited
 		r.end = time.Since(r.start)
 		r.msg = "HTTP 429: " + s.errorText(resp.Body)
 		d, announced := retryAfter(resp.Header, now)
@@ -183,11 +183,11 @@ func (s *sender) attempt(runCtx, ctx context.Context, body []byte, r *reply) (wa
 		r.class, r.msg = failureClass(runCtx, ctx), s.redact.Clip(err.Error(), maxErrorText)
 	case st.errClass != "":
 		r.class, r.msg = st.errClass, s.redact.Clip(st.errMsg, maxErrorText)
-		if st.errClass == analysis.ErrBadStream && !st.acked && !isEventStream(resp.Header) {
+		if st.errClass == measure.ErrBadStream && !st.acked && !isEventStream(resp.Header) {
 			r.msg = fmt.Sprintf("the answer is not an event stream (content-type %q): does the endpoint support stream=true?", resp.Header.Get("Content-Type"))
 		}
 	case !st.ok():
-		r.class, r.msg = analysis.ErrBadStream, "the stream carried no output"
+		r.class, r.msg = measure.ErrBadStream, "the stream carried no output"
 	}
 	return 0, false
 }
@@ -197,19 +197,19 @@ func (s *sender) attempt(runCtx, ctx context.Context, body []byte, r *reply) (wa
 func failureClass(runCtx, ctx context.Context) string {
 	switch {
 	case runCtx.Err() != nil:
-		return analysis.ErrCancelled
+		return measure.ErrCancelled
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return analysis.ErrTimeout
+		return measure.ErrTimeout
 	}
-	return analysis.ErrTransport
+	return measure.ErrTransport
 }
 
 // statusClass is the error class of a non-200, non-429 status.
 func statusClass(status int) string {
 	if status >= 500 {
-		return analysis.ErrServer
+		return measure.ErrServer
 	}
-	return analysis.ErrClient
+	return measure.ErrClient
 }
 
 // errorText reads the start of a failed answer and returns its message:

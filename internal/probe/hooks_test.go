@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 )
 
 // TestDialHook routes every connection through Config.DialContext, and
@@ -34,7 +34,7 @@ func TestDialHook(t *testing.T) {
 		return nil, errors.New("address not allowed")
 	}
 	res = run(t, context.Background(), refused, nil)
-	if res.Failure() == nil || !strings.Contains(res.ErrorSamples[analysis.ErrTransport], "address not allowed") {
+	if res.Failure() == nil || !strings.Contains(res.ErrorSamples[measure.ErrTransport], "address not allowed") {
 		t.Fatalf("a refusing dialer: %v %v", res.Failure(), res.ErrorSamples)
 	}
 }
@@ -54,7 +54,7 @@ func TestRedirectHook(t *testing.T) {
 	cfg.Steps = []int{1}
 	cfg.CheckRedirect = func(*http.Request, []*http.Request) error { return errors.New("redirects are refused") }
 	res := run(t, context.Background(), cfg, nil)
-	if elsewhere.Load() != 0 || !strings.Contains(res.ErrorSamples[analysis.ErrTransport], "redirects are refused") {
+	if elsewhere.Load() != 0 || !strings.Contains(res.ErrorSamples[measure.ErrTransport], "redirects are refused") {
 		t.Fatalf("%d requests reached the redirect's target; samples %v", elsewhere.Load(), res.ErrorSamples)
 	}
 }
@@ -71,7 +71,7 @@ func TestKeyAsIs(t *testing.T) {
 	cfg.Steps = []int{1}
 	cfg.APIKey, cfg.APIKeyAsIs = "Bearer "+token, true
 	res := run(t, context.Background(), cfg, nil)
-	sample := res.ErrorSamples[analysis.ErrClient]
+	sample := res.ErrorSamples[measure.ErrClient]
 	if !strings.Contains(sample, "Incorrect API key") || strings.Contains(sample, token) || strings.Contains(res.Failure().Error(), token) {
 		t.Fatalf("sample %q, failure %v", sample, res.Failure())
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/fakeendpoint"
+	"github.com/plannerdev/planner/internal/measure"
 )
 
 // The knee tests run the probe against the simulator, whose slot count
@@ -48,7 +49,7 @@ func checkBound(t *testing.T, res *Result) {
 		var sum float64
 		var n int
 		for _, r := range res.Records {
-			if r.Step == s.Concurrency && !r.Warmup && r.ErrorClass != analysis.ErrCancelled {
+			if r.Step == s.Concurrency && !r.Warmup && r.ErrorClass != measure.ErrCancelled {
 				sum += max(r.E2EMs, r.E2EWithRetriesMs) / 1000
 				n++
 			}
@@ -70,7 +71,7 @@ func checkCountedBound(t *testing.T, res *Result) {
 	for _, s := range res.Analysis.Steps {
 		var sum, weight float64
 		for _, r := range res.Records {
-			if r.Step != s.Concurrency || r.Warmup || r.ErrorClass == analysis.ErrCancelled {
+			if r.Step != s.Concurrency || r.Warmup || r.ErrorClass == measure.ErrCancelled {
 				continue
 			}
 			slot := max(r.E2EMs, r.E2EWithRetriesMs) / 1000
@@ -119,7 +120,7 @@ func TestKneeAgainstSim(t *testing.T) {
 				if above.TTFTP50Ms < at.TTFTP50Ms+200 {
 					t.Errorf("TTFT p50 at %d = %.0f ms, no queue over %.0f ms at %d", 2*slots, above.TTFTP50Ms, at.TTFTP50Ms, slots)
 				}
-				if lat, err := res.Analysis.Latency(); err != nil || len(lat.Curve) != len(cfg.Steps) {
+				if lat, err := analysis.Latency(res.Analysis); err != nil || len(lat.Curve) != len(cfg.Steps) {
 					t.Errorf("latency block %+v, %v", lat, err)
 				}
 			})

@@ -3,7 +3,7 @@ package probe
 import (
 	"sync"
 
-	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 )
 
 // Observer watches a run as it goes, so that a progress bar, an event
@@ -17,9 +17,9 @@ type Observer interface {
 	// open-loop run) and the requests it will send.
 	StepStarted(concurrency, requests int)
 	// Record delivers one finished request, failures included.
-	Record(analysis.Record)
+	Record(measure.Record)
 	// StepDone delivers a step's summary (warm-up excluded).
-	StepDone(analysis.Step)
+	StepDone(measure.Step)
 }
 
 // serialObserver serializes calls to an Observer; a nil Observer is
@@ -38,7 +38,7 @@ func (s *serialObserver) stepStarted(concurrency, requests int) {
 	s.obs.StepStarted(concurrency, requests)
 }
 
-func (s *serialObserver) record(r analysis.Record) {
+func (s *serialObserver) record(r measure.Record) {
 	if s.obs == nil {
 		return
 	}
@@ -47,7 +47,7 @@ func (s *serialObserver) record(r analysis.Record) {
 	s.obs.Record(r)
 }
 
-func (s *serialObserver) stepDone(st analysis.Step) {
+func (s *serialObserver) stepDone(st measure.Step) {
 	if s.obs == nil {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 )
 
 // Names of the files a run writes.
@@ -19,7 +20,7 @@ const (
 )
 
 // WriteFiles writes the run's outputs into dir, creating it: requests.csv
-// (one row per request, analysis.WriteCSV), steps.json (Summary) and, when
+// (one row per request, measure.WriteCSV), steps.json (Summary) and, when
 // the run measured a latency curve, curve.yaml (CurveYAML). It returns the
 // paths written.
 func WriteFiles(dir string, res *Result) ([]string, error) {
@@ -36,7 +37,7 @@ func WriteFiles(dir string, res *Result) ([]string, error) {
 		return nil
 	}
 	var csv bytes.Buffer
-	if err := analysis.WriteCSV(&csv, res.Records); err != nil {
+	if err := measure.WriteCSV(&csv, res.Records); err != nil {
 		return written, fmt.Errorf("rendering %s: %w", RequestsFile, err)
 	}
 	if err := write(RequestsFile, csv.Bytes()); err != nil {
@@ -62,7 +63,7 @@ func WriteFiles(dir string, res *Result) ([]string, error) {
 // whose steps met 429s or errors. It fails when no step has successful
 // responses with a measurable TPOT.
 func CurveYAML(res *Result) ([]byte, error) {
-	lat, err := res.Analysis.Latency()
+	lat, err := analysis.Latency(res.Analysis)
 	if err != nil {
 		return nil, fmt.Errorf("latency curve: %w", err)
 	}

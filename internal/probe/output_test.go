@@ -17,6 +17,7 @@ import (
 	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/fakeendpoint"
 	"github.com/plannerdev/planner/internal/importer"
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
 )
@@ -49,7 +50,7 @@ func TestWriteFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	recs, err := analysis.ReadCSV(f)
+	recs, err := measure.ReadCSV(f)
 	if err != nil || len(recs) != len(res.Records) {
 		t.Fatalf("requests.csv: %d rows, %v; want %d", len(recs), err, len(res.Records))
 	}
@@ -115,9 +116,9 @@ func TestWriteFilesWithoutCurve(t *testing.T) {
 // for the key in it.
 type recordingObserver struct{ b strings.Builder }
 
-func (o *recordingObserver) StepStarted(c, n int)     { fmt.Fprintln(&o.b, c, n) }
-func (o *recordingObserver) Record(r analysis.Record) { fmt.Fprintf(&o.b, "%+v\n", r) }
-func (o *recordingObserver) StepDone(s analysis.Step) { fmt.Fprintf(&o.b, "%+v\n", s) }
+func (o *recordingObserver) StepStarted(c, n int)    { fmt.Fprintln(&o.b, c, n) }
+func (o *recordingObserver) Record(r measure.Record) { fmt.Fprintf(&o.b, "%+v\n", r) }
+func (o *recordingObserver) StepDone(s measure.Step) { fmt.Fprintf(&o.b, "%+v\n", s) }
 
 // TestAPIKeyNeverLeaks runs with a key against an endpoint that accepts it
 // and one that echoes it back in its errors, and looks for the key in every
@@ -175,7 +176,7 @@ func TestCSVImportMeasuresLikeTheProbe(t *testing.T) {
 		p.Search, p.SearchMax = true, 32
 		res := run(t, t.Context(), p, nil)
 		var buf bytes.Buffer
-		if err := analysis.WriteCSV(&buf, res.Records); err != nil {
+		if err := measure.WriteCSV(&buf, res.Records); err != nil {
 			t.Fatal(err)
 		}
 		imp, err := importer.Import("requests.csv", buf.Bytes(), importer.Options{Options: p.AnalysisOptions()})

@@ -14,8 +14,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/fakeendpoint"
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/testutil"
 )
 
@@ -71,7 +71,7 @@ func run(t *testing.T, ctx context.Context, cfg Config, obs Observer) *Result {
 	return res
 }
 
-func stepAt(t *testing.T, res *Result, c int) analysis.Step {
+func stepAt(t *testing.T, res *Result, c int) measure.Step {
 	t.Helper()
 	for _, s := range res.Analysis.Steps {
 		if s.Concurrency == c {
@@ -79,7 +79,7 @@ func stepAt(t *testing.T, res *Result, c int) analysis.Step {
 		}
 	}
 	t.Fatalf("no step at concurrency %d in %+v", c, res.Analysis.Steps)
-	return analysis.Step{}
+	return measure.Step{}
 }
 
 // retryAfterLog records the retry-after-ms each answer announced, in
@@ -264,7 +264,7 @@ func TestBudgetsAndCancel(t *testing.T) {
 			if res.StopReason != StopBudgetDuration || len(res.Records) != 1 {
 				t.Fatalf("stop %s with %d records, want %s with the one request in flight", res.StopReason, len(res.Records), StopBudgetDuration)
 			}
-			if rec := res.Records[0]; rec.ErrorClass != analysis.ErrCancelled || rec.E2EWithRetriesMs != 200 {
+			if rec := res.Records[0]; rec.ErrorClass != measure.ErrCancelled || rec.E2EWithRetriesMs != 200 {
 				t.Errorf("record %+v, want it cancelled at 200 ms", rec)
 			}
 		})
@@ -301,14 +301,14 @@ func (o *countingObserver) StepStarted(c, n int) {
 	o.order = append(o.order, "start")
 }
 
-func (o *countingObserver) Record(analysis.Record) {
+func (o *countingObserver) Record(measure.Record) {
 	o.records++
 	if !o.inStep {
 		o.order = append(o.order, "record outside a step")
 	}
 }
 
-func (o *countingObserver) StepDone(analysis.Step) {
+func (o *countingObserver) StepDone(measure.Step) {
 	o.done++
 	o.inStep = false
 	o.order = append(o.order, "done")
@@ -393,9 +393,9 @@ func TestAnswers(t *testing.T) {
 	}{
 		{name: "ok", handler: func(_ int, w http.ResponseWriter) { writeStream(w, stream) }, status: 200, attempts: 1},
 		{name: "500", handler: func(_ int, w http.ResponseWriter) { http.Error(w, `{"error":{"message":"boom"}}`, 500) },
-			class: analysis.ErrServer, status: 500, attempts: 1},
+			class: measure.ErrServer, status: 500, attempts: 1},
 		{name: "404 wrong model", handler: func(_ int, w http.ResponseWriter) { http.Error(w, "no such model", 404) },
-			class: analysis.ErrClient, status: 404, attempts: 1},
+			class: measure.ErrClient, status: 404, attempts: 1},
 		{name: "429 then ok, backoff without retry-after", handler: func(n int, w http.ResponseWriter) {
 			if n == 0 {
 				w.WriteHeader(429)
@@ -423,21 +423,21 @@ func TestAnswers(t *testing.T) {
 		{name: "429 on every attempt", handler: func(_ int, w http.ResponseWriter) {
 			w.Header().Set("retry-after-ms", "5")
 			w.WriteHeader(429)
-		}, class: analysis.ErrRateLimited, status: 429, attempts: 3, retryMs: 5},
+		}, class: measure.ErrRateLimited, status: 429, attempts: 3, retryMs: 5},
 		{name: "retry-after past the deadline: no retry", handler: func(_ int, w http.ResponseWriter) {
 			w.Header().Set("retry-after", "30")
 			w.WriteHeader(429)
-		}, class: analysis.ErrRateLimited, status: 429, attempts: 1, retryMs: 30000},
+		}, class: measure.ErrRateLimited, status: 429, attempts: 1, retryMs: 30000},
 		{name: "not a stream", handler: func(_ int, w http.ResponseWriter) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write([]byte(`{"choices":[{"message":{"content":"hi"}}]}`))
-		}, class: analysis.ErrBadStream, status: 200, attempts: 1},
+		}, class: measure.ErrBadStream, status: 200, attempts: 1},
 		{name: "stalls past the deadline", handler: func(_ int, w http.ResponseWriter) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.WriteHeader(200)
 			w.(http.Flusher).Flush()
 			time.Sleep(300 * time.Millisecond)
-		}, deadline: 100 * time.Millisecond, class: analysis.ErrTimeout, status: 200, attempts: 1},
+		}, deadline: 100 * time.Millisecond, class: measure.ErrTimeout, status: 200, attempts: 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,15 +10,16 @@ import (
 	"time"
 
 	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 )
 
 // Result is what a run measured and how it ended.
 type Result struct {
-	Config  Config            // the configuration, defaults applied
-	Records []analysis.Record // every request, by step and index
+	Config  Config           // the configuration, defaults applied
+	Records []measure.Record // every request, by step and index
 	// Analysis holds the step summaries, the knee, the collapse point,
 	// quota_limited, the USL fit and notes (the probe's own included).
-	Analysis     analysis.Result
+	Analysis     measure.Result
 	RateLimits   RateLimits        // the quota the endpoint announced
 	StopReason   string            // one of the Stop* constants
 	StopDetail   string            // the stop in words and numbers
@@ -35,7 +36,7 @@ type Result struct {
 // the run stopped, what it spent (in all and per part of a search), and
 // its configuration without the key.
 type Summary struct {
-	analysis.Result
+	measure.Result
 	RateLimits   RateLimits        `json:"rate_limits"`
 	StopReason   string            `json:"stop_reason"`
 	StopDetail   string            `json:"stop_detail,omitempty"`
@@ -132,19 +133,19 @@ func (r *Result) Failure() error {
 	sample := cmp.Or(r.ErrorSamples[class], "no detail")
 	n := counts[class]
 	switch class {
-	case analysis.ErrTransport:
+	case measure.ErrTransport:
 		return fmt.Errorf("the endpoint is unreachable: %d of %d requests could not connect (%s)", n, len(r.Records), sample)
-	case analysis.ErrTimeout:
+	case measure.ErrTimeout:
 		return fmt.Errorf("no request succeeded: %d of %d timed out after the %s deadline", n, len(r.Records), r.Config.Deadline)
-	case analysis.ErrClient:
+	case measure.ErrClient:
 		return fmt.Errorf("the endpoint refused the requests (%s); check the base URL, the model and the API key", sample)
-	case analysis.ErrRateLimited:
+	case measure.ErrRateLimited:
 		return fmt.Errorf("no request succeeded: %d of %d were rate limited (%s)", n, len(r.Records), sample)
-	case analysis.ErrServer:
+	case measure.ErrServer:
 		return fmt.Errorf("no request succeeded: the endpoint failed %d of %d with server errors (%s)", n, len(r.Records), sample)
-	case analysis.ErrBadStream:
+	case measure.ErrBadStream:
 		return fmt.Errorf("no request succeeded: %d of %d streams were malformed (%s)", n, len(r.Records), sample)
-	case analysis.ErrCancelled:
+	case measure.ErrCancelled:
 		return errors.New("the run was cancelled before any request succeeded")
 	}
 	return fmt.Errorf("no request succeeded (%s)", sample)
@@ -155,10 +156,10 @@ func (r *runner) result(reason, detail string) *Result {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	recs := slices.Clone(r.records)
-	slices.SortStableFunc(recs, func(a, b analysis.Record) int {
+	slices.SortStableFunc(recs, func(a, b measure.Record) int {
 		return cmp.Or(cmp.Compare(a.Step, b.Step), cmp.Compare(a.RateRPS, b.RateRPS), cmp.Compare(a.Index, b.Index))
 	})
-	var steps []analysis.Step
+	var steps []measure.Step
 	if r.cfg.Open != nil {
 		steps = analysis.SummarizeOpen(recs, r.opts)
 	} else {
@@ -177,7 +178,7 @@ func (r *runner) result(reason, detail string) *Result {
 
 // notes adds what the probe knows beyond the step table, and sets
 // quota_limited when the rate-limit headers showed the key exhausted.
-func (r *runner) notes(recs []analysis.Record, an *analysis.Result, limits RateLimits, reason string) []string {
+func (r *runner) notes(recs []measure.Record, an *measure.Result, limits RateLimits, reason string) []string {
 	var notes []string
 	if dim := limits.exhausted(); dim != "" {
 		if !an.QuotaLimited {
@@ -189,7 +190,7 @@ func (r *runner) notes(recs []analysis.Record, an *analysis.Result, limits RateL
 	var cancelled, estimated, retried int
 	for _, rec := range recs {
 		counted[stepKey{rec.Step, rec.RateRPS}]++
-		if rec.ErrorClass == analysis.ErrCancelled {
+		if rec.ErrorClass == measure.ErrCancelled {
 			cancelled++
 		}
 		if rec.OutputEstimated && rec.OK {
@@ -212,7 +213,7 @@ func (r *runner) notes(recs []analysis.Record, an *analysis.Result, limits RateL
 		notes = append(notes, fmt.Sprintf("%d successful requests were retried after a 429: their TTFT and E2E are timed from the attempt that succeeded; the time with the waits is e2e_with_retries_ms", retried))
 	}
 	if cancelled > 0 {
-		notes = append(notes, fmt.Sprintf("requests in flight cancelled when the run stopped: %d (in requests.csv as %q, left out of the steps)", cancelled, analysis.ErrCancelled))
+		notes = append(notes, fmt.Sprintf("requests in flight cancelled when the run stopped: %d (in requests.csv as %q, left out of the steps)", cancelled, measure.ErrCancelled))
 	}
 	if estimated > 0 {
 		notes = append(notes, fmt.Sprintf("successful responses without usage, whose output tokens are counted from chunks (output_estimated): %d", estimated))

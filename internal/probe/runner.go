@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/redact"
 )
 
@@ -32,9 +33,9 @@ type runner struct {
 	shed    atomic.Int64 // open-loop arrivals shed
 
 	mu       sync.Mutex
-	records  []analysis.Record
+	records  []measure.Record
 	samples  map[string]string // first message of each error class
-	steps    []analysis.Step   // summaries of the steps run so far
+	steps    []measure.Step    // summaries of the steps run so far
 	planned  map[stepKey]int   // requests planned per step
 	extended []int             // concurrencies whose step was measured twice as long, its gain being ambiguous
 }
@@ -143,10 +144,10 @@ func (r *runner) search(ctx context.Context) (reason, detail string) {
 }
 
 // refine bisects between the knee and the first failing step (see
-// analysis.Result.NextRefinement), one fixed-size step at a time.
+// measure.Result.NextRefinement), one fixed-size step at a time.
 func (r *runner) refine(ctx context.Context, last int) (reason, detail string) {
 	for {
-		c, ok := r.analyze().NextRefinement()
+		c, ok := analysis.NextRefinement(r.analyze())
 		if !ok {
 			return StopCompleted, ""
 		}
@@ -163,7 +164,7 @@ func (r *runner) refine(ctx context.Context, last int) (reason, detail string) {
 }
 
 // analyze judges the steps so far.
-func (r *runner) analyze() analysis.Result {
+func (r *runner) analyze() measure.Result {
 	r.mu.Lock()
 	steps := slices.Clone(r.steps)
 	r.mu.Unlock()
@@ -189,7 +190,7 @@ const maxStartSpread = 2 * time.Second
 // endpoint a burst of c simultaneous requests that the measurement would
 // discard as warm-up anyway. Before each send, the step decides whether to
 // go on (stepState.admit).
-func (r *runner) closedStep(ctx context.Context, c int, spec stepSpec) []analysis.Record {
+func (r *runner) closedStep(ctx context.Context, c int, spec stepSpec) []measure.Record {
 	st := &stepState{r: r, c: c, spec: spec, limit: spec.n, warmup: r.cfg.warmupFor(c, spec.n), prev: r.lastStep()}
 	r.plan(stepKey{c: c}, spec.n)
 	workers := min(c, spec.n)
@@ -233,14 +234,14 @@ type stepState struct {
 	c        int
 	spec     stepSpec
 	warmup   int
-	prev     *analysis.Step // the step before, for the gain rule
+	prev     *measure.Step // the step before, for the gain rule
 	mu       sync.Mutex
 	next     int // index of the next send
 	limit    int // sends allowed
 	stopped  bool
 	precise  bool // an adaptive step ended by its precision
 	extended bool
-	recs     []analysis.Record
+	recs     []measure.Record
 }
 
 // admit hands out the index of the next send, or false when the step has
@@ -274,7 +275,7 @@ func (s *stepState) admit() (int, bool) {
 	return i, true
 }
 
-func (s *stepState) add(rec analysis.Record) {
+func (s *stepState) add(rec measure.Record) {
 	s.mu.Lock()
 	s.recs = append(s.recs, rec)
 	s.mu.Unlock()
@@ -282,7 +283,7 @@ func (s *stepState) add(rec analysis.Record) {
 
 // lastStep is the last closed-loop step measured before a refinement, nil
 // for the first.
-func (r *runner) lastStep() *analysis.Step {
+func (r *runner) lastStep() *measure.Step {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i := len(r.steps) - 1; i >= 0; i-- {
@@ -324,14 +325,14 @@ func (r *runner) openLoop(ctx context.Context) (reason, detail string) {
 }
 
 // openStep runs one open-loop step at rate.
-func (r *runner) openStep(ctx context.Context, rate float64) []analysis.Record {
+func (r *runner) openStep(ctx context.Context, rate float64) []measure.Record {
 	o := r.cfg.Open
 	key := stepKey{c: o.MaxInFlight, rate: rate}
 	w := r.cfg.warmupFor(o.MaxInFlight, o.Requests)
 	r.plan(key, o.Requests)
 	slots := make(chan struct{}, o.MaxInFlight)
 	var mu sync.Mutex
-	var recs []analysis.Record
+	var recs []measure.Record
 	var wg sync.WaitGroup
 	due := time.Now()
 	for i := 0; i < o.Requests && r.budget.exhausted() == ""; i++ {
@@ -369,12 +370,12 @@ func (r *runner) plan(k stepKey, n int) {
 
 // request sends request idx of the step k and records it. ok is false
 // when the budget refused to send it (nothing is recorded).
-func (r *runner) request(ctx context.Context, k stepKey, idx int, warmup, refine bool) (rec analysis.Record, ok bool) {
-	base := analysis.Record{Step: k.c, RateRPS: k.rate, Index: idx, Warmup: warmup, Refine: refine}
+func (r *runner) request(ctx context.Context, k stepKey, idx int, warmup, refine bool) (rec measure.Record, ok bool) {
+	base := measure.Record{Step: k.c, RateRPS: k.rate, Index: idx, Warmup: warmup, Refine: refine}
 	seq := int(r.seq.Add(1) - 1)
 	in, err := r.prompts.next(seq)
 	if err != nil {
-		base.ErrorClass, base.StartS = analysis.ErrClient, time.Since(r.t0).Seconds()
+		base.ErrorClass, base.StartS = measure.ErrClient, time.Since(r.t0).Seconds()
 		return r.keep(base, err.Error()), true
 	}
 	body, err := json.Marshal(chatRequest{
@@ -382,14 +383,14 @@ func (r *runner) request(ctx context.Context, k stepKey, idx int, warmup, refine
 		StreamOptions: streamOptions{IncludeUsage: true}, IgnoreEOS: r.cfg.IgnoreEOS,
 	})
 	if err != nil {
-		base.ErrorClass, base.StartS = analysis.ErrClient, time.Since(r.t0).Seconds()
+		base.ErrorClass, base.StartS = measure.ErrClient, time.Since(r.t0).Seconds()
 		return r.keep(base, fmt.Sprintf("encoding the request: %v", err)), true
 	}
 	// An upper estimate of the input (at least 2 bytes of JSON per token,
 	// plus the chat template), plus the most output the request may get.
 	reserve := len(in.messages)/2 + 16 + r.cfg.MaxTokens
 	if !r.budget.admit(reserve) {
-		return analysis.Record{}, false
+		return measure.Record{}, false
 	}
 	rep := r.sender.send(ctx, body)
 	rec = base
@@ -418,7 +419,7 @@ func (r *runner) request(ctx context.Context, k stepKey, idx int, warmup, refine
 }
 
 // keep stores a finished request and shows it to the observer.
-func (r *runner) keep(rec analysis.Record, msg string) analysis.Record {
+func (r *runner) keep(rec measure.Record, msg string) measure.Record {
 	r.mu.Lock()
 	r.records = append(r.records, rec)
 	if rec.ErrorClass != "" && msg != "" {
@@ -433,8 +434,8 @@ func (r *runner) keep(rec analysis.Record, msg string) analysis.Record {
 
 // finishStep summarises a step's records and shows the summary: a closed
 // loop's in its steady state, an open loop's over its wall time.
-func (r *runner) finishStep(c int, rate float64, recs []analysis.Record) {
-	var steps []analysis.Step
+func (r *runner) finishStep(c int, rate float64, recs []measure.Record) {
+	var steps []measure.Step
 	if rate > 0 {
 		steps = analysis.SummarizeOpen(recs, r.opts)
 	} else {
@@ -452,7 +453,7 @@ func (r *runner) finishStep(c int, rate float64, recs []analysis.Record) {
 
 // stopAfter applies the stop rules after the step of concurrency c, whose
 // records are recs; it returns "" when the ramp may go on.
-func (r *runner) stopAfter(ctx context.Context, c int, recs []analysis.Record) (reason, detail string) {
+func (r *runner) stopAfter(ctx context.Context, c int, recs []measure.Record) (reason, detail string) {
 	if ctx.Err() != nil {
 		if errors.Is(context.Cause(ctx), errDurationBudget) {
 			return StopBudgetDuration, fmt.Sprintf("the time budget of %s was spent at concurrency %d", r.cfg.Budget.MaxDuration, c)
@@ -465,7 +466,7 @@ func (r *runner) stopAfter(ctx context.Context, c int, recs []analysis.Record) (
 	}
 	var answers, refused, ok, counted int
 	for _, rec := range recs {
-		if rec.ErrorClass == analysis.ErrCancelled {
+		if rec.ErrorClass == measure.ErrCancelled {
 			continue
 		}
 		counted++
@@ -486,7 +487,7 @@ func (r *runner) stopAfter(ctx context.Context, c int, recs []analysis.Record) (
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var judged []analysis.Step
+	var judged []measure.Step
 	for _, s := range r.steps {
 		if !s.TooShort && !s.Refine {
 			judged = append(judged, s)

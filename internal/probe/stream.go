@@ -7,7 +7,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 )
 
 // streamResult is what one streamed response delivered. Times are from the
@@ -59,11 +59,11 @@ func readStream(body io.Reader, sent time.Time) (streamResult, error) {
 			switch {
 			case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 				if !res.done {
-					res.errClass, res.errMsg = analysis.ErrBadStream, "the stream ended without [DONE]"
+					res.errClass, res.errMsg = measure.ErrBadStream, "the stream ended without [DONE]"
 				}
 				return res, nil
 			case errors.Is(err, errEventTooLarge):
-				res.errClass, res.errMsg = analysis.ErrBadStream, err.Error()
+				res.errClass, res.errMsg = measure.ErrBadStream, err.Error()
 				return res, nil
 			}
 			return res, fmt.Errorf("reading the stream: %w", err)
@@ -83,11 +83,11 @@ func readStream(body io.Reader, sent time.Time) (streamResult, error) {
 		switch {
 		case err != nil && ev.isError:
 			res.end = d
-			res.errClass, res.errMsg = analysis.ErrServer, fmt.Sprintf("error event in the stream: %q", ev.data)
+			res.errClass, res.errMsg = measure.ErrServer, fmt.Sprintf("error event in the stream: %q", ev.data)
 			return res, nil
 		case err != nil:
 			res.end = d
-			res.errClass, res.errMsg = analysis.ErrBadStream, fmt.Sprintf("unparseable chunk %q", ev.data)
+			res.errClass, res.errMsg = measure.ErrBadStream, fmt.Sprintf("unparseable chunk %q", ev.data)
 			return res, nil
 		case ev.isError || info.hasError:
 			res.end = d
@@ -113,9 +113,9 @@ func readStream(body io.Reader, sent time.Time) (streamResult, error) {
 func streamErrorClass(info chunkInfo) string {
 	switch {
 	case info.errCode == 429 || bytes.Contains(info.errType, []byte("rate_limit")):
-		return analysis.ErrRateLimited
+		return measure.ErrRateLimited
 	case info.errCode >= 400 && info.errCode < 500:
-		return analysis.ErrClient
+		return measure.ErrClient
 	}
-	return analysis.ErrServer
+	return measure.ErrServer
 }

@@ -10,7 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 )
 
 // Chunks as OpenAI-compatible servers send them.
@@ -70,15 +70,15 @@ func TestReadStream(t *testing.T) {
 		{name: "[DONE] without a final blank line", body: sse("\n", contentChunk, usageChunk) + "data: [DONE]",
 			outputChunks: 1, tokens: 3, prompt: 12},
 		{name: "missing [DONE] is a bad stream", body: sse("\n", roleChunk, contentChunk, usageChunk),
-			class: analysis.ErrBadStream, outputChunks: 1, tokens: 3, prompt: 12},
+			class: measure.ErrBadStream, outputChunks: 1, tokens: 3, prompt: 12},
 		{name: "unparseable chunk is a bad stream", body: sse("\n", contentChunk, `{"choices":[{"delta":{"content":"x"}`) + done,
-			class: analysis.ErrBadStream, outputChunks: 1, tokens: 1, estimated: true},
+			class: measure.ErrBadStream, outputChunks: 1, tokens: 1, estimated: true},
 		{name: "error object is a server error", body: sse("\n", contentChunk, errorChunk) + done,
-			class: analysis.ErrServer, outputChunks: 1, tokens: 1, estimated: true},
-		{name: "error object with code 429", body: sse("\n", rateLimitErr), class: analysis.ErrRateLimited, estimated: true},
-		{name: "error object with code 400 as a string", body: sse("\n", clientErr), class: analysis.ErrClient, estimated: true},
-		{name: "error event", body: "event: error\ndata: upstream closed\n\n", class: analysis.ErrServer, estimated: true},
-		{name: "empty body", body: "", class: analysis.ErrBadStream, estimated: true},
+			class: measure.ErrServer, outputChunks: 1, tokens: 1, estimated: true},
+		{name: "error object with code 429", body: sse("\n", rateLimitErr), class: measure.ErrRateLimited, estimated: true},
+		{name: "error object with code 400 as a string", body: sse("\n", clientErr), class: measure.ErrClient, estimated: true},
+		{name: "error event", body: "event: error\ndata: upstream closed\n\n", class: measure.ErrServer, estimated: true},
+		{name: "empty body", body: "", class: measure.ErrBadStream, estimated: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -160,7 +160,7 @@ func TestReadStreamReadError(t *testing.T) {
 	}
 	r = io.MultiReader(strings.NewReader(sse("\n", contentChunk)), iotest.ErrReader(io.ErrUnexpectedEOF))
 	res, err := readStream(r, time.Now())
-	if err != nil || res.errClass != analysis.ErrBadStream {
+	if err != nil || res.errClass != measure.ErrBadStream {
 		t.Fatalf("a stream cut mid-way: err %v, class %q; want a bad stream", err, res.errClass)
 	}
 }
@@ -168,7 +168,7 @@ func TestReadStreamReadError(t *testing.T) {
 func TestReadStreamEventTooLarge(t *testing.T) {
 	body := "data: " + strings.Repeat("x", maxEventSize+10) + "\n\n"
 	res, err := readStream(strings.NewReader(body), time.Now())
-	if err != nil || res.errClass != analysis.ErrBadStream {
+	if err != nil || res.errClass != measure.ErrBadStream {
 		t.Fatalf("err %v, class %q; want a bad stream", err, res.errClass)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
 )
@@ -46,13 +46,13 @@ type RecordCard struct {
 // KneePoint is the step at the knee, with the 95 % intervals the probe
 // measured.
 type KneePoint struct {
-	E2EP95Ms   float64            `json:"e2e_p95_ms"`
-	E2EP95CI   *analysis.Interval `json:"e2e_p95_ci,omitempty"`
-	TTFTP95Ms  float64            `json:"ttft_p95_ms"`
-	TTFTP95CI  *analysis.Interval `json:"ttft_p95_ci,omitempty"`
-	GoodputRPS float64            `json:"goodput_rps"`
-	GoodputCI  *analysis.Interval `json:"goodput_ci,omitempty"`
-	OutputTPS  float64            `json:"output_tps"`
+	E2EP95Ms   float64           `json:"e2e_p95_ms"`
+	E2EP95CI   *measure.Interval `json:"e2e_p95_ci,omitempty"`
+	TTFTP95Ms  float64           `json:"ttft_p95_ms"`
+	TTFTP95CI  *measure.Interval `json:"ttft_p95_ci,omitempty"`
+	GoodputRPS float64           `json:"goodput_rps"`
+	GoodputCI  *measure.Interval `json:"goodput_ci,omitempty"`
+	OutputTPS  float64           `json:"output_tps"`
 }
 
 // CardPool is one class's recommended pool and the rules that go with it.
@@ -113,7 +113,7 @@ func NewRecordCard(in CardInput) RecordCard {
 		Date: in.Probe.Date.UTC(), DeadlineMs: in.Probe.DeadlineMs,
 		Knee: r.Knee, Collapse: r.Collapse, QuotaLimited: r.QuotaLimited, Pools: []CardPool{},
 	}
-	if slices.ContainsFunc(r.Steps, func(s analysis.Step) bool { return s.Refine }) {
+	if slices.ContainsFunc(r.Steps, func(s measure.Step) bool { return s.Refine }) {
 		// A knee search refined it; a ladder's knee_refined is only as
 		// fine as its steps, which the card's knee already says.
 		card.KneeRefined, card.KneeResolution = r.KneeRefined, r.KneeResolution
@@ -395,7 +395,7 @@ func kneeCeiling(c plan.ClassPlan) *int {
 }
 
 // ciText renders a 95 % interval after a figure, or nothing.
-func ciText(iv *analysis.Interval, unit string) string {
+func ciText(iv *measure.Interval, unit string) string {
 	if iv == nil {
 		return ""
 	}

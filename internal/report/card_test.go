@@ -11,6 +11,7 @@ import (
 	"github.com/yuin/goldmark/extension"
 
 	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 )
 
 func exampleCardInput(t *testing.T) CardInput {
@@ -83,7 +84,7 @@ func TestRecordCardWithPlan(t *testing.T) {
 func TestRecordCardVariants(t *testing.T) {
 	limited := syntheticResult()
 	limited.QuotaLimited = true
-	noKnee := analysis.Analyze([]analysis.Step{{Concurrency: 4, Requests: 40, OK: 40, GoodputRPS: 1, ThroughputRPS: 1, E2EP95Ms: 9000}},
+	noKnee := analysis.Analyze([]measure.Step{{Concurrency: 4, Requests: 40, OK: 40, GoodputRPS: 1, ThroughputRPS: 1, E2EP95Ms: 9000}},
 		analysis.Options{DeadlineMs: 10000})
 	tests := []struct {
 		name   string

@@ -19,7 +19,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/plan"
 )
 
@@ -138,7 +138,7 @@ func CeilingsSVG(c plan.ClassPlan) ([]byte, error) {
 // and output tokens per second (bottom panel) against concurrency, with the
 // knee marked by a vertical line in both panels, and the collapse point
 // when there is one.
-func ThroughputSVG(r analysis.Result) ([]byte, error) {
+func ThroughputSVG(r measure.Result) ([]byte, error) {
 	var good, thr, tps plotter.XYs
 	for _, s := range r.Steps {
 		if s.Concurrency <= 0 {
@@ -168,7 +168,7 @@ func ThroughputSVG(r analysis.Result) ([]byte, error) {
 // panel) against concurrency, over the steps that had successful
 // responses, with the knee marked and each SLO drawn as a labelled
 // horizontal line when it is positive.
-func LatencySVG(r analysis.Result, sloE2EMs, sloTTFTMs float64) ([]byte, error) {
+func LatencySVG(r measure.Result, sloE2EMs, sloTTFTMs float64) ([]byte, error) {
 	var ttft, e2e plotter.XYs
 	for _, s := range r.Steps {
 		if s.Concurrency <= 0 || (s.OK == 0 && !s.CountsUnknown) {
@@ -237,7 +237,7 @@ func newPanel(xLabel, yLabel string) *panel {
 // concurrencyAxis makes the x axis logarithmic, since concurrency ladders
 // are mostly geometric (1, 2, 4, 8, ...), with a tick at every step that
 // has room for its label.
-func (pn *panel) concurrencyAxis(steps []analysis.Step) {
+func (pn *panel) concurrencyAxis(steps []measure.Step) {
 	var cs []float64
 	for _, s := range steps {
 		if s.Concurrency > 0 {
@@ -299,7 +299,7 @@ func (pn *panel) line(name string, xys plotter.XYs, c color.Color, dashes []vg.L
 // marks draws the knee and the collapse point of a ramp as vertical lines,
 // labelled at the bottom of the plot when low is set (where rising
 // throughput curves leave room) and at the top otherwise.
-func (pn *panel) marks(r analysis.Result, low bool) {
+func (pn *panel) marks(r measure.Result, low bool) {
 	if r.Knee != nil {
 		knee := &vLine{x: float64(*r.Knee), label: "knee " + strconv.Itoa(*r.Knee), color: colorMarker, dashes: []vg.Length{vg.Points(6), vg.Points(3)}, low: low}
 		pn.p.Add(knee)

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/report/reportcheck"
 
 	"bytes"
@@ -11,7 +12,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/plan"
 )
 
@@ -135,7 +135,7 @@ func TestThroughputSVG(t *testing.T) {
 
 	noKnee := r
 	noKnee.Knee, noKnee.Collapse = nil, nil
-	noKnee.Steps = append([]analysis.Step(nil), r.Steps...)
+	noKnee.Steps = append([]measure.Step(nil), r.Steps...)
 	noKnee.Steps[2].GoodputRPS = math.NaN()
 	svg, err = ThroughputSVG(noKnee)
 	if err != nil {
@@ -147,7 +147,7 @@ func TestThroughputSVG(t *testing.T) {
 	if bytes.Contains(svg, []byte("NaN")) || bytes.Contains(svg, []byte("Inf")) {
 		t.Error("a NaN reached the SVG")
 	}
-	if _, err := ThroughputSVG(analysis.Result{}); !errors.Is(err, ErrNoData) {
+	if _, err := ThroughputSVG(measure.Result{}); !errors.Is(err, ErrNoData) {
 		t.Errorf("no steps: %v", err)
 	}
 }
@@ -189,7 +189,7 @@ func TestLatencySVG(t *testing.T) {
 			}
 		})
 	}
-	failed := analysis.Result{Steps: []analysis.Step{{Concurrency: 1, Requests: 40, Errors: 40}}}
+	failed := measure.Result{Steps: []measure.Step{{Concurrency: 1, Requests: 40, Errors: 40}}}
 	if _, err := LatencySVG(failed, 1000, 0); !errors.Is(err, ErrNoData) {
 		t.Errorf("no successful step: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
 	"github.com/plannerdev/planner/internal/testutil"
@@ -17,7 +18,7 @@ const exampleDeadlineMs = 10000
 // docs/examples/measured-curve.yaml (same latencies and throughput by
 // concurrency), judged by the analysis rules: the knee falls at 24 and
 // goodput collapses at 48, where a share of the answers miss the deadline.
-func syntheticResult() analysis.Result {
+func syntheticResult() measure.Result {
 	rows := []struct {
 		c                                            int
 		ttft50, ttft95, tpot50, tpot95, e2e50, e2e95 float64
@@ -32,19 +33,19 @@ func syntheticResult() analysis.Result {
 		{32, 900, 2100, 27.0, 32.0, 6300, 8400, 5.08, 5.08, 0},
 		{48, 3100, 5200, 28.0, 34.0, 8700, 11800, 5.10, 4.62, 3},
 	}
-	steps := make([]analysis.Step, len(rows))
+	steps := make([]measure.Step, len(rows))
 	for i, r := range rows {
 		n := max(40, 4*r.c)
 		ok := n - r.errs
-		steps[i] = analysis.Step{
+		steps[i] = measure.Step{
 			Concurrency: r.c, Requests: n, OK: ok, Errors: r.errs, WallS: float64(ok) / r.thr,
 			GoodputRPS: r.good, ThroughputRPS: r.thr, OutputTPS: r.thr * 196,
 			TTFTP50Ms: r.ttft50, TTFTP95Ms: r.ttft95, E2EP50Ms: r.e2e50, E2EP95Ms: r.e2e95, TPOTP50Ms: r.tpot50, TPOTP95Ms: r.tpot95,
 			// Intervals as a probe measures them: goodput ± 2 %, the p95s
 			// from just under to a tenth over.
-			GoodputCI: &analysis.Interval{Lo: r.good * 0.98, Hi: r.good * 1.02},
-			TTFTP95CI: &analysis.Interval{Lo: r.ttft95 * 0.97, Hi: r.ttft95 * 1.1},
-			E2EP95CI:  &analysis.Interval{Lo: r.e2e95 * 0.97, Hi: r.e2e95 * 1.1},
+			GoodputCI: &measure.Interval{Lo: r.good * 0.98, Hi: r.good * 1.02},
+			TTFTP95CI: &measure.Interval{Lo: r.ttft95 * 0.97, Hi: r.ttft95 * 1.1},
+			E2EP95CI:  &measure.Interval{Lo: r.e2e95 * 0.97, Hi: r.e2e95 * 1.1},
 		}
 	}
 	return analysis.Analyze(steps, analysis.Options{DeadlineMs: exampleDeadlineMs})

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 )
 
 // WriteStepTable prints a ramp's steps for a terminal, in two tables that
@@ -19,7 +19,7 @@ import (
 // value derived rather than measured, "*" an estimated concurrency, "r" a
 // refinement step of a knee search, "!" a step too short for a steady
 // state (not judged); the legend under the tables names those that occur.
-func WriteStepTable(w io.Writer, steps []analysis.Step) error {
+func WriteStepTable(w io.Writer, steps []measure.Step) error {
 	var b strings.Builder
 	marks := map[string]bool{}
 	load := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -48,7 +48,7 @@ func WriteStepTable(w io.Writer, steps []analysis.Step) error {
 		row := []string{concCell(s, marks)}
 		for _, m := range []struct {
 			p50, p90, p95, p99 float64
-			ci                 *analysis.Interval
+			ci                 *measure.Interval
 			estimated          bool
 			digits             int
 		}{
@@ -81,7 +81,7 @@ func WriteStepTable(w io.Writer, steps []analysis.Step) error {
 }
 
 // concCell is the concurrency with its marks.
-func concCell(s analysis.Step, marks map[string]bool) string {
+func concCell(s measure.Step, marks map[string]bool) string {
 	c := strconv.Itoa(s.Concurrency)
 	if s.Concurrency == 0 {
 		c = "?"
@@ -108,7 +108,7 @@ func mark(v string, estimated bool, marks map[string]bool) string {
 }
 
 // interval renders a 95 % interval as lo–hi, or "-".
-func interval(iv *analysis.Interval, d int) string {
+func interval(iv *measure.Interval, d int) string {
 	if iv == nil {
 		return "-"
 	}
@@ -127,7 +127,7 @@ func num(v float64, d int) string {
 // knee (and knee_refined with its resolution), the first failing step,
 // the collapse point, whether the quota bound it, the Universal
 // Scalability Law fit and the notes.
-func WriteAnalysis(w io.Writer, res analysis.Result, notes []string) error {
+func WriteAnalysis(w io.Writer, res measure.Result, notes []string) error {
 	var b strings.Builder
 	quota := "no"
 	if res.QuotaLimited {

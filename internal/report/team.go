@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
 	"github.com/plannerdev/planner/internal/simulate"
@@ -38,7 +38,7 @@ const DefaultTitle = "Capacity report"
 
 // ProbeData is what a probe measured against one endpoint.
 type ProbeData struct {
-	Result analysis.Result `json:"result"`
+	Result measure.Result `json:"result"`
 	// Endpoint is the base URL probed, without credentials.
 	Endpoint string `json:"endpoint"`
 	Model    string `json:"model"`
@@ -147,7 +147,7 @@ func writeShifted(w io.Writer, write func(io.Writer) error) error {
 }
 
 // writeStepsMarkdown writes a ramp's steps as a table, the knee marked.
-func writeStepsMarkdown(w io.Writer, r analysis.Result) {
+func writeStepsMarkdown(w io.Writer, r measure.Result) {
 	fmt.Fprintln(w, "| In flight | Requests | OK | 429 | Errors | Goodput req/s | Throughput req/s | Output TPS | TTFT p95 ms | E2E p95 ms |")
 	fmt.Fprintln(w, "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, s := range r.Steps {
@@ -159,7 +159,7 @@ func writeStepsMarkdown(w io.Writer, r analysis.Result) {
 
 // stepLabel is a step's concurrency, marked when it is the knee or the
 // collapse point.
-func stepLabel(s analysis.Step, r analysis.Result) string {
+func stepLabel(s measure.Step, r measure.Result) string {
 	l := fmt.Sprint(s.Concurrency)
 	if r.Knee != nil && *r.Knee == s.Concurrency {
 		l += " (knee)"
@@ -211,7 +211,7 @@ type htmlClass struct {
 
 type htmlProbe struct {
 	Facts      []string
-	Result     analysis.Result
+	Result     measure.Result
 	Throughput template.HTML
 	Latency    []htmlFigure
 }

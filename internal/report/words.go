@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/scenario"
 )
@@ -200,16 +200,16 @@ func orNone(s, none string) string {
 }
 
 // kneeStep returns the step at the knee, if the ramp has a knee.
-func kneeStep(r analysis.Result) (analysis.Step, bool) {
+func kneeStep(r measure.Result) (measure.Step, bool) {
 	if r.Knee == nil {
-		return analysis.Step{}, false
+		return measure.Step{}, false
 	}
 	for _, s := range r.Steps {
 		if s.Concurrency == *r.Knee {
 			return s, true
 		}
 	}
-	return analysis.Step{}, false
+	return measure.Step{}, false
 }
 
 // describeProbe tells what a probe measured, in sentences.

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/plan"
 )
@@ -63,7 +63,7 @@ func decodePlan(b []byte) (plan.Plan, error) {
 }
 
 // encodeResult is the stored document of a probe's analysis.
-func encodeResult(r analysis.Result) ([]byte, error) {
+func encodeResult(r measure.Result) ([]byte, error) {
 	d := resultDoc{
 		version:        version{SchemaVersion: schemaVersion},
 		Steps:          each(r.Steps, stepDocOf),
@@ -84,15 +84,15 @@ func encodeResult(r analysis.Result) ([]byte, error) {
 
 // decodeResult reads a stored analysis document of any version this binary
 // knows.
-func decodeResult(b []byte) (analysis.Result, error) {
+func decodeResult(b []byte) (measure.Result, error) {
 	var d resultDoc
 	if err := json.Unmarshal(b, &d); err != nil {
-		return analysis.Result{}, err
+		return measure.Result{}, err
 	}
 	if err := d.check(); err != nil {
-		return analysis.Result{}, err
+		return measure.Result{}, err
 	}
-	r := analysis.Result{
+	r := measure.Result{
 		Steps:          each(d.Steps, stepDoc.step),
 		Knee:           d.Knee,
 		Collapse:       d.Collapse,
@@ -104,7 +104,7 @@ func decodeResult(b []byte) (analysis.Result, error) {
 		KneeResolution: d.KneeResolution,
 	}
 	if u := d.USL; u != nil {
-		r.USL = &analysis.USLFit{USL: model.USL(u.lawDoc), Peak: u.Peak}
+		r.USL = &measure.USLFit{USL: model.USL(u.lawDoc), Peak: u.Peak}
 	}
 	return r, nil
 }
@@ -445,21 +445,21 @@ type intervalDoc struct {
 	Hi float64 `json:"hi"`
 }
 
-func intervalDocOf(iv *analysis.Interval) *intervalDoc {
+func intervalDocOf(iv *measure.Interval) *intervalDoc {
 	if iv == nil {
 		return nil
 	}
 	return &intervalDoc{Lo: iv.Lo, Hi: iv.Hi}
 }
 
-func (d *intervalDoc) interval() *analysis.Interval {
+func (d *intervalDoc) interval() *measure.Interval {
 	if d == nil {
 		return nil
 	}
-	return &analysis.Interval{Lo: d.Lo, Hi: d.Hi}
+	return &measure.Interval{Lo: d.Lo, Hi: d.Hi}
 }
 
-func stepDocOf(s analysis.Step) stepDoc {
+func stepDocOf(s measure.Step) stepDoc {
 	return stepDoc{
 		Concurrency: s.Concurrency, RateRPS: s.RateRPS, Requests: s.Requests, OK: s.OK,
 		RateLimited: s.RateLimited, RateLimitedFailed: s.RateLimitedFailed, Errors: s.Errors, Answers: s.Answers,
@@ -474,8 +474,8 @@ func stepDocOf(s analysis.Step) stepDoc {
 	}
 }
 
-func (d stepDoc) step() analysis.Step {
-	return analysis.Step{
+func (d stepDoc) step() measure.Step {
+	return measure.Step{
 		Concurrency: d.Concurrency, RateRPS: d.RateRPS, Requests: d.Requests, OK: d.OK,
 		RateLimited: d.RateLimited, RateLimitedFailed: d.RateLimitedFailed, Errors: d.Errors, Answers: d.Answers,
 		WallS: d.WallS, WindowStartS: d.WindowStartS, WindowEndS: d.WindowEndS,

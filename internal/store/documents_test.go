@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/testutil"
 )
@@ -102,8 +102,8 @@ func TestDocumentsCarryTheirVersion(t *testing.T) {
 	}
 	peak := 12.5
 	knee := 8
-	res := analysis.Result{Steps: []analysis.Step{{Concurrency: 1, Requests: 4, OK: 4, GoodputRPS: 2.5, RateRPS: 1}}, Knee: &knee,
-		USL: &analysis.USLFit{Peak: &peak}, Notes: []string{"a note"}}
+	res := measure.Result{Steps: []measure.Step{{Concurrency: 1, Requests: 4, OK: 4, GoodputRPS: 2.5, RateRPS: 1}}, Knee: &knee,
+		USL: &measure.USLFit{Peak: &peak}, Notes: []string{"a note"}}
 	res.USL.Alpha, res.USL.Beta, res.USL.Gamma, res.USL.R2 = 0.01, 0.002, 3.5, 0.99
 	if err := s.SaveProbeResult(ctx, probeID, ProbeResult{Analysis: res}); err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 )
 
 // childEnv, when set to a database path, turns the test binary into the
@@ -160,7 +160,7 @@ func durabilityChild(path string) {
 	}
 	fmt.Printf("plan %s\nprobe %s\n", planID, probeID)
 	for n := 0; ; n += childBatch {
-		batch := make([]analysis.Record, childBatch)
+		batch := make([]measure.Record, childBatch)
 		for i := range batch {
 			batch[i] = record(1, n+i)
 		}

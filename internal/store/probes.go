@@ -10,7 +10,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 )
 
 // Status is the state of a probe run.
@@ -87,7 +87,7 @@ type Counts struct {
 type ProbeResult struct {
 	// Analysis holds the step summaries, knee, collapse, quota_limited and
 	// USL fit.
-	Analysis analysis.Result
+	Analysis measure.Result
 	// RateLimits is the quota the endpoint announced in its headers, as a
 	// JSON document; nil when none was announced.
 	RateLimits json.RawMessage
@@ -179,7 +179,7 @@ func (s *Store) SetProbeStatus(ctx context.Context, id string, status Status, er
 // AppendRecords adds request rows to a run in one transaction: one insert
 // per row and one update of the run's counts, cheap enough to call for
 // every small batch while the run measures. ErrNotFound means no such run.
-func (s *Store) AppendRecords(ctx context.Context, probeID string, recs []analysis.Record) error {
+func (s *Store) AppendRecords(ctx context.Context, probeID string, recs []measure.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -222,13 +222,13 @@ func (s *Store) AppendRecords(ctx context.Context, probeID string, recs []analys
 
 // add counts one row the way the analysis counts it: every 429 answer,
 // retried ones included, and every request that failed otherwise.
-func (c *Counts) add(r analysis.Record) {
+func (c *Counts) add(r measure.Record) {
 	c.Records++
 	c.RateLimited += r.RateLimitedAnswers()
 	switch {
 	case r.OK:
 		c.OK++
-	case r.Status == 429 || r.ErrorClass == analysis.ErrRateLimited:
+	case r.Status == 429 || r.ErrorClass == measure.ErrRateLimited:
 	default:
 		c.Failed++
 	}
@@ -358,9 +358,9 @@ func probeSeq(ctx context.Context, q querier, id string) (int64, error) {
 
 // Records returns every row of a run, ordered by step, then index, then
 // arrival. ErrNotFound means no such run.
-func (s *Store) Records(ctx context.Context, probeID string) ([]analysis.Record, error) {
-	var out []analysis.Record
-	err := s.eachRecord(ctx, probeID, func(r analysis.Record) error {
+func (s *Store) Records(ctx context.Context, probeID string) ([]measure.Record, error) {
+	var out []measure.Record
+	err := s.eachRecord(ctx, probeID, func(r measure.Record) error {
 		out = append(out, r)
 		return nil
 	})
@@ -371,23 +371,23 @@ func (s *Store) Records(ctx context.Context, probeID string) ([]analysis.Record,
 }
 
 // WriteRecordsCSV streams the rows of a run to w as requests.csv
-// (analysis.CSVHeader, then one row per request in the order of Records),
+// (measure.CSVHeader, then one row per request in the order of Records),
 // without holding them all in memory. ErrNotFound, returned before anything
 // is written, means no such run.
 func (s *Store) WriteRecordsCSV(ctx context.Context, w io.Writer, probeID string) error {
 	cw := csv.NewWriter(w)
 	header := false
-	err := s.eachRecord(ctx, probeID, func(r analysis.Record) error {
+	err := s.eachRecord(ctx, probeID, func(r measure.Record) error {
 		if !header {
 			header = true
-			if err := cw.Write(analysis.CSVHeader); err != nil {
+			if err := cw.Write(measure.CSVHeader); err != nil {
 				return err
 			}
 		}
 		return cw.Write(r.CSVRow())
 	})
 	if err == nil && !header {
-		err = cw.Write(analysis.CSVHeader)
+		err = cw.Write(measure.CSVHeader)
 	}
 	if err != nil {
 		return fmt.Errorf("requests.csv of probe %s: %w", probeID, err)
@@ -401,7 +401,7 @@ func (s *Store) WriteRecordsCSV(ctx context.Context, w io.Writer, probeID string
 
 // eachRecord calls fn for every row of a run in order. It looks the run up
 // first, so that a missing run is ErrNotFound before fn is called.
-func (s *Store) eachRecord(ctx context.Context, probeID string, fn func(analysis.Record) error) error {
+func (s *Store) eachRecord(ctx context.Context, probeID string, fn func(measure.Record) error) error {
 	seq, err := probeSeq(ctx, s.db, probeID)
 	if err != nil {
 		return err
@@ -414,7 +414,7 @@ func (s *Store) eachRecord(ctx context.Context, probeID string, fn func(analysis
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var r analysis.Record
+		var r measure.Record
 		if err := rows.Scan(&r.Step, &r.Index, &r.StartS, &r.AckMs, &r.TTFTMs, &r.E2EMs, &r.OutputTokens, &r.InputTokens,
 			&r.OutputEstimated, &r.Status, &r.ErrorClass, &r.Attempts, &r.RetryAfterMs, &r.OK, &r.Warmup,
 			&r.E2EWithRetriesMs, &r.RateRPS, &r.Refine); err != nil {

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/plannerdev/planner"
-	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
 )
@@ -62,17 +62,17 @@ func examplePlan(t fataler, name string) StoredPlan {
 
 // record builds a request row; every fifth fails with a 429 and every
 // seventh with a timeout.
-func record(step, idx int) analysis.Record {
-	r := analysis.Record{
+func record(step, idx int) measure.Record {
+	r := measure.Record{
 		Step: step, Index: idx, StartS: float64(idx) * 0.25, AckMs: 90, TTFTMs: 100 + float64(idx),
 		E2EMs: 1200 + float64(step), OutputTokens: 64, InputTokens: 256, Status: 200, Attempts: 1, OK: true,
 		Warmup: idx == 0,
 	}
 	switch {
 	case idx%5 == 4:
-		r.OK, r.Status, r.ErrorClass, r.RetryAfterMs, r.OutputTokens = false, 429, analysis.ErrRateLimited, 1500, 0
+		r.OK, r.Status, r.ErrorClass, r.RetryAfterMs, r.OutputTokens = false, 429, measure.ErrRateLimited, 1500, 0
 	case idx%7 == 6:
-		r.OK, r.Status, r.ErrorClass, r.OutputTokens, r.OutputEstimated = false, 0, analysis.ErrTimeout, 3, true
+		r.OK, r.Status, r.ErrorClass, r.OutputTokens, r.OutputEstimated = false, 0, measure.ErrTimeout, 3, true
 	}
 	return r
 }
@@ -328,7 +328,7 @@ func TestNotFound(t *testing.T) {
 		"GetPlan":         func() error { _, err := s.GetPlan(ctx, "nope"); return err },
 		"GetProbe":        func() error { _, err := s.GetProbe(ctx, "nope"); return err },
 		"SetProbeStatus":  func() error { return s.SetProbeStatus(ctx, "nope", StatusFailed, "") },
-		"AppendRecords":   func() error { return s.AppendRecords(ctx, "nope", []analysis.Record{record(1, 0)}) },
+		"AppendRecords":   func() error { return s.AppendRecords(ctx, "nope", []measure.Record{record(1, 0)}) },
 		"SaveProbeResult": func() error { return s.SaveProbeResult(ctx, "nope", ProbeResult{}) },
 		"Records":         func() error { _, err := s.Records(ctx, "nope"); return err },
 		"PlansForProbe":   func() error { _, err := s.PlansForProbe(ctx, "nope"); return err },
@@ -450,7 +450,7 @@ func TestProbeLifecycle(t *testing.T) {
 	}
 	var want Counts
 	for step, n := range map[int]int{1: 12, 2: 25} {
-		var batch []analysis.Record
+		var batch []measure.Record
 		for i := range n {
 			r := record(step, i)
 			batch = append(batch, r)
@@ -472,7 +472,7 @@ func TestProbeLifecycle(t *testing.T) {
 	}
 	knee := 2
 	res := ProbeResult{
-		Analysis:   analysis.Result{Steps: []analysis.Step{{Concurrency: 1, Requests: 11, OK: 8}, {Concurrency: 2, Requests: 24, OK: 17}}, Knee: &knee, Notes: []string{"n"}},
+		Analysis:   measure.Result{Steps: []measure.Step{{Concurrency: 1, Requests: 11, OK: 8}, {Concurrency: 2, Requests: 24, OK: 17}}, Knee: &knee, Notes: []string{"n"}},
 		RateLimits: json.RawMessage(`{"requests":{"limit":60}}`),
 		StopReason: "done", StopDetail: "every step ran",
 	}
@@ -560,12 +560,12 @@ func TestRecordsOrderAndCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Rows arrive in completion order, interleaved across steps.
-	batches := [][]analysis.Record{
+	batches := [][]measure.Record{
 		{record(2, 3), record(1, 1), record(2, 0)},
 		{record(1, 0), record(2, 1), record(1, 2)},
 		{record(2, 2), record(1, 1)}, // a repeated (step, idx) is kept, after the first
 	}
-	var all []analysis.Record
+	var all []measure.Record
 	for _, b := range batches {
 		if err := s.AppendRecords(ctx, id, b); err != nil {
 			t.Fatal(err)
@@ -573,7 +573,7 @@ func TestRecordsOrderAndCSV(t *testing.T) {
 		all = append(all, b...)
 	}
 	want := slices.Clone(all)
-	slices.SortStableFunc(want, func(a, b analysis.Record) int {
+	slices.SortStableFunc(want, func(a, b measure.Record) int {
 		if a.Step != b.Step {
 			return a.Step - b.Step
 		}
@@ -590,13 +590,13 @@ func TestRecordsOrderAndCSV(t *testing.T) {
 	if err := s.WriteRecordsCSV(ctx, &csvOut, id); err != nil {
 		t.Fatal(err)
 	}
-	if err := analysis.WriteCSV(&wantCSV, want); err != nil {
+	if err := measure.WriteCSV(&wantCSV, want); err != nil {
 		t.Fatal(err)
 	}
 	if csvOut.String() != wantCSV.String() {
 		t.Fatalf("csv\n%s\nwant\n%s", csvOut.String(), wantCSV.String())
 	}
-	back, err := analysis.ReadCSV(&csvOut)
+	back, err := measure.ReadCSV(&csvOut)
 	if err != nil || len(back) != len(want) {
 		t.Fatalf("the csv does not read back: %d rows, %v", len(back), err)
 	}
@@ -606,7 +606,7 @@ func TestRecordsOrderAndCSV(t *testing.T) {
 	if err := s.WriteRecordsCSV(ctx, &head, empty); err != nil {
 		t.Fatal(err)
 	}
-	if head.String() != strings.Join(analysis.CSVHeader, ",")+"\n" {
+	if head.String() != strings.Join(measure.CSVHeader, ",")+"\n" {
 		t.Errorf("csv of a run with no rows: %q", head.String())
 	}
 	if rs, err := s.Records(ctx, empty); err != nil || len(rs) != 0 {
@@ -805,7 +805,7 @@ func TestConcurrentWritersAndReaders(t *testing.T) {
 	for _, id := range ids {
 		wg.Go(func() {
 			for b := range batches {
-				batch := make([]analysis.Record, rows)
+				batch := make([]measure.Record, rows)
 				for i := range batch {
 					batch[i] = record(1, b*rows+i)
 				}
@@ -852,7 +852,7 @@ func BenchmarkAppendRecords100(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	batch := make([]analysis.Record, 100)
+	batch := make([]measure.Record, 100)
 	for i := range batch {
 		batch[i] = record(8, i)
 	}

@@ -40,7 +40,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/probe"
 	"github.com/plannerdev/planner/internal/quota"
@@ -233,7 +233,7 @@ func runClass(ctx context.Context, sc scenario.Scenario, cp plan.ClassPlan, opts
 			return err
 		}
 		pt := Point{Concurrency: c, Predicted: pred}
-		if m, ok := measure(res, c); ok {
+		if m, ok := measuredAt(res, c); ok {
 			pt.Measured = &m
 			pt.RelativeErrorPct = &Errors{
 				ThroughputRPS: relPct(m.ThroughputRPS, pred.ThroughputRPS),
@@ -264,10 +264,10 @@ func shape(sc scenario.Scenario, class string, in, out int) scenario.Scenario {
 	return c
 }
 
-// measure is the measurement at concurrency c, false when the probe has
+// measuredAt is the measurement at concurrency c, false when the probe has
 // no summary of that step.
-func measure(res *probe.Result, c int) (Measured, bool) {
-	i := slices.IndexFunc(res.Analysis.Steps, func(s analysis.Step) bool { return s.Concurrency == c })
+func measuredAt(res *probe.Result, c int) (Measured, bool) {
+	i := slices.IndexFunc(res.Analysis.Steps, func(s measure.Step) bool { return s.Concurrency == c })
 	if i < 0 {
 		return Measured{}, false
 	}
@@ -280,11 +280,11 @@ func measure(res *probe.Result, c int) (Measured, bool) {
 		m.MeanOutputTokens = round(s.OutputTPS/s.ThroughputRPS, 2)
 	}
 	for _, r := range res.Records {
-		if r.Step != c || r.ErrorClass == analysis.ErrCancelled {
+		if r.Step != c || r.ErrorClass == measure.ErrCancelled {
 			continue
 		}
 		m.RateLimited += max(0, r.Attempts-1)
-		if r.ErrorClass == analysis.ErrRateLimited {
+		if r.ErrorClass == measure.ErrRateLimited {
 			m.RateLimited++
 		}
 	}

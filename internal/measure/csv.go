@@ -1,4 +1,4 @@
-package analysis
+package measure
 
 import (
 	"encoding/csv"
@@ -31,7 +31,7 @@ func (r Record) CSVRow() []string {
 		f(r.AckMs), f(r.TTFTMs), f(r.E2EMs), strconv.Itoa(r.OutputTokens), strconv.Itoa(r.InputTokens),
 		strconv.FormatBool(r.OutputEstimated), strconv.Itoa(r.Status), r.ErrorClass,
 		strconv.Itoa(r.Attempts), f(r.RetryAfterMs), strconv.FormatBool(r.OK), strconv.FormatBool(r.Warmup),
-		f(r.slotMs()), strconv.Itoa(r.RateLimitedAnswers()),
+		f(r.SlotMs()), strconv.Itoa(r.RateLimitedAnswers()),
 		strconv.FormatFloat(r.RateRPS, 'f', -1, 64), strconv.FormatBool(r.Refine),
 	}
 }

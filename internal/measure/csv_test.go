@@ -1,0 +1,55 @@
+package measure
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestCSVRoundTrip(t *testing.T) {
+	in := []Record{
+		{Step: 4, Index: 7, StartS: 1.25, AckMs: 10, TTFTMs: 201.5, E2EMs: 1200.25, E2EWithRetriesMs: 1200.25, OutputTokens: 50, InputTokens: 512, Status: 200, Attempts: 1, OK: true},
+		{Step: 8, Index: 0, StartS: 3, E2EMs: 12, E2EWithRetriesMs: 1530, Status: 429, ErrorClass: ErrRateLimited, Attempts: 2, RetryAfterMs: 1500, OutputEstimated: true, Warmup: true},
+		{Step: 4, RateRPS: 2.5, Index: 3, StartS: 7.123456789, TTFTMs: 0.123456, E2EMs: 2, E2EWithRetriesMs: 2, OutputTokens: 2, Status: 200, Attempts: 1, OK: true},
+		{Step: 12, Index: 1, StartS: 9, TTFTMs: 50, E2EMs: 120, E2EWithRetriesMs: 120, OutputTokens: 8, Status: 200, Attempts: 1, OK: true, Refine: true},
+	}
+	var buf bytes.Buffer
+	if err := WriteCSV(&buf, in); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), ",1530.000000,2,0,false\n") {
+		t.Errorf("the 429 row lacks e2e_with_retries_ms and n429:\n%s", buf.String())
+	}
+	out, err := ReadCSV(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != len(in) {
+		t.Fatalf("read %d records, want %d", len(out), len(in))
+	}
+	for i := range in {
+		if in[i] != out[i] {
+			t.Errorf("record %d: wrote %+v, read %+v", i, in[i], out[i])
+		}
+	}
+	if _, err := ReadCSV(bytes.NewBufferString("a,b\n1,2\n")); err == nil {
+		t.Error("a foreign CSV was read as a probe CSV")
+	}
+}
+
+// TestCSVReadsTheOldLayout keeps files written before the retry columns
+// readable: their E2E counts as the time with retries.
+func TestCSVReadsTheOldLayout(t *testing.T) {
+	old := strings.Join(csvHeaderV1, ",") + "\n4,7,1.250000,10.000,201.500,1200.250,50,512,false,200,,2,300.000,true,false\n"
+	out, err := ReadCSV(strings.NewReader(old))
+	if err != nil || len(out) != 1 {
+		t.Fatalf("%v, %v", out, err)
+	}
+	if r := out[0]; r.E2EMs != 1200.25 || r.SlotMs() != 1200.25 || r.RateLimitedAnswers() != 1 {
+		t.Errorf("record %+v", r)
+	}
+	inconsistent := strings.Join(CSVHeader, ",") + "\n4,7,1.250000,10.000,201.500,1200.250,50,512,false,200,,2,300.000,true,false,1500.000,5,0,false\n"
+	if _, err := ReadCSV(strings.NewReader(inconsistent)); err == nil || !strings.Contains(err.Error(), "n429") {
+		t.Errorf("an n429 that contradicts attempts was read: %v", err)
+	}
+}

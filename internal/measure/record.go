@@ -1,0 +1,83 @@
+package measure
+
+import "math"
+
+// Error classes of a failed request (docs/probe.md).
+const (
+	ErrTimeout     = "timeout"
+	ErrRateLimited = "429"
+	ErrServer      = "5xx"
+	ErrClient      = "4xx"
+	ErrTransport   = "transport"
+	ErrBadStream   = "bad_stream"
+	// ErrCancelled marks a request the client itself cut short (a cancelled
+	// run or a spent time budget). Such rows are kept in the raw data but
+	// left out of the summaries, since the endpoint did not fail them.
+	ErrCancelled = "cancelled"
+)
+
+// Record is one request of a ramp, successful or not. Its times are
+// measured from the send of the attempt that succeeded (the last one, for
+// a request that failed), so that waiting before a retry never counts as
+// latency; E2EWithRetriesMs keeps the whole time from the first send.
+type Record struct {
+	Step            int     `json:"step"`             // concurrency of the step (closed loop)
+	Index           int     `json:"idx"`              // order within the step
+	StartS          float64 `json:"start_s"`          // first send, seconds from the start of the run
+	AckMs           float64 `json:"ack_ms"`           // to the first chunk of any kind
+	TTFTMs          float64 `json:"ttft_ms"`          // to the first chunk carrying output
+	E2EMs           float64 `json:"e2e_ms"`           // to the last output chunk; to the failure for failed requests
+	OutputTokens    int     `json:"output_tokens"`    // usage.completion_tokens, else chunks counted
+	InputTokens     int     `json:"input_tokens"`     // usage.prompt_tokens
+	OutputEstimated bool    `json:"output_estimated"` // output tokens counted from chunks, not read from usage
+	Status          int     `json:"status"`           // HTTP status; 0 when no response arrived
+	ErrorClass      string  `json:"error"`            // "" on success, else one of the Err* classes
+	Attempts        int     `json:"attempts"`         // sends, including retries
+	RetryAfterMs    float64 `json:"retry_after_ms"`   // the longest retry-after seen
+	OK              bool    `json:"ok"`               // HTTP 200 with non-empty output
+	Warmup          bool    `json:"warmup"`           // excluded from the summaries
+	// E2EWithRetriesMs is the time from the first send to the end, waits
+	// and earlier attempts included; 0 when not recorded (rows written
+	// before it existed), which means E2EMs.
+	E2EWithRetriesMs float64 `json:"e2e_with_retries_ms,omitempty"`
+	// RateRPS is the offered rate of an open-loop step; 0 in a closed loop.
+	RateRPS float64 `json:"rate_rps,omitempty"`
+	// Refine marks a request of a knee search's refinement step.
+	Refine bool `json:"refine,omitempty"`
+}
+
+// TPOTMs is (E2E − TTFT)/(output tokens − 1), or false with fewer than two
+// output tokens.
+func (r Record) TPOTMs() (float64, bool) {
+	if !r.OK || r.OutputTokens < 2 {
+		return 0, false
+	}
+	return (r.E2EMs - r.TTFTMs) / float64(r.OutputTokens-1), true
+}
+
+// RateLimitedAnswers is the number of 429 answers the request got: only
+// 429s are retried, so every send but the last was one, and the last was
+// one when the request failed as rate limited.
+func (r Record) RateLimitedAnswers() int {
+	n := max(0, r.Attempts-1)
+	if r.ErrorClass == ErrRateLimited || (r.Status == 429 && !r.OK) {
+		n++
+	}
+	return n
+}
+
+// Answers is the number of HTTP answers (sends) of the request.
+func (r Record) Answers() int { return max(1, r.Attempts) }
+
+// SlotMs is how long the request held its client slot: from the first
+// send to its end, waits before retries included.
+func (r Record) SlotMs() float64 { return math.Max(r.E2EMs, r.E2EWithRetriesMs) }
+
+// EndS is when the request ended, in seconds from the start of the run.
+func (r Record) EndS() float64 { return r.StartS + r.SlotMs()/1000 }
+
+// Good reports whether a successful request ended within the deadline
+// (DeadlineMs ≤ 0: no deadline).
+func (r Record) Good(deadlineMs float64) bool {
+	return r.OK && (deadlineMs <= 0 || r.E2EMs <= deadlineMs)
+}
