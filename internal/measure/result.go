@@ -3,7 +3,10 @@ package measure
 import "github.com/plannerdev/planner/internal/model"
 
 // USLFit is the Universal Scalability Law fitted to a ramp's throughput.
+// A result without a fit sends null (the _ field's tag says so in the
+// OpenAPI document).
 type USLFit struct {
+	_ struct{} `nullable:"true"`
 	model.USL
 	Peak *float64 `json:"peak"` // N* = sqrt((1 − α)/β); null when the law has no finite peak
 }

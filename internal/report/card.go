@@ -44,8 +44,10 @@ type RecordCard struct {
 }
 
 // KneePoint is the step at the knee, with the 95 % intervals the probe
-// measured.
+// measured. A card without a knee sends null (the _ field's tag says so
+// in the OpenAPI document).
 type KneePoint struct {
+	_          struct{}          `nullable:"true"`
 	E2EP95Ms   float64           `json:"e2e_p95_ms"`
 	E2EP95CI   *measure.Interval `json:"e2e_p95_ci,omitempty"`
 	TTFTP95Ms  float64           `json:"ttft_p95_ms"`

@@ -29,9 +29,10 @@ var (
 // json.RawMessage to a JSON number, an interface of type any to a
 // string. Pointers point to filled values, slices hold one filled element
 // and maps one filled entry; embedded structs are filled field by field,
-// exported or not. A struct type met again inside itself is left zero.
-// Fill fails the test on a field that a JSON document cannot carry (an
-// unexported field, a func, a chan, an interface with methods), naming it.
+// exported or not, and blank (_) fields, which hold no data, are left
+// alone. A struct type met again inside itself is left zero. Fill fails
+// the test on a field that a JSON document cannot carry (an unexported
+// field, a func, a chan, an interface with methods), naming it.
 func Fill(t testing.TB, ptr any) {
 	t.Helper()
 	v := reflect.ValueOf(ptr)
@@ -127,6 +128,8 @@ func (f *filler) fillStruct(v reflect.Value, path string) {
 		sf := v.Type().Field(i)
 		p := path + "." + sf.Name
 		switch {
+		case sf.Name == "_":
+			// a blank field holds no data (a tag for the OpenAPI document)
 		case sf.Anonymous && sf.Type.Kind() == reflect.Struct:
 			f.fill(v.Field(i), p) // its exported fields are settable, the struct exported or not
 		case !sf.IsExported():

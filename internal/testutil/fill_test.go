@@ -18,6 +18,7 @@ type hidden struct {
 }
 
 type everyKind struct {
+	_ struct{} `nullable:"true"` // a tag for the OpenAPI document, no data
 	hidden
 	Inner
 	B   bool               `json:"b"`
@@ -56,7 +57,8 @@ func (r *recorder) Failed() bool { return len(r.errors) > 0 }
 func newRecorder(t *testing.T) *recorder { return &recorder{TB: t} }
 
 // TestFillSetsEveryField: every field, embedded ones included, is set, to
-// values no two fields share, and the filled value survives JSON.
+// values no two fields share (a blank field is no data and is let be), and
+// the filled value survives JSON.
 func TestFillSetsEveryField(t *testing.T) {
 	var v everyKind
 	Fill(t, &v)

@@ -113,23 +113,28 @@ type Point struct {
 }
 
 // Measured is what the probe measured at one concurrency (warm-up
-// excluded, except RateLimited, which counts every 429 answer).
+// excluded, except RateLimited, which counts every 429 answer). A point
+// the probe did not reach sends null (the _ field's tag says so in the
+// OpenAPI document).
 type Measured struct {
-	Requests         int     `json:"requests"`
-	OK               int     `json:"ok"`
-	Errors           int     `json:"errors" doc:"Failures other than 429."`
-	RateLimited      int     `json:"rate_limited" doc:"429 answers, retried ones and warm-up included."`
-	ThroughputRPS    float64 `json:"throughput_rps"`
-	TTFTP95Ms        float64 `json:"ttft_p95_ms"`
-	E2EP95Ms         float64 `json:"e2e_p95_ms"`
-	MeanOutputTokens float64 `json:"mean_output_tokens"`
+	_                struct{} `nullable:"true"`
+	Requests         int      `json:"requests"`
+	OK               int      `json:"ok"`
+	Errors           int      `json:"errors" doc:"Failures other than 429."`
+	RateLimited      int      `json:"rate_limited" doc:"429 answers, retried ones and warm-up included."`
+	ThroughputRPS    float64  `json:"throughput_rps"`
+	TTFTP95Ms        float64  `json:"ttft_p95_ms"`
+	E2EP95Ms         float64  `json:"e2e_p95_ms"`
+	MeanOutputTokens float64  `json:"mean_output_tokens"`
 }
 
-// Errors are the relative errors of a measurement, in percent.
+// Errors are the relative errors of a measurement, in percent; null
+// without a measurement (the _ field's tag).
 type Errors struct {
-	ThroughputRPS float64 `json:"throughput_rps"`
-	TTFTP95Ms     float64 `json:"ttft_p95_ms"`
-	E2EP95Ms      float64 `json:"e2e_p95_ms"`
+	_             struct{} `nullable:"true"`
+	ThroughputRPS float64  `json:"throughput_rps"`
+	TTFTP95Ms     float64  `json:"ttft_p95_ms"`
+	E2EP95Ms      float64  `json:"e2e_p95_ms"`
 }
 
 // Concurrencies are the two concurrencies a class of pool p is run at.
