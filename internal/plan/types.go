@@ -18,8 +18,8 @@ const (
 // Plan is the answer to a scenario, and the one document of it:
 // `planner plan -o json` writes it, the API serves it (its doc tags are the
 // descriptions the OpenAPI document publishes) and the store keeps it in a
-// versioned envelope. Its JSON names are a contract (docs/concepts.md,
-// "Names in the plan's output"); a field added here reaches all three.
+// versioned envelope. Its JSON names are a contract (the API's tests pin
+// them, api/testdata/wire-names.txt); a field added here reaches all three.
 type Plan struct {
 	Classes   []ClassPlan    `json:"classes"`
 	Quotas    []QuotaPlan    `json:"quotas"`
