@@ -84,18 +84,13 @@ type AnalysisFile struct {
 	Format   string `json:"format,omitempty" maxLength:"32" doc:"A format id to skip detection (as planner import --format takes); default: detect by content."`
 }
 
-// AnalysisResponse is the analysis of a ramp.
+// AnalysisResponse is the analysis of a ramp (the engine's result, as
+// planner import writes it) with the format read and the latency block
+// it gives.
 type AnalysisResponse struct {
-	Format         string            `json:"format" doc:"rows, steps, or the format of the file as detected."`
-	Steps          []measure.Step    `json:"steps"`
-	Knee           *int              `json:"knee" doc:"Knee concurrency; null when the first step already fails the knee rule, or no step was measured in a steady state."`
-	KneeRefined    *int              `json:"knee_refined,omitempty" doc:"The smallest measured concurrency whose throughput reaches the plateau of the first failing step (see docs/probe.md); null without a failing step."`
-	KneeResolution *int              `json:"knee_refined_resolution,omitempty" doc:"The knee lies in (knee_refined − resolution, knee_refined]."`
-	Collapse       *int              `json:"collapse" doc:"First concurrency whose goodput fell beyond its noise and collapse_tolerance_pct; null when none did."`
-	QuotaLimited   bool              `json:"quota_limited" doc:"The share of 429 answers rises with concurrency up to the first failing step: the quota binds, not the model."`
-	USL            *measure.USLFit   `json:"usl,omitempty" doc:"Universal Scalability Law fit to the throughput, when the steps allow one."`
-	Notes          []string          `json:"notes"`
-	Latency        *scenario.Latency `json:"latency,omitempty" doc:"The latency block to put in a scenario: the curve and the knee."`
+	Format string `json:"format" doc:"rows, steps, or the format of the file as detected."`
+	measure.Result
+	Latency *scenario.Latency `json:"latency,omitempty" doc:"The latency block to put in a scenario: the curve and the knee."`
 }
 
 type analysisInput struct {
@@ -150,7 +145,6 @@ func (s *Server) createAnalysis(_ context.Context, in *analysisInput) (*analysis
 	opts := analysis.Options{DeadlineMs: req.DeadlineMs, MinGainPct: req.MinGainPct, MaxP95Fraction: req.MaxP95Fraction,
 		CollapseTolerancePct: req.CollapseTolerancePct}
 	out := &AnalysisResponse{}
-	var res measure.Result
 	switch {
 	case req.File != nil:
 		data := []byte(req.File.Content)
@@ -166,8 +160,8 @@ func (s *Server) createAnalysis(_ context.Context, in *analysisInput) (*analysis
 		if err != nil {
 			return nil, huma.Error422UnprocessableEntity("the file cannot be analysed", &huma.ErrorDetail{Location: "body.file", Message: err.Error()})
 		}
-		out.Format, res, out.Latency = imp.Format, imp.Analysis, imp.Latency
-		res.Notes = slices.Concat(imp.Notes, res.Notes)
+		out.Format, out.Result, out.Latency = imp.Format, imp.Analysis, imp.Latency
+		out.Notes = slices.Concat(imp.Notes, out.Notes)
 	case len(req.Rows) > 0:
 		var closed, open []measure.Record
 		for _, r := range req.Rows {
@@ -178,7 +172,7 @@ func (s *Server) createAnalysis(_ context.Context, in *analysisInput) (*analysis
 			}
 		}
 		out.Format = "rows"
-		res = analysis.Analyze(slices.Concat(analysis.Summarize(closed, opts), analysis.SummarizeOpen(open, opts)), opts)
+		out.Result = analysis.Analyze(slices.Concat(analysis.Summarize(closed, opts), analysis.SummarizeOpen(open, opts)), opts)
 	default:
 		steps := make([]measure.Step, len(req.Steps))
 		for i, st := range req.Steps {
@@ -192,21 +186,15 @@ func (s *Server) createAnalysis(_ context.Context, in *analysisInput) (*analysis
 			}
 		}
 		out.Format = "steps"
-		res = analysis.Analyze(steps, opts)
+		out.Result = analysis.Analyze(steps, opts)
 	}
 	if out.Latency == nil {
-		if lat, err := analysis.Latency(res); err == nil {
+		if lat, err := analysis.Latency(out.Result); err == nil {
 			out.Latency = &lat
 		}
 	}
-	out.Steps, out.Knee, out.Collapse, out.QuotaLimited, out.USL = res.Steps, res.Knee, res.Collapse, res.QuotaLimited, res.USL
-	out.KneeRefined, out.KneeResolution = res.KneeRefined, res.KneeResolution
-	out.Notes = res.Notes
 	if out.Steps == nil {
 		out.Steps = []measure.Step{}
-	}
-	if out.Notes == nil {
-		out.Notes = []string{}
 	}
 	if path := nonFinite(out); path != "" {
 		return nil, huma.Error422UnprocessableEntity("the measurements cannot be analysed", &huma.ErrorDetail{

@@ -16,6 +16,8 @@ import (
 
 	"github.com/plannerdev/planner"
 	"github.com/plannerdev/planner/internal/config"
+	"github.com/plannerdev/planner/internal/measure"
+	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
 )
@@ -94,7 +96,7 @@ func cellsOf(t *testing.T, body []byte) WhatIfResponse {
 }
 
 // checkCell compares one cell's classes with the engine's plan of sc.
-func checkCell(t *testing.T, cell Cell, sc scenario.Scenario) {
+func checkCell(t *testing.T, cell plan.Cell, sc scenario.Scenario) {
 	t.Helper()
 	want, err := plan.Compute(sc)
 	if err != nil {
@@ -426,6 +428,7 @@ func TestNonFinite(t *testing.T) {
 		{"Inf behind a pointer", &plan.Plan{Classes: []plan.ClassPlan{{Predicted: plan.Predicted{E2EP95Ms: &inf}}}}, "classes[0].predicted.e2e_p95_ms"},
 		{"Inf in a map", &plan.Plan{Quotas: []plan.QuotaPlan{{Utilization: map[string]float64{"tpm": inf}}}}, "quotas[0].utilization.tpm"},
 		{"nil pointers", &plan.Plan{Classes: []plan.ClassPlan{{MinPool: nil}}}, ""},
+		{"NaN in embedded structs", &AnalysisResponse{Result: measure.Result{USL: &measure.USLFit{USL: model.USL{Beta: nan}}}}, "usl.beta"},
 	} {
 		if got := nonFinite(tc.v); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)

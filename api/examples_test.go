@@ -210,7 +210,7 @@ func queuedProbe(t *testing.T, s *Server, _ string, request json.RawMessage) []b
 		t.Fatal(err)
 	}
 	resp := Probe{ID: exampleProbeID, Status: "queued", Label: req.Label, Target: ProbeEndpoint{BaseURL: cfg.BaseURL, Model: cfg.Model},
-		CreatedAt: exampleTime, Steps: []measure.Step{}}
+		CreatedAt: exampleTime, Result: measure.Result{Steps: []measure.Step{}}}
 	if err := json.Unmarshal(stored, &resp.Config); err != nil {
 		t.Fatal(err)
 	}
@@ -248,10 +248,10 @@ func chatValidation(t *testing.T, _ *Server, _ string, _ json.RawMessage) []byte
 		"at the pool, within 25 % of the prediction: throughput -3.0 %, TTFT p95 +4.0 %, E2E p95 +3.0 %",
 		"at 1.25 × the pool, within 25 % of the prediction: throughput -5.0 %, TTFT p95 +4.0 %, E2E p95 +3.0 %",
 	}
-	return mustJSON(t, validateResponseOf(examplePlanID, &verify.Report{
+	return mustJSON(t, ValidateResponse{PlanID: examplePlanID, Report: verify.Report{
 		Verdict: verify.VerdictOK, TolerancePct: verify.DefaultTolerancePct, Classes: []verify.ClassReport{cr},
 		Summary: "the plan holds: every class validated (1) measured throughput, TTFT p95 and E2E p95 within the tolerance of the model at its pool and 1.25 × it, without 429s at the pool",
-	}))
+	}})
 }
 
 func round2(v float64) float64 { return math.Round(v*100) / 100 }

@@ -9,7 +9,7 @@ import (
 )
 
 // nonFinite returns the JSON path of the first NaN or infinite number in v
-// (a plan), or "" when every number is finite. JSON cannot carry such
+// (a plan, an analysis), or "" when every number is finite. JSON cannot carry such
 // numbers, so a plan holding one must not be sent as a 200.
 func nonFinite(v any) string {
 	steps, found := walkFinite(reflect.ValueOf(v))
@@ -36,7 +36,10 @@ func walkFinite(v reflect.Value) ([]string, bool) {
 			if steps, found := walkFinite(v.Field(i)); found {
 				f := v.Type().Field(i)
 				name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-				if name == "" {
+				switch {
+				case name == "" && f.Anonymous:
+					return steps, true // an embedded struct's fields are the outer document's
+				case name == "":
 					name = f.Name
 				}
 				return append(steps, "."+name), true

@@ -13,6 +13,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
 	"github.com/plannerdev/planner/internal/store"
 )
@@ -26,10 +27,10 @@ type PlanRequest struct {
 	ProbeID  string            `json:"probe_id,omitempty" maxLength:"64" doc:"The probe whose measurements back the plan (with save); it must exist. The plan's report then shows the probe's curves."`
 }
 
-// PlanResponse is a plan; a stored one also carries its id.
+// PlanResponse is the engine's plan; a stored one also carries its id.
 type PlanResponse struct {
 	ID string `json:"id,omitempty" doc:"Id of the stored plan; only with save."`
-	Plan
+	plan.Plan
 }
 
 // planInput is a plan request as huma decodes it; RawBody lets the resolver
@@ -131,7 +132,7 @@ func (s *Server) createPlan(ctx context.Context, in *planInput) (*planOutput, er
 			Message:  "planning this scenario gives a non-finite " + path + " (is a service time zero?)",
 		})
 	}
-	out := &planOutput{Body: &PlanResponse{Plan: planOf(p)}}
+	out := &planOutput{Body: &PlanResponse{Plan: *p}}
 	if !in.Body.Save {
 		return out, nil
 	}

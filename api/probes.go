@@ -61,31 +61,24 @@ type ProbeCounts struct {
 }
 
 // Probe is a probe run: its configuration, state, the rows it wrote and,
-// at the top level, its analysis so far (the steps finished while it
-// runs, everything once it has ended).
+// at the top level, its analysis so far as the store keeps it (the steps
+// finished while it runs, everything once it has ended).
 type Probe struct {
-	ID             string            `json:"id"`
-	Status         string            `json:"status" enum:"queued,running,succeeded,failed,cancelled,interrupted" doc:"interrupted: the service stopped (shut down, crashed or was killed) before the run ended; cancelled: a client cancelled it."`
-	Label          string            `json:"label"`
-	Target         ProbeEndpoint     `json:"target"`
-	Config         map[string]any    `json:"config" doc:"The run's configuration as the probe ran it, defaults applied, without any key (api_key_set says whether one was sent)."`
-	CreatedAt      time.Time         `json:"created_at"`
-	StartedAt      *time.Time        `json:"started_at,omitempty"`
-	FinishedAt     *time.Time        `json:"finished_at,omitempty"`
-	Error          string            `json:"error" doc:"Why the run failed or stopped early; empty otherwise."`
-	Counts         ProbeCounts       `json:"counts"`
-	Steps          []measure.Step    `json:"steps" doc:"Summaries of the steps finished so far, in ascending concurrency."`
-	Knee           *int              `json:"knee" doc:"Knee concurrency of the steps so far; null when the first step failed the knee rule or no step has been measured in a steady state."`
-	KneeRefined    *int              `json:"knee_refined,omitempty" doc:"The smallest measured concurrency whose throughput reaches the plateau of the first failing step; a search narrows it down by bisection."`
-	KneeResolution *int              `json:"knee_refined_resolution,omitempty" doc:"The knee lies in (knee_refined − resolution, knee_refined]."`
-	Collapse       *int              `json:"collapse" doc:"First concurrency whose goodput fell beyond its noise and the collapse tolerance; null when none did."`
-	QuotaLimited   bool              `json:"quota_limited" doc:"The share of 429 answers rises with concurrency, or the rate-limit headers showed the key exhausted: the quota binds before the model does."`
-	USL            *measure.USLFit   `json:"usl,omitempty" doc:"Universal Scalability Law fit to the throughput, when the steps allow one."`
-	Notes          []string          `json:"notes,omitempty"`
-	RateLimits     *probe.RateLimits `json:"rate_limits,omitempty" doc:"The quota the endpoint announced in its rate-limit headers."`
-	StopReason     string            `json:"stop_reason" doc:"Why the run stopped (completed, max_429_ratio, goodput_falling, no_success, budget_requests, budget_tokens, budget_duration, cancelled); empty while it runs."`
-	StopDetail     string            `json:"stop_detail,omitempty"`
-	Latency        *scenario.Latency `json:"latency,omitempty" doc:"The measured curve and knee as a scenario latency block, when a step had successful answers."`
+	ID         string         `json:"id"`
+	Status     string         `json:"status" enum:"queued,running,succeeded,failed,cancelled,interrupted" doc:"interrupted: the service stopped (shut down, crashed or was killed) before the run ended; cancelled: a client cancelled it."`
+	Label      string         `json:"label"`
+	Target     ProbeEndpoint  `json:"target"`
+	Config     map[string]any `json:"config" doc:"The run's configuration as the probe ran it, defaults applied, without any key (api_key_set says whether one was sent)."`
+	CreatedAt  time.Time      `json:"created_at"`
+	StartedAt  *time.Time     `json:"started_at,omitempty"`
+	FinishedAt *time.Time     `json:"finished_at,omitempty"`
+	Error      string         `json:"error" doc:"Why the run failed or stopped early; empty otherwise."`
+	Counts     ProbeCounts    `json:"counts"`
+	measure.Result
+	RateLimits *probe.RateLimits `json:"rate_limits,omitempty" doc:"The quota the endpoint announced in its rate-limit headers."`
+	StopReason string            `json:"stop_reason" doc:"Why the run stopped (completed, max_429_ratio, goodput_falling, no_success, budget_requests, budget_tokens, budget_duration, cancelled); empty while it runs."`
+	StopDetail string            `json:"stop_detail,omitempty"`
+	Latency    *scenario.Latency `json:"latency,omitempty" doc:"The measured curve and knee as a scenario latency block, when a step had successful answers."`
 }
 
 // ProbeSummary is a probe in a list.
@@ -495,16 +488,11 @@ func probeResource(r store.ProbeRun) *Probe {
 	p := &Probe{
 		ID: r.ID, Status: string(r.Status), Label: r.Label, Target: ProbeEndpoint{BaseURL: r.BaseURL, Model: r.Model},
 		Config: map[string]any{}, CreatedAt: r.CreatedAt, StartedAt: timePtr(r.StartedAt), FinishedAt: timePtr(r.FinishedAt),
-		Error: r.Error, Counts: ProbeCounts(r.Counts), Steps: []measure.Step{},
+		Error: r.Error, Counts: ProbeCounts(r.Counts),
 	}
 	_ = json.Unmarshal(r.Config, &p.Config) // stored by this service as a JSON object
 	if res := r.Result; res != nil {
-		a := res.Analysis
-		if a.Steps != nil {
-			p.Steps = a.Steps
-		}
-		p.Knee, p.Collapse, p.QuotaLimited, p.USL, p.Notes = a.Knee, a.Collapse, a.QuotaLimited, a.USL, a.Notes
-		p.KneeRefined, p.KneeResolution = a.KneeRefined, a.KneeResolution
+		p.Result = res.Analysis
 		p.StopReason, p.StopDetail = res.StopReason, res.StopDetail
 		if len(res.RateLimits) > 0 {
 			var rl probe.RateLimits
@@ -512,9 +500,12 @@ func probeResource(r store.ProbeRun) *Probe {
 				p.RateLimits = &rl
 			}
 		}
-		if lat, err := analysis.Latency(a); err == nil {
+		if lat, err := analysis.Latency(p.Result); err == nil {
 			p.Latency = &lat
 		}
+	}
+	if p.Steps == nil {
+		p.Steps = []measure.Step{}
 	}
 	return p
 }

@@ -18,8 +18,8 @@ import (
 
 // RecordList is one page of record cards, newest probe first.
 type RecordList struct {
-	Items      []RecordCard `json:"items"`
-	NextCursor string       `json:"next_cursor,omitempty" doc:"Cursor of the next page; absent on the last page. A page may hold fewer cards than limit: probes without a step measured in a steady state have no card."`
+	Items      []report.RecordCard `json:"items"`
+	NextCursor string              `json:"next_cursor,omitempty" doc:"Cursor of the next page; absent on the last page. A page may hold fewer cards than limit: probes without a step measured in a steady state have no card."`
 }
 
 type recordsInput struct {
@@ -34,7 +34,7 @@ type recordInput struct {
 
 func (s *Server) registerRecords() {
 	listJSON := s.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[RecordList](), true, "")
-	cardJSON := s.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[RecordCard](), true, "")
+	cardJSON := s.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[report.RecordCard](), true, "")
 	register(s, huma.Operation{
 		OperationID: "list-records",
 		Method:      http.MethodGet,
@@ -130,7 +130,7 @@ func (s *Server) listRecords(ctx context.Context, in *recordsInput) (*documentOu
 	if err != nil {
 		return nil, s.storeError(err, "probe", "")
 	}
-	var cards []report.RecordCard
+	cards := make([]report.RecordCard, 0, len(runs))
 	for _, r := range runs {
 		c, ok, err := s.card(ctx, r)
 		if err != nil {
@@ -155,11 +155,7 @@ func (s *Server) listRecords(ctx context.Context, in *recordsInput) (*documentOu
 		}
 		return &documentOutput{ContentType: "text/markdown; charset=utf-8", Body: buf.Bytes()}, nil
 	}
-	list := RecordList{Items: make([]RecordCard, 0, len(cards)), NextCursor: next}
-	for _, c := range cards {
-		list.Items = append(list.Items, recordCardOf(c))
-	}
-	return jsonDocument(list)
+	return jsonDocument(RecordList{Items: cards, NextCursor: next})
 }
 
 func (s *Server) getRecord(ctx context.Context, in *recordInput) (*documentOutput, error) {
@@ -191,7 +187,7 @@ func (s *Server) getRecord(ctx context.Context, in *recordInput) (*documentOutpu
 		}
 		return &documentOutput{ContentType: "text/markdown; charset=utf-8", Body: buf.Bytes()}, nil
 	}
-	return jsonDocument(recordCardOf(c))
+	return jsonDocument(c)
 }
 
 // jsonDocument encodes v as a JSON answer.

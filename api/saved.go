@@ -11,6 +11,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/report"
 	"github.com/plannerdev/planner/internal/scenario"
 	"github.com/plannerdev/planner/internal/simulate"
@@ -25,7 +26,7 @@ type StoredPlan struct {
 	CreatedAt time.Time         `json:"created_at"`
 	ProbeID   string            `json:"probe_id,omitempty" doc:"The probe whose measurements back the plan."`
 	Scenario  scenario.Scenario `json:"scenario"`
-	Plan      Plan              `json:"plan"`
+	Plan      plan.Plan         `json:"plan"`
 }
 
 // PlanSummary is a stored plan in a list: what it is and how each class
@@ -176,7 +177,7 @@ func (s *Server) getPlan(ctx context.Context, in *planIDInput) (*storedPlanOutpu
 		return nil, err
 	}
 	return &storedPlanOutput{Body: &StoredPlan{
-		ID: p.ID, Name: p.Name, Labels: labelsOf(p), CreatedAt: p.CreatedAt, ProbeID: p.ProbeID, Scenario: p.Scenario, Plan: planOf(&p.Plan),
+		ID: p.ID, Name: p.Name, Labels: labelsOf(p), CreatedAt: p.CreatedAt, ProbeID: p.ProbeID, Scenario: p.Scenario, Plan: p.Plan,
 	}}, nil
 }
 

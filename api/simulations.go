@@ -31,6 +31,13 @@ type SimulationRequest struct {
 	Replay     []simulate.Replay `json:"replay,omitempty" maxItems:"32" doc:"Arrival times that replace a class's demand, such as the start_s column of a probe's requests.csv."`
 }
 
+// SimulationResponse is a simulated run of the plan beside its
+// predictions: the engine's simulation, as `planner simulate -o json`
+// writes it.
+type SimulationResponse struct {
+	simulate.Simulation
+}
+
 type simulationInput struct {
 	RawBody []byte
 	Body    SimulationRequest
@@ -128,8 +135,7 @@ func (s *Server) createSimulation(ctx context.Context, in *simulationInput) (*si
 			Message:  "simulating this scenario gives a non-finite " + path,
 		})
 	}
-	resp := simulationOf(r)
-	return &simulationOutput{Body: &resp}, nil
+	return &simulationOutput{Body: &SimulationResponse{Simulation: *r}}, nil
 }
 
 // simulationError turns what stopped a simulation into a problem: its

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"reflect"
 
 	"github.com/danielgtaylor/huma/v2"
 	"sigs.k8s.io/yaml"
+
+	"github.com/plannerdev/planner/internal/fieldpath"
 )
 
 // Tags group the operations in the OpenAPI document and the docs page.
@@ -51,6 +54,7 @@ loopback address may run without tokens.`
 // this package).
 func (s *Server) humaConfig() huma.Config {
 	cfg := huma.DefaultConfig("planner API", Version)
+	cfg.Components.Schemas = huma.NewMapRegistry("#/components/schemas/", schemaName)
 	cfg.CreateHooks = nil // no $schema links in bodies: responses carry exactly the documented fields
 	cfg.OpenAPIPath = ""
 	cfg.DocsPath = ""
@@ -83,6 +87,26 @@ func (s *Server) humaConfig() huma.Config {
 	}
 	cfg.Security = []map[string][]string{{securityScheme: {}}}
 	return cfg
+}
+
+// schemaNames are the schema names of the served types whose Go name
+// says less in the OpenAPI document than in its package: a problem in a
+// what-if cell's varied scenario (fieldpath.Error) is a FieldError.
+var schemaNames = map[reflect.Type]string{reflect.TypeFor[fieldpath.Error](): "FieldError"}
+
+// schemaName names the schema of t as huma does (its Go name, without the
+// package), or as schemaNames says. Two served types of one name stop
+// the server from starting (huma refuses the duplicate), so a name never
+// stands for two schemas.
+func schemaName(t reflect.Type, hint string) string {
+	base := t
+	for base.Kind() == reflect.Pointer {
+		base = base.Elem()
+	}
+	if name, ok := schemaNames[base]; ok {
+		return name
+	}
+	return huma.DefaultSchemaNamer(t, hint)
 }
 
 // errorStatuses are the problem responses every body-taking operation

@@ -29,6 +29,12 @@ type ValidateRequest struct {
 	Budgets         *Budgets    `json:"budgets,omitempty"`
 }
 
+// ValidateResponse is the engine's validation report of a stored plan.
+type ValidateResponse struct {
+	PlanID string `json:"plan_id"`
+	verify.Report
+}
+
 type validateInput struct {
 	ID            string `path:"id" maxLength:"64" doc:"Id of a stored plan."`
 	Authorization string `header:"X-Probe-Authorization" doc:"The API key for the target, as the whole Authorization header value to send, instead of a named credential; never stored, logged or echoed."`
@@ -137,6 +143,5 @@ func (s *Server) validatePlan(ctx context.Context, in *validateInput) (*validate
 		s.log.Error("validate a plan", "plan", in.ID, "error", redact.New(cfg.APIKey).String(err.Error()))
 		return nil, huma.Error500InternalServerError("the validation could not run; the server log has the cause")
 	}
-	resp := validateResponseOf(sp.ID, rep)
-	return &validateOutput{Body: &resp}, nil
+	return &validateOutput{Body: &ValidateResponse{PlanID: sp.ID, Report: *rep}}, nil
 }

@@ -33,7 +33,7 @@ type Variation struct {
 // WhatIfResponse is the grid of a what-if sweep.
 type WhatIfResponse struct {
 	Variations []Variation `json:"variations" doc:"The variations as requested."`
-	Cells      []Cell      `json:"cells" doc:"One cell per combination, in row-major order (the last variation varies fastest). A cell's values are the variations' values, or tier names; its classes give each class's pool, binding constraint, min_pool and feasibility, or its errors say why that combination is not a valid scenario."`
+	Cells      []plan.Cell `json:"cells" doc:"One cell per combination, in row-major order (the last variation varies fastest). A cell's values are the variations' values, or tier names; its classes give each class's pool, binding constraint, min_pool and feasibility, or its errors say why that combination is not a valid scenario."`
 }
 
 type whatIfInput struct {
@@ -107,7 +107,7 @@ func (s *Server) createWhatIf(ctx context.Context, in *whatIfInput) (*whatIfOutp
 		return nil, s.scenarioProblem(err, "body")
 	}
 	s.metrics.whatIfCells.Add(float64(len(grid.Cells)))
-	out := &WhatIfResponse{Variations: req.Variations, Cells: each(grid.Cells, cellOf)}
+	out := &WhatIfResponse{Variations: req.Variations, Cells: grid.Cells}
 	nameTierCells(out)
 	return &whatIfOutput{Body: out}, nil
 }

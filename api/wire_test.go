@@ -18,7 +18,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata (wire names, OpenAPI examples) from the current output")
 
 // TestWireNames pins the JSON names that clients read in the API's plan
-// documents (docs/concepts.md, "Names in the plan's output"): every key
+// documents (the engine's plan, what-if grid and simulation): every key
 // path of the plans of the shipped examples, of a what-if grid with an
 // invalid cell and of a simulation, against testdata/wire-names.txt. A
 // renamed or vanished name is an API break; a new one is a review of the

@@ -3,31 +3,27 @@ package measure
 import "github.com/plannerdev/planner/internal/model"
 
 // USLFit is the Universal Scalability Law fitted to a ramp's throughput.
+// A result without a fit sends null (the _ field's tag says so in the
+// OpenAPI document).
 type USLFit struct {
+	_ struct{} `nullable:"true"`
 	model.USL
 	Peak *float64 `json:"peak"` // N* = sqrt((1 − α)/β); null when the law has no finite peak
 }
 
-// Result is the analysis of a ramp.
+// Result is the analysis of a ramp: what `planner probe` and `planner
+// import` write, what the store keeps of a probe and what the API serves
+// of a probe and of an analysis (its doc tags are the descriptions the
+// OpenAPI document publishes).
 type Result struct {
-	Steps        []Step   `json:"steps"`
-	Knee         *int     `json:"knee"`     // concurrency; null when the first measured step already fails or none was measured
-	Collapse     *int     `json:"collapse"` // first step whose goodput fell beyond noise and tolerance; null when none did
-	QuotaLimited bool     `json:"quota_limited"`
-	USL          *USLFit  `json:"usl"`
-	Notes        []string `json:"notes,omitempty"`
-	// FirstFailing is the first measured step that failed the knee rule;
-	// null when none did.
-	FirstFailing *int `json:"first_failing,omitempty"`
-	// Ambiguous is a step whose goodput gain lies within its noise of the
-	// min_gain_pct threshold: repeating it (or measuring it longer) could
-	// change the verdict. Null when no step is.
-	Ambiguous *int `json:"ambiguous,omitempty"`
-	// KneeRefined is the smallest measured concurrency whose throughput
-	// reaches the plateau (analysis.Analyze), and KneeResolution the gap to
-	// the measured step below it: the knee lies in
-	// (KneeRefined − KneeResolution, KneeRefined]. Null without a knee or
-	// without a first failing step.
-	KneeRefined    *int `json:"knee_refined,omitempty"`
-	KneeResolution *int `json:"knee_refined_resolution,omitempty"`
+	Steps          []Step   `json:"steps" doc:"Summaries of the steps measured (while a probe runs, those finished so far), in ascending concurrency."`
+	Knee           *int     `json:"knee" doc:"Knee concurrency; null when the first step already fails the knee rule, or no step was measured in a steady state."`
+	Collapse       *int     `json:"collapse" doc:"First concurrency whose goodput fell beyond its noise and the collapse tolerance (collapse_tolerance_pct); null when none did."`
+	QuotaLimited   bool     `json:"quota_limited" doc:"The share of 429 answers rises with concurrency up to the first failing step, or a probe's rate-limit headers showed the key exhausted: the quota binds, not the model."`
+	USL            *USLFit  `json:"usl" doc:"Universal Scalability Law fit to the throughput; null when the steps allow none."`
+	Notes          []string `json:"notes,omitempty"`
+	FirstFailing   *int     `json:"first_failing,omitempty" doc:"The first measured step that failed the knee rule; absent when none did."`
+	Ambiguous      *int     `json:"ambiguous,omitempty" doc:"A step whose goodput gain lies within its noise of the min_gain_pct threshold: repeating it, or measuring it longer, could change the verdict; absent when no step is."`
+	KneeRefined    *int     `json:"knee_refined,omitempty" doc:"The smallest measured concurrency whose throughput reaches the plateau of the first failing step (docs/probe.md); a knee search narrows it down by bisection. Absent without a failing step."`
+	KneeResolution *int     `json:"knee_refined_resolution,omitempty" doc:"The knee lies in (knee_refined − resolution, knee_refined]."`
 }

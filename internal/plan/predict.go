@@ -13,7 +13,7 @@ import (
 // is validated.
 type Prediction struct {
 	Concurrency   int     `json:"concurrency"`
-	ThroughputRPS float64 `json:"throughput_rps"` // c / E[S(c)]
+	ThroughputRPS float64 `json:"throughput_rps" doc:"c / E[S(c)]."`
 	MeanServiceMs float64 `json:"mean_service_ms"`
 	TTFTP95Ms     float64 `json:"ttft_p95_ms"`
 	E2EP95Ms      float64 `json:"e2e_p95_ms"`

@@ -15,9 +15,11 @@ const (
 	ConstraintPolicy  = "policy_cap"
 )
 
-// Plan is the answer to a scenario. Its JSON names are those of
-// `planner plan -o json`; the API and the store keep documents of their own
-// types (package api, package store), converted from these.
+// Plan is the answer to a scenario, and the one document of it:
+// `planner plan -o json` writes it, the API serves it (its doc tags are the
+// descriptions the OpenAPI document publishes) and the store keeps it in a
+// versioned envelope. Its JSON names are a contract (the API's tests pin
+// them, api/testdata/wire-names.txt); a field added here reaches all three.
 type Plan struct {
 	Classes   []ClassPlan    `json:"classes"`
 	Quotas    []QuotaPlan    `json:"quotas"`
@@ -30,19 +32,19 @@ type ClassPlan struct {
 	Name              string     `json:"name"`
 	Mode              string     `json:"mode"`
 	Quota             string     `json:"quota"`
-	Endpoint          string     `json:"endpoint"`
-	Pool              int        `json:"pool"`
-	BindingConstraint string     `json:"binding_constraint"`
-	TiedConstraints   []string   `json:"tied_constraints,omitempty"`
+	Endpoint          string     `json:"endpoint" doc:"The endpoint the class sends to: default for the top-level latency, class:NAME for a latency profile of its own."`
+	Pool              int        `json:"pool" doc:"Client-side cap on in-flight requests; 0 when no pool fits."`
+	BindingConstraint string     `json:"binding_constraint" doc:"The ceiling that set the pool."`
+	TiedConstraints   []string   `json:"tied_constraints,omitempty" doc:"Other ceilings equal to the pool."`
 	Ceilings          []Ceiling  `json:"ceilings"`
-	MinPool           *int       `json:"min_pool"`
+	MinPool           *int       `json:"min_pool" doc:"Smallest pool that serves the demand within the SLO; null when no pool up to 100,000 does."`
 	Feasible          bool       `json:"feasible"`
 	Predicted         Predicted  `json:"predicted"`
 	Pacing            Pacing     `json:"pacing"`
 	Admission         Admission  `json:"admission"`
 	Retry             Retry      `json:"retry"`
 	Adaptive          Adaptive   `json:"adaptive"`
-	TruncationRisk    float64    `json:"truncation_risk"`
+	TruncationRisk    float64    `json:"truncation_risk" doc:"P(output tokens > max_tokens): the share of answers the cap cuts short."`
 	Batch             *BatchPlan `json:"batch,omitempty"`
 	Shed              *Shed      `json:"shed,omitempty"`
 	Remedies          []Remedy   `json:"remedies"`
@@ -53,21 +55,21 @@ type ClassPlan struct {
 // Ceiling is one upper bound on a class's pool.
 type Ceiling struct {
 	Constraint string `json:"constraint"`
-	MaxPool    *int   `json:"max_pool"`
-	Detail     string `json:"detail"`
+	MaxPool    *int   `json:"max_pool" doc:"Largest pool that keeps the constraint; null when no pool up to the search limit breaks it."`
+	Detail     string `json:"detail" doc:"How the value was derived, in words and numbers."`
 }
 
 // Predicted is what the model expects at the planned pool.
 type Predicted struct {
 	MeanServiceMs   float64            `json:"mean_service_ms"`
-	ThroughputRPS   float64            `json:"throughput_rps"`
-	OfferedRPS      float64            `json:"offered_rps,omitempty"`
-	TTFTP95Ms       *float64           `json:"ttft_p95_ms"`
+	ThroughputRPS   float64            `json:"throughput_rps" doc:"Requests per second with the pool full: pool / E[S]."`
+	OfferedRPS      float64            `json:"offered_rps,omitempty" doc:"The stated demand."`
+	TTFTP95Ms       *float64           `json:"ttft_p95_ms" doc:"Queue wait included when demand is given; null when the queue would grow without bound."`
 	E2EP95Ms        *float64           `json:"e2e_p95_ms"`
 	QueueWaitMeanMs *float64           `json:"queue_wait_mean_ms"`
 	QueueWaitP95Ms  *float64           `json:"queue_wait_p95_ms"`
-	Utilization     map[string]float64 `json:"utilization"`
-	Extrapolated    bool               `json:"extrapolated,omitempty"`
+	Utilization     map[string]float64 `json:"utilization" doc:"Share of each limit of the key this class uses at its demand (or its pool when no demand is given)."`
+	Extrapolated    bool               `json:"extrapolated,omitempty" doc:"The pool lies outside the measured curve."`
 }
 
 // Pacing is a token bucket that keeps a client from starting requests faster
@@ -79,7 +81,7 @@ type Pacing struct {
 
 // Admission is the shedding rule for requests that would wait too long.
 type Admission struct {
-	MaxQueueWaitMs *float64 `json:"max_queue_wait_ms"`
+	MaxQueueWaitMs *float64 `json:"max_queue_wait_ms" doc:"Shed a request that has waited this long for a slot: slo_e2e minus the p95 service time; null without an e2e SLO."`
 	Status         int      `json:"status"`
 	RetryAfterS    int      `json:"retry_after_s"`
 }
@@ -91,7 +93,7 @@ type Retry struct {
 	BaseMs       float64  `json:"base_ms"`
 	CapMs        float64  `json:"cap_ms"`
 	Jitter       string   `json:"jitter"`
-	HonorHeaders []string `json:"honor_headers"`
+	HonorHeaders []string `json:"honor_headers" doc:"Headers that set the wait instead of the backoff, in order."`
 	DeadlineMs   float64  `json:"deadline_ms"`
 }
 
@@ -100,7 +102,7 @@ type Adaptive struct {
 	Start            int     `json:"start"`
 	DecreaseFactor   float64 `json:"decrease_factor"`
 	IncreaseStep     int     `json:"increase_step"`
-	IncreaseWhenUsed float64 `json:"increase_when_used"`
+	IncreaseWhenUsed float64 `json:"increase_when_used" doc:"Grow only while at least this fraction of the pool is in use."`
 	Floor            int     `json:"floor"`
 	Ceiling          int     `json:"ceiling"`
 }
@@ -109,7 +111,7 @@ type Adaptive struct {
 type BatchPlan struct {
 	Requests        float64      `json:"requests"`
 	WithinHours     float64      `json:"within_hours"`
-	CompletionHours *float64     `json:"completion_hours"`
+	CompletionHours *float64     `json:"completion_hours" doc:"At the pool's throughput; null when the pool is 0."`
 	MeetsWindow     bool         `json:"meets_window"`
 	DailyLimits     []DailyCheck `json:"daily_limits,omitempty"`
 }
@@ -124,7 +126,7 @@ type DailyCheck struct {
 
 // Shed is the load a class must drop to become feasible at its pool.
 type Shed struct {
-	SustainableRPS float64 `json:"sustainable_rps"`
+	SustainableRPS float64 `json:"sustainable_rps" doc:"Largest arrival rate the pool serves within the SLO."`
 	ShedRPS        float64 `json:"shed_rps"`
 }
 
@@ -132,32 +134,32 @@ type Shed struct {
 type Remedy struct {
 	Constraint string  `json:"constraint"`
 	Change     string  `json:"change"`
-	Value      float64 `json:"value"`
-	Path       string  `json:"path"`
-	Class      string  `json:"class,omitempty"`
+	Value      float64 `json:"value" doc:"The new limit or setting."`
+	Path       string  `json:"path" doc:"JSON Pointer of the scenario field to set to value."`
+	Class      string  `json:"class,omitempty" doc:"The class whose target the remedy relaxes, when it is another class sharing the endpoint."`
 }
 
 // QuotaPlan shows how one key is divided and how much of it is used.
 type QuotaPlan struct {
 	Name        string             `json:"name"`
 	Limits      map[string]float64 `json:"limits"`
-	Usable      map[string]float64 `json:"usable"`
+	Usable      map[string]float64 `json:"usable" doc:"Limits times headroom."`
 	Allocations []Allocation       `json:"allocations"`
-	Utilization map[string]float64 `json:"utilization"`
+	Utilization map[string]float64 `json:"utilization" doc:"Expected share of each limit used at the stated demand (pools flat out for classes without demand)."`
 }
 
 // EndpointPlan shows how one endpoint's in-flight budget is divided.
 type EndpointPlan struct {
 	Name             string               `json:"name"`
-	Knee             *int                 `json:"knee,omitempty"`
-	Safety           float64              `json:"safety"`
-	Budget           *int                 `json:"budget"`
-	BudgetConstraint string               `json:"budget_constraint,omitempty"`
-	TotalPool        int                  `json:"total_pool"`
-	Load             *int                 `json:"load,omitempty"`
+	Knee             *int                 `json:"knee,omitempty" doc:"The measured knee."`
+	Safety           float64              `json:"safety" doc:"The smallest knee safety among the endpoint's classes."`
+	Budget           *int                 `json:"budget" doc:"The most its classes' pools may add up to: the knee budget ⌊safety·knee⌋ or, with a curve, the SLO budget when smaller; null when nothing bounds it."`
+	BudgetConstraint string               `json:"budget_constraint,omitempty" doc:"What sets the budget: knee, slo_ttft or slo_e2e."`
+	TotalPool        int                  `json:"total_pool" doc:"The sum of its classes' pools."`
+	Load             *int                 `json:"load,omitempty" doc:"With a curve: the total in flight its classes' latency is predicted at."`
 	Allocations      []EndpointAllocation `json:"allocations"`
-	TTFTP95Ms        float64              `json:"ttft_p95_ms"`
-	E2EP95Ms         float64              `json:"e2e_p95_ms"`
+	TTFTP95Ms        float64              `json:"ttft_p95_ms" doc:"The largest of its classes' TTFT p95 without queueing at the load."`
+	E2EP95Ms         float64              `json:"e2e_p95_ms" doc:"The largest of its classes' E2E p95 without queueing at the load."`
 }
 
 // EndpointAllocation is one class's share of an endpoint's budget, in slots.
@@ -165,12 +167,12 @@ type EndpointAllocation struct {
 	Class    string   `json:"class"`
 	Pool     int      `json:"pool"`
 	Allotted *float64 `json:"allotted,omitempty"`
-	Reserved *float64 `json:"reserved,omitempty"`
+	Reserved *float64 `json:"reserved,omitempty" doc:"What its min_pool needs, reserved first under priority allocation."`
 }
 
 // Allocation is one class's share of a key, in each limit's own unit.
 type Allocation struct {
 	Class    string             `json:"class"`
 	Allotted map[string]float64 `json:"allotted"`
-	Reserved map[string]float64 `json:"reserved,omitempty"`
+	Reserved map[string]float64 `json:"reserved,omitempty" doc:"What was reserved for the class's min_pool (never more than its allotment): reserved first under priority allocation."`
 }

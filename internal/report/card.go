@@ -31,8 +31,8 @@ type RecordCard struct {
 	// KneeRefined is where a knee search placed the knee between two
 	// measured steps, and KneeResolution how finely (docs/probe.md, "The
 	// knee"); absent for a probe that did not search.
-	KneeRefined    *int `json:"knee_refined,omitempty"`
-	KneeResolution *int `json:"knee_refined_resolution,omitempty"`
+	KneeRefined    *int `json:"knee_refined,omitempty" doc:"Where a knee search placed the knee between two measured steps (docs/probe.md); absent for a probe that did not search."`
+	KneeResolution *int `json:"knee_refined_resolution,omitempty" doc:"The knee lies in (knee_refined − resolution, knee_refined]."`
 	// AtKnee is what the probe measured at the knee; null without a knee.
 	AtKnee *KneePoint `json:"at_knee"`
 	// Collapse is the first concurrency whose goodput fell; null when none did.
@@ -44,8 +44,10 @@ type RecordCard struct {
 }
 
 // KneePoint is the step at the knee, with the 95 % intervals the probe
-// measured.
+// measured. A card without a knee sends null (the _ field's tag says so
+// in the OpenAPI document).
 type KneePoint struct {
+	_          struct{}          `nullable:"true"`
 	E2EP95Ms   float64           `json:"e2e_p95_ms"`
 	E2EP95CI   *measure.Interval `json:"e2e_p95_ci,omitempty"`
 	TTFTP95Ms  float64           `json:"ttft_p95_ms"`

@@ -39,16 +39,16 @@ type ClassRun struct {
 	Name     string `json:"name"`
 	Mode     string `json:"mode"`
 	Quota    string `json:"quota"`
-	Endpoint string `json:"endpoint"`
-	Arrivals string `json:"arrivals"`
-	Pool     int    `json:"pool"`
-	Feasible bool   `json:"feasible"`
+	Endpoint string `json:"endpoint" doc:"The endpoint the class sends to; classes on one endpoint share its in-flight load."`
+	Arrivals string `json:"arrivals" enum:"poisson,renewal,replay,closed_loop" doc:"poisson or renewal at the demand (with its profile), replay of given start times, or closed_loop: no stated demand, the pool kept full."`
+	Pool     int    `json:"pool" doc:"The plan's pool."`
+	Feasible bool   `json:"feasible" doc:"Whether the plan found the class feasible."`
 	// Predicted are the plan's predictions at the pool.
 	Predicted plan.Predicted `json:"predicted"`
 	// PlanShed is the plan's shedding for an infeasible class.
-	PlanShed  *plan.Shed        `json:"plan_shed,omitempty"`
+	PlanShed  *plan.Shed        `json:"plan_shed,omitempty" doc:"The plan's sustainable rate and the rate to shed, for an infeasible class."`
 	Simulated Simulated         `json:"simulated"`
-	VsPlan    VsPlan            `json:"vs_plan"`
+	VsPlan    VsPlan            `json:"vs_plan" doc:"The simulated figures against the plan's."`
 	Verdict   SimulationVerdict `json:"verdict"`
 	Series    ClassSeries       `json:"series"`
 }

@@ -172,3 +172,42 @@ func TestPlanDocumentKeepsEveryPart(t *testing.T) {
 		t.Errorf("round trip:\n got %+v\nwant %+v (%v)", got, p, err)
 	}
 }
+
+// TestStoredDocumentsCarryEveryField: a plan and a probe's analysis with
+// every field set (testutil.Fill) read back from the store field for
+// field, so that a field the engine adds is kept or fails here, named.
+func TestStoredDocumentsCarryEveryField(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	t.Run("plan", func(t *testing.T) {
+		testutil.Carried(t, func(t testing.TB, p plan.Plan) plan.Plan {
+			stored := examplePlan(t, "chat")
+			stored.Plan = p
+			id, err := s.SavePlan(ctx, stored)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.GetPlan(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got.Plan
+		})
+	})
+	t.Run("analysis", func(t *testing.T) {
+		testutil.Carried(t, func(t testing.TB, r measure.Result) measure.Result {
+			id, err := s.CreateProbe(ctx, ProbeRun{BaseURL: "http://127.0.0.1:1/v1", Model: "m"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.SaveProbeResult(ctx, id, ProbeResult{Analysis: r}); err != nil {
+				t.Fatal(err)
+			}
+			run, err := s.GetProbe(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return run.Result.Analysis
+		})
+	})
+}

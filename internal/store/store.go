@@ -5,10 +5,9 @@
 // measured, written as it arrives. It is a single SQLite file in WAL mode
 // (modernc.org/sqlite, pure Go); the schema is applied by embedded,
 // numbered migrations when the store opens. A plan and a probe's analysis
-// are kept as JSON documents of the store's own types that carry a
-// schema_version (documents.go), so that a change to the engine's types
-// cannot silently change what is on disk, and documents that earlier
-// releases stored still read.
+// are kept as JSON documents of the engine's types in an envelope that
+// carries a schema_version (documents.go), so that every field the engine
+// adds is kept, and documents that earlier releases stored still read.
 //
 // One service process owns a database file: Open takes an exclusive lock
 // on it and fails at once with a *LockedError while another process holds

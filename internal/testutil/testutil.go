@@ -1,8 +1,10 @@
 // Package testutil holds the few helpers that tests of several packages
 // share: the shipped example scenarios, a buffer that a test can read while
 // a server writes to it, a JSON request to a real HTTP server, rows of an
-// earlier release inserted into a store's database, and an HTTP server on
-// in-memory pipes for tests on testing/synctest's fake clock.
+// earlier release inserted into a store's database, an HTTP server on
+// in-memory pipes for tests on testing/synctest's fake clock, and the
+// checks that a result type's every field reaches the other end of a
+// JSON document, the store or an HTTP answer (Fill, Diff, Carried).
 package testutil
 
 import (

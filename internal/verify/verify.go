@@ -82,7 +82,7 @@ type Options struct {
 
 // Report is the outcome of a validation.
 type Report struct {
-	Verdict      string        `json:"verdict"`
+	Verdict      string        `json:"verdict" enum:"ok,degraded,fails" doc:"The worst verdict of the classes validated."`
 	Summary      string        `json:"summary"`
 	TolerancePct float64       `json:"tolerance_pct" doc:"Relative error of throughput, TTFT p95 and E2E p95, in percent of the prediction, within which the model holds."`
 	Classes      []ClassReport `json:"classes"`
@@ -93,12 +93,12 @@ type ClassReport struct {
 	Class             string   `json:"class"`
 	Pool              int      `json:"pool"`
 	BindingConstraint string   `json:"binding_constraint"`
-	Verdict           string   `json:"verdict"`
-	Reasons           []string `json:"reasons"`
-	InputTokens       int      `json:"input_tokens"`
-	OutputTokens      int      `json:"output_tokens"`
-	Points            []Point  `json:"points"`
-	StopReason        string   `json:"stop_reason,omitempty"`
+	Verdict           string   `json:"verdict" enum:"ok,degraded,fails,skipped"`
+	Reasons           []string `json:"reasons" doc:"Why the verdict, in words and numbers."`
+	InputTokens       int      `json:"input_tokens" doc:"Prompt length sent: the class's input p50."`
+	OutputTokens      int      `json:"output_tokens" doc:"Output length asked with ignore_eos: the class's mean output, rounded."`
+	Points            []Point  `json:"points" doc:"At the pool and at 1.25 times it."`
+	StopReason        string   `json:"stop_reason,omitempty" doc:"Why the class's probe stopped."`
 }
 
 // Point compares the prediction and the measurement at one concurrency.
@@ -113,23 +113,28 @@ type Point struct {
 }
 
 // Measured is what the probe measured at one concurrency (warm-up
-// excluded, except RateLimited, which counts every 429 answer).
+// excluded, except RateLimited, which counts every 429 answer). A point
+// the probe did not reach sends null (the _ field's tag says so in the
+// OpenAPI document).
 type Measured struct {
-	Requests         int     `json:"requests"`
-	OK               int     `json:"ok"`
-	Errors           int     `json:"errors"`
-	RateLimited      int     `json:"rate_limited"`
-	ThroughputRPS    float64 `json:"throughput_rps"`
-	TTFTP95Ms        float64 `json:"ttft_p95_ms"`
-	E2EP95Ms         float64 `json:"e2e_p95_ms"`
-	MeanOutputTokens float64 `json:"mean_output_tokens"`
+	_                struct{} `nullable:"true"`
+	Requests         int      `json:"requests"`
+	OK               int      `json:"ok"`
+	Errors           int      `json:"errors" doc:"Failures other than 429."`
+	RateLimited      int      `json:"rate_limited" doc:"429 answers, retried ones and warm-up included."`
+	ThroughputRPS    float64  `json:"throughput_rps"`
+	TTFTP95Ms        float64  `json:"ttft_p95_ms"`
+	E2EP95Ms         float64  `json:"e2e_p95_ms"`
+	MeanOutputTokens float64  `json:"mean_output_tokens"`
 }
 
-// Errors are the relative errors of a measurement, in percent.
+// Errors are the relative errors of a measurement, in percent; null
+// without a measurement (the _ field's tag).
 type Errors struct {
-	ThroughputRPS float64 `json:"throughput_rps"`
-	TTFTP95Ms     float64 `json:"ttft_p95_ms"`
-	E2EP95Ms      float64 `json:"e2e_p95_ms"`
+	_             struct{} `nullable:"true"`
+	ThroughputRPS float64  `json:"throughput_rps"`
+	TTFTP95Ms     float64  `json:"ttft_p95_ms"`
+	E2EP95Ms      float64  `json:"e2e_p95_ms"`
 }
 
 // Concurrencies are the two concurrencies a class of pool p is run at.
