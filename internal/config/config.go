@@ -42,7 +42,7 @@ const (
 	// which carries a whole result file: ordinary files of the tools run
 	// to megabytes, a long detailed run to tens of megabytes.
 	DefaultMaxAnalysisBodyBytes = 64 << 20
-	DefaultPlanTimeout  = 30 * time.Second
+	DefaultPlanTimeout          = 30 * time.Second
 	// Simulation caps (section limits): events bound a run's time and
 	// memory, simulated time its length.
 	DefaultSimulationMaxEvents   = 2_000_000
