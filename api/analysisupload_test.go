@@ -83,9 +83,10 @@ func TestAnalysisOfALargeFile(t *testing.T) {
 		t.Errorf("step: concurrency %d, ok %d, E2E p50 %.4g ms", st.Concurrency, st.OK, st.E2EP50Ms)
 	}
 	// Everything the request allocated, whatever was freed on the way:
-	// an upper bound of its peak memory.
+	// an upper bound of its peak memory (not checked under the race
+	// detector, whose build allocates more).
 	allocated := after.TotalAlloc - before.TotalAlloc
-	if limit := uint64(16 * len(body)); allocated > limit {
+	if limit := uint64(16 * len(body)); allocated > limit && !raceDetector {
 		t.Errorf("analysing a %d-byte body allocated %d bytes (%.1f×), over the bound of 16×", len(body), allocated, float64(allocated)/float64(len(body)))
 	}
 	t.Logf("a %d-byte body: %d bytes allocated (%.1f×)", len(body), allocated, float64(allocated)/float64(len(body)))
