@@ -79,7 +79,7 @@ type AnalysisStep struct {
 // AnalysisFile is an uploaded result file.
 type AnalysisFile struct {
 	Name     string `json:"name" minLength:"1" maxLength:"256" doc:"The file's name; some formats are told apart by it (profile_export.jsonl)." example:"profile_export_aiperf.json"`
-	Content  string `json:"content" minLength:"1" doc:"The file's content, as text or, with encoding base64, base64-encoded; within the server's body limit."`
+	Content  string `json:"content" minLength:"1" doc:"The file's content, as text or, with encoding base64, base64-encoded; within limits.max_analysis_body_bytes (64 MiB by default), the body limit of this operation alone."`
 	Encoding string `json:"encoding,omitempty" enum:"text,base64" default:"text"`
 	Format   string `json:"format,omitempty" maxLength:"32" doc:"A format id to skip detection (as planner import --format takes); default: detect by content."`
 }
@@ -135,6 +135,9 @@ func (s *Server) registerAnalyses() {
 			"what is wrong.",
 		Tags:   []string{tagAnalyses},
 		Errors: errorStatuses,
+		// A result file runs to tens of megabytes: this operation alone
+		// takes bodies up to limits.max_analysis_body_bytes.
+		MaxBodyBytes: s.maxAnalysisBody + 1,
 	}
 	register(s, op, s.createAnalysis)
 	withExamples(s.OpenAPI(), op.Path, examplesOf[AnalysisResponse](op.OperationID))

@@ -47,6 +47,10 @@ type Options struct {
 	Tokens []string
 	// MaxBodyBytes caps request bodies; 0 means config.DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// MaxAnalysisBodyBytes caps the body of POST /v1/analyses, which
+	// carries a whole result file; 0 means
+	// config.DefaultMaxAnalysisBodyBytes.
+	MaxAnalysisBodyBytes int64
 	// PlanTimeout bounds the computation of one plan, what-if grid or
 	// simulation; 0 means config.DefaultPlanTimeout.
 	PlanTimeout time.Duration
@@ -103,10 +107,12 @@ type Server struct {
 	hosts   hostPolicy
 	origins originPolicy
 	maxBody int64
-	timeout time.Duration
-	engine  *plan.Engine
-	compute *computeLimit
-	simCaps simulationCaps
+	// maxAnalysisBody is the body limit of POST /v1/analyses alone.
+	maxAnalysisBody int64
+	timeout         time.Duration
+	engine          *plan.Engine
+	compute         *computeLimit
+	simCaps         simulationCaps
 	// labels maps a route pattern ("POST /v1/plans") to the operation
 	// name used in logs and metrics.
 	labels map[string]string
@@ -116,20 +122,21 @@ type Server struct {
 // operation definitions, never on options.
 func New(opts Options) *Server {
 	s := &Server{
-		mux:     http.NewServeMux(),
-		metrics: newMetrics(),
-		log:     opts.Logger,
-		store:   opts.Store,
-		jobs:    opts.Jobs,
-		probe:   withProbeDefaults(opts.Probe),
-		tiers:   opts.Tiers,
-		tokens:  hashTokens(opts.Tokens),
-		hosts:   newHostPolicy(opts.Addr, opts.Hosts),
-		maxBody: opts.MaxBodyBytes,
-		timeout: opts.PlanTimeout,
-		engine:  plan.New(),
-		simCaps: newSimulationCaps(opts.SimulationMaxEvents, opts.SimulationMaxDuration),
-		labels:  map[string]string{},
+		mux:             http.NewServeMux(),
+		metrics:         newMetrics(),
+		log:             opts.Logger,
+		store:           opts.Store,
+		jobs:            opts.Jobs,
+		probe:           withProbeDefaults(opts.Probe),
+		tiers:           opts.Tiers,
+		tokens:          hashTokens(opts.Tokens),
+		hosts:           newHostPolicy(opts.Addr, opts.Hosts),
+		maxBody:         opts.MaxBodyBytes,
+		maxAnalysisBody: opts.MaxAnalysisBodyBytes,
+		timeout:         opts.PlanTimeout,
+		engine:          plan.New(),
+		simCaps:         newSimulationCaps(opts.SimulationMaxEvents, opts.SimulationMaxDuration),
+		labels:          map[string]string{},
 	}
 	slots := opts.MaxComputations
 	if slots <= 0 {
@@ -145,6 +152,9 @@ func New(opts Options) *Server {
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = config.DefaultMaxBodyBytes
+	}
+	if s.maxAnalysisBody <= 0 {
+		s.maxAnalysisBody = config.DefaultMaxAnalysisBodyBytes
 	}
 	if s.timeout <= 0 {
 		s.timeout = config.DefaultPlanTimeout
@@ -184,7 +194,7 @@ func (s *Server) OpenAPI() *huma.OpenAPI {
 
 // register adds a huma operation and records its label for logs and metrics.
 func register[I, O any](s *Server, op huma.Operation, handler func(context.Context, *I) (*O, error)) {
-	if op.Method == http.MethodPost {
+	if op.Method == http.MethodPost && op.MaxBodyBytes == 0 {
 		// huma refuses a body of MaxBodyBytes or more; allow exactly the limit.
 		op.MaxBodyBytes = s.maxBody + 1
 	}

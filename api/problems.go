@@ -42,13 +42,17 @@ var bodyStatuses = []int{http.StatusBadRequest, http.StatusRequestTimeout, http.
 // about the whole body (malformed JSON, missing, oversize) is located at
 // "body"; the body is not echoed back; the size limit is stated as
 // configured.
-func (s *Server) completeProblem(_ huma.Context, _ string, v any) (any, error) {
+func (s *Server) completeProblem(ctx huma.Context, _ string, v any) (any, error) {
 	em, ok := v.(*huma.ErrorModel)
 	if !ok {
 		return v, nil
 	}
 	if em.Status == http.StatusRequestEntityTooLarge {
-		em.Detail = fmt.Sprintf("request body is larger than the limit of %d bytes", s.maxBody)
+		limit := s.maxBody
+		if op := ctx.Operation(); op != nil && op.MaxBodyBytes > 0 {
+			limit = op.MaxBodyBytes - 1
+		}
+		em.Detail = fmt.Sprintf("request body is larger than the limit of %d bytes", limit)
 	}
 	em.Errors = slices.DeleteFunc(em.Errors, func(d *huma.ErrorDetail) bool { return d == nil })
 	if len(em.Errors) == 0 && slices.Contains(bodyStatuses, em.Status) {

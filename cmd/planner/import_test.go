@@ -91,6 +91,11 @@ func TestImportToStandardOutput(t *testing.T) {
 	if !strings.Contains(errOut, "format: llmperf-summary") {
 		t.Errorf("the report should go to stderr with -o -:\n%s", errOut)
 	}
+	// One concurrency: neither the report nor the curve file has a knee,
+	// and the report says why.
+	if l.Knee != nil || !strings.Contains(errOut, "knee: none") || !strings.Contains(errOut, "one concurrency only (5): no knee") {
+		t.Errorf("a ramp of one concurrency: curve knee %v, report:\n%s", l.Knee, errOut)
+	}
 }
 
 func TestImportJSON(t *testing.T) {

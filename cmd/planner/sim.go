@@ -50,10 +50,13 @@ func newSimCmd(s streams) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "sim",
-		Short: "Serve a simulated OpenAI-compatible chat-completions endpoint",
-		Long: "sim serves /v1/chat/completions and /v1/models like a continuously batching model\n" +
-			"server: at most --max-num-seqs sequences decode at once, the rest queue FIFO;\n" +
-			"TTFT and the per-token interval grow with the batch; optional RPM/TPM buckets\n" +
+		Short: "Serve a simulated OpenAI-compatible endpoint shaped like vLLM's",
+		Long: "sim serves /v1/chat/completions, /v1/completions, /v1/models, /health and a\n" +
+			"/metrics with vLLM's metric names, like a continuously batching model server\n" +
+			"(docs/probe.md, \"planner sim\", lists the options a request may use; any other\n" +
+			"is refused with a 400 naming it): at most --max-num-seqs sequences decode at\n" +
+			"once, the rest queue FIFO; TTFT and the per-token interval grow with the\n" +
+			"batch; optional RPM/TPM buckets\n" +
 			"answer 429 with retry-after and x-ratelimit-* headers; --fail-rate refuses that\n" +
 			"share of the requests at random, whatever the load, with --fail-status (429 or\n" +
 			"500), for rehearsing how a client or a probe judges them. It prints its base\n" +

@@ -306,6 +306,10 @@ func Analyze(steps []measure.Step, opts Options) measure.Result {
 		}
 	}
 	switch {
+	case failed == -1 && !severalConcurrencies(judged):
+		// One concurrency shows no growth to judge: the knee, where
+		// throughput stops growing, may lie anywhere.
+		res.Notes = append(res.Notes, fmt.Sprintf("one concurrency only (%d): no knee; a knee needs a ramp of two concurrencies or more", judged[0].Concurrency))
 	case failed == -1:
 		res.Knee = ptr(judged[len(judged)-1].Concurrency)
 		res.Notes = append(res.Notes, "every step passed: the knee is at or above the last step; extend the ramp to find it")
@@ -332,6 +336,17 @@ func Analyze(steps []measure.Step, opts Options) measure.Result {
 		res.Notes = append(res.Notes, "no deadline given: goodput counts every successful response and the knee ignores p95")
 	}
 	return res
+}
+
+// severalConcurrencies reports whether the steps measure more than one
+// concurrency.
+func severalConcurrencies(ss []measure.Step) bool {
+	for _, s := range ss[1:] {
+		if s.Concurrency != ss[0].Concurrency {
+			return true
+		}
+	}
+	return false
 }
 
 // Fell reports whether goodput fell from step a to step b: by more than

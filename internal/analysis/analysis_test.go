@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -133,6 +134,23 @@ func TestKneeAtTheEndOfTheRampIsNoted(t *testing.T) {
 	res := Analyze(steps([3]float64{1, 1, 100}, [3]float64{2, 2, 100}, [3]float64{4, 4, 100}), Options{DeadlineMs: 1000})
 	if res.Knee == nil || *res.Knee != 4 || len(res.Notes) == 0 {
 		t.Fatalf("knee %v notes %v: want knee 4 with a note to extend the ramp", deref(res.Knee), res.Notes)
+	}
+}
+
+// TestOneConcurrencyHasNoKnee: a ramp of one concurrency, even of two
+// steps at it (two rates placed at one estimated concurrency), passes the
+// knee rule without showing any growth, so it has no knee.
+func TestOneConcurrencyHasNoKnee(t *testing.T) {
+	for _, ss := range [][]measure.Step{
+		steps([3]float64{5, 1, 100}),
+		steps([3]float64{5, 1, 100}, [3]float64{5, 1.5, 100}),
+	} {
+		res := Analyze(ss, Options{DeadlineMs: 1000})
+		if res.Knee != nil || res.FirstFailing != nil || !slices.ContainsFunc(res.Notes, func(n string) bool {
+			return strings.Contains(n, "one concurrency only (5): no knee")
+		}) {
+			t.Errorf("%d steps at 5: knee %v, first failing %v, notes %q", len(ss), deref(res.Knee), deref(res.FirstFailing), res.Notes)
+		}
 	}
 }
 

@@ -38,7 +38,11 @@ const (
 	DefaultListen       = "127.0.0.1:8080"
 	DefaultDB           = "planner.db"
 	DefaultMaxBodyBytes = 256 << 10
-	DefaultPlanTimeout  = 30 * time.Second
+	// DefaultMaxAnalysisBodyBytes bounds the body of POST /v1/analyses,
+	// which carries a whole result file: ordinary files of the tools run
+	// to megabytes, a long detailed run to tens of megabytes.
+	DefaultMaxAnalysisBodyBytes = 64 << 20
+	DefaultPlanTimeout          = 30 * time.Second
 	// Simulation caps (section limits): events bound a run's time and
 	// memory, simulated time its length.
 	DefaultSimulationMaxEvents   = 2_000_000
@@ -95,6 +99,9 @@ type Auth struct {
 // Limits bounds what one request may ask of the server.
 type Limits struct {
 	MaxBodyBytes int64 `mapstructure:"max_body_bytes" validate:"min=1024,max=67108864"`
+	// MaxAnalysisBodyBytes caps the body of POST /v1/analyses alone, which
+	// carries a result file; 0 means DefaultMaxAnalysisBodyBytes.
+	MaxAnalysisBodyBytes int64 `mapstructure:"max_analysis_body_bytes" validate:"omitempty,min=1024,max=268435456"`
 	// PlanTimeout bounds the time one plan or what-if request may compute.
 	PlanTimeout time.Duration `mapstructure:"plan_timeout" validate:"min=100000000,max=600000000000"`
 	// MaxComputations caps the plan computations (a plan, or one cell of a
@@ -187,6 +194,7 @@ func Load(flags *pflag.FlagSet) (Config, error) {
 	v.SetDefault("allowed_origins", []string{})
 	v.SetDefault("auth.tokens", []string{})
 	v.SetDefault("limits.max_body_bytes", DefaultMaxBodyBytes)
+	v.SetDefault("limits.max_analysis_body_bytes", DefaultMaxAnalysisBodyBytes)
 	v.SetDefault("limits.plan_timeout", DefaultPlanTimeout)
 	v.SetDefault("limits.max_computations", 0)
 	v.SetDefault("limits.simulation_max_events", DefaultSimulationMaxEvents)

@@ -41,6 +41,13 @@ func newBatcher(slots int) *batcher {
 // current reports the number of sequences currently decoding.
 func (b *batcher) current() int { return int(b.load.Load()) }
 
+// waiting reports the number of sequences queued for a slot.
+func (b *batcher) waiting() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.queue.Len()
+}
+
 // acquire waits for a slot in arrival order. A sequence that finds a free
 // slot counts as admitted when it arrived, so that the server's own request
 // handling does not add to its TTFT. It returns ctx's error, holding no

@@ -1,5 +1,8 @@
-// Package fakeendpoint is an OpenAI-compatible simulated chat-completions endpoint for
-// rehearsals and tests of clients and probes.
+// Package fakeendpoint is an OpenAI-compatible simulated endpoint, shaped
+// like vLLM's server, for rehearsals and tests of clients, probes and
+// benchmarking tools: POST /v1/chat/completions and /v1/completions
+// (streamed or whole, n choices, stop sequences), GET /v1/models, /health
+// and a Prometheus /metrics with vLLM's metric names.
 //
 // It models a continuously batching model server: at most MaxNumSeqs
 // sequences decode at once and later requests wait in a FIFO queue. A
@@ -50,6 +53,10 @@ const (
 	// idAlphabet and idLength shape completion ids like OpenAI's.
 	idAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 	idLength   = 29
+	// requestIDLength is the length of a generated x-request-id, and
+	// maxRequestID the longest one a request may bring.
+	requestIDLength = 32
+	maxRequestID    = 256
 	// spinWindow is how much of a precise wait (first and last token) is
 	// spent yielding instead of on a timer; it covers the idle runtime's
 	// millisecond timer granularity.
@@ -67,6 +74,8 @@ type Arrival struct {
 	At time.Time
 	// Status is the HTTP status answered (200 once admitted to the queue).
 	Status int
+	// Path is the route asked for (/v1/chat/completions or /v1/completions).
+	Path string
 	// PromptTokens is the approximated prompt length (0 when unparsable).
 	PromptTokens int
 	// MaxTokens is max_completion_tokens or max_tokens as sent, 0 when absent.
@@ -81,6 +90,7 @@ type Server struct {
 	created   int64
 	batch     *batcher
 	limits    *limiter
+	metrics   *metrics
 
 	rngMu   sync.Mutex
 	lengths *rand.Rand
@@ -104,12 +114,14 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("sim: encoding model id: %w", err)
 	}
 	now := time.Now()
+	batch := newBatcher(cfg.MaxNumSeqs)
 	return &Server{
 		cfg:       cfg,
 		modelJSON: modelJSON,
 		created:   now.Unix(),
-		batch:     newBatcher(cfg.MaxNumSeqs),
+		batch:     batch,
 		limits:    newLimiter(cfg.RPM, cfg.TPM, now),
+		metrics:   newMetrics(cfg.Model, batch),
 		lengths:   rand.New(rand.NewPCG(cfg.Seed, 0x6c656e67746873)),
 		ids:       rand.New(rand.NewPCG(cfg.Seed, 0x696473)),
 		fails:     rand.New(rand.NewPCG(cfg.Seed, 0x6661696c73)),
@@ -125,14 +137,26 @@ func spinFor(cfg Config) time.Duration {
 	return spinWindow
 }
 
-// ServeHTTP routes /v1/chat/completions and /v1/models; anything else is an
-// OpenAI-style 404.
+// ServeHTTP routes /v1/chat/completions, /v1/completions, /v1/models,
+// /health and /metrics; anything else is an OpenAI-style 404. Every answer
+// carries an x-request-id: the one the request sent, else a new one.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := r.Header.Get("X-Request-Id")
+	if id == "" || len(id) > maxRequestID {
+		id = s.newID("", requestIDLength)
+	}
+	w.Header().Set("X-Request-Id", id)
 	switch r.URL.Path {
 	case "/v1/chat/completions":
-		s.handleChat(w, r)
+		s.handleGenerate(w, r, true)
+	case "/v1/completions":
+		s.handleGenerate(w, r, false)
 	case "/v1/models":
 		s.handleModels(w, r)
+	case "/health":
+		s.handleHealth(w, r)
+	case "/metrics":
+		s.metrics.serve(w, r)
 	default:
 		writeError(w, &apiError{status: http.StatusNotFound, Type: "invalid_request_error",
 			Message: fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path)})
@@ -180,6 +204,16 @@ func (s *Server) authorize(r *http.Request) *apiError {
 	return nil
 }
 
+// handleHealth serves GET /health as vLLM does: 200 with an empty body
+// while the server runs.
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		writeError(w, methodNotAllowed(r))
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
 // handleModels serves GET /v1/models.
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	if e := s.authorize(r); e != nil {
@@ -191,15 +225,16 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, modelList{Object: "list", Data: []modelInfo{{
-		ID: s.cfg.Model, Object: "model", Created: s.created, OwnedBy: "planner-sim",
+		ID: s.cfg.Model, Object: "model", Created: s.created, OwnedBy: "planner-sim", Root: s.cfg.Model,
 	}}})
 }
 
-// handleChat serves POST /v1/chat/completions: it checks the request, takes
-// it through the rate limits and the batch, and answers streamed or whole.
-func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
-	arr := Arrival{At: time.Now()}
-	p, e := s.admit(w, r)
+// handleGenerate serves POST /v1/chat/completions (chat) and
+// /v1/completions: it checks the request, takes it through the rate
+// limits and the batch, and answers streamed or whole.
+func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat bool) {
+	arr := Arrival{At: time.Now(), Path: r.URL.Path}
+	p, e := s.admit(w, r, chat)
 	arr.PromptTokens, arr.MaxTokens = p.promptTokens, p.sentMax
 	if e != nil {
 		arr.Status = e.status
@@ -209,13 +244,13 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	arr.Status = http.StatusOK
 	s.record(arr)
-	s.generate(w, r, p, arr.At)
+	s.generate(w, r, p, arr.At, chat)
 }
 
 // admit runs every check before generation and takes the request from the
 // rate-limit buckets; on refusal it returns the error to answer with, its
 // headers already set.
-func (s *Server) admit(w http.ResponseWriter, r *http.Request) (parsed, *apiError) {
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, chat bool) (parsed, *apiError) {
 	if e := s.authorize(r); e != nil {
 		return parsed{}, e
 	}
@@ -231,7 +266,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (parsed, *apiErro
 		}
 		return parsed{}, invalidRequest("", "reading request body: %v", err)
 	}
-	p, e := parseRequest(body)
+	p, e := parseRequest(body, chat)
 	if e != nil {
 		return p, e
 	}
@@ -245,7 +280,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (parsed, *apiErro
 	}
 	cost := p.promptTokens
 	if s.cfg.TokenAccounting == AccountingMaxTokens {
-		cost += p.maxTokens
+		cost += p.maxTokens * p.choices
 	}
 	v := s.limits.admit(time.Now(), cost, w.Header())
 	if v.ok {
@@ -290,23 +325,30 @@ func (s *Server) injectedFailure(h http.Header) *apiError {
 		Message: fmt.Sprintf("Rate limit reached for %s (injected failure). Please try again in %s.", s.cfg.Model, retry)}).withCode("rate_limit_exceeded")
 }
 
-// plan draws the output length and the id of an admitted request; the draws
-// happen in admission order so that a seed replays the same lengths.
-func (s *Server) plan(p parsed) (n int, id string) {
+// plan draws the output length of an admitted request (at least
+// min_tokens, at most max_tokens); the draws happen in admission order so
+// that a seed replays the same lengths.
+func (s *Server) plan(p parsed) int {
+	s.rngMu.Lock()
+	z := s.lengths.NormFloat64()
+	s.rngMu.Unlock()
+	if p.req.IgnoreEOS {
+		return p.maxTokens
+	}
+	drawn := math.Round(float64(s.cfg.OutputTokens) * math.Exp(lengthSigma*z))
+	return int(math.Max(math.Max(1, float64(p.minTokens)), math.Min(drawn, float64(p.maxTokens))))
+}
+
+// newID draws an id: prefix and length characters of idAlphabet.
+func (s *Server) newID(prefix string, length int) string {
 	s.rngMu.Lock()
 	defer s.rngMu.Unlock()
-	z := s.lengths.NormFloat64()
-	n = p.maxTokens
-	if !p.req.IgnoreEOS {
-		drawn := math.Round(float64(s.cfg.OutputTokens) * math.Exp(lengthSigma*z))
-		n = int(math.Max(1, math.Min(drawn, float64(p.maxTokens))))
-	}
 	var b strings.Builder
-	b.WriteString("chatcmpl-")
-	for range idLength {
+	b.WriteString(prefix)
+	for range length {
 		b.WriteByte(idAlphabet[s.ids.IntN(len(idAlphabet))])
 	}
-	return n, b.String()
+	return b.String()
 }
 
 // ttft is the time from admission to the first token.
@@ -321,15 +363,17 @@ func (s *Server) itl(running int) time.Duration {
 }
 
 // generate waits for a batch slot, produces the tokens on schedule and
-// answers as a stream or as one completion.
-func (s *Server) generate(w http.ResponseWriter, r *http.Request, p parsed, arrived time.Time) {
+// answers as a stream or as one completion. The n choices of a request
+// decode together in its slot, token for token, and are the same text.
+func (s *Server) generate(w http.ResponseWriter, r *http.Request, p parsed, arrived time.Time, chat bool) {
 	ctx := r.Context()
-	n, id := s.plan(p)
-	created := time.Now().Unix()
-	finish := "stop"
-	if n == p.maxTokens {
-		finish = "length"
+	out := planOutput(s.plan(p), p.maxTokens, p.stops)
+	prefix := "chatcmpl-"
+	if !chat {
+		prefix = "cmpl-"
 	}
+	id := s.newID(prefix, idLength)
+	created := time.Now().Unix()
 
 	var emit func(i int) error
 	var enc *chunkEncoder
@@ -342,17 +386,20 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p parsed, arri
 		if rc.Flush() != nil {
 			return
 		}
-		enc = newChunkEncoder(id, created, s.modelJSON, p.includeUsage)
+		enc = newChunkEncoder(id, created, s.modelJSON, !chat, p.includeUsage)
 		emit = func(i int) error {
 			enc.buf = enc.buf[:0]
-			if i == 0 {
-				enc.roleChunk()
-			}
 			f := ""
-			if i == n-1 {
-				f = finish
+			if i == out.tokens-1 {
+				f = out.finish
 			}
-			enc.tokenChunk(i, f)
+			clipped, whole := out.delta(i)
+			for c := range p.choices {
+				if i == 0 {
+					enc.roleChunk(c)
+				}
+				enc.tokenChunk(c, i, clipped, whole, f)
+			}
 			if _, err := w.Write(enc.buf); err != nil {
 				return fmt.Errorf("writing chunk %d: %w", i, err)
 			}
@@ -367,16 +414,19 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p parsed, arri
 	if err != nil {
 		return
 	}
-	emitted := s.decode(ctx, adm.at.Add(s.ttft(adm.running, p.promptTokens)), n, emit)
+	s.metrics.admitted(adm.at.Sub(arrived))
+	timing := s.metrics.request(arrived)
+	emitted := s.decode(ctx, adm.at.Add(s.ttft(adm.running, p.promptTokens)), out.tokens, emit, timing.token)
 	s.batch.release()
 	if s.cfg.TokenAccounting == AccountingActual {
-		s.limits.charge(time.Now(), emitted)
+		s.limits.charge(time.Now(), emitted*p.choices)
 	}
-	if emitted < n {
+	if emitted < out.tokens {
 		return // the client went away
 	}
+	u := newUsage(p.promptTokens, out.tokens*p.choices)
+	timing.finished(out.finish, u)
 
-	u := newUsage(p.promptTokens, n)
 	if p.req.Stream {
 		enc.buf = enc.buf[:0]
 		if p.includeUsage {
@@ -388,25 +438,94 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p parsed, arri
 		}
 		return
 	}
-	var text strings.Builder
-	for i := range n {
-		text.WriteString(token(i))
+	text := out.text()
+	if !chat {
+		choices := make([]textChoice, p.choices)
+		for c := range choices {
+			choices[c] = textChoice{Index: c, Text: text, FinishReason: out.finish}
+		}
+		writeJSON(w, textCompletion{ID: id, Object: "text_completion", Created: created, Model: s.cfg.Model, Choices: choices, Usage: u})
+		return
+	}
+	choices := make([]completionChoice, p.choices)
+	for c := range choices {
+		choices[c] = completionChoice{Index: c, Message: completionMessage{Role: "assistant", Content: text}, FinishReason: out.finish}
 	}
 	writeJSON(w, completion{
 		ID: id, Object: "chat.completion", Created: created, Model: s.cfg.Model,
-		Choices: []completionChoice{{
-			Message:      completionMessage{Role: "assistant", Content: text.String()},
-			FinishReason: finish,
-		}},
-		Usage: u,
+		Choices: choices, Usage: u,
 	})
 }
 
+// output is what a request generates: its tokens (per choice), the text
+// kept of them, and why it ended.
+type output struct {
+	tokens int
+	keep   int // bytes of the tokens' text in the answer: all, or up to a stop sequence
+	full   string
+	finish string // "stop" (end of sequence or a stop sequence) or "length" (max tokens)
+}
+
+// planOutput decides the output of a request drawn at n tokens. A stop
+// sequence ends the output at the token that completes it, and the text
+// before it is kept, as vLLM does (finish_reason "stop"); otherwise all n
+// tokens are, "length" when n reached max_tokens.
+func planOutput(n, maxTokens int, stops []string) output {
+	var b strings.Builder
+	for i := range n {
+		b.WriteString(token(i))
+	}
+	o := output{tokens: n, full: b.String(), finish: "stop"}
+	o.keep = len(o.full)
+	if n == maxTokens {
+		o.finish = "length"
+	}
+	at, end := -1, 0
+	for _, stop := range stops {
+		if i := strings.Index(o.full, stop); i >= 0 && (at < 0 || i < at) {
+			at, end = i, i+len(stop)
+		}
+	}
+	if at < 0 {
+		return o
+	}
+	o.keep, o.finish = at, "stop"
+	off := 0
+	for i := range n {
+		off += len(token(i))
+		if off >= end {
+			o.tokens = i + 1
+			break
+		}
+	}
+	return o
+}
+
+// text is the answer's text.
+func (o output) text() string { return o.full[:o.keep] }
+
+// delta is the part of token i's text in the answer, and whether it is
+// the whole token.
+func (o output) delta(i int) (string, bool) {
+	if o.keep == len(o.full) {
+		return "", true
+	}
+	start := 0
+	for j := range i {
+		start += len(token(j))
+	}
+	end := start + len(token(i))
+	if end <= o.keep {
+		return "", true
+	}
+	return o.full[min(start, o.keep):o.keep], false
+}
+
 // decode produces n tokens, the first at due and each next one a per-token
-// interval later, against absolute deadlines. emit, when set, sends token i.
-// It returns how many tokens were produced: fewer than n when ctx ends or
-// emit fails.
-func (s *Server) decode(ctx context.Context, due time.Time, n int, emit func(i int) error) int {
+// interval later, against absolute deadlines. emit, when set, sends token i;
+// produced is told of each token as it is produced. It returns how many
+// tokens were produced: fewer than n when ctx ends or emit fails.
+func (s *Server) decode(ctx context.Context, due time.Time, n int, emit func(i int) error, produced func(i int, at time.Time)) int {
 	t := time.NewTimer(time.Hour) // re-armed for every token
 	defer t.Stop()
 	for i := range n {
@@ -419,6 +538,7 @@ func (s *Server) decode(ctx context.Context, due time.Time, n int, emit func(i i
 		if !sleepUntil(ctx, t, due, spin) {
 			return i
 		}
+		produced(i, time.Now())
 		if emit != nil && emit(i) != nil {
 			return i
 		}

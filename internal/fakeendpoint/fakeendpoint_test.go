@@ -277,7 +277,7 @@ func TestPromptTokens(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, e := parseRequest([]byte(`{"model":"m","messages":` + tt.messages + `}`))
+			p, e := parseRequest([]byte(`{"model":"m","messages":`+tt.messages+`}`), true)
 			if e != nil {
 				t.Fatal(e)
 			}
@@ -290,7 +290,7 @@ func TestPromptTokens(t *testing.T) {
 	// linearly with the text.
 	var prev int
 	for n := 4000; n <= 16000; n += 4000 {
-		p, _ := parseRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("w", n) + `"}]}`))
+		p, _ := parseRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"`+strings.Repeat("w", n)+`"}]}`), true)
 		if prev != 0 && p.promptTokens-prev != 1000 {
 			t.Errorf("4000 more bytes added %d tokens, want 1000", p.promptTokens-prev)
 		}
@@ -314,7 +314,7 @@ func TestBadRequests(t *testing.T) {
 		{"max_tokens not a number", "POST", "/chat/completions", `{"model":"sim-model","messages":[{"role":"user","content":"x"}],"max_tokens":"ten"}`, 400, "invalid_request_error", "", ""},
 		{"unknown model", "POST", "/chat/completions", `{"model":"gpt-9","messages":[{"role":"user","content":"x"}]}`, 404, "invalid_request_error", "", "model_not_found"},
 		{"wrong method", "GET", "/chat/completions", ``, 405, "invalid_request_error", "", ""},
-		{"unknown path", "POST", "/completions", `{}`, 404, "invalid_request_error", "", ""},
+		{"unknown path", "POST", "/embeddings", `{}`, 404, "invalid_request_error", "", ""},
 	}
 	srv, base := startSim(t, fast)
 	for _, tt := range tests {
@@ -478,7 +478,8 @@ func TestArrivals(t *testing.T) {
 	post(t, base, `{"model":"sim-model","messages":[{"role":"user","content":"abcdefgh"}]}`).Body.Close()
 	post(t, base, chatBody("nope", 3, false, false, true)).Body.Close()
 	got := srv.Arrivals()
-	want := []Arrival{{Status: 200, PromptTokens: 11, MaxTokens: 3}, {Status: 200, PromptTokens: 9}, {Status: 404, PromptTokens: 11, MaxTokens: 3}}
+	const chat = "/v1/chat/completions"
+	want := []Arrival{{Status: 200, Path: chat, PromptTokens: 11, MaxTokens: 3}, {Status: 200, Path: chat, PromptTokens: 9}, {Status: 404, Path: chat, PromptTokens: 11, MaxTokens: 3}}
 	if len(got) != len(want) {
 		t.Fatalf("arrivals = %+v", got)
 	}
@@ -509,11 +510,11 @@ func TestArrivalsBounded(t *testing.T) {
 }
 
 func TestTokenChunksMatchText(t *testing.T) {
-	e := newChunkEncoder("chatcmpl-x", 1, []byte(`"m"`), false)
+	e := newChunkEncoder("chatcmpl-x", 1, []byte(`"m"`), false, false)
 	var streamed, whole strings.Builder
 	for i := range 3*len(words) + 1 {
 		e.buf = e.buf[:0]
-		e.tokenChunk(i, "")
+		e.tokenChunk(0, i, "", true, "")
 		var c testChunk
 		if err := json.Unmarshal([]byte(strings.TrimSuffix(strings.TrimPrefix(string(e.buf), "data: "), "\n\n")), &c); err != nil {
 			t.Fatalf("token %d: %v", i, err)

@@ -93,3 +93,45 @@ func TestOpenAISDKCompletionModelsAndErrors(t *testing.T) {
 		t.Errorf("unknown model: %v", err)
 	}
 }
+
+// TestOpenAISDKCompletions calls /v1/completions, vLLM bench serve's
+// default endpoint, through the Go SDK: whole and streamed.
+func TestOpenAISDKCompletions(t *testing.T) {
+	_, base := startSim(t, fast)
+	client := sdkClient(base)
+	ctx := context.Background()
+	params := openai.CompletionNewParams{
+		Model:     "sim-model",
+		Prompt:    openai.CompletionNewParamsPromptUnion{OfString: openai.String("Once upon a time")},
+		MaxTokens: openai.Int(4),
+		N:         openai.Int(2),
+	}
+	resp, err := client.Completions.New(ctx, params, option.WithJSONSet("ignore_eos", true))
+	if err != nil {
+		t.Fatalf("completion: %v", err)
+	}
+	if len(resp.Choices) != 2 || resp.Choices[1].Text != "the quick brown fox" || resp.Choices[1].FinishReason != "length" ||
+		resp.Usage.CompletionTokens != 8 || resp.Usage.PromptTokens != 4 {
+		t.Errorf("completion = %s", resp.RawJSON())
+	}
+
+	params.N = openai.Int(1)
+	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	stream := client.Completions.NewStreaming(ctx, params, option.WithJSONSet("ignore_eos", true))
+	defer stream.Close()
+	var text strings.Builder
+	var completionTokens int64
+	for stream.Next() {
+		c := stream.Current()
+		for _, ch := range c.Choices {
+			text.WriteString(ch.Text)
+		}
+		completionTokens += c.Usage.CompletionTokens
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	if text.String() != "the quick brown fox" || completionTokens != 4 {
+		t.Errorf("streamed %q, %d completion tokens", text.String(), completionTokens)
+	}
+}

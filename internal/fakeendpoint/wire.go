@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // Prompt-token approximation: every message costs messageOverhead tokens plus
@@ -17,18 +19,79 @@ const (
 	bytesPerToken   = 4
 )
 
-// chatRequest holds the fields of an OpenAI chat-completions request that the
-// simulator acts on; every other field is accepted and ignored.
+// chatRequest holds the fields of an OpenAI chat-completions or
+// completions request that the simulator acts on (Messages for the one,
+// Prompt for the other). Which other fields are accepted is checkOptions'
+// rule: none is ignored silently.
 type chatRequest struct {
-	Model               string        `json:"model"`
-	Messages            []chatMessage `json:"messages"`
-	MaxTokens           *int          `json:"max_tokens"`
-	MaxCompletionTokens *int          `json:"max_completion_tokens"`
-	Stream              bool          `json:"stream"`
+	Model               string          `json:"model"`
+	Messages            []chatMessage   `json:"messages"`
+	Prompt              json.RawMessage `json:"prompt"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	MinTokens           *int            `json:"min_tokens"`
+	N                   *int            `json:"n"`
+	Stop                json.RawMessage `json:"stop"`
+	Stream              bool            `json:"stream"`
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	IgnoreEOS bool `json:"ignore_eos"`
+}
+
+// Options of a request besides the simulated ones (model, messages or
+// prompt, max_tokens, max_completion_tokens, min_tokens, n, stop, stream,
+// stream_options, ignore_eos). Inert options change only what the
+// simulator does not model (the sampling of the words, the template, the
+// scheduling priority) and are accepted; an option with no effect at the
+// value given (logprobs false) is accepted too; any other is refused
+// with a 400 that names it (docs/probe.md, "planner sim").
+var (
+	simulatedOptions = map[string]bool{
+		"model": true, "max_tokens": true, "min_tokens": true, "n": true, "stop": true,
+		"stream": true, "stream_options": true, "ignore_eos": true,
+	}
+	inertOptions = map[string]bool{
+		"temperature": true, "top_p": true, "top_k": true, "min_p": true, "seed": true,
+		"frequency_penalty": true, "presence_penalty": true, "repetition_penalty": true,
+		"user": true, "metadata": true, "store": true, "priority": true, "request_id": true,
+		"skip_special_tokens": true, "spaces_between_special_tokens": true,
+		"add_generation_prompt": true, "chat_template_kwargs": true, "cache_salt": true,
+	}
+	// idleValues are the values at which an option that is not simulated
+	// has no effect.
+	idleValues = map[string][]string{
+		"logprobs": {"false", "0"}, "top_logprobs": {"0"}, "echo": {"false"}, "best_of": {"1"},
+		"include_stop_str_in_output": {"false"}, "parallel_tool_calls": {"true", "false"},
+	}
+)
+
+// checkOptions refuses the options of a request that the simulator does
+// not simulate, naming them; a null value is an absent option. chat tells
+// the chat-completions fields (messages, max_completion_tokens) from the
+// completions one (prompt).
+func checkOptions(body []byte, chat bool) *apiError {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return invalidRequest("", "We could not parse the JSON body of your request: %v", err)
+	}
+	var refused []string
+	for k, v := range fields {
+		v = bytes.TrimSpace(v)
+		switch {
+		case string(v) == "null", simulatedOptions[k], inertOptions[k],
+			chat && (k == "messages" || k == "max_completion_tokens"), !chat && k == "prompt",
+			slices.Contains(idleValues[k], string(v)):
+		default:
+			refused = append(refused, k)
+		}
+	}
+	if len(refused) == 0 {
+		return nil
+	}
+	slices.Sort(refused)
+	return invalidRequest(refused[0], "planner sim does not simulate %s: send the request without %s (the options it takes are listed in docs/probe.md)",
+		strings.Join(refused, ", "), map[bool]string{true: "them", false: "it"}[len(refused) > 1])
 }
 
 // chatMessage is one message; Content is a string, an array of parts, or
@@ -84,28 +147,49 @@ type parsed struct {
 	promptTokens int
 	maxTokens    int // effective: max_completion_tokens, else max_tokens, else DefaultMaxTokens
 	sentMax      int // as sent, 0 when absent
+	minTokens    int // min_tokens: no end of sequence before it
+	choices      int // n
+	stops        []string
 	includeUsage bool
 }
 
-// parseRequest decodes and validates a chat-completions body.
-func parseRequest(body []byte) (parsed, *apiError) {
+// maxChoices and maxStops bound n and stop, as OpenAI's API does for stop.
+const (
+	maxChoices = 128
+	maxStops   = 4
+)
+
+// parseRequest decodes and validates a chat-completions body (chat) or a
+// completions body.
+func parseRequest(body []byte, chat bool) (parsed, *apiError) {
 	var p parsed
+	if e := checkOptions(body, chat); e != nil {
+		return p, e
+	}
 	if err := json.Unmarshal(body, &p.req); err != nil {
 		return p, invalidRequest("", "We could not parse the JSON body of your request: %v", err)
 	}
 	if p.req.Model == "" {
 		return p, invalidRequest("model", "you must provide a model parameter")
 	}
-	if len(p.req.Messages) == 0 {
-		return p, invalidRequest("messages", "'messages' must be a non-empty array")
-	}
-	p.promptTokens = replyOverhead
-	for i, m := range p.req.Messages {
-		n, err := textBytes(m.Content)
-		if err != nil {
-			return p, invalidRequest(fmt.Sprintf("messages.[%d].content", i), "invalid content in messages[%d]: %v", i, err)
+	if chat {
+		if len(p.req.Messages) == 0 {
+			return p, invalidRequest("messages", "'messages' must be a non-empty array")
 		}
-		p.promptTokens += messageOverhead + (n+bytesPerToken-1)/bytesPerToken
+		p.promptTokens = replyOverhead
+		for i, m := range p.req.Messages {
+			n, err := textBytes(m.Content)
+			if err != nil {
+				return p, invalidRequest(fmt.Sprintf("messages.[%d].content", i), "invalid content in messages[%d]: %v", i, err)
+			}
+			p.promptTokens += messageOverhead + (n+bytesPerToken-1)/bytesPerToken
+		}
+	} else {
+		n, e := promptTokens(p.req.Prompt)
+		if e != nil {
+			return p, e
+		}
+		p.promptTokens = n
 	}
 	p.maxTokens = DefaultMaxTokens
 	for _, f := range []struct {
@@ -120,8 +204,74 @@ func parseRequest(body []byte) (parsed, *apiError) {
 		}
 		p.maxTokens, p.sentMax = *f.v, *f.v
 	}
+	if m := p.req.MinTokens; m != nil {
+		if *m < 0 || *m > p.maxTokens {
+			return p, invalidRequest("min_tokens", "min_tokens must be between 0 and max_tokens (%d), got %d", p.maxTokens, *m)
+		}
+		p.minTokens = *m
+	}
+	p.choices = 1
+	if n := p.req.N; n != nil {
+		if *n < 1 || *n > maxChoices {
+			return p, invalidRequest("n", "n must be between 1 and %d, got %d", maxChoices, *n)
+		}
+		p.choices = *n
+	}
+	var err error
+	if p.stops, err = stopStrings(p.req.Stop); err != nil {
+		return p, invalidRequest("stop", "%v", err)
+	}
 	p.includeUsage = p.req.StreamOptions != nil && p.req.StreamOptions.IncludeUsage
 	return p, nil
+}
+
+// promptTokens approximates the prompt of a completions request: a string
+// (ceil(bytes/4) tokens), or token ids (one each); a list of several
+// prompts is a batch, which the simulator does not simulate.
+func promptTokens(raw json.RawMessage) (int, *apiError) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, invalidRequest("prompt", "you must provide a prompt")
+	}
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		return (len(text) + bytesPerToken - 1) / bytesPerToken, nil
+	}
+	var ids []int
+	if json.Unmarshal(raw, &ids) == nil && len(ids) > 0 {
+		return len(ids), nil
+	}
+	var list []json.RawMessage
+	if json.Unmarshal(raw, &list) == nil && len(list) == 1 {
+		return promptTokens(list[0])
+	}
+	if len(list) > 1 {
+		return 0, invalidRequest("prompt", "planner sim does not simulate a batch of %d prompts in one request: send one prompt per request", len(list))
+	}
+	return 0, invalidRequest("prompt", "prompt must be a string, a list of token ids, or a list of one of them")
+}
+
+// stopStrings reads stop: a string, a list of up to 4 strings, or null.
+func stopStrings(raw json.RawMessage) ([]string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		if one == "" {
+			return nil, nil
+		}
+		return []string{one}, nil
+	}
+	var list []string
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, errors.New("stop must be a string or a list of strings")
+	}
+	if len(list) > maxStops {
+		return nil, fmt.Errorf("stop takes at most %d sequences, got %d", maxStops, len(list))
+	}
+	return slices.DeleteFunc(list, func(s string) bool { return s == "" }), nil
 }
 
 // textBytes is the length in bytes of a message content's text: a string,
@@ -170,40 +320,71 @@ func token(i int) string {
 	return " " + w
 }
 
-// firstDelta and laterDeltas are the JSON deltas of the output tokens: the
-// first token is a bare word, token i > 0 is laterDeltas[i%len(words)].
+// tokenDeltas and tokenTexts are the JSON renderings of the output tokens,
+// as a chat delta ({"content":…}) and as a completions text (a string),
+// computed once: entry 0 is the first token (a bare word), entry 1 + k the
+// word k after a space, which every later token is.
 var (
-	firstDelta  = `{"content":` + strconv.Quote(token(0)) + `}`
-	laterDeltas = func() (d [len(words)]string) {
-		for i, w := range words {
-			d[i] = `{"content":` + strconv.Quote(" "+w) + `}`
+	tokenDeltas, tokenTexts = func() (d, t [len(words) + 1]string) {
+		for k := range len(words) + 1 {
+			text := token(0)
+			if k > 0 {
+				text = " " + words[k-1]
+			}
+			q := strconv.Quote(text)
+			d[k], t[k] = `{"content":`+q+`}`, q
 		}
-		return d
+		return d, t
 	}()
 )
 
+// renderedToken is the index into tokenDeltas and tokenTexts of token i.
+func renderedToken(i int) int {
+	if i == 0 {
+		return 0
+	}
+	return 1 + i%len(words)
+}
+
 // chunkEncoder renders the server-sent events of one streamed completion
-// without reflection, so that a thousand streams stay cheap.
+// without reflection, so that a thousand streams stay cheap: chat chunks
+// (chat.completion.chunk with a delta) or completions chunks
+// (text_completion with a text).
 type chunkEncoder struct {
-	head         []byte // `data: {"id":…,"model":…,"system_fingerprint":null,`
+	head         []byte // `data: {"id":…,"object":…,"created":…,"model":…,`
+	text         bool
 	includeUsage bool
 	buf          []byte
 }
 
-func newChunkEncoder(id string, created int64, model []byte, includeUsage bool) *chunkEncoder {
-	head := []byte(`data: {"id":"` + id + `","object":"chat.completion.chunk","created":` +
+func newChunkEncoder(id string, created int64, model []byte, text, includeUsage bool) *chunkEncoder {
+	object := "chat.completion.chunk"
+	if text {
+		object = "text_completion"
+	}
+	head := []byte(`data: {"id":"` + id + `","object":"` + object + `","created":` +
 		strconv.FormatInt(created, 10) + `,"model":`)
 	head = append(head, model...)
-	head = append(head, `,"system_fingerprint":null,`...)
-	return &chunkEncoder{head: head, includeUsage: includeUsage}
+	if !text {
+		head = append(head, `,"system_fingerprint":null`...)
+	}
+	head = append(head, ',')
+	return &chunkEncoder{head: head, text: text, includeUsage: includeUsage}
 }
 
-// choice appends one chunk event with the given delta and finish_reason
-// ("" for null).
-func (e *chunkEncoder) choice(delta, finish string) {
+// choice appends one chunk event for choice index with the given
+// rendering (a delta object for chat, a JSON string for completions) and
+// finish_reason ("" for null).
+func (e *chunkEncoder) choice(index int, rendered, finish string) {
 	e.buf = append(e.buf, e.head...)
-	e.buf = append(e.buf, `"choices":[{"index":0,"delta":`...)
-	e.buf = append(e.buf, delta...)
+	e.buf = append(e.buf, `"choices":[{"index":`...)
+	e.buf = strconv.AppendInt(e.buf, int64(index), 10)
+	if e.text {
+		e.buf = append(e.buf, `,"text":`...)
+	} else {
+		e.buf = append(e.buf, `,"delta":`...)
+	}
+	e.buf = append(e.buf, rendered...)
 	e.buf = append(e.buf, `,"logprobs":null,"finish_reason":`...)
 	if finish == "" {
 		e.buf = append(e.buf, "null"...)
@@ -217,18 +398,27 @@ func (e *chunkEncoder) choice(delta, finish string) {
 	e.buf = append(e.buf, "}\n\n"...)
 }
 
-// roleChunk appends the opening chunk that names the assistant role.
-func (e *chunkEncoder) roleChunk() {
-	e.choice(`{"role":"assistant","content":""}`, "")
+// roleChunk appends the opening chunk of a chat choice that names the
+// assistant role; completions have none.
+func (e *chunkEncoder) roleChunk(index int) {
+	if !e.text {
+		e.choice(index, `{"role":"assistant","content":""}`, "")
+	}
 }
 
-// tokenChunk appends the chunk carrying output token i.
-func (e *chunkEncoder) tokenChunk(i int, finish string) {
-	delta := firstDelta
-	if i > 0 {
-		delta = laterDeltas[i%len(words)]
+// tokenChunk appends the chunk carrying output token i of choice index:
+// the token's whole text, or clipped (a stop sequence ends inside it).
+func (e *chunkEncoder) tokenChunk(index, i int, clipped string, whole bool, finish string) {
+	switch {
+	case whole && e.text:
+		e.choice(index, tokenTexts[renderedToken(i)], finish)
+	case whole:
+		e.choice(index, tokenDeltas[renderedToken(i)], finish)
+	case e.text:
+		e.choice(index, strconv.Quote(clipped), finish)
+	default:
+		e.choice(index, `{"content":`+strconv.Quote(clipped)+`}`, finish)
 	}
-	e.choice(delta, finish)
 }
 
 // usageChunk appends the trailing usage-only chunk.
@@ -259,6 +449,25 @@ func newUsage(prompt, completion int) usage {
 	return usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
 }
 
+// textCompletion is a non-streamed text_completion object (POST
+// /v1/completions).
+type textCompletion struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"`
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []textChoice `json:"choices"`
+	Usage   usage        `json:"usage"`
+}
+
+// textChoice is one choice of a text completion.
+type textChoice struct {
+	Index        int       `json:"index"`
+	Text         string    `json:"text"`
+	Logprobs     *struct{} `json:"logprobs"`
+	FinishReason string    `json:"finish_reason"`
+}
+
 // completion is a non-streamed chat.completion object.
 type completion struct {
 	ID                string             `json:"id"`
@@ -270,7 +479,7 @@ type completion struct {
 	Usage             usage              `json:"usage"`
 }
 
-// completionChoice is the single choice of a completion.
+// completionChoice is one choice of a completion.
 type completionChoice struct {
 	Index        int               `json:"index"`
 	Message      completionMessage `json:"message"`
@@ -291,10 +500,14 @@ type modelList struct {
 	Data   []modelInfo `json:"data"`
 }
 
-// modelInfo describes the served model.
+// modelInfo describes the served model as vLLM's model card does: root
+// is the model it serves (the id itself, there being no adapter), parent
+// the base model of an adapter (none).
 type modelInfo struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Created int64  `json:"created"`
-	OwnedBy string `json:"owned_by"`
+	ID      string  `json:"id"`
+	Object  string  `json:"object"`
+	Created int64   `json:"created"`
+	OwnedBy string  `json:"owned_by"`
+	Root    string  `json:"root"`
+	Parent  *string `json:"parent"`
 }

@@ -41,6 +41,9 @@ func looksAIPerfJSON(vals []any) bool {
 	if o.has("aiperf_version") {
 		return true
 	}
+	if isGenAIPerfConfig(o) {
+		return false
+	}
 	if rec, ok := o.obj("records"); ok {
 		for _, v := range rec {
 			if m, ok := asObj(v); ok && m.has("tag") && m.has("unit") {
@@ -243,8 +246,10 @@ func looksAIPerfJSONL(vals []any) bool {
 }
 
 // parseAIPerfJSONL reads profile_export.jsonl: one request per line with
-// metadata (timestamp_ns, credit_phase), metrics ({value, unit} each) and
-// error (code, type, message) for failed requests.
+// metadata (request_start_ns or timestamp_ns; benchmark_phase, or
+// credit_phase in older versions, "warmup" or "profiling"), metrics
+// ({value, unit} each) and error (code, type, message) for failed
+// requests.
 func parseAIPerfJSONL(name string, vals []any) (*part, error) {
 	type line struct {
 		rec   measure.Record
@@ -305,7 +310,12 @@ func aiperfRecord(md, mt, o obj) (measure.Record, error) {
 	}
 	rec.OutputTokens, _ = count(aiperfValue(mt, "output_sequence_length", "output_token_count"))
 	rec.InputTokens, _ = count(aiperfValue(mt, "input_sequence_length"))
-	phase, _ := md.str("credit_phase")
+	// The phase is benchmark_phase in current versions, credit_phase in
+	// older ones; warm-up rows take no part in the step.
+	phase, _ := md.str("benchmark_phase")
+	if phase == "" {
+		phase, _ = md.str("credit_phase")
+	}
 	rec.Warmup = phase == "warmup"
 	if e, failed := o.obj("error"); failed {
 		code, _ := e.num("code")

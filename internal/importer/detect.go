@@ -7,16 +7,21 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"sigs.k8s.io/yaml"
 )
 
 // Format ids, stable across releases: they appear in output and in the
 // --format flag.
 const (
 	FormatVLLM             = "vllm-bench-serve"
+	FormatVLLMSweepCSV     = "vllm-sweep-csv"
 	FormatGuideLLM         = "guidellm-benchmarks"
+	FormatGuideLLMCSV      = "guidellm-csv"
 	FormatAIPerfJSON       = "aiperf-json"
 	FormatAIPerfJSONL      = "aiperf-jsonl"
 	FormatAIPerfCSV        = "aiperf-csv"
+	FormatAIPerfSweep      = "aiperf-sweep-json"
 	FormatGenAIPerfJSON    = "genai-perf-json"
 	FormatGenAIPerfCSV     = "genai-perf-csv"
 	FormatLLMPerfSummary   = "llmperf-summary"
@@ -42,6 +47,8 @@ type format struct {
 var formats = []format{
 	{id: FormatGuideLLM, what: "a GuideLLM benchmarks.json", looks: looksGuideLLM, parseJSON: parseGuideLLM,
 		markers: [][]string{{`"benchmarks"`, `"guidellm`}, {`"benchmarks"`, `"generative_benchmark"`}}},
+	{id: FormatAIPerfSweep, what: "an AIPerf profile_export_aiperf_sweep.json", looks: looksAIPerfSweep, parseJSON: parseAIPerfSweep,
+		markers: [][]string{{`"aggregation_type"`, `"per_combination_metrics"`}}},
 	{id: FormatAIPerfJSONL, what: "an AIPerf profile_export.jsonl", looks: looksAIPerfJSONL, parseJSON: parseAIPerfJSONL,
 		markers: [][]string{{`{"metadata"`, `"metrics"`, `"timestamp_ns"`}}},
 	{id: FormatAIPerfJSON, what: "an AIPerf profile_export_aiperf.json", looks: looksAIPerfJSON, parseJSON: parseAIPerfJSON,
@@ -56,6 +63,8 @@ var formats = []format{
 		markers: [][]string{{`"mean_ttft_ms"`}, {`"median_ttft_ms"`}, {`"num_prompts"`, `"request_throughput"`}, {`"burstiness"`}}},
 	{id: FormatProbeCSV, what: "a planner requests.csv", looksCSV: looksProbeCSV, parseCSV: parseProbeCSV},
 	{id: FormatWorkshopCSV, what: "a workshop ramp CSV (step, idx, ok, code, ms, wall_s)", looksCSV: looksWorkshopCSV, parseCSV: parseWorkshopCSV},
+	{id: FormatVLLMSweepCSV, what: "a vLLM bench sweep serve summary.csv", looksCSV: looksVLLMSweepCSV, parseCSV: parseVLLMSweepCSV},
+	{id: FormatGuideLLMCSV, what: "a GuideLLM benchmarks.csv", looksCSV: looksGuideLLMCSV, parseCSV: parseGuideLLMCSV},
 	{id: FormatAIPerfCSV, what: "an AIPerf profile_export_aiperf.csv", looksCSV: looksAIPerfCSV, parseCSV: parseAIPerfCSV},
 	{id: FormatGenAIPerfCSV, what: "a GenAI-Perf profile_export_genai_perf.csv", looksCSV: looksGenAIPerfCSV, parseCSV: parseGenAIPerfCSV},
 }
@@ -115,13 +124,36 @@ func parseFile(f File, forced string) (*part, error) {
 	if trimmed[0] == '{' || trimmed[0] == '[' {
 		return detectJSON(f.Name, data)
 	}
-	return detectCSV(f.Name, data)
+	p, err := detectCSV(f.Name, data)
+	if errors.Is(err, ErrUnknownFormat) {
+		if js, ok := yamlAsJSON(data); ok {
+			return detectJSON(f.Name, js)
+		}
+	}
+	return p, err
+}
+
+// yamlAsJSON converts a YAML mapping (GuideLLM's benchmarks.yaml) into
+// JSON, or reports false for anything else.
+func yamlAsJSON(data []byte) ([]byte, bool) {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 || trimmed[0] == '{' || trimmed[0] == '[' {
+		return nil, false
+	}
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil || !bytes.HasPrefix(bytes.TrimSpace(js), []byte("{")) {
+		return nil, false
+	}
+	return js, true
 }
 
 func parseAs(fm format, name string, data []byte) (*part, error) {
 	var p *part
 	var err error
 	if fm.parseJSON != nil {
+		if js, ok := yamlAsJSON(data); ok {
+			data = js
+		}
 		var vals []any
 		vals, err = decodeJSONValues(data)
 		if err == nil {

@@ -15,7 +15,7 @@ import (
 
 func looksGenAIPerfJSON(vals []any) bool {
 	o, ok := singleObj(vals)
-	if !ok || looksAIPerfJSON(vals) {
+	if !ok || (!isGenAIPerfConfig(o) && looksAIPerfJSON(vals)) {
 		return false
 	}
 	ms := collectMetrics(o)
@@ -40,11 +40,31 @@ func parseGenAIPerfJSON(_ string, vals []any) (*part, error) {
 		r.rateRPS = rate
 	}
 	p := &part{source: Source{Tool: "genai-perf"}, runs: []*run{r}}
+	if r.concurrency == 0 && r.rateRPS == 0 {
+		notes = append(notes, "the file's input_config gives no concurrency or request rate (perf_analyzer.stimulus): it is estimated")
+	}
 	p.source.Model = firstString(firstPresent(ic, [][]string{{"model"}, {"model_names"}}))
+	if s, ok := ic.strAt("endpoint", "type"); ok && s != "" {
+		p.source.Settings = map[string]string{"endpoint_type": s}
+	}
 	p.notes = append([]string{
 		"TTFT, TPOT (GenAI-Perf's inter_token_latency, (request_latency − TTFT)/(output tokens − 1)) and E2E (request_latency) match the planner's definitions",
 	}, notes...)
 	return p, nil
+}
+
+// isGenAIPerfConfig reports whether the document's input_config is
+// GenAI-Perf's: its arguments in sections (perf_analyzer with the stimulus,
+// endpoint, input, tokenizer), where AIPerf's has loadgen or phases.
+// GenAI-Perf 0.0.16 also writes an endpoint section and a request_count
+// metric, which AIPerf's summary has too.
+func isGenAIPerfConfig(o obj) bool {
+	ic, ok := o.obj("input_config")
+	if !ok {
+		return false
+	}
+	_, pa := ic.obj("perf_analyzer")
+	return pa
 }
 
 func firstNum(o obj, paths [][]string) float64 {

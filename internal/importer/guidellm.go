@@ -10,9 +10,11 @@ import (
 	"github.com/plannerdev/planner/internal/measure"
 )
 
-// GuideLLM (`guidellm benchmark ... --output-path benchmarks.json`) writes
-// {"benchmarks": [...]}, one benchmark per strategy of the profile (a sweep
-// gives synchronous, throughput and several constant rates). Two layouts
+// GuideLLM (`guidellm run ... --output kind=json`, formerly `guidellm
+// benchmark ... --output-path benchmarks.json`) writes {"benchmarks":
+// [...]}, one benchmark per strategy of the profile (a sweep gives
+// synchronous, throughput and several constant rates), as JSON or, with
+// --output kind=yaml, the same document as YAML (benchmarks.yaml). Two layouts
 // exist: the older one keeps each benchmark's strategy in args.strategy and
 // its totals in request_totals; report version 2 (metadata.version 2) keeps
 // them in config.strategy and metrics.request_totals. Both summarise every
@@ -301,7 +303,13 @@ func guidellmRecord(o obj, ok bool, start, t0 float64) (measure.Record, bool) {
 		rec.StartS = start - t0
 	}
 	rec.TTFTMs, _ = o.num("time_to_first_token_ms")
-	last, hasLast := o.num("last_token_time")
+	// The last token's time: last_token_time in the older layout,
+	// info.timings.last_iteration in report v2 until v0.7, whose entries
+	// carry it as info.timings.last_token_iteration.
+	last, hasLast := o.numAt("info", "timings", "last_token_iteration")
+	if !hasLast {
+		last, hasLast = o.num("last_token_time")
+	}
 	if !hasLast {
 		last, hasLast = o.numAt("info", "timings", "last_iteration")
 	}

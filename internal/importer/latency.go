@@ -15,16 +15,12 @@ import (
 // passes scenario validation, or returns nil with the reason in the notes.
 // A curve point needs a known concurrency, and one concurrency appears once
 // (the first step of that concurrency, the lowest rate, is kept). The knee
-// is left out when the ramp has a single concurrency: one step cannot show
-// where throughput stops growing. Without any curve point (a ramp with no
-// TTFT) the block holds the knee alone, to sit beside ttft_ms and tpot_ms.
+// is the analysis's (none for a ramp of one concurrency). Without any
+// curve point (a ramp with no TTFT) the block holds the knee alone, to
+// sit beside ttft_ms and tpot_ms.
 func latencyBlock(res measure.Result) (*scenario.Latency, []string) {
-	distinct := map[int]bool{}
-	for _, s := range res.Steps {
-		distinct[s.Concurrency] = true
-	}
 	knee := res.Knee
-	if knee != nil && (*knee < 1 || len(distinct) < 2) {
+	if knee != nil && *knee < 1 {
 		knee = nil
 	}
 	var notes []string
@@ -50,9 +46,6 @@ func latencyBlock(res measure.Result) (*scenario.Latency, []string) {
 			return &scenario.Latency{Knee: knee}, []string{"the latency block holds the knee only (" + err.Error() + "): give ttft_ms and tpot_ms beside it"}
 		}
 		return nil, []string{"no latency block: " + err.Error()}
-	}
-	if l.Knee != nil && knee == nil {
-		notes = append(notes, "one concurrency only: the latency block has no knee (import a ramp to measure one)")
 	}
 	l.Knee = knee
 	if err := validLatency(l); err != nil {

@@ -35,6 +35,13 @@ type run struct {
 	wallS                           float64
 	throughputRPS, outputTPS        float64
 	ttft, tpot, e2e                 summary // milliseconds, over successful requests
+	// e2eSamples are the successful requests' E2E in milliseconds, when
+	// the file keeps them without the rest of each request's row (vLLM's
+	// default save): E2E and goodput are then exact.
+	e2eSamples []float64
+	// pooledRuns counts the repeats pooled into this run (0 or 1 for
+	// one run): a percentile from their summaries is an upper bound.
+	pooledRuns int
 
 	// Per-request rows, when the file has them.
 	records         []measure.Record
@@ -228,7 +235,9 @@ func (r *run) stepFromSummary(opts analysis.Options) (measure.Step, []string, er
 		if err != nil {
 			return st, nil, err
 		}
-		*m.p50, *m.p95, *m.estimated = p50, p95, est || (m.derived && p50 > 0)
+		exact := m.name == "E2E" && len(r.e2eSamples) > 0
+		pooled := r.pooledRuns > 1 && !exact && p50 > 0
+		*m.p50, *m.p95, *m.estimated = p50, p95, est || (m.derived && p50 > 0) || pooled
 		// p90 and p99 only as reported: 0 (not given) otherwise.
 		*m.p90, *m.p99 = m.s.q[0.9], m.s.q[0.99]
 		notes = append(notes, n...)
@@ -241,6 +250,15 @@ func (r *run) stepFromSummary(opts analysis.Options) (measure.Step, []string, er
 		return st, notes, nil
 	}
 	frac, exact, ok := r.e2e.fractionWithin(opts.DeadlineMs)
+	if len(r.e2eSamples) > 0 {
+		within := 0
+		for _, x := range r.e2eSamples {
+			if x <= opts.DeadlineMs {
+				within++
+			}
+		}
+		frac, exact, ok = float64(within)/float64(len(r.e2eSamples)), true, true
+	}
 	switch {
 	case !ok:
 		st.GoodputEstimated = true

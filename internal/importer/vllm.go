@@ -1,9 +1,13 @@
 package importer
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,14 +29,32 @@ import (
 
 var vllmMarkers = []string{"burstiness", "num_prompts", "mean_ttft_ms", "median_ttft_ms", "mean_e2el_ms", "ttfts"}
 
-func looksVLLM(vals []any) bool {
+// vllmObjects returns the result objects of a vLLM file, one per run: a
+// single result, the lines of --append-result, or the JSON array of
+// `vllm bench sweep serve`'s summary.json (the runs of one combination).
+func vllmObjects(vals []any) ([]obj, bool) {
+	if len(vals) == 1 {
+		if list, ok := vals[0].([]any); ok {
+			vals = list
+		}
+	}
+	if len(vals) == 0 {
+		return nil, false
+	}
+	objs := make([]obj, 0, len(vals))
 	for _, v := range vals {
 		o, ok := asObj(v)
 		if !ok || !hasAny(o, vllmMarkers) {
-			return false
+			return nil, false
 		}
+		objs = append(objs, o)
 	}
-	return true
+	return objs, true
+}
+
+func looksVLLM(vals []any) bool {
+	_, ok := vllmObjects(vals)
+	return ok
 }
 
 func hasAny(o obj, keys []string) bool {
@@ -45,25 +67,56 @@ func hasAny(o obj, keys []string) bool {
 }
 
 func parseVLLM(name string, vals []any) (*part, error) {
+	objs, _ := vllmObjects(vals)
+	return vllmPart(name, objs)
+}
+
+// vllmPart reads the results of one file. Runs of one combination at one
+// load (a sweep's repeats, --num-runs) are pooled into one step.
+func vllmPart(name string, objs []obj) (*part, error) {
 	p := &part{source: Source{Tool: "vllm bench serve"}}
 	p.notes = append(p.notes, "vLLM's TTFT, TPOT (excluding the first token) and E2E match the planner's definitions and are taken as they are; vLLM's ITL (gaps between chunks over all requests) is not used")
-	for i, v := range vals {
-		o, _ := asObj(v)
-		r, notes, err := vllmRun(o)
+	type group struct {
+		key  string
+		runs []*run
+	}
+	var groups []*group
+	for i, o := range objs {
+		label := baseName(name)
+		if len(objs) > 1 {
+			label = fmt.Sprintf("%s #%d", baseName(name), i+1)
+		}
+		if params := vllmSweepParams(o); params != "" {
+			label += " (" + params + ")"
+		}
+		runs, notes, err := vllmRuns(o, label)
 		if err != nil {
-			if len(vals) > 1 {
-				return nil, fmt.Errorf("result %d of %d: %w", i+1, len(vals), err)
+			if len(objs) > 1 {
+				return nil, fmt.Errorf("result %d of %d: %w", i+1, len(objs), err)
 			}
 			return nil, err
 		}
-		if len(vals) > 1 {
-			r.label = fmt.Sprintf("%s #%d", baseName(name), i+1)
-			for j, n := range notes {
-				notes[j] = r.label + ": " + n
+		for _, n := range notes {
+			if len(objs) > 1 || len(runs) > 1 {
+				n = label + ": " + n
 			}
+			p.notes = append(p.notes, n)
 		}
-		p.notes = append(p.notes, notes...)
-		p.runs = append(p.runs, r)
+		for _, r := range runs {
+			// Only a sweep's runs (they carry run_number) are repeats; two
+			// plain results at one load are refused as two measurements of
+			// one step, and so is an unknown load.
+			key := r.load() + " " + vllmSweepParams(o)
+			if !o.has("run_number") || (r.concurrency == 0 && r.rateRPS == 0) {
+				key = r.label
+			}
+			j := slices.IndexFunc(groups, func(g *group) bool { return g.key == key })
+			if j < 0 {
+				groups = append(groups, &group{key: key})
+				j = len(groups) - 1
+			}
+			groups[j].runs = append(groups[j].runs, r)
+		}
 		if p.source.Model == "" {
 			p.source.Model, _ = o.str("model_id")
 			p.source.Settings = vllmSettings(o)
@@ -72,7 +125,50 @@ func parseVLLM(name string, vals []any) (*part, error) {
 			p.source.Date = vllmDate(o)
 		}
 	}
+	for _, g := range groups {
+		if len(g.runs) == 1 {
+			p.runs = append(p.runs, g.runs[0])
+			continue
+		}
+		r, note := poolRepeats(g.runs)
+		p.runs = append(p.runs, r)
+		p.notes = append(p.notes, note)
+	}
 	return p, nil
+}
+
+// vllmResultKeys are the keys vLLM bench serve itself writes; any other
+// key of a sweep's result is one of the sweep's parameters (a serve or
+// bench override, or --metadata), which tells its combinations apart.
+var vllmResultKeys = map[string]bool{
+	"date": true, "endpoint_type": true, "backend": true, "label": true, "model_id": true, "tokenizer_id": true,
+	"num_prompts": true, "request_rate": true, "burstiness": true, "max_concurrency": true,
+	"ramp_up_strategy": true, "ramp_up_start_rps": true, "ramp_up_end_rps": true, "rps_change_events": true,
+	"duration": true, "completed": true, "failed": true, "total_input_tokens": true, "total_output_tokens": true,
+	"request_throughput": true, "request_goodput": true, "request_goodput:": true, "output_throughput": true,
+	"total_token_throughput": true, "input_lens": true, "output_lens": true, "ttfts": true, "itls": true,
+	"generated_texts": true, "errors": true, "start_times": true, "latencies": true, "queue_times": true,
+	"max_output_tokens_per_s": true, "max_concurrent_requests": true, "rtfx": true, "timestamp": true,
+	"run_number": true, "": true,
+}
+
+var vllmStatKey = regexp.MustCompile(`^(mean|median|std|p[0-9]+(\.[0-9]+)?)_.+_ms$`)
+
+// vllmSweepParams writes the sweep parameters of a result ("max_num_seqs=64"),
+// sorted, or "" for a plain bench serve result.
+func vllmSweepParams(o obj) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(o)) {
+		if vllmResultKeys[k] || vllmStatKey.MatchString(k) || strings.HasPrefix(k, "spec_decode_") {
+			continue
+		}
+		if v, ok := o[k].(string); ok {
+			parts = append(parts, k+"="+v)
+		} else if v, ok := asNum(o[k]); ok {
+			parts = append(parts, k+"="+strconv.FormatFloat(v, 'g', -1, 64))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // vllmSettings are a run's settings besides its load: the backend, the
@@ -98,6 +194,20 @@ func vllmDate(o obj) string {
 		return t.Format("2006-01-02T15:04:05")
 	}
 	return s
+}
+
+// vllmRuns reads one result: one run, or the steps of a ramp-up run split
+// at its rate changes.
+func vllmRuns(o obj, label string) ([]*run, []string, error) {
+	r, notes, err := vllmRun(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.label = label
+	if strategy, _ := o.str("ramp_up_strategy"); strategy != "" {
+		return vllmRampUp(o, r, strategy, notes)
+	}
+	return []*run{r}, notes, nil
 }
 
 func vllmRun(o obj) (*run, []string, error) {
@@ -139,6 +249,25 @@ func vllmRun(o obj) (*run, []string, error) {
 		}
 	}
 	r.ttft, r.tpot, r.e2e = vllmSummary(o, "ttft"), vllmSummary(o, "tpot"), vllmSummary(o, "e2el")
+	if o.has("queue_times") {
+		notes = append(notes, "queue_times (the client's wait for a --max-concurrency slot before sending) are not part of E2E, which starts at the send as the planner's does")
+	}
+	if lats, ok := o.arr("latencies"); ok && !o.has("ttfts") {
+		// The default save keeps each request's latency (0 for a failed
+		// request, whose latency vLLM never sets): E2E comes from them.
+		var xs []float64
+		for _, v := range lats {
+			if s, ok := asNum(v); ok && s > 0 {
+				xs = append(xs, s*1000)
+			}
+		}
+		if len(xs) == completed && completed > 0 {
+			r.e2eSamples, r.e2e = xs, samplesSummary(xs)
+			notes = append(notes, "E2E from the file's per-request latencies (the default save keeps them)")
+		} else {
+			notes = append(notes, fmt.Sprintf("the file's latencies hold %d successful requests where the summary says %d completed: E2E comes from the summary keys", len(xs), completed))
+		}
+	}
 	if !o.has("ttfts") && !r.e2e.known() && r.ttft.known() && r.tpot.known() && completed > 0 {
 		out, _ := o.num("total_output_tokens")
 		if meanOut := out / float64(completed); meanOut >= 1 {
@@ -289,4 +418,55 @@ func at(a []any, i int) any {
 		return a[i]
 	}
 	return nil
+}
+
+// `vllm bench sweep serve` writes, besides each combination's summary.json
+// (a JSON array of its runs' results, read as any vLLM result), the whole
+// sweep as summary.csv: pandas' DataFrame.to_csv of every run's result
+// with its run_number and the combination's parameters, one row per run,
+// an unnamed index column first, lists written as Python writes them.
+
+func looksVLLMSweepCSV(header []string) bool {
+	has := map[string]bool{}
+	for _, h := range header {
+		has[strings.TrimSpace(h)] = true
+	}
+	return has["request_throughput"] && has["completed"] && has["duration"] && (has["max_concurrency"] || has["request_rate"])
+}
+
+func parseVLLMSweepCSV(name string, data []byte) (*part, error) {
+	rows, err := readCSV(data)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) < 2 {
+		return nil, errors.New("has no result rows")
+	}
+	header := rows[0]
+	objs := make([]obj, 0, len(rows)-1)
+	for i, row := range rows[1:] {
+		if len(row) != len(header) {
+			return nil, fmt.Errorf("line %d has %d fields where the header has %d (truncated file?)", i+2, len(row), len(header))
+		}
+		o := obj{}
+		for j, h := range header {
+			h, cell := strings.TrimSpace(h), strings.TrimSpace(row[j])
+			switch {
+			case h == "" || cell == "":
+				// pandas' index, or a value the run did not record (NaN).
+			case strings.HasPrefix(cell, "["):
+				// A list as Python writes it: numbers read as JSON; lists
+				// of strings or dicts (errors, rps_change_events) do not
+				// and are left out.
+				var list []any
+				if json.Unmarshal([]byte(cell), &list) == nil {
+					o[h] = list
+				}
+			default:
+				o[h] = cell
+			}
+		}
+		objs = append(objs, o)
+	}
+	return vllmPart(name, objs)
 }
