@@ -91,8 +91,11 @@ func Join(path, field string) string {
 // or a field above it names the problem.
 type Names struct {
 	// Fields maps a path without list indexes, or a field above it, to its
-	// name. A path no entry covers keeps its own name.
+	// name.
 	Fields map[string]string
+	// Other names a path that no entry covers; when empty, the path keeps
+	// its own name.
+	Other string
 	// Below keeps what follows the entry in the path, list indexes and
 	// fields below it ("steps[2]" is "body.steps[2]"); without it the name
 	// is the entry's alone ("steps[2]" is "--steps").
@@ -108,6 +111,9 @@ func (n Names) Of(path string) string {
 			}
 			return name
 		}
+	}
+	if n.Other != "" {
+		return n.Other
 	}
 	return path
 }

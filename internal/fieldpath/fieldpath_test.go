@@ -65,6 +65,9 @@ func TestPathsAreBuiltAndRenamed(t *testing.T) {
 			t.Errorf("body location of %q = %q, want %q", tc.path, got, tc.body)
 		}
 	}
+	if got := (Names{Fields: fields, Other: "body"}).Of("warmup"); got != "body" {
+		t.Errorf("an unnamed field is %q, want the fallback", got)
+	}
 	got := body.Rename([]Error{{Path: "steps[1]", Message: "m"}})
 	if len(got) != 1 || got[0] != (Error{Path: "S[1]", Message: "m"}) {
 		t.Errorf("renamed %+v", got)
