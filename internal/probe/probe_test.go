@@ -3,6 +3,7 @@ package probe
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 	"github.com/plannerdev/planner/internal/fakeendpoint"
 	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/optional"
+	"github.com/plannerdev/planner/internal/target"
 	"github.com/plannerdev/planner/internal/testutil"
 )
 
@@ -396,6 +398,12 @@ func TestAnswers(t *testing.T) {
 		{name: "CR line endings", handler: func(_ int, w http.ResponseWriter) {
 			writeStream(w, sse("\r", contentChunk, contentChunk, usageChunk)+"data: [DONE]\r\r")
 		}, status: 200, attempts: 1},
+		{name: "headers past the cap", handler: func(_ int, w http.ResponseWriter) {
+			for i := range 4 {
+				w.Header().Set(fmt.Sprintf("X-Pad-%d", i), strings.Repeat("a", target.MaxResponseHeaderBytes/4))
+			}
+			writeStream(w, stream)
+		}, class: measure.ErrTransport, attempts: 1},
 		{name: "500", handler: func(_ int, w http.ResponseWriter) { http.Error(w, `{"error":{"message":"boom"}}`, 500) },
 			class: measure.ErrServer, status: 500, attempts: 1},
 		{name: "404 wrong model", handler: func(_ int, w http.ResponseWriter) { http.Error(w, "no such model", 404) },
