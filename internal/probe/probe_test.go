@@ -3,6 +3,7 @@ package probe
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -488,6 +489,48 @@ func TestAnswers(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestCalibrationBoundedAgainstTheEndpoint: an endpoint that answers
+// usage.prompt_tokens 1, then 7, then 1 would have calibration grow the
+// synthetic prompt from 1 KB to 262 KB, then 9.6 MB, then 2.46 GB; each
+// answer moves it by at most maxCalibrationFactor, and it never passes
+// maxCharsPerToken characters per target token.
+func TestCalibrationBoundedAgainstTheEndpoint(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		counts := []int{1, 7, 1} // the answers that once grew a request to 2.46 GB at the fourth
+		var mu sync.Mutex
+		var lengths []int
+		base, dial := testutil.PipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var req struct {
+				Messages []message `json:"messages"`
+			}
+			if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) != 1 {
+				http.Error(w, "bad request", 400)
+				return
+			}
+			mu.Lock()
+			lengths = append(lengths, len(req.Messages[0].Content))
+			n := counts[(len(lengths)-1)%len(counts)]
+			mu.Unlock()
+			writeStream(w, sse("\n", contentChunk, fmt.Sprintf(`{"choices":[],"usage":{"prompt_tokens":%d,"completion_tokens":1}}`, n))+"data: [DONE]\n\n")
+		}))
+		cfg := quick(base)
+		cfg.DialContext, cfg.Steps, cfg.InputTokens = dial, []int{1}, optional.Of(256)
+		cfg.Budget.MaxRequests = optional.Of(len(counts))
+		run(t, t.Context(), cfg, nil)
+		if len(lengths) != len(counts) || lengths[0] != 256*charsPerToken {
+			t.Fatalf("prompt lengths %v", lengths)
+		}
+		for i, n := range lengths {
+			if n > 256*maxCharsPerToken || n < 256*minCharsPerToken {
+				t.Errorf("request %d: a prompt of %d characters for 256 tokens (lengths %v)", i, n, lengths)
+			}
+			if i > 0 && (n > maxCalibrationFactor*lengths[i-1] || n*maxCalibrationFactor < lengths[i-1]) {
+				t.Errorf("request %d: the prompt went from %d to %d characters on one answer", i, lengths[i-1], n)
+			}
+		}
+	})
 }
 
 func writeStream(w http.ResponseWriter, body string) {

@@ -110,6 +110,19 @@ const (
 	charsPerToken = 4
 	// calibrationRounds is how many responses tune the synthetic length.
 	calibrationRounds = 8
+	// The synthetic length that calibration may choose is bounded,
+	// whatever an endpoint answers (an endpoint may answer anything):
+	// one answer moves it by at most maxCalibrationFactor either way, and
+	// it stays within minCharsPerToken and maxCharsPerToken characters per
+	// target token. The filler is common English words, which tokenizers
+	// cut into a token per 4 to 6 characters; a tokenizer whose
+	// vocabulary holds every filler word as one token still needs fewer
+	// than 7. So a prompt is never longer than 8 characters per token of
+	// the target (8 MB at MaxInputTokens), and a hostile usage count
+	// cannot grow the requests from 1 KB to gigabytes.
+	maxCalibrationFactor = 2
+	minCharsPerToken     = 1
+	maxCharsPerToken     = 8
 )
 
 // syntheticOverhead is the JSON around a synthetic text in a messages
@@ -122,8 +135,9 @@ var syntheticOverhead = func() int {
 // prompts hands out request inputs: prompts from a file in turn, or
 // synthetic text of a target length in tokens. The synthetic length is
 // calibrated on the first responses: a response that counted p prompt
-// tokens for a text of n characters sets the length to n·target/p, which
-// converges on the target when the chat template adds only a few tokens.
+// tokens for a text of n characters sets the length to n·target/p, within
+// the bounds above, which converges on the target when the chat template
+// adds only a few tokens.
 type prompts struct {
 	fixed  []Prompt
 	target int    // input tokens of a synthetic prompt
@@ -177,7 +191,9 @@ func (p *prompts) build(in input) (input, error) {
 }
 
 // observe calibrates the synthetic length from a response that counted
-// promptTokens for a text of chars characters.
+// promptTokens for a text of chars characters, within a factor of
+// maxCalibrationFactor of the length in use and between minCharsPerToken
+// and maxCharsPerToken characters per target token.
 func (p *prompts) observe(chars, promptTokens int) {
 	if len(p.fixed) > 0 || chars <= 0 || promptTokens <= 0 {
 		return
@@ -188,7 +204,10 @@ func (p *prompts) observe(chars, promptTokens int) {
 		return
 	}
 	p.rounds++
-	p.chars = max(1, int(float64(chars)*float64(p.target)/float64(promptTokens)+0.5))
+	want := float64(chars) * float64(p.target) / float64(promptTokens)
+	cur := float64(p.chars)
+	want = min(max(want, cur/maxCalibrationFactor, minCharsPerToken*float64(p.target)), cur*maxCalibrationFactor, maxCharsPerToken*float64(p.target))
+	p.chars = max(1, int(want+0.5))
 }
 
 // length reports the synthetic text length in use.

@@ -88,3 +88,25 @@ func TestCalibration(t *testing.T) {
 		t.Error("calibration kept going after its rounds")
 	}
 }
+
+// TestCalibrationBounded: whatever the usage counts say, one answer moves
+// the synthetic length by at most maxCalibrationFactor, and the length
+// stays within minCharsPerToken and maxCharsPerToken characters per
+// target token.
+func TestCalibrationBounded(t *testing.T) {
+	const target = 1000
+	for _, counts := range [][]int{{1, 7, 1, 1, 1}, {1_000_000_000, 1_000_000_000, 1_000_000_000, 1}, {1, 1_000_000, 1, 1_000_000}} {
+		p := newPrompts(nil, target, "r")
+		for _, n := range counts {
+			before := p.length()
+			p.observe(before, n)
+			after := p.length()
+			if after > maxCalibrationFactor*before || after*maxCalibrationFactor < before {
+				t.Errorf("%v: an answer of %d tokens moved the length from %d to %d", counts, n, before, after)
+			}
+			if after > maxCharsPerToken*target || after < minCharsPerToken*target {
+				t.Errorf("%v: %d characters for %d tokens", counts, after, target)
+			}
+		}
+	}
+}
