@@ -134,7 +134,7 @@ func (s *sseReader) line() ([]byte, error) {
 				continue
 			}
 		}
-		i := bytes.IndexAny(buf, "\r\n")
+		i := lineEnd(buf)
 		if i < 0 {
 			if len(s.long)+len(buf) > maxEventSize {
 				return nil, errEventTooLarge
@@ -155,6 +155,22 @@ func (s *sseReader) line() ([]byte, error) {
 		_, _ = s.br.Discard(i + 1)
 		return line, nil
 	}
+}
+
+// lineEnd is the index of the first CR or LF in b, or -1: two searches
+// for one byte each, which are much faster than a search for either.
+func lineEnd(b []byte) int {
+	end := len(b)
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		end = i
+	}
+	if i := bytes.IndexByte(b[:end], '\r'); i >= 0 {
+		return i
+	}
+	if end == len(b) {
+		return -1
+	}
+	return end
 }
 
 // fill returns the bytes buffered, reading more when there are none.
