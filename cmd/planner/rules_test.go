@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/plannerdev/planner/api"
+	"github.com/plannerdev/planner/internal/optional"
+	"github.com/plannerdev/planner/internal/probe"
 )
 
 // TestOneRuleTwoNames: each probe and validation rule is written once
@@ -78,5 +80,63 @@ func TestOneRuleTwoNames(t *testing.T) {
 				t.Errorf("the command line says %q, the service %q", stderr, problem.Errors[0].Message)
 			}
 		})
+	}
+}
+
+// configFields are the fields of a probe configuration's JSON, dotted
+// ("budget.max_requests"): the names its problems are located by.
+func configFields(t *testing.T) map[string]bool {
+	t.Helper()
+	set := probe.Config{
+		BaseURL: "http://127.0.0.1:9/v1", Model: "m", Steps: []int{1}, RequestsPerStep: optional.Of(50), Warmup: optional.Of(1),
+		Prompts: []probe.Prompt{{Text: "x"}},
+		Budget:  probe.Budget{MaxRequests: optional.Of(1), MaxTokens: optional.Of(1)},
+	}
+	search := set
+	search.Search, search.SearchMax = true, optional.Of(8)
+	open := set
+	open.Open = &probe.OpenLoop{Rates: []float64{1}, MaxInFlight: 1}
+	synthetic := set
+	synthetic.Prompts = nil
+	// The record leaves the key out, and with it the header it goes in.
+	fields := map[string]bool{"api_key_header": true}
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		if m, ok := v.(map[string]any); ok {
+			for k, x := range m {
+				walk(strings.TrimPrefix(prefix+"."+k, "."), x)
+			}
+			return
+		}
+		fields[prefix] = true
+	}
+	for _, c := range []probe.Config{set, search, open, synthetic} {
+		b, err := json.Marshal(c.WithDefaults())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc any
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		walk("", doc)
+	}
+	return fields
+}
+
+// TestFlagTablesNameFields: every entry of the flag tables is a field of
+// the configuration, so that a field renamed in one place cannot leave its
+// problems under their raw path.
+func TestFlagTablesNameFields(t *testing.T) {
+	fields := configFields(t)
+	for path := range probeFlags.Fields {
+		if !fields[path] {
+			t.Errorf("probeFlags names %q, which is no field of a probe's configuration", path)
+		}
+	}
+	for path := range validateFlags.Fields {
+		if p, ok := strings.CutPrefix(path, "probe."); ok && !fields[p] {
+			t.Errorf("validateFlags names %q, which is no field of a probe's configuration", path)
+		}
 	}
 }
