@@ -239,15 +239,18 @@ func classProbeOf(sc scenario.Scenario, cp plan.ClassPlan, base probe.Config, o 
 	if !(in <= probe.MaxInputTokens) {
 		errs = append(errs, fieldpath.Error{Path: "input_tokens", Message: fmt.Sprintf("%.0f tokens, above the most a probe sends, %d", in, probe.MaxInputTokens)})
 	}
-	c := &classProbe{in: max(1, int(min(in, probe.MaxInputTokens))), out: max(1, int(min(out, probe.MaxOutputTokens)))}
-	if mt, ok := o.MaxTokens.Get(); ok && out > float64(mt) {
-		c.out = mt
-		c.capped = fmt.Sprintf("output capped at max_tokens %d (the class's mean is %.0f); predicted for that length", mt, out)
-	} else if !(out <= probe.MaxOutputTokens) {
+	mt, capped := o.MaxTokens.Get()
+	capped = capped && out > float64(mt)
+	if !capped && !(out <= probe.MaxOutputTokens) {
 		errs = append(errs, fieldpath.Error{Path: "max_tokens", Message: fmt.Sprintf("%.0f tokens, above the most a probe asks for, %d", out, probe.MaxOutputTokens)})
 	}
 	if len(errs) > 0 {
 		return nil, errs
+	}
+	c := &classProbe{in: max(1, int(in)), out: max(1, int(out))}
+	if capped {
+		c.out = mt
+		c.capped = fmt.Sprintf("output capped at max_tokens %d (the class's mean is %.0f); predicted for that length", mt, out)
 	}
 	cfg := base
 	cfg.Steps, cfg.InputTokens, cfg.MaxTokens, cfg.IgnoreEOS = concs, optional.Of(c.in), optional.Of(c.out), true
