@@ -10,6 +10,7 @@ import (
 	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/config"
 	"github.com/plannerdev/planner/internal/probe"
+	"github.com/plannerdev/planner/internal/verify"
 )
 
 // The bounds and defaults that the probe and validation requests publish
@@ -19,8 +20,6 @@ import (
 // put them into their schemas (huma's SchemaTransformer) instead of
 // repeating the numbers in struct tags.
 const (
-	// maxRequestTokens bounds a probe request's max_tokens and input_tokens.
-	maxRequestTokens = 1_000_000
 	// maxDeadlineMs bounds the per-request deadline, maxPauseMs the pause
 	// between steps.
 	maxDeadlineMs = 600_000
@@ -35,8 +34,8 @@ func (ProbeRequest) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schem
 	p["steps"].Description = fmt.Sprintf("Concurrency ladder, strictly ascending, each at most the server's "+
 		"probe.max_concurrency (%d unless configured). Default %s.", config.DefaultProbeMaxConcurrency, ints(probe.DefaultSteps))
 	requestsPerStep(p["requests_per_step"])
-	bound(p["max_tokens"], maxRequestTokens, fmt.Sprintf("max_tokens of each request; default %d.", probe.DefaultMaxTokens))
-	bound(p["input_tokens"], maxRequestTokens, fmt.Sprintf(
+	bound(p["max_tokens"], probe.MaxOutputTokens, fmt.Sprintf("max_tokens of each request; default %d.", probe.DefaultMaxTokens))
+	bound(p["input_tokens"], probe.MaxInputTokens, fmt.Sprintf(
 		"Length of the synthetic prompt in tokens, calibrated on the first answers; default %d.", probe.DefaultInputTokens))
 	bound(p["deadline_ms"], maxDeadlineMs, fmt.Sprintf("Per-request deadline, retries included; a response is good "+
 		"only when it ends within it. Default %s.", humanize.Comma(probe.DefaultDeadline.Milliseconds())))
@@ -70,10 +69,11 @@ func (Budgets) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
 func (ValidateRequest) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
 	p := s.Properties
 	requestsPerStep(p["requests_per_step"])
-	bound(p["max_tokens"], maxRequestTokens, "")
+	bound(p["max_tokens"], probe.MaxOutputTokens, "")
+	bound(p["tolerance_pct"], verify.MaxTolerancePct, "")
 	bound(p["deadline_ms"], maxDeadlineMs, fmt.Sprintf(
 		"Per-request deadline, retries included; default %s.", humanize.Comma(probe.DefaultDeadline.Milliseconds())))
-	bound(p["pause_ms"], maxPauseMs, fmt.Sprintf("Pause between the probe's steps; default %d.", defaultValidatePause.Milliseconds()))
+	bound(p["pause_ms"], maxPauseMs, fmt.Sprintf("Pause between the probe's steps; default %d.", verify.DefaultPause.Milliseconds()))
 	p["budgets"].Description = fmt.Sprintf("Bounds of the whole validation, all classes together; max_duration_s at "+
 		"most %g (the validation runs while the client waits) and within the server's probe.max_duration.", validateMaxDuration.Seconds())
 	return s

@@ -199,9 +199,9 @@ func queuedProbe(t *testing.T, s *Server, _ string, request json.RawMessage) []b
 		t.Fatal(err)
 	}
 	k, problems := s.probeKey(req.Target.Credential, "", "body.target")
-	cfg, more := s.probeConfig(req)
-	if problems = append(problems, more...); len(problems) > 0 {
-		t.Fatalf("the request example is refused: %v", problems)
+	cfg, more := req.config(s.caps(s.probe.MaxDuration))
+	if len(problems) > 0 || len(more) > 0 {
+		t.Fatalf("the request example is refused: %v %v", problems, more)
 	}
 	k.apply(&cfg)
 	cfg.Seed = exampleSeed

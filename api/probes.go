@@ -1,21 +1,23 @@
 package api
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
 	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/fieldpath"
 	"github.com/plannerdev/planner/internal/jobs"
 	"github.com/plannerdev/planner/internal/measure"
+	"github.com/plannerdev/planner/internal/optional"
 	"github.com/plannerdev/planner/internal/probe"
 	"github.com/plannerdev/planner/internal/report"
 	"github.com/plannerdev/planner/internal/scenario"
@@ -23,7 +25,9 @@ import (
 )
 
 // ProbeRequest is the body of POST /v1/probes. Its bounds and defaults
-// come from their owners (bounds.go).
+// come from their owners (bounds.go); its rules are the probe's
+// (probe.Config.Validate) and the server's caps (probe.Config.WithinCaps),
+// applied by the resolver.
 type ProbeRequest struct {
 	Target          ProbeTarget `json:"target"`
 	Steps           []int       `json:"steps,omitempty" minItems:"1" doc:"Not with search."`
@@ -104,7 +108,63 @@ type ProbeList struct {
 
 type createProbeInput struct {
 	Authorization string `header:"X-Probe-Authorization" doc:"The API key for the target, as the whole Authorization header value to send (\"Bearer sk-...\"), instead of a named credential. It is sent only to the target, and never stored, logged or echoed."`
+	RawBody       []byte
 	Body          ProbeRequest
+}
+
+var probeSchema = sync.OnceValue(schemaOf[ProbeRequest])
+
+// Resolve adds the probe's rules and the server's caps to huma's schema
+// validation, through the probe's own Validate: every rule is written
+// once, there, and located here in the body's names (probeFields).
+func (in *createProbeInput) Resolve(ctx huma.Context) []error {
+	_, errs := in.Body.config(operationCaps(ctx))
+	rules := bodyRules(probeFields, errs)
+	if store.LooksLikeSecret(in.Body.Label) {
+		rules = append(rules, rule{location: "body.label", message: secretMessage, hide: true})
+	}
+	return uncoveredRules(in.RawBody, probeSchema(), rules)
+}
+
+// probeFields names a probe's settings (probe.Config.Validate's paths) as
+// the fields of a probe request.
+var probeFields = fieldpath.Names{Below: true, Other: "body", Fields: map[string]string{
+	"base_url":                "body.target.base_url",
+	"model":                   "body.target.model",
+	"steps":                   "body.steps",
+	"search":                  "body.search",
+	"search_max_concurrency":  "body.max_concurrency",
+	"requests_per_step":       "body.requests_per_step",
+	"max_tokens":              "body.max_tokens",
+	"input_tokens":            "body.input_tokens",
+	"deadline":                "body.deadline_ms",
+	"pause":                   "body.pause_ms",
+	"max_429_ratio":           "body.stop.max_429_ratio",
+	"collapse_tolerance_pct":  "body.stop.collapse_tolerance_pct",
+	"budget.max_requests":     "body.budgets.max_requests",
+	"budget.max_tokens_total": "body.budgets.max_tokens",
+	"budget.max_duration":     "body.budgets.max_duration_s",
+}}
+
+// config is the probe the request asks for under the server's caps, and
+// its problems (probe.Config.Validate's, then the caps'). A field the body
+// leaves out stays unset, so that the probe's own default applies.
+func (r ProbeRequest) config(caps probe.Caps) (probe.Config, []fieldpath.Error) {
+	cfg := probe.Config{
+		BaseURL: r.Target.BaseURL, Model: r.Target.Model, Steps: r.Steps, Search: r.Search,
+		SearchMax: given(r.MaxConcurrency), RequestsPerStep: given(r.RequestsPerStep), MaxTokens: given(r.MaxTokens),
+		IgnoreEOS: r.IgnoreEOS, InputTokens: given(r.InputTokens), Deadline: givenMs(r.DeadlineMs), Budget: r.Budgets.budget(),
+		Seed: uint64(time.Now().UnixNano()),
+	}
+	if r.PauseMs != nil {
+		cfg.Pause = optional.Of(time.Duration(*r.PauseMs) * time.Millisecond)
+	}
+	if r.Stop != nil {
+		cfg.Max429Ratio, cfg.CollapseTolerancePct = given(r.Stop.Max429Ratio), given(r.Stop.CollapseTolerancePct)
+	}
+	errs := cfg.Validate()
+	cfg, capped := cfg.WithinCaps(caps)
+	return cfg, append(errs, capped...)
 }
 
 type probeCreatedOutput struct {
@@ -135,6 +195,7 @@ const cancelWait = 15 * time.Second
 
 func (s *Server) registerProbes() {
 	op := huma.Operation{
+		Metadata:      map[string]any{capsKey: s.caps(s.probe.MaxDuration)},
 		OperationID:   "create-probe",
 		Method:        http.MethodPost,
 		Path:          "/v1/probes",
@@ -280,11 +341,10 @@ func (s *Server) createProbe(ctx context.Context, in *createProbeInput) (*probeC
 	}
 	req := in.Body
 	k, problems := s.probeKey(req.Target.Credential, in.Authorization, "body.target")
-	cfg, more := s.probeConfig(req)
-	problems = append(problems, more...)
 	if len(problems) > 0 {
 		return nil, huma.Error422UnprocessableEntity("the request is invalid", problems...)
 	}
+	cfg, _ := req.config(s.caps(s.probe.MaxDuration)) // its problems are the resolver's
 	slot, err := s.admit(ctx, req.Target.BaseURL, k)
 	if err != nil {
 		return nil, err
@@ -309,72 +369,6 @@ func (s *Server) createProbe(ctx context.Context, in *createProbeInput) (*probeC
 		return nil, huma.Error500InternalServerError("the probe could not be started; the server log has the cause")
 	}
 	return &probeCreatedOutput{Location: "/v1/probes/" + run.ID, Body: probeResource(run)}, nil
-}
-
-// probeConfig builds the probe a request asks for, within the caps; the
-// problems are located in the body and name the cap they pass.
-func (s *Server) probeConfig(req ProbeRequest) (probe.Config, []error) {
-	var problems []error
-	cfg := probe.Config{
-		BaseURL: req.Target.BaseURL, Model: req.Target.Model, Steps: req.Steps, Search: req.Search,
-		RequestsPerStep: req.RequestsPerStep, MaxTokens: req.MaxTokens, IgnoreEOS: req.IgnoreEOS,
-		InputTokens: req.InputTokens, Deadline: time.Duration(req.DeadlineMs) * time.Millisecond,
-		Seed: uint64(time.Now().UnixNano()),
-	}
-	if req.PauseMs != nil {
-		cfg.Pause = time.Duration(*req.PauseMs) * time.Millisecond
-		if *req.PauseMs == 0 {
-			cfg.Pause = -1 // none; zero selects the default
-		}
-	}
-	if req.Stop != nil {
-		cfg.Max429Ratio, cfg.CollapseTolerancePct = req.Stop.Max429Ratio, req.Stop.CollapseTolerancePct
-	}
-	switch {
-	case req.Search && len(req.Steps) > 0:
-		problems = append(problems, &huma.ErrorDetail{Location: "body.steps", Message: "a search chooses its own steps: give steps or search, not both"})
-	case !req.Search && req.MaxConcurrency > 0:
-		problems = append(problems, &huma.ErrorDetail{Location: "body.max_concurrency", Value: req.MaxConcurrency, Message: "max_concurrency bounds a search: set search too, or give steps"})
-	case req.Search:
-		cfg.SearchMax = cmp.Or(req.MaxConcurrency, min(probe.DefaultSearchMax, s.probe.MaxConcurrency))
-		if cfg.SearchMax > s.probe.MaxConcurrency {
-			problems = append(problems, capProblem("body.max_concurrency", cfg.SearchMax, "max_concurrency", s.probe.MaxConcurrency))
-		}
-	}
-	if len(cfg.Steps) == 0 && !req.Search {
-		for _, c := range probe.DefaultSteps {
-			if c <= s.probe.MaxConcurrency {
-				cfg.Steps = append(cfg.Steps, c)
-			}
-		}
-	}
-	for i, c := range req.Steps {
-		loc := fmt.Sprintf("body.steps[%d]", i)
-		switch {
-		case c < 1:
-			problems = append(problems, &huma.ErrorDetail{Location: loc, Value: c, Message: "a concurrency is at least 1"})
-		case c > s.probe.MaxConcurrency:
-			problems = append(problems, capProblem(loc, c, "max_concurrency", s.probe.MaxConcurrency))
-		case i > 0 && c <= req.Steps[i-1]:
-			problems = append(problems, &huma.ErrorDetail{Location: loc, Value: c, Message: fmt.Sprintf("the steps must be strictly ascending (%d after %d)", c, req.Steps[i-1])})
-		}
-	}
-	if req.RequestsPerStep > s.probe.MaxRequests {
-		problems = append(problems, capProblem("body.requests_per_step", req.RequestsPerStep, "max_requests", s.probe.MaxRequests))
-	} else if req.Search && req.RequestsPerStep > 0 {
-		problems = append(problems, &huma.ErrorDetail{Location: "body.requests_per_step", Value: req.RequestsPerStep, Message: "a search sizes its steps itself: leave requests_per_step out"})
-	} else if err := probe.CheckStepSize(cfg.Concurrencies(), req.RequestsPerStep, 0); err != nil {
-		problems = append(problems, &huma.ErrorDetail{Location: "body.requests_per_step", Value: req.RequestsPerStep, Message: err.Error()})
-	}
-	budget, more := s.budget(req.Budgets, "body.budgets", s.probe.MaxDuration)
-	cfg.Budget = budget
-	if req.MaxTokens > s.probe.MaxTokens {
-		problems = append(problems, capProblem("body.max_tokens", req.MaxTokens, "max_tokens", s.probe.MaxTokens))
-	}
-	if store.LooksLikeSecret(req.Label) {
-		problems = append(problems, &huma.ErrorDetail{Location: "body.label", Message: secretMessage})
-	}
-	return cfg, append(problems, more...)
 }
 
 func (s *Server) listProbes(ctx context.Context, in *PageQuery) (*probeListOutput, error) {

@@ -13,6 +13,8 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/plannerdev/planner/internal/config"
+	"github.com/plannerdev/planner/internal/fieldpath"
+	"github.com/plannerdev/planner/internal/optional"
 	"github.com/plannerdev/planner/internal/probe"
 	"github.com/plannerdev/planner/internal/target"
 )
@@ -170,48 +172,66 @@ type Budgets struct {
 	MaxDurationS float64 `json:"max_duration_s,omitempty" exclusiveMinimum:"0"`
 }
 
-// budget checks the requested budgets against the caps (problems located
-// under at) and returns the budget to run with.
-func (s *Server) budget(b *Budgets, at string, durationCap time.Duration) (probe.Budget, []error) {
-	out := probe.Budget{MaxRequests: s.probe.MaxRequests, MaxTokens: s.probe.MaxTokens, MaxDuration: durationCap}
+// budget is the budget the request asks for; nil asks for none, so that
+// the caps apply.
+func (b *Budgets) budget() probe.Budget {
 	if b == nil {
-		return out, nil
+		return probe.Budget{}
 	}
-	var errs []error
-	if b.MaxRequests > 0 {
-		if b.MaxRequests > s.probe.MaxRequests {
-			errs = append(errs, capProblem(at+".max_requests", b.MaxRequests, "max_requests", s.probe.MaxRequests))
-		}
-		out.MaxRequests = b.MaxRequests
+	out := probe.Budget{MaxRequests: given(b.MaxRequests), MaxTokens: given(b.MaxTokens)}
+	if b.MaxDurationS != 0 {
+		// Bounded before it becomes a duration: the schema refuses more
+		// than probe.MaxBudgetDuration, and the caps name the limit.
+		s := min(b.MaxDurationS, 2*probe.MaxBudgetDuration.Seconds())
+		out.MaxDuration = optional.Of(time.Duration(s * float64(time.Second)))
 	}
-	if b.MaxTokens > 0 {
-		if b.MaxTokens > s.probe.MaxTokens {
-			errs = append(errs, capProblem(at+".max_tokens", b.MaxTokens, "max_tokens", s.probe.MaxTokens))
-		}
-		out.MaxTokens = b.MaxTokens
-	}
-	if b.MaxDurationS > 0 {
-		d := time.Duration(b.MaxDurationS * float64(time.Second))
-		if d > durationCap {
-			errs = append(errs, &huma.ErrorDetail{Location: at + ".max_duration_s", Value: b.MaxDurationS,
-				Message: fmt.Sprintf("above the server's limit of %g s (%s)", durationCap.Seconds(), capName(durationCap, s.probe.MaxDuration))})
-		}
-		out.MaxDuration = d
-	}
-	return out, errs
+	return out
 }
 
-// capName names the limit a duration cap comes from.
-func capName(c, configured time.Duration) string {
-	if c == configured {
-		return "probe.max_duration"
+// given is a body field's value, unset when the body leaves it out: such
+// a field decodes as 0, which its schema refuses when it is given.
+func given[T int | float64](v T) optional.Value[T] {
+	if v == 0 {
+		return optional.Value[T]{}
 	}
-	return "the bound of a synchronous validation"
+	return optional.Of(v)
 }
 
-// capProblem refuses a value above a configured cap, naming the cap.
-func capProblem(location string, v any, capName string, limit int) error {
-	return &huma.ErrorDetail{Location: location, Value: v, Message: fmt.Sprintf("above the server's limit probe.%s of %d", capName, limit)}
+// givenMs is a body field of milliseconds, unset when left out.
+func givenMs(ms int) optional.Value[time.Duration] {
+	if ms == 0 {
+		return optional.Value[time.Duration]{}
+	}
+	return optional.Of(time.Duration(ms) * time.Millisecond)
+}
+
+// capsKey keys an operation's probe caps in its metadata, for its
+// resolver.
+const capsKey = "probe_caps"
+
+// caps are the server's caps on one probe or validation, whose duration
+// is at most durationCap.
+func (s *Server) caps(durationCap time.Duration) probe.Caps {
+	c := probe.Caps{MaxConcurrency: s.probe.MaxConcurrency, MaxRequests: s.probe.MaxRequests, MaxTokens: s.probe.MaxTokens, MaxDuration: durationCap}
+	if durationCap != s.probe.MaxDuration {
+		c.DurationSetting = "the bound of a synchronous validation"
+	}
+	return c
+}
+
+// operationCaps are the caps that an operation was registered with.
+func operationCaps(ctx huma.Context) probe.Caps {
+	c, _ := ctx.Operation().Metadata[capsKey].(probe.Caps)
+	return c
+}
+
+// bodyRules locates a configuration's problems in a request body.
+func bodyRules(names fieldpath.Names, errs []fieldpath.Error) []rule {
+	rules := make([]rule, 0, len(errs))
+	for _, e := range errs {
+		rules = append(rules, rule{location: names.Of(e.Path), message: e.Message})
+	}
+	return rules
 }
 
 // busyProblem is the 429 of a start refused because max_running probes

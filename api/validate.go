@@ -2,12 +2,15 @@ package api
 
 import (
 	"context"
-	"fmt"
 	"net/http"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/plannerdev/planner/internal/fieldpath"
+	"github.com/plannerdev/planner/internal/optional"
 	"github.com/plannerdev/planner/internal/probe"
 	"github.com/plannerdev/planner/internal/redact"
 	"github.com/plannerdev/planner/internal/verify"
@@ -22,7 +25,7 @@ const validateMaxDuration = 4 * time.Minute
 type ValidateRequest struct {
 	Target          ProbeTarget `json:"target"`
 	RequestsPerStep int         `json:"requests_per_step,omitempty" minimum:"1"`
-	TolerancePct    float64     `json:"tolerance_pct,omitempty" exclusiveMinimum:"0" maximum:"999" doc:"Relative error of throughput, TTFT p95 and E2E p95, in percent of the prediction, within which the model holds; default 25."`
+	TolerancePct    float64     `json:"tolerance_pct,omitempty" exclusiveMinimum:"0" doc:"Relative error of throughput, TTFT p95 and E2E p95, in percent of the prediction, within which the model holds; default 25."`
 	MaxTokens       int         `json:"max_tokens,omitempty" minimum:"1" doc:"Caps the output length asked per request (default: each class's mean output length); a class with a longer mean is validated, and predicted, at this length."`
 	DeadlineMs      int         `json:"deadline_ms,omitempty" minimum:"1"`
 	PauseMs         *int        `json:"pause_ms,omitempty" minimum:"0"`
@@ -38,19 +41,70 @@ type ValidateResponse struct {
 type validateInput struct {
 	ID            string `path:"id" maxLength:"64" doc:"Id of a stored plan."`
 	Authorization string `header:"X-Probe-Authorization" doc:"The API key for the target, as the whole Authorization header value to send, instead of a named credential; never stored, logged or echoed."`
+	RawBody       []byte
 	Body          ValidateRequest
+}
+
+var validateSchema = sync.OnceValue(schemaOf[ValidateRequest])
+
+// Resolve adds the validation's rules and the server's caps to huma's
+// schema validation, through verify.Options.Validate; the rules that the
+// stored plan brings are the handler's (verify.Check).
+func (in *validateInput) Resolve(ctx huma.Context) []error {
+	return uncoveredRules(in.RawBody, validateSchema(), bodyRules(validateFields, in.Body.options(operationCaps(ctx)).Validate()))
+}
+
+// validateFields names a validation's settings (verify.Options.Validate's
+// paths) as the fields of a validation request.
+var validateFields = fieldpath.Names{Below: true, Other: "body", Fields: map[string]string{
+	"tolerance_pct":                 "body.tolerance_pct",
+	"requests_per_step":             "body.requests_per_step",
+	"max_tokens":                    "body.max_tokens",
+	"probe.base_url":                "body.target.base_url",
+	"probe.model":                   "body.target.model",
+	"probe.deadline":                "body.deadline_ms",
+	"probe.pause":                   "body.pause_ms",
+	"probe.budget.max_requests":     "body.budgets.max_requests",
+	"probe.budget.max_tokens_total": "body.budgets.max_tokens",
+	"probe.budget.max_duration":     "body.budgets.max_duration_s",
+}}
+
+// planProblems locates the problems that a stored plan brings
+// (verify.Check's "classes[i]") at the plan's id, and the others in the
+// body.
+func planProblems(errs []fieldpath.Error, id string) []error {
+	out := make([]error, 0, len(errs))
+	for _, e := range errs {
+		d := &huma.ErrorDetail{Location: validateFields.Of(e.Path), Message: e.Message}
+		if strings.HasPrefix(e.Path, "classes[") {
+			d.Location, d.Value = "path.id", id
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// options are the validation the request asks for under caps. A field
+// the body leaves out stays unset, so that its owner's default applies.
+func (r ValidateRequest) options(caps probe.Caps) verify.Options {
+	cfg := probe.Config{
+		BaseURL: r.Target.BaseURL, Model: r.Target.Model, Deadline: givenMs(r.DeadlineMs),
+		Budget: r.Budgets.budget(), Seed: uint64(time.Now().UnixNano()),
+	}
+	if r.PauseMs != nil {
+		cfg.Pause = optional.Of(time.Duration(*r.PauseMs) * time.Millisecond)
+	}
+	return verify.Options{Probe: cfg, RequestsPerStep: given(r.RequestsPerStep), MaxTokens: given(r.MaxTokens),
+		TolerancePct: given(r.TolerancePct), Caps: &caps}
 }
 
 type validateOutput struct {
 	Body *ValidateResponse
 }
 
-// defaultValidatePause separates a validation's two steps: a closed loop
-// leaves no queue behind, so a short pause does.
-const defaultValidatePause = 500 * time.Millisecond
-
 func (s *Server) registerValidate() {
 	op := huma.Operation{
+		Metadata:    map[string]any{capsKey: s.caps(min(s.probe.MaxDuration, validateMaxDuration))},
 		OperationID: "validate-plan",
 		Method:      http.MethodPost,
 		Path:        "/v1/plans/{id}/validate",
@@ -83,35 +137,12 @@ func (s *Server) validatePlan(ctx context.Context, in *validateInput) (*validate
 		return nil, err
 	}
 	req := in.Body
-	k, problems := s.probeKey(req.Target.Credential, in.Authorization, "body.target")
 	durationCap := min(s.probe.MaxDuration, validateMaxDuration)
-	budget, more := s.budget(req.Budgets, "body.budgets", durationCap)
-	problems = append(problems, more...)
-	if req.RequestsPerStep > s.probe.MaxRequests {
-		problems = append(problems, capProblem("body.requests_per_step", req.RequestsPerStep, "max_requests", s.probe.MaxRequests))
-	}
-	var concs []int
-	for _, c := range sp.Plan.Classes {
-		if c.Pool >= 1 {
-			concs = append(concs, verify.Concurrencies(c.Pool)...)
-		}
-	}
-	if err := probe.CheckStepSize(concs, req.RequestsPerStep, 0); err != nil {
-		problems = append(problems, &huma.ErrorDetail{Location: "body.requests_per_step", Value: req.RequestsPerStep, Message: err.Error()})
-	}
-	if req.MaxTokens > s.probe.MaxTokens {
-		problems = append(problems, capProblem("body.max_tokens", req.MaxTokens, "max_tokens", s.probe.MaxTokens))
-	}
-	for _, c := range sp.Plan.Classes {
-		if c.Pool < 1 {
-			continue
-		}
-		if hi := verify.Concurrencies(c.Pool)[1]; hi > s.probe.MaxConcurrency {
-			problems = append(problems, &huma.ErrorDetail{Location: "path.id", Value: in.ID, Message: fmt.Sprintf(
-				"class %s would run at %d (1.25 × its pool of %d), above the server's limit probe.max_concurrency of %d",
-				c.Name, hi, c.Pool, s.probe.MaxConcurrency)})
-		}
-	}
+	opts := req.options(s.caps(durationCap))
+	k, problems := s.probeKey(req.Target.Credential, in.Authorization, "body.target")
+	// The plan is stored: every size it gives is bounded before anything
+	// is sent (its prompts, its answers, its concurrencies).
+	problems = append(problems, planProblems(verify.Check(sp.Scenario, &sp.Plan, opts), in.ID)...)
 	if len(problems) > 0 {
 		return nil, huma.Error422UnprocessableEntity("the request is invalid", problems...)
 	}
@@ -121,26 +152,16 @@ func (s *Server) validatePlan(ctx context.Context, in *validateInput) (*validate
 		return nil, err
 	}
 	defer slot.Release()
-	cfg := probe.Config{
-		BaseURL: req.Target.BaseURL, Model: req.Target.Model, Deadline: time.Duration(req.DeadlineMs) * time.Millisecond,
-		Pause: defaultValidatePause, Budget: budget, Seed: uint64(time.Now().UnixNano()),
-	}
-	if req.PauseMs != nil {
-		cfg.Pause = time.Duration(*req.PauseMs) * time.Millisecond
-		if *req.PauseMs == 0 {
-			cfg.Pause = -1
-		}
-	}
-	k.apply(&cfg)
-	s.guarded(&cfg)
+	k.apply(&opts.Probe)
+	s.guarded(&opts.Probe)
 	ctx, cancel := context.WithTimeout(slot.Context(), durationCap+30*time.Second)
 	defer cancel()
-	rep, err := verify.Run(ctx, sp.Scenario, &sp.Plan, verify.Options{Probe: cfg, RequestsPerStep: req.RequestsPerStep, MaxTokens: req.MaxTokens, TolerancePct: req.TolerancePct})
+	rep, err := verify.Run(ctx, sp.Scenario, &sp.Plan, opts)
 	switch {
 	case slot.ShutDown():
 		return nil, huma.Error503ServiceUnavailable("the server is shutting down; the validation was stopped before it finished")
 	case err != nil:
-		s.log.Error("validate a plan", "plan", in.ID, "error", redact.New(cfg.APIKey).String(err.Error()))
+		s.log.Error("validate a plan", "plan", in.ID, "error", redact.New(opts.Probe.APIKey).String(err.Error()))
 		return nil, huma.Error500InternalServerError("the validation could not run; the server log has the cause")
 	}
 	return &validateOutput{Body: &ValidateResponse{PlanID: sp.ID, Report: *rep}}, nil

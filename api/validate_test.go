@@ -114,6 +114,10 @@ func TestValidatePlanProblems(t *testing.T) {
 	s := newSim(t, matchedSim)
 	big := savePlan(t, env, strings.Replace(matchedScenario, "knee: 4", "knee: 8", 1)) // pool 8, 1.25 × 8 = 10 > 8
 	small := savePlan(t, env, matchedScenario)
+	// A stored plan whose prompts pass the probe's bound: building one took
+	// the service's memory.
+	huge := savePlan(t, env, strings.Replace(matchedScenario, "input_tokens: {fixed: 64}", "input_tokens: {fixed: 300000000}", 1))
+	long := savePlan(t, env, strings.Replace(matchedScenario, "output_tokens: {fixed: 8}, max_tokens: 8", "output_tokens: {fixed: 5000000}", 1))
 	target := map[string]any{"base_url": s.url, "model": fakeendpoint.DefaultModel}
 	for _, tc := range []struct {
 		name     string
@@ -124,8 +128,17 @@ func TestValidatePlanProblems(t *testing.T) {
 		message  string
 	}{
 		{"unknown plan", "/v1/plans/nope/validate", map[string]any{"target": target}, 404, "path.id", "no plan has this id"},
-		{"over the concurrency cap", "/v1/plans/" + big + "/validate", map[string]any{"target": target}, 422, "path.id", "class jobs would run at 10 (1.25 × its pool of 8), above the server's limit probe.max_concurrency of 8"},
+		{"over the concurrency cap", "/v1/plans/" + big + "/validate", map[string]any{"target": target}, 422, "path.id", "class jobs: it would run at 8 and 10 (its pool and 1.25 × it): 10 is above the server's limit probe.max_concurrency of 8"},
 		{"over the duration bound", "/v1/plans/" + big + "/validate", map[string]any{"target": target, "budgets": map[string]any{"max_duration_s": 90}}, 422, "body.budgets.max_duration_s", "above the server's limit of 60 s"},
+		{"prompts past the probe's bound", "/v1/plans/" + huge + "/validate", map[string]any{"target": target}, 422, "path.id",
+			"class jobs: prompts of its input p50: 300000000 tokens, above the most a probe sends, 1000000"},
+		{"answers past the cap", "/v1/plans/" + long + "/validate", map[string]any{"target": target, "max_tokens": 20000}, 422, "body.max_tokens",
+			"20000 is above the server's limit probe.max_tokens of 10000"},
+		{"answers past the probe's bound", "/v1/plans/" + long + "/validate", map[string]any{"target": target}, 422, "path.id",
+			"class jobs: answers of its mean output length: 5000000 tokens, above the most a probe asks for, 1000000"},
+		{"steps too short", "/v1/plans/" + small + "/validate", map[string]any{"target": target, "requests_per_step": 41}, 422, "body.requests_per_step",
+			"41 requests with 4 warm-up leave 37 measured at concurrency 4"},
+		{"a tolerance past the bound", "/v1/plans/" + small + "/validate", map[string]any{"target": target, "tolerance_pct": 999.5}, 422, "body.tolerance_pct", "999"},
 		{"forbidden target", "/v1/plans/" + small + "/validate", map[string]any{"target": map[string]any{"base_url": "http://10.0.0.1/v1", "model": "m"}}, 422, "body.target.base_url", "not in the probe allow-list"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

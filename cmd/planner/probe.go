@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -15,7 +14,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/fieldpath"
 	"github.com/plannerdev/planner/internal/measure"
+	"github.com/plannerdev/planner/internal/optional"
 	"github.com/plannerdev/planner/internal/probe"
 	"github.com/plannerdev/planner/internal/report"
 )
@@ -28,12 +29,15 @@ const defaultAPIKeyEnv = "OPENAI_API_KEY"
 func newProbeCmd(s streams) *cobra.Command {
 	var (
 		cfg         probe.Config
+		steps       []int
 		apiKeyEnv   string
 		prompts     string
 		out         string
 		printAs     *output
 		rates       []float64
 		maxInFlight int
+		maxRequests int
+		maxTokens   int
 	)
 	cmd := &cobra.Command{
 		Use:   "probe --base-url URL --model MODEL",
@@ -63,14 +67,12 @@ func newProbeCmd(s streams) *cobra.Command {
 				return err
 			}
 			format := printAs.format
-			if err := probeShape(cmd, &cfg, rates, maxInFlight); err != nil {
-				return usageError{err}
-			}
+			probeShape(cmd, &cfg, steps, rates, maxInFlight, maxRequests, maxTokens)
 			if err := probeInputs(cmd, &cfg, apiKeyEnv, prompts); err != nil {
 				return usageError{err}
 			}
-			if err := cfg.Validate(); err != nil {
-				return usageError{err}
+			if errs := cfg.Validate(); len(errs) > 0 {
+				return usageError{probeFlags.Rename(errs)}
 			}
 			if out == "" {
 				out = time.Now().Format("probe-20060102-150405")
@@ -104,86 +106,86 @@ func newProbeCmd(s streams) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&cfg.BaseURL, "base-url", "", "API root, e.g. http://127.0.0.1:8000/v1 (requests go to BASE/chat/completions)")
 	f.StringVar(&cfg.Model, "model", "", "model (or Azure deployment) name")
-	f.IntSliceVar(&cfg.Steps, "steps", probe.DefaultSteps, "concurrency ladder, strictly ascending")
+	f.IntSliceVar(&steps, "steps", probe.DefaultSteps, "concurrency ladder, strictly ascending")
 	f.BoolVar(&cfg.Search, "search", false, "search for the knee instead of running the ladder: doubling steps sized by their noise, up to --max-concurrency, then a bisection")
-	f.IntVar(&cfg.SearchMax, "max-concurrency", probe.DefaultSearchMax, "with --search: the highest concurrency to try")
+	optionalInt(f, &cfg.SearchMax, "max-concurrency", probe.DefaultSearchMax, "with --search: the highest concurrency to try")
 	f.Float64SliceVar(&rates, "rates", nil, "open loop instead of the ladder: Poisson arrivals at each of these rates (req/s), strictly ascending")
 	f.IntVar(&maxInFlight, "max-in-flight", 0, "with --rates: the cap on requests in flight; arrivals beyond it are shed (required)")
-	f.IntVar(&cfg.RequestsPerStep, "requests-per-step", 0, "requests per step, warm-up included (default max(40, 3×concurrency) + concurrency; fewer than max(40, 3×concurrency) measured is refused)")
-	f.IntVar(&cfg.Warmup, "warmup", 0, "warm-up requests per step, left out of the summary (default min(concurrency, N/2); -1 for none)")
-	f.DurationVar(&cfg.Deadline, "deadline", probe.DefaultDeadline, "per-request deadline, retries included")
-	f.IntVar(&cfg.MaxTokens, "max-tokens", probe.DefaultMaxTokens, "max_tokens of each request")
+	optionalInt(f, &cfg.RequestsPerStep, "requests-per-step", 0, "requests per step, warm-up included (default max(40, 3×concurrency) + concurrency; fewer than max(40, 3×concurrency) measured is refused)")
+	optionalInt(f, &cfg.Warmup, "warmup", 0, "warm-up requests per step, left out of the summary (default min(concurrency, N/2); 0 for none)")
+	optionalDuration(f, &cfg.Deadline, "deadline", probe.DefaultDeadline, "per-request deadline, retries included")
+	optionalInt(f, &cfg.MaxTokens, "max-tokens", probe.DefaultMaxTokens, "max_tokens of each request")
 	f.BoolVar(&cfg.IgnoreEOS, "ignore-eos", false, "send ignore_eos (vLLM) so every answer has exactly --max-tokens tokens")
-	f.IntVar(&cfg.InputTokens, "input-tokens", probe.DefaultInputTokens, "length of the synthetic prompt in tokens (calibrated on the first answers)")
+	optionalInt(f, &cfg.InputTokens, "input-tokens", probe.DefaultInputTokens, "length of the synthetic prompt in tokens (calibrated on the first answers)")
 	f.StringVar(&prompts, "prompts", "", `JSONL file of prompts, one {"prompt": "..."} or {"messages": [...]} per line, instead of synthetic text`)
 	f.StringVar(&apiKeyEnv, "api-key-env", defaultAPIKeyEnv, "environment variable holding the API key (none is sent when it is unset)")
 	f.StringVar(&cfg.APIKeyHeader, "api-key-header", probe.DefaultAPIKeyHeader, `header carrying the key: "Authorization" (Bearer) or "api-key" (Azure OpenAI)`)
 	f.StringVar(&out, "out", "", "output directory for requests.csv, steps.json and curve.yaml (default probe-YYYYMMDD-HHMMSS)")
 	printAs = addFormatFlag(cmd, measurementFormats...)
-	f.Float64Var(&cfg.Max429Ratio, "max-429-ratio", probe.DefaultMax429Ratio, "stop after a step in which more than this fraction of answers were 429")
-	f.Float64Var(&cfg.CollapseTolerancePct, "collapse-tolerance-pct", analysis.DefaultCollapseTolerancePct, "goodput falls only when it drops by more than this many percent and beyond its noise (collapse, and the stop after two falls)")
-	f.IntVar(&cfg.MaxAttempts, "max-attempts", probe.DefaultMaxAttempts, "sends per request, the first included (only 429s are retried)")
-	f.IntVar(&cfg.Budget.MaxRequests, "max-requests", 0, "budget: HTTP requests sent, retries included (0: only the ladder bounds them)")
-	f.IntVar(&cfg.Budget.MaxTokens, "max-tokens-total", 0, "budget: input plus output tokens (0: only the ladder bounds them)")
-	f.DurationVar(&cfg.Budget.MaxDuration, "max-duration", probe.DefaultMaxDuration, "budget: wall time of the whole run")
-	f.DurationVar(&cfg.Pause, "pause", probe.DefaultPause, "pause between steps")
+	optionalFloat(f, &cfg.Max429Ratio, "max-429-ratio", probe.DefaultMax429Ratio, "stop after a step in which more than this fraction of answers were 429")
+	optionalFloat(f, &cfg.CollapseTolerancePct, "collapse-tolerance-pct", analysis.DefaultCollapseTolerancePct, "goodput falls only when it drops by more than this many percent and beyond its noise (collapse, and the stop after two falls)")
+	optionalInt(f, &cfg.MaxAttempts, "max-attempts", probe.DefaultMaxAttempts, "sends per request, the first included (only 429s are retried)")
+	f.IntVar(&maxRequests, "max-requests", 0, "budget: HTTP requests sent, retries included (0: only the ladder bounds them)")
+	f.IntVar(&maxTokens, "max-tokens-total", 0, "budget: input plus output tokens (0: only the ladder bounds them)")
+	optionalDuration(f, &cfg.Budget.MaxDuration, "max-duration", probe.DefaultMaxDuration, "budget: wall time of the whole run")
+	optionalDuration(f, &cfg.Pause, "pause", probe.DefaultPause, "pause between steps")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "seed of the retry jitter and the open-loop arrivals")
 	return cmd
 }
 
-// probeShape checks which kind of run the flags ask for: the ladder, a
-// search (not with --steps) or open-loop rates (with --max-in-flight).
-func probeShape(cmd *cobra.Command, cfg *probe.Config, rates []float64, maxInFlight int) error {
+// probeFlags names the probe's settings as its flags, for its problems:
+// a problem of the configuration (probe.Config.Validate) reads
+// "--steps: the steps must be strictly ascending (2 after 4)".
+var probeFlags = fieldpath.Names{Fields: map[string]string{
+	"base_url":                "--base-url",
+	"model":                   "--model",
+	"api_key_header":          "--api-key-header",
+	"steps":                   "--steps",
+	"search":                  "--search",
+	"search_max_concurrency":  "--max-concurrency",
+	"requests_per_step":       "--requests-per-step",
+	"warmup":                  "--warmup",
+	"collapse_tolerance_pct":  "--collapse-tolerance-pct",
+	"pause":                   "--pause",
+	"deadline":                "--deadline",
+	"max_tokens":              "--max-tokens",
+	"input_tokens":            "--input-tokens",
+	"prompts":                 "--prompts",
+	"max_429_ratio":           "--max-429-ratio",
+	"max_attempts":            "--max-attempts",
+	"budget.max_requests":     "--max-requests",
+	"budget.max_tokens_total": "--max-tokens-total",
+	"budget.max_duration":     "--max-duration",
+	"open_loop.rates_rps":     "--rates",
+	"open_loop.max_in_flight": "--max-in-flight",
+	"open_loop.requests":      "--requests-per-step",
+}}
+
+// probeShape sets what the flags ask for beyond the settings they bind: the
+// ladder when --steps is given (else the probe's default), an open loop
+// when --rates or --max-in-flight is (its step size is
+// --requests-per-step), and the budgets that are not 0 (0: none). Which
+// of them go together is the configuration's rule (Validate).
+func probeShape(cmd *cobra.Command, cfg *probe.Config, steps []int, rates []float64, maxInFlight, maxRequests, maxTokens int) {
 	changed := cmd.Flags().Changed
-	switch {
-	case cfg.Search && changed("steps"):
-		return errors.New("--search chooses its own steps: give --steps or --search, not both")
-	case !cfg.Search && changed("max-concurrency"):
-		return errors.New("--max-concurrency bounds a search: add --search (a ladder's top is the last of --steps)")
-	case len(rates) > 0 && (cfg.Search || changed("steps")):
-		return errors.New("--rates runs open-loop steps: it takes neither --steps nor --search")
-	case len(rates) > 0 && maxInFlight < 1:
-		return errors.New("--rates needs --max-in-flight, the cap on requests in flight")
-	case len(rates) == 0 && changed("max-in-flight"):
-		return errors.New("--max-in-flight caps an open loop: give --rates too")
-	case cfg.CollapseTolerancePct <= 0 || cfg.CollapseTolerancePct >= 100:
-		return fmt.Errorf("--collapse-tolerance-pct must be above 0 and below 100, got %g", cfg.CollapseTolerancePct)
+	if changed("steps") {
+		cfg.Steps = steps
 	}
-	if len(rates) > 0 {
+	if changed("rates") || changed("max-in-flight") {
 		cfg.Open = &probe.OpenLoop{Rates: rates, MaxInFlight: maxInFlight, Requests: cfg.RequestsPerStep}
+		cfg.RequestsPerStep = optional.Value[int]{}
 	}
-	return nil
+	if maxRequests != 0 {
+		cfg.Budget.MaxRequests = optional.Of(maxRequests)
+	}
+	if maxTokens != 0 {
+		cfg.Budget.MaxTokens = optional.Of(maxTokens)
+	}
 }
 
 // probeInputs reads what the flags point at: the API key from the
-// environment and the prompts file. It also turns values that would select
-// a default silently into errors.
+// environment and the prompts file.
 func probeInputs(cmd *cobra.Command, cfg *probe.Config, apiKeyEnv, prompts string) error {
-	for _, c := range []struct {
-		bad  bool
-		flag string
-		want string
-	}{
-		{cfg.Deadline <= 0, "deadline", "positive"},
-		{cfg.Pause < 0, "pause", "zero or more"},
-		{cfg.Budget.MaxDuration <= 0, "max-duration", "positive"},
-		{cfg.Max429Ratio <= 0, "max-429-ratio", "positive"},
-		{cfg.MaxTokens <= 0, "max-tokens", "positive"},
-		{cfg.InputTokens <= 0, "input-tokens", "positive"},
-		{cfg.MaxAttempts <= 0, "max-attempts", "positive"},
-		{cfg.Budget.MaxRequests < 0, "max-requests", "zero or more"},
-		{cfg.Budget.MaxTokens < 0, "max-tokens-total", "zero or more"},
-	} {
-		if c.bad {
-			return fmt.Errorf("--%s must be %s, got %s", c.flag, c.want, cmd.Flags().Lookup(c.flag).Value)
-		}
-	}
-	if cfg.Pause == 0 {
-		cfg.Pause = -1 // no pause; zero would select the default
-	}
-	if cfg.BaseURL == "" || cfg.Model == "" {
-		return errors.New("--base-url and --model are required")
-	}
 	cfg.APIKey = os.Getenv(apiKeyEnv)
 	if cfg.APIKey == "" && cmd.Flags().Changed("api-key-env") {
 		return fmt.Errorf("--api-key-env: environment variable %s is empty or unset", apiKeyEnv)

@@ -165,9 +165,11 @@ func TestProbeCommandShapes(t *testing.T) {
 		says string
 	}{
 		{"too few requests", []string{"--requests-per-step", "16"}, "15 measured at concurrency 1, fewer than the minimum max(40, 3c) = 40"},
-		{"search with steps", []string{"--search", "--steps", "1,2"}, "--steps or --search, not both"},
-		{"max concurrency without search", []string{"--max-concurrency", "8"}, "add --search"},
-		{"rates without a cap", []string{"--rates", "5"}, "--rates needs --max-in-flight"},
+		{"search with steps", []string{"--search", "--steps", "1,2"}, "--steps: a knee search chooses its own steps"},
+		{"max concurrency without search", []string{"--max-concurrency", "8"}, "--max-concurrency: bounds a knee search"},
+		{"rates without a cap", []string{"--rates", "5"}, "--max-in-flight: 0 requests in flight is outside 1..10000: an open loop needs a cap"},
+		{"a cap without rates", []string{"--max-in-flight", "4"}, "--rates: 0 rates"},
+		{"rates with a search", []string{"--rates", "5", "--max-in-flight", "4", "--search"}, "--search: a knee search is a closed loop"},
 		{"search with a step size", []string{"--search", "--requests-per-step", "100"}, "a search sizes its steps itself"},
 		{"a file in -o", []string{"-o", "out.json"}, "a file to write goes in --out"},
 	} {

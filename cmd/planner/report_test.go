@@ -10,6 +10,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/measure"
+	"github.com/plannerdev/planner/internal/optional"
 	"github.com/plannerdev/planner/internal/probe"
 	"github.com/plannerdev/planner/internal/report/reportcheck"
 )
@@ -28,7 +29,7 @@ func writeProbeRun(t *testing.T) string {
 			TPOTP50Ms: 15, TPOTP95Ms: 20})
 	}
 	res := &probe.Result{
-		Config:     probe.Config{BaseURL: "http://127.0.0.1:8000/v1?api-key=hidden", Model: "test-model", APIKey: "sk-never-0123456789abcdef", Deadline: 10 * time.Second},
+		Config:     probe.Config{BaseURL: "http://127.0.0.1:8000/v1?api-key=hidden", Model: "test-model", APIKey: "sk-never-0123456789abcdef", Deadline: optional.Of(10 * time.Second)},
 		Analysis:   analysis.Analyze(steps, analysis.Options{DeadlineMs: 10000}),
 		StopReason: "completed",
 		Started:    time.Date(2025, 6, 2, 9, 30, 0, 0, time.UTC),

@@ -11,38 +11,49 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/plannerdev/planner/internal/fieldpath"
+	"github.com/plannerdev/planner/internal/optional"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/probe"
 	"github.com/plannerdev/planner/internal/report"
 	"github.com/plannerdev/planner/internal/verify"
 )
 
-// validation holds the flags of `planner plan --validate`.
+// validation holds the flags of `planner plan --validate`: the options
+// of the validation they bind, and those they set.
 type validation struct {
-	on              bool
-	baseURL, model  string
-	apiKeyEnv       string
-	apiKeyHeader    string
-	requestsPerStep int
-	deadline        time.Duration
-	maxRequests     int
-	maxDuration     time.Duration
-	tolerancePct    float64
+	on          bool
+	opts        verify.Options
+	apiKeyEnv   string
+	maxRequests int
 }
 
 func (v *validation) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.BoolVar(&v.on, "validate", false, "after planning, validate the plan against --base-url: a short probe per class at its pool and 1.25 × it, compared with the model")
-	f.StringVar(&v.baseURL, "base-url", "", "with --validate: API root of the endpoint, e.g. http://127.0.0.1:8000/v1")
-	f.StringVar(&v.model, "model", "", "with --validate: model (or Azure deployment) name")
+	f.StringVar(&v.opts.Probe.BaseURL, "base-url", "", "with --validate: API root of the endpoint, e.g. http://127.0.0.1:8000/v1")
+	f.StringVar(&v.opts.Probe.Model, "model", "", "with --validate: model (or Azure deployment) name")
 	f.StringVar(&v.apiKeyEnv, "api-key-env", defaultAPIKeyEnv, "with --validate: environment variable holding the API key (none is sent when it is unset)")
-	f.StringVar(&v.apiKeyHeader, "api-key-header", probe.DefaultAPIKeyHeader, `with --validate: header carrying the key: "Authorization" (Bearer) or "api-key" (Azure OpenAI)`)
-	f.IntVar(&v.requestsPerStep, "requests-per-step", 0, "with --validate: requests per step, warm-up included (default max(40, 3×concurrency) + concurrency; fewer than max(40, 3×concurrency) measured is refused)")
-	f.Float64Var(&v.tolerancePct, "tolerance-pct", verify.DefaultTolerancePct, "with --validate: throughput, TTFT p95 and E2E p95 must be within this many percent of the prediction")
-	f.DurationVar(&v.deadline, "deadline", probe.DefaultDeadline, "with --validate: per-request deadline, retries included")
+	f.StringVar(&v.opts.Probe.APIKeyHeader, "api-key-header", probe.DefaultAPIKeyHeader, `with --validate: header carrying the key: "Authorization" (Bearer) or "api-key" (Azure OpenAI)`)
+	optionalInt(f, &v.opts.RequestsPerStep, "requests-per-step", 0, "with --validate: requests per step, warm-up included (default max(40, 3×concurrency) + concurrency; fewer than max(40, 3×concurrency) measured is refused)")
+	optionalFloat(f, &v.opts.TolerancePct, "tolerance-pct", verify.DefaultTolerancePct, "with --validate: throughput, TTFT p95 and E2E p95 must be within this many percent of the prediction")
+	optionalDuration(f, &v.opts.Probe.Deadline, "deadline", probe.DefaultDeadline, "with --validate: per-request deadline, retries included")
 	f.IntVar(&v.maxRequests, "max-requests", 0, "with --validate: budget of HTTP requests for the whole validation (0: only the steps bound them)")
-	f.DurationVar(&v.maxDuration, "max-duration", probe.DefaultMaxDuration, "with --validate: budget of wall time for the whole validation")
+	optionalDuration(f, &v.opts.Probe.Budget.MaxDuration, "max-duration", probe.DefaultMaxDuration, "with --validate: budget of wall time for the whole validation")
 }
+
+// validateFlags names a validation's settings (verify.Options.Validate's
+// paths) as the flags of planner plan --validate.
+var validateFlags = fieldpath.Names{Fields: map[string]string{
+	"tolerance_pct":             "--tolerance-pct",
+	"requests_per_step":         "--requests-per-step",
+	"probe.base_url":            "--base-url",
+	"probe.model":               "--model",
+	"probe.api_key_header":      "--api-key-header",
+	"probe.deadline":            "--deadline",
+	"probe.budget.max_requests": "--max-requests",
+	"probe.budget.max_duration": "--max-duration",
+}}
 
 // config checks the flags and returns the base probe of the validation.
 func (v *validation) config(cmd *cobra.Command) (probe.Config, error) {
@@ -54,31 +65,22 @@ func (v *validation) config(cmd *cobra.Command) (probe.Config, error) {
 		}
 		return probe.Config{}, nil
 	}
-	switch {
-	case v.baseURL == "" || v.model == "":
+	if v.opts.Probe.BaseURL == "" || v.opts.Probe.Model == "" {
 		return probe.Config{}, usageError{errors.New("--validate needs --base-url and --model")}
-	case v.deadline <= 0:
-		return probe.Config{}, usageError{fmt.Errorf("--deadline must be positive, got %s", v.deadline)}
-	case v.maxDuration <= 0:
-		return probe.Config{}, usageError{fmt.Errorf("--max-duration must be positive, got %s", v.maxDuration)}
-	case v.requestsPerStep < 0 || v.maxRequests < 0:
-		return probe.Config{}, usageError{errors.New("--requests-per-step and --max-requests must not be negative")}
-	case !(v.tolerancePct > 0 && v.tolerancePct < 1000):
-		return probe.Config{}, usageError{fmt.Errorf("--tolerance-pct must be above 0 and below 1000, got %g", v.tolerancePct)}
 	}
-	cfg := probe.Config{
-		BaseURL: v.baseURL, Model: v.model, APIKeyHeader: v.apiKeyHeader, Deadline: v.deadline,
-		Pause: 500 * time.Millisecond, Budget: probe.Budget{MaxRequests: v.maxRequests, MaxDuration: v.maxDuration},
-		Seed: uint64(time.Now().UnixNano()),
+	cfg := &v.opts.Probe
+	cfg.Seed = uint64(time.Now().UnixNano())
+	if v.maxRequests != 0 {
+		cfg.Budget.MaxRequests = optional.Of(v.maxRequests)
 	}
 	cfg.APIKey = os.Getenv(v.apiKeyEnv)
 	if cfg.APIKey == "" && cmd.Flags().Changed("api-key-env") {
 		return probe.Config{}, usageError{fmt.Errorf("--api-key-env: environment variable %s is empty or unset", v.apiKeyEnv)}
 	}
-	if err := cfg.Validate(); err != nil {
-		return probe.Config{}, usageError{err}
+	if errs := v.opts.Validate(); len(errs) > 0 {
+		return probe.Config{}, usageError{validateFlags.Rename(errs)}
 	}
-	return cfg, nil
+	return *cfg, nil
 }
 
 // planAndValidation is the JSON and YAML form of a validated plan.
@@ -161,5 +163,7 @@ func upperFirst(s string) string {
 
 // options are the validation's options around its base probe.
 func (v *validation) options(base probe.Config) verify.Options {
-	return verify.Options{Probe: base, RequestsPerStep: v.requestsPerStep, TolerancePct: v.tolerancePct}
+	o := v.opts
+	o.Probe = base
+	return o
 }

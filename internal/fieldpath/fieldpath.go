@@ -64,3 +64,65 @@ func (es Errors) Error() string {
 	}
 	return b.String()
 }
+
+// Index is the path of element i of the list at path: Index("steps", 2)
+// is "steps[2]".
+func Index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
+
+// Join is the path of field below the field at path: Join("budget",
+// "max_requests") is "budget.max_requests"; at the root (path "") it is
+// field itself.
+func Join(path, field string) string {
+	switch {
+	case path == "":
+		return field
+	case field == "":
+		return path
+	case strings.HasPrefix(field, "["):
+		return path + field
+	}
+	return path + "." + field
+}
+
+// Names renames the paths of one document into the names a front end
+// gives its fields, with one table: a command line's flags
+// ("budget.max_requests" is "--max-requests") or a request body's
+// locations ("steps" is "body.steps"). The longest entry that is the path
+// or a field above it names the problem.
+type Names struct {
+	// Fields maps a path without list indexes, or a field above it, to its
+	// name.
+	Fields map[string]string
+	// Other names a path that no entry covers; when empty, the path keeps
+	// its own name.
+	Other string
+	// Below keeps what follows the entry in the path, list indexes and
+	// fields below it ("steps[2]" is "body.steps[2]"); without it the name
+	// is the entry's alone ("steps[2]" is "--steps").
+	Below bool
+}
+
+// Of is the name of path.
+func (n Names) Of(path string) string {
+	for end := len(path); end > 0; end = strings.LastIndexAny(path[:end], ".[") {
+		if name, ok := n.Fields[path[:end]]; ok {
+			if n.Below {
+				return Join(name, strings.TrimPrefix(path[end:], "."))
+			}
+			return name
+		}
+	}
+	if n.Other != "" {
+		return n.Other
+	}
+	return path
+}
+
+// Rename returns the problems under their names, in the same order.
+func (n Names) Rename(errs []Error) Errors {
+	out := make(Errors, len(errs))
+	for i, e := range errs {
+		out[i] = Error{Path: n.Of(e.Path), Message: e.Message}
+	}
+	return out
+}

@@ -38,3 +38,38 @@ func TestErrorsRead(t *testing.T) {
 		}
 	}
 }
+
+func TestPathsAreBuiltAndRenamed(t *testing.T) {
+	if got := Join(Index(Join("open_loop", "rates_rps"), 1), ""); got != "open_loop.rates_rps[1]" {
+		t.Errorf("built %q", got)
+	}
+	if Join("", "steps") != "steps" || Join("body", "[0]") != "body[0]" {
+		t.Error("Join at the root or of an index")
+	}
+	fields := map[string]string{"steps": "S", "budget.max_requests": "R", "open_loop": "O", "": "ROOT?"}
+	flags := Names{Fields: fields}
+	body := Names{Fields: fields, Below: true}
+	for _, tc := range []struct{ path, flag, body string }{
+		{"steps[2]", "S", "S[2]"},
+		{"steps", "S", "S"},
+		{"budget.max_requests", "R", "R"},
+		{"budget.max_tokens_total", "budget.max_tokens_total", "budget.max_tokens_total"},
+		{"open_loop.rates_rps[1]", "O", "O.rates_rps[1]"},
+		{"stepsize", "stepsize", "stepsize"},
+		{"", "", ""},
+	} {
+		if got := flags.Of(tc.path); got != tc.flag {
+			t.Errorf("flag of %q = %q, want %q", tc.path, got, tc.flag)
+		}
+		if got := body.Of(tc.path); got != tc.body {
+			t.Errorf("body location of %q = %q, want %q", tc.path, got, tc.body)
+		}
+	}
+	if got := (Names{Fields: fields, Other: "body"}).Of("warmup"); got != "body" {
+		t.Errorf("an unnamed field is %q, want the fallback", got)
+	}
+	got := body.Rename([]Error{{Path: "steps[1]", Message: "m"}})
+	if len(got) != 1 || got[0] != (Error{Path: "S[1]", Message: "m"}) {
+		t.Errorf("renamed %+v", got)
+	}
+}

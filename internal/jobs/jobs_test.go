@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/plannerdev/planner/internal/optional"
 	"github.com/plannerdev/planner/internal/probe"
 	"github.com/plannerdev/planner/internal/store"
 	"github.com/plannerdev/planner/internal/testutil"
@@ -44,7 +45,7 @@ func serve(t *testing.T, e *testutil.ChatEndpoint) *testutil.PipeNet {
 func spec(n *testutil.PipeNet, steps []int, requests int) Spec {
 	const url, model = "http://endpoint.test/v1", "test-model"
 	return Spec{
-		Config: probe.Config{BaseURL: url, Model: model, Steps: steps, RequestsPerStep: requests, MaxTokens: 8, IgnoreEOS: true, Pause: -1, DialContext: n.DialContext},
+		Config: probe.Config{BaseURL: url, Model: model, Steps: steps, RequestsPerStep: optional.Of(requests), MaxTokens: optional.Of(8), IgnoreEOS: true, Pause: optional.Of(time.Duration(0)), DialContext: n.DialContext},
 		Run:    store.ProbeRun{BaseURL: url, Model: model, Label: "test"},
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/fakeendpoint"
 	"github.com/plannerdev/planner/internal/model"
+	"github.com/plannerdev/planner/internal/optional"
 )
 
 // benchSimEnv, when set to a fakeendpoint.Config in JSON, turns the test binary into
@@ -131,7 +132,7 @@ func BenchmarkProbeStreams(b *testing.B) {
 			})
 			cfg := Config{
 				BaseURL: p.base, Model: fakeendpoint.DefaultModel, Steps: []int{streams / 4, streams},
-				MaxTokens: 64, InputTokens: 64, Deadline: time.Minute, Pause: 100 * time.Millisecond,
+				MaxTokens: optional.Of(64), InputTokens: optional.Of(64), Deadline: optional.Of(time.Minute), Pause: optional.Of(100 * time.Millisecond),
 			}
 			var cpu time.Duration
 			var requests int
@@ -183,8 +184,11 @@ func BenchmarkSearchAgainstLadder(b *testing.B) {
 			}
 			for b.Loop() {
 				for _, search := range []bool{false, true} {
-					cfg := Config{BaseURL: base, Model: fakeendpoint.DefaultModel, MaxTokens: 8, IgnoreEOS: true, InputTokens: 32,
-						Pause: 100 * time.Millisecond, Steps: ladder, Search: search, SearchMax: 4 * slots}
+					cfg := Config{BaseURL: base, Model: fakeendpoint.DefaultModel, MaxTokens: optional.Of(8), IgnoreEOS: true, InputTokens: optional.Of(32),
+						Pause: optional.Of(100 * time.Millisecond), Steps: ladder}
+					if search {
+						cfg.Steps, cfg.Search, cfg.SearchMax = nil, true, optional.Of(4*slots)
+					}
 					res, err := Run(b.Context(), cfg, nil)
 					if err != nil || res.Analysis.Knee == nil {
 						b.Fatalf("search %v: %v, knee %v", search, err, res.Analysis.Knee)

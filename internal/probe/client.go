@@ -14,6 +14,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/redact"
+	"github.com/plannerdev/planner/internal/target"
 )
 
 // maxErrorBody bounds how much of a non-200 answer is read.
@@ -27,7 +28,9 @@ const maxErrorText = 200
 // (one per in-flight stream, as the common SDKs use them) with an idle pool
 // sized for the largest step, so that each step reuses the connections of
 // the one before. Compression is off because it would buffer the stream.
-// With dial set, connections go through it and never through a proxy.
+// An answer's headers are bounded as the preflight's are
+// (target.MaxResponseHeaderBytes). With dial set, connections go through
+// it and never through a proxy.
 func newTransport(maxConcurrency int, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Transport {
 	proxy := http.ProxyFromEnvironment
 	if dial == nil {
@@ -36,14 +39,15 @@ func newTransport(maxConcurrency int, dial func(ctx context.Context, network, ad
 		proxy = nil
 	}
 	return &http.Transport{
-		Proxy:                 proxy,
-		DialContext:           dial,
-		MaxIdleConns:          maxConcurrency + 16,
-		MaxIdleConnsPerHost:   maxConcurrency + 16,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		DisableCompression:    true,
+		Proxy:                  proxy,
+		DialContext:            dial,
+		MaxIdleConns:           maxConcurrency + 16,
+		MaxIdleConnsPerHost:    maxConcurrency + 16,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ExpectContinueTimeout:  time.Second,
+		DisableCompression:     true,
+		MaxResponseHeaderBytes: target.MaxResponseHeaderBytes,
 	}
 }
 

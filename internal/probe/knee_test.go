@@ -10,6 +10,7 @@ import (
 	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/fakeendpoint"
 	"github.com/plannerdev/planner/internal/measure"
+	"github.com/plannerdev/planner/internal/optional"
 )
 
 // The knee tests run the probe against the simulator, whose slot count
@@ -37,8 +38,8 @@ func ladderTo(top int) []int {
 
 // kneeConfig is a probe of 8-token answers against base.
 func kneeConfig(base string, dial dialFunc) Config {
-	return Config{BaseURL: base, Model: fakeendpoint.DefaultModel, MaxTokens: 8, IgnoreEOS: true, InputTokens: 32,
-		Pause: time.Millisecond, DialContext: dial}
+	return Config{BaseURL: base, Model: fakeendpoint.DefaultModel, MaxTokens: optional.Of(8), IgnoreEOS: true, InputTokens: optional.Of(32),
+		Pause: optional.Of(time.Millisecond), DialContext: dial}
 }
 
 // checkBound fails when a step reports more than 5 % above c / E[S], E[S]
@@ -136,7 +137,7 @@ func TestPlateauWithinNoise(t *testing.T) {
 	cfg.OutputTokens, cfg.Seed = 8, 11
 	bubble(t, cfg, func(t *testing.T, _ *fakeendpoint.Server, base string, dial dialFunc) {
 		p := kneeConfig(base, dial)
-		p.Steps, p.IgnoreEOS, p.MaxTokens = ladderTo(64), false, 32
+		p.Steps, p.IgnoreEOS, p.MaxTokens = ladderTo(64), false, optional.Of(32)
 		res := run(t, t.Context(), p, nil)
 		if res.StopReason != StopCompleted {
 			t.Errorf("stop %s (%s)", res.StopReason, res.StopDetail)
@@ -168,7 +169,7 @@ func TestRandom429s(t *testing.T) {
 			cfg.FailRate, cfg.FailStatus, cfg.Seed = 0.1, 429, uint64(slots)
 			bubble(t, cfg, func(t *testing.T, _ *fakeendpoint.Server, base string, dial dialFunc) {
 				p := kneeConfig(base, dial)
-				p.Steps, p.Max429Ratio = ladderTo(4*slots), 0.5
+				p.Steps, p.Max429Ratio = ladderTo(4*slots), optional.Of(0.5)
 				res := run(t, t.Context(), p, nil)
 				if k := res.Analysis.Knee; k == nil || *k != slots {
 					t.Errorf("knee = %v, want %d", k, slots)
@@ -233,7 +234,11 @@ func compare(t *testing.T, slots int) searchRow {
 	for _, search := range []bool{false, true} {
 		bubble(t, slotsSim(slots), func(t *testing.T, _ *fakeendpoint.Server, base string, dial dialFunc) {
 			p := kneeConfig(base, dial)
-			p.Steps, p.Search, p.SearchMax = ladderTo(4*slots), search, 4*slots
+			if search {
+				p.Search, p.SearchMax = true, optional.Of(4*slots)
+			} else {
+				p.Steps = ladderTo(4 * slots)
+			}
 			res := run(t, t.Context(), p, nil)
 			if res.Analysis.Knee == nil {
 				t.Fatalf("no knee (search %v): %+v", search, res.Analysis.Steps)
@@ -282,7 +287,7 @@ func TestSearchMatchesLadder(t *testing.T) {
 func TestKneeRefinedBetweenPowersOfTwo(t *testing.T) {
 	bubble(t, slotsSim(12), func(t *testing.T, _ *fakeendpoint.Server, base string, dial dialFunc) {
 		p := kneeConfig(base, dial)
-		p.Search, p.SearchMax = true, 64
+		p.Search, p.SearchMax = true, optional.Of(64)
 		res := run(t, t.Context(), p, nil)
 		a := res.Analysis
 		if a.Knee == nil || *a.Knee != 16 || a.KneeRefined == nil || *a.KneeRefined != 12 || *a.KneeResolution != 1 {
@@ -316,7 +321,7 @@ func TestKneeOverLoopback(t *testing.T) {
 	ladder.Steps = ladderTo(32)
 	res := run(t, t.Context(), ladder, nil)
 	search := kneeConfig(base, nil)
-	search.Search, search.SearchMax = true, 32
+	search.Search, search.SearchMax = true, optional.Of(32)
 	sres := run(t, t.Context(), search, nil)
 	for _, r := range []*Result{res, sres} {
 		if r.Failure() != nil || r.Analysis.Knee == nil {

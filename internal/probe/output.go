@@ -69,7 +69,7 @@ func CurveYAML(res *Result) ([]byte, error) {
 	}
 	head := []string{fmt.Sprintf("Measured by planner probe: %s, model %q, %s to %s, max_tokens %d, stop: %s.",
 		redactURL(res.Config.BaseURL), res.Config.Model, res.Started.UTC().Format(time.RFC3339),
-		res.Ended.UTC().Format(time.RFC3339), res.Config.MaxTokens, res.StopReason)}
+		res.Ended.UTC().Format(time.RFC3339), res.Config.maxTokens(), res.StopReason)}
 	if k := res.Analysis.KneeRefined; k != nil && res.Config.Search {
 		head = append(head, fmt.Sprintf("The knee search refined the knee to %d (resolution %d); the knee below is the doubling rule's.", *k, *res.Analysis.KneeResolution))
 	}

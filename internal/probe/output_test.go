@@ -18,6 +18,7 @@ import (
 	"github.com/plannerdev/planner/internal/fakeendpoint"
 	"github.com/plannerdev/planner/internal/importer"
 	"github.com/plannerdev/planner/internal/measure"
+	"github.com/plannerdev/planner/internal/optional"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
 )
@@ -173,7 +174,7 @@ func TestCSVImportMeasuresLikeTheProbe(t *testing.T) {
 	cfg.FailRate, cfg.Seed = 0.05, 3
 	bubble(t, cfg, func(t *testing.T, _ *fakeendpoint.Server, base string, dial dialFunc) {
 		p := kneeConfig(base, dial)
-		p.Search, p.SearchMax = true, 32
+		p.Search, p.SearchMax = true, optional.Of(32)
 		res := run(t, t.Context(), p, nil)
 		var buf bytes.Buffer
 		if err := measure.WriteCSV(&buf, res.Records); err != nil {

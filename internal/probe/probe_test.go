@@ -3,6 +3,8 @@ package probe
 import (
 	"cmp"
 	"context"
+	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +18,8 @@ import (
 
 	"github.com/plannerdev/planner/internal/fakeendpoint"
 	"github.com/plannerdev/planner/internal/measure"
+	"github.com/plannerdev/planner/internal/optional"
+	"github.com/plannerdev/planner/internal/target"
 	"github.com/plannerdev/planner/internal/testutil"
 )
 
@@ -57,8 +61,8 @@ type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error
 // quick is a small, fast probe configuration against base.
 func quick(base string) Config {
 	return Config{
-		BaseURL: base, Model: fakeendpoint.DefaultModel, MaxTokens: 4, IgnoreEOS: true, InputTokens: 32,
-		Steps: []int{1, 2, 4}, Pause: time.Millisecond, Deadline: 5 * time.Second,
+		BaseURL: base, Model: fakeendpoint.DefaultModel, MaxTokens: optional.Of(4), IgnoreEOS: true, InputTokens: optional.Of(32),
+		Steps: []int{1, 2, 4}, Pause: optional.Of(time.Millisecond), Deadline: optional.Of(5 * time.Second),
 	}
 }
 
@@ -118,7 +122,7 @@ func TestQuotaLimitedAgainstSim(t *testing.T) {
 		// Spend the bucket the way other traffic on the same key would.
 		drain := quick(base)
 		drain.DialContext = dial
-		drain.Steps, drain.RequestsPerStep, drain.MaxAttempts = []int{32}, rpm+32, 1
+		drain.Steps, drain.RequestsPerStep, drain.MaxAttempts = []int{32}, optional.Of(rpm+32), optional.Of(1)
 		if res := run(t, t.Context(), drain, nil); res.Analysis.Steps[0].RateLimited == 0 {
 			t.Fatalf("the bucket did not run dry: %+v", res.Analysis.Steps)
 		}
@@ -195,7 +199,7 @@ func TestTimingFidelity(t *testing.T) {
 	bubble(t, fakeendpoint.Config{MaxNumSeqs: 128, TTFT: ttft, ITL: itl, ITLGrowth: fakeendpoint.NoGrowth, OutputTokens: 8}, func(t *testing.T, _ *fakeendpoint.Server, base string, dial dialFunc) {
 		cfg := quick(base)
 		cfg.DialContext = dial
-		cfg.Steps, cfg.MaxTokens, cfg.IgnoreEOS = []int{64}, 32, false
+		cfg.Steps, cfg.MaxTokens, cfg.IgnoreEOS = []int{64}, optional.Of(32), false
 		res := run(t, t.Context(), cfg, nil)
 		n := 0
 		for _, rec := range res.Records {
@@ -219,7 +223,7 @@ func TestBudgetsAndCancel(t *testing.T) {
 		bubble(t, fastSim, func(t *testing.T, _ *fakeendpoint.Server, base string, dial dialFunc) {
 			cfg := quick(base)
 			cfg.DialContext = dial
-			cfg.Budget.MaxRequests = 5
+			cfg.Budget.MaxRequests = optional.Of(5)
 			res := run(t, t.Context(), cfg, nil)
 			if res.StopReason != StopBudgetRequests || len(res.Records) != 5 || res.Sent != 5 {
 				t.Errorf("stop %s, %d records, %d sent; want %s, 5, 5", res.StopReason, len(res.Records), res.Sent, StopBudgetRequests)
@@ -236,7 +240,7 @@ func TestBudgetsAndCancel(t *testing.T) {
 		bubble(t, fastSim, func(t *testing.T, _ *fakeendpoint.Server, base string, dial dialFunc) {
 			cfg := quick(base)
 			cfg.DialContext = dial
-			cfg.Budget.MaxTokens = 600
+			cfg.Budget.MaxTokens = optional.Of(600)
 			res := run(t, t.Context(), cfg, nil)
 			if res.StopReason != StopBudgetTokens || res.TokensUsed > 600 || len(res.Records) == 0 {
 				t.Errorf("stop %s, %d tokens used, %d records; want %s within 600", res.StopReason, res.TokensUsed, len(res.Records), StopBudgetTokens)
@@ -254,8 +258,8 @@ func TestBudgetsAndCancel(t *testing.T) {
 		bubble(t, fakeendpoint.Config{TTFT: 5 * time.Second, MaxNumSeqs: 64}, func(t *testing.T, _ *fakeendpoint.Server, base string, dial dialFunc) {
 			cfg := quick(base)
 			cfg.DialContext = dial
-			cfg.Budget.MaxDuration = 200 * time.Millisecond
-			cfg.Deadline = 10 * time.Second
+			cfg.Budget.MaxDuration = optional.Of(200 * time.Millisecond)
+			cfg.Deadline = optional.Of(10 * time.Second)
 			start := time.Now()
 			res := run(t, t.Context(), cfg, nil)
 			if el := time.Since(start); el != 200*time.Millisecond {
@@ -276,7 +280,7 @@ func TestBudgetsAndCancel(t *testing.T) {
 			cfg := quick(base)
 			cfg.DialContext = dial
 			cfg.Steps = []int{1, 2, 4, 8}
-			cfg.Pause = time.Minute
+			cfg.Pause = optional.Of(time.Minute)
 			obs := &countingObserver{onStepDone: cancel}
 			res := run(t, ctx, cfg, obs)
 			if res.StopReason != StopCancelled || len(res.Analysis.Steps) != 1 || len(res.Records) != 41 {
@@ -334,7 +338,7 @@ func TestOpenLoop(t *testing.T) {
 	bubble(t, fakeendpoint.Config{TTFT: 40 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth, MaxNumSeqs: 64}, func(t *testing.T, _ *fakeendpoint.Server, base string, dial dialFunc) {
 		cfg := quick(base)
 		cfg.DialContext = dial
-		cfg.Open = &OpenLoop{Rates: []float64{10, 400}, MaxInFlight: 4, Requests: 60}
+		cfg.Steps, cfg.Open = nil, &OpenLoop{Rates: []float64{10, 400}, MaxInFlight: 4, Requests: optional.Of(60)}
 		cfg.Seed = 3
 		res := run(t, t.Context(), cfg, nil)
 		if res.Shed == 0 || len(res.Records)+res.Shed != 120 {
@@ -392,6 +396,15 @@ func TestAnswers(t *testing.T) {
 		ttftMs, withRetriesMs float64
 	}{
 		{name: "ok", handler: func(_ int, w http.ResponseWriter) { writeStream(w, stream) }, status: 200, attempts: 1},
+		{name: "CR line endings", handler: func(_ int, w http.ResponseWriter) {
+			writeStream(w, sse("\r", contentChunk, contentChunk, usageChunk)+"data: [DONE]\r\r")
+		}, status: 200, attempts: 1},
+		{name: "headers past the cap", handler: func(_ int, w http.ResponseWriter) {
+			for i := range 4 {
+				w.Header().Set(fmt.Sprintf("X-Pad-%d", i), strings.Repeat("a", target.MaxResponseHeaderBytes/4))
+			}
+			writeStream(w, stream)
+		}, class: measure.ErrTransport, attempts: 1},
 		{name: "500", handler: func(_ int, w http.ResponseWriter) { http.Error(w, `{"error":{"message":"boom"}}`, 500) },
 			class: measure.ErrServer, status: 500, attempts: 1},
 		{name: "404 wrong model", handler: func(_ int, w http.ResponseWriter) { http.Error(w, "no such model", 404) },
@@ -454,8 +467,8 @@ func TestAnswers(t *testing.T) {
 				cfg := quick(base)
 				cfg.DialContext = dial
 				cfg.Steps = []int{1}
-				cfg.BackoffBase, cfg.BackoffCap = 10*time.Millisecond, 20*time.Millisecond
-				cfg.Deadline = cmp.Or(tc.deadline, 2*time.Second)
+				cfg.BackoffBase, cfg.BackoffCap = optional.Of(10*time.Millisecond), optional.Of(20*time.Millisecond)
+				cfg.Deadline = optional.Of(cmp.Or(tc.deadline, 2*time.Second))
 				res := run(t, t.Context(), cfg, nil)
 				if len(res.Records) == 0 || res.Records[0].Index != 0 {
 					t.Fatalf("records %+v", res.Records)
@@ -478,45 +491,120 @@ func TestAnswers(t *testing.T) {
 	}
 }
 
+// TestCalibrationBoundedAgainstTheEndpoint: an endpoint that answers
+// usage.prompt_tokens 1, then 7, then 1 would have calibration grow the
+// synthetic prompt from 1 KB to 262 KB, then 9.6 MB, then 2.46 GB; each
+// answer moves it by at most maxCalibrationFactor, and it never passes
+// maxCharsPerToken characters per target token.
+func TestCalibrationBoundedAgainstTheEndpoint(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		counts := []int{1, 7, 1} // the answers that once grew a request to 2.46 GB at the fourth
+		var mu sync.Mutex
+		var lengths []int
+		base, dial := testutil.PipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var req struct {
+				Messages []message `json:"messages"`
+			}
+			if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) != 1 {
+				http.Error(w, "bad request", 400)
+				return
+			}
+			mu.Lock()
+			lengths = append(lengths, len(req.Messages[0].Content))
+			n := counts[(len(lengths)-1)%len(counts)]
+			mu.Unlock()
+			writeStream(w, sse("\n", contentChunk, fmt.Sprintf(`{"choices":[],"usage":{"prompt_tokens":%d,"completion_tokens":1}}`, n))+"data: [DONE]\n\n")
+		}))
+		cfg := quick(base)
+		cfg.DialContext, cfg.Steps, cfg.InputTokens = dial, []int{1}, optional.Of(256)
+		cfg.Budget.MaxRequests = optional.Of(len(counts))
+		run(t, t.Context(), cfg, nil)
+		if len(lengths) != len(counts) || lengths[0] != 256*charsPerToken {
+			t.Fatalf("prompt lengths %v", lengths)
+		}
+		for i, n := range lengths {
+			if n > 256*maxCharsPerToken || n < 256*minCharsPerToken {
+				t.Errorf("request %d: a prompt of %d characters for 256 tokens (lengths %v)", i, n, lengths)
+			}
+			if i > 0 && (n > maxCalibrationFactor*lengths[i-1] || n*maxCalibrationFactor < lengths[i-1]) {
+				t.Errorf("request %d: the prompt went from %d to %d characters on one answer", i, lengths[i-1], n)
+			}
+		}
+	})
+}
+
 func writeStream(w http.ResponseWriter, body string) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	_, _ = w.Write([]byte(body))
 }
 
+// TestValidate locates each rule's problem at its field, in the names of
+// the configuration's JSON, and lets a set zero mean what it says.
 func TestValidate(t *testing.T) {
 	ok := Config{BaseURL: "https://api.example.test/v1?api-version=2024-10-21", Model: "m"}
-	if err := ok.Validate(); err != nil {
-		t.Fatalf("valid config: %v", err)
+	if errs := ok.Validate(); len(errs) > 0 {
+		t.Fatalf("valid config: %v", errs)
 	}
+	open := func(o OpenLoop) func(*Config) { return func(c *Config) { c.Open = &o } }
 	tests := []struct {
-		name string
-		edit func(*Config)
-		want string
+		name       string
+		edit       func(*Config)
+		path, want string
 	}{
-		{"no model", func(c *Config) { c.Model = "" }, "model"},
-		{"bad scheme", func(c *Config) { c.BaseURL = "ftp://x" }, "scheme"},
-		{"no host", func(c *Config) { c.BaseURL = "http:///v1" }, "no host"},
-		{"steps not ascending", func(c *Config) { c.Steps = []int{1, 4, 2} }, "ascending"},
-		{"step too large", func(c *Config) { c.Steps = []int{MaxConcurrency + 1} }, "outside"},
-		{"ratio above 1", func(c *Config) { c.Max429Ratio = 1.5 }, "429 ratio"},
-		{"negative deadline", func(c *Config) { c.Deadline = -time.Second }, "deadline"},
-		{"bad key header", func(c *Config) { c.APIKeyHeader = "X-Key" }, "api key header"},
-		{"open loop without a rate", func(c *Config) { c.Open = &OpenLoop{MaxInFlight: 2} }, "rates"},
-		{"open loop rates not ascending", func(c *Config) { c.Open = &OpenLoop{MaxInFlight: 2, Rates: []float64{4, 2}} }, "ascending"},
-		{"too few requests per step", func(c *Config) { c.RequestsPerStep = 16 }, "15 measured at concurrency 1, fewer than the minimum max(40, 3c) = 40"},
-		{"too few for the last step", func(c *Config) { c.RequestsPerStep = 100 }, "at concurrency 32, fewer than the minimum max(40, 3c) = 96"},
-		{"search and open loop", func(c *Config) { c.Search, c.Open = true, &OpenLoop{MaxInFlight: 2, Rates: []float64{1}} }, "search"},
-		{"collapse tolerance", func(c *Config) { c.CollapseTolerancePct = 120 }, "collapse tolerance"},
-		{"bad prompt", func(c *Config) { c.Prompts = []Prompt{{}} }, "prompt 0"},
+		{"no model", func(c *Config) { c.Model = "" }, "model", "required"},
+		{"bad scheme", func(c *Config) { c.BaseURL = "ftp://x" }, "base_url", "scheme"},
+		{"no host", func(c *Config) { c.BaseURL = "http:///v1" }, "base_url", "no host"},
+		{"no steps", func(c *Config) { c.Steps = []int{} }, "steps", "0 steps, want 1 to 64"},
+		{"steps not ascending", func(c *Config) { c.Steps = []int{1, 4, 2} }, "steps[2]", "strictly ascending (2 after 4)"},
+		{"step too large", func(c *Config) { c.Steps = []int{MaxConcurrency + 1} }, "steps[0]", "outside 1..10000"},
+		{"ratio above 1", func(c *Config) { c.Max429Ratio = optional.Of(1.5) }, "max_429_ratio", "outside (0, 1]"},
+		{"ratio of 0", func(c *Config) { c.Max429Ratio = optional.Of(0.0) }, "max_429_ratio", "outside (0, 1]"},
+		{"negative deadline", func(c *Config) { c.Deadline = optional.Of(-time.Second) }, "deadline", "must be positive"},
+		{"deadline of 0", func(c *Config) { c.Deadline = optional.Of(time.Duration(0)) }, "deadline", "must be positive"},
+		{"negative pause", func(c *Config) { c.Pause = optional.Of(-time.Second) }, "pause", "negative"},
+		{"negative warm-up", func(c *Config) { c.Warmup = optional.Of(-1) }, "warmup", "outside 0..1000000 (0: none)"},
+		{"bad key header", func(c *Config) { c.APIKeyHeader = "X-Key" }, "api_key_header", "neither"},
+		{"prompts too long", func(c *Config) { c.InputTokens = optional.Of(MaxInputTokens + 1) }, "input_tokens", "outside 1..1000000"},
+		{"answers too long", func(c *Config) { c.MaxTokens = optional.Of(0) }, "max_tokens", "outside 1..1000000"},
+		{"too many attempts", func(c *Config) { c.MaxAttempts = optional.Of(21) }, "max_attempts", "outside 1..20"},
+		{"a budget of no requests", func(c *Config) { c.Budget.MaxRequests = optional.Of(0) }, "budget.max_requests", "at least 1"},
+		{"open loop without a rate", open(OpenLoop{MaxInFlight: 2}), "open_loop.rates_rps", "0 rates"},
+		{"open loop without a cap", open(OpenLoop{Rates: []float64{1}}), "open_loop.max_in_flight", "needs a cap"},
+		{"open loop rates not ascending", open(OpenLoop{MaxInFlight: 2, Rates: []float64{4, 2}}), "open_loop.rates_rps[1]", "strictly ascending"},
+		{"open loop too short", open(OpenLoop{MaxInFlight: 2, Rates: []float64{1}, Requests: optional.Of(20)}), "open_loop.requests", "fewer than the minimum"},
+		{"too few requests per step", func(c *Config) { c.RequestsPerStep = optional.Of(16) }, "requests_per_step",
+			"16 requests with 1 warm-up leave 15 measured at concurrency 1, fewer than the minimum max(40, 3c) = 40"},
+		{"too few for the last step", func(c *Config) { c.RequestsPerStep = optional.Of(100) }, "requests_per_step", "at concurrency 32, fewer than the minimum max(40, 3c) = 96"},
+		{"a warm-up that leaves too few", func(c *Config) { c.Warmup = optional.Of(10_000) }, "warmup", "fewer than the minimum"},
+		{"search and open loop", func(c *Config) { c.Search, c.Open = true, &OpenLoop{MaxInFlight: 2, Rates: []float64{1}} }, "search", "closed loop"},
+		{"search with steps", func(c *Config) { c.Search, c.Steps = true, []int{1, 2} }, "steps", "a knee search chooses its own steps"},
+		{"search with a step size", func(c *Config) { c.Search, c.RequestsPerStep = true, optional.Of(100) }, "requests_per_step", "a search sizes its steps itself"},
+		{"search top without a search", func(c *Config) { c.SearchMax = optional.Of(8) }, "search_max_concurrency", "bounds a knee search"},
+		{"search top too high", func(c *Config) { c.Search, c.SearchMax = true, optional.Of(MaxConcurrency+1) }, "search_max_concurrency", "outside 1..10000"},
+		{"collapse tolerance", func(c *Config) { c.CollapseTolerancePct = optional.Of(120.0) }, "collapse_tolerance_pct", "outside (0, 100)"},
+		{"collapse tolerance of 0", func(c *Config) { c.CollapseTolerancePct = optional.Of(0.0) }, "collapse_tolerance_pct", "outside (0, 100)"},
+		{"bad prompt", func(c *Config) { c.Prompts = []Prompt{{Text: "a"}, {}} }, "prompts[1]", "needs"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := ok
 			tc.edit(&c)
-			if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("err = %v, want it to mention %q", err, tc.want)
+			errs := c.Validate()
+			if len(errs) != 1 || errs[0].Path != tc.path || !strings.Contains(errs[0].Message, tc.want) {
+				t.Errorf("problems %v, want one at %s saying %q", errs, tc.path, tc.want)
+			}
+			if again := c.WithDefaults().Validate(); !slices.Equal(again, errs) {
+				t.Errorf("with its defaults applied, the configuration has other problems: %v, not %v", again, errs)
 			}
 		})
+	}
+	set := ok
+	set.Pause, set.Warmup = optional.Of(time.Duration(0)), optional.Of(0)
+	if errs := set.Validate(); len(errs) > 0 {
+		t.Errorf("no pause and no warm-up are valid settings: %v", errs)
+	}
+	if d := set.WithDefaults(); d.pause() != 0 || d.warmupFor(4, 100) != 0 {
+		t.Errorf("a pause and a warm-up of 0 became %s and %d", d.pause(), d.warmupFor(4, 100))
 	}
 	if u, _ := ok.endpoint(); u != "https://api.example.test/v1/chat/completions?api-version=2024-10-21" {
 		t.Errorf("endpoint = %s", u)

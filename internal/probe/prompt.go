@@ -97,7 +97,9 @@ type message struct {
 }
 
 // Synthetic prompts start with an instruction that asks for a long answer
-// (for endpoints without ignore_eos) and continue with filler words.
+// (for endpoints without ignore_eos) and continue with filler words. Both
+// are plain ASCII that JSON carries unescaped, so that a prompt's size is
+// known before it is built.
 const (
 	instruction = "Write a long, detailed essay that continues the following text, and do not stop early. "
 	filler      = "capacity planning measures latency under load while every pool " +
@@ -108,13 +110,34 @@ const (
 	charsPerToken = 4
 	// calibrationRounds is how many responses tune the synthetic length.
 	calibrationRounds = 8
+	// The synthetic length that calibration may choose is bounded,
+	// whatever an endpoint answers (an endpoint may answer anything):
+	// one answer moves it by at most maxCalibrationFactor either way, and
+	// it stays within minCharsPerToken and maxCharsPerToken characters per
+	// target token. The filler is common English words, which tokenizers
+	// cut into a token per 4 to 6 characters; a tokenizer whose
+	// vocabulary holds every filler word as one token still needs fewer
+	// than 7. So a prompt is never longer than 8 characters per token of
+	// the target (8 MB at MaxInputTokens), and a hostile usage count
+	// cannot grow the requests from 1 KB to gigabytes.
+	maxCalibrationFactor = 2
+	minCharsPerToken     = 1
+	maxCharsPerToken     = 8
 )
+
+// syntheticOverhead is the JSON around a synthetic text in a messages
+// array: a synthetic input's size is this plus the text's length.
+var syntheticOverhead = func() int {
+	b, _ := json.Marshal([]message{{Role: "user"}})
+	return len(b)
+}()
 
 // prompts hands out request inputs: prompts from a file in turn, or
 // synthetic text of a target length in tokens. The synthetic length is
 // calibrated on the first responses: a response that counted p prompt
-// tokens for a text of n characters sets the length to n·target/p, which
-// converges on the target when the chat template adds only a few tokens.
+// tokens for a text of n characters sets the length to n·target/p, within
+// the bounds above, which converges on the target when the chat template
+// adds only a few tokens.
 type prompts struct {
 	fixed  []Prompt
 	target int    // input tokens of a synthetic prompt
@@ -130,34 +153,47 @@ func newPrompts(fixed []Prompt, target int, runID string) *prompts {
 }
 
 // input is one request's messages and, for a synthetic prompt, its text
-// length (0 for a prompt from a file).
+// length (0 for a prompt from a file). A synthetic input's messages are
+// built only once the budget has admitted its size (build).
 type input struct {
 	messages json.RawMessage
 	chars    int
+	seq      int
+	size     int // bytes of messages, known before they are built
 }
 
-// next returns the input of request seq (0, 1, ...) of the run.
+// next returns the input of request seq (0, 1, ...) of the run: a prompt
+// from a file, rendered, or a synthetic prompt's size, to be built.
 func (p *prompts) next(seq int) (input, error) {
 	if len(p.fixed) > 0 {
 		m, err := p.fixed[seq%len(p.fixed)].messages()
 		if err != nil {
 			return input{}, fmt.Errorf("prompt %d: %w", seq%len(p.fixed), err)
 		}
-		return input{messages: m}, nil
+		return input{messages: m, size: len(m)}, nil
 	}
-	p.mu.Lock()
-	n := p.chars
-	p.mu.Unlock()
-	text := syntheticText(p.runID, seq, n)
-	m, err := json.Marshal([]message{{Role: "user", Content: text}})
+	n := max(p.length(), len(syntheticHead(p.runID, seq)))
+	return input{chars: n, seq: seq, size: syntheticOverhead + n}, nil
+}
+
+// build renders the messages of a synthetic input; an input from a file
+// has them already.
+func (p *prompts) build(in input) (input, error) {
+	if in.messages != nil {
+		return in, nil
+	}
+	m, err := json.Marshal([]message{{Role: "user", Content: syntheticText(p.runID, in.seq, in.chars)}})
 	if err != nil {
 		return input{}, fmt.Errorf("synthetic prompt: %w", err)
 	}
-	return input{messages: m, chars: len(text)}, nil
+	in.messages = m
+	return in, nil
 }
 
 // observe calibrates the synthetic length from a response that counted
-// promptTokens for a text of chars characters.
+// promptTokens for a text of chars characters, within a factor of
+// maxCalibrationFactor of the length in use and between minCharsPerToken
+// and maxCharsPerToken characters per target token.
 func (p *prompts) observe(chars, promptTokens int) {
 	if len(p.fixed) > 0 || chars <= 0 || promptTokens <= 0 {
 		return
@@ -168,7 +204,10 @@ func (p *prompts) observe(chars, promptTokens int) {
 		return
 	}
 	p.rounds++
-	p.chars = max(1, int(float64(chars)*float64(p.target)/float64(promptTokens)+0.5))
+	want := float64(chars) * float64(p.target) / float64(promptTokens)
+	cur := float64(p.chars)
+	want = min(max(want, cur/maxCalibrationFactor, minCharsPerToken*float64(p.target)), cur*maxCalibrationFactor, maxCharsPerToken*float64(p.target))
+	p.chars = max(1, int(want+0.5))
 }
 
 // length reports the synthetic text length in use.
@@ -178,10 +217,15 @@ func (p *prompts) length() int {
 	return p.chars
 }
 
+// syntheticHead is the unique start of request seq's synthetic text.
+func syntheticHead(runID string, seq int) string {
+	return "[" + runID + "-" + strconv.Itoa(seq) + "] "
+}
+
 // syntheticText is n characters (at least the unique head): a head that
 // names the run and request, the instruction, then filler words.
 func syntheticText(runID string, seq, n int) string {
-	head := "[" + runID + "-" + strconv.Itoa(seq) + "] "
+	head := syntheticHead(runID, seq)
 	var b strings.Builder
 	b.Grow(max(n, len(head)))
 	b.WriteString(head)

@@ -62,9 +62,16 @@ func TestCalibration(t *testing.T) {
 	p := newPrompts(nil, target, "r")
 	tokens := 0
 	for seq := range calibrationRounds {
-		in, err := p.next(seq)
+		planned, err := p.next(seq)
 		if err != nil {
 			t.Fatal(err)
+		}
+		in, err := p.build(planned)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(in.messages) != planned.size {
+			t.Fatalf("request %d: %d bytes of messages, planned %d", seq, len(in.messages), planned.size)
 		}
 		var msgs []message
 		if err := json.Unmarshal(in.messages, &msgs); err != nil || len(msgs) != 1 || len(msgs[0].Content) != in.chars {
@@ -77,8 +84,29 @@ func TestCalibration(t *testing.T) {
 		t.Errorf("after calibration a prompt has %d tokens, want %d ± 2", tokens, target)
 	}
 	frozen := p.length()
-	p.observe(10, 1000)
-	if p.length() != frozen {
+	if p.observe(10, 1000); p.length() != frozen {
 		t.Error("calibration kept going after its rounds")
+	}
+}
+
+// TestCalibrationBounded: whatever the usage counts say, one answer moves
+// the synthetic length by at most maxCalibrationFactor, and the length
+// stays within minCharsPerToken and maxCharsPerToken characters per
+// target token.
+func TestCalibrationBounded(t *testing.T) {
+	const target = 1000
+	for _, counts := range [][]int{{1, 7, 1, 1, 1}, {1_000_000_000, 1_000_000_000, 1_000_000_000, 1}, {1, 1_000_000, 1, 1_000_000}} {
+		p := newPrompts(nil, target, "r")
+		for _, n := range counts {
+			before := p.length()
+			p.observe(before, n)
+			after := p.length()
+			if after > maxCalibrationFactor*before || after*maxCalibrationFactor < before {
+				t.Errorf("%v: an answer of %d tokens moved the length from %d to %d", counts, n, before, after)
+			}
+			if after > maxCharsPerToken*target || after < minCharsPerToken*target {
+				t.Errorf("%v: %d characters for %d tokens", counts, after, target)
+			}
+		}
 	}
 }

@@ -136,7 +136,7 @@ func (r *Result) Failure() error {
 	case measure.ErrTransport:
 		return fmt.Errorf("the endpoint is unreachable: %d of %d requests could not connect (%s)", n, len(r.Records), sample)
 	case measure.ErrTimeout:
-		return fmt.Errorf("no request succeeded: %d of %d timed out after the %s deadline", n, len(r.Records), r.Config.Deadline)
+		return fmt.Errorf("no request succeeded: %d of %d timed out after the %s deadline", n, len(r.Records), r.Config.deadline())
 	case measure.ErrClient:
 		return fmt.Errorf("the endpoint refused the requests (%s); check the base URL, the model and the API key", sample)
 	case measure.ErrRateLimited:
@@ -228,7 +228,7 @@ func (r *runner) notes(recs []measure.Record, an *measure.Result, limits RateLim
 		}
 		if n > 0 {
 			notes = append(notes, fmt.Sprintf("synthetic prompts: target %d input tokens, calibrated to %d characters; measured mean %.0f input tokens",
-				r.cfg.InputTokens, r.prompts.length(), float64(sum)/float64(n)))
+				r.cfg.inputTokens(), r.prompts.length(), float64(sum)/float64(n)))
 		}
 	}
 	if s := r.shed.Load(); s > 0 {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/fieldpath"
 	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/redact"
 )
@@ -53,15 +54,16 @@ type stepKey struct {
 // its Result (see Result.Failure). Cancelling ctx stops the run, and the
 // Result keeps what was measured.
 func Run(ctx context.Context, cfg Config, obs Observer) (*Result, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("probe configuration: %w", err)
+	if errs := cfg.Validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("probe configuration: %w", fieldpath.Errors(errs))
 	}
+	cfg = cfg.WithDefaults()
 	endpoint, err := cfg.endpoint()
 	if err != nil {
 		return nil, fmt.Errorf("probe configuration: %w", err)
 	}
-	concs := cfg.Concurrencies()
+	m := cfg.mode()
+	concs := m.concurrencies()
 	tr := newTransport(concs[len(concs)-1], cfg.DialContext)
 	defer tr.CloseIdleConnections()
 
@@ -69,8 +71,8 @@ func Run(ctx context.Context, cfg Config, obs Observer) (*Result, error) {
 	r := &runner{
 		cfg:     cfg,
 		opts:    cfg.AnalysisOptions(),
-		prompts: newPrompts(cfg.Prompts, cfg.InputTokens, strconv.FormatInt(t0.UnixNano(), 36)),
-		budget:  &budget{maxRequests: cfg.Budget.MaxRequests, maxTokens: cfg.Budget.MaxTokens},
+		prompts: newPrompts(cfg.Prompts, cfg.inputTokens(), strconv.FormatInt(t0.UnixNano(), 36)),
+		budget:  &budget{maxRequests: cfg.Budget.MaxRequests.Or(0), maxTokens: cfg.Budget.MaxTokens.Or(0)},
 		obs:     serialObserver{obs: obs},
 		t0:      t0,
 		samples: map[string]string{},
@@ -79,88 +81,25 @@ func Run(ctx context.Context, cfg Config, obs Observer) (*Result, error) {
 	r.sender = &sender{
 		client:      &http.Client{Transport: tr, CheckRedirect: cfg.CheckRedirect},
 		url:         endpoint,
-		deadline:    cfg.Deadline,
-		maxAttempts: cfg.MaxAttempts,
-		backoff:     backoff{base: cfg.BackoffBase, cap: cfg.BackoffCap},
+		deadline:    cfg.deadline(),
+		maxAttempts: cfg.maxAttempts(),
+		backoff:     backoff{base: cfg.backoffBase(), cap: cfg.backoffCap()},
 		rnd:         newLockedRand(cfg.Seed),
 		limits:      &rateLimitLog{},
 		budget:      r.budget,
 		redact:      redact.New(cfg.APIKey),
 	}
 	if cfg.APIKey != "" {
-		r.sender.keyHeader, r.sender.keyValue = cfg.APIKeyHeader, cfg.APIKey
-		if cfg.APIKeyHeader == DefaultAPIKeyHeader && !cfg.APIKeyAsIs {
+		r.sender.keyHeader, r.sender.keyValue = cfg.apiKeyHeader(), cfg.APIKey
+		if cfg.apiKeyHeader() == DefaultAPIKeyHeader && !cfg.APIKeyAsIs {
 			r.sender.keyValue = "Bearer " + cfg.APIKey
 		}
 	}
 
-	runCtx, cancel := context.WithTimeoutCause(ctx, cfg.Budget.MaxDuration, errDurationBudget)
+	runCtx, cancel := context.WithTimeoutCause(ctx, cfg.Budget.maxDuration(), errDurationBudget)
 	defer cancel()
-	var reason, detail string
-	switch {
-	case cfg.Open != nil:
-		reason, detail = r.openLoop(runCtx)
-	case cfg.Search:
-		reason, detail = r.search(runCtx)
-	default:
-		reason, detail = r.ramp(runCtx)
-	}
+	reason, detail := m.run(runCtx, r)
 	return r.result(reason, detail), nil
-}
-
-// ramp runs the closed-loop ladder until it ends or a stop rule fires.
-func (r *runner) ramp(ctx context.Context) (reason, detail string) {
-	for i, c := range r.cfg.Steps {
-		if i > 0 && !sleep(ctx, r.cfg.Pause) {
-			return r.stopAfter(ctx, r.cfg.Steps[i-1], nil)
-		}
-		recs := r.closedStep(ctx, c, stepSpec{n: r.cfg.requestsFor(c), extend: !r.cfg.Exact})
-		r.finishStep(c, 0, recs)
-		if reason, detail := r.stopAfter(ctx, c, recs); reason != "" {
-			return reason, detail
-		}
-	}
-	return StopCompleted, ""
-}
-
-// search runs the knee search: doubling steps, each sized by its noise,
-// until the first step that fails the knee rule, then the refinement.
-func (r *runner) search(ctx context.Context) (reason, detail string) {
-	concs := doubling(r.cfg.SearchMax)
-	for i, c := range concs {
-		if i > 0 && !sleep(ctx, r.cfg.Pause) {
-			return r.stopAfter(ctx, concs[i-1], nil)
-		}
-		recs := r.closedStep(ctx, c, stepSpec{n: r.cfg.requestsFor(c), adaptive: true})
-		r.finishStep(c, 0, recs)
-		if reason, detail := r.stopAfter(ctx, c, recs); reason != "" {
-			return reason, detail
-		}
-		if an := r.analyze(); an.FirstFailing != nil {
-			return r.refine(ctx, c)
-		}
-	}
-	return StopCompleted, fmt.Sprintf("every step up to the search's maximum of %d passed the knee rule", r.cfg.SearchMax)
-}
-
-// refine bisects between the knee and the first failing step (see
-// measure.Result.NextRefinement), one fixed-size step at a time.
-func (r *runner) refine(ctx context.Context, last int) (reason, detail string) {
-	for {
-		c, ok := analysis.NextRefinement(r.analyze())
-		if !ok {
-			return StopCompleted, ""
-		}
-		if !sleep(ctx, r.cfg.Pause) {
-			return r.stopAfter(ctx, last, nil)
-		}
-		recs := r.closedStep(ctx, c, stepSpec{n: r.cfg.requestsFor(c), refine: true})
-		r.finishStep(c, 0, recs)
-		if reason, detail := r.stopAfter(ctx, c, recs); reason != "" {
-			return reason, detail
-		}
-		last = c
-	}
 }
 
 // analyze judges the steps so far.
@@ -307,59 +246,6 @@ func (r *runner) startSpread() time.Duration {
 	return min(max(e2e, 0), maxStartSpread)
 }
 
-// openLoop runs the open-loop steps, one per rate: Poisson arrivals at the
-// rate; an arrival that finds the in-flight cap reached is shed.
-func (r *runner) openLoop(ctx context.Context) (reason, detail string) {
-	o := r.cfg.Open
-	for i, rate := range o.Rates {
-		if i > 0 && !sleep(ctx, r.cfg.Pause) {
-			return r.stopAfter(ctx, o.MaxInFlight, nil)
-		}
-		recs := r.openStep(ctx, rate)
-		r.finishStep(o.MaxInFlight, rate, recs)
-		if reason, detail := r.stopAfter(ctx, o.MaxInFlight, recs); reason != "" {
-			return reason, detail
-		}
-	}
-	return StopCompleted, ""
-}
-
-// openStep runs one open-loop step at rate.
-func (r *runner) openStep(ctx context.Context, rate float64) []measure.Record {
-	o := r.cfg.Open
-	key := stepKey{c: o.MaxInFlight, rate: rate}
-	w := r.cfg.warmupFor(o.MaxInFlight, o.Requests)
-	r.plan(key, o.Requests)
-	slots := make(chan struct{}, o.MaxInFlight)
-	var mu sync.Mutex
-	var recs []measure.Record
-	var wg sync.WaitGroup
-	due := time.Now()
-	for i := 0; i < o.Requests && r.budget.exhausted() == ""; i++ {
-		if i > 0 {
-			due = due.Add(time.Duration(r.sender.rnd.expFloat64() / rate * float64(time.Second)))
-			if !sleep(ctx, time.Until(due)) {
-				break
-			}
-		}
-		select {
-		case slots <- struct{}{}:
-			wg.Go(func() {
-				defer func() { <-slots }()
-				if rec, ok := r.request(ctx, key, i, i < w, false); ok {
-					mu.Lock()
-					recs = append(recs, rec)
-					mu.Unlock()
-				}
-			})
-		default:
-			r.shed.Add(1)
-		}
-	}
-	wg.Wait()
-	return recs
-}
-
 // plan announces a step.
 func (r *runner) plan(k stepKey, n int) {
 	r.mu.Lock()
@@ -378,19 +264,19 @@ func (r *runner) request(ctx context.Context, k stepKey, idx int, warmup, refine
 		base.ErrorClass, base.StartS = measure.ErrClient, time.Since(r.t0).Seconds()
 		return r.keep(base, err.Error()), true
 	}
-	body, err := json.Marshal(chatRequest{
-		Model: r.cfg.Model, Messages: in.messages, MaxTokens: r.cfg.MaxTokens, Stream: true,
-		StreamOptions: streamOptions{IncludeUsage: true}, IgnoreEOS: r.cfg.IgnoreEOS,
-	})
-	if err != nil {
-		base.ErrorClass, base.StartS = measure.ErrClient, time.Since(r.t0).Seconds()
-		return r.keep(base, fmt.Sprintf("encoding the request: %v", err)), true
-	}
 	// An upper estimate of the input (at least 2 bytes of JSON per token,
-	// plus the chat template), plus the most output the request may get.
-	reserve := len(in.messages)/2 + 16 + r.cfg.MaxTokens
+	// plus the chat template), plus the most output the request may get,
+	// reserved before the prompt is built: a request the budget refuses
+	// takes no memory.
+	reserve := in.size/2 + 16 + r.cfg.maxTokens()
 	if !r.budget.admit(reserve) {
 		return measure.Record{}, false
+	}
+	body, err := r.body(in)
+	if err != nil {
+		r.budget.settle(reserve, 0)
+		base.ErrorClass, base.StartS = measure.ErrClient, time.Since(r.t0).Seconds()
+		return r.keep(base, err.Error()), true
 	}
 	rep := r.sender.send(ctx, body)
 	rec = base
@@ -405,7 +291,7 @@ func (r *runner) request(ctx context.Context, k stepKey, idx int, warmup, refine
 		rec.TTFTMs = ms(st.ttft)
 		rec.OutputTokens, rec.OutputEstimated = st.outputTokens()
 		rec.InputTokens = st.prompt
-		used = reserve - r.cfg.MaxTokens + rec.OutputTokens
+		used = reserve - r.cfg.maxTokens() + rec.OutputTokens
 		if st.usage {
 			used = st.prompt + st.completion
 			r.prompts.observe(in.chars, st.prompt)
@@ -416,6 +302,22 @@ func (r *runner) request(ctx context.Context, k stepKey, idx int, warmup, refine
 	}
 	r.budget.settle(reserve, used)
 	return r.keep(rec, rep.msg), true
+}
+
+// body is the request body of an input, its prompt built.
+func (r *runner) body(in input) ([]byte, error) {
+	in, err := r.prompts.build(in)
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(chatRequest{
+		Model: r.cfg.Model, Messages: in.messages, MaxTokens: r.cfg.maxTokens(), Stream: true,
+		StreamOptions: streamOptions{IncludeUsage: true}, IgnoreEOS: r.cfg.IgnoreEOS,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("encoding the request: %w", err)
+	}
+	return body, nil
 }
 
 // keep stores a finished request and shows it to the observer.
@@ -456,7 +358,7 @@ func (r *runner) finishStep(c int, rate float64, recs []measure.Record) {
 func (r *runner) stopAfter(ctx context.Context, c int, recs []measure.Record) (reason, detail string) {
 	if ctx.Err() != nil {
 		if errors.Is(context.Cause(ctx), errDurationBudget) {
-			return StopBudgetDuration, fmt.Sprintf("the time budget of %s was spent at concurrency %d", r.cfg.Budget.MaxDuration, c)
+			return StopBudgetDuration, fmt.Sprintf("the time budget of %s was spent at concurrency %d", r.cfg.Budget.maxDuration(), c)
 		}
 		return StopCancelled, fmt.Sprintf("cancelled at concurrency %d", c)
 	}
@@ -477,9 +379,9 @@ func (r *runner) stopAfter(ctx context.Context, c int, recs []measure.Record) (r
 		}
 	}
 	if answers > 0 {
-		if ratio := float64(refused) / float64(answers); ratio > r.cfg.Max429Ratio {
+		if ratio := float64(refused) / float64(answers); ratio > r.cfg.max429Ratio() {
 			return StopMax429Ratio, fmt.Sprintf("%d of %d answers at concurrency %d were 429 (%.2f > max_429_ratio %g)",
-				refused, answers, c, ratio, r.cfg.Max429Ratio)
+				refused, answers, c, ratio, r.cfg.max429Ratio())
 		}
 	}
 	if counted > 0 && ok == 0 {

@@ -24,12 +24,14 @@ var errEventTooLarge = fmt.Errorf("server-sent event larger than %d bytes", maxE
 
 // sseReader splits a text/event-stream into events. It handles data lines
 // (joined with newlines when an event has several), the event field,
-// comments, blank-line event ends and CRLF line endings; other fields (id,
-// retry) are ignored. Its buffers are reused across events and streams.
+// comments, blank-line event ends and the three line endings the format
+// allows (CRLF, LF and CR alone); other fields (id, retry) are ignored.
+// Its buffers are reused across events and streams.
 type sseReader struct {
-	br   *bufio.Reader
-	data []byte // data of the event being read
-	long []byte // a line longer than br's buffer
+	br     *bufio.Reader
+	data   []byte // data of the event being read
+	long   []byte // a line longer than br's buffer
+	skipLF bool   // the last line ended with CR: an LF right after it belongs to that ending
 }
 
 var sseReaders = sync.Pool{New: func() any {
@@ -46,7 +48,7 @@ func newSSEReader(r io.Reader) *sseReader {
 // release returns the reader to the pool; it must not be used afterwards.
 func (s *sseReader) release() {
 	s.br.Reset(nil)
-	s.data, s.long = s.data[:0], s.long[:0]
+	s.data, s.long, s.skipLF = s.data[:0], s.long[:0], false
 	sseReaders.Put(s)
 }
 
@@ -110,29 +112,73 @@ func (s *sseReader) next() (event, error) {
 	}
 }
 
-// line reads one line without its line ending (LF or CRLF). A last line
-// without an ending is returned before io.EOF.
+// line reads one line without its line ending (CRLF, LF or CR). A last
+// line without an ending is returned before io.EOF. The line is valid
+// until the next read. A CR is a whole line ending at once, so that an
+// event ended by CRs is dispatched without waiting for a byte that may
+// never come; an LF that then follows it is skipped.
 func (s *sseReader) line() ([]byte, error) {
-	b, err := s.br.ReadSlice('\n')
-	if errors.Is(err, bufio.ErrBufferFull) {
-		s.long = append(s.long[:0], b...)
-		for errors.Is(err, bufio.ErrBufferFull) {
-			if len(s.long) > maxEventSize {
+	s.long = s.long[:0]
+	for {
+		buf, err := s.fill()
+		if err != nil {
+			if errors.Is(err, io.EOF) && len(s.long) > 0 {
+				return s.long, nil
+			}
+			return nil, err
+		}
+		if s.skipLF {
+			s.skipLF = false
+			if buf[0] == '\n' {
+				_, _ = s.br.Discard(1)
+				continue
+			}
+		}
+		i := lineEnd(buf)
+		if i < 0 {
+			if len(s.long)+len(buf) > maxEventSize {
 				return nil, errEventTooLarge
 			}
-			b, err = s.br.ReadSlice('\n')
-			s.long = append(s.long, b...)
+			s.long = append(s.long, buf...)
+			_, _ = s.br.Discard(len(buf))
+			continue
 		}
-		b = s.long
+		line := buf[:i]
+		if len(s.long) > 0 {
+			if len(s.long)+i > maxEventSize {
+				return nil, errEventTooLarge
+			}
+			s.long = append(s.long, line...)
+			line = s.long
+		}
+		s.skipLF = buf[i] == '\r'
+		_, _ = s.br.Discard(i + 1)
+		return line, nil
 	}
-	if err != nil && !(errors.Is(err, io.EOF) && len(b) > 0) {
-		return nil, err
+}
+
+// lineEnd is the index of the first CR or LF in b, or -1: two searches
+// for one byte each, which are much faster than a search for either.
+func lineEnd(b []byte) int {
+	end := len(b)
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		end = i
 	}
-	if n := len(b); n > 0 && b[n-1] == '\n' {
-		b = b[:n-1]
+	if i := bytes.IndexByte(b[:end], '\r'); i >= 0 {
+		return i
 	}
-	if n := len(b); n > 0 && b[n-1] == '\r' {
-		b = b[:n-1]
+	if end == len(b) {
+		return -1
 	}
-	return b, nil
+	return end
+}
+
+// fill returns the bytes buffered, reading more when there are none.
+func (s *sseReader) fill() ([]byte, error) {
+	if s.br.Buffered() == 0 {
+		if _, err := s.br.Peek(1); err != nil {
+			return nil, err
+		}
+	}
+	return s.br.Peek(s.br.Buffered())
 }

@@ -18,6 +18,14 @@ const preflightTimeout = 10 * time.Second
 // maxPreflightBody bounds how much of the preflight answer is read.
 const maxPreflightBody = 64 << 10
 
+// MaxResponseHeaderBytes bounds the headers of any answer a probed
+// endpoint gives, the preflight's and the probe's own: an endpoint may
+// answer anything, and net/http would otherwise read 10 MiB of headers
+// per answer (640 MiB with 64 streams open). Real endpoints send a few
+// kilobytes, rate-limit headers included; an answer with more fails as a
+// transport error.
+const MaxResponseHeaderBytes = 64 << 10
+
 // Preflight sends GET {base}/models to a checked target, through the
 // guarded dialer and refusing redirects, with header (the API key, when
 // one is sent). It fails with ErrRedirect when the target answers with a
@@ -27,7 +35,7 @@ const maxPreflightBody = 64 << 10
 func (g *Guard) Preflight(ctx context.Context, t Target, header http.Header) error {
 	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
 	defer cancel()
-	tr := &http.Transport{DialContext: g.DialContext, DisableCompression: true}
+	tr := &http.Transport{DialContext: g.DialContext, DisableCompression: true, MaxResponseHeaderBytes: MaxResponseHeaderBytes}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, CheckRedirect: RefuseRedirect}
 	u := t.URL.JoinPath("models")

@@ -3,6 +3,7 @@ package target
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -188,6 +189,13 @@ func TestPreflight(t *testing.T) {
 	mux.HandleFunc("GET /locked/models", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad key", http.StatusUnauthorized)
 	})
+	mux.HandleFunc("GET /padded/models", func(w http.ResponseWriter, r *http.Request) {
+		// Headers past the cap: net/http would read 10 MiB of them.
+		for i := range 4 {
+			w.Header().Set(fmt.Sprintf("X-Pad-%d", i), strings.Repeat("a", MaxResponseHeaderBytes/4))
+		}
+		_, _ = w.Write([]byte(`{"data":[]}`))
+	})
 	srv := httptest.NewServer(mux) // unknown paths answer 404, which passes
 	defer srv.Close()
 	d := &countingDialer{}
@@ -204,6 +212,7 @@ func TestPreflight(t *testing.T) {
 		{path: "/temporary", want: ErrRedirect, msg: "307, a redirect to http://169.254.169.254/latest"},
 		{path: "/bare", want: ErrRedirect, msg: "300"},
 		{path: "/locked", want: ErrUnauthorized, msg: "401"},
+		{path: "/padded", want: ErrUnreachable, msg: "headers exceeded"},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
 			tg, err := g.Check(context.Background(), srv.URL+tc.path)

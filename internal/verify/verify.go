@@ -40,7 +40,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/plannerdev/planner/internal/fieldpath"
 	"github.com/plannerdev/planner/internal/measure"
+	"github.com/plannerdev/planner/internal/optional"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/probe"
 	"github.com/plannerdev/planner/internal/quota"
@@ -48,8 +50,16 @@ import (
 )
 
 // DefaultTolerancePct is the relative error, in percent of the
-// prediction, within which the model holds.
-const DefaultTolerancePct = 25.0
+// prediction, within which the model holds; MaxTolerancePct is the most a
+// validation may be told.
+const (
+	DefaultTolerancePct = 25.0
+	MaxTolerancePct     = 999.0
+)
+
+// DefaultPause separates a validation's two steps unless its probe says
+// otherwise: a closed loop leaves no queue behind, so a short pause does.
+const DefaultPause = 500 * time.Millisecond
 
 // HeadroomFactor is the concurrency above the pool that is also tried.
 const HeadroomFactor = 1.25
@@ -62,22 +72,202 @@ const (
 	VerdictSkipped  = "skipped"
 )
 
-// Options shape the validation probes.
+// Options shape the validation probes. A setting left unset takes its
+// default.
 type Options struct {
 	// Probe is the base of every class's probe: the endpoint, the key, the
-	// network hooks, the deadline, pause, retries and the budget, which
-	// bounds the whole validation (all classes together). Steps, prompt and
-	// output length are set per class.
+	// network hooks, the deadline, pause (default DefaultPause), retries
+	// and the budget, which bounds the whole validation (all classes
+	// together). Steps, prompt and output length are set per class.
 	Probe probe.Config
-	// RequestsPerStep is N of each step; 0 selects max(40, 4·c).
-	RequestsPerStep int
-	// MaxTokens caps the output length asked per request; 0: no cap. A
+	// RequestsPerStep is N of each step; unset selects the probe's
+	// max(40, 3c) + c.
+	RequestsPerStep optional.Value[int]
+	// MaxTokens caps the output length asked per request; unset: no cap. A
 	// class whose mean output is longer is validated, and predicted, at
 	// this length.
-	MaxTokens int
+	MaxTokens optional.Value[int]
 	// TolerancePct is the relative error, in percent of each prediction,
-	// within which the model holds (default 25).
-	TolerancePct float64
+	// within which the model holds (default 25, at most 999).
+	TolerancePct optional.Value[float64]
+	// Caps, when set, are the service's limits on its probes: the budget
+	// defaults to them, and each class's probe must keep within them. The
+	// command line has none.
+	Caps *probe.Caps
+}
+
+func (o Options) tolerancePct() float64 { return o.TolerancePct.Or(DefaultTolerancePct) }
+
+// Validate reports the problems of the options, each located at its field
+// ("tolerance_pct", "requests_per_step", "max_tokens"; the base probe's
+// under "probe.", as probe.Config.Validate names them), in the model of
+// probe.Config.Validate: the command line and the service rename the paths
+// to their flags and body locations. The problems that the plan brings
+// are Check's.
+func (o Options) Validate() []fieldpath.Error {
+	var errs []fieldpath.Error
+	add := func(path, format string, args ...any) {
+		errs = append(errs, fieldpath.Error{Path: path, Message: fmt.Sprintf(format, args...)})
+	}
+	if v := o.tolerancePct(); !(v > 0 && v <= MaxTolerancePct) {
+		add("tolerance_pct", "%g %% is outside (0, %g]", v, MaxTolerancePct)
+	}
+	if n, ok := o.RequestsPerStep.Get(); ok && (n < 1 || n > probe.MaxRequestsPerStep) {
+		add("requests_per_step", "%d requests is outside 1..%d", n, probe.MaxRequestsPerStep)
+	}
+	if n, ok := o.MaxTokens.Get(); ok && (n < 1 || n > probe.MaxOutputTokens) {
+		add("max_tokens", "%d tokens is outside 1..%d", n, probe.MaxOutputTokens)
+	}
+	for _, e := range o.Probe.Validate() {
+		errs = append(errs, under("probe", e))
+	}
+	if o.Caps != nil {
+		// The caps bound the budget, and the step size and max_tokens that
+		// every class's probe takes from the options.
+		cfg := o.Probe
+		cfg.RequestsPerStep, cfg.MaxTokens = o.RequestsPerStep, o.MaxTokens
+		_, capped := cfg.WithinCaps(*o.Caps)
+		for _, e := range capped {
+			if e.Path != "requests_per_step" && e.Path != "max_tokens" {
+				e = under("probe", e)
+			}
+			errs = append(errs, e)
+		}
+	}
+	return errs
+}
+
+// under locates a problem of a part of the options below its field.
+func under(path string, e fieldpath.Error) fieldpath.Error {
+	return fieldpath.Error{Path: fieldpath.Join(path, e.Path), Message: e.Message}
+}
+
+// Check reports every problem of validating plan p of sc with o before
+// anything is sent: Validate's, and for each class with a pool, its probe
+// as the validation would send it (its pool and 1.25 × it, prompts of its
+// input p50, answers of its mean output), checked as any probe is
+// (probe.Config.Validate, and the caps when o has them). A class's
+// problem is located at the class ("classes[1]") and names it, unless an
+// option causes it (a step size, a max_tokens above a cap), which is then
+// located at the option, once. Every size that the plan gives is bounded
+// here, before memory is taken for it.
+func Check(sc scenario.Scenario, p *plan.Plan, o Options) []fieldpath.Error {
+	_, errs := prepare(sc, p, o)
+	return errs
+}
+
+// classProbe is one class's validation probe, as Run sends it.
+type classProbe struct {
+	cfg     probe.Config
+	in, out int               // prompt and answer lengths in tokens
+	shaped  scenario.Scenario // the scenario whose class has these fixed lengths, for the predictions
+	capped  string            // a reason to give when the output was capped
+}
+
+// prepare builds every class's probe (nil for a class without a pool)
+// and reports the problems of the options and the probes.
+func prepare(sc scenario.Scenario, p *plan.Plan, o Options) ([]*classProbe, []fieldpath.Error) {
+	errs := o.Validate()
+	seen := map[fieldpath.Error]bool{}
+	for _, e := range errs {
+		seen[e] = true
+	}
+	add := func(e fieldpath.Error) {
+		if !seen[e] {
+			seen[e] = true
+			errs = append(errs, e)
+		}
+	}
+	base := o.Probe
+	if o.Caps != nil {
+		base, _ = base.WithinCaps(*o.Caps) // its problems are Validate's
+	}
+	out := make([]*classProbe, len(p.Classes))
+	for i, cp := range p.Classes {
+		if cp.Pool < 1 {
+			continue
+		}
+		at := fieldpath.Index("classes", i)
+		cpr, problems := classProbeOf(sc, cp, base, o)
+		for _, e := range problems {
+			switch {
+			case seen[e]: // the option's own problem, as Validate found it
+			case e.Path == "requests_per_step": // only a step size given makes one
+				add(e)
+			case e.Path == "" || strings.HasPrefix(e.Path, "steps") || e.Path == "input_tokens" || e.Path == "max_tokens":
+				add(fieldpath.Error{Path: at, Message: fmt.Sprintf("class %s: %s", cp.Name, classProblem(cp, e))})
+			default:
+				add(under("probe", e))
+			}
+		}
+		out[i] = cpr
+	}
+	return out, errs
+}
+
+// classProblem says a problem of a class's probe in the terms of the
+// class: the concurrency, prompt or answer that the plan gives.
+func classProblem(cp plan.ClassPlan, e fieldpath.Error) string {
+	switch {
+	case strings.HasPrefix(e.Path, "steps"):
+		concs := Concurrencies(cp.Pool)
+		return fmt.Sprintf("it would run at %d and %d (its pool and %g × it): %s", concs[0], concs[1], HeadroomFactor, e.Message)
+	case e.Path == "input_tokens":
+		return "prompts of its input p50: " + e.Message
+	case e.Path == "max_tokens":
+		return "answers of its mean output length: " + e.Message
+	}
+	return e.Message
+}
+
+// classProbeOf builds the probe of one class with a pool from the base
+// probe, with the problems of that probe located as probe.Config.Validate
+// locates them. The prompt and answer lengths are bounded as numbers
+// before they become a probe's, so that no plan, however large its
+// classes' lengths, makes a validation allocate for them.
+func classProbeOf(sc scenario.Scenario, cp plan.ClassPlan, base probe.Config, o Options) (*classProbe, []fieldpath.Error) {
+	concs := Concurrencies(cp.Pool)
+	if concs[1] > probe.MaxConcurrency {
+		return nil, []fieldpath.Error{{Path: "steps", Message: fmt.Sprintf("concurrency %d is outside 1..%d", concs[1], probe.MaxConcurrency)}}
+	}
+	pred, err := plan.PredictAt(sc, cp.Name, concs[0])
+	if err != nil {
+		return nil, []fieldpath.Error{{Message: fmt.Sprintf("the plan's scenario cannot predict it: %v", err)}}
+	}
+	var errs []fieldpath.Error
+	in, out := math.Round(pred.InputTokensP50), math.Round(pred.MeanOutputTokens)
+	if !(in <= probe.MaxInputTokens) {
+		errs = append(errs, fieldpath.Error{Path: "input_tokens", Message: fmt.Sprintf("%.0f tokens, above the most a probe sends, %d", in, probe.MaxInputTokens)})
+	}
+	mt, capped := o.MaxTokens.Get()
+	capped = capped && out > float64(mt)
+	if !capped && !(out <= probe.MaxOutputTokens) {
+		errs = append(errs, fieldpath.Error{Path: "max_tokens", Message: fmt.Sprintf("%.0f tokens, above the most a probe asks for, %d", out, probe.MaxOutputTokens)})
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	c := &classProbe{in: max(1, int(in)), out: max(1, int(out))}
+	if capped {
+		c.out = mt
+		c.capped = fmt.Sprintf("output capped at max_tokens %d (the class's mean is %.0f); predicted for that length", mt, out)
+	}
+	cfg := base
+	cfg.Steps, cfg.InputTokens, cfg.MaxTokens, cfg.IgnoreEOS = concs, optional.Of(c.in), optional.Of(c.out), true
+	cfg.RequestsPerStep, cfg.Prompts, cfg.Open, cfg.Search, cfg.SearchMax = o.RequestsPerStep, nil, nil, false, optional.Value[int]{}
+	cfg.Max429Ratio = optional.Of(1.0) // both steps run whatever the 429s: they are what is measured
+	cfg.Exact = true                   // each step exactly its N: they are compared with the model, not judged
+	if !cfg.Pause.IsSet() {
+		cfg.Pause = optional.Of(DefaultPause)
+	}
+	errs = cfg.Validate()
+	if o.Caps != nil {
+		_, capped := cfg.WithinCaps(*o.Caps)
+		errs = append(errs, capped...)
+	}
+	c.cfg = cfg
+	c.shaped = shape(sc, cp.Name, c.in, c.out)
+	return c, errs
 }
 
 // Report is the outcome of a validation.
@@ -143,30 +333,34 @@ func Concurrencies(pool int) []int {
 }
 
 // Run validates a plan of sc against the endpoint of opts.Probe. The
-// error is for a scenario that does not match the plan or a probe
-// configuration that does not validate; an endpoint that fails is a
-// verdict, not an error.
+// error is for options or a plan that Check refuses (a fieldpath.Errors),
+// checked before anything is sent, or for a probe that cannot run; an
+// endpoint that fails is a verdict, not an error.
 func Run(ctx context.Context, sc scenario.Scenario, p *plan.Plan, opts Options) (*Report, error) {
-	if opts.TolerancePct == 0 {
-		opts.TolerancePct = DefaultTolerancePct
+	probes, errs := prepare(sc, p, opts)
+	if len(errs) > 0 {
+		return nil, fieldpath.Errors(errs)
 	}
-	if !(opts.TolerancePct > 0 && opts.TolerancePct < 1000) {
-		return nil, fmt.Errorf("tolerance: %g %% is outside (0, 1000)", opts.TolerancePct)
+	budget := opts.Probe.Budget
+	if opts.Caps != nil {
+		capped, _ := opts.Probe.WithinCaps(*opts.Caps)
+		budget = capped.Budget
 	}
-	rep := &Report{TolerancePct: opts.TolerancePct, Classes: []ClassReport{}}
+	tol := opts.tolerancePct()
+	rep := &Report{TolerancePct: tol, Classes: []ClassReport{}}
 	sp := &spend{start: time.Now()}
-	for _, cp := range p.Classes {
+	for i, cp := range p.Classes {
 		cr := ClassReport{Class: cp.Name, Pool: cp.Pool, BindingConstraint: cp.BindingConstraint, Points: []Point{}, Reasons: []string{}}
-		left, spent := sp.left(opts.Probe.Budget)
+		left, spent := sp.left(budget)
 		switch {
-		case cp.Pool < 1:
+		case probes[i] == nil:
 			cr.Verdict = VerdictSkipped
 			cr.Reasons = append(cr.Reasons, "the class has no pool that fits, so there is nothing to validate")
 		case spent != "":
 			cr.Verdict = VerdictSkipped
 			cr.Reasons = append(cr.Reasons, "not run: "+spent)
 		default:
-			if err := runClass(ctx, sc, cp, opts, left, &cr, sp); err != nil {
+			if err := runClass(ctx, sc, cp, probes[i], left, tol, &cr, sp); err != nil {
 				return nil, fmt.Errorf("class %s: %w", cp.Name, err)
 			}
 		}
@@ -185,18 +379,18 @@ type spend struct {
 // left is the budget b minus what was spent, or why nothing is left.
 func (sp *spend) left(b probe.Budget) (probe.Budget, string) {
 	l := b
-	if b.MaxRequests > 0 {
-		if l.MaxRequests = b.MaxRequests - sp.requests; l.MaxRequests <= 0 {
+	if n, ok := b.MaxRequests.Get(); ok {
+		if l.MaxRequests = optional.Of(n - sp.requests); n-sp.requests <= 0 {
 			return l, "the validation's request budget is spent"
 		}
 	}
-	if b.MaxTokens > 0 {
-		if l.MaxTokens = b.MaxTokens - sp.tokens; l.MaxTokens <= 0 {
+	if n, ok := b.MaxTokens.Get(); ok {
+		if l.MaxTokens = optional.Of(n - sp.tokens); n-sp.tokens <= 0 {
 			return l, "the validation's token budget is spent"
 		}
 	}
-	if b.MaxDuration > 0 {
-		if l.MaxDuration = b.MaxDuration - time.Since(sp.start); l.MaxDuration <= 0 {
+	if d, ok := b.MaxDuration.Get(); ok {
+		if l.MaxDuration = optional.Of(d - time.Since(sp.start)); d-time.Since(sp.start) <= 0 {
 			return l, "the validation's time budget is spent"
 		}
 	}
@@ -204,27 +398,13 @@ func (sp *spend) left(b probe.Budget) (probe.Budget, string) {
 }
 
 // runClass probes one class and judges it, adding what it used to sp.
-func runClass(ctx context.Context, sc scenario.Scenario, cp plan.ClassPlan, opts Options, left probe.Budget, cr *ClassReport, sp *spend) error {
-	concs := Concurrencies(cp.Pool)
-	base, err := plan.PredictAt(sc, cp.Name, concs[0])
-	if err != nil {
-		return err
+func runClass(ctx context.Context, sc scenario.Scenario, cp plan.ClassPlan, c *classProbe, left probe.Budget, tol float64, cr *ClassReport, sp *spend) error {
+	if c.capped != "" {
+		cr.Reasons = append(cr.Reasons, c.capped)
 	}
-	in := max(1, int(math.Round(base.InputTokensP50)))
-	out := max(1, int(math.Round(base.MeanOutputTokens)))
-	if opts.MaxTokens > 0 && out > opts.MaxTokens {
-		cr.Reasons = append(cr.Reasons, fmt.Sprintf("output capped at max_tokens %d (the class's mean is %d); predicted for that length", opts.MaxTokens, out))
-		out = opts.MaxTokens
-	}
-	cr.InputTokens, cr.OutputTokens = in, out
-	shaped := shape(sc, cp.Name, in, out)
-
-	cfg := opts.Probe
-	cfg.Steps, cfg.InputTokens, cfg.MaxTokens, cfg.IgnoreEOS = concs, in, out, true
-	cfg.RequestsPerStep, cfg.Prompts, cfg.Open = opts.RequestsPerStep, nil, nil
+	cr.InputTokens, cr.OutputTokens = c.in, c.out
+	cfg := c.cfg
 	cfg.Budget = left
-	cfg.Max429Ratio = 1 // both steps run whatever the 429s: they are what is measured
-	cfg.Exact = true    // each step exactly its N: they are compared with the model, not judged
 	res, err := probe.Run(ctx, cfg, nil)
 	if err != nil {
 		return err
@@ -232,13 +412,13 @@ func runClass(ctx context.Context, sc scenario.Scenario, cp plan.ClassPlan, opts
 	sp.requests += res.Sent
 	sp.tokens += res.TokensUsed
 	cr.StopReason = res.StopReason
-	for _, c := range concs {
-		pred, err := plan.PredictAt(shaped, cp.Name, c)
+	for _, conc := range cfg.Steps {
+		pred, err := plan.PredictAt(c.shaped, cp.Name, conc)
 		if err != nil {
 			return err
 		}
-		pt := Point{Concurrency: c, Predicted: pred}
-		if m, ok := measuredAt(res, c); ok {
+		pt := Point{Concurrency: conc, Predicted: pred}
+		if m, ok := measuredAt(res, conc); ok {
 			pt.Measured = &m
 			pt.RelativeErrorPct = &Errors{
 				ThroughputRPS: relPct(m.ThroughputRPS, pred.ThroughputRPS),
@@ -248,7 +428,7 @@ func runClass(ctx context.Context, sc scenario.Scenario, cp plan.ClassPlan, opts
 		}
 		cr.Points = append(cr.Points, pt)
 	}
-	judge(sc, cp, cr, opts.TolerancePct)
+	judge(sc, cp, cr, tol)
 	return nil
 }
 

@@ -2,12 +2,15 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/plannerdev/planner/internal/fakeendpoint"
+	"github.com/plannerdev/planner/internal/fieldpath"
+	"github.com/plannerdev/planner/internal/optional"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/probe"
 	"github.com/plannerdev/planner/internal/scenario"
@@ -40,7 +43,7 @@ func simProbe(t *testing.T, cfg fakeendpoint.Config, budget probe.Budget) probe.
 		t.Fatal(err)
 	}
 	base, dial := testutil.PipeServer(t, s)
-	return probe.Config{BaseURL: base + "/v1", Model: fakeendpoint.DefaultModel, Pause: -1, Budget: budget, DialContext: dial}
+	return probe.Config{BaseURL: base + "/v1", Model: fakeendpoint.DefaultModel, Pause: optional.Of(time.Duration(0)), Budget: budget, DialContext: dial}
 }
 
 func planOf(t *testing.T, text string) (scenario.Scenario, *plan.Plan) {
@@ -64,7 +67,7 @@ func run(t *testing.T, text string, cfg fakeendpoint.Config) *Report {
 	synctest.Test(t, func(t *testing.T) {
 		sc, p := planOf(t, text)
 		var err error
-		rep, err = Run(context.Background(), sc, p, Options{Probe: simProbe(t, cfg, probe.Budget{MaxRequests: 200})})
+		rep, err = Run(context.Background(), sc, p, Options{Probe: simProbe(t, cfg, probe.Budget{MaxRequests: optional.Of(200)})})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,7 +208,7 @@ func TestBudgetSkipsClasses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		two := strings.Replace(matched, "classes:\n", "classes:\n  - {name: first, quota: k, mode: batch, input_tokens: {fixed: 64}, output_tokens: {fixed: 8}, max_tokens: 8}\n", 1)
 		sc, p := planOf(t, two)
-		base := simProbe(t, fakeendpoint.Config{MaxNumSeqs: 64, TTFT: 5 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth}, probe.Budget{MaxRequests: 30})
+		base := simProbe(t, fakeendpoint.Config{MaxNumSeqs: 64, TTFT: 5 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth}, probe.Budget{MaxRequests: optional.Of(30)})
 		rep, err := Run(context.Background(), sc, p, Options{Probe: base})
 		if err != nil {
 			t.Fatal(err)
@@ -214,4 +217,68 @@ func TestBudgetSkipsClasses(t *testing.T) {
 			t.Fatalf("classes %+v", rep.Classes)
 		}
 	})
+}
+
+// TestCheck locates each problem of a validation at the option that
+// causes it, or at the class whose plan does, before anything is sent.
+func TestCheck(t *testing.T) {
+	sc, p := planOf(t, matched)
+	base := probe.Config{BaseURL: "http://127.0.0.1:9/v1", Model: "m"}
+	caps := &probe.Caps{MaxConcurrency: 4, MaxRequests: 100, MaxTokens: 10_000, MaxDuration: time.Minute}
+	for _, tc := range []struct {
+		name       string
+		opts       Options
+		path, want string
+	}{
+		{"tolerance above the bound", Options{Probe: base, TolerancePct: optional.Of(999.5)}, "tolerance_pct", "outside (0, 999]"},
+		{"tolerance of 0", Options{Probe: base, TolerancePct: optional.Of(0.0)}, "tolerance_pct", "outside (0, 999]"},
+		{"steps too short", Options{Probe: base, RequestsPerStep: optional.Of(41)}, "requests_per_step", "37 measured at concurrency 4, fewer than the minimum max(40, 3c) = 40"},
+		{"a deadline of 0", Options{Probe: func() probe.Config { c := base; c.Deadline = optional.Of(time.Duration(0)); return c }()}, "probe.deadline", "must be positive"},
+		{"above the concurrency cap", Options{Probe: base, Caps: caps}, "classes[0]",
+			"class jobs: it would run at 4 and 5 (its pool and 1.25 × it): 5 is above the server's limit probe.max_concurrency of 4"},
+		{"a step size above the cap", Options{Probe: base, RequestsPerStep: optional.Of(200), Caps: &probe.Caps{MaxConcurrency: 8, MaxRequests: 100, MaxTokens: 10_000, MaxDuration: time.Minute}},
+			"requests_per_step", "200 is above the server's limit probe.max_requests of 100"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := Check(sc, p, tc.opts)
+			if len(errs) != 1 || errs[0].Path != tc.path || !strings.Contains(errs[0].Message, tc.want) {
+				t.Fatalf("problems %v, want one at %s saying %q", errs, tc.path, tc.want)
+			}
+		})
+	}
+	if errs := Check(sc, p, Options{Probe: base, Caps: &probe.Caps{MaxConcurrency: 8, MaxRequests: 100, MaxTokens: 10_000, MaxDuration: time.Minute}}); len(errs) > 0 {
+		t.Errorf("a plan within the caps: %v", errs)
+	}
+}
+
+// TestClassSizesAreBounded: a stored plan whose class asks for prompts
+// past the probe's bound (300 million tokens once took the service's
+// memory as the prompt was built) is refused at the class before any
+// prompt is built or any request sent, and so is one whose answers are.
+func TestClassSizesAreBounded(t *testing.T) {
+	for _, tc := range []struct{ name, from, to, want string }{
+		{"prompts", "input_tokens: {fixed: 64}", "input_tokens: {fixed: 2000000}", "prompts of its input p50: 2000000 tokens, above the most a probe sends, 1000000"},
+		{"prompts of a stored plan", "input_tokens: {fixed: 64}", "input_tokens: {fixed: 300000000}", "300000000 tokens"},
+		{"answers", "output_tokens: {fixed: 8}\n    max_tokens: 8", "output_tokens: {fixed: 2000000}", "answers of its mean output length: 2000000 tokens"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				sc, p := planOf(t, strings.Replace(matched, tc.from, tc.to, 1))
+				s, err := fakeendpoint.New(fakeendpoint.Config{MaxNumSeqs: 64, TimersOnly: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				base, dial := testutil.PipeServer(t, s)
+				cfg := probe.Config{BaseURL: base + "/v1", Model: fakeendpoint.DefaultModel, DialContext: dial}
+				rep, err := Run(context.Background(), sc, p, Options{Probe: cfg})
+				var errs fieldpath.Errors
+				if !errors.As(err, &errs) || len(errs) != 1 || errs[0].Path != "classes[0]" || !strings.Contains(errs[0].Message, tc.want) {
+					t.Fatalf("report %+v, error %v; want one problem at classes[0] saying %q", rep, err, tc.want)
+				}
+				if n := len(s.Arrivals()); n != 0 {
+					t.Errorf("the endpoint got %d requests", n)
+				}
+			})
+		})
+	}
 }
