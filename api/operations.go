@@ -75,7 +75,7 @@ func (s *Server) ready(ctx context.Context, _ *struct{}) (*statusOutput, error) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
-	if err := s.store.Ping(ctx); err != nil {
+	if err := s.store.Ready(ctx); err != nil {
 		s.log.Warn("readiness: store ping failed", "error", err)
 		return nil, huma.Error503ServiceUnavailable("the store does not answer")
 	}

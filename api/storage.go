@@ -12,9 +12,9 @@ import (
 )
 
 // Store is what the API needs of the store (package store): stored plans,
-// probe runs and their rows, and readiness pings.
+// probe runs and their rows, and readiness.
 type Store interface {
-	Pinger
+	Readier
 	SavePlan(ctx context.Context, p store.StoredPlan) (string, error)
 	GetPlan(ctx context.Context, id string) (store.StoredPlan, error)
 	ListPlans(ctx context.Context, opts store.ListOptions) ([]store.StoredPlan, string, error)
