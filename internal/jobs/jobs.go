@@ -99,6 +99,7 @@ type Manager struct {
 	slots   map[*Slot]struct{} // held, not handed to a job
 	running int                // jobs plus held slots
 	closed  bool
+	closing chan struct{}  // closed by Shutdown
 	wg      sync.WaitGroup // jobs plus held slots
 }
 
@@ -116,7 +117,7 @@ func New(st Store, opts Options) *Manager {
 	if opts.ProgressInterval <= 0 {
 		opts.ProgressInterval = DefaultProgressInterval
 	}
-	m := &Manager{st: st, opts: opts, log: opts.Logger, jobs: map[string]*job{}, slots: map[*Slot]struct{}{}}
+	m := &Manager{st: st, opts: opts, log: opts.Logger, jobs: map[string]*job{}, slots: map[*Slot]struct{}{}, closing: make(chan struct{})}
 	if m.log == nil {
 		m.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -293,6 +294,9 @@ func (m *Manager) Running(id string) bool {
 // jobs have ended and the slots are released, or ctx ends.
 func (m *Manager) Shutdown(ctx context.Context) error {
 	m.mu.Lock()
+	if !m.closed {
+		close(m.closing)
+	}
 	m.closed = true
 	for _, j := range m.jobs {
 		j.cancel(errShutdown)
