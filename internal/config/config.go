@@ -28,6 +28,7 @@ import (
 	"github.com/plannerdev/planner/internal/fieldpath"
 	"github.com/plannerdev/planner/internal/probe"
 	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/store"
 	"github.com/plannerdev/planner/internal/target"
 )
 
@@ -51,9 +52,8 @@ const (
 	DefaultProbeMaxDuration    = 30 * time.Minute
 	DefaultProbeMaxRunning     = 2
 	// DefaultStoreMaxDocumentBytes caps one stored document (section
-	// store): twice DefaultMaxBodyBytes, so that the plan of the largest
-	// body fits with its scenario.
-	DefaultStoreMaxDocumentBytes = 512 << 10
+	// store): the store's own default.
+	DefaultStoreMaxDocumentBytes = store.DefaultMaxDocumentBytes
 	// DefaultCredentialHeader carries a named credential's key unless the
 	// credential names another header; the key is sent as "Bearer KEY".
 	DefaultCredentialHeader = "Authorization"

@@ -47,8 +47,9 @@ import (
 const DefaultPath = "planner.db"
 
 // DefaultMaxDocumentBytes caps one stored document unless
-// WithMaxDocumentBytes says otherwise: twice the default request body, so
-// that a plan computed from the largest body fits with its scenario.
+// WithMaxDocumentBytes says otherwise (store.max_document_bytes of the
+// configuration): twice the default request body (256 KiB), so that a plan
+// computed from the largest body fits with its scenario.
 const DefaultMaxDocumentBytes = 512 << 10
 
 // Errors callers map to responses.
