@@ -28,6 +28,9 @@ type job struct {
 	// redact removes the probe's key from the messages the job stores,
 	// a second line behind the probe's own redaction.
 	redact *redact.Redactor
+	// failing is set while the job's store writes fail; only write, which
+	// is never called twice at once, touches it.
+	failing bool
 
 	mu       sync.Mutex
 	status   store.Status
@@ -38,9 +41,6 @@ type job struct {
 	inStep   bool
 	changed  bool // progress changed since the last progress event
 	subs     map[*Subscription]struct{}
-
-	// failing is set while the job's store writes fail (write).
-	failing bool
 }
 
 // run runs the probe and records its life in the store.

@@ -2,11 +2,13 @@
 // (docs/service-probes.md, "A probe's life"): each probe is a job with its
 // own context; at most a configured number of slots are taken at once, by
 // jobs and by plan validations, each slot before any request of its work
-// leaves; the rows a probe measures are written to the store
-// in small batches as they arrive, so that a kill loses at most the last
-// batch; the analysis of the steps finished so far is saved after each
-// step and the whole result at the end; and progress is fanned out to any
-// number of subscribers without a slow one ever holding the probe back.
+// leaves; the rows a probe measures are written to the store in small
+// batches as they arrive, so that a kill loses at most the last batch, and
+// what the store refuses for want of room (rows, a run's end) waits in
+// memory until it takes it; the analysis of the steps finished so far is
+// saved after each step and the whole result at the end; and progress is
+// fanned out to any number of subscribers without a slow one ever holding
+// the probe back.
 //
 // A job's status goes queued → running → succeeded | failed | cancelled,
 // or interrupted when the service stops it: on a graceful shutdown here,
