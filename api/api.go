@@ -32,9 +32,10 @@ import (
 // Version is the version of the API that the OpenAPI document states.
 const Version = "1.0.0"
 
-// Pinger is what readiness needs from the store: an answer to a ping.
-type Pinger interface {
-	Ping(ctx context.Context) error
+// Readier is what readiness needs from the store: whether it can take a
+// write now (package store's Ready).
+type Readier interface {
+	Ready(ctx context.Context) error
 }
 
 // Options configure an API.

@@ -19,14 +19,14 @@ import (
 	"github.com/plannerdev/planner/internal/testutil"
 )
 
-// fakeStore answers pings with err; it stores nothing (its other methods
+// fakeStore answers readiness checks with err; it stores nothing (its other methods
 // are those of the nil Store it embeds).
 type fakeStore struct {
 	Store
 	err error
 }
 
-func (f fakeStore) Ping(context.Context) error { return f.err }
+func (f fakeStore) Ready(context.Context) error { return f.err }
 
 // openStore opens a store in a temporary directory, closed at the end of
 // the test.

@@ -10,12 +10,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// readyTimeout bounds the store ping of a readiness check.
+// readyTimeout bounds the store's part of a readiness check.
 const readyTimeout = 2 * time.Second
 
 // Status is the body of the health and readiness probes.
 type Status struct {
-	Status string `json:"status" enum:"ok,ready" doc:"ok: the process serves; ready: it can also reach its store."`
+	Status string `json:"status" enum:"ok,ready" doc:"ok: the process serves; ready: its store can also take a write."`
 }
 
 type statusOutput struct {
@@ -40,9 +40,11 @@ func (s *Server) registerOperations() {
 		Method:      http.MethodGet,
 		Path:        "/readyz",
 		Summary:     "Readiness probe",
-		Description: "Answers 200 when the server can reach its store, 503 otherwise.",
-		Tags:        []string{tagOperations},
-		Errors:      []int{http.StatusUnauthorized, http.StatusServiceUnavailable},
+		Description: "Answers 200 when the server's store can take a write now: its start-up has completed, its file is " +
+			"the one it opened, it has room for twice the largest document it accepts (store.max_document_bytes), and a " +
+			"small write commits. Otherwise 503, with the cause in general terms.",
+		Tags:   []string{tagOperations},
+		Errors: []int{http.StatusUnauthorized, http.StatusServiceUnavailable},
 	}, s.ready)
 
 	handler := promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{Registry: s.metrics.registry})
@@ -75,8 +77,11 @@ func (s *Server) ready(ctx context.Context, _ *struct{}) (*statusOutput, error) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
-	if err := s.store.Ping(ctx); err != nil {
-		s.log.Warn("readiness: store ping failed", "error", err)
+	if err := s.store.Ready(ctx); err != nil {
+		s.log.Warn("readiness: the store cannot take a write", "error", err)
+		if problem := storeProblem(err, true); problem != nil {
+			return nil, problem
+		}
 		return nil, huma.Error503ServiceUnavailable("the store does not answer")
 	}
 	return &statusOutput{Body: Status{Status: "ready"}}, nil

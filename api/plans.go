@@ -104,9 +104,11 @@ func (s *Server) registerPlans() {
 			"latency and quota use, client settings (pacing, admission, retry, adaptive) and, when it does not " +
 			"fit, the remedies. The same scenario always gives the same plan. Every problem in the scenario is " +
 			"reported at once, each at its location. With save, the plan is also stored with its scenario, name, " +
-			"labels and backing probe; the answer then carries its id and a Location header.",
+			"labels and backing probe; the answer then carries its id and a Location header. A plan larger stored " +
+			"than the server's store.max_document_bytes gets a 413, a store without room a 507, and a store that " +
+			"cannot be written (its file removed, its start-up not completed) a 503: nothing is saved then.",
 		Tags:   []string{tagPlans},
-		Errors: slices.Concat(errorStatuses, []int{http.StatusServiceUnavailable}),
+		Errors: slices.Concat(errorStatuses, saveStatuses),
 	}
 	register(s, op, s.createPlan)
 	withExamples(s.OpenAPI(), op.Path, examplesOf[PlanResponse](op.OperationID))

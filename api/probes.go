@@ -212,7 +212,7 @@ func (s *Server) registerProbes() {
 			"more gets a 429 with Retry-After before anything is sent, the preflight included. Follow it with " +
 			"GET /v1/probes/{id} or its events.",
 		Tags:   []string{tagProbes},
-		Errors: []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusTooManyRequests, http.StatusServiceUnavailable},
+		Errors: slices.Concat([]int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusUnprocessableEntity, http.StatusTooManyRequests}, saveStatuses),
 	}
 	register(s, op, s.createProbe)
 	withExamples(s.OpenAPI(), op.Path, examplesOf[Probe](op.OperationID))
@@ -249,7 +249,7 @@ func (s *Server) registerProbes() {
 			"kept, and the probe ends as cancelled. Answers with the probe once it has ended (or after 15 s). A " +
 			"probe that has already ended gets a 409.",
 		Tags:   []string{tagProbes},
-		Errors: []int{http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity},
+		Errors: []int{http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity, http.StatusServiceUnavailable},
 	}, s.cancelProbe)
 
 	register(s, huma.Operation{
@@ -365,8 +365,7 @@ func (s *Server) createProbe(ctx context.Context, in *createProbeInput) (*probeC
 	case errors.Is(err, store.ErrSecret):
 		return nil, huma.Error422UnprocessableEntity("the request is invalid", &huma.ErrorDetail{Location: "body.target.base_url", Message: "the base URL carries a credential in its query; " + secretMessage})
 	case err != nil:
-		s.log.Error("start a probe", "error", err)
-		return nil, huma.Error500InternalServerError("the probe could not be started; the server log has the cause")
+		return nil, s.storeError(err, "probe", "")
 	}
 	return &probeCreatedOutput{Location: "/v1/probes/" + run.ID, Body: probeResource(run)}, nil
 }

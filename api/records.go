@@ -65,7 +65,7 @@ func (s *Server) registerRecords() {
 			"backs. A probe still running gets a 409; one without a step measured in a steady state (none finished, " +
 			"or only one cut short, as by a cancel after a few requests) a 404.",
 		Tags:   []string{tagRecords},
-		Errors: []int{http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity},
+		Errors: []int{http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity, http.StatusServiceUnavailable},
 		Responses: map[string]*huma.Response{"200": {
 			Description: "The card.",
 			Content: map[string]*huma.MediaType{

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -122,7 +121,7 @@ func (s *Server) registerSavedPlans() {
 			"same numbers in tables. A simulated run takes one of the service's computation slots (a 503 with " +
 			"Retry-After when they are all busy) and stops at the server's plan_timeout.",
 		Tags:   []string{tagPlans},
-		Errors: slices.Concat(notFoundStatuses, []int{http.StatusServiceUnavailable}),
+		Errors: notFoundStatuses,
 		Responses: map[string]*huma.Response{"200": {
 			Description: "The report.",
 			Content: map[string]*huma.MediaType{

@@ -88,15 +88,19 @@ func serveOn(ctx context.Context, s streams, flags *pflag.FlagSet, out *output, 
 	if err != nil {
 		return err
 	}
+	logger := slog.New(slog.NewJSONHandler(s.err, nil))
 	// The store's lock comes first: a second service on the same file
-	// stops here, before it listens or touches the first one's probes.
-	st, err := store.Open(ctx, cfg.DB)
+	// stops here, before it listens or touches the first one's probes. A
+	// damaged file stops it too; a full disk does not: the store starts
+	// degraded, logs so, and readiness fails until it has room.
+	st, err := store.Open(ctx, cfg.DB, store.WithMaxDocumentBytes(cfg.Store.MaxDocumentBytes),
+		store.WithMaxBytes(cfg.Store.MaxBytes), store.WithLogger(logger))
 	if err != nil {
 		var locked *store.LockedError
 		if errors.As(err, &locked) {
 			return fmt.Errorf("the store %w", err)
 		}
-		return fmt.Errorf("open the store %s: %w", cfg.DB, err)
+		return err
 	}
 	ln, err := listen("tcp", cfg.Listen)
 	if err != nil {
@@ -108,7 +112,6 @@ func serveOn(ctx context.Context, s streams, flags *pflag.FlagSet, out *output, 
 		return errors.Join(fmt.Errorf("auth.tokens: required: listen address %s is bound to %s, which is not a loopback address, so the API must ask for a bearer token (set auth.tokens or PLANNER_AUTH_TOKENS)", cfg.Listen, ln.Addr()),
 			ln.Close(), closeStore(st))
 	}
-	logger := slog.New(slog.NewJSONHandler(s.err, nil))
 	probes := jobs.New(st, jobs.Options{MaxRunning: cfg.Probe.MaxRunning, Logger: logger})
 	handler := api.New(api.Options{
 		Tiers:                 cfg.Tiers,

@@ -6,6 +6,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -27,6 +28,7 @@ import (
 	"github.com/plannerdev/planner/internal/fieldpath"
 	"github.com/plannerdev/planner/internal/probe"
 	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/store"
 	"github.com/plannerdev/planner/internal/target"
 )
 
@@ -53,6 +55,9 @@ const (
 	DefaultProbeMaxTokens      = 5_000_000
 	DefaultProbeMaxDuration    = 30 * time.Minute
 	DefaultProbeMaxRunning     = 2
+	// DefaultStoreMaxDocumentBytes caps one stored document (section
+	// store): the store's own default.
+	DefaultStoreMaxDocumentBytes = store.DefaultMaxDocumentBytes
 	// DefaultCredentialHeader carries a named credential's key unless the
 	// credential names another header; the key is sent as "Bearer KEY".
 	DefaultCredentialHeader = "Authorization"
@@ -85,6 +90,7 @@ type Config struct {
 	Auth   Auth   `mapstructure:"auth"`
 	Limits Limits `mapstructure:"limits"`
 	Probe  Probe  `mapstructure:"probe"`
+	Store  Store  `mapstructure:"store"`
 	// Tiers is the quota-tier catalogue; without a tiers key in the file,
 	// the built-in catalogue of configs/tiers.yaml.
 	Tiers []Tier `mapstructure:"tiers" validate:"max=1000,dive"`
@@ -113,6 +119,19 @@ type Limits struct {
 	// default.
 	SimulationMaxEvents   int           `mapstructure:"simulation_max_events" validate:"omitempty,min=1000,max=100000000"`
 	SimulationMaxDuration time.Duration `mapstructure:"simulation_max_duration" validate:"omitempty,min=1000000000,max=604800000000000"`
+}
+
+// Store bounds what the store (the file of db) keeps (docs/security.md,
+// "The store").
+type Store struct {
+	// MaxDocumentBytes caps one stored document: a plan with its scenario,
+	// name and labels, or a probe's configuration or result. A larger one
+	// is refused with a 413 that names the setting. Readiness keeps room
+	// for twice this much. Zero means DefaultStoreMaxDocumentBytes.
+	MaxDocumentBytes int64 `mapstructure:"max_document_bytes" validate:"omitempty,min=65536,max=67108864"`
+	// MaxBytes caps the store file; 0 means no cap but the room on its
+	// disk. A write past it is refused as on a full disk (a 507).
+	MaxBytes int64 `mapstructure:"max_bytes" validate:"omitempty,min=1048576"`
 }
 
 // Probe says where the service's probes may go, which keys they may use,
@@ -199,6 +218,8 @@ func Load(flags *pflag.FlagSet) (Config, error) {
 	v.SetDefault("limits.max_computations", 0)
 	v.SetDefault("limits.simulation_max_events", DefaultSimulationMaxEvents)
 	v.SetDefault("limits.simulation_max_duration", DefaultSimulationMaxDuration)
+	v.SetDefault("store.max_document_bytes", DefaultStoreMaxDocumentBytes)
+	v.SetDefault("store.max_bytes", 0)
 	pd := DefaultProbe()
 	v.SetDefault("probe.allow", pd.Allow)
 	v.SetDefault("probe.credentials", pd.Credentials)
@@ -346,6 +367,10 @@ func (c Config) Validate() Problems {
 		} else {
 			names[cr.Name] = i
 		}
+	}
+	if doc := cmp.Or(c.Store.MaxDocumentBytes, DefaultStoreMaxDocumentBytes); c.Store.MaxBytes > 0 && c.Store.MaxBytes < 4*doc {
+		ps = append(ps, fieldpath.Error{Path: "store.max_bytes", Message: fmt.Sprintf(
+			"at least 4 × store.max_document_bytes (%d): the store keeps room for twice the largest document besides what it holds", 4*doc)})
 	}
 	if len(c.Auth.Tokens) == 0 && c.Listen != "" && !IsLoopback(c.Listen) && !listensOnName(c.Listen) {
 		ps = append(ps, fieldpath.Error{Path: "auth.tokens", Message: fmt.Sprintf("required: listen address %s is not a loopback address, so the API must ask for a bearer token", c.Listen)})

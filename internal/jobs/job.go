@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -27,6 +28,9 @@ type job struct {
 	// redact removes the probe's key from the messages the job stores,
 	// a second line behind the probe's own redaction.
 	redact *redact.Redactor
+	// failing is set while the job's store writes fail; only write, which
+	// is never called twice at once, touches it.
+	failing bool
 
 	mu       sync.Mutex
 	status   store.Status
@@ -57,11 +61,10 @@ func (j *job) run() {
 	res, err := probe.Run(j.ctx, j.cfg, j)
 	close(stop)
 	wg.Wait()
-	j.writeRecords() // what arrived after the writer's last pass
-	j.end(res, err)
+	j.end(res, err) // it writes what arrived after the writer's last pass
 }
 
-// end saves the result and the final status, then tells the subscribers.
+// end records the end of the run (record), then tells the subscribers.
 func (j *job) end(res *probe.Result, runErr error) {
 	status, msg := store.StatusSucceeded, ""
 	switch cause := context.Cause(j.ctx); {
@@ -74,20 +77,15 @@ func (j *job) end(res *probe.Result, runErr error) {
 	case res != nil && res.Failure() != nil:
 		status, msg = store.StatusFailed, res.Failure().Error()
 	}
-	msg = j.redact.String(msg)
+	var result *store.ProbeResult
 	if res != nil {
 		limits, err := marshalLimits(res.RateLimits)
 		if err != nil {
 			j.m.log.Error("encode rate limits", "probe", j.id, "error", err)
 		}
-		result := store.ProbeResult{Analysis: res.Analysis, RateLimits: limits, StopReason: res.StopReason, StopDetail: j.redact.String(res.StopDetail)}
-		if err := j.write(func(ctx context.Context) error { return j.m.st.SaveProbeResult(ctx, j.id, result) }); err != nil {
-			status, msg = store.StatusFailed, "the result could not be stored: "+err.Error()
-		}
+		result = &store.ProbeResult{Analysis: res.Analysis, RateLimits: limits, StopReason: res.StopReason, StopDetail: j.redact.String(res.StopDetail)}
 	}
-	if err := j.write(func(ctx context.Context) error { return j.m.st.SetProbeStatus(ctx, j.id, status, msg) }); err != nil {
-		j.m.log.Error("store the final status", "probe", j.id, "status", status, "error", err)
-	}
+	status = j.record(result, status, j.redact.String(msg))
 	j.setStatus(status)
 	j.publish(Event{Kind: EventDone, Status: status})
 	j.mu.Lock()
@@ -98,14 +96,112 @@ func (j *job) end(res *probe.Result, runErr error) {
 	j.mu.Unlock()
 }
 
+// Retry delays of record: the first, doubled after each refusal up to the
+// last.
+const (
+	retryFirst = 250 * time.Millisecond
+	retryLast  = 5 * time.Second
+)
+
+// record writes the end of the run: the rows still pending, the result,
+// then the final status, and returns the status stored. A write that the
+// store refuses for a while (it is full, or starting) is tried again, at
+// growing intervals up to retryLast, until the store takes it or the
+// service shuts down. Once that has happened, the end is recorded as
+// failed, saying so: the store did not hold the run's end when it ended.
+// A result the store never takes (larger than its cap) fails the run too.
+func (j *job) record(result *store.ProbeResult, status store.Status, msg string) store.Status {
+	delay := retryFirst
+	refused := false
+	for {
+		err := j.recordOnce(&result, &status, &msg)
+		if err == nil || !transient(err) {
+			return status
+		}
+		if !refused {
+			refused = true
+			was := string(status)
+			if msg != "" {
+				was += ": " + msg
+			}
+			status, msg = store.StatusFailed, j.redact.String(fmt.Sprintf(
+				"the store could not record the end of the run (%s) when it ended: %s; it was recorded once the store could write again",
+				was, storeCause(err)))
+		}
+		select {
+		case <-time.After(delay):
+		case <-j.m.closing:
+			// One last try; without it, the next start marks the run
+			// interrupted.
+			if err := j.recordOnce(&result, &status, &msg); err != nil {
+				j.m.log.Error("the end of the run could not be recorded before the shutdown", "probe", j.id, "error", err)
+			}
+			return status
+		}
+		delay = min(2*delay, retryLast)
+	}
+}
+
+// recordOnce makes the writes of record that are still to do: the rows,
+// the result (cleared once stored), the status. A result refused for good
+// turns the status to failed.
+func (j *job) recordOnce(result **store.ProbeResult, status *store.Status, msg *string) error {
+	if err := j.writeRecords(); err != nil && transient(err) {
+		return err
+	}
+	if r := *result; r != nil {
+		err := j.write(func(ctx context.Context) error { return j.m.st.SaveProbeResult(ctx, j.id, *r) })
+		if err != nil && transient(err) {
+			return err
+		}
+		if err != nil {
+			*status, *msg = store.StatusFailed, j.redact.String("the result could not be stored: "+err.Error())
+		}
+		*result = nil
+	}
+	return j.write(func(ctx context.Context) error { return j.m.st.SetProbeStatus(ctx, j.id, *status, *msg) })
+}
+
+// transient reports whether a store error may pass: the store is full,
+// starting, or cannot use its file for now, or the write timed out. A
+// removed file, a document over the cap or a finished run are for good.
+func transient(err error) bool {
+	return errors.Is(err, store.ErrFull) || errors.Is(err, store.ErrStarting) ||
+		errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// storeCause says in a few words why the store refused a write.
+func storeCause(err error) string {
+	switch {
+	case errors.Is(err, store.ErrFull):
+		return "the store was full"
+	case errors.Is(err, store.ErrStarting):
+		return "the store had not completed its start-up"
+	case errors.Is(err, store.ErrUnavailable):
+		return "the store could not use its file"
+	}
+	return err.Error()
+}
+
 // write runs a store write with its own deadline: it must happen even
-// when the job's context has ended. Failures are logged and returned.
+// when the job's context has ended. A failure is logged when it follows
+// a success, and the first success after failures too, so that a store
+// that refuses every flush for a while logs twice, not at every flush.
+// The job's writes come one at a time (the writer runs between the first
+// and the last), so failing needs no lock.
 func (j *job) write(fn func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	if err := fn(ctx); err != nil {
-		j.m.log.Error("probe store write failed", "probe", j.id, "error", err)
+		if !j.failing {
+			j.failing = true
+			j.m.log.Error("probe store write failed", "probe", j.id, "error", err)
+		}
 		return err
+	}
+	if j.failing {
+		j.failing = false
+		j.m.log.Info("probe store writes succeed again", "probe", j.id)
 	}
 	return nil
 }
@@ -133,13 +229,14 @@ func (j *job) writer(stop <-chan struct{}) {
 		case <-t.C:
 		case <-j.flush:
 		}
-		j.writeRecords()
+		_ = j.writeRecords() // what fails waits for the next pass
 	}
 }
 
 // writeRecords writes the pending rows and, when a step ended since the
-// last write, the analysis of the steps so far.
-func (j *job) writeRecords() {
+// last write, the analysis of the steps so far. What the store refuses
+// for a while stays pending for the next write.
+func (j *job) writeRecords() error {
 	j.mu.Lock()
 	recs := j.pending
 	j.pending = nil
@@ -150,12 +247,30 @@ func (j *job) writeRecords() {
 	}
 	j.mu.Unlock()
 	if len(recs) > 0 {
-		_ = j.write(func(ctx context.Context) error { return j.m.st.AppendRecords(ctx, j.id, recs) })
+		if err := j.write(func(ctx context.Context) error { return j.m.st.AppendRecords(ctx, j.id, recs) }); err != nil {
+			if transient(err) {
+				// Kept for the next write: a probe measures at most
+				// max_requests rows, which bounds what waits here.
+				j.mu.Lock()
+				j.pending = append(recs, j.pending...)
+				j.saveStep = j.saveStep || steps != nil
+				j.mu.Unlock()
+			}
+			return err
+		}
 	}
 	if steps != nil {
 		partial := store.ProbeResult{Analysis: analysis.Analyze(steps, j.cfg.AnalysisOptions())}
-		_ = j.write(func(ctx context.Context) error { return j.m.st.SaveProbeResult(ctx, j.id, partial) })
+		if err := j.write(func(ctx context.Context) error { return j.m.st.SaveProbeResult(ctx, j.id, partial) }); err != nil {
+			if transient(err) {
+				j.mu.Lock()
+				j.saveStep = true
+				j.mu.Unlock()
+			}
+			return err
+		}
 	}
+	return nil
 }
 
 // ticker sends a progress event every ProgressInterval while a step runs

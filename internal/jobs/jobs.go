@@ -2,11 +2,13 @@
 // (docs/service-probes.md, "A probe's life"): each probe is a job with its
 // own context; at most a configured number of slots are taken at once, by
 // jobs and by plan validations, each slot before any request of its work
-// leaves; the rows a probe measures are written to the store
-// in small batches as they arrive, so that a kill loses at most the last
-// batch; the analysis of the steps finished so far is saved after each
-// step and the whole result at the end; and progress is fanned out to any
-// number of subscribers without a slow one ever holding the probe back.
+// leaves; the rows a probe measures are written to the store in small
+// batches as they arrive, so that a kill loses at most the last batch, and
+// what the store refuses for want of room (rows, a run's end) waits in
+// memory until it takes it; the analysis of the steps finished so far is
+// saved after each step and the whole result at the end; and progress is
+// fanned out to any number of subscribers without a slow one ever holding
+// the probe back.
 //
 // A job's status goes queued → running → succeeded | failed | cancelled,
 // or interrupted when the service stops it: on a graceful shutdown here,
@@ -99,6 +101,7 @@ type Manager struct {
 	slots   map[*Slot]struct{} // held, not handed to a job
 	running int                // jobs plus held slots
 	closed  bool
+	closing chan struct{}  // closed by Shutdown
 	wg      sync.WaitGroup // jobs plus held slots
 }
 
@@ -116,7 +119,7 @@ func New(st Store, opts Options) *Manager {
 	if opts.ProgressInterval <= 0 {
 		opts.ProgressInterval = DefaultProgressInterval
 	}
-	m := &Manager{st: st, opts: opts, log: opts.Logger, jobs: map[string]*job{}, slots: map[*Slot]struct{}{}}
+	m := &Manager{st: st, opts: opts, log: opts.Logger, jobs: map[string]*job{}, slots: map[*Slot]struct{}{}, closing: make(chan struct{})}
 	if m.log == nil {
 		m.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -293,6 +296,9 @@ func (m *Manager) Running(id string) bool {
 // jobs have ended and the slots are released, or ctx ends.
 func (m *Manager) Shutdown(ctx context.Context) error {
 	m.mu.Lock()
+	if !m.closed {
+		close(m.closing)
+	}
 	m.closed = true
 	for _, j := range m.jobs {
 		j.cancel(errShutdown)

@@ -30,8 +30,11 @@ type StoredPlan struct {
 
 // SavePlan stores a plan and returns its new id. ErrNotFound means that
 // ProbeID names no probe run; ErrSecret that the name or a label carries a
-// credential.
-func (s *Store) SavePlan(ctx context.Context, p StoredPlan) (string, error) {
+// credential; a *TooLargeError that the plan with its scenario, name and
+// labels is larger than the store takes. ErrFull, ErrGone and ErrStarting
+// mean it was not stored, for want of room or of the file.
+func (s *Store) SavePlan(ctx context.Context, p StoredPlan) (id string, err error) {
+	defer s.classifyErr(&err)
 	labels := p.Labels
 	if labels == nil {
 		labels = map[string]string{}
@@ -54,12 +57,15 @@ func (s *Store) SavePlan(ctx context.Context, p StoredPlan) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("save plan: encode plan: %w", err)
 	}
+	if err := s.checkSize("plan", len(p.Name)+len(labelsJSON)+len(scenarioJSON)+len(planJSON)); err != nil {
+		return "", fmt.Errorf("save plan: %w", err)
+	}
 	created := p.CreatedAt
 	if created.IsZero() {
 		created = s.now()
 	}
-	id := newID()
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	id = newID()
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		probe := sql.NullString{String: p.ProbeID, Valid: p.ProbeID != ""}
 		if probe.Valid {
 			if _, err := probeSeq(ctx, tx, p.ProbeID); err != nil {
@@ -80,7 +86,11 @@ func (s *Store) SavePlan(ctx context.Context, p StoredPlan) (string, error) {
 const planColumns = `seq, id, name, labels, created_ns, probe_id, scenario, plan`
 
 // GetPlan returns the plan with the given id, or ErrNotFound.
-func (s *Store) GetPlan(ctx context.Context, id string) (StoredPlan, error) {
+func (s *Store) GetPlan(ctx context.Context, id string) (_ StoredPlan, err error) {
+	defer s.classifyErr(&err)
+	if err := s.usable(ctx); err != nil {
+		return StoredPlan{}, fmt.Errorf("get plan %s: %w", id, err)
+	}
 	row := s.db.QueryRowContext(ctx, `SELECT `+planColumns+` FROM plans WHERE id = ?`, id)
 	p, _, err := scanPlan(row)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -94,7 +104,11 @@ func (s *Store) GetPlan(ctx context.Context, id string) (StoredPlan, error) {
 
 // ListPlans returns one page of stored plans, newest first, and the cursor
 // of the next page ("" on the last page).
-func (s *Store) ListPlans(ctx context.Context, opts ListOptions) ([]StoredPlan, string, error) {
+func (s *Store) ListPlans(ctx context.Context, opts ListOptions) (_ []StoredPlan, _ string, err error) {
+	defer s.classifyErr(&err)
+	if err := s.usable(ctx); err != nil {
+		return nil, "", fmt.Errorf("list plans: %w", err)
+	}
 	after, err := parseCursor(opts.Cursor)
 	if err != nil {
 		return nil, "", fmt.Errorf("list plans: %w", err)
@@ -130,7 +144,11 @@ func (s *Store) ListPlans(ctx context.Context, opts ListOptions) ([]StoredPlan, 
 // PlansForProbe returns the plans that a probe run backs, newest first (at
 // most MaxLimit), so that a probe's record card can show the pools planned
 // on its measurements. ErrNotFound means no such run.
-func (s *Store) PlansForProbe(ctx context.Context, probeID string) ([]StoredPlan, error) {
+func (s *Store) PlansForProbe(ctx context.Context, probeID string) (_ []StoredPlan, err error) {
+	defer s.classifyErr(&err)
+	if err := s.usable(ctx); err != nil {
+		return nil, fmt.Errorf("plans of probe %s: %w", probeID, err)
+	}
 	if _, err := probeSeq(ctx, s.db, probeID); err != nil {
 		return nil, fmt.Errorf("plans of probe %s: %w", probeID, err)
 	}
@@ -179,24 +197,4 @@ func scanPlan(sc scanner) (StoredPlan, cursor, error) {
 	}
 	p.Plan = pl
 	return p, key, nil
-}
-
-// inTx runs fn in a write transaction and commits it when fn succeeds.
-func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) (err error) {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			err = errors.Join(err, ignoreDone(tx.Rollback()))
-		}
-	}()
-	if err := fn(tx); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
 }

@@ -98,8 +98,10 @@ type ProbeResult struct {
 
 // CreateProbe stores a new probe run and returns its id. The status must be
 // queued (the default) or running. ErrSecret means that the configuration
-// or the base URL carries a credential.
-func (s *Store) CreateProbe(ctx context.Context, p ProbeRun) (string, error) {
+// or the base URL carries a credential; a *TooLargeError that the
+// configuration is larger than the store takes.
+func (s *Store) CreateProbe(ctx context.Context, p ProbeRun) (id string, err error) {
+	defer s.classifyErr(&err)
 	if p.Status == "" {
 		p.Status = StatusQueued
 	}
@@ -119,6 +121,9 @@ func (s *Store) CreateProbe(ctx context.Context, p ProbeRun) (string, error) {
 	if err := checkDocument("config", config); err != nil {
 		return "", fmt.Errorf("create probe: %w", err)
 	}
+	if err := s.checkSize("probe configuration", len(config)+len(p.Label)+len(p.BaseURL)+len(p.Model)); err != nil {
+		return "", fmt.Errorf("create probe: %w", err)
+	}
 	created := p.CreatedAt
 	if created.IsZero() {
 		created = s.now()
@@ -127,10 +132,13 @@ func (s *Store) CreateProbe(ctx context.Context, p ProbeRun) (string, error) {
 	if p.Status == StatusRunning && started.IsZero() {
 		started = s.now()
 	}
-	id := newID()
-	_, err := s.db.ExecContext(ctx, `INSERT INTO probes (id, status, label, base_url, model, config, created_ns, started_ns)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		id, p.Status, p.Label, p.BaseURL, p.Model, string(config), created.UnixNano(), timeNs(started))
+	id = newID()
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO probes (id, status, label, base_url, model, config, created_ns, started_ns)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			id, p.Status, p.Label, p.BaseURL, p.Model, string(config), created.UnixNano(), timeNs(started))
+		return err
+	})
 	if err != nil {
 		return "", fmt.Errorf("create probe: %w", err)
 	}
@@ -141,12 +149,13 @@ func (s *Store) CreateProbe(ctx context.Context, p ProbeRun) (string, error) {
 // redacted) as its error. Turning running sets the start time; ending sets
 // the finish time. A run that has ended cannot change (ErrFinished), and no
 // run goes back to queued.
-func (s *Store) SetProbeStatus(ctx context.Context, id string, status Status, errMsg string) error {
+func (s *Store) SetProbeStatus(ctx context.Context, id string, status Status, errMsg string) (err error) {
+	defer s.classifyErr(&err)
 	if !status.Valid() || status == StatusQueued {
 		return fmt.Errorf("set probe %s status: %q is not a status a run can move to", id, status)
 	}
 	now := s.now().UnixNano()
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		var cur Status
 		err := tx.QueryRowContext(ctx, `SELECT status FROM probes WHERE id = ?`, id).Scan(&cur)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -179,11 +188,12 @@ func (s *Store) SetProbeStatus(ctx context.Context, id string, status Status, er
 // AppendRecords adds request rows to a run in one transaction: one insert
 // per row and one update of the run's counts, cheap enough to call for
 // every small batch while the run measures. ErrNotFound means no such run.
-func (s *Store) AppendRecords(ctx context.Context, probeID string, recs []measure.Record) error {
+func (s *Store) AppendRecords(ctx context.Context, probeID string, recs []measure.Record) (err error) {
+	defer s.classifyErr(&err)
 	if len(recs) == 0 {
 		return nil
 	}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		var seq, n int64
 		err := tx.QueryRowContext(ctx, `SELECT seq, n_records FROM probes WHERE id = ?`, probeID).Scan(&seq, &n)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -235,8 +245,10 @@ func (c *Counts) add(r measure.Record) {
 }
 
 // SaveProbeResult stores the analysis of a run and why it stopped,
-// replacing an earlier result. It does not change the run's status.
-func (s *Store) SaveProbeResult(ctx context.Context, id string, r ProbeResult) error {
+// replacing an earlier result. It does not change the run's status. A
+// *TooLargeError means the result is larger than the store takes.
+func (s *Store) SaveProbeResult(ctx context.Context, id string, r ProbeResult) (err error) {
+	defer s.classifyErr(&err)
 	analysisJSON, err := encodeResult(r.Analysis)
 	if err != nil {
 		return fmt.Errorf("save probe %s result: encode analysis: %w", id, err)
@@ -248,15 +260,28 @@ func (s *Store) SaveProbeResult(ctx context.Context, id string, r ProbeResult) e
 		}
 		limits = sql.NullString{String: string(r.RateLimits), Valid: true}
 	}
-	res, err := s.db.ExecContext(ctx, `UPDATE probes SET result = ?, rate_limits = ?, stop_reason = ?, stop_detail = ? WHERE id = ?`,
-		string(analysisJSON), limits, r.StopReason, redactText(r.StopDetail), id)
-	if err != nil {
+	detail := redactText(r.StopDetail)
+	if err := s.checkSize("probe result", len(analysisJSON)+len(limits.String)+len(r.StopReason)+len(detail)); err != nil {
 		return fmt.Errorf("save probe %s result: %w", id, err)
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("save probe %s result: %w", id, err)
-	} else if n == 0 {
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE probes SET result = ?, rate_limits = ?, stop_reason = ?, stop_detail = ? WHERE id = ?`,
+			string(analysisJSON), limits, r.StopReason, detail, id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return ErrNotFound
+		}
+		return nil
+	})
+	if errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("probe %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("save probe %s result: %w", id, err)
 	}
 	return nil
 }
@@ -265,7 +290,11 @@ const probeColumns = `seq, id, status, label, base_url, model, config, error, cr
 	n_records, n_ok, n_rate_limited, n_failed, result, rate_limits, stop_reason, stop_detail`
 
 // GetProbe returns the run with the given id, or ErrNotFound.
-func (s *Store) GetProbe(ctx context.Context, id string) (ProbeRun, error) {
+func (s *Store) GetProbe(ctx context.Context, id string) (_ ProbeRun, err error) {
+	defer s.classifyErr(&err)
+	if err := s.usable(ctx); err != nil {
+		return ProbeRun{}, fmt.Errorf("get probe %s: %w", id, err)
+	}
 	p, _, err := scanProbe(s.db.QueryRowContext(ctx, `SELECT `+probeColumns+` FROM probes WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return ProbeRun{}, fmt.Errorf("probe %s: %w", id, ErrNotFound)
@@ -278,7 +307,11 @@ func (s *Store) GetProbe(ctx context.Context, id string) (ProbeRun, error) {
 
 // ListProbes returns one page of probe runs, newest first, and the cursor
 // of the next page ("" on the last page).
-func (s *Store) ListProbes(ctx context.Context, opts ListOptions) ([]ProbeRun, string, error) {
+func (s *Store) ListProbes(ctx context.Context, opts ListOptions) (_ []ProbeRun, _ string, err error) {
+	defer s.classifyErr(&err)
+	if err := s.usable(ctx); err != nil {
+		return nil, "", fmt.Errorf("list probes: %w", err)
+	}
 	after, err := parseCursor(opts.Cursor)
 	if err != nil {
 		return nil, "", fmt.Errorf("list probes: %w", err)
@@ -358,9 +391,10 @@ func probeSeq(ctx context.Context, q querier, id string) (int64, error) {
 
 // Records returns every row of a run, ordered by step, then index, then
 // arrival. ErrNotFound means no such run.
-func (s *Store) Records(ctx context.Context, probeID string) ([]measure.Record, error) {
+func (s *Store) Records(ctx context.Context, probeID string) (_ []measure.Record, err error) {
+	defer s.classifyErr(&err)
 	var out []measure.Record
-	err := s.eachRecord(ctx, probeID, func(r measure.Record) error {
+	err = s.eachRecord(ctx, probeID, func(r measure.Record) error {
 		out = append(out, r)
 		return nil
 	})
@@ -374,10 +408,11 @@ func (s *Store) Records(ctx context.Context, probeID string) ([]measure.Record, 
 // (measure.CSVHeader, then one row per request in the order of Records),
 // without holding them all in memory. ErrNotFound, returned before anything
 // is written, means no such run.
-func (s *Store) WriteRecordsCSV(ctx context.Context, w io.Writer, probeID string) error {
+func (s *Store) WriteRecordsCSV(ctx context.Context, w io.Writer, probeID string) (err error) {
+	defer s.classifyErr(&err)
 	cw := csv.NewWriter(w)
 	header := false
-	err := s.eachRecord(ctx, probeID, func(r measure.Record) error {
+	err = s.eachRecord(ctx, probeID, func(r measure.Record) error {
 		if !header {
 			header = true
 			if err := cw.Write(measure.CSVHeader); err != nil {
@@ -402,6 +437,9 @@ func (s *Store) WriteRecordsCSV(ctx context.Context, w io.Writer, probeID string
 // eachRecord calls fn for every row of a run in order. It looks the run up
 // first, so that a missing run is ErrNotFound before fn is called.
 func (s *Store) eachRecord(ctx context.Context, probeID string, fn func(measure.Record) error) error {
+	if err := s.usable(ctx); err != nil {
+		return err
+	}
 	seq, err := probeSeq(ctx, s.db, probeID)
 	if err != nil {
 		return err

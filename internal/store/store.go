@@ -3,16 +3,25 @@
 // store"): stored plans with their scenarios, probe runs with
 // their configuration, status and result, and every request row a probe
 // measured, written as it arrives. It is a single SQLite file in WAL mode
-// (modernc.org/sqlite, pure Go); the schema is applied by embedded,
-// numbered migrations when the store opens. A plan and a probe's analysis
-// are kept as JSON documents of the engine's types in an envelope that
-// carries a schema_version (documents.go), so that every field the engine
-// adds is kept, and documents that earlier releases stored still read.
+// (modernc.org/sqlite, pure Go; sqlite.go holds what is SQLite's own); the
+// schema is applied by embedded, numbered migrations when the store opens.
+// A plan and a probe's analysis are kept as JSON documents of the engine's
+// types in an envelope that carries a schema_version (documents.go), so
+// that every field the engine adds is kept, and documents that earlier
+// releases stored still read.
 //
 // One service process owns a database file: Open takes an exclusive lock
 // on it and fails at once with a *LockedError while another process holds
-// it; then it marks every probe run that a previous process left queued or
-// running as interrupted, since nothing is executing it any more.
+// it; it refuses a damaged file (ErrCorrupt); then it marks every probe
+// run that a previous process left queued or running as interrupted,
+// since nothing is executing it any more.
+//
+// A write is acknowledged only once it is committed to the file that the
+// next start will open: a full disk or file cap fails it with ErrFull, a
+// file removed or replaced under the store with ErrGone, and either leaves
+// nothing of it behind. A start-up that finds no room to write starts
+// degraded instead of failing, and completes at a later readiness check or
+// write (ErrStarting until then).
 package store
 
 import (
@@ -23,17 +32,25 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net/url"
+	"io"
+	"log/slog"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/gofrs/flock"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
 // DefaultPath is the database file used when the configuration names none:
 // planner.db in the working directory.
 const DefaultPath = "planner.db"
+
+// DefaultMaxDocumentBytes caps one stored document unless
+// WithMaxDocumentBytes says otherwise (store.max_document_bytes of the
+// configuration): twice the default request body (256 KiB), so that a plan
+// computed from the largest body fits with its scenario.
+const DefaultMaxDocumentBytes = 512 << 10
 
 // Errors callers map to responses.
 var (
@@ -48,13 +65,62 @@ var (
 	ErrFinished = errors.New("the probe run has already ended")
 	// ErrBadCursor is returned when a paging cursor was not issued by the store.
 	ErrBadCursor = errors.New("invalid paging cursor")
+	// ErrFull is returned when the store has no room for a write (its
+	// disk is full, or the file reached its cap) or, from Ready, less room
+	// than it keeps free. Nothing of the refused write is kept.
+	ErrFull = errors.New("the store is full")
+	// ErrGone is returned when the store's file was removed or replaced
+	// while the store had it open: a write would go to a file that the next
+	// start does not read, so none is made or acknowledged.
+	ErrGone = errors.New("the store's file was removed or replaced")
+	// ErrStarting is returned while the store's start-up has not
+	// completed (it wraps the cause): by every call while the file is not
+	// set up and migrated, and by Ready until the runs of an earlier
+	// process are marked interrupted too.
+	ErrStarting = errors.New("the store's start-up has not completed")
+	// ErrUnavailable is returned when the database cannot read, write or
+	// lock its file (an I/O error, a read-only file system).
+	ErrUnavailable = errors.New("the store cannot use its file")
+	// ErrCorrupt is returned when the store's file is damaged: Open
+	// refuses such a file.
+	ErrCorrupt = errors.New("the store's file is damaged")
 )
+
+// TooLargeError is returned when a document to be stored is larger than
+// the store's cap on one document (WithMaxDocumentBytes).
+type TooLargeError struct {
+	// What names the document: "plan", "probe configuration", "probe result".
+	What string
+	// Bytes is the document's size, Limit the cap.
+	Bytes, Limit int64
+}
+
+// Error names the document, its size and the cap.
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("the %s is %d bytes, more than the %d bytes a stored document may take", e.What, e.Bytes, e.Limit)
+}
 
 // Store is an open database. Its methods are safe for concurrent use.
 type Store struct {
-	db   *sql.DB
-	lock *flock.Flock
-	now  func() time.Time
+	db     *sql.DB
+	be     backend
+	path   string
+	now    func() time.Time
+	log    *slog.Logger
+	maxDoc int64
+
+	// mu serialises the start-up steps; started and repaired say which
+	// are done, so that calls after them take no lock.
+	mu       sync.Mutex
+	started  atomic.Bool // file prepared and migrated
+	repaired atomic.Bool // runs of earlier processes marked interrupted
+	// degraded is set while a start-up step has failed, for the log.
+	degraded bool
+	// repairBefore bounds the repair to the runs that existed when the
+	// schema was ready: runs created since are this process's own.
+	repairBefore int64
+	// goneLogged is set once the removal of the file has been logged.
+	goneLogged atomic.Bool
 }
 
 // busyTimeout is how long a statement waits for another connection's write
@@ -65,73 +131,239 @@ const busyTimeout = 5 * time.Second
 // left unfinished.
 const interruptedMessage = "the service stopped before the run finished; the rows written until then are kept"
 
+// Option changes how Open opens a store.
+type Option func(*options)
+
+type options struct {
+	maxDocument int64
+	maxBytes    int64
+	log         *slog.Logger
+}
+
+// WithMaxDocumentBytes caps one stored document: a plan with its
+// scenario, name and labels, a probe's configuration, a probe's result.
+// A larger one is refused with a *TooLargeError. Zero or less means
+// DefaultMaxDocumentBytes.
+func WithMaxDocumentBytes(n int64) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.maxDocument = n
+		}
+	}
+}
+
+// WithMaxBytes caps the database file at n bytes (in whole 4 KiB pages):
+// a write past it fails with ErrFull as on a full disk. Zero means no cap
+// but the disk's.
+func WithMaxBytes(n int64) Option {
+	return func(o *options) { o.maxBytes = max(n, 0) }
+}
+
+// WithLogger sends the store's own events (a degraded start, its
+// completion, a removed file) to l.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.log = l }
+}
+
 // Open opens the database file at path, creating it when it does not exist,
 // takes its exclusive lock (a *LockedError when another process holds it),
+// checks the file (ErrCorrupt when PRAGMA quick_check finds it damaged),
 // applies the pending migrations and marks the probe runs that a previous
 // process left queued or running as interrupted.
 //
-// Every connection runs with:
-//   - journal_mode=WAL: readers (a report, a CSV download) never block the
-//     probe writer, and a commit is one append to the log;
-//   - synchronous=NORMAL: in WAL mode a committed transaction survives a
-//     crash or kill of the process (it is in the log, in the OS's hands);
-//     only a power loss or OS crash can lose the last commits, and never
-//     corrupts the file. FULL would add an fsync to every commit, which the
-//     probe's several appends a second do not need;
-//   - foreign_keys=ON, so rows cannot outlive or precede their probe run;
-//   - busy_timeout, so concurrent writers wait for the lock instead of failing;
-//   - BEGIN IMMEDIATE for transactions, so a transaction takes the write lock
-//     when it starts and two writers cannot deadlock upgrading read locks.
-func Open(ctx context.Context, path string) (*Store, error) {
-	if path == "" || strings.ContainsRune(path, '?') || path == ":memory:" || strings.HasPrefix(path, "file:") {
-		return nil, fmt.Errorf("open store: %q is not a plain file path", path)
+// When the file has no room for those writes (ErrFull), the store opens
+// degraded rather than failing, logs so, and retries the start-up at
+// every Ready and write: reads answer once the schema is in place, and
+// Ready fails with ErrStarting until everything is done.
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	o := options{maxDocument: DefaultMaxDocumentBytes}
+	for _, opt := range opts {
+		opt(&o)
 	}
-	fl, err := lock(path)
+	if o.log == nil {
+		o.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	be, err := openSQLite(path, o.maxBytes)
 	if err != nil {
 		return nil, err
 	}
-	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(NORMAL)")
-	q.Add("_pragma", "foreign_keys(1)")
-	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", path+"?"+q.Encode())
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("open store %s: %w", path, err), unlock(fl))
-	}
-	s := &Store{db: db, lock: fl, now: func() time.Time { return time.Now().UTC() }}
-	if err := s.init(ctx); err != nil {
-		return nil, errors.Join(fmt.Errorf("open store %s: %w", path, err), db.Close(), unlock(fl))
+	s := &Store{db: be.db, be: be, path: path, log: o.log, maxDoc: o.maxDocument, now: func() time.Time { return time.Now().UTC() }}
+	if err := s.start(ctx); err != nil {
+		if errors.Is(err, ErrCorrupt) {
+			return nil, errors.Join(fmt.Errorf("open store %s: the file is damaged (%w); restore it from a backup, "+
+				"or move it aside to start with an empty store", path, err), be.close())
+		}
+		if !errors.Is(err, ErrFull) {
+			return nil, errors.Join(fmt.Errorf("open store %s: %w", path, err), be.close())
+		}
+		s.log.Warn("the store started degraded: it has no room to complete its start-up; "+
+			"readiness fails until it does, and it is tried again at each readiness check and write",
+			"path", path, "error", err)
 	}
 	return s, nil
 }
 
-func (s *Store) init(ctx context.Context) error {
-	var mode string
-	if err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
-		return fmt.Errorf("read journal mode: %w", err)
-	}
-	if !strings.EqualFold(mode, "wal") {
-		return fmt.Errorf("journal mode is %q, not WAL (is the file on a file system that supports shared memory?)", mode)
-	}
-	if err := migrate(ctx, s.db, migrationFS); err != nil {
+// start runs the start-up steps that have not succeeded yet: prepare the
+// file, migrate, and mark the runs of earlier processes interrupted.
+func (s *Store) start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.startLocked(ctx); err != nil {
+		s.degraded = true
 		return err
 	}
-	_, err := s.db.ExecContext(ctx,
-		`UPDATE probes SET status = ?, error = ?, finished_ns = ? WHERE status IN (?, ?)`,
-		StatusInterrupted, interruptedMessage, s.now().UnixNano(), StatusQueued, StatusRunning)
-	if err != nil {
-		return fmt.Errorf("mark unfinished probe runs interrupted: %w", err)
+	if s.degraded {
+		s.degraded = false
+		s.log.Info("the store completed its start-up", "path", s.path)
 	}
 	return nil
 }
 
-// Ping reports whether the database answers a query, for readiness checks.
-func (s *Store) Ping(ctx context.Context) error {
-	var one int
-	if err := s.db.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
-		return fmt.Errorf("store ping: %w", err)
+func (s *Store) startLocked(ctx context.Context) error {
+	if !s.started.Load() {
+		if err := s.be.prepare(ctx); err != nil {
+			return err
+		}
+		if err := migrate(ctx, s.db, migrationFS); err != nil {
+			return s.be.classify(err)
+		}
+		if err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM probes`).Scan(&s.repairBefore); err != nil {
+			return fmt.Errorf("read the last probe run: %w", s.be.classify(err))
+		}
+		s.started.Store(true)
+	}
+	if !s.repaired.Load() {
+		_, err := s.db.ExecContext(ctx,
+			`UPDATE probes SET status = ?, error = ?, finished_ns = ? WHERE status IN (?, ?) AND seq <= ?`,
+			StatusInterrupted, interruptedMessage, s.now().UnixNano(), StatusQueued, StatusRunning, s.repairBefore)
+		if err != nil {
+			return fmt.Errorf("mark unfinished probe runs interrupted: %w", s.be.classify(err))
+		}
+		s.repaired.Store(true)
+	}
+	return nil
+}
+
+// usable returns nil once the schema is in place, trying the start-up
+// again when it is not.
+func (s *Store) usable(ctx context.Context) error {
+	if s.started.Load() {
+		return nil
+	}
+	err := s.start(ctx)
+	if s.started.Load() {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrStarting, err)
+}
+
+// Ready reports whether the store can take a write now, for readiness
+// checks: its start-up has completed (ErrStarting), its files are the
+// ones it opened (ErrGone), it has room for the largest document it
+// accepts twice over, once in the log and once in the file (ErrFull), and
+// a small write commits.
+func (s *Store) Ready(ctx context.Context) error {
+	if !s.started.Load() || !s.repaired.Load() {
+		if err := s.start(ctx); err != nil {
+			return fmt.Errorf("store: %w: %w", ErrStarting, err)
+		}
+	}
+	if err := s.check(); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	room, err := s.be.room(ctx)
+	if err != nil {
+		return fmt.Errorf("store room: %w", err)
+	}
+	if reserve := 2 * s.maxDoc; room < reserve {
+		return fmt.Errorf("store: %w: %d bytes of room, less than the %d it keeps free (twice the largest document)", ErrFull, room, reserve)
+	}
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE readiness SET checked_ns = ? WHERE id = 1`, s.now().UnixNano())
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store readiness write: %w", err)
+	}
+	return nil
+}
+
+// check is the backend's check, logged the first time it finds the file
+// gone: from then on no write succeeds until the service restarts.
+func (s *Store) check() error {
+	err := s.be.check()
+	if err != nil && errors.Is(err, ErrGone) && !s.goneLogged.Swap(true) {
+		s.log.Error("the store's file was removed or replaced while the service ran: writes are refused and readiness fails "+
+			"until the service is restarted", "path", s.path, "error", err)
+	}
+	return err
+}
+
+// write runs fn in a write transaction, committed when fn succeeds, once
+// the schema is in place and the store's files are the ones it opened. It
+// checks the files again after the commit, so that a commit that went to
+// a removed file is not acknowledged either. A start-up repair still
+// pending is tried first.
+func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
+	if err := s.usable(ctx); err != nil {
+		return err
+	}
+	if !s.repaired.Load() {
+		// Its failure leaves the store degraded, which Ready reports;
+		// this write may still fit.
+		_ = s.start(ctx)
+	}
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := s.inTx(ctx, fn); err != nil {
+		return err
+	}
+	if err := s.check(); err != nil {
+		return fmt.Errorf("the commit may be lost: %w", err)
+	}
+	return nil
+}
+
+// inTx runs fn in a write transaction and commits it when fn succeeds.
+// Errors are classified (ErrFull, ErrUnavailable) first: on those the
+// database may have rolled the transaction back itself, so that the
+// rollback's own error says nothing more.
+func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) (err error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", s.be.classify(err))
+	}
+	defer func() {
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrFull) || errors.Is(err, ErrUnavailable):
+			_ = tx.Rollback()
+		default:
+			err = errors.Join(err, ignoreDone(tx.Rollback()))
+		}
+	}()
+	if err := fn(tx); err != nil {
+		return s.be.classify(err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", s.be.classify(err))
+	}
+	return nil
+}
+
+// classifyErr sorts *err into the store's kinds (ErrFull, ErrUnavailable,
+// ErrCorrupt): deferred by each exported method, it covers every return.
+func (s *Store) classifyErr(err *error) {
+	if *err != nil {
+		*err = s.be.classify(*err)
+	}
+}
+
+// checkSize refuses a document larger than the store's cap.
+func (s *Store) checkSize(what string, n int) error {
+	if int64(n) > s.maxDoc {
+		return &TooLargeError{What: what, Bytes: int64(n), Limit: s.maxDoc}
 	}
 	return nil
 }
@@ -139,14 +371,7 @@ func (s *Store) Ping(ctx context.Context) error {
 // Close closes the database and releases its lock; the store must not be
 // used afterwards.
 func (s *Store) Close() error {
-	var errs []error
-	if err := s.db.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("close store: %w", err))
-	}
-	if err := unlock(s.lock); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
+	return s.be.close()
 }
 
 // newID returns a random, URL-safe, unguessable id: 128 bits in lower-case

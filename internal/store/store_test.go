@@ -118,7 +118,7 @@ func TestOpenSetsPragmas(t *testing.T) {
 			}
 		}
 	}
-	if err := s.Ping(ctx); err != nil {
+	if err := s.Ready(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -892,7 +892,7 @@ func TestOpenLocksTheFile(t *testing.T) {
 			t.Errorf("the message: %s", msg)
 		}
 	}
-	if err := first.Ping(ctx); err != nil {
+	if err := first.Ready(ctx); err != nil {
 		t.Fatalf("the first store after a refused second: %v", err)
 	}
 	if err := first.Close(); err != nil {

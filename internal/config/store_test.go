@@ -1,0 +1,45 @@
+package config
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/plannerdev/planner/internal/fieldpath"
+)
+
+func TestStoreBounds(t *testing.T) {
+	cleanEnv(t)
+	t.Setenv(EnvPrefix+"_STORE_MAX_DOCUMENT_BYTES", "")
+	t.Setenv(EnvPrefix+"_STORE_MAX_BYTES", "")
+	cfg, err := Load(serveFlags(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Store.MaxDocumentBytes != 512<<10 || cfg.Store.MaxBytes != 0 {
+		t.Errorf("defaults: %+v", cfg.Store)
+	}
+	file := writeFile(t, "store: {max_document_bytes: 131072, max_bytes: 1048576}\n")
+	cfg, err = Load(serveFlags(t, "--config", file))
+	if err != nil || cfg.Store.MaxDocumentBytes != 131072 || cfg.Store.MaxBytes != 1<<20 {
+		t.Errorf("from a file: %+v, %v", cfg.Store, err)
+	}
+	t.Setenv(EnvPrefix+"_STORE_MAX_BYTES", "2097152")
+	cfg, err = Load(serveFlags(t, "--config", file))
+	if err != nil || cfg.Store.MaxBytes != 2<<20 {
+		t.Errorf("from the environment: %+v, %v", cfg.Store, err)
+	}
+
+	for _, tc := range []struct{ yaml, want string }{
+		{"store: {max_document_bytes: 1000}\n", "store.max_document_bytes: must be >= 65536"},
+		{"store: {max_bytes: 1000}\n", "store.max_bytes: must be >= 1048576"},
+		{"store: {max_bytes: 1048576}\n", "store.max_bytes: at least 4 × store.max_document_bytes (2097152): the store keeps room for twice the largest document besides what it holds"},
+	} {
+		t.Setenv(EnvPrefix+"_STORE_MAX_BYTES", "")
+		_, err = Load(serveFlags(t, "--config", writeFile(t, tc.yaml)))
+		var ps Problems
+		if !errors.As(err, &ps) || !slices.ContainsFunc(ps, func(p fieldpath.Error) bool { return p.Error() == tc.want }) {
+			t.Errorf("%s: want %q in %v", tc.yaml, tc.want, err)
+		}
+	}
+}
