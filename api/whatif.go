@@ -141,7 +141,7 @@ func (s *Server) tierValues(sc scenario.Scenario, i int, v Variation) ([]any, []
 			})
 			continue
 		}
-		values[j] = withTier(q, t)
+		values[j] = q.WithLimitsOf(t.Quota)
 	}
 	return values, problems
 }
@@ -170,13 +170,6 @@ func (s *Server) tierNames() string {
 		return "it is empty"
 	}
 	return strings.Join(names, ", ")
-}
-
-// withTier is q with the tier's limits and token accounting.
-func withTier(q scenario.Quota, t config.Tier) scenario.Quota {
-	q.RPM, q.TPM, q.ITPM, q.OTPM, q.RPD, q.TPD = t.RPM, t.TPM, t.ITPM, t.OTPM, t.RPD, t.TPD
-	q.TokenAccounting = t.TokenAccounting
-	return q
 }
 
 // nameTierCells shows a tier variation's value in each cell as the tier's

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/plannerdev/planner/internal/plan"
+	"github.com/plannerdev/planner/internal/scenario"
 )
 
 // WriteMarkdown writes a plan as a Markdown document: a summary table, then
@@ -75,7 +76,7 @@ func limits(m map[string]float64) string {
 		return "-"
 	}
 	var parts []string
-	for _, d := range []string{"rpm", "tpm", "itpm", "otpm", "rpd", "tpd"} {
+	for _, d := range scenario.DimensionNames() {
 		if v, ok := m[d]; ok {
 			parts = append(parts, d+" "+fmtNum(v))
 		}

@@ -213,7 +213,7 @@ func newSim(ctx context.Context, sc scenario.Scenario, p *plan.Plan, ws []plan.W
 	keys := map[string]*key{}
 	for _, q := range sc.Quotas {
 		k := &key{q: quota.Key{Quota: q}}
-		for d := range quota.NumDimensions {
+		for d := range scenario.NumDimensions {
 			if k.q.Limit(d) > 0 {
 				k.limits = append(k.limits, newLimit(d, k.q, o.Refill, s.grid.n))
 			}

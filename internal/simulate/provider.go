@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/plannerdev/planner/internal/quota"
+	"github.com/plannerdev/planner/internal/scenario"
 )
 
 // day is the period of a daily limit, seconds.
@@ -21,7 +22,7 @@ const roundingSlack = 1e-9
 // hours of simulated time. The provider enforces L itself, not the plan's
 // headroom.
 type limit struct {
-	dim       quota.Dimension
+	dim       scenario.Dimension
 	limit     float64 // as configured, per minute or per day
 	allowance float64 // A, what one window allows
 	rate      float64 // refill per second of a continuous bucket
@@ -35,7 +36,7 @@ type limit struct {
 	use, peak []float64 // per interval
 }
 
-func newLimit(d quota.Dimension, k quota.Key, refill string, intervals int) *limit {
+func newLimit(d scenario.Dimension, k quota.Key, refill string, intervals int) *limit {
 	l := &limit{dim: d, limit: k.Limit(d), use: make([]float64, intervals), peak: make([]float64, intervals)}
 	switch {
 	case d.Daily():

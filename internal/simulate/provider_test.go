@@ -2,6 +2,8 @@ package simulate
 
 import (
 	"math"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/plannerdev/planner/internal/quota"
@@ -16,7 +18,7 @@ func newKey(q scenario.Quota, refill string) *key {
 		q.ActiveHours = 24
 	}
 	k := &key{q: quota.Key{Quota: q}}
-	for d := range quota.NumDimensions {
+	for d := range scenario.NumDimensions {
 		if k.q.Limit(d) > 0 {
 			k.limits = append(k.limits, newLimit(d, k.q, refill, 4))
 		}
@@ -146,4 +148,13 @@ func TestRefundOfUnusedMaxTokens(t *testing.T) {
 			t.Errorf("level %g, use %v; want 70 with 20 at admission and 10 at completion", l.level, l.use)
 		}
 	})
+}
+
+// TestLimitUseEnumIsTheDimensionTable: the schema's enum of a limit's
+// dimension, a struct tag, lists the quota dimensions in their order.
+func TestLimitUseEnumIsTheDimensionTable(t *testing.T) {
+	f, _ := reflect.TypeFor[LimitUse]().FieldByName("Dimension")
+	if got, want := f.Tag.Get("enum"), strings.Join(scenario.DimensionNames(), ","); got != want {
+		t.Errorf("enum %q, want %q", got, want)
+	}
 }

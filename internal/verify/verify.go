@@ -43,7 +43,6 @@ import (
 	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/probe"
-	"github.com/plannerdev/planner/internal/quota"
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
@@ -461,7 +460,7 @@ func round(v float64, d int) float64 {
 // isQuotaDimension reports whether a constraint is a quota limit (rpm,
 // tpm, itpm, otpm, rpd, tpd).
 func isQuotaDimension(constraint string) bool {
-	for d := range quota.NumDimensions {
+	for d := range scenario.NumDimensions {
 		if d.String() == constraint {
 			return true
 		}
