@@ -105,7 +105,7 @@ func (v *validator) object(path string, obj map[string]any, t reflect.Type) {
 			v.add(join(path, k), "unexpected property")
 			continue
 		}
-		if obj[k] == nil && (!slices.Contains(fields.required, k) || f.Type.Kind() == reflect.Slice) {
+		if obj[k] == nil && (!fields.isRequired(k) || f.Type.Kind() == reflect.Slice) {
 			continue // an optional member, or a list, given as null is absent
 		}
 		v.value(join(path, k), obj[k], f.Type, f.Tag)
@@ -152,6 +152,9 @@ type fieldSet struct {
 	byName   map[string]reflect.StructField
 	required []string
 }
+
+// isRequired reports whether the member name must be present.
+func (fs fieldSet) isRequired(name string) bool { return slices.Contains(fs.required, name) }
 
 var fieldSets sync.Map // reflect.Type → fieldSet
 
