@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"sigs.k8s.io/yaml"
 
@@ -45,16 +44,12 @@ func Parse(data []byte) (Scenario, error) {
 	return s, nil
 }
 
-// onlyNewPaths drops rule problems at a path where, under which, or above
-// which the schema already found one: a bad value is reported once, not
-// again through the rules it breaks.
+// onlyNewPaths drops rule problems at a path related to one where the
+// schema already found a problem (fieldpath.Related).
 func onlyNewPaths(have, more Errors) Errors {
-	inside := func(x, y string) bool { return y == "" || strings.HasPrefix(x, y+".") || strings.HasPrefix(x, y+"[") }
 	var out Errors
 	for _, e := range more {
-		covered := slices.ContainsFunc(have, func(h FieldError) bool {
-			return h.Path == e.Path || inside(h.Path, e.Path) || inside(e.Path, h.Path)
-		})
+		covered := slices.ContainsFunc(have, func(h FieldError) bool { return fieldpath.Related(h.Path, e.Path) })
 		if !covered {
 			out = append(out, e)
 		}
