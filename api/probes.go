@@ -17,6 +17,7 @@ import (
 	"github.com/plannerdev/planner/internal/jobs"
 	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/probe"
+	"github.com/plannerdev/planner/internal/redact"
 	"github.com/plannerdev/planner/internal/report"
 	"github.com/plannerdev/planner/internal/scenario"
 	"github.com/plannerdev/planner/internal/store"
@@ -378,7 +379,7 @@ func (s *Server) probeConfig(req ProbeRequest) (probe.Config, []error) {
 	if req.MaxTokens > s.probe.MaxTokens {
 		problems = append(problems, capProblem("body.max_tokens", req.MaxTokens, "max_tokens", s.probe.MaxTokens))
 	}
-	if store.LooksLikeSecret(req.Label) {
+	if redact.LooksLikeSecret(req.Label) {
 		problems = append(problems, &huma.ErrorDetail{Location: "body.label", Message: secretMessage})
 	}
 	return cfg, append(problems, more...)

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/redact"
 )
 
 // Defaults applied to zero-valued Config fields.
@@ -398,30 +399,12 @@ func (c Config) endpoint() (string, error) {
 		return "", fmt.Errorf("base url: %w", err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", fmt.Errorf("base url %q: the scheme must be http or https", redactURL(c.BaseURL))
+		return "", fmt.Errorf("base url %q: the scheme must be http or https", redact.URL(c.BaseURL))
 	}
 	if u.Host == "" {
-		return "", fmt.Errorf("base url %q: no host", redactURL(c.BaseURL))
+		return "", fmt.Errorf("base url %q: no host", redact.URL(c.BaseURL))
 	}
 	return u.JoinPath("chat/completions").String(), nil
-}
-
-// redactURL drops what may carry credentials from a URL, for display: the
-// user information and every query value except api-version.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable url)"
-	}
-	u.User = nil
-	q := u.Query()
-	for k := range q {
-		if k != "api-version" {
-			q[k] = []string{"redacted"}
-		}
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // requestsFor is N for a step of concurrency c: the fixed size, or the
@@ -480,7 +463,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		Open            *OpenLoop `json:"open_loop,omitempty"`
 		Seed            uint64    `json:"seed"`
 	}{
-		BaseURL: redactURL(c.BaseURL), Model: c.Model, APIKeySet: c.APIKey != "",
+		BaseURL: redact.URL(c.BaseURL), Model: c.Model, APIKeySet: c.APIKey != "",
 		Steps: c.Steps, Search: c.Search, RequestsPerStep: c.RequestsPerStep,
 		Warmup: c.Warmup, CollapseTol: c.CollapseTolerancePct, Exact: c.Exact, Pause: c.Pause.String(), Deadline: c.Deadline.String(),
 		MaxTokens: c.MaxTokens, IgnoreEOS: c.IgnoreEOS, Prompts: len(c.Prompts), PromptsSource: c.PromptsSource,

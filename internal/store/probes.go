@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plannerdev/planner/internal/measure"
+	"github.com/plannerdev/planner/internal/redact"
 )
 
 // Status is the state of a probe run.
@@ -167,7 +168,7 @@ func (s *Store) SetProbeStatus(ctx context.Context, id string, status Status, er
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE probes SET status = ?, error = ?,
 			started_ns = coalesce(started_ns, ?), finished_ns = coalesce(finished_ns, ?) WHERE id = ?`,
-			status, redactText(errMsg), started, finished, id)
+			status, redact.Tokens(errMsg), started, finished, id)
 		return err
 	})
 	if err != nil {
@@ -249,7 +250,7 @@ func (s *Store) SaveProbeResult(ctx context.Context, id string, r ProbeResult) e
 		limits = sql.NullString{String: string(r.RateLimits), Valid: true}
 	}
 	res, err := s.db.ExecContext(ctx, `UPDATE probes SET result = ?, rate_limits = ?, stop_reason = ?, stop_detail = ? WHERE id = ?`,
-		string(analysisJSON), limits, r.StopReason, redactText(r.StopDetail), id)
+		string(analysisJSON), limits, r.StopReason, redact.Tokens(r.StopDetail), id)
 	if err != nil {
 		return fmt.Errorf("save probe %s result: %w", id, err)
 	}
