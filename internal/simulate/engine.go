@@ -296,7 +296,7 @@ func (s *sim) expectedEvents() (events, requests float64) {
 			}
 			rate := pool / c.meanS
 			if c.pacing {
-				rate = math.Min(rate, c.rate)
+				rate = math.Min(rate, c.tokens.Rate)
 			}
 			n = rate * s.end
 		}
