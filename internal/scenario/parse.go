@@ -7,18 +7,22 @@ import (
 	"fmt"
 	"slices"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/plannerdev/planner/internal/fieldpath"
+	"github.com/plannerdev/planner/internal/yamldoc"
 )
 
 // Parse reads a scenario from YAML or JSON and returns it with every problem
 // found: keys given twice, schema violations (types, ranges, unknown
-// fields) and the rules of Check. The error is Errors when the document parsed but is invalid.
+// fields) and the rules of Check. The error is Errors when the document
+// parsed but is invalid. A document whose aliases would expand it past
+// yamldoc.Bound of its size is refused before it is expanded.
 func Parse(data []byte) (Scenario, error) {
 	// Strict: a key given twice (a curve.yaml appended to a scenario that
 	// has its own latency) is refused rather than silently overridden.
-	js, err := yaml.YAMLToJSONStrict(data)
+	js, err := yamldoc.ToJSON(data)
+	if errors.Is(err, yamldoc.ErrExpansion) {
+		return Scenario{}, fmt.Errorf("scenario: %w", err)
+	}
 	if err != nil {
 		return Scenario{}, fmt.Errorf("scenario is not valid YAML or JSON (or repeats a key): %w", err)
 	}
