@@ -1,9 +1,6 @@
 package scenario
 
-import (
-	"strconv"
-	"strings"
-)
+import "strings"
 
 // Dimension is one kind of limit that a quota may set (docs/scenario.md,
 // "Quota"; docs/concepts.md, "Ceilings on the pool"). The table below is
@@ -74,7 +71,7 @@ func (q *Quota) field(d Dimension) *float64 {
 	case TPD:
 		return &q.TPD
 	}
-	panic("scenario: no dimension " + strconv.Itoa(int(d)))
+	panic("scenario: not a dimension")
 }
 
 // chargeWords name what each charge counts.
