@@ -189,9 +189,9 @@ func TestWhatIfTiers(t *testing.T) {
 			t.Errorf("cell %d values %v, want the tier name %s", i, cell.Values, tier.Name)
 		}
 		sc := base
-		sc.Quotas = []scenario.Quota{withTier(base.Quotas[0], tier)}
+		sc.Quotas = []scenario.Quota{base.Quotas[0].WithLimitsOf(tier.Quota)}
 		if sc.Quotas[0].Name != "prod" || sc.Quotas[0].Headroom != 0.9 || sc.Quotas[0].ITPM != tier.ITPM {
-			t.Fatalf("withTier: %+v", sc.Quotas[0])
+			t.Fatalf("WithLimitsOf: %+v", sc.Quotas[0])
 		}
 		checkCell(t, cell, sc)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/plannerdev/planner"
 	"github.com/plannerdev/planner/internal/config"
+	"github.com/plannerdev/planner/internal/scenario"
 	"github.com/plannerdev/planner/internal/store"
 	"github.com/plannerdev/planner/internal/testutil"
 )
@@ -42,8 +43,8 @@ func openStore(t testing.TB) *store.Store {
 
 // testTiers is a small catalogue with known numbers.
 var testTiers = []config.Tier{
-	{Name: "small", Description: "test tier", RPM: 100, TPM: 50000, TokenAccounting: "max_tokens"},
-	{Name: "large", Description: "test tier", RPM: 6000, TPM: 4000000, ITPM: 3000000, TokenAccounting: "actual"},
+	{Quota: scenario.Quota{Name: "small", RPM: 100, TPM: 50000, TokenAccounting: "max_tokens"}, Description: "test tier"},
+	{Quota: scenario.Quota{Name: "large", RPM: 6000, TPM: 4000000, ITPM: 3000000, TokenAccounting: "actual"}, Description: "test tier"},
 }
 
 func newServer(t testing.TB, opts Options) *Server {

@@ -14,6 +14,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/plannerdev/planner/internal/plan"
+	"github.com/plannerdev/planner/internal/redact"
 	"github.com/plannerdev/planner/internal/scenario"
 	"github.com/plannerdev/planner/internal/store"
 )
@@ -52,7 +53,7 @@ func (in *planInput) Resolve(huma.Context) []error {
 }
 
 // secretMessage refuses a text that looks like a credential.
-const secretMessage = "looks like a credential (a bearer token, an sk- key, a URL with a password or key); credentials are never stored"
+const secretMessage = "looks like a credential (" + redact.Kinds + "); credentials are never stored"
 
 // labelKey is the form of a label's key.
 var labelKey = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,63}$`)
@@ -70,18 +71,18 @@ func saveRules(r PlanRequest) []rule {
 			}
 		}
 	}
-	if store.LooksLikeSecret(r.Name) {
+	if redact.LooksLikeSecret(r.Name) {
 		rules = append(rules, rule{location: "body.name", message: secretMessage, hide: true})
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.Labels)) {
 		switch v := r.Labels[k]; {
-		case store.LooksLikeSecret(k):
+		case redact.LooksLikeSecret(k):
 			rules = append(rules, rule{location: "body.labels", message: "a label key " + secretMessage, hide: true})
 		case !labelKey.MatchString(k):
 			rules = append(rules, rule{location: "body.labels." + k, message: "a label key is 1 to 64 letters, digits and . _ / -, starting with a letter or digit"})
 		case utf8.RuneCountInString(v) > 256:
 			rules = append(rules, rule{location: "body.labels." + k, message: "a label value is at most 256 characters"})
-		case store.LooksLikeSecret(v):
+		case redact.LooksLikeSecret(v):
 			rules = append(rules, rule{location: "body.labels." + k, message: secretMessage, hide: true})
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/optional"
 	"github.com/plannerdev/planner/internal/probe"
+	"github.com/plannerdev/planner/internal/redact"
 	"github.com/plannerdev/planner/internal/report"
 	"github.com/plannerdev/planner/internal/scenario"
 	"github.com/plannerdev/planner/internal/store"
@@ -120,7 +121,7 @@ var probeSchema = sync.OnceValue(schemaOf[ProbeRequest])
 func (in *createProbeInput) Resolve(ctx huma.Context) []error {
 	_, errs := in.Body.config(operationCaps(ctx))
 	rules := bodyRules(probeFields, errs)
-	if store.LooksLikeSecret(in.Body.Label) {
+	if redact.LooksLikeSecret(in.Body.Label) {
 		rules = append(rules, rule{location: "body.label", message: secretMessage, hide: true})
 	}
 	return uncoveredRules(in.RawBody, probeSchema(), rules)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/plannerdev/planner/internal/fieldpath"
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
@@ -174,7 +175,7 @@ func uncoveredRules(raw []byte, bs bodySchema, rules []rule) []error {
 	}
 	var out []error
 	for _, r := range rules {
-		covered := slices.ContainsFunc(schemaLocations, func(l string) bool { return related(l, r.location) })
+		covered := slices.ContainsFunc(schemaLocations, func(l string) bool { return fieldpath.Related(l, r.location) })
 		if !covered {
 			d := &huma.ErrorDetail{Location: r.location, Message: r.message}
 			if !r.hide {
@@ -195,13 +196,6 @@ func scenarioRules(sc scenario.Scenario, prefix string) []rule {
 		rules = append(rules, rule{location: joinPath(prefix, e.Path), message: e.Message})
 	}
 	return rules
-}
-
-// related reports whether one location is the other or lies inside it: a
-// schema problem there already explains a rule problem at the other.
-func related(a, b string) bool {
-	inside := func(x, y string) bool { return strings.HasPrefix(x, y+".") || strings.HasPrefix(x, y+"[") }
-	return a == b || inside(a, b) || inside(b, a)
 }
 
 // valueAt returns the value at a location such as

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -11,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/plannerdev/planner/internal/fieldpath"
+	"github.com/plannerdev/planner/internal/yamldoc"
 )
 
 // Tags group the operations in the OpenAPI document and the docs page.
@@ -127,7 +129,10 @@ var yamlFormat = huma.Format{
 		return err
 	},
 	Unmarshal: func(data []byte, v any) error {
-		js, err := yaml.YAMLToJSONStrict(data)
+		js, err := yamldoc.ToJSON(data)
+		if errors.Is(err, yamldoc.ErrExpansion) {
+			return fmt.Errorf("the body is refused: %w", err)
+		}
 		if err != nil {
 			return fmt.Errorf("the body is not valid YAML (or repeats a key): %w", err)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,9 +76,6 @@ func (s *Server) registerWhatIf() {
 	withExamples(s.OpenAPI(), op.Path, examplesOf[WhatIfResponse](op.OperationID))
 }
 
-// quotaPointer matches the path of a tier variation.
-var quotaPointer = regexp.MustCompile(`^/quotas/(0|[1-9][0-9]{0,4})$`)
-
 func (s *Server) createWhatIf(ctx context.Context, in *whatIfInput) (*whatIfOutput, error) {
 	req := in.Body
 	vars := make([]plan.Variation, len(req.Variations))
@@ -116,8 +112,10 @@ func (s *Server) createWhatIf(ctx context.Context, in *whatIfInput) (*whatIfOutp
 // at the variation's path with the tier's limits and token accounting.
 func (s *Server) tierValues(sc scenario.Scenario, i int, v Variation) ([]any, []error) {
 	n := -1
-	if m := quotaPointer.FindStringSubmatch(v.Path); m != nil {
-		n, _ = strconv.Atoi(m[1])
+	if p, err := scenario.ParsePointer(v.Path); err == nil {
+		if i, ok := p.QuotaIndex(); ok {
+			n = i
+		}
 	}
 	var q scenario.Quota
 	var problems []error
@@ -141,7 +139,7 @@ func (s *Server) tierValues(sc scenario.Scenario, i int, v Variation) ([]any, []
 			})
 			continue
 		}
-		values[j] = withTier(q, t)
+		values[j] = q.WithLimitsOf(t.Quota)
 	}
 	return values, problems
 }
@@ -170,13 +168,6 @@ func (s *Server) tierNames() string {
 		return "it is empty"
 	}
 	return strings.Join(names, ", ")
-}
-
-// withTier is q with the tier's limits and token accounting.
-func withTier(q scenario.Quota, t config.Tier) scenario.Quota {
-	q.RPM, q.TPM, q.ITPM, q.OTPM, q.RPD, q.TPD = t.RPM, t.TPM, t.ITPM, t.OTPM, t.RPD, t.TPD
-	q.TokenAccounting = t.TokenAccounting
-	return q
 }
 
 // nameTierCells shows a tier variation's value in each cell as the tier's

@@ -51,7 +51,7 @@ func TestReportMarkdownWithProbe(t *testing.T) {
 	for _, want := range []string{
 		"# Assistant &lt;capacity&gt;",
 		"## Scenario", "## Capacity plan", "### assistant", "## Measurements",
-		"Measured on http://127.0.0.1:8000/v1?api-key=redacted, model test-model, on 2025-06-02 09:30 UTC, with a per-request deadline of 10,000 ms.",
+		"Measured on `http://127.0.0.1:8000/v1?api-key=[redacted]`, model test-model, on 2025-06-02 09:30 UTC, with a per-request deadline of 10,000 ms.",
 		"From the probe run in probe-run/steps.json (stopped: completed).",
 		"Knee: 16 requests in flight",
 		"| 16 (knee) |",

@@ -65,8 +65,11 @@ func parseVariations(vary []string) ([]plan.Variation, error) {
 	vars := make([]plan.Variation, len(vary))
 	for i, arg := range vary {
 		path, list, ok := strings.Cut(arg, "=")
-		if !ok || !strings.HasPrefix(path, "/") || list == "" {
+		if !ok || list == "" {
 			return nil, usageError{fmt.Errorf("--vary %q: want PATH=V1,V2,... with PATH a JSON Pointer such as /quotas/0/tpm", arg)}
+		}
+		if _, err := scenario.ParsePointer(path); err != nil {
+			return nil, usageError{fmt.Errorf("--vary %q: %w", arg, err)}
 		}
 		vars[i] = plan.Variation{Path: path, Values: parseValues(list)}
 	}

@@ -255,7 +255,7 @@ func Load(flags *pflag.FlagSet) (Config, error) {
 
 	var cfg Config
 	problems := unknownKeys(v.AllSettings(), reflect.TypeFor[Config](), "")
-	decodeErr := v.Unmarshal(&cfg)
+	decodeErr := v.Unmarshal(&cfg, viper.DecoderConfigOption(func(dc *mapstructure.DecoderConfig) { dc.MatchName = matchName }))
 	problems = append(problems, decodeProblems(decodeErr)...)
 	if decodeErr != nil && len(problems) == 0 {
 		return Config{}, fmt.Errorf("decode configuration: %w", decodeErr)
@@ -297,7 +297,7 @@ func (c *Config) normalize() {
 	}
 	for i := range c.Tiers {
 		if c.Tiers[i].TokenAccounting == "" {
-			c.Tiers[i].TokenAccounting = "actual"
+			c.Tiers[i].TokenAccounting = scenario.DefaultTokenAccounting
 		}
 	}
 	allow := c.Probe.Allow[:0]
@@ -351,8 +351,8 @@ func (c Config) Validate() Problems {
 		} else {
 			seen[t.Name] = i
 		}
-		if !t.hasLimit() {
-			ps = append(ps, fieldpath.Error{Path: p, Message: "set at least one limit: rpm, tpm, itpm, otpm, rpd or tpd"})
+		if !t.HasLimit() {
+			ps = append(ps, fieldpath.Error{Path: p, Message: scenario.NoLimit})
 		}
 	}
 	for i, entry := range c.Probe.Allow {
@@ -394,12 +394,32 @@ func uncovered(have, more Problems) Problems {
 	return out
 }
 
+// matchName matches a key of the file to a field: by its mapstructure
+// tag, or by its Go name, in any letter case and, for a Go name, without
+// the underscores of the key (the scenario.Quota of a tier, whose JSON
+// names are token_accounting for TokenAccounting, has no mapstructure
+// tags).
+func matchName(key, field string) bool {
+	if strings.EqualFold(key, field) {
+		return true
+	}
+	return !strings.Contains(field, "_") && strings.EqualFold(strings.ReplaceAll(key, "_", ""), field)
+}
+
 // unknownKeys lists the keys of settings that no field of t (a struct with
-// mapstructure tags) takes, by path, at every depth.
+// mapstructure tags) takes, by path, at every depth. A tier's quota takes
+// the keys TierQuotaKeys.
 func unknownKeys(settings map[string]any, t reflect.Type, path string) Problems {
 	fields := map[string]reflect.Type{}
 	for f := range t.Fields() {
-		name, _, _ := strings.Cut(f.Tag.Get("mapstructure"), ",")
+		name, opts, _ := strings.Cut(f.Tag.Get("mapstructure"), ",")
+		if opts == "squash" && f.Type == reflect.TypeFor[scenario.Quota]() {
+			quota := structFieldsByJSON(f.Type)
+			for _, k := range TierQuotaKeys {
+				fields[k] = quota[k]
+			}
+			continue
+		}
 		fields[name] = f.Type
 	}
 	var ps Problems
@@ -416,6 +436,16 @@ func unknownKeys(settings map[string]any, t reflect.Type, path string) Problems 
 		ps = append(ps, unknownIn(value, ft, p)...)
 	}
 	return ps
+}
+
+// structFieldsByJSON is the type of each field of t, by its JSON name.
+func structFieldsByJSON(t reflect.Type) map[string]reflect.Type {
+	fields := map[string]reflect.Type{}
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		fields[name] = f.Type
+	}
+	return fields
 }
 
 // unknownIn applies unknownKeys to a value that should decode into t.
@@ -535,20 +565,41 @@ var validate = func() *validator.Validate {
 	must(v.RegisterValidation("origin", func(fl validator.FieldLevel) bool {
 		return ValidOrigin(fl.Field().String())
 	}))
-	// Bounds declared elsewhere, once: a tier's name and limits are a
-	// quota's (scenario.Bounds), the probe caps lie within the bounds of
-	// any probe (package probe).
+	// Bounds declared elsewhere, once: a tier's quota has a quota's
+	// (scenario.Bounds, read from the struct tags of scenario.Quota), the
+	// probe caps lie within the bounds of any probe (package probe).
 	b := scenario.Bounds()
 	v.RegisterAlias("quotaname", fmt.Sprintf("max=%d,tiername", b.NameMaxLength))
 	for name, most := range b.LimitMax {
 		v.RegisterAlias("limit_"+name, "gte=0,lte="+strconv.FormatFloat(most, 'g', -1, 64))
 	}
+	v.RegisterAlias("accounting", "oneof="+scenario.AccountingActual+" "+scenario.AccountingMaxTokens)
+	v.RegisterStructValidation(tierQuota, Tier{})
 	v.RegisterAlias("probe_concurrency", fmt.Sprintf("min=1,max=%d", probe.MaxConcurrency))
 	v.RegisterAlias("probe_requests", fmt.Sprintf("min=1,max=%d", probe.MaxBudgetRequests))
 	v.RegisterAlias("probe_tokens", fmt.Sprintf("min=1,max=%d", probe.MaxBudgetTokens))
 	v.RegisterAlias("probe_duration", fmt.Sprintf("min=%d,max=%d", time.Second, probe.MaxBudgetDuration))
 	return v
 }()
+
+// tierQuota checks the quota of a tier, whose fields (scenario.Quota's)
+// carry no validation tags: its name, each limit and its token accounting,
+// by the rules quotaname, limit_rpm, ... and accounting, each problem
+// reported at the field's key as if the tag were on the field.
+func tierQuota(sl validator.StructLevel) {
+	t := sl.Current().Interface().(Tier)
+	check := func(value any, key, rules string) {
+		var verrs validator.ValidationErrors
+		if errors.As(sl.Validator().Var(value, rules), &verrs) {
+			sl.ReportError(value, key, key, verrs[0].ActualTag(), verrs[0].Param())
+		}
+	}
+	check(t.Name, "name", "required,quotaname")
+	for d := range scenario.NumDimensions {
+		check(t.Limit(d), d.String(), "limit_"+d.String())
+	}
+	check(t.TokenAccounting, "token_accounting", "accounting")
+}
 
 func must(err error) {
 	if err != nil {

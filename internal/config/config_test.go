@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/plannerdev/planner/internal/fieldpath"
+	"github.com/plannerdev/planner/internal/scenario"
 )
 
 // cleanEnv unsets every variable Load reads, so that the machine's
@@ -342,5 +343,41 @@ allowed_origins: ["https://tools.example.com/", "tools.example.com", "ftp://tool
 	}
 	if !strings.Contains(err.Error(), "allowed_origins[0]: must be an origin as browsers send it") {
 		t.Errorf("the message: %v", err)
+	}
+}
+
+// TestTierIsAQuota: a tier of the file is read into its scenario.Quota,
+// token accounting included, and takes a quota's name, limits and token
+// accounting only; the quota's other settings are the scenario's.
+func TestTierIsAQuota(t *testing.T) {
+	cleanEnv(t)
+	file := writeFile(t, `
+tiers:
+  - {name: big, description: a big key, provider: acme, tpm: 2000000, itpm: 1500000, token_accounting: max_tokens}
+`)
+	cfg, err := Load(serveFlags(t, "--config", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Tier{Quota: scenario.Quota{Name: "big", TPM: 2_000_000, ITPM: 1_500_000, TokenAccounting: scenario.AccountingMaxTokens}, Description: "a big key", Provider: "acme"}
+	if len(cfg.Tiers) != 1 || cfg.Tiers[0] != want {
+		t.Fatalf("tiers %+v, want %+v", cfg.Tiers, want)
+	}
+	file = writeFile(t, `
+tiers:
+  - {name: a, description: a, rpm: 1, headroom: 0.5, burst_window_s: 2, active_hours: 8, cached_input_free: true}
+`)
+	_, err = Load(serveFlags(t, "--config", file))
+	var ps Problems
+	if !errors.As(err, &ps) {
+		t.Fatalf("want Problems, got %v", err)
+	}
+	var got []string
+	for _, p := range ps {
+		got = append(got, p.Error())
+	}
+	want2 := []string{"tiers[0].active_hours: unknown setting", "tiers[0].burst_window_s: unknown setting", "tiers[0].cached_input_free: unknown setting", "tiers[0].headroom: unknown setting"}
+	if !slices.Equal(got, want2) {
+		t.Errorf("problems %q, want %q", got, want2)
 	}
 }

@@ -13,27 +13,24 @@ import (
 )
 
 // Tier is a named set of quota limits from the operator's catalogue: what a
-// key on a given plan or deployment size allows. What-if sweeps put a tier's
-// limits on a quota to show what moving to that tier would change. A limit of
-// zero means the tier has no such limit. Its name and limits have a quota's
-// bounds (scenario.Bounds): the validation tags quotaname and limit_rpm,
-// limit_tpm, ... are made from that table.
+// key on a given plan or deployment size allows. What-if sweeps put a
+// tier's limits and token accounting on a quota to show what moving to that
+// tier would change (scenario.Quota.WithLimitsOf).
+//
+// A tier is a quota: its name, limits and token_accounting are the fields
+// of scenario.Quota, under a quota's rules (a limit of zero means no such
+// limit), beside a description and a provider label. A quota's other
+// settings (headroom, burst_window_s, active_hours, cached_input_free) are
+// the scenario's, so a tier leaves them out: see TierQuotaKeys.
 type Tier struct {
-	Name            string  `mapstructure:"name" json:"name" validate:"required,quotaname" doc:"Name that what-if variations refer to." example:"example-small"`
-	Description     string  `mapstructure:"description" json:"description" validate:"required,max=500" doc:"What the tier is, in words."`
-	Provider        string  `mapstructure:"provider" json:"provider,omitempty" validate:"max=64" doc:"Label of the provider or deployment the tier belongs to."`
-	RPM             float64 `mapstructure:"rpm" json:"rpm,omitempty" validate:"limit_rpm" doc:"Requests per minute."`
-	TPM             float64 `mapstructure:"tpm" json:"tpm,omitempty" validate:"limit_tpm" doc:"Tokens (input + output) per minute."`
-	ITPM            float64 `mapstructure:"itpm" json:"itpm,omitempty" validate:"limit_itpm" doc:"Input tokens per minute."`
-	OTPM            float64 `mapstructure:"otpm" json:"otpm,omitempty" validate:"limit_otpm" doc:"Output tokens per minute."`
-	RPD             float64 `mapstructure:"rpd" json:"rpd,omitempty" validate:"limit_rpd" doc:"Requests per day."`
-	TPD             float64 `mapstructure:"tpd" json:"tpd,omitempty" validate:"limit_tpd" doc:"Tokens per day."`
-	TokenAccounting string  `mapstructure:"token_accounting" json:"token_accounting" validate:"oneof=actual max_tokens" enum:"actual,max_tokens" doc:"How the provider counts output tokens: the tokens produced, or max_tokens reserved at admission."`
+	scenario.Quota `mapstructure:",squash"`
+	Description    string `mapstructure:"description" json:"description" validate:"required,max=500" doc:"What the tier is, in words."`
+	Provider       string `mapstructure:"provider" json:"provider,omitempty" validate:"max=64" doc:"Label of the provider or deployment the tier belongs to."`
 }
 
-func (t Tier) hasLimit() bool {
-	return t.RPM > 0 || t.TPM > 0 || t.ITPM > 0 || t.OTPM > 0 || t.RPD > 0 || t.TPD > 0
-}
+// TierQuotaKeys are the keys of a tier's quota: its name, its limits and
+// its token accounting.
+var TierQuotaKeys = append([]string{"name", "token_accounting"}, scenario.DimensionNames()...)
 
 // tierName is the pattern of tier names, which are quota names, and of
 // credential names.

@@ -6,29 +6,26 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/plannerdev/planner/internal/quota"
 )
 
 // slack absorbs floating-point error when comparing a bucket's level with
 // what a request needs, so that a retry at the advertised time fits.
 const slack = 1e-6
 
-// bucket is a token bucket refilled continuously at perMinute/60 per second
-// with a capacity of one minute's worth. Its level may go negative when
-// tokens are charged after admission.
+// bucket is a limit of L per minute: a token bucket (quota.Bucket) that
+// holds one minute's worth, L, and refills continuously at L/60 per
+// second. A request larger than L never fits. Its level may go negative
+// when tokens are charged after admission.
 type bucket struct {
 	perMinute int
-	perSec    float64
-	level     float64
-	last      time.Time
+	quota.Bucket
+	last time.Time
 }
 
 func newBucket(perMinute int, now time.Time) *bucket {
-	return &bucket{
-		perMinute: perMinute,
-		perSec:    float64(perMinute) / 60,
-		level:     float64(perMinute),
-		last:      now,
-	}
+	return &bucket{perMinute: perMinute, Bucket: quota.NewBucket(float64(perMinute), float64(perMinute)/60, slack, false), last: now}
 }
 
 // advance refills the bucket up to now.
@@ -36,25 +33,22 @@ func (b *bucket) advance(now time.Time) {
 	if !now.After(b.last) {
 		return
 	}
-	b.level = math.Min(float64(b.perMinute), b.level+b.perSec*now.Sub(b.last).Seconds())
+	b.Refill(now.Sub(b.last).Seconds())
 	b.last = now
 }
 
-// wait is how long until need fits, assuming nothing else draws on the bucket.
+// wait is how long until need fits, assuming nothing else draws on the
+// bucket, rounded up to the nanosecond.
 func (b *bucket) wait(need float64) time.Duration {
-	deficit := need - b.level
-	if deficit <= slack {
-		return 0
-	}
-	return time.Duration(math.Ceil(deficit / b.perSec * float64(time.Second)))
+	return time.Duration(math.Ceil(b.Wait(need) * float64(time.Second)))
 }
 
 // setHeaders writes the OpenAI-style limit, remaining and reset headers.
 func (b *bucket) setHeaders(h http.Header, unit string) {
-	remaining := max(0, int(math.Floor(b.level+slack)))
+	remaining := max(0, int(math.Floor(b.Level+slack)))
 	h.Set("x-ratelimit-limit-"+unit, strconv.Itoa(b.perMinute))
 	h.Set("x-ratelimit-remaining-"+unit, strconv.Itoa(remaining))
-	h.Set("x-ratelimit-reset-"+unit, formatReset(b.wait(float64(b.perMinute))))
+	h.Set("x-ratelimit-reset-"+unit, formatReset(b.wait(b.Size)))
 }
 
 // formatReset renders a duration as OpenAI does in x-ratelimit-reset-*
@@ -123,10 +117,10 @@ func (l *limiter) admit(now time.Time, cost int, h http.Header) verdict {
 	}
 	if v.ok {
 		if l.requests != nil {
-			l.requests.level--
+			l.requests.Take(1)
 		}
 		if l.tokens != nil {
-			l.tokens.level -= float64(cost)
+			l.tokens.Take(float64(cost))
 		}
 	}
 	if l.requests != nil {
@@ -147,5 +141,5 @@ func (l *limiter) charge(now time.Time, tokens int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.tokens.advance(now)
-	l.tokens.level -= float64(tokens)
+	l.tokens.Take(float64(tokens))
 }

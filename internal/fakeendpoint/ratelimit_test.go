@@ -205,18 +205,18 @@ func TestBucketRetryIsHonest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		b := newBucket(tt.perMinute, t0)
-		b.level = tt.level
+		b.Level = tt.level
 		w := ceilMillis(b.wait(tt.need))
 		if w <= 0 {
 			t.Fatalf("%+v: wait %v", tt, w)
 		}
 		b.advance(t0.Add(w))
 		if b.wait(tt.need) != 0 {
-			t.Errorf("%+v: after waiting %v the bucket holds %v, short of %v", tt, w, b.level, tt.need)
+			t.Errorf("%+v: after waiting %v the bucket holds %v, short of %v", tt, w, b.Level, tt.need)
 		}
 		if early := w - 2*time.Millisecond; early > 0 {
 			c := newBucket(tt.perMinute, t0)
-			c.level = tt.level
+			c.Level = tt.level
 			c.advance(t0.Add(early))
 			if c.wait(tt.need) == 0 {
 				t.Errorf("%+v: fits already after %v, advertised %v", tt, early, w)

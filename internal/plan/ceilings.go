@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/plannerdev/planner/internal/quota"
+	"github.com/plannerdev/planner/internal/scenario"
 )
 
 // tolerance absorbs floating-point error when a pool uses exactly its share.
@@ -60,11 +60,11 @@ func (r *run) quotaCeiling(i int, mb membership) Ceiling {
 		return Ceiling{Constraint: name, Detail: fmt.Sprintf("%s: a request uses none of it", name)}
 	}
 	allowed := a / u
-	head := fmt.Sprintf("%s: %s × %s %s/%s = %s/s", name, num(m.key.Headroom), num(limit), d.Unit(), periodName(d), num(perS))
+	head := fmt.Sprintf("%s: %s × %s %s/%s = %s/s", name, num(m.key.Headroom), num(limit), d.Unit(), d.Period(), num(perS))
 	if a < perS*(1-tolerance) {
 		head += fmt.Sprintf(", this class's share %s/s", num(a))
 	}
-	if d == quota.RPM || d == quota.RPD {
+	if d.Charge() == scenario.ChargeRequest {
 		head += fmt.Sprintf(" → %s req/s", num(allowed))
 	} else {
 		head += fmt.Sprintf(" ÷ %s %s/request = %s req/s", num(u), d.Unit(), num(allowed))
@@ -178,13 +178,6 @@ func metricLabel(metric int) string {
 		return "TTFT"
 	}
 	return "E2E"
-}
-
-func periodName(d quota.Dimension) string {
-	if d.Daily() {
-		return "day"
-	}
-	return "min"
 }
 
 func intPtr(v int) *int { return &v }

@@ -361,7 +361,7 @@ func (r *run) quotaPlan(ki int) QuotaPlan {
 		}
 		qp.Allocations = append(qp.Allocations, a)
 	}
-	for d := range quota.NumDimensions {
+	for d := range scenario.NumDimensions {
 		if l := k.Limit(d); l > 0 {
 			qp.Limits[d.String()] = l
 			qp.Usable[d.String()] = roundTo(l*k.Headroom, 2)

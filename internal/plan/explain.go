@@ -188,7 +188,7 @@ func (r *run) planWarnings(p *Plan) []string {
 	}
 	for ki, q := range p.Quotas {
 		head := r.keys[ki].Headroom
-		for _, d := range []string{"rpm", "tpm", "itpm", "otpm", "rpd", "tpd"} {
+		for _, d := range scenario.DimensionNames() {
 			if u, ok := q.Utilization[d]; ok && u > head+tolerance {
 				w = append(w, fmt.Sprintf("key %s: expected %s use %.1f %% is above its %.0f %% headroom", q.Name, d, u*100, head*100))
 			}

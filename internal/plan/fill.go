@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/plannerdev/planner/internal/quota"
+	"github.com/plannerdev/planner/internal/scenario"
 )
 
 // resource is one shared limit that classes divide (docs/concepts.md,
@@ -18,7 +19,7 @@ type resource struct {
 	members  []int // the classes that use it, in priority order
 	// A quota limit: the key (an index into run.keys) and its dimension.
 	key int
-	dim quota.Dimension
+	dim scenario.Dimension
 	// Endpoint slots: the endpoint and, for an SLO budget, its metric.
 	ep     *endpoint
 	metric int
@@ -325,7 +326,7 @@ func (r *run) buildResources() {
 				members = append(members, i)
 			}
 		}
-		for d := range quota.NumDimensions {
+		for d := range scenario.NumDimensions {
 			if k.Limit(d) > 0 && len(members) > 0 {
 				add(&resource{name: d.String(), capacity: k.Capacity(d), members: members, key: ki, dim: d, metric: -1})
 			}
@@ -354,7 +355,14 @@ func sloConstraint(metric int) string {
 	return ConstraintSLOE2E
 }
 
-// tableRank is a constraint's place in the order that breaks ties.
+// tableRank is a constraint's place in the order that breaks ties: the
+// quota dimensions in their order, then the endpoint's and the policy's.
 func tableRank(name string) int {
-	return slices.Index([]string{"rpm", "tpm", "itpm", "otpm", "rpd", "tpd", ConstraintKnee, ConstraintSLOTTFT, ConstraintSLOE2E, ConstraintPolicy}, name)
+	if d, ok := scenario.DimensionNamed(name); ok {
+		return int(d)
+	}
+	if i := slices.Index([]string{ConstraintKnee, ConstraintSLOTTFT, ConstraintSLOE2E, ConstraintPolicy}, name); i >= 0 {
+		return int(scenario.NumDimensions) + i
+	}
+	return -1
 }

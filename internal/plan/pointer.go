@@ -1,79 +1,58 @@
 package plan
 
 import (
-	"fmt"
-	"reflect"
-	"strconv"
-	"strings"
+	"slices"
 
+	"github.com/plannerdev/planner/internal/fieldpath"
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
-// setNumber returns a copy of s with the number at the JSON Pointer path
-// (RFC 6901, fields by their JSON names) set to value, rounded down for an
-// integer field. Only what lies on the path is copied, the rest is shared
-// with s, which planning never writes into; as a JSON Patch "replace" or
-// "add", every object on the path must exist, and a missing last member
-// is added.
-func setNumber(s scenario.Scenario, path string, value float64) (scenario.Scenario, error) {
-	if !strings.HasPrefix(path, "/") {
-		return s, fmt.Errorf("%q is not a JSON Pointer", path)
-	}
-	out := s
-	v := reflect.ValueOf(&out).Elem()
-	tokens := strings.Split(path[1:], "/")
-	for k, tok := range tokens {
-		if strings.Contains(tok, "~") {
-			tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+// withRemedies writes every remedy into a copy of the scenario.
+func withRemedies(s scenario.Scenario, rems []Remedy) (scenario.Scenario, error) {
+	for _, rm := range rems {
+		p, err := scenario.ParsePointer(rm.Path)
+		if err != nil {
+			return s, err
 		}
-		switch v.Kind() {
-		case reflect.Struct:
-			f, ok := jsonField(v.Type(), tok)
-			if !ok {
-				return s, fmt.Errorf("no field at %s in the scenario", path)
-			}
-			v = v.Field(f)
-		case reflect.Slice:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= v.Len() {
-				return s, fmt.Errorf("no field at %s in the scenario", path)
-			}
-			c := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
-			reflect.Copy(c, v)
-			v.Set(c)
-			v = v.Index(i)
-		default:
-			return s, fmt.Errorf("no field at %s in the scenario", path)
-		}
-		if v.Kind() == reflect.Pointer {
-			c := reflect.New(v.Type().Elem())
-			if !v.IsNil() {
-				c.Elem().Set(v.Elem())
-			} else if k < len(tokens)-1 {
-				return s, fmt.Errorf("no field at %s in the scenario", path)
-			}
-			v.Set(c)
-			v = c.Elem()
+		if s, err = s.Set(p, rm.Value); err != nil {
+			return s, err
 		}
 	}
-	switch v.Kind() {
-	case reflect.Float64:
-		v.SetFloat(value)
-	case reflect.Int:
-		v.SetInt(int64(value))
-	default:
-		return s, fmt.Errorf("%s is not a number in the scenario", path)
-	}
-	return out, nil
+	return s, nil
 }
 
-// jsonField is the index of the field of t whose JSON name is name.
-func jsonField(t reflect.Type, name string) (int, bool) {
-	for i := range t.NumField() {
-		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if tag == name && t.Field(i).IsExported() {
-			return i, true
+// variationPointer reads a variation's path and checks that base reaches
+// it: a path that is not there is the variation's error, not a cell's.
+func variationPointer(base scenario.Scenario, path string) (scenario.Pointer, error) {
+	p, err := scenario.ParsePointer(path)
+	if err != nil {
+		return p, err
+	}
+	return p, base.Reaches(p)
+}
+
+// cellScenario is base with each variation's value of a cell written at
+// its pointer, or the scenario's problems in document order: the values
+// that its field rules refuse, located at their fields, or else the rules
+// that span fields (Check), as scenario.Parse would report them.
+func cellScenario(base scenario.Scenario, ptrs []scenario.Pointer, values []any) (scenario.Scenario, scenario.Errors) {
+	var errs scenario.Errors
+	for j, p := range ptrs {
+		errs = append(errs, p.Check(values[j])...)
+	}
+	s := base
+	for j, p := range ptrs {
+		if len(errs) > 0 {
+			break
+		}
+		var err error
+		if s, err = s.Set(p, values[j]); err != nil {
+			errs = scenario.Errors{{Path: p.Location(), Message: err.Error()}}
 		}
 	}
-	return 0, false
+	if len(errs) == 0 {
+		errs = s.Check()
+	}
+	slices.SortStableFunc(errs, func(a, b scenario.FieldError) int { return fieldpath.Compare(a.Path, b.Path) })
+	return s, errs
 }

@@ -1,114 +1,66 @@
 package plan
 
 import (
-	"encoding/json"
-	"reflect"
+	"errors"
+	"slices"
 	"testing"
 
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
-// TestSetNumberMatchesJSONPatch checks the typed setter against a JSON
-// Patch of the encoded scenario, and that it leaves the original alone.
-func TestSetNumberMatchesJSONPatch(t *testing.T) {
-	tests := []struct {
-		example, path string
-		value         float64
-		ok            bool
-	}{
-		{"three-classes", "/quotas/0/tpm", 2_500_000, true},
-		{"three-classes", "/quotas/0/rpd", 90_000, true},           // absent: added
-		{"three-classes", "/classes/1/slo/e2e_p95_ms", 9000, true}, // absent member of an existing object
-		{"chat-and-batch", "/policy/max_pool", 77, true},
-		{"chat", "/latency/knee", 48, true},
-		{"endpoints", "/endpoints/0/latency/knee", 31, true},
-		{"endpoints", "/endpoints/0/latency/curve/2/ttft_p95_ms", 512, true},
-		{"chat", "/classes/0/latency/knee", 8, false}, // the class has no latency of its own
-		{"chat", "/quotas/7/tpm", 1, false},
-		{"chat", "/quotas/-1/tpm", 1, false},
-		{"chat", "/quotas/0/nonsense", 1, false},
-		{"chat", "/quotas/0/name", 1, false},
-		{"chat", "quotas/0/tpm", 1, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.example+tt.path, func(t *testing.T) {
-			s := withEndpoint(t, tt.example)
-			before := encodeScenario(t, s)
-			got, err := setNumber(s, tt.path, tt.value)
-			if !reflect.DeepEqual(encodeScenario(t, s), before) {
-				t.Fatal("the original scenario changed")
-			}
-			if (err == nil) != tt.ok {
-				t.Fatalf("error %v, want ok=%v", err, tt.ok)
-			}
-			if !tt.ok {
-				return
-			}
-			var v any = tt.value
-			if tt.path == "/policy/max_pool" || tt.path[len(tt.path)-5:] == "/knee" {
-				v = int(tt.value)
-			}
-			sameAsWhatIf(t, got, before, tt.path, v)
-		})
+// TestSweepPathIsAField: a variation's path names a field of the scenario
+// or is refused at the variation, before any cell is planned.
+func TestSweepPathIsAField(t *testing.T) {
+	base := handScenario(scenario.Quota{RPM: 600})
+	for path, want := range map[string]string{
+		"/quotas/0/colour":      "no field at /quotas/0/colour in the scenario",
+		"/classes/0/slo/x":      "no field at /classes/0/slo/x in the scenario",
+		"/classes/0/slo/x~":     "/classes/0/slo/x~ is not a JSON Pointer: write ~ as ~0 and / as ~1",
+		"/classes/0/demand/rps": "no field at /classes/0/demand/rps in the scenario", // the class states no demand
+	} {
+		_, err := Sweep(base, []Variation{{Path: path, Values: []any{1}}})
+		var errs scenario.Errors
+		if !errors.As(err, &errs) || len(errs) != 1 || errs[0].Path != "variations[0].path" || errs[0].Message != want {
+			t.Errorf("%s: %v, want %q at variations[0].path", path, err, want)
+		}
 	}
 }
 
-// TestSetNumberAddsToAnOmittedPolicy sets a policy field of a scenario
-// that gives no policy: the policy is a value that always exists, though
-// its JSON encoding leaves it out.
-func TestSetNumberAddsToAnOmittedPolicy(t *testing.T) {
-	s := example(t, "three-classes")
-	if s.Policy != (scenario.Policy{}) {
-		t.Fatal("the example sets a policy")
-	}
-	got, err := setNumber(s, "/policy/max_pool", 77)
-	if err != nil || got.Policy.MaxPool != 77 {
-		t.Fatalf("max_pool %d, error %v", got.Policy.MaxPool, err)
-	}
-	// What-if takes the same path: a remedy can be tried there.
-	sameAsWhatIf(t, got, encodeScenario(t, s), "/policy/max_pool", 77)
-	if _, err := set(encodeScenario(t, s), "/classes/0/slo/nonsense/x", 1); err == nil {
-		t.Error("what-if added an object the scenario does not have")
-	}
-}
-
-// sameAsWhatIf checks that got is the scenario doc becomes when what-if
-// sets the value at path (a JSON Patch of the document).
-func sameAsWhatIf(t *testing.T, got scenario.Scenario, doc []byte, path string, value any) {
-	t.Helper()
-	patched, err := set(doc, path, value)
-	if err != nil {
-		t.Fatalf("what-if: %v", err)
-	}
-	var want scenario.Scenario
-	if err := json.Unmarshal(patched, &want); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(encodeScenario(t, got), encodeScenario(t, want)) {
-		t.Errorf("setNumber gives %s\nwhat-if gives %s", encodeScenario(t, got), encodeScenario(t, want))
-	}
-}
-
-// withEndpoint is the named example, or for "endpoints" the measured curve
-// on a named endpoint.
-func withEndpoint(t *testing.T, name string) scenario.Scenario {
-	if name != "endpoints" {
-		return example(t, name)
-	}
-	s := mutable(example(t, "measured-curve"))
-	s.Endpoints = []scenario.Endpoint{{Name: "gpu", Latency: s.Latency}}
-	s.Latency = scenario.Latency{}
-	for i := range s.Classes {
-		s.Classes[i].Endpoint = "gpu"
-	}
-	return s
-}
-
-func encodeScenario(t *testing.T, s scenario.Scenario) []byte {
-	t.Helper()
-	b, err := json.Marshal(s)
+// TestSweepCellProblems: a cell lists the problems of every variation's
+// value, at the fields' locations in document order; a value that leaves
+// out an object the other variation writes into makes that path the
+// cell's problem; the rules that span fields mark their cell too.
+func TestSweepCellProblems(t *testing.T) {
+	base := handScenario(scenario.Quota{RPM: 600})
+	base.Classes[0].Demand = &scenario.Demand{RPS: 1}
+	w, err := Sweep(base, []Variation{
+		{Path: "/classes/0/demand", Values: []any{nil, map[string]any{"rps": 2.0}, "many"}},
+		{Path: "/classes/0/demand/rps", Values: []any{3.0, -1.0}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b
+	want := [][]scenario.FieldError{
+		{{Path: "classes[0].demand.rps", Message: "no field at /classes/0/demand/rps in the scenario"}},
+		{{Path: "classes[0].demand.rps", Message: "expected number >= 0"}},
+		nil,
+		{{Path: "classes[0].demand.rps", Message: "expected number >= 0"}},
+		{{Path: "classes[0].demand", Message: "expected object"}},
+		{{Path: "classes[0].demand", Message: "expected object"}, {Path: "classes[0].demand.rps", Message: "expected number >= 0"}},
+	}
+	for i, c := range w.Cells {
+		if !slices.Equal(c.Errors, want[i]) {
+			t.Errorf("cell %d %v: errors %v, want %v", i, c.Values, c.Errors, want[i])
+		}
+	}
+	if len(w.Cells[2].Classes) != 1 {
+		t.Errorf("cell 2 was not planned: %+v", w.Cells[2])
+	}
+	w, err = Sweep(base, []Variation{{Path: "/classes/0/quota", Values: []any{"key", "nope"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Cells[0].Errors) != 0 || !slices.Equal(w.Cells[1].Errors, []scenario.FieldError{{Path: "classes[0].quota", Message: `no quota named "nope"`}}) {
+		t.Errorf("cells %+v", w.Cells)
+	}
 }

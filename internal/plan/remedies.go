@@ -125,17 +125,6 @@ func mergeRemedies(a, b []Remedy) []Remedy {
 	return out
 }
 
-// withRemedies writes every remedy into a copy of the scenario.
-func withRemedies(s scenario.Scenario, rems []Remedy) (scenario.Scenario, error) {
-	for _, rm := range rems {
-		var err error
-		if s, err = setNumber(s, rm.Path, rm.Value); err != nil {
-			return s, err
-		}
-	}
-	return s, nil
-}
-
 // remediesFor computes, from this run, the change that lifts each ceiling
 // of class i that is below its min_pool to it; pessimistic assumes that the
 // other classes sharing a limit grow as far as the policy lets them.

@@ -3,7 +3,6 @@ package plan
 import (
 	"context"
 	"math"
-	"slices"
 
 	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/quota"
@@ -35,7 +34,7 @@ func (r *run) predict(ctx context.Context, i, pool int) (Predicted, error) {
 		pr.QueueWaitMeanMs, pr.QueueWaitP95Ms = msPtr(waitMean(w)), msPtr(waitQuantile(w, 0.95))
 	}
 	run := r.runRate(i, pool)
-	for d := range quota.NumDimensions {
+	for d := range scenario.NumDimensions {
 		if l := m.key.Limit(d); l > 0 {
 			pr.Utilization[d.String()] = roundTo(run*m.use[d]*m.key.Seconds(d)/l, 4)
 		}
@@ -72,7 +71,7 @@ func waitQuantile(w model.Wait, p float64) float64 {
 func (r *run) pacing(i, pool int, allot quota.Vector) Pacing {
 	m := r.models[i]
 	rate := math.Inf(1)
-	for d := range quota.NumDimensions {
+	for d := range scenario.NumDimensions {
 		if m.key.Limit(d) > 0 && m.use[d] > 0 {
 			rate = math.Min(rate, allot[d]/m.use[d])
 		}
@@ -177,7 +176,8 @@ func adaptive(pool int, cs []Ceiling) Adaptive {
 }
 
 func isQuotaConstraint(name string) bool {
-	return slices.Contains([]string{"rpm", "tpm", "itpm", "otpm", "rpd", "tpd"}, name)
+	_, ok := scenario.DimensionNamed(name)
+	return ok
 }
 
 // batch reports when a batch of requests finishes at the pool's throughput
@@ -196,7 +196,7 @@ func (r *run) batch(i, pool int, allot quota.Vector) *BatchPlan {
 		b.MeetsWindow = h <= d.WithinHours
 	}
 	days := math.Max(1, math.Ceil(d.WithinHours/24))
-	for _, dim := range []quota.Dimension{quota.RPD, quota.TPD} {
+	for _, dim := range []scenario.Dimension{scenario.RPD, scenario.TPD} {
 		if m.key.Limit(dim) <= 0 {
 			continue
 		}

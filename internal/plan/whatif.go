@@ -2,16 +2,10 @@ package plan
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
-
-	jsonpatch "github.com/evanphx/json-patch/v5"
 
 	"github.com/plannerdev/planner/internal/scenario"
 )
@@ -76,17 +70,15 @@ func (e *Engine) Sweep(ctx context.Context, base scenario.Scenario, vars []Varia
 	if len(vars) == 0 || len(vars) > 2 {
 		return nil, scenario.Errors{{Path: "variations", Message: "give one or two variations"}}
 	}
-	doc, err := json.Marshal(base)
-	if err != nil {
-		return nil, fmt.Errorf("encode scenario: %w", err)
-	}
+	ptrs := make([]scenario.Pointer, len(vars))
 	cells := 1
 	for i, v := range vars {
 		cells *= len(v.Values)
 		if len(v.Values) == 0 {
 			return nil, scenario.Errors{{Path: fmt.Sprintf("variations[%d].values", i), Message: "give at least one value"}}
 		}
-		if _, err := set(doc, v.Path, v.Values[0]); err != nil {
+		var err error
+		if ptrs[i], err = variationPointer(base, v.Path); err != nil {
 			return nil, scenario.Errors{{Path: fmt.Sprintf("variations[%d].path", i), Message: err.Error()}}
 		}
 	}
@@ -110,7 +102,7 @@ func (e *Engine) Sweep(ctx context.Context, base scenario.Scenario, vars []Varia
 				values[j] = vars[j].Values[rest%len(vars[j].Values)]
 				rest /= len(vars[j].Values)
 			}
-			out.Cells[i] = e.planCell(ctx, doc, vars, values)
+			out.Cells[i] = e.planCell(ctx, base, ptrs, values)
 		}
 	}
 	var wg sync.WaitGroup
@@ -133,119 +125,26 @@ func (e *Engine) Sweep(ctx context.Context, base scenario.Scenario, vars []Varia
 	return out, nil
 }
 
-func (e *Engine) planCell(ctx context.Context, doc []byte, vars []Variation, values []any) Cell {
+func (e *Engine) planCell(ctx context.Context, base scenario.Scenario, ptrs []scenario.Pointer, values []any) Cell {
 	cell := Cell{Values: values}
-	var err error
-	for j, v := range vars {
-		if doc, err = set(doc, v.Path, values[j]); err != nil {
-			cell.Errors = []scenario.FieldError{{Path: strings.TrimPrefix(v.Path, "/"), Message: err.Error()}}
-			return cell
-		}
+	s, errs := cellScenario(base, ptrs, values)
+	if len(errs) > 0 {
+		cell.Errors = errs
+		return cell
 	}
-	s, err := scenario.Parse(doc)
+	// A cell shows pools and binding constraints, not remedies, so it
+	// skips working them out (each is checked by planning again).
+	p, err := e.plan(ctx, s, false)
 	if err == nil {
-		var p *Plan
-		// A cell shows pools and binding constraints, not remedies, so
-		// it skips working them out (each is checked by planning again).
-		if p, err = e.plan(ctx, s, false); err == nil {
-			for _, c := range p.Classes {
-				cell.Classes = append(cell.Classes, CellClass{Name: c.Name, Pool: c.Pool, BindingConstraint: c.BindingConstraint, MinPool: c.MinPool, Feasible: c.Feasible})
-			}
-			return cell
+		for _, c := range p.Classes {
+			cell.Classes = append(cell.Classes, CellClass{Name: c.Name, Pool: c.Pool, BindingConstraint: c.BindingConstraint, MinPool: c.MinPool, Feasible: c.Feasible})
 		}
+		return cell
 	}
-	var errs scenario.Errors
 	if errors.As(err, &errs) {
 		cell.Errors = errs
 	} else {
 		cell.Errors = []scenario.FieldError{{Message: err.Error()}}
 	}
 	return cell
-}
-
-// set puts value at the JSON Pointer path of doc: replacing what is there,
-// or adding a member to an existing object.
-func set(doc []byte, path string, value any) ([]byte, error) {
-	if !strings.HasPrefix(path, "/") {
-		return nil, errors.New("a JSON Pointer starts with /")
-	}
-	v, err := json.Marshal(value)
-	if err != nil {
-		return nil, fmt.Errorf("value: %w", err)
-	}
-	apply := func(op string) ([]byte, error) {
-		p, err := jsonpatch.DecodePatch(fmt.Appendf(nil, `[{"op":%q,"path":%q,"value":%s}]`, op, path, v))
-		if err != nil {
-			return nil, err
-		}
-		return p.Apply(doc)
-	}
-	out, err := apply("replace")
-	if err == nil {
-		return out, nil
-	}
-	// "add" sets a field that the scenario leaves out (it omits zero values),
-	// but on an array index it would insert an element: no scenario object
-	// has a numeric key, so a numeric last token is an index.
-	if last := path[strings.LastIndex(path, "/")+1:]; strings.Trim(last, "0123456789") != "" && last != "-" {
-		if out, err := apply("add"); err == nil {
-			return out, nil
-		}
-		// A settings object that is always there in the scenario (policy,
-		// the top-level latency) is left out of its JSON when empty: add
-		// it, as setNumber writes into it, so that a remedy's path works
-		// here too.
-		if filled, ok := withSettingsObjects(doc, path); ok {
-			doc = filled
-			if out, err := apply("add"); err == nil {
-				return out, nil
-			}
-		}
-	}
-	return nil, fmt.Errorf("no field at %s in the scenario", path)
-}
-
-// withSettingsObjects adds to doc, as {}, every object on the JSON Pointer
-// path (but its last member) that is a struct value rather than a pointer
-// in scenario.Scenario and that doc leaves out. It reports false when it
-// adds none.
-func withSettingsObjects(doc []byte, path string) ([]byte, bool) {
-	var root any
-	if json.Unmarshal(doc, &root) != nil {
-		return nil, false
-	}
-	t, node, added := reflect.TypeFor[scenario.Scenario](), root, false
-	tokens := strings.Split(path[1:], "/")
-	for _, tok := range tokens[:len(tokens)-1] {
-		switch t.Kind() {
-		case reflect.Struct:
-			f, ok := jsonField(t, tok)
-			obj, isObj := node.(map[string]any)
-			if !ok || !isObj {
-				return nil, false
-			}
-			t = t.Field(f).Type
-			if _, present := obj[tok]; !present && t.Kind() == reflect.Struct {
-				obj[tok], added = map[string]any{}, true
-			}
-			node = obj[tok]
-		case reflect.Slice:
-			i, err := strconv.Atoi(tok)
-			arr, isArr := node.([]any)
-			if err != nil || !isArr || i < 0 || i >= len(arr) {
-				return nil, false
-			}
-			t, node = t.Elem(), arr[i]
-		default:
-			return nil, false
-		}
-		if t.Kind() == reflect.Pointer {
-			t = t.Elem()
-		}
-	}
-	if !added {
-		return nil, false
-	}
-	out, err := json.Marshal(root)
-	return out, err == nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/measure"
+	"github.com/plannerdev/planner/internal/redact"
 )
 
 // Names of the files a run writes.
@@ -68,7 +69,7 @@ func CurveYAML(res *Result) ([]byte, error) {
 		return nil, fmt.Errorf("latency curve: %w", err)
 	}
 	head := []string{fmt.Sprintf("Measured by planner probe: %s, model %q, %s to %s, max_tokens %d, stop: %s.",
-		redactURL(res.Config.BaseURL), res.Config.Model, res.Started.UTC().Format(time.RFC3339),
+		redact.URL(res.Config.BaseURL), res.Config.Model, res.Started.UTC().Format(time.RFC3339),
 		res.Ended.UTC().Format(time.RFC3339), res.Config.maxTokens(), res.StopReason)}
 	if k := res.Analysis.KneeRefined; k != nil && res.Config.Search {
 		head = append(head, fmt.Sprintf("The knee search refined the knee to %d (resolution %d); the knee below is the doubling rule's.", *k, *res.Analysis.KneeResolution))

@@ -20,6 +20,7 @@ import (
 	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/optional"
 	"github.com/plannerdev/planner/internal/plan"
+	"github.com/plannerdev/planner/internal/redact"
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
@@ -158,7 +159,7 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 		all.WriteString(obs.b.String())
 		fmt.Fprintf(&all, "%v %+v", res.Failure(), res.ErrorSamples)
 		if bytes.Contains(all.Bytes(), []byte(key)) {
-			t.Errorf("the key appears in the outputs of a run against %s:\n%s", redactURL(base), all.String())
+			t.Errorf("the key appears in the outputs of a run against %s:\n%s", redact.URL(base), all.String())
 		}
 		if base == good && res.Failure() != nil {
 			t.Errorf("the key was not sent: %v", res.Failure())

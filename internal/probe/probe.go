@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/plannerdev/planner/internal/optional"
+	"github.com/plannerdev/planner/internal/redact"
 )
 
 // Defaults of the settings a Config leaves unset (defaults.go applies
@@ -220,30 +221,12 @@ func (c Config) endpoint() (string, error) {
 		return "", fmt.Errorf("base url: %w", err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", fmt.Errorf("base url %q: the scheme must be http or https", redactURL(c.BaseURL))
+		return "", fmt.Errorf("base url %q: the scheme must be http or https", redact.URL(c.BaseURL))
 	}
 	if u.Host == "" {
-		return "", fmt.Errorf("base url %q: no host", redactURL(c.BaseURL))
+		return "", fmt.Errorf("base url %q: no host", redact.URL(c.BaseURL))
 	}
 	return u.JoinPath("chat/completions").String(), nil
-}
-
-// redactURL drops what may carry credentials from a URL, for display: the
-// user information and every query value except api-version.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable url)"
-	}
-	u.User = nil
-	q := u.Query()
-	for k := range q {
-		if k != "api-version" {
-			q[k] = []string{"redacted"}
-		}
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // MarshalJSON renders the configuration for the outputs under the names
@@ -283,7 +266,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		Open            *OpenLoop `json:"open_loop,omitempty"`
 		Seed            uint64    `json:"seed"`
 	}{
-		BaseURL: redactURL(c.BaseURL), Model: c.Model, APIKeySet: c.APIKey != "",
+		BaseURL: redact.URL(c.BaseURL), Model: c.Model, APIKeySet: c.APIKey != "",
 		Steps: c.Steps, Search: c.Search, RequestsPerStep: pointer(c.RequestsPerStep), Warmup: pointer(c.Warmup),
 		CollapseTol: c.CollapseTolerancePct.Or(0), Exact: c.Exact, Pause: duration(c.Pause), Deadline: duration(c.Deadline),
 		MaxTokens: c.MaxTokens.Or(0), IgnoreEOS: c.IgnoreEOS, Prompts: len(c.Prompts), PromptsSource: c.PromptsSource,

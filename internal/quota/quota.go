@@ -10,53 +10,17 @@ import (
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
-// Dimension is one kind of limit on a key.
-type Dimension int
-
-// The dimensions, in the order in which ties between ceilings are broken.
-const (
-	RPM Dimension = iota
-	TPM
-	ITPM
-	OTPM
-	RPD
-	TPD
-	NumDimensions
-)
-
-var names = [NumDimensions]string{"rpm", "tpm", "itpm", "otpm", "rpd", "tpd"}
-
-// String is the dimension's name in scenarios and plans.
-func (d Dimension) String() string { return names[d] }
-
-// Daily reports whether the limit is per day (else per minute).
-func (d Dimension) Daily() bool { return d == RPD || d == TPD }
-
-// Unit names what the dimension counts.
-func (d Dimension) Unit() string {
-	if d == RPM || d == RPD {
-		return "requests"
-	}
-	return "tokens"
-}
-
-// Vector holds one value per dimension.
-type Vector [NumDimensions]float64
+// Vector holds one value per dimension (scenario.Dimension).
+type Vector [scenario.NumDimensions]float64
 
 // Key is one quota with its defaults applied.
 type Key struct {
 	scenario.Quota
 }
 
-// Limit is the key's limit on d in its own unit (per minute or per day), or
-// 0 when the key has none.
-func (k Key) Limit(d Dimension) float64 {
-	return [NumDimensions]float64{k.RPM, k.TPM, k.ITPM, k.OTPM, k.RPD, k.TPD}[d]
-}
-
 // Seconds is the period a limit on d is spread over: 60 for per-minute
 // limits, active_hours·3600 for daily ones.
-func (k Key) Seconds(d Dimension) float64 {
+func (k Key) Seconds(d scenario.Dimension) float64 {
 	if d.Daily() {
 		return k.ActiveHours * 3600
 	}
@@ -66,7 +30,7 @@ func (k Key) Seconds(d Dimension) float64 {
 // Capacity is the usable rate on d in units per second: h·L/60 for a
 // per-minute limit and h·L/(active_hours·3600) for a daily one, with h the
 // headroom. It is +Inf when the key has no limit on d.
-func (k Key) Capacity(d Dimension) float64 {
+func (k Key) Capacity(d scenario.Dimension) float64 {
 	l := k.Limit(d)
 	if l <= 0 {
 		return math.Inf(1)
@@ -76,7 +40,7 @@ func (k Key) Capacity(d Dimension) float64 {
 
 // LimitFor is the inverse of Capacity: the limit (per minute or per day,
 // before headroom) that gives a usable rate of capacity units per second.
-func (k Key) LimitFor(d Dimension, capacity float64) float64 {
+func (k Key) LimitFor(d scenario.Dimension, capacity float64) float64 {
 	return capacity * k.Seconds(d) / k.Headroom
 }
 
@@ -88,11 +52,12 @@ type Request struct {
 	CachedFraction float64 // fraction of input tokens read from the prompt cache
 }
 
-// Use is what one request counts against each limit of k (docs/concepts.md, "Ceilings on the pool"):
-// 1 for rpm and rpd; E[in] + E[out] for tpm and tpd, with max_tokens in
-// place of E[out] when the key counts max_tokens at admission; E[in] for
-// itpm, less cached input when the key does not count it; E[out] (or
-// max_tokens) for otpm.
+// Use is what one request counts against each limit of k, by the
+// dimension's charge (docs/concepts.md, "Ceilings on the pool"): 1 per
+// request (rpm, rpd); E[in] + E[out] tokens (tpm, tpd), with max_tokens in
+// place of E[out] when the key counts max_tokens at admission; E[in] input
+// tokens (itpm), less cached input when the key does not count it; E[out]
+// (or max_tokens) output tokens (otpm).
 func (k Key) Use(r Request) Vector {
 	out := r.MeanOut
 	if k.TokenAccounting == scenario.AccountingMaxTokens && r.MaxTokens > 0 {
@@ -102,5 +67,18 @@ func (k Key) Use(r Request) Vector {
 	if k.CachedInputFree {
 		in *= 1 - r.CachedFraction
 	}
-	return Vector{RPM: 1, TPM: r.MeanIn + out, ITPM: in, OTPM: out, RPD: 1, TPD: r.MeanIn + out}
+	var v Vector
+	for d := range scenario.NumDimensions {
+		switch d.Charge() {
+		case scenario.ChargeRequest:
+			v[d] = 1
+		case scenario.ChargeTokens:
+			v[d] = r.MeanIn + out
+		case scenario.ChargeInput:
+			v[d] = in
+		case scenario.ChargeOutput:
+			v[d] = out
+		}
+	}
+	return v
 }

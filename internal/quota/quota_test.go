@@ -16,20 +16,20 @@ func key(q scenario.Quota) Key {
 func TestCapacityHandWorked(t *testing.T) {
 	k := key(scenario.Quota{Name: "k", RPM: 5000, TPM: 2_000_000, RPD: 100_000, ActiveHours: 8})
 	tests := []struct {
-		d    Dimension
+		d    scenario.Dimension
 		want float64
 	}{
-		{RPM, 0.9 * 5000 / 60},            // 75 req/s
-		{TPM, 0.9 * 2_000_000 / 60},       // 30,000 tokens/s
-		{RPD, 0.9 * 100_000 / (8 * 3600)}, // 3.125 req/s
-		{ITPM, math.Inf(1)},
+		{scenario.RPM, 0.9 * 5000 / 60},            // 75 req/s
+		{scenario.TPM, 0.9 * 2_000_000 / 60},       // 30,000 tokens/s
+		{scenario.RPD, 0.9 * 100_000 / (8 * 3600)}, // 3.125 req/s
+		{scenario.ITPM, math.Inf(1)},
 	}
 	for _, tt := range tests {
 		if got := k.Capacity(tt.d); math.Abs(got-tt.want) > 1e-9 && got != tt.want {
 			t.Errorf("%v capacity = %g, want %g", tt.d, got, tt.want)
 		}
 	}
-	if got := k.LimitFor(TPM, 30000); math.Abs(got-2_000_000) > 1e-6 {
+	if got := k.LimitFor(scenario.TPM, 30000); math.Abs(got-2_000_000) > 1e-6 {
 		t.Errorf("LimitFor(tpm, 30000/s) = %g, want 2,000,000", got)
 	}
 }
@@ -37,11 +37,11 @@ func TestCapacityHandWorked(t *testing.T) {
 func TestUseByAccounting(t *testing.T) {
 	r := Request{MeanIn: 1000, MeanOut: 250, MaxTokens: 800, CachedFraction: 0.5}
 	actual := key(scenario.Quota{Name: "a", TPM: 1}).Use(r)
-	if actual[RPM] != 1 || actual[TPM] != 1250 || actual[ITPM] != 1000 || actual[OTPM] != 250 || actual[TPD] != 1250 {
+	if actual[scenario.RPM] != 1 || actual[scenario.TPM] != 1250 || actual[scenario.ITPM] != 1000 || actual[scenario.OTPM] != 250 || actual[scenario.TPD] != 1250 {
 		t.Errorf("actual accounting use = %v", actual)
 	}
 	admitted := key(scenario.Quota{Name: "m", TPM: 1, TokenAccounting: "max_tokens", CachedInputFree: true}).Use(r)
-	if admitted[TPM] != 1800 || admitted[OTPM] != 800 || admitted[ITPM] != 500 {
+	if admitted[scenario.TPM] != 1800 || admitted[scenario.OTPM] != 800 || admitted[scenario.ITPM] != 500 {
 		t.Errorf("max_tokens accounting with free cache reads = %v, want tpm 1800, otpm 800, itpm 500", admitted)
 	}
 }

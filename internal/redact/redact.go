@@ -1,8 +1,12 @@
-// Package redact removes credentials from text before the text is stored,
-// logged, sent in an event or put in a report. Every occurrence of a key is
-// replaced in any letter case (an endpoint may echo it upper-cased), and
-// always before the text is cut to length, so that no part of a key
-// survives a cut (docs/security.md, "Credentials").
+// Package redact is the one home of the credential policy
+// (docs/security.md, "Credentials"): it removes credentials from text
+// before the text is stored, logged, sent in an event or put in a report,
+// and recognises credentials whose value it does not know. Every
+// occurrence of a known key is replaced in any letter case (an endpoint
+// may echo it upper-cased), and always before the text is cut to length,
+// so that no part of a key survives a cut; tokens, sk- keys and URLs with
+// a password or a key parameter are found by their form. Whatever is
+// removed is replaced by one mark, Mark.
 package redact
 
 import (

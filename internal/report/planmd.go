@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/plannerdev/planner/internal/plan"
+	"github.com/plannerdev/planner/internal/scenario"
 )
 
 // WriteMarkdown writes a plan as a Markdown document: a summary table, then
@@ -19,11 +20,11 @@ func WriteMarkdown(w io.Writer, p *plan.Plan) error {
 	fmt.Fprintln(ew, "|---|---|---|--:|---|--:|---|--:|--:|--:|")
 	for _, c := range p.Classes {
 		fmt.Fprintf(ew, "| %s | %s | %s | %d | **%s** | %s | %s | %s | %s | %s req/s |\n",
-			mdEscape(c.Name), c.Mode, mdEscape(c.Quota), c.Pool, c.BindingConstraint, intOrDash(c.MinPool),
+			mdText(c.Name), c.Mode, mdText(c.Quota), c.Pool, c.BindingConstraint, intOrDash(c.MinPool),
 			yesNo(c.Feasible), msOrDash(c.Predicted.TTFTP95Ms), msOrDash(c.Predicted.E2EP95Ms), fmtNum(c.Predicted.ThroughputRPS))
 	}
 	for _, c := range p.Classes {
-		fmt.Fprintf(ew, "\n## %s\n\n%s\n\n", mdEscape(c.Name), c.Explanation)
+		fmt.Fprintf(ew, "\n## %s\n\n%s\n\n", mdText(c.Name), mdProse(c.Explanation))
 		fmt.Fprintln(ew, "| Constraint | Max pool | Derivation |")
 		fmt.Fprintln(ew, "|---|--:|---|")
 		for _, ce := range c.Ceilings {
@@ -31,7 +32,7 @@ func WriteMarkdown(w io.Writer, p *plan.Plan) error {
 			if name == c.BindingConstraint {
 				name = "**" + name + "** (binds)"
 			}
-			fmt.Fprintf(ew, "| %s | %s | %s |\n", name, intOrDash(ce.MaxPool), mdEscape(ce.Detail))
+			fmt.Fprintf(ew, "| %s | %s | %s |\n", name, intOrDash(ce.MaxPool), mdText(ce.Detail))
 		}
 		fmt.Fprintf(ew, "\nClient settings: pacing %s req/s with a burst of %d; AIMD from %d between %d and %d; up to %d attempts with full-jitter backoff from %s ms (cap %s ms).\n",
 			fmtNum(c.Pacing.RateRPS), c.Pacing.Burst, c.Adaptive.Start, c.Adaptive.Floor, c.Adaptive.Ceiling,
@@ -42,29 +43,29 @@ func WriteMarkdown(w io.Writer, p *plan.Plan) error {
 		if len(c.Remedies) > 0 {
 			fmt.Fprintln(ew, "\nTo make it fit:")
 			for _, r := range c.Remedies {
-				fmt.Fprintf(ew, "- %s\n", mdEscape(r.Change))
+				fmt.Fprintf(ew, "- %s\n", mdText(r.Change))
 			}
 		}
 		if len(c.Warnings) > 0 {
 			fmt.Fprintln(ew, "\nWarnings:")
 			for _, warn := range c.Warnings {
-				fmt.Fprintf(ew, "- %s\n", mdEscape(warn))
+				fmt.Fprintf(ew, "- %s\n", mdText(warn))
 			}
 		}
 	}
 	for _, q := range p.Quotas {
-		fmt.Fprintf(ew, "\n## Key %s\n\n%s.\n\n", mdEscape(q.Name), strings.ToUpper(utilization(q.Utilization)[:1])+utilization(q.Utilization)[1:])
+		fmt.Fprintf(ew, "\n## Key %s\n\n%s.\n\n", mdText(q.Name), strings.ToUpper(utilization(q.Utilization)[:1])+utilization(q.Utilization)[1:])
 		fmt.Fprintln(ew, "| Class | Allotted | Reserved |")
 		fmt.Fprintln(ew, "|---|---|---|")
 		for _, a := range q.Allocations {
-			fmt.Fprintf(ew, "| %s | %s | %s |\n", mdEscape(a.Class), limits(a.Allotted), limits(a.Reserved))
+			fmt.Fprintf(ew, "| %s | %s | %s |\n", mdText(a.Class), limits(a.Allotted), limits(a.Reserved))
 		}
 	}
 	if len(p.Warnings) > 0 {
 		fmt.Fprintln(ew, "\n## Warnings")
 		fmt.Fprintln(ew)
 		for _, warn := range p.Warnings {
-			fmt.Fprintf(ew, "- %s\n", mdEscape(warn))
+			fmt.Fprintf(ew, "- %s\n", mdText(warn))
 		}
 	}
 	return ew.err
@@ -75,21 +76,10 @@ func limits(m map[string]float64) string {
 		return "-"
 	}
 	var parts []string
-	for _, d := range []string{"rpm", "tpm", "itpm", "otpm", "rpd", "tpd"} {
+	for _, d := range scenario.DimensionNames() {
 		if v, ok := m[d]; ok {
 			parts = append(parts, d+" "+fmtNum(v))
 		}
 	}
 	return strings.Join(parts, ", ")
 }
-
-// mdEscape keeps table cells and list items intact, and text from a
-// request (a name, an endpoint, a label, a message) from becoming a link
-// or an image: "[x](javascript:...)" and "![](http://...)" are written
-// with their brackets escaped, and so is a backslash that could undo an
-// escape.
-func mdEscape(s string) string {
-	return mdEscaper.Replace(s)
-}
-
-var mdEscaper = strings.NewReplacer(`\`, `\\`, "[", `\[`, "]", `\]`, "|", `\|`, "\n", " ")

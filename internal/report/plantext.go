@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/plannerdev/planner/internal/plan"
+	"github.com/plannerdev/planner/internal/scenario"
 )
 
 // Width is the widest line the terminal table writes.
@@ -84,7 +85,7 @@ func wrapIndent(w io.Writer, prefix, indent, text string) {
 
 func utilization(u map[string]float64) string {
 	var parts []string
-	for _, d := range []string{"rpm", "tpm", "itpm", "otpm", "rpd", "tpd"} {
+	for _, d := range scenario.DimensionNames() {
 		if v, ok := u[d]; ok {
 			parts = append(parts, fmt.Sprintf("%s %.1f %%", d, v*100))
 		}

@@ -122,7 +122,7 @@ func TestWhatIfRendering(t *testing.T) {
 	for _, row := range []string{
 		"| /quotas/0/tpm | /classes/0/mode | CLASS | POOL | BINDING | MIN | FITS |",
 		`| 200,000 | batch | night\|ly | 7 | rpm | 7 | yes |`,
-		`| 2,000,000 | batch | invalid: quotas\[0\].tpm: must be <= 1e9 |  |  |  |  |`,
+		`| 2,000,000 | batch | invalid: quotas\[0\].tpm: must be &lt;= 1e9 |  |  |  |  |`,
 	} {
 		if !strings.Contains(md.String(), row+"\n") {
 			t.Errorf("markdown lacks %q:\n%s", row, md.String())

@@ -348,12 +348,6 @@ func shedRule(a plan.Admission) string {
 	return fmt.Sprintf("Shed a request that waits more than %s ms for a slot, with %d and Retry-After: %d.", fmtNum(*a.MaxQueueWaitMs), a.Status, a.RetryAfterS)
 }
 
-// mdText escapes plain text for Markdown: table cells and list items stay
-// intact (mdEscape), and angle brackets and ampersands cannot open HTML.
-func mdText(s string) string {
-	return mdEscape(strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s))
-}
-
 // upperFirst capitalises the first letter of a sentence.
 func upperFirst(s string) string {
 	r := []rune(s)

@@ -85,7 +85,7 @@ func cellValue(v any) string {
 func mdCells(cells []string) []string {
 	out := make([]string, len(cells))
 	for i, c := range cells {
-		out[i] = mdEscape(c)
+		out[i] = mdText(c)
 	}
 	return out
 }

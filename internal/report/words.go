@@ -43,20 +43,13 @@ func describeScenario(sc scenario.Scenario) scenarioWords {
 	return w
 }
 
-// limitUnits names each quota dimension's unit, in the order of quota.Dimension.
-var limitUnits = []struct{ dim, unit string }{
-	{"rpm", "requests/min"}, {"tpm", "tokens/min"}, {"itpm", "input tokens/min"},
-	{"otpm", "output tokens/min"}, {"rpd", "requests/day"}, {"tpd", "tokens/day"},
-}
-
 func describeQuota(q scenario.Quota) string {
-	values := map[string]float64{"rpm": q.RPM, "tpm": q.TPM, "itpm": q.ITPM, "otpm": q.OTPM, "rpd": q.RPD, "tpd": q.TPD}
 	var lims []string
 	daily := false
-	for _, u := range limitUnits {
-		if v := values[u.dim]; v > 0 {
-			lims = append(lims, fmtNum(v)+" "+u.unit)
-			daily = daily || u.dim == "rpd" || u.dim == "tpd"
+	for d := range scenario.NumDimensions {
+		if v := q.Limit(d); v > 0 {
+			lims = append(lims, fmtNum(v)+" "+d.Rate())
+			daily = daily || d.Daily()
 		}
 	}
 	parts := []string{fmt.Sprintf("Key %s: %s", q.Name, orNone(strings.Join(lims, ", "), "no limits"))}

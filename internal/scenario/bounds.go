@@ -21,7 +21,7 @@ type QuotaBounds struct {
 }
 
 // limitNames are the JSON names of a quota's limits.
-var limitNames = []string{"rpm", "tpm", "itpm", "otpm", "rpd", "tpd"}
+var limitNames = DimensionNames()
 
 var quotaBounds = sync.OnceValue(func() QuotaBounds {
 	fields := structFields(reflect.TypeFor[Quota]()).byName

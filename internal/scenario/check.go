@@ -41,8 +41,8 @@ func (s Scenario) Check() Errors {
 			c.add(p+".name", "duplicate quota name %q", q.Name)
 		}
 		quotas[q.Name] = q
-		if q.RPM <= 0 && q.TPM <= 0 && q.ITPM <= 0 && q.OTPM <= 0 && q.RPD <= 0 && q.TPD <= 0 {
-			c.add(p, "set at least one limit: rpm, tpm, itpm, otpm, rpd or tpd")
+		if !q.HasLimit() {
+			c.add(p, "%s", NoLimit)
 		}
 	}
 	if !s.Latency.IsZero() {

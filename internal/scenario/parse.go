@@ -6,20 +6,23 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/plannerdev/planner/internal/fieldpath"
+	"github.com/plannerdev/planner/internal/yamldoc"
 )
 
 // Parse reads a scenario from YAML or JSON and returns it with every problem
 // found: keys given twice, schema violations (types, ranges, unknown
-// fields) and the rules of Check. The error is Errors when the document parsed but is invalid.
+// fields) and the rules of Check. The error is Errors when the document
+// parsed but is invalid. A document whose aliases would expand it past
+// yamldoc.Bound of its size is refused before it is expanded.
 func Parse(data []byte) (Scenario, error) {
 	// Strict: a key given twice (a curve.yaml appended to a scenario that
 	// has its own latency) is refused rather than silently overridden.
-	js, err := yaml.YAMLToJSONStrict(data)
+	js, err := yamldoc.ToJSON(data)
+	if errors.Is(err, yamldoc.ErrExpansion) {
+		return Scenario{}, fmt.Errorf("scenario: %w", err)
+	}
 	if err != nil {
 		return Scenario{}, fmt.Errorf("scenario is not valid YAML or JSON (or repeats a key): %w", err)
 	}
@@ -45,16 +48,12 @@ func Parse(data []byte) (Scenario, error) {
 	return s, nil
 }
 
-// onlyNewPaths drops rule problems at a path where, under which, or above
-// which the schema already found one: a bad value is reported once, not
-// again through the rules it breaks.
+// onlyNewPaths drops rule problems at a path related to one where the
+// schema already found a problem (fieldpath.Related).
 func onlyNewPaths(have, more Errors) Errors {
-	inside := func(x, y string) bool { return y == "" || strings.HasPrefix(x, y+".") || strings.HasPrefix(x, y+"[") }
 	var out Errors
 	for _, e := range more {
-		covered := slices.ContainsFunc(have, func(h FieldError) bool {
-			return h.Path == e.Path || inside(h.Path, e.Path) || inside(e.Path, h.Path)
-		})
+		covered := slices.ContainsFunc(have, func(h FieldError) bool { return fieldpath.Related(h.Path, e.Path) })
 		if !covered {
 			out = append(out, e)
 		}

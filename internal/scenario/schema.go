@@ -13,14 +13,24 @@ import (
 	"unicode/utf8"
 )
 
-// The scenario's shapes and ranges are declared once, in the struct tags of
-// its types (minimum, maximum, exclusiveMinimum, exclusiveMaximum,
-// minLength, maxLength, pattern, enum, minItems, maxItems, and required
-// unless the JSON name says omitempty or omitzero). The API publishes and
-// enforces them as its JSON Schema; validateDocument enforces the same tags
-// on a decoded YAML or JSON document for the command line and for what-if
-// cells, so that the engine needs no HTTP framework. A test in the API
-// checks that both find the same problems.
+// The scenario's field rules, its shapes and ranges, are declared once, in
+// the struct tags of its types (minimum, maximum, exclusiveMinimum,
+// exclusiveMaximum, minLength, maxLength, pattern, enum, minItems,
+// maxItems, and required unless the JSON name says omitempty or
+// omitzero), and every check reads them there:
+//
+//   - the API publishes and enforces them as its JSON Schema (huma);
+//   - validateDocument enforces them on a decoded YAML or JSON document
+//     for the command line (Parse), and Pointer.Check on a value written
+//     at a pointer (what-if cells), so that the engine needs no HTTP
+//     framework; its messages are huma's, and a test in the API checks
+//     that both find the same problems at the same places;
+//   - the tier catalogue, whose tiers are quotas, takes the bounds of
+//     Quota's tags through Bounds into its configuration checks.
+//
+// The rules that span fields are Check's, which the API and Parse both
+// run; a rule problem related to a schema problem is dropped by both
+// (fieldpath.Related).
 
 // validateDocument checks a generic JSON document (maps, slices, float64,
 // string, bool, nil) against the tags of Scenario and returns every
@@ -105,7 +115,7 @@ func (v *validator) object(path string, obj map[string]any, t reflect.Type) {
 			v.add(join(path, k), "unexpected property")
 			continue
 		}
-		if obj[k] == nil && (!slices.Contains(fields.required, k) || f.Type.Kind() == reflect.Slice) {
+		if obj[k] == nil && (!fields.isRequired(k) || f.Type.Kind() == reflect.Slice) {
 			continue // an optional member, or a list, given as null is absent
 		}
 		v.value(join(path, k), obj[k], f.Type, f.Tag)
@@ -152,6 +162,9 @@ type fieldSet struct {
 	byName   map[string]reflect.StructField
 	required []string
 }
+
+// isRequired reports whether the member name must be present.
+func (fs fieldSet) isRequired(name string) bool { return slices.Contains(fs.required, name) }
 
 var fieldSets sync.Map // reflect.Type → fieldSet
 

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/plannerdev/planner"
+	"github.com/plannerdev/planner/internal/scenario"
 )
 
 // section is one object type of the scenario: where it appears, and the
@@ -83,10 +84,12 @@ func unit(name string) string {
 	case name == "interactive" || name == "semi" || name == "batch":
 		return "fraction of the knee"
 	}
+	if d, ok := scenario.DimensionNamed(name); ok {
+		return d.Rate() // a quota's limit, and a demand's rpm
+	}
 	return map[string]string{
-		"rpm": "requests/min", "tpm": "tokens/min", "itpm": "input tokens/min", "otpm": "output tokens/min",
-		"rpd": "requests/day", "tpd": "tokens/day", "requests": "requests",
-		"knee": "requests in flight", "concurrency": "requests in flight", "max_pool": "requests in flight",
+		"requests": "requests",
+		"knee":     "requests in flight", "concurrency": "requests in flight", "max_pool": "requests in flight",
 		"monte_carlo_draws": "draws",
 	}[name]
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/plan"
+	"github.com/plannerdev/planner/internal/quota"
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
@@ -47,11 +48,11 @@ type client struct {
 	head  int
 	wait  float64 // the plan's max queue wait; +Inf without one
 
-	pacing       bool
-	rate, burst  float64
-	tokens, tokT float64
-	wake         *event
-	resend       []*request // retries that hold a slot and wait for a token
+	pacing bool
+	tokens quota.Bucket // the pacing bucket: burst tokens, refilled at the pacing rate
+	tokT   float64      // the time of its last refill
+	wake   *event
+	resend []*request // retries that hold a slot and wait for a token
 
 	aimd    bool
 	window  float64
@@ -83,14 +84,14 @@ func newClient(s *sim, i int, spec scenario.Class, cp *plan.ClassPlan, w plan.Wo
 	c := &client{
 		s: s, spec: spec, cp: cp, w: w, base: w.At(1), ep: ep, key: k,
 		meanS: cp.Predicted.MeanServiceMs / 1000, wait: math.Inf(1),
-		pacing: !s.opts.NoPacing, rate: cp.Pacing.RateRPS, burst: float64(cp.Pacing.Burst),
-		aimd: s.opts.AIMD, window: float64(cp.Adaptive.Start), lastCut: math.Inf(-1),
+		pacing: !s.opts.NoPacing,
+		tokens: quota.NewBucket(float64(cp.Pacing.Burst), cp.Pacing.RateRPS, tokenSlack, false),
+		aimd:   s.opts.AIMD, window: float64(cp.Adaptive.Start), lastCut: math.Inf(-1),
 		deadline: cp.Retry.DeadlineMs / 1000, maxAttempts: cp.Retry.MaxAttempts,
 		backoffBase: cp.Retry.BaseMs / 1000, backoffLimit: cp.Retry.CapMs / 1000,
 		reqRNG:    rand.New(stream(seed, i, streamRequests)),
 		jitterRNG: rand.New(stream(seed, i, streamJitter)),
 	}
-	c.tokens = c.burst
 	if a := cp.Admission.MaxQueueWaitMs; a != nil {
 		c.wait = *a / 1000
 	}
@@ -232,14 +233,14 @@ func (c *client) paced() bool {
 		return true
 	}
 	now := c.s.now
-	c.tokens = math.Min(c.burst, c.tokens+c.rate*(now-c.tokT))
+	c.tokens.Refill(now - c.tokT)
 	c.tokT = now
-	if c.tokens >= 1-tokenSlack {
-		c.tokens--
+	if c.tokens.Fits(1) {
+		c.tokens.Take(1)
 		return true
 	}
 	if c.wake == nil {
-		c.wake = c.s.at(now+(1-c.tokens)/c.rate, evWake, c, nil)
+		c.wake = c.s.at(now+c.tokens.Wait(1), evWake, c, nil)
 	}
 	return false
 }

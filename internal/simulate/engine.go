@@ -213,7 +213,7 @@ func newSim(ctx context.Context, sc scenario.Scenario, p *plan.Plan, ws []plan.W
 	keys := map[string]*key{}
 	for _, q := range sc.Quotas {
 		k := &key{q: quota.Key{Quota: q}}
-		for d := range quota.NumDimensions {
+		for d := range scenario.NumDimensions {
 			if k.q.Limit(d) > 0 {
 				k.limits = append(k.limits, newLimit(d, k.q, o.Refill, s.grid.n))
 			}
@@ -296,7 +296,7 @@ func (s *sim) expectedEvents() (events, requests float64) {
 			}
 			rate := pool / c.meanS
 			if c.pacing {
-				rate = math.Min(rate, c.rate)
+				rate = math.Min(rate, c.tokens.Rate)
 			}
 			n = rate * s.end
 		}

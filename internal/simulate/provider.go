@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/plannerdev/planner/internal/quota"
+	"github.com/plannerdev/planner/internal/scenario"
 )
 
 // day is the period of a daily limit, seconds.
@@ -15,27 +16,28 @@ const roundingSlack = 1e-9
 
 // limit is the provider's enforcement of one limit of one key
 // (docs/simulate.md, "Provider"). A per-minute limit L allows A = L·w/60
-// per window of w = burst_window_s seconds: either a bucket that holds A
-// and refills continuously at L/60 per second, or a counter of A reset at
-// every multiple of w. A daily limit is a counter of L reset every 24
-// hours of simulated time. The provider enforces L itself, not the plan's
-// headroom.
+// per window of w = burst_window_s seconds: either a token bucket
+// (quota.Bucket) that holds A and refills continuously at L/60 per
+// second, or a counter of A reset at every multiple of w. A daily limit is
+// a counter of L reset every 24 hours of simulated time. The provider
+// enforces L itself, not the plan's headroom.
 type limit struct {
-	dim       quota.Dimension
+	dim       scenario.Dimension
 	limit     float64 // as configured, per minute or per day
 	allowance float64 // A, what one window allows
-	rate      float64 // refill per second of a continuous bucket
 	window    float64 // seconds; 0 for a continuous bucket
-	level     float64 // continuous: what the bucket holds (negative: in debt)
-	used      float64 // window: what the current window has counted
-	epoch     int     // window: index of the current window
-	last      float64 // continuous: time of the last refill
-	limited   int
+	// A continuous bucket, and the time of its last refill. A full one
+	// takes a request larger than the whole allowance (Oversize).
+	bucket  quota.Bucket
+	last    float64
+	used    float64 // window: what the current window has counted
+	epoch   int     // window: index of the current window
+	limited int
 
 	use, peak []float64 // per interval
 }
 
-func newLimit(d quota.Dimension, k quota.Key, refill string, intervals int) *limit {
+func newLimit(d scenario.Dimension, k quota.Key, refill string, intervals int) *limit {
 	l := &limit{dim: d, limit: k.Limit(d), use: make([]float64, intervals), peak: make([]float64, intervals)}
 	switch {
 	case d.Daily():
@@ -43,8 +45,8 @@ func newLimit(d quota.Dimension, k quota.Key, refill string, intervals int) *lim
 	case refill == RefillWindow:
 		l.allowance, l.window = l.limit*k.BurstWindowS/60, k.BurstWindowS
 	default:
-		l.allowance, l.rate = l.limit*k.BurstWindowS/60, l.limit/60
-		l.level = l.allowance
+		l.allowance = l.limit * k.BurstWindowS / 60
+		l.bucket = quota.NewBucket(l.allowance, l.limit/60, roundingSlack, true)
 	}
 	return l
 }
@@ -57,7 +59,7 @@ func (l *limit) sync(now float64) {
 		}
 		return
 	}
-	l.level = math.Min(l.allowance, l.level+l.rate*(now-l.last))
+	l.bucket.Refill(now - l.last)
 	l.last = now
 }
 
@@ -72,10 +74,10 @@ func (l *limit) fits(now, need float64) (bool, float64) {
 		}
 		return false, float64(l.epoch+1)*l.window - now
 	}
-	if l.level >= need-roundingSlack || l.level >= l.allowance {
+	if l.bucket.Fits(need) {
 		return true, 0
 	}
-	return false, (math.Min(need, l.allowance) - l.level) / l.rate
+	return false, l.bucket.Wait(need)
 }
 
 // count counts n units now (negative: a refund), without a check.
@@ -84,7 +86,7 @@ func (l *limit) count(n float64) {
 		l.used = math.Max(0, l.used+n)
 		return
 	}
-	l.level = math.Min(l.allowance, l.level-n)
+	l.bucket.Take(n)
 }
 
 // fill is how full the bucket or window is, 1 when it allows nothing more.
@@ -92,7 +94,7 @@ func (l *limit) fill() float64 {
 	if l.window > 0 {
 		return l.used / l.allowance
 	}
-	return 1 - l.level/l.allowance
+	return l.bucket.Fill()
 }
 
 // key is the provider's side of one API key.

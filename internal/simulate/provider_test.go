@@ -2,6 +2,8 @@ package simulate
 
 import (
 	"math"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/plannerdev/planner/internal/quota"
@@ -16,7 +18,7 @@ func newKey(q scenario.Quota, refill string) *key {
 		q.ActiveHours = 24
 	}
 	k := &key{q: quota.Key{Quota: q}}
-	for d := range quota.NumDimensions {
+	for d := range scenario.NumDimensions {
 		if k.q.Limit(d) > 0 {
 			k.limits = append(k.limits, newLimit(d, k.q, refill, 4))
 		}
@@ -60,8 +62,8 @@ func TestContinuousBucket(t *testing.T) {
 		attempt{t: 10, ok: true}, // refilled to 10, not beyond
 	)
 	admitAll(t, k, steps)
-	if k.limited != 3 || k.limits[0].level != 9 {
-		t.Errorf("%d 429s, level %g; want 3 and 9", k.limited, k.limits[0].level)
+	if k.limited != 3 || k.limits[0].bucket.Level != 9 {
+		t.Errorf("%d 429s, level %g; want 3 and 9", k.limited, k.limits[0].bucket.Level)
 	}
 }
 
@@ -107,8 +109,8 @@ func TestDailyLimitResetsEachDay(t *testing.T) {
 func TestAllOrNothing(t *testing.T) {
 	k := newKey(scenario.Quota{RPM: 6000, TPM: 600}, RefillContinuous)
 	admitAll(t, k, []attempt{{t: 0, tokens: 10, ok: true}, {t: 0, tokens: 5, ok: false, waitFor: 0.5}})
-	if rpm := k.limits[0]; rpm.level != 99 || rpm.limited != 0 || k.limits[1].limited != 1 {
-		t.Errorf("rpm level %g with %d 429s, tpm %d 429s; want 99, 0 and 1", rpm.level, rpm.limited, k.limits[1].limited)
+	if rpm := k.limits[0]; rpm.bucket.Level != 99 || rpm.limited != 0 || k.limits[1].limited != 1 {
+		t.Errorf("rpm level %g with %d 429s, tpm %d 429s; want 99, 0 and 1", rpm.bucket.Level, rpm.limited, k.limits[1].limited)
 	}
 }
 
@@ -121,8 +123,8 @@ func TestRefundOfUnusedMaxTokens(t *testing.T) {
 		k := newKey(scenario.Quota{TPM: 6000}, RefillContinuous) // 100/s, 100 per window
 		k.admit(0, c, 0)
 		k.settle(0.1, 0, charge{}, refund, 0, 1)
-		if l := k.limits[0]; math.Abs(l.level-80) > 1e-9 || l.use[0] != 30 {
-			t.Errorf("level %g, use %g; want 100 − 70 + 10 + 40 = 80 and 30 used", l.level, l.use[0])
+		if l := k.limits[0]; math.Abs(l.bucket.Level-80) > 1e-9 || l.use[0] != 30 {
+			t.Errorf("level %g, use %g; want 100 − 70 + 10 + 40 = 80 and 30 used", l.bucket.Level, l.use[0])
 		}
 	})
 	t.Run("window", func(t *testing.T) {
@@ -142,8 +144,17 @@ func TestRefundOfUnusedMaxTokens(t *testing.T) {
 		k := newKey(scenario.Quota{TPM: 6000}, RefillContinuous)
 		k.admit(0, charge{1, 20, 20, 0, 1, 20}, 0)
 		k.settle(0, 0, charge{0, 10, 0, 10, 0, 10}, charge{}, 0, 2)
-		if l := k.limits[0]; l.level != 70 || l.use[0] != 20 || l.use[2] != 10 {
-			t.Errorf("level %g, use %v; want 70 with 20 at admission and 10 at completion", l.level, l.use)
+		if l := k.limits[0]; l.bucket.Level != 70 || l.use[0] != 20 || l.use[2] != 10 {
+			t.Errorf("level %g, use %v; want 70 with 20 at admission and 10 at completion", l.bucket.Level, l.use)
 		}
 	})
+}
+
+// TestLimitUseEnumIsTheDimensionTable: the schema's enum of a limit's
+// dimension, a struct tag, lists the quota dimensions in their order.
+func TestLimitUseEnumIsTheDimensionTable(t *testing.T) {
+	f, _ := reflect.TypeFor[LimitUse]().FieldByName("Dimension")
+	if got, want := f.Tag.Get("enum"), strings.Join(scenario.DimensionNames(), ","); got != want {
+		t.Errorf("enum %q, want %q", got, want)
+	}
 }

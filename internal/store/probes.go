@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plannerdev/planner/internal/measure"
+	"github.com/plannerdev/planner/internal/redact"
 )
 
 // Status is the state of a probe run.
@@ -176,7 +177,7 @@ func (s *Store) SetProbeStatus(ctx context.Context, id string, status Status, er
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE probes SET status = ?, error = ?,
 			started_ns = coalesce(started_ns, ?), finished_ns = coalesce(finished_ns, ?) WHERE id = ?`,
-			status, redactText(errMsg), started, finished, id)
+			status, redact.Tokens(errMsg), started, finished, id)
 		return err
 	})
 	if err != nil {
@@ -260,7 +261,7 @@ func (s *Store) SaveProbeResult(ctx context.Context, id string, r ProbeResult) (
 		}
 		limits = sql.NullString{String: string(r.RateLimits), Valid: true}
 	}
-	detail := redactText(r.StopDetail)
+	detail := redact.Tokens(r.StopDetail)
 	if err := s.checkSize("probe result", len(analysisJSON)+len(limits.String)+len(r.StopReason)+len(detail)); err != nil {
 		return fmt.Errorf("save probe %s result: %w", id, err)
 	}

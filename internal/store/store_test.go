@@ -654,7 +654,8 @@ func TestSecretsAreRefused(t *testing.T) {
 	}{
 		{"clean probe config", "http://127.0.0.1:8000/v1", `{"model":"m","api_key_set":true,"steps":[1,2]}`, false},
 		{"empty key fields", "http://127.0.0.1:8000/v1", `{"api_key":"","authorization":null,"credential":"prod-key"}`, false},
-		{"redacted query", "https://x.openai.azure.com/openai?api-version=2024-06-01&api-key=redacted", `{}`, false},
+		{"redacted query", "https://x.openai.azure.com/openai?api-version=2024-06-01&api-key=[redacted]", `{}`, false},
+		{"query redacted otherwise", "https://x.openai.azure.com/openai?api-version=2024-06-01&api-key=redacted", `{}`, true},
 		{"api_key", "http://127.0.0.1:8000/v1", `{"api_key":"` + key + `"}`, true},
 		{"nested authorization", "http://127.0.0.1:8000/v1", `{"target":{"headers":{"Authorization":"Basic Zm9vOmJhcg=="}}}`, true},
 		{"header in a list", "http://127.0.0.1:8000/v1", `{"headers":[{"X-Api-Key":"abc"}]}`, true},
@@ -695,9 +696,6 @@ func TestSecretsAreRefused(t *testing.T) {
 	if _, err := s.CreateProbe(ctx, ProbeRun{BaseURL: "http://127.0.0.1:8000/v1", Model: "m", Label: "key " + key}); !errors.Is(err, ErrSecret) {
 		t.Errorf("a secret probe label: %v", err)
 	}
-	if !LooksLikeSecret("Bearer abcdefghijklmnop") || LooksLikeSecret("nightly run, 4 GPUs") {
-		t.Error("LooksLikeSecret")
-	}
 	id, err := s.CreateProbe(ctx, ProbeRun{Status: StatusRunning, BaseURL: "http://127.0.0.1:8000/v1", Model: "m"})
 	if err != nil {
 		t.Fatal(err)
@@ -725,20 +723,6 @@ func TestSecretsAreRefused(t *testing.T) {
 			if bytes.Contains(b, []byte(secret)) {
 				t.Errorf("%s contains %q", filepath.Base(f), secret)
 			}
-		}
-	}
-}
-
-func TestRedactText(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"plain message", "plain message"},
-		{"Authorization: Bearer abc.def-ghi_jkl", "Authorization: Bearer [redacted]"},
-		{"key sk-proj-ABCDEFGHIJKLMNOP1234 rejected", "key sk-[redacted] rejected"},
-		{"bearer short", "bearer short"},
-	}
-	for _, tc := range tests {
-		if got := redactText(tc.in); got != tc.want {
-			t.Errorf("redactText(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }

@@ -45,7 +45,6 @@ import (
 	"github.com/plannerdev/planner/internal/optional"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/probe"
-	"github.com/plannerdev/planner/internal/quota"
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
@@ -646,7 +645,7 @@ func round(v float64, d int) float64 {
 // isQuotaDimension reports whether a constraint is a quota limit (rpm,
 // tpm, itpm, otpm, rpd, tpd).
 func isQuotaDimension(constraint string) bool {
-	for d := range quota.NumDimensions {
+	for d := range scenario.NumDimensions {
 		if d.String() == constraint {
 			return true
 		}

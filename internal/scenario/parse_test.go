@@ -1,0 +1,30 @@
+package scenario
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/plannerdev/planner/internal/yamldoc"
+)
+
+// TestParseRefusesAliasBombs: a scenario whose aliases expand it far past
+// its size is refused before it is expanded, while one that shares a
+// latency block between endpoints by an alias plans as written out.
+func TestParseRefusesAliasBombs(t *testing.T) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "quotas: [{name: k, rpm: 1}]\nlatency: {ttft_ms: &t {samples: [%s1]}, tpot_ms: *t}\nclasses:\n", strings.Repeat("1, ", 9000))
+	for i := range 32 {
+		fmt.Fprintf(&b, "  - {name: c%d, quota: k, mode: batch, input_tokens: *t, output_tokens: *t}\n", i)
+	}
+	if _, err := Parse([]byte(b.String())); !errors.Is(err, yamldoc.ErrExpansion) || !strings.HasPrefix(err.Error(), "scenario: ") {
+		t.Errorf("error %v, want ErrExpansion", err)
+	}
+	shared := "quotas: [{name: k, rpm: 60}]\nendpoints:\n  - {name: a, latency: &l {ttft_ms: {fixed: 300}, tpot_ms: {fixed: 20}}}\n  - {name: b, latency: *l}\n" +
+		"classes: [{name: c, quota: k, mode: batch, endpoint: b, input_tokens: {fixed: 10}, output_tokens: {fixed: 10}}]\n"
+	s, err := Parse([]byte(shared))
+	if err != nil || len(s.Endpoints) != 2 || *s.Endpoints[1].Latency.TTFTMs.Fixed != 300 {
+		t.Fatalf("%+v, %v", s, err)
+	}
+}

@@ -1,0 +1,106 @@
+package yamldoc
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// bombs are documents whose aliases expand them hundreds of times or more:
+// the one long scalar aliased 900 times of the report, aliases of aliases,
+// merge keys that copy a large mapping again and again, and many aliases
+// of a small node.
+func bombs() map[string]string {
+	long := strings.Repeat("x", 200_000)
+	var scalar strings.Builder
+	fmt.Fprintf(&scalar, "a: &a %s\nb:\n", long)
+	for range 900 {
+		scalar.WriteString("  - *a\n")
+	}
+	var laughs strings.Builder
+	laughs.WriteString("l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n")
+	for i := 1; i < 10; i++ {
+		fmt.Fprintf(&laughs, "l%d: &l%d [*l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
+	}
+	var merge strings.Builder
+	merge.WriteString("base: &base\n")
+	for i := range 2000 {
+		fmt.Fprintf(&merge, "  key%d: value of some length %d\n", i, i)
+	}
+	merge.WriteString("copies:\n")
+	for i := range 2000 {
+		fmt.Fprintf(&merge, "  - {<<: *base, n: %d}\n", i)
+	}
+	var small strings.Builder
+	fmt.Fprintf(&small, "s: &s {ttft_ms: {p50: 400, p95: 900}, tpot_ms: {p50: 22, p95: 35}, note: %s}\nlist: [", strings.Repeat("y", 200))
+	for range 30_000 {
+		small.WriteString("*s,")
+	}
+	small.WriteString("*s]\n")
+	return map[string]string{
+		"one scalar aliased 900 times": scalar.String(),
+		"aliases of aliases":           laughs.String(),
+		"merge keys":                   merge.String(),
+		"many small aliases":           small.String(),
+	}
+}
+
+// TestBombsAreRefusedCheaply: every bomb is refused with ErrExpansion, and
+// refusing it allocates a small multiple of its own size, never what it
+// would expand to.
+func TestBombsAreRefusedCheaply(t *testing.T) {
+	for name, doc := range bombs() {
+		t.Run(name, func(t *testing.T) {
+			data := []byte(doc)
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := ToJSON(data)
+			runtime.ReadMemStats(&after)
+			if !errors.Is(err, ErrExpansion) {
+				t.Fatalf("%d bytes: error %v, want ErrExpansion", len(data), err)
+			}
+			t.Logf("%d bytes, %d allocated", len(data), after.TotalAlloc-before.TotalAlloc)
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64*uint64(len(data))+4<<20 {
+				t.Errorf("refusing %d bytes allocated %d bytes", len(data), alloc)
+			}
+		})
+	}
+}
+
+// TestAliasesWithinTheBound: a document that aliases a little converts as
+// sigs.k8s.io/yaml converts it, and so does one without anchors; a key
+// given twice is still refused, and so is an alias inside its own anchor.
+func TestAliasesWithinTheBound(t *testing.T) {
+	for _, doc := range []string{
+		"latency: &l {ttft_ms: {p50: 400, p95: 900}}\nendpoints:\n  - {name: a, latency: *l}\n  - {name: b, latency: *l}\n",
+		"base: &b {rpm: 10, name: k}\nquotas: [{<<: *b, tpm: 5}]\n",
+		`{"quotas": [{"name": "k", "rpm": 10}], "note": "no anchors here"}`,
+		"note: R&D, without an anchor\n",
+	} {
+		got, err := ToJSON([]byte(doc))
+		want, werr := yaml.YAMLToJSONStrict([]byte(doc))
+		if err != nil || werr != nil || string(got) != string(want) {
+			t.Errorf("%q: %s (%v), want %s (%v)", doc, got, err, want, werr)
+		}
+	}
+	for _, doc := range []string{"a: 1\na: 2\n", "a: &a [1, *a]\n", "a: *nothing\n"} {
+		if _, err := ToJSON([]byte(doc)); err == nil {
+			t.Errorf("%q was accepted", doc)
+		}
+	}
+	// At the bound and just past it: a scalar near 1/65 of the bound of a
+	// small document, written once and aliased 64 times.
+	for _, tc := range []struct {
+		n    int
+		fits bool
+	}{{MinExpanded/65 - 100, true}, {MinExpanded/65 + 100, false}} {
+		doc := fmt.Sprintf("a: &a %s\nb: [%s*a]\n", strings.Repeat("z", tc.n), strings.Repeat("*a, ", 63))
+		if _, err := ToJSON([]byte(doc)); (err == nil) != tc.fits {
+			t.Errorf("64 aliases of %d bytes: error %v", tc.n, err)
+		}
+	}
+}
