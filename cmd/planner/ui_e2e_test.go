@@ -251,7 +251,7 @@ func TestUIEndToEnd(t *testing.T) {
 	tab := browser(t, ctx)
 
 	text, _ := planner.Example(e2eExample)
-	want, err := plan.Compute(testutil.Example(t, e2eExample))
+	want, err := plan.New(plan.Options{}).Plan(context.Background(), testutil.Example(t, e2eExample))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 // the draws and the service-time tails come from their caches.
 func BenchmarkPlanThreeClasses(b *testing.B) {
 	s := example(b, "three-classes")
-	e := New()
+	e := New(Options{})
 	b.ReportAllocs()
 	for b.Loop() {
 		e.percentiles.Purge()
@@ -34,7 +34,7 @@ func BenchmarkPlanThreeClassesQuotas(b *testing.B) {
 		variants[i] = mutable(example(b, "three-classes"))
 		variants[i].Quotas[0].TPM = 1_000_000 + float64(i)*2000
 	}
-	e := New()
+	e := New(Options{})
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
@@ -49,7 +49,7 @@ func BenchmarkPlanThreeClassesQuotas(b *testing.B) {
 // Engine.Plan, answered from the plan cache: the cost of a repeated request.
 func BenchmarkPlanThreeClassesRepeated(b *testing.B) {
 	s := example(b, "three-classes")
-	e := New()
+	e := New(Options{})
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := e.Plan(context.Background(), s); err != nil {
@@ -63,7 +63,7 @@ func BenchmarkPlanThreeClassesRepeated(b *testing.B) {
 // before (new latency or token distributions).
 func BenchmarkPlanThreeClassesCold(b *testing.B) {
 	s := example(b, "three-classes")
-	e := New()
+	e := New(Options{})
 	b.ReportAllocs()
 	for b.Loop() {
 		e.tails.Purge()
@@ -81,7 +81,7 @@ func BenchmarkPlanThreeClassesCold(b *testing.B) {
 // emptied before each plan.
 func BenchmarkPlanMeasuredCurve(b *testing.B) {
 	s := example(b, "measured-curve")
-	e := New()
+	e := New(Options{})
 	b.ReportAllocs()
 	for b.Loop() {
 		e.tails.Purge()
@@ -98,7 +98,7 @@ func BenchmarkPlanMeasuredCurve(b *testing.B) {
 // caches churn, and checks that the live heap stays bounded.
 func TestRepeatedPlansDoNotGrowMemory(t *testing.T) {
 	s := example(t, "three-classes")
-	e := New()
+	e := New(Options{})
 	plan := func(i int) {
 		v := mutable(s)
 		p50 := 300 + float64(i%40)

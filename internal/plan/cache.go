@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -40,6 +41,7 @@ type Engine struct {
 	// inflight lets one caller compute a sample or a tail that several
 	// need at once (classes prepared in parallel, concurrent plans).
 	inflight singleflight.Group
+	limits   *limits
 }
 
 // Cache sizes. A tail of the default 20,000 draws takes about 500 kB, so
@@ -59,9 +61,10 @@ const (
 	momentCacheEntries = 4096
 )
 
-// New returns an engine with empty caches.
-func New() *Engine {
+// New returns an engine with empty caches and the limits of opts.
+func New(opts Options) *Engine {
 	return &Engine{
+		limits:      newLimits(opts),
 		draws:       must(lru.New[drawKey, *model.Draws](drawCacheEntries)),
 		tails:       must(lru.New[tailKey, *model.Tail](tailCacheEntries)),
 		percentiles: must(lru.New[percentileKey, float64](percentileCacheEntries)),
@@ -119,26 +122,37 @@ func partsOf(svc model.Service, draws *model.Draws) []part {
 // has drawn it already: the TTFT and TPOT of an endpoint at a load are the
 // same for all its classes. The result is shared and must not be modified.
 func (e *Engine) sampled(p part) []float64 {
-	v, _ := cachedOnce(context.Background(), e, e.samples, p.key, func() ([]float64, error) { return p.dist.SampleAll(p.z), nil })
+	v, err := cachedOnce(context.Background(), e, e.samples, p.key, func() ([]float64, error) { return p.dist.SampleAll(p.z), nil })
+	if err != nil {
+		panic(err) // only a panic of the sampling fails it: raised again in this computation
+	}
 	return v
 }
 
 // cachedOnce returns the value of k from the cache c, or computes it and
 // keeps it; concurrent callers that miss wait for one computation. A
 // waiter whose computation ended with an error (the computing caller's
-// context ended, say) while its own context lives computes it itself.
+// context ended, say) while its own context lives computes it itself. A
+// panic in compute is a *PanicError for every caller: singleflight would
+// raise it again in a goroutine of its own, out of reach of any recovery.
 func cachedOnce[K comparable, V any](ctx context.Context, e *Engine, c *lru.Cache[K, V], k K, compute func() (V, error)) (V, error) {
 	if v, ok := c.Get(k); ok {
 		return v, nil
 	}
 	v, err, shared := e.inflight.Do(fmt.Sprintf("%T %v", k, k), func() (any, error) {
-		v, err := compute()
+		var v V
+		err := recovered(func() error {
+			var err error
+			v, err = compute()
+			return err
+		})
 		if err == nil {
 			c.Add(k, v)
 		}
 		return v, err
 	})
-	if err != nil && shared && ctx.Err() == nil {
+	var pe *PanicError
+	if err != nil && shared && ctx.Err() == nil && !errors.As(err, &pe) {
 		return compute()
 	}
 	if err != nil {

@@ -14,27 +14,18 @@ import (
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
-// Compute plans a scenario with a new engine: nothing is shared with other
-// calls. See Engine.Plan.
-func Compute(s scenario.Scenario) (*Plan, error) {
-	return New().Plan(context.Background(), s)
-}
-
-// ComputeContext is Compute that gives up when ctx is done.
-func ComputeContext(ctx context.Context, s scenario.Scenario) (*Plan, error) {
-	return New().Plan(ctx, s)
-}
-
-// Plan plans a scenario (docs/concepts.md). The scenario must have passed
-// validation (scenario.Parse or the API's schema); Plan checks the
-// cross-field rules again and returns scenario.Errors when they fail. The
-// same scenario always gives the same plan, to the byte once encoded. It
-// gives up when ctx is done and returns ctx.Err(): a large scenario (many
-// classes, many draws, a measured curve) can take a while, and a server
-// bounds how long a request may plan.
+// Plan plans a scenario (docs/concepts.md) as one computation under the
+// engine's limits (Engine.Run). The scenario must have passed validation
+// (scenario.Parse or the API's schema); Plan checks the cross-field rules
+// again and returns scenario.Errors when they fail. The same scenario
+// always gives the same plan, to the byte once encoded. It gives up when
+// ctx is done or the engine's deadline passes and returns the context's
+// error: a large scenario (many classes, many draws, a measured curve) can
+// take a while.
 //
-// The plan of a scenario seen recently comes from the engine's cache, so
-// the result may be shared: callers must not modify it.
+// The plan of a scenario seen recently comes from the engine's cache
+// without taking a slot, so the result may be shared: callers must not
+// modify it.
 func (e *Engine) Plan(ctx context.Context, s scenario.Scenario) (*Plan, error) {
 	key, ok := planKey(s)
 	if ok {
@@ -42,11 +33,19 @@ func (e *Engine) Plan(ctx context.Context, s scenario.Scenario) (*Plan, error) {
 			return p, nil
 		}
 	}
-	p, err := e.plan(ctx, s, true)
-	if err == nil && ok {
+	var p *Plan
+	err := e.Run(ctx, func(ctx context.Context) error {
+		var err error
+		p, err = e.plan(ctx, s, true)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if ok {
 		e.plans.Add(key, p)
 	}
-	return p, err
+	return p, nil
 }
 
 // run is one plan being computed.
@@ -184,6 +183,7 @@ func (e *Engine) newRun(ctx context.Context, in scenario.Scenario) (*run, error)
 // part's sample (classes share TTFT and TPOT), then each class's tails,
 // the TTFT tail once for the classes that share it. Every plan of such a
 // class queries both tails, and the engine keeps them for the next plan.
+// A panic in one of its goroutines is a *PanicError of the plan.
 func (r *run) prepare(ctx context.Context, draws *model.Draws) error {
 	var static []*classModel
 	for _, m := range r.models {
@@ -203,7 +203,7 @@ func (r *run) prepare(ctx context.Context, draws *model.Draws) error {
 		for _, p := range partsOf(m.static.svc, draws) {
 			if !seen[p.key] {
 				seen[p.key] = true
-				g.Go(func() error { r.eng.sampled(p); return gctx.Err() })
+				g.Go(func() error { return recovered(func() error { r.eng.sampled(p); return gctx.Err() }) })
 			}
 		}
 	}
@@ -217,13 +217,15 @@ func (r *run) prepare(ctx context.Context, draws *model.Draws) error {
 		withTTFT := !ttft[m.static.ttftKey]
 		ttft[m.static.ttftKey] = true
 		g.Go(func() error {
-			if withTTFT {
-				if _, err := m.tail(gctx, m.static, metricTTFT); err != nil {
-					return err
+			return recovered(func() error {
+				if withTTFT {
+					if _, err := m.tail(gctx, m.static, metricTTFT); err != nil {
+						return err
+					}
 				}
-			}
-			_, err := m.tail(gctx, m.static, metricE2E)
-			return err
+				_, err := m.tail(gctx, m.static, metricE2E)
+				return err
+			})
 		})
 	}
 	return g.Wait()
