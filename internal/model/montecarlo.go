@@ -259,7 +259,12 @@ func (e *Estimator) Estimate(w Wait) float64 {
 	}
 	lo := e.base
 	hi := math.Max(lo, e.summary[len(e.summary)-1]) + w.Mean*(1+math.Max(0, math.Log(w.Prob/(1-e.p))))
-	for exceed(hi) > 1-e.p {
+	// Doubling overflows to +Inf, where nothing exceeds, within about
+	// 2,100 steps: the bound only states it.
+	for range 2100 {
+		if !(exceed(hi) > 1-e.p) {
+			break
+		}
 		hi = 2*hi + w.Mean
 	}
 	for range 18 {

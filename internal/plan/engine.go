@@ -65,6 +65,9 @@ type run struct {
 	// lean plans leave out what a what-if cell does not show: remedies
 	// and the sustainable rate of a class that does not fit.
 	lean bool
+	// unliftable holds, by class, the ceilings that no change within the
+	// scenario's bounds lifts, as warnings.
+	unliftable map[int][]string
 }
 
 // plan computes a plan; remedies are worked out (and checked by planning
@@ -108,10 +111,11 @@ func (e *Engine) plan(ctx context.Context, in scenario.Scenario, withRemedies bo
 			if cp.Remedies, err = r.remedies(ctx, in, i, cp); err != nil {
 				return nil, err
 			}
+			cp.Warnings = append(cp.Warnings, r.unliftable[i]...)
 			if cp.Shed, err = r.checkShed(ctx, in, i, cp.Shed); err != nil {
 				return nil, err
 			}
-			if len(cp.Remedies) == 0 && cp.MinPool != nil {
+			if len(cp.Remedies) == 0 && cp.MinPool != nil && len(r.unliftable[i]) == 0 {
 				cp.Warnings = append(cp.Warnings, fmt.Sprintf("no change of a limit, the knee or a target found makes %s fit: the endpoint cannot carry its demand beside the other classes' pools; shed load, or give it an endpoint of its own", cp.Name))
 			}
 			cp.Explanation = r.explain(i, *cp)

@@ -151,6 +151,14 @@ func (l *limits) acquire(ctx context.Context) error {
 	defer l.waiting.Add(-1)
 	select {
 	case l.slots <- struct{}{}:
+		if l.closing.Err() != nil { // Close came first: its cancel may not have reached ctx yet
+			<-l.slots
+			return ErrClosed
+		}
+		if err := ctx.Err(); err != nil { // both were ready: the end wins
+			<-l.slots
+			return err
+		}
 		l.running.Add(1)
 		return nil
 	case <-ctx.Done():
