@@ -31,7 +31,7 @@ type metrics struct {
 }
 
 // watchEngine adds the engine's computations running and waiting for a
-// slot to the metrics.
+// slot, and the size of its caches, to the metrics.
 func (m *metrics) watchEngine(e *plan.Engine) {
 	m.registry.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -42,6 +42,10 @@ func (m *metrics) watchEngine(e *plan.Engine) {
 			Name: "planner_compute_waiting",
 			Help: "Computations waiting for a slot.",
 		}, func() float64 { return float64(e.Waiting()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "planner_engine_cache_bytes",
+			Help: "Estimated bytes held by the planning engine's caches of draws, samples, tails and plans.",
+		}, func() float64 { return float64(e.CacheBytes()) }),
 	)
 }
 

@@ -211,6 +211,9 @@ const summaryPoints = 32
 // Estimate approximates the p-quantile of X + W (see Estimator).
 func (tl *Tail) Estimate(w Wait) float64 { return tl.est.Estimate(w) }
 
+// N is the number of draws the tail was prepared on.
+func (tl *Tail) N() int { return len(tl.xByU) }
+
 // Estimator approximates the p-quantile of X + W in microseconds rather
 // than a pass over Monte Carlo draws, from X's quantiles at evenly spaced
 // ranks. Searches use it to decide where to ask an exact quantile, never

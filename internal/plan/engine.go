@@ -25,12 +25,13 @@ import (
 //
 // The plan of a scenario seen recently comes from the engine's cache
 // without taking a slot, so the result may be shared: callers must not
-// modify it.
+// modify it (tests under the race detector check that none does; see
+// cachedPlan).
 func (e *Engine) Plan(ctx context.Context, s scenario.Scenario) (*Plan, error) {
 	key, ok := planKey(s)
 	if ok {
-		if p, hit := e.plans.Get(key); hit {
-			return p, nil
+		if c, hit := e.plans.Get(key); hit {
+			return c.get(), nil
 		}
 	}
 	var p *Plan
@@ -43,7 +44,7 @@ func (e *Engine) Plan(ctx context.Context, s scenario.Scenario) (*Plan, error) {
 		return nil, err
 	}
 	if ok {
-		e.plans.Add(key, p)
+		e.plans.Add(key, share(p))
 	}
 	return p, nil
 }

@@ -93,13 +93,13 @@ func (e *Engine) planRun(ctx context.Context, s scenario.Scenario) (*run, *Plan,
 func (e *Engine) leanPlan(ctx context.Context, s scenario.Scenario) (*run, *Plan, error) {
 	key, ok := planKey(s)
 	if ok {
-		if p, hit := e.leanPlans.Get(key); hit {
-			return nil, p, nil
+		if c, hit := e.leanPlans.Get(key); hit {
+			return nil, c.get(), nil
 		}
 	}
 	r, p, err := e.planRun(ctx, s)
 	if err == nil && ok {
-		e.leanPlans.Add(key, p)
+		e.leanPlans.Add(key, share(p))
 	}
 	return r, p, err
 }
