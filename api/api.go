@@ -53,8 +53,9 @@ type Options struct {
 	// PlanTimeout bounds the computation of one plan, what-if grid or
 	// simulation; 0 means config.DefaultPlanTimeout.
 	PlanTimeout time.Duration
-	// MaxComputations caps the plan computations running at once (a plan,
-	// or one cell of a what-if grid); 0 means one per CPU.
+	// MaxComputations caps the computations running at once (a plan, a
+	// simulation, or one cell of a what-if grid); twice as many may wait
+	// for a slot, and more are answered 503. 0 means one per CPU.
 	MaxComputations int
 	// SimulationMaxEvents and SimulationMaxDuration bound one simulation;
 	// 0 means config.DefaultSimulationMaxEvents and
