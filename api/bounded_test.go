@@ -24,6 +24,13 @@ func TestDerivedRateIsA422(t *testing.T) {
 			t.Fatalf("%s: %s", path, rec.Body)
 		}
 	}
+	// A daily limit over a vanishing number of active hours, likewise.
+	rec := send(s, http.MethodPost, "/v1/plans", []byte(`{"scenario":{"quotas":[{"name":"k","rpd":1e13,"active_hours":1e-300}],
+		"latency":{"ttft_ms":{"fixed":500},"tpot_ms":{"fixed":20}},
+		"classes":[{"name":"c","quota":"k","mode":"batch","input_tokens":{"fixed":100},"output_tokens":{"fixed":100}}]}}`))
+	if p := readProblem(t, rec); rec.Code != http.StatusUnprocessableEntity || len(p.Errors) != 1 || p.Errors[0].Location != "body.scenario.quotas[0].active_hours" {
+		t.Fatalf("active_hours: %d %s", rec.Code, rec.Body)
+	}
 }
 
 // TestTinyHeadroomPlansFinitely: a headroom of the smallest normal

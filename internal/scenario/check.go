@@ -44,6 +44,7 @@ func (s Scenario) Check() Errors {
 		if q.RPM <= 0 && q.TPM <= 0 && q.ITPM <= 0 && q.OTPM <= 0 && q.RPD <= 0 && q.TPD <= 0 {
 			c.add(p, "set at least one limit: rpm, tpm, itpm, otpm, rpd or tpd")
 		}
+		c.dailyRates(p, q)
 	}
 	if !s.Latency.IsZero() {
 		c.latency("latency", s.Latency)
@@ -105,6 +106,26 @@ func (s Scenario) Check() Errors {
 		}
 	}
 	return dedupe(c.errs)
+}
+
+// dailyRates bounds the rates that daily limits come to over a key's
+// active hours: spread over a vanishing number of hours, a daily limit
+// would allow more a second than any per-minute limit may state, or an
+// infinite rate.
+func (c *checker) dailyRates(p string, q Quota) {
+	if q.ActiveHours <= 0 {
+		return // the default, 24 hours
+	}
+	limits := quotaBounds().LimitMax
+	for _, d := range []struct {
+		name, per string
+		limit     float64
+	}{{"rpd", "rpm", q.RPD}, {"tpd", "tpm", q.TPD}} {
+		rate := d.limit / (q.ActiveHours * 3600)
+		if most := limits[d.per] / 60; d.limit > 0 && !(rate <= most) {
+			c.add(p+".active_hours", "%s over active_hours comes to %.3g a second, more than the %.3g that %s may state at most: give more active hours", d.name, rate, most, d.per)
+		}
+	}
 }
 
 // profile requires a usable latency model: a curve, or both TTFT and TPOT.

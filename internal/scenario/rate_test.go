@@ -29,3 +29,29 @@ func TestDerivedRateIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestDailyRatesAreBounded: a daily limit spread over so few active hours
+// that it allows more a second than the per-minute limit may state is
+// refused at active_hours.
+func TestDailyRatesAreBounded(t *testing.T) {
+	for _, tc := range []struct {
+		q  Quota
+		ok bool
+	}{
+		{Quota{RPD: 1e13, ActiveHours: 1e-300}, false},
+		{Quota{TPD: 1e15, ActiveHours: 1e-300}, false},
+		{Quota{TPD: 1e15, ActiveHours: 0.01}, false},
+		{Quota{RPD: 1e13, ActiveHours: 1}, true},
+		{Quota{RPD: 1e13}, true},
+		{Quota{RPM: 600, ActiveHours: 1e-300}, true},
+	} {
+		var c checker
+		c.dailyRates("quotas[0]", tc.q)
+		switch {
+		case tc.ok && len(c.errs) > 0:
+			t.Errorf("%+v: %v", tc.q, c.errs)
+		case !tc.ok && (len(c.errs) != 1 || c.errs[0].Path != "quotas[0].active_hours"):
+			t.Errorf("%+v: %v, want one problem at active_hours", tc.q, c.errs)
+		}
+	}
+}

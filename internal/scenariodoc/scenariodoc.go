@@ -42,7 +42,8 @@ var notes = map[string]string{
 		"all read the same fields. A field not listed here is refused, and every problem is reported with its " +
 		"path, such as `classes[1].output_tokens.p95`. How the fields are used is in [concepts.md](concepts.md).",
 	"Quota": "Give at least one limit. Output tokens count against `tpm`, `otpm` and `tpd` as `token_accounting` says; " +
-		"`headroom` applies to every limit of the key.",
+		"`headroom` applies to every limit of the key. Daily limits are spread over `active_hours`, and may not " +
+		"come to more a second than the per-minute limits may state (`rpd` as `rpm`, `tpd` as `tpm`).",
 	"Latency": "Give `ttft_ms` and `tpot_ms`, or a measured `curve` (then they follow the curve), here or in a " +
 		"class's own `latency`. `knee` caps each class at its mode's `knee_safety` share of it.",
 	"Class": "`max_tokens` is required when the class's quota counts `max_tokens`.",
