@@ -12,6 +12,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/app"
 	"github.com/plannerdev/planner/internal/importer"
 	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/scenario"
@@ -199,7 +200,7 @@ func (s *Server) createAnalysis(_ context.Context, in *analysisInput) (*analysis
 	if out.Steps == nil {
 		out.Steps = []measure.Step{}
 	}
-	if path := nonFinite(out); path != "" {
+	if path := app.NonFinite(out); path != "" {
 		return nil, huma.Error422UnprocessableEntity("the measurements cannot be analysed", &huma.ErrorDetail{
 			Location: "body", Message: fmt.Sprintf("the analysis gives a non-finite %s", path),
 		})

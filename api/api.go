@@ -22,9 +22,12 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
+	"github.com/plannerdev/planner/internal/app"
 	"github.com/plannerdev/planner/internal/config"
 	"github.com/plannerdev/planner/internal/jobs"
 	"github.com/plannerdev/planner/internal/plan"
+	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/simulate"
 	"github.com/plannerdev/planner/internal/target"
 	"github.com/plannerdev/planner/internal/ui"
 )
@@ -55,8 +58,9 @@ type Options struct {
 	// PlanTimeout bounds the computation of one plan, what-if grid or
 	// simulation; 0 means config.DefaultPlanTimeout.
 	PlanTimeout time.Duration
-	// MaxComputations caps the plan computations running at once (a plan,
-	// or one cell of a what-if grid); 0 means one per CPU.
+	// MaxComputations caps the computations running at once (a plan, a
+	// simulation, or one cell of a what-if grid); twice as many may wait
+	// for a slot, and more are answered 503. 0 means one per CPU.
 	MaxComputations int
 	// SimulationMaxEvents and SimulationMaxDuration bound one simulation;
 	// 0 means config.DefaultSimulationMaxEvents and
@@ -111,9 +115,12 @@ type Server struct {
 	// maxAnalysisBody is the body limit of POST /v1/analyses alone.
 	maxAnalysisBody int64
 	timeout         time.Duration
-	engine          *plan.Engine
-	compute         *computeLimit
-	simCaps         simulationCaps
+	// engine bounds and runs every computation (its limits are
+	// PlanTimeout and MaxComputations); app is what the handlers compute
+	// with, internal/app's App on that engine.
+	engine  *plan.Engine
+	app     computer
+	simCaps simulationCaps
 	// labels maps a route pattern ("POST /v1/plans") to the operation
 	// name used in logs and metrics.
 	labels map[string]string
@@ -135,15 +142,9 @@ func New(opts Options) *Server {
 		maxBody:         opts.MaxBodyBytes,
 		maxAnalysisBody: opts.MaxAnalysisBodyBytes,
 		timeout:         opts.PlanTimeout,
-		engine:          plan.New(),
 		simCaps:         newSimulationCaps(opts.SimulationMaxEvents, opts.SimulationMaxDuration),
 		labels:          map[string]string{},
 	}
-	slots := opts.MaxComputations
-	if slots <= 0 {
-		slots = runtime.NumCPU()
-	}
-	s.compute = newComputeLimit(slots)
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -160,6 +161,13 @@ func New(opts Options) *Server {
 	if s.timeout <= 0 {
 		s.timeout = config.DefaultPlanTimeout
 	}
+	slots := opts.MaxComputations
+	if slots <= 0 {
+		slots = runtime.NumCPU()
+	}
+	s.engine = plan.New(plan.Options{Timeout: s.timeout, MaxConcurrent: slots})
+	s.app = app.New(s.engine)
+	s.metrics.watchEngine(s.engine)
 	if s.tiers == nil {
 		s.tiers = []config.Tier{}
 	}
@@ -182,6 +190,18 @@ func New(opts Options) *Server {
 	s.handler = s.observe(s.secureHeaders(s.crossSite(s.authenticate(http.HandlerFunc(s.route)))))
 	return s
 }
+
+// computer is what the handlers compute with: internal/app's App.
+type computer interface {
+	Plan(ctx context.Context, s scenario.Scenario) (*plan.Plan, error)
+	WhatIf(ctx context.Context, s scenario.Scenario, vars []plan.Variation) (*plan.WhatIf, error)
+	Simulate(ctx context.Context, s scenario.Scenario, o simulate.Options) (*simulate.Simulation, error)
+}
+
+// Close ends the computations that are running, which are answered 503,
+// and refuses new ones the same way: a service calls it when it begins to
+// shut down, so that no request waits for a long computation.
+func (s *Server) Close() { s.engine.Close() }
 
 // ServeHTTP answers one request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -2,10 +2,10 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -16,8 +16,6 @@ import (
 
 	"github.com/plannerdev/planner"
 	"github.com/plannerdev/planner/internal/config"
-	"github.com/plannerdev/planner/internal/measure"
-	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
 )
@@ -37,7 +35,7 @@ func TestCreatePlanMatchesEngine(t *testing.T) {
 			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
 				t.Fatal(err)
 			}
-			want, err := plan.Compute(exampleScenario(t, name))
+			want, err := plan.New(plan.Options{}).Plan(context.Background(), exampleScenario(t, name))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -69,7 +67,7 @@ func TestCreatePlanThreeClasses(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
-	want, err := plan.Compute(exampleScenario(t, "three-classes"))
+	want, err := plan.New(plan.Options{}).Plan(context.Background(), exampleScenario(t, "three-classes"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +96,7 @@ func cellsOf(t *testing.T, body []byte) WhatIfResponse {
 // checkCell compares one cell's classes with the engine's plan of sc.
 func checkCell(t *testing.T, cell plan.Cell, sc scenario.Scenario) {
 	t.Helper()
-	want, err := plan.Compute(sc)
+	want, err := plan.New(plan.Options{}).Plan(context.Background(), sc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,26 +411,6 @@ func TestBodyLimit(t *testing.T) {
 	p := readProblem(t, rec)
 	if !slices.Equal(p.locations(), []string{"body"}) || !strings.Contains(p.Detail, "4096") {
 		t.Errorf("413 problem: %+v", p)
-	}
-}
-
-func TestNonFinite(t *testing.T) {
-	nan, inf := math.NaN(), math.Inf(1)
-	for _, tc := range []struct {
-		name string
-		v    any
-		want string
-	}{
-		{"finite plan", &plan.Plan{Classes: []plan.ClassPlan{{Pacing: plan.Pacing{RateRPS: 1}}}}, ""},
-		{"NaN field", &plan.Plan{Classes: []plan.ClassPlan{{}, {Pacing: plan.Pacing{RateRPS: nan}}}}, "classes[1].pacing.rate_rps"},
-		{"Inf behind a pointer", &plan.Plan{Classes: []plan.ClassPlan{{Predicted: plan.Predicted{E2EP95Ms: &inf}}}}, "classes[0].predicted.e2e_p95_ms"},
-		{"Inf in a map", &plan.Plan{Quotas: []plan.QuotaPlan{{Utilization: map[string]float64{"tpm": inf}}}}, "quotas[0].utilization.tpm"},
-		{"nil pointers", &plan.Plan{Classes: []plan.ClassPlan{{MinPool: nil}}}, ""},
-		{"NaN in embedded structs", &AnalysisResponse{Result: measure.Result{USL: &measure.USLFit{USL: model.USL{Beta: nan}}}}, "usl.beta"},
-	} {
-		if got := nonFinite(tc.v); got != tc.want {
-			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
-		}
 	}
 }
 

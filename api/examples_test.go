@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -224,7 +225,7 @@ func queuedProbe(t *testing.T, s *Server, _ string, request json.RawMessage) []b
 func chatValidation(t *testing.T, _ *Server, _ string, _ json.RawMessage) []byte {
 	t.Helper()
 	sc := exampleScenario(t, "chat")
-	p, err := plan.Compute(sc)
+	p, err := plan.New(plan.Options{}).Plan(context.Background(), sc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,14 @@
 package api
 
 import (
+	"context"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/plannerdev/planner/internal/plan"
 )
 
 // latencyBuckets are the histogram buckets of request and plan durations,
@@ -21,8 +25,45 @@ type metrics struct {
 	whatIfCells prometheus.Counter
 	panics      prometheus.Counter
 	// computeRefused counts computations turned away with 503 because
-	// every slot was busy.
+	// every slot was busy: load shedding, which the request counts and
+	// the access log keep apart from errors (status_class "shed").
 	computeRefused prometheus.Counter
+}
+
+// watchEngine adds the engine's computations running and waiting for a
+// slot, and the size of its caches, to the metrics.
+func (m *metrics) watchEngine(e *plan.Engine) {
+	m.registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "planner_compute_running",
+			Help: "Computations (plans, what-if grids and their borrowed workers, simulations) holding a slot.",
+		}, func() float64 { return float64(e.Running()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "planner_compute_waiting",
+			Help: "Computations waiting for a slot.",
+		}, func() float64 { return float64(e.Waiting()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "planner_engine_cache_bytes",
+			Help: "Estimated bytes held by the planning engine's caches of draws, samples, tails and plans.",
+		}, func() float64 { return float64(e.CacheBytes()) }),
+	)
+}
+
+// shedKey holds, in a request's context, the mark that the request was
+// shed: answered 503 because every computation slot was busy.
+type shedKey struct{}
+
+// withShedMark gives a request's context a mark that markShed sets.
+func withShedMark(ctx context.Context) (context.Context, *atomic.Bool) {
+	mark := new(atomic.Bool)
+	return context.WithValue(ctx, shedKey{}, mark), mark
+}
+
+// markShed marks the request of ctx as shed.
+func markShed(ctx context.Context) {
+	if mark, ok := ctx.Value(shedKey{}).(*atomic.Bool); ok {
+		mark.Store(true)
+	}
 }
 
 func newMetrics() *metrics {
@@ -52,7 +93,7 @@ func newMetrics() *metrics {
 		}),
 		computeRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "planner_compute_refused_total",
-			Help: "Plan and what-if requests refused with 503 because every computation slot was busy.",
+			Help: "Plan, what-if and simulation requests refused with 503 because every computation slot was busy (load shedding).",
 		}),
 	}
 	m.registry.MustRegister(m.requests, m.duration, m.planSeconds, m.whatIfCells, m.panics, m.computeRefused,
@@ -60,7 +101,11 @@ func newMetrics() *metrics {
 	return m
 }
 
-// statusClass is "2xx", "4xx", ... for a status code.
-func statusClass(status int) string {
+// statusClass is "2xx", "4xx", ... for a status code, and "shed" for a
+// request shed by the computation limit: a 503 that is not a failure.
+func statusClass(status int, shed bool) string {
+	if shed {
+		return "shed"
+	}
 	return strconv.Itoa(status/100) + "xx"
 }

@@ -19,12 +19,16 @@ const openPath = "/healthz"
 
 // observe logs every request (method, path, status, duration, operation;
 // never a body or a header), counts it in the metrics, and turns a panic
-// into a 500 problem as a last resort.
+// into a 500 problem as a last resort. A request shed by the computation
+// limit is counted with status class "shed" and logged as a warning, not
+// as an error: under load, turning work away is the service's design.
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		op := s.label(r)
 		rec := &statusRecorder{ResponseWriter: w}
+		ctx, shed := withShedMark(r.Context())
+		r = r.WithContext(ctx)
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {
@@ -43,11 +47,14 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				status = http.StatusOK
 			}
 			elapsed := time.Since(start)
-			class := statusClass(status)
+			class := statusClass(status, shed.Load() && status == http.StatusServiceUnavailable)
 			s.metrics.requests.WithLabelValues(op, class).Inc()
 			s.metrics.duration.WithLabelValues(op, class).Observe(elapsed.Seconds())
 			level := slog.LevelInfo
-			if status >= http.StatusInternalServerError {
+			switch {
+			case class == "shed":
+				level = slog.LevelWarn // the service works as designed under load
+			case status >= http.StatusInternalServerError:
 				level = slog.LevelError
 			}
 			s.log.LogAttrs(r.Context(), level, "request",

@@ -54,7 +54,9 @@ func (s *Server) registerOperations() {
 		Path:        "/metrics",
 		Summary:     "Prometheus metrics",
 		Description: "Metrics in the Prometheus text format: requests and their latency by operation and status " +
-			"class, plan compute time, what-if cells planned, recovered panics, and the Go runtime and process.",
+			"class (\"shed\" for the 503s of the computation limit, which are load shedding rather than errors), " +
+			"plan compute time, what-if cells planned, computations running, waiting for a slot and refused, " +
+			"recovered panics, and the Go runtime and process.",
 		Tags:   []string{tagOperations},
 		Errors: []int{http.StatusUnauthorized},
 		Responses: map[string]*huma.Response{

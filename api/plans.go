@@ -116,24 +116,11 @@ func (s *Server) registerPlans() {
 }
 
 func (s *Server) createPlan(ctx context.Context, in *planInput) (*planOutput, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	if err := s.compute.Acquire(ctx); err != nil {
-		return nil, s.computeError(err)
-	}
 	start := time.Now()
-	p, err := s.engine.Plan(ctx, in.Body.Scenario)
+	p, err := s.app.Plan(ctx, in.Body.Scenario)
 	s.metrics.planSeconds.Observe(time.Since(start).Seconds())
-	s.compute.Release()
 	if err != nil {
-		return nil, s.scenarioProblem(err, "body.scenario")
-	}
-	if path := nonFinite(p); path != "" {
-		s.log.Error("the plan holds a non-finite number", "at", path)
-		return nil, huma.Error422UnprocessableEntity("the scenario cannot be planned", &huma.ErrorDetail{
-			Location: "body.scenario",
-			Message:  "planning this scenario gives a non-finite " + path + " (is a service time zero?)",
-		})
+		return nil, s.computeError(ctx, err, "body.scenario")
 	}
 	out := &planOutput{Body: &PlanResponse{Plan: *p}}
 	if !in.Body.Save {

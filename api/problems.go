@@ -15,7 +15,9 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/plannerdev/planner/internal/app"
 	"github.com/plannerdev/planner/internal/fieldpath"
+	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
@@ -229,11 +231,37 @@ func valueAt(doc any, location string) any {
 	return cur
 }
 
-// computeError answers a computation that could not take a slot.
-func (s *Server) computeError(err error) error {
-	if errors.Is(err, errBusy) {
+// computeError answers a computation that did not give an answer: every
+// slot busy (a 503 with Retry-After, load shedding rather than a fault),
+// the engine shutting down (a 503), a panic (a 500, its stack in the log),
+// a non-finite number (a 422 at prefix), and the scenario's problems,
+// the deadline and the request's end as scenarioProblem answers them.
+func (s *Server) computeError(ctx context.Context, err error, prefix string) error {
+	var pe *plan.PanicError
+	var nf *app.NonFiniteError
+	switch {
+	case errors.Is(err, plan.ErrBusy):
 		s.metrics.computeRefused.Inc()
-		return computeBusyProblem()
+		markShed(ctx)
+		return huma.ErrorWithHeaders(
+			huma.Error503ServiceUnavailable("the service is at its limit of concurrent plan computations; retry shortly"),
+			http.Header{"Retry-After": {strconv.Itoa(1)}},
+		)
+	case errors.Is(err, plan.ErrClosed):
+		return huma.Error503ServiceUnavailable("the server is shutting down; the computation was stopped before it finished")
+	case errors.As(err, &pe):
+		s.log.Error("a computation panicked", "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
+		return huma.Error500InternalServerError("the computation failed; the server log has the cause")
+	case errors.As(err, &nf):
+		s.log.Error("a computation holds a non-finite number", "what", nf.What, "at", nf.Path)
+		title, verb := "the scenario cannot be planned", "planning"
+		if nf.What == "simulation" {
+			title, verb = "the scenario cannot be simulated", "simulating"
+		}
+		return huma.Error422UnprocessableEntity(title, &huma.ErrorDetail{
+			Location: prefix,
+			Message:  verb + " this scenario gives a non-finite " + nf.Path,
+		})
 	}
-	return s.scenarioProblem(err, "body.scenario")
+	return s.scenarioProblem(err, prefix)
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"runtime"
 	"sync"
@@ -63,7 +64,7 @@ func TestRunawayInputsEndAndLeaveNothingRunning(t *testing.T) {
 			}
 		})
 	}
-	if n := s.compute.Running(); n != 0 {
+	if n := s.engine.Running(); n != 0 {
 		t.Fatalf("%d computations still hold a slot after their answers", n)
 	}
 	// A computation left running would take a whole core; over a quarter
@@ -81,9 +82,11 @@ func TestRunawayInputsEndAndLeaveNothingRunning(t *testing.T) {
 // again once a slot frees.
 func TestComputeLimitAnswers503WhenFull(t *testing.T) {
 	s := newServer(t, Options{MaxComputations: 1})
-	if !s.compute.TryAcquire() {
-		t.Fatal("the only slot is not free")
-	}
+	hold, held, done := make(chan struct{}), make(chan struct{}), make(chan error)
+	go func() {
+		done <- s.engine.Run(context.Background(), func(context.Context) error { close(held); <-hold; return nil })
+	}()
+	<-held
 	// Fill the queue of waiters (2 × slots) with requests that wait.
 	var wg sync.WaitGroup
 	codes := make(chan int, 2)
@@ -92,7 +95,7 @@ func TestComputeLimitAnswers503WhenFull(t *testing.T) {
 			codes <- send(s, http.MethodPost, "/v1/plans", []byte(`{"scenario":`+runawayFree+`}`)).Code
 		})
 	}
-	for s.compute.waiting.Load() < 2 {
+	for s.engine.Waiting() < 2 {
 		runtime.Gosched()
 	}
 	rec := send(s, http.MethodPost, "/v1/plans", []byte(`{"scenario":`+runawayFree+`}`))
@@ -102,7 +105,10 @@ func TestComputeLimitAnswers503WhenFull(t *testing.T) {
 	if p := readProblem(t, rec); p.Status != http.StatusServiceUnavailable {
 		t.Fatalf("problem %+v", p)
 	}
-	s.compute.Release()
+	close(hold)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 	wg.Wait()
 	close(codes)
 	for c := range codes {

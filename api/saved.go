@@ -218,20 +218,9 @@ func (s *Server) reportSimulation(ctx context.Context, sc scenario.Scenario, sec
 		return nil, huma.Error422UnprocessableEntity("the request is invalid", &huma.ErrorDetail{Location: at(""), Value: seconds,
 			Message: fmt.Sprintf("at most %g s, the server's limits.simulation_max_duration", s.simCaps.maxDuration.Seconds())})
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	if err := s.compute.Acquire(ctx); err != nil {
-		return nil, s.simulationError(err, at)
-	}
-	defer s.compute.Release()
-	r, err := simulate.Run(ctx, s.engine, sc, simulate.Options{DurationS: seconds, MaxEvents: s.simCaps.maxEvents})
+	r, err := s.app.Simulate(ctx, sc, simulate.Options{DurationS: seconds, MaxEvents: s.simCaps.maxEvents})
 	if err != nil {
-		return nil, s.simulationError(err, at)
-	}
-	if path := nonFinite(r); path != "" {
-		s.log.Error("the simulation holds a non-finite number", "at", path)
-		return nil, huma.Error422UnprocessableEntity("the plan cannot be simulated", &huma.ErrorDetail{
-			Location: at(""), Message: "simulating this plan gives a non-finite " + path})
+		return nil, s.simulationError(ctx, err, at, at(""))
 	}
 	return r, nil
 }

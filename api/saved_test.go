@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"net/http"
 	"os"
@@ -54,7 +55,7 @@ func TestSavedPlans(t *testing.T) {
 		len(sp.Scenario.Classes) != 1 || len(sp.Plan.Classes) != 1 || sp.ProbeID != "" {
 		t.Fatalf("stored plan: %d %.400s", status, b)
 	}
-	if again, err := plan.Compute(sp.Scenario); err != nil || !sameJSON(t, again, sp.Plan) {
+	if again, err := plan.New(plan.Options{}).Plan(context.Background(), sp.Scenario); err != nil || !sameJSON(t, again, sp.Plan) {
 		t.Errorf("the stored scenario does not plan to the stored plan: %v", err)
 	}
 	if sp.Scenario.Quotas[0].TPM != exampleScenario(t, "chat").Quotas[0].TPM {

@@ -118,31 +118,18 @@ func (s *Server) createSimulation(ctx context.Context, in *simulationInput) (*si
 	if o.MaxEvents == 0 {
 		o.MaxEvents = s.simCaps.maxEvents
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	if err := s.compute.Acquire(ctx); err != nil {
-		return nil, s.simulationError(err, inBody)
-	}
-	r, err := simulate.Run(ctx, s.engine, in.Body.Scenario, o)
-	s.compute.Release()
+	r, err := s.app.Simulate(ctx, in.Body.Scenario, o)
 	if err != nil {
-		return nil, s.simulationError(err, inBody)
-	}
-	if path := nonFinite(r); path != "" {
-		s.log.Error("the simulation holds a non-finite number", "at", path)
-		return nil, huma.Error422UnprocessableEntity("the scenario cannot be simulated", &huma.ErrorDetail{
-			Location: "body.scenario",
-			Message:  "simulating this scenario gives a non-finite " + path,
-		})
+		return nil, s.simulationError(ctx, err, inBody, "body.scenario")
 	}
 	return &simulationOutput{Body: &SimulationResponse{Simulation: *r}}, nil
 }
 
 // simulationError turns what stopped a simulation into a problem: its
 // options' problems and the deadline at the request's field that at names
-// for an option (body.duration_s for POST /v1/simulations), a full service
-// as a 503, and the scenario's problems under body.scenario.
-func (s *Server) simulationError(err error, at func(option string) string) error {
+// for an option (body.duration_s for POST /v1/simulations), and the rest
+// as computeError answers them, the scenario's problems under scenarioAt.
+func (s *Server) simulationError(ctx context.Context, err error, at func(option string) string, scenarioAt string) error {
 	var optionErrs simulate.OptionErrors
 	switch {
 	case errors.As(err, &optionErrs):
@@ -151,13 +138,13 @@ func (s *Server) simulationError(err error, at func(option string) string) error
 			details[i] = &huma.ErrorDetail{Location: at(e.Path), Message: e.Message}
 		}
 		return huma.Error422UnprocessableEntity("the request is invalid", details...)
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return huma.Error422UnprocessableEntity(fmt.Sprintf("the simulation stopped after %s, the server's limit, or when the request ended", s.timeout), &huma.ErrorDetail{
+	case errors.Is(err, context.DeadlineExceeded):
+		return huma.Error422UnprocessableEntity(fmt.Sprintf("the simulation stopped after %s, the server's limit", s.timeout), &huma.ErrorDetail{
 			Location: at("duration_s"),
 			Message:  "too long to simulate in time: shorten the simulated run",
 		})
 	}
-	return s.computeError(err)
+	return s.computeError(ctx, err, scenarioAt)
 }
 
 // inBody locates an option of POST /v1/simulations in its body.

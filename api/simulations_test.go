@@ -29,7 +29,7 @@ func TestCreateSimulationMatchesEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	seed := uint64(3)
-	want, err := simulate.Run(context.Background(), plan.New(), exampleScenario(t, "backfill"), simulate.Options{
+	want, err := simulate.Run(context.Background(), plan.New(plan.Options{}), exampleScenario(t, "backfill"), simulate.Options{
 		DurationS: 600, IntervalS: 60, NoPacing: true, Seed: &seed, MaxEvents: 2_000_000,
 	})
 	if err != nil {

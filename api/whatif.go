@@ -92,15 +92,9 @@ func (s *Server) createWhatIf(ctx context.Context, in *whatIfInput) (*whatIfOutp
 	if len(problems) > 0 {
 		return nil, huma.Error422UnprocessableEntity("the request is invalid", problems...)
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	if err := s.compute.Acquire(ctx); err != nil {
-		return nil, s.computeError(err)
-	}
-	grid, err := s.engine.Sweep(ctx, req.Scenario, vars, s.compute)
-	s.compute.Release()
+	grid, err := s.app.WhatIf(ctx, req.Scenario, vars)
 	if err != nil {
-		return nil, s.scenarioProblem(err, "body")
+		return nil, s.computeError(ctx, err, "body")
 	}
 	s.metrics.whatIfCells.Add(float64(len(grid.Cells)))
 	out := &WhatIfResponse{Variations: req.Variations, Cells: grid.Cells}

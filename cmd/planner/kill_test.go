@@ -8,14 +8,15 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -35,9 +36,24 @@ import (
 // the service with SIGKILL.
 const serveChildEnv = "PLANNER_TEST_SERVE_CHILD_DB"
 
+// commandChildEnv, when set to a JSON list of arguments, turns the test
+// binary into `planner ARGS...` with main's handling of signals, so that a
+// test can signal a running command.
+const commandChildEnv = "PLANNER_TEST_COMMAND_CHILD"
+
 func TestMain(m *testing.M) {
+	if args := os.Getenv(commandChildEnv); args != "" {
+		var argv []string
+		if err := json.Unmarshal([]byte(args), &argv); err != nil {
+			panic(err)
+		}
+		ctx, stop := withSignals(context.Background())
+		code := run(ctx, argv, os.Stdin, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
 	if db := os.Getenv(serveChildEnv); db != "" {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		ctx, stop := withSignals(context.Background())
 		code := run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--db", db}, os.Stdin, os.Stdout, os.Stderr)
 		stop()
 		os.Exit(code)
@@ -347,5 +363,127 @@ func TestSIGTERMDuringValidation(t *testing.T) {
 		t.Logf("the stream was closed: %v", a.err)
 	default:
 		t.Fatalf("the validation's client got %d %s %v", a.status, a.body, a.err)
+	}
+}
+
+// TestSignalStopsALongPlan runs `planner plan` on a scenario that takes
+// many seconds to plan, in a child process, and signals it once it is
+// computing (it has used half a second of CPU): it stops within a second
+// and exits 130 for SIGINT, 143 for SIGTERM, saying so.
+func TestSignalStopsALongPlan(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "slow.json")
+	if err := os.WriteFile(file, []byte(testutil.SlowScenario), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		code int
+		name string
+	}{{syscall.SIGTERM, 143, "SIGTERM"}, {syscall.SIGINT, 130, "SIGINT"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			args, _ := json.Marshal([]string{"plan", "-f", file, "-o", "json"})
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), commandChildEnv+"="+string(args))
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan struct{})
+			go func() { _ = cmd.Wait(); close(exited) }()
+			t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+			for cpuTime(t, cmd.Process.Pid) < 500*time.Millisecond {
+				select {
+				case <-exited:
+					t.Fatalf("the plan ended before it was signalled: %s", stderr.String())
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+			if err := cmd.Process.Signal(tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-exited:
+			case <-time.After(time.Second):
+				t.Fatalf("still planning a second after %s", tc.name)
+			}
+			if code := cmd.ProcessState.ExitCode(); code != tc.code || !strings.Contains(stderr.String(), "stopped by "+tc.name) || stdout.Len() != 0 {
+				t.Fatalf("exit %d, stderr %q, %d bytes of output; want %d, stopped by %s, none", code, stderr.String(), stdout.Len(), tc.code, tc.name)
+			}
+		})
+	}
+}
+
+// cpuTime is the CPU time (user and system) that a running process has
+// used, from /proc; the test is skipped where there is no /proc.
+func cpuTime(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if errors.Is(err, os.ErrNotExist) && pid > 0 {
+		if _, err := os.Stat("/proc/self/stat"); err != nil {
+			t.Skip("no /proc to read a process's CPU time from")
+		}
+		return 0 // it has just exited
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fields after the command's name, which ends with the last ")":
+	// utime and stime are the 12th and 13th, in clock ticks (100 a second
+	// on Linux).
+	fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			t.Fatalf("/proc/%d/stat: %v", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// TestSIGTERMDuringAPlan stops the service while it plans a scenario that
+// takes many seconds: the client is answered 503 at once, and the service
+// exits 0 long before the plan would have ended.
+func TestSIGTERMDuringAPlan(t *testing.T) {
+	cleanServeEnv(t)
+	c := startChild(t, filepath.Join(t.TempDir(), "planner.db"))
+	type answer struct {
+		status int
+		body   []byte
+		err    error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		resp, err := http.Post(c.url+"/v1/plans", "application/json", strings.NewReader(`{"scenario":`+testutil.SlowScenario+`}`))
+		if err != nil {
+			done <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		done <- answer{status: resp.StatusCode, body: b, err: err}
+	}()
+	for cpuTime(t, c.cmd.Process.Pid) < 700*time.Millisecond {
+		select {
+		case a := <-done:
+			t.Fatalf("the plan ended before the signal: %d %.300s %v", a.status, a.body, a.err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case a := <-done:
+		if a.err != nil || a.status != http.StatusServiceUnavailable || !strings.Contains(string(a.body), "shutting down") {
+			t.Fatalf("the plan's client got %d %s %v", a.status, a.body, a.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer 10 s after SIGTERM")
+	}
+	if err := c.cmd.Wait(); err != nil {
+		t.Fatalf("the service after SIGTERM: %v\n%s", err, c.stderr)
 	}
 }

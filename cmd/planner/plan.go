@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/plannerdev/planner"
+	"github.com/plannerdev/planner/internal/app"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/report"
 	"github.com/plannerdev/planner/internal/scenario"
@@ -51,7 +53,7 @@ func newPlanCmd(s streams) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		sc, p, err := planScenario(s.in, file, example)
+		sc, p, err := planScenario(cmd.Context(), newApp(), s.in, file, example)
 		if err != nil {
 			return err
 		}
@@ -108,16 +110,30 @@ func readScenario(in io.Reader, file, example string) (scenario.Scenario, error)
 
 // planScenario reads, validates and plans the scenario named by -f or
 // --example.
-func planScenario(in io.Reader, file, example string) (scenario.Scenario, *plan.Plan, error) {
+func planScenario(ctx context.Context, a *app.App, in io.Reader, file, example string) (scenario.Scenario, *plan.Plan, error) {
 	sc, err := readScenario(in, file, example)
 	if err != nil {
 		return scenario.Scenario{}, nil, err
 	}
-	p, err := plan.Compute(sc)
+	p, err := a.Plan(ctx, sc)
 	if err != nil {
-		return scenario.Scenario{}, nil, fmt.Errorf("invalid scenario: %w", err)
+		return scenario.Scenario{}, nil, planError(err)
 	}
 	return sc, p, nil
+}
+
+// newApp is what a command plans, sweeps and simulates with: an engine
+// without a deadline (SIGINT and SIGTERM stop it) and a slot per CPU.
+func newApp() *app.App { return app.New(plan.New(plan.Options{})) }
+
+// planError says why no plan was made: a scenario that breaks a rule is
+// invalid, with every problem at its path.
+func planError(err error) error {
+	var errs scenario.Errors
+	if errors.As(err, &errs) {
+		return fmt.Errorf("invalid scenario: %w", err)
+	}
+	return fmt.Errorf("plan: %w", err)
 }
 
 // scenarioBytes reads the scenario named by -f or --example.

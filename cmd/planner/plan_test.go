@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -136,6 +137,26 @@ func TestPlanCheckExitStatus(t *testing.T) {
 		}
 		if tc.want == exitUnfit && !strings.Contains(errOut, "nightly-summaries") {
 			t.Errorf("%v: the message does not name the class: %s", args, errOut)
+		}
+	}
+}
+
+// TestPlanBoundedNumbers: a batch whose rate comes to +Inf is refused with
+// its field named (exit 1) instead of being searched for ever, and a
+// headroom of the smallest normal float64 gives a plan that every format
+// writes with finite numbers only, saying that no finite limit helps.
+func TestPlanBoundedNumbers(t *testing.T) {
+	const base = `{"quotas":[{"name":"k","rpm":6000%s}],"latency":{"ttft_ms":{"fixed":500},"tpot_ms":{"fixed":20}},
+		"classes":[{"name":"c","quota":"k","mode":"batch","demand":%s,"input_tokens":{"fixed":100},"output_tokens":{"fixed":100}}]}`
+	code, out, errOut := execute(t, fmt.Sprintf(base, "", `{"requests":1e12,"within_hours":1e-300}`), "plan", "-f", "-")
+	if code != exitError || out != "" || !strings.Contains(errOut, "classes[0].demand.within_hours: requests / within_hours") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	tiny := fmt.Sprintf(base, `,"headroom":2.2250738585072014e-308`, `{"rps":2}`)
+	for _, format := range []string{"json", "table", "markdown", "yaml"} {
+		code, out, errOut := execute(t, tiny, "plan", "-f", "-", "-o", format)
+		if code != exitOK || strings.Contains(out, "Inf") || !strings.Contains(strings.Join(strings.Fields(out), " "), "no finite limit helps") {
+			t.Fatalf("-o %s: exit %d, stderr %q:\n%s", format, code, errOut, out)
 		}
 	}
 }

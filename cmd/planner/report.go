@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/plannerdev/planner/internal/measure"
-	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/report"
 	"github.com/plannerdev/planner/internal/simulate"
 )
@@ -52,7 +51,8 @@ func newReportCmd(s streams) *cobra.Command {
 		if err := out.check(); err != nil {
 			return err
 		}
-		sc, p, err := planScenario(s.in, file, example)
+		a := newApp()
+		sc, p, err := planScenario(cmd.Context(), a, s.in, file, example)
 		if err != nil {
 			return err
 		}
@@ -72,7 +72,7 @@ func newReportCmd(s streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if in.Simulation, err = simulate.Run(cmd.Context(), plan.New(), sc, opts); err != nil {
+			if in.Simulation, err = a.Simulate(cmd.Context(), sc, opts); err != nil {
 				return simulateError(err)
 			}
 		}

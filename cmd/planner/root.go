@@ -12,13 +12,21 @@ import (
 	"github.com/plannerdev/planner/internal/report"
 )
 
-// Exit codes of every planner command.
+// Exit codes of every planner command. A command that SIGINT or SIGTERM
+// stopped before it finished exits with 128 plus the signal's number, as a
+// shell reports it: 130 and 143.
 const (
 	exitOK    = 0
 	exitError = 1 // the command ran and failed (bad scenario, unreachable endpoint, ...)
 	exitUsage = 2 // the command line itself is wrong
 	exitUnfit = 3 // plan --check: the plan was made, and some class does not fit
 )
+
+// exitStatuses is the help's account of the exit codes.
+const exitStatuses = "Exit status: 0 when the command worked, 1 when it failed, 2 when the command\n" +
+	"line is wrong, 3 when plan --check finds a class that does not fit, and 130 or\n" +
+	"143 when SIGINT or SIGTERM stopped it before it finished (planner serve stops\n" +
+	"gracefully on either and exits 0)."
 
 // usageError marks an error in the command line rather than in the work.
 type usageError struct{ err error }
@@ -41,7 +49,7 @@ func newRootCmd(s streams) *cobra.Command {
 			"measured latency and SLOs, names the binding constraint, and measures endpoints.\n\n" +
 			"With no command, planner serves the API (planner serve): -o json prints where it\n" +
 			"listens as JSON, and --out writes that to a file. With --version it prints the\n" +
-			"version of the build (planner version).",
+			"version of the build (planner version).\n\n" + exitStatuses,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -95,6 +103,14 @@ func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
+	}
+	var stopped interruption
+	if errors.As(context.Cause(ctx), &stopped) {
+		if errors.Is(err, context.Canceled) {
+			err = stopped // "context canceled" says less than the signal
+		}
+		fmt.Fprintln(errOut, "planner:", err)
+		return 128 + int(stopped.sig)
 	}
 	fmt.Fprintln(errOut, "planner:", err)
 	var ue usageError

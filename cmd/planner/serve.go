@@ -47,9 +47,10 @@ func newServeCmd(s streams) *cobra.Command {
 			"addresses, localhost, or allowed_hosts) and come from its own page or one of\n" +
 			"allowed_origins. One service writes one store file: a second one on the same\n" +
 			"file exits at once, naming the first.\n" +
-			"SIGINT or SIGTERM stops it after the requests in flight have finished; running\n" +
-			"probes are stopped, keep what they measured, and are marked interrupted, and\n" +
-			"running plan validations are stopped and answered with a 503.",
+			"SIGINT or SIGTERM stops it after the requests in flight have finished, and it\n" +
+			"exits 0: running plans, what-if grids and simulations are stopped and answered\n" +
+			"with a 503, running probes are stopped, keep what they measured, and are marked\n" +
+			"interrupted, and running plan validations are stopped and answered with a 503.",
 		Example: "  planner serve\n  planner serve --listen 127.0.0.1:9000 --db /var/lib/planner/planner.db\n" +
 			"  PLANNER_AUTH_TOKENS=$(cat token) planner serve --listen 0.0.0.0:8080",
 		Args: usageArgs(cobra.NoArgs),
@@ -153,9 +154,12 @@ func serveOn(ctx context.Context, s streams, flags *pflag.FlagSet, out *output, 
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
 	var errs []error
-	// Running probes stop first, saving what they measured, and end as
-	// interrupted; their event streams end with them, so that the server's
-	// shutdown does not wait on those streams.
+	// Running computations (plans, what-if grids, simulations) end at once
+	// and are answered 503, so that none holds the shutdown up to its
+	// plan_timeout. Running probes stop next, saving what they measured,
+	// and end as interrupted; their event streams end with them, so that
+	// the server's shutdown does not wait on those streams.
+	handler.Close()
 	if err := probes.Shutdown(shutdownCtx); err != nil {
 		errs = append(errs, err)
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/plannerdev/planner"
 	"github.com/plannerdev/planner/internal/importer"
-	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/report"
 	"github.com/plannerdev/planner/internal/scenario"
 	"github.com/plannerdev/planner/internal/simulate"
@@ -73,7 +72,7 @@ func newSimulateCmd(s streams) *cobra.Command {
 			if opts.Replay, err = readReplays(s.in, f.replay); err != nil {
 				return err
 			}
-			r, err := simulate.Run(cmd.Context(), plan.New(), sc, opts)
+			r, err := newApp().Simulate(cmd.Context(), sc, opts)
 			if err != nil {
 				return simulateError(err)
 			}

@@ -251,7 +251,7 @@ func TestUIEndToEnd(t *testing.T) {
 	tab := browser(t, ctx)
 
 	text, _ := planner.Example(e2eExample)
-	want, err := plan.Compute(testutil.Example(t, e2eExample))
+	want, err := plan.New(plan.Options{}).Plan(context.Background(), testutil.Example(t, e2eExample))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,11 +277,11 @@ func TestUIEndToEnd(t *testing.T) {
 		)
 		got := read(t, tab, readClasses("#plan-body tbody[data-class]"))
 		if len(got) != len(want.Classes) {
-			t.Fatalf("the page shows %d classes, plan.Compute gives %d: %+v", len(got), len(want.Classes), got)
+			t.Fatalf("the page shows %d classes, the engine gives %d: %+v", len(got), len(want.Classes), got)
 		}
 		for i, c := range want.Classes {
 			if got[i].Name != c.Name || got[i].Pool != fmt.Sprint(c.Pool) || got[i].Binding != c.BindingConstraint {
-				t.Errorf("class %d on the page: %+v; plan.Compute: %s pool %d bound by %s", i, got[i], c.Name, c.Pool, c.BindingConstraint)
+				t.Errorf("class %d on the page: %+v; the engine: %s pool %d bound by %s", i, got[i], c.Name, c.Pool, c.BindingConstraint)
 			}
 		}
 	})

@@ -48,7 +48,7 @@ func newWhatIfCmd(s streams) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		grid, err := plan.New().Sweep(cmd.Context(), sc, vars, nil)
+		grid, err := newApp().WhatIf(cmd.Context(), sc, vars)
 		if err != nil {
 			return variationError(err, vary)
 		}

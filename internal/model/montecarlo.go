@@ -211,6 +211,9 @@ const summaryPoints = 32
 // Estimate approximates the p-quantile of X + W (see Estimator).
 func (tl *Tail) Estimate(w Wait) float64 { return tl.est.Estimate(w) }
 
+// N is the number of draws the tail was prepared on.
+func (tl *Tail) N() int { return len(tl.xByU) }
+
 // Estimator approximates the p-quantile of X + W in microseconds rather
 // than a pass over Monte Carlo draws, from X's quantiles at evenly spaced
 // ranks. Searches use it to decide where to ask an exact quantile, never
@@ -259,7 +262,12 @@ func (e *Estimator) Estimate(w Wait) float64 {
 	}
 	lo := e.base
 	hi := math.Max(lo, e.summary[len(e.summary)-1]) + w.Mean*(1+math.Max(0, math.Log(w.Prob/(1-e.p))))
-	for exceed(hi) > 1-e.p {
+	// Doubling overflows to +Inf, where nothing exceeds, within about
+	// 2,100 steps: the bound only states it.
+	for range 2100 {
+		if !(exceed(hi) > 1-e.p) {
+			break
+		}
 		hi = 2*hi + w.Mean
 	}
 	for range 18 {

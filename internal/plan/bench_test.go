@@ -14,7 +14,7 @@ import (
 // the draws and the service-time tails come from their caches.
 func BenchmarkPlanThreeClasses(b *testing.B) {
 	s := example(b, "three-classes")
-	e := New()
+	e := New(Options{})
 	b.ReportAllocs()
 	for b.Loop() {
 		e.percentiles.Purge()
@@ -34,7 +34,7 @@ func BenchmarkPlanThreeClassesQuotas(b *testing.B) {
 		variants[i] = mutable(example(b, "three-classes"))
 		variants[i].Quotas[0].TPM = 1_000_000 + float64(i)*2000
 	}
-	e := New()
+	e := New(Options{})
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
@@ -49,7 +49,7 @@ func BenchmarkPlanThreeClassesQuotas(b *testing.B) {
 // Engine.Plan, answered from the plan cache: the cost of a repeated request.
 func BenchmarkPlanThreeClassesRepeated(b *testing.B) {
 	s := example(b, "three-classes")
-	e := New()
+	e := New(Options{})
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := e.Plan(context.Background(), s); err != nil {
@@ -63,7 +63,7 @@ func BenchmarkPlanThreeClassesRepeated(b *testing.B) {
 // before (new latency or token distributions).
 func BenchmarkPlanThreeClassesCold(b *testing.B) {
 	s := example(b, "three-classes")
-	e := New()
+	e := New(Options{})
 	b.ReportAllocs()
 	for b.Loop() {
 		e.tails.Purge()
@@ -81,7 +81,7 @@ func BenchmarkPlanThreeClassesCold(b *testing.B) {
 // emptied before each plan.
 func BenchmarkPlanMeasuredCurve(b *testing.B) {
 	s := example(b, "measured-curve")
-	e := New()
+	e := New(Options{})
 	b.ReportAllocs()
 	for b.Loop() {
 		e.tails.Purge()
@@ -98,7 +98,7 @@ func BenchmarkPlanMeasuredCurve(b *testing.B) {
 // caches churn, and checks that the live heap stays bounded.
 func TestRepeatedPlansDoNotGrowMemory(t *testing.T) {
 	s := example(t, "three-classes")
-	e := New()
+	e := New(Options{})
 	plan := func(i int) {
 		v := mutable(s)
 		p50 := 300 + float64(i%40)
@@ -122,5 +122,46 @@ func TestRepeatedPlansDoNotGrowMemory(t *testing.T) {
 	}
 	if after := heap(); after > before+8<<20 {
 		t.Fatalf("live heap grew from %d to %d bytes over 200 plans", before, after)
+	}
+}
+
+// TestCachesAreBoundedByBytes plans scenarios of the largest number of
+// Monte Carlo draws, each with its own seed and service times, so that
+// every plan draws, samples and caches afresh: the caches' estimated size
+// stays within their bounds, and the live heap grows by less than the
+// draws and samples of these plans would take if counts alone bounded
+// them.
+func TestCachesAreBoundedByBytes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plans with 200,000 draws")
+	}
+	e := New(Options{})
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	const bound = drawCacheBytes + tailCacheBytes + sampleCacheBytes + 2*planCacheBytes
+	for i := range 8 {
+		s := mutable(example(t, "three-classes"))
+		seed := uint64(100 + i)
+		s.Policy.Seed, s.Policy.MonteCarloDraws = &seed, 200000
+		p50 := 300 + float64(i)
+		s.Latency.TTFTMs.P50 = &p50
+		if _, err := e.Plan(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+		if n := e.CacheBytes(); n > bound {
+			t.Fatalf("after %d plans the caches hold %d bytes, more than their bound of %d", i+1, n, bound)
+		}
+	}
+	// Each plan's draws take 13.6 MB and its samples 1.6 MB a part: 8
+	// plans, with entries bounded by count, kept about 100 MB of them.
+	grown := heap() - before
+	runtime.KeepAlive(e) // the engine and its caches are what is measured
+	if grown > 72<<20 {
+		t.Fatalf("the live heap grew by %d MB over 8 plans of 200,000 draws", grown>>20)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -16,64 +17,84 @@ import (
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
-// Engine plans scenarios. It owns the caches of the work that plans share,
-// each bounded in entries: the Monte Carlo draws, the tails of service
-// times, percentiles and min_pool searches (which depend on latency and
-// demand, never on quotas, so what-if sweeps over limits reuse them), and
-// whole plans by scenario. Planning is deterministic, so a cache changes
-// how fast an answer comes, never the answer. An Engine is safe for
-// concurrent use; the zero value is not usable, call New.
+// Engine plans scenarios. It owns the caches of the work that plans share:
+// the Monte Carlo draws, the samples and tails of service times, bounded
+// by their estimated size in bytes (they grow with the draws); percentiles
+// and min_pool searches, bounded in entries of a fixed size (they depend
+// on latency and demand, never on quotas, so what-if sweeps over limits
+// reuse them); and whole plans by scenario, bounded in bytes too. Planning
+// is deterministic, so a cache changes how fast an answer comes, never the
+// answer. It also holds the limits of its computations (Options). An
+// Engine is safe for concurrent use; the zero value is not usable, call
+// New.
 type Engine struct {
-	draws       *lru.Cache[drawKey, *model.Draws]
-	tails       *lru.Cache[tailKey, *model.Tail]
+	draws       *sizedCache[drawKey, *model.Draws]
+	tails       *sizedCache[tailKey, *model.Tail]
 	percentiles *lru.Cache[percentileKey, float64]
 	minPools    *lru.Cache[minPoolKey, int]
-	plans       *lru.Cache[[sha256.Size]byte, *Plan]
+	plans       *sizedCache[[sha256.Size]byte, cachedPlan]
 	// leanPlans are plans without remedies of the scenarios that remedies
 	// and shedding are checked on: what-if cells that differ in one limit
 	// often check the same change.
-	leanPlans *lru.Cache[[sha256.Size]byte, *Plan]
-	samples   *lru.Cache[sampleKey, []float64]
+	leanPlans *sizedCache[[sha256.Size]byte, cachedPlan]
+	samples   *sizedCache[sampleKey, []float64]
 	curves    *lru.Cache[string, *model.Curve]
 	waits     *lru.Cache[model.Queue, model.Wait]
 	moments   *lru.Cache[serviceKey, moments]
 	// inflight lets one caller compute a sample or a tail that several
 	// need at once (classes prepared in parallel, concurrent plans).
 	inflight singleflight.Group
+	limits   *limits
 }
 
-// Cache sizes. A tail of the default 20,000 draws takes about 500 kB, so
-// the tail cache stays under about 32 MB; tails of larger Monte Carlo runs
-// are not kept. A plan is a few kilobytes.
+// Cache bounds. With the default 20,000 draws, the draws take about
+// 1.4 MB, a sample 160 kB, a tail about 200 kB and a plan of three classes
+// some 10 kB; with 200,000 draws ten times as much but for plans, so that
+// the bytes, not the counts, bound the memory (tails of runs of more than
+// 50,000 draws are not kept at all).
 const (
-	drawCacheEntries       = 4
-	tailCacheEntries       = 64
+	drawCacheBytes         = 32 << 20
+	tailCacheBytes         = 16 << 20
 	tailCacheMaxDraws      = 50000
+	sampleCacheBytes       = 16 << 20
+	planCacheBytes         = 4 << 20
 	percentileCacheEntries = 16384
 	minPoolCacheEntries    = 2048
-	planCacheEntries       = 256
-	// A sample of the default 20,000 draws takes 160 kB.
-	sampleCacheEntries = 96
-	curveCacheEntries  = 64
-	waitCacheEntries   = 16384
-	momentCacheEntries = 4096
+	curveCacheEntries      = 64
+	waitCacheEntries       = 16384
+	momentCacheEntries     = 4096
 )
 
-// New returns an engine with empty caches.
-func New() *Engine {
+// New returns an engine with empty caches and the limits of opts.
+func New(opts Options) *Engine {
 	return &Engine{
-		draws:       must(lru.New[drawKey, *model.Draws](drawCacheEntries)),
-		tails:       must(lru.New[tailKey, *model.Tail](tailCacheEntries)),
+		limits:      newLimits(opts),
+		draws:       newSizedCache[drawKey](drawCacheBytes, drawsBytes),
+		tails:       newSizedCache[tailKey](tailCacheBytes, tailBytes),
 		percentiles: must(lru.New[percentileKey, float64](percentileCacheEntries)),
 		minPools:    must(lru.New[minPoolKey, int](minPoolCacheEntries)),
-		plans:       must(lru.New[[sha256.Size]byte, *Plan](planCacheEntries)),
-		leanPlans:   must(lru.New[[sha256.Size]byte, *Plan](planCacheEntries)),
-		samples:     must(lru.New[sampleKey, []float64](sampleCacheEntries)),
+		plans:       newSizedCache[[sha256.Size]byte](planCacheBytes, cachedPlanBytes),
+		leanPlans:   newSizedCache[[sha256.Size]byte](planCacheBytes, cachedPlanBytes),
+		samples:     newSizedCache[sampleKey](sampleCacheBytes, func(v []float64) int { return 8*len(v) + 64 }),
 		curves:      must(lru.New[string, *model.Curve](curveCacheEntries)),
 		waits:       must(lru.New[model.Queue, model.Wait](waitCacheEntries)),
 		moments:     must(lru.New[serviceKey, moments](momentCacheEntries)),
 	}
 }
+
+// CacheBytes is the estimated size of what the engine's byte-bounded
+// caches hold: draws, samples, tails and plans.
+func (e *Engine) CacheBytes() int {
+	return e.draws.Bytes() + e.tails.Bytes() + e.samples.Bytes() + e.plans.Bytes() + e.leanPlans.Bytes()
+}
+
+// drawsBytes estimates the memory of a Monte Carlo run: eight columns of
+// float64 and one of int32 per draw.
+func drawsBytes(d *model.Draws) int { return d.N*(8*8+4) + 256 }
+
+// tailBytes estimates the memory of a tail over its draws: X in the order
+// of U, and its high draws (5 %) with their U and E and a scratch buffer.
+func tailBytes(t *model.Tail) int { return 10*t.N() + 512 }
 
 // sampleKey identifies one part's Monte Carlo sample: its distribution,
 // which of the draws' streams it maps, and the draws.
@@ -119,26 +140,43 @@ func partsOf(svc model.Service, draws *model.Draws) []part {
 // has drawn it already: the TTFT and TPOT of an endpoint at a load are the
 // same for all its classes. The result is shared and must not be modified.
 func (e *Engine) sampled(p part) []float64 {
-	v, _ := cachedOnce(context.Background(), e, e.samples, p.key, func() ([]float64, error) { return p.dist.SampleAll(p.z), nil })
+	v, err := cachedOnce(context.Background(), e, e.samples, p.key, func() ([]float64, error) { return p.dist.SampleAll(p.z), nil })
+	if err != nil {
+		panic(err) // only a panic of the sampling fails it: raised again in this computation
+	}
 	return v
+}
+
+// cache is what cachedOnce needs of a cache.
+type cache[K comparable, V any] interface {
+	Get(K) (V, bool)
+	Add(K, V) bool
 }
 
 // cachedOnce returns the value of k from the cache c, or computes it and
 // keeps it; concurrent callers that miss wait for one computation. A
 // waiter whose computation ended with an error (the computing caller's
-// context ended, say) while its own context lives computes it itself.
-func cachedOnce[K comparable, V any](ctx context.Context, e *Engine, c *lru.Cache[K, V], k K, compute func() (V, error)) (V, error) {
+// context ended, say) while its own context lives computes it itself. A
+// panic in compute is a *PanicError for every caller: singleflight would
+// raise it again in a goroutine of its own, out of reach of any recovery.
+func cachedOnce[K comparable, V any](ctx context.Context, e *Engine, c cache[K, V], k K, compute func() (V, error)) (V, error) {
 	if v, ok := c.Get(k); ok {
 		return v, nil
 	}
 	v, err, shared := e.inflight.Do(fmt.Sprintf("%T %v", k, k), func() (any, error) {
-		v, err := compute()
+		var v V
+		err := recovered(func() error {
+			var err error
+			v, err = compute()
+			return err
+		})
 		if err == nil {
 			c.Add(k, v)
 		}
 		return v, err
 	})
-	if err != nil && shared && ctx.Err() == nil {
+	var pe *PanicError
+	if err != nil && shared && ctx.Err() == nil && !errors.As(err, &pe) {
 		return compute()
 	}
 	if err != nil {

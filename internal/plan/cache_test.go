@@ -130,7 +130,7 @@ func change(t *testing.T, v reflect.Value) {
 // change with it.
 func TestPlanDoesNotShareTheScenariosKnee(t *testing.T) {
 	s := mutable(example(t, "measured-curve"))
-	p, err := New().Plan(context.Background(), s)
+	p, err := New(Options{}).Plan(context.Background(), s)
 	if err != nil {
 		t.Fatal(err)
 	}

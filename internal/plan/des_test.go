@@ -207,7 +207,7 @@ func TestPlanAgainstSimulation(t *testing.T) {
 	if len(cases) < 30 {
 		t.Fatalf("only %d scenarios", len(cases))
 	}
-	e := New()
+	e := New(Options{})
 	ctx := context.Background()
 	for _, d := range cases {
 		t.Run(d.name, func(t *testing.T) {

@@ -14,39 +14,39 @@ import (
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
-// Compute plans a scenario with a new engine: nothing is shared with other
-// calls. See Engine.Plan.
-func Compute(s scenario.Scenario) (*Plan, error) {
-	return New().Plan(context.Background(), s)
-}
-
-// ComputeContext is Compute that gives up when ctx is done.
-func ComputeContext(ctx context.Context, s scenario.Scenario) (*Plan, error) {
-	return New().Plan(ctx, s)
-}
-
-// Plan plans a scenario (docs/concepts.md). The scenario must have passed
-// validation (scenario.Parse or the API's schema); Plan checks the
-// cross-field rules again and returns scenario.Errors when they fail. The
-// same scenario always gives the same plan, to the byte once encoded. It
-// gives up when ctx is done and returns ctx.Err(): a large scenario (many
-// classes, many draws, a measured curve) can take a while, and a server
-// bounds how long a request may plan.
+// Plan plans a scenario (docs/concepts.md) as one computation under the
+// engine's limits (Engine.Run). The scenario must have passed validation
+// (scenario.Parse or the API's schema); Plan checks the cross-field rules
+// again and returns scenario.Errors when they fail. The same scenario
+// always gives the same plan, to the byte once encoded. It gives up when
+// ctx is done or the engine's deadline passes and returns the context's
+// error: a large scenario (many classes, many draws, a measured curve) can
+// take a while.
 //
-// The plan of a scenario seen recently comes from the engine's cache, so
-// the result may be shared: callers must not modify it.
+// The plan of a scenario seen recently comes from the engine's cache
+// without taking a slot, so the result may be shared: callers must not
+// modify it (tests under the race detector check that none does; see
+// cachedPlan).
 func (e *Engine) Plan(ctx context.Context, s scenario.Scenario) (*Plan, error) {
 	key, ok := planKey(s)
 	if ok {
-		if p, hit := e.plans.Get(key); hit {
-			return p, nil
+		if c, hit := e.plans.Get(key); hit {
+			return c.get(), nil
 		}
 	}
-	p, err := e.plan(ctx, s, true)
-	if err == nil && ok {
-		e.plans.Add(key, p)
+	var p *Plan
+	err := e.Run(ctx, func(ctx context.Context) error {
+		var err error
+		p, err = e.plan(ctx, s, true)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return p, err
+	if ok {
+		e.plans.Add(key, share(p))
+	}
+	return p, nil
 }
 
 // run is one plan being computed.
@@ -66,6 +66,9 @@ type run struct {
 	// lean plans leave out what a what-if cell does not show: remedies
 	// and the sustainable rate of a class that does not fit.
 	lean bool
+	// unliftable holds, by class, the ceilings that no change within the
+	// scenario's bounds lifts, as warnings.
+	unliftable map[int][]string
 }
 
 // plan computes a plan; remedies are worked out (and checked by planning
@@ -109,10 +112,11 @@ func (e *Engine) plan(ctx context.Context, in scenario.Scenario, withRemedies bo
 			if cp.Remedies, err = r.remedies(ctx, in, i, cp); err != nil {
 				return nil, err
 			}
+			cp.Warnings = append(cp.Warnings, r.unliftable[i]...)
 			if cp.Shed, err = r.checkShed(ctx, in, i, cp.Shed); err != nil {
 				return nil, err
 			}
-			if len(cp.Remedies) == 0 && cp.MinPool != nil {
+			if len(cp.Remedies) == 0 && cp.MinPool != nil && len(r.unliftable[i]) == 0 {
 				cp.Warnings = append(cp.Warnings, fmt.Sprintf("no change of a limit, the knee or a target found makes %s fit: the endpoint cannot carry its demand beside the other classes' pools; shed load, or give it an endpoint of its own", cp.Name))
 			}
 			cp.Explanation = r.explain(i, *cp)
@@ -184,6 +188,7 @@ func (e *Engine) newRun(ctx context.Context, in scenario.Scenario) (*run, error)
 // part's sample (classes share TTFT and TPOT), then each class's tails,
 // the TTFT tail once for the classes that share it. Every plan of such a
 // class queries both tails, and the engine keeps them for the next plan.
+// A panic in one of its goroutines is a *PanicError of the plan.
 func (r *run) prepare(ctx context.Context, draws *model.Draws) error {
 	var static []*classModel
 	for _, m := range r.models {
@@ -203,7 +208,7 @@ func (r *run) prepare(ctx context.Context, draws *model.Draws) error {
 		for _, p := range partsOf(m.static.svc, draws) {
 			if !seen[p.key] {
 				seen[p.key] = true
-				g.Go(func() error { r.eng.sampled(p); return gctx.Err() })
+				g.Go(func() error { return recovered(func() error { r.eng.sampled(p); return gctx.Err() }) })
 			}
 		}
 	}
@@ -217,13 +222,15 @@ func (r *run) prepare(ctx context.Context, draws *model.Draws) error {
 		withTTFT := !ttft[m.static.ttftKey]
 		ttft[m.static.ttftKey] = true
 		g.Go(func() error {
-			if withTTFT {
-				if _, err := m.tail(gctx, m.static, metricTTFT); err != nil {
-					return err
+			return recovered(func() error {
+				if withTTFT {
+					if _, err := m.tail(gctx, m.static, metricTTFT); err != nil {
+						return err
+					}
 				}
-			}
-			_, err := m.tail(gctx, m.static, metricE2E)
-			return err
+				_, err := m.tail(gctx, m.static, metricE2E)
+				return err
+			})
 		})
 	}
 	return g.Wait()

@@ -20,7 +20,7 @@ func FuzzPlanNumbers(f *testing.F) {
 	f.Add(1.0, 1e9, 1e9, 1e9, 1e9, 1e9, 1e9, 1e9, 10000000, 1e7, 1e13, 1e12, 100000, 1e8, 1e9, 100.0, true, uint8(1))
 	f.Add(1e-9, 1e-9, 1e-9, 1e-9, 1.0, 1.0, 0.5, 0.5, 1, 1e-9, 1e-9, 1e-9, 1, 1e-9, 1e-9, 0.0, true, uint8(2))
 	f.Add(300.0, 300.0, 20.0, 20.0, 1000.0, 1000.0, 101.0, 101.0, 0, 4.0, 0.0, 600.0, 0, 0.0, 3000.0, 4.0, false, uint8(5))
-	e := New()
+	e := New(Options{})
 	f.Fuzz(func(t *testing.T, ttft50, ttft95, tpot50, tpot95, in50, in95, out50, out95 float64, maxTokens int,
 		rps, tpm, rpm float64, knee int, sloTTFT, sloE2E, scv float64, curve bool, shape uint8) {
 		s := scenario.Scenario{

@@ -30,7 +30,7 @@ func handScenario(q scenario.Quota) scenario.Scenario {
 // testEngine plans the tests' scenarios, sharing its caches as a service's
 // engine does (TestPropertyDeterministicFiniteJSON checks that they never
 // change an answer).
-var testEngine = New()
+var testEngine = New(Options{})
 
 func mustPlan(t interface {
 	Helper()
@@ -42,6 +42,17 @@ func mustPlan(t interface {
 		t.Fatalf("Compute: %v", err)
 	}
 	return p
+}
+
+// compute plans a scenario with a new engine, which shares nothing with
+// other plans.
+func compute(s scenario.Scenario) (*Plan, error) {
+	return New(Options{}).Plan(context.Background(), s)
+}
+
+// sweep sweeps a scenario with a new engine.
+func sweep(s scenario.Scenario, vars []Variation) (*WhatIf, error) {
+	return New(Options{}).Sweep(context.Background(), s, vars)
 }
 
 func ceiling(cp ClassPlan, name string) *Ceiling {

@@ -28,9 +28,9 @@ func TestPercentilesMatchBruteForce(t *testing.T) {
 	for range 30 {
 		scenarios = append(scenarios, randomScenario(r))
 	}
-	warm := New()
+	warm := New(Options{})
 	for si, s := range scenarios {
-		for _, e := range []*Engine{New(), warm} {
+		for _, e := range []*Engine{New(Options{}), warm} {
 			run, err := e.newRun(context.Background(), s)
 			if err != nil {
 				t.Fatal(err)

@@ -242,14 +242,14 @@ func TestPacingAndClientSettings(t *testing.T) {
 func TestComputeStopsWhenCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := ComputeContext(ctx, curveScenario()); !errors.Is(err, context.Canceled) {
+	if _, err := New(Options{}).Plan(ctx, curveScenario()); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled plan returned %v", err)
 	}
-	if _, err := New().Sweep(ctx, handScenario(scenario.Quota{RPM: 600}), []Variation{{Path: "/quotas/0/rpm", Values: []any{600, 700}}}, nil); !errors.Is(err, context.Canceled) {
+	if _, err := New(Options{}).Sweep(ctx, handScenario(scenario.Quota{RPM: 600}), []Variation{{Path: "/quotas/0/rpm", Values: []any{600, 700}}}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled sweep returned %v", err)
 	}
 	// A live context plans as before.
-	if _, err := ComputeContext(context.Background(), curveScenario()); err != nil {
+	if _, err := compute(curveScenario()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -257,7 +257,7 @@ func TestComputeStopsWhenCancelled(t *testing.T) {
 func TestZeroServiceTimeIsRefused(t *testing.T) {
 	s := handScenario(scenario.Quota{RPM: 600})
 	s.Latency = scenario.Latency{TTFTMs: fixedMs(0), TPOTMs: fixedMs(0)}
-	_, err := Compute(s)
+	_, err := compute(s)
 	var errs scenario.Errors
 	if !errors.As(err, &errs) || errs[0].Path != "classes[0]" {
 		t.Fatalf("zero service time gave %v", err)

@@ -18,7 +18,7 @@ func TestSweepPathIsAField(t *testing.T) {
 		"/classes/0/slo/x~":     "/classes/0/slo/x~ is not a JSON Pointer: write ~ as ~0 and / as ~1",
 		"/classes/0/demand/rps": "no field at /classes/0/demand/rps in the scenario", // the class states no demand
 	} {
-		_, err := Sweep(base, []Variation{{Path: path, Values: []any{1}}})
+		_, err := sweep(base, []Variation{{Path: path, Values: []any{1}}})
 		var errs scenario.Errors
 		if !errors.As(err, &errs) || len(errs) != 1 || errs[0].Path != "variations[0].path" || errs[0].Message != want {
 			t.Errorf("%s: %v, want %q at variations[0].path", path, err, want)
@@ -33,7 +33,7 @@ func TestSweepPathIsAField(t *testing.T) {
 func TestSweepCellProblems(t *testing.T) {
 	base := handScenario(scenario.Quota{RPM: 600})
 	base.Classes[0].Demand = &scenario.Demand{RPS: 1}
-	w, err := Sweep(base, []Variation{
+	w, err := sweep(base, []Variation{
 		{Path: "/classes/0/demand", Values: []any{nil, map[string]any{"rps": 2.0}, "many"}},
 		{Path: "/classes/0/demand/rps", Values: []any{3.0, -1.0}},
 	})
@@ -56,7 +56,7 @@ func TestSweepCellProblems(t *testing.T) {
 	if len(w.Cells[2].Classes) != 1 {
 		t.Errorf("cell 2 was not planned: %+v", w.Cells[2])
 	}
-	w, err = Sweep(base, []Variation{{Path: "/classes/0/quota", Values: []any{"key", "nope"}}})
+	w, err = sweep(base, []Variation{{Path: "/classes/0/quota", Values: []any{"key", "nope"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

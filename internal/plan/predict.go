@@ -60,5 +60,5 @@ func (e *Engine) PredictAt(ctx context.Context, s scenario.Scenario, class strin
 
 // PredictAt is Engine.PredictAt with a new engine.
 func PredictAt(s scenario.Scenario, class string, c int) (Prediction, error) {
-	return New().PredictAt(context.Background(), s, class, c)
+	return New(Options{}).PredictAt(context.Background(), s, class, c)
 }

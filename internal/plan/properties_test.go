@@ -284,7 +284,7 @@ func TestPropertyBoundClassesPressOnTheirLimit(t *testing.T) {
 	ctx := context.Background()
 	for trial := range trials {
 		s := randomScenario(r)
-		run, p, err := New().planRun(ctx, s)
+		run, p, err := New(Options{}).planRun(ctx, s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -347,7 +347,7 @@ func TestPropertyDeterministicFiniteJSON(t *testing.T) {
 	for trial := range trials {
 		s := randomScenario(r)
 		a := encode(t, mustPlan(t, s))
-		fresh, err := Compute(mutable(s)) // a new engine: the caches must not change the answer
+		fresh, err := compute(mutable(s)) // a new engine: the caches must not change the answer
 		if err != nil {
 			t.Fatal(err)
 		}

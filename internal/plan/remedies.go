@@ -93,13 +93,13 @@ func (e *Engine) planRun(ctx context.Context, s scenario.Scenario) (*run, *Plan,
 func (e *Engine) leanPlan(ctx context.Context, s scenario.Scenario) (*run, *Plan, error) {
 	key, ok := planKey(s)
 	if ok {
-		if p, hit := e.leanPlans.Get(key); hit {
-			return nil, p, nil
+		if c, hit := e.leanPlans.Get(key); hit {
+			return nil, c.get(), nil
 		}
 	}
 	r, p, err := e.planRun(ctx, s)
 	if err == nil && ok {
-		e.leanPlans.Add(key, p)
+		e.leanPlans.Add(key, share(p))
 	}
 	return r, p, err
 }
@@ -147,9 +147,15 @@ func (r *run) remediesFor(ctx context.Context, i int, cp ClassPlan, pessimistic 
 			mb := findMembership(r.memberships[i], ConstraintKnee)
 			budget := r.neededCapacity(mb, i, target, pessimistic)
 			e := mb.res.ep
-			k := int(math.Ceil(math.Ceil(budget-tolerance)/e.safety - tolerance))
-			for int(math.Floor(e.safety*float64(k)+tolerance)) < int(math.Ceil(budget-tolerance)) {
-				k++
+			need := math.Ceil(budget - tolerance)
+			kf := math.Ceil(need/e.safety - tolerance)
+			if !(kf <= maxKnee) { // NaN and +Inf too: with a tiny knee_safety no knee helps
+				r.noFiniteRemedy(i, fmt.Sprintf("no knee of endpoint %s up to %d lifts its knee ceiling (knee_safety %s of it is usable): no finite knee helps", e.displayName(), maxKnee, num(e.safety)))
+				continue
+			}
+			k := int(kf)
+			for k < maxKnee && math.Floor(e.safety*float64(k)+tolerance) < need {
+				k++ // at most a step or two: kf is the exact quotient, rounded
 			}
 			out = append(out, Remedy{Constraint: c.Constraint, Value: float64(k), Path: e.path + "/knee",
 				Change: fmt.Sprintf("serve a knee of at least %d in flight on endpoint %s (measured %d): add serving capacity and measure again", k, e.displayName(), *e.knee)})
@@ -164,11 +170,32 @@ func (r *run) remediesFor(ctx context.Context, i int, cp ClassPlan, pessimistic 
 			capacity := r.neededCapacity(mb, i, target, pessimistic)
 			d, k := mb.res.dim, r.keys[mb.res.key]
 			l := math.Ceil(k.LimitFor(d, capacity) * (1 + tolerance))
+			if !(l <= scenario.Bounds().LimitMax[d.String()]) {
+				// No limit a key may have lifts the ceiling (a tiny
+				// headroom, say): no finite limit helps.
+				r.noFiniteRemedy(i, fmt.Sprintf("no %s on key %s up to %s, the most a key may have, lifts its %s ceiling (headroom %s of it is usable): no finite limit helps", c.Constraint, k.Name, num(scenario.Bounds().LimitMax[d.String()]), c.Constraint, num(k.Headroom)))
+				continue
+			}
 			out = append(out, Remedy{Constraint: c.Constraint, Value: l, Path: fmt.Sprintf("/quotas/%d/%s", mb.res.key, d),
 				Change: fmt.Sprintf("raise %s on key %s from %s to %s (a higher tier, or a second key for this class)", c.Constraint, k.Name, num(k.Limit(d)), num(l))})
 		}
 	}
 	return out, nil
+}
+
+// maxKnee is the largest knee a scenario may give (latency.knee's
+// maximum), which a knee remedy may not exceed.
+const maxKnee = searchLimit
+
+// noFiniteRemedy notes, as a warning of class i, a ceiling that no change
+// within the scenario's bounds lifts.
+func (r *run) noFiniteRemedy(i int, warning string) {
+	if r.unliftable == nil {
+		r.unliftable = map[int][]string{}
+	}
+	if !slices.Contains(r.unliftable[i], warning) {
+		r.unliftable[i] = append(r.unliftable[i], warning)
+	}
 }
 
 // neededCapacity is the capacity of a resource at which class i's share
@@ -279,6 +306,14 @@ func finite(v float64) bool { return !math.IsInf(v, 0) && !math.IsNaN(v) }
 // shedResolution is the precision of the sustainable rate, req/s.
 const shedResolution = 1e-4
 
+// shedMaxRounds bounds the bisection of the sustainable rate: 128 halvings
+// take any interval narrower than 1e34 req/s to the resolution.
+const shedMaxRounds = 128
+
+// maxShedSearch is the largest demand whose bisection starts from the
+// demand itself, req/s.
+const maxShedSearch = 1e12
+
 // shed is the largest arrival rate that class i's pool serves within its
 // SLOs with a stable queue (A/pool at most policy.max_utilization), found
 // by bisection, and the rate above it to shed.
@@ -315,18 +350,33 @@ func (r *run) shed(ctx context.Context, i, pool int) (*Shed, error) {
 		}
 		return true
 	}
+	// A valid demand is at most about 1.67e7 req/s (scenario's maxRate);
+	// a larger one, which only an unchecked scenario gives, is searched
+	// from the pool's stable throughput, above which no rate passes.
 	lo, hi := 0.0, m.lambda
+	if !(hi <= maxShedSearch) {
+		hi = math.Min(hi, m.rhoMax*float64(pool)/s.mean*(1+2*tolerance))
+	}
 	if !ok(lo) {
 		if fail != nil {
 			return nil, fail
 		}
 		return &Shed{SustainableRPS: 0, ShedRPS: roundTo(m.lambda, 4)}, nil
 	}
-	for hi-lo > shedResolution/2 {
+	// The resolution is reached within about 40 halvings from a valid
+	// demand; the round bound holds whatever the numbers, and a midpoint
+	// that floating point cannot tell from an end stops the search too.
+	for range shedMaxRounds {
+		if hi-lo <= shedResolution/2 {
+			break
+		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		mid := (lo + hi) / 2
+		if mid <= lo || mid >= hi {
+			break
+		}
 		if ok(mid) {
 			lo = mid
 		} else {

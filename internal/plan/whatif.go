@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/plannerdev/planner/internal/scenario"
 )
@@ -45,28 +46,16 @@ type CellClass struct {
 }
 
 // Sweep plans every combination of up to two variations of a valid
-// scenario with a new engine. See Engine.Sweep.
-func Sweep(base scenario.Scenario, vars []Variation) (*WhatIf, error) {
-	return New().Sweep(context.Background(), base, vars, nil)
-}
-
-// Workers hands out extra workers to a sweep: a service bounds the
-// computations it runs at once and lends a sweep the slots that are free.
-type Workers interface {
-	// TryAcquire takes a slot when one is free, without waiting.
-	TryAcquire() bool
-	// Release frees a slot that TryAcquire took.
-	Release()
-}
-
-// Sweep plans every combination of up to two variations of a valid
-// scenario. A path that does not exist in the scenario, or a grid larger
-// than MaxWhatIfCells, is an error located at the variation; a value that
-// makes the scenario invalid only marks its cell. Cells are planned by one
-// worker and by as many more as workers lends (up to one per CPU; with nil
-// workers, one per CPU), sharing the engine's draws, samples and tails. It
-// gives up when ctx is done, returning ctx.Err().
-func (e *Engine) Sweep(ctx context.Context, base scenario.Scenario, vars []Variation, workers Workers) (*WhatIf, error) {
+// scenario as one computation under the engine's limits (Engine.Run). A
+// path that does not exist in the scenario, or a grid larger than
+// MaxWhatIfCells, is an error located at the variation; a value that makes
+// the scenario invalid only marks its cell. Cells are planned in the
+// sweep's slot and in as many more as are free (up to one per CPU), sharing
+// the engine's draws, samples and tails; a borrowed slot is given back when
+// its worker ends. It gives up when ctx is done or the deadline passes,
+// returning the context's error; a panic in any cell fails the whole sweep
+// with a *PanicError.
+func (e *Engine) Sweep(ctx context.Context, base scenario.Scenario, vars []Variation) (*WhatIf, error) {
 	if len(vars) == 0 || len(vars) > 2 {
 		return nil, scenario.Errors{{Path: "variations", Message: "give one or two variations"}}
 	}
@@ -85,40 +74,58 @@ func (e *Engine) Sweep(ctx context.Context, base scenario.Scenario, vars []Varia
 	if cells > MaxWhatIfCells {
 		return nil, scenario.Errors{{Path: "variations", Message: fmt.Sprintf("the grid has %d cells; at most %d are allowed", cells, MaxWhatIfCells)}}
 	}
+	var out *WhatIf
+	err := e.Run(ctx, func(ctx context.Context) error {
+		var err error
+		out, err = e.sweep(ctx, vars, cells, func(ctx context.Context, values []any) Cell { return e.planCell(ctx, base, ptrs, values) })
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// sweep computes the cells of a grid with cell, in the caller's slot and in
+// the engine's free ones, each worker recovering its own panics.
+func (e *Engine) sweep(ctx context.Context, vars []Variation, cells int, cell func(ctx context.Context, values []any) Cell) (*WhatIf, error) {
 	out := &WhatIf{Variations: vars, Cells: make([]Cell, cells)}
 	next := make(chan int, cells)
 	for i := range cells {
 		next <- i
 	}
 	close(next)
-	work := func() {
-		for i := range next {
-			if ctx.Err() != nil {
-				return
+	g, gctx := errgroup.WithContext(ctx)
+	work := func() error {
+		return recovered(func() error {
+			for i := range next {
+				if err := gctx.Err(); err != nil {
+					return err
+				}
+				values := make([]any, len(vars))
+				rest := i
+				for j := len(vars) - 1; j >= 0; j-- {
+					values[j] = vars[j].Values[rest%len(vars[j].Values)]
+					rest /= len(vars[j].Values)
+				}
+				out.Cells[i] = cell(gctx, values)
 			}
-			values := make([]any, len(vars))
-			rest := i
-			for j := len(vars) - 1; j >= 0; j-- {
-				values[j] = vars[j].Values[rest%len(vars[j].Values)]
-				rest /= len(vars[j].Values)
-			}
-			out.Cells[i] = e.planCell(ctx, base, ptrs, values)
-		}
-	}
-	var wg sync.WaitGroup
-	for range min(cells, runtime.GOMAXPROCS(0)) - 1 {
-		if workers != nil && !workers.TryAcquire() {
-			break
-		}
-		wg.Go(func() {
-			if workers != nil {
-				defer workers.Release()
-			}
-			work()
+			return nil
 		})
 	}
-	work()
-	wg.Wait()
+	for range min(cells, runtime.GOMAXPROCS(0)) - 1 {
+		if !e.limits.tryAcquire() {
+			break
+		}
+		g.Go(func() error {
+			defer e.limits.release()
+			return work()
+		})
+	}
+	g.Go(work)
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

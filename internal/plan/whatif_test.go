@@ -9,7 +9,7 @@ import (
 
 func TestSweepOneVariationMatchesSinglePlans(t *testing.T) {
 	base := handScenario(scenario.Quota{RPM: 600})
-	w, err := Sweep(base, []Variation{{Path: "/quotas/0/rpm", Values: []any{240, 600, 1200}}})
+	w, err := sweep(base, []Variation{{Path: "/quotas/0/rpm", Values: []any{240, 600, 1200}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestSweepOneVariationMatchesSinglePlans(t *testing.T) {
 
 func TestSweepTwoVariationsGrid(t *testing.T) {
 	base := handScenario(scenario.Quota{RPM: 600})
-	w, err := Sweep(base, []Variation{
+	w, err := sweep(base, []Variation{
 		{Path: "/quotas/0/rpm", Values: []any{600, 1200}},
 		{Path: "/latency/knee", Values: []any{10, 40, 100}}, // absent in the base: added
 	})
@@ -48,7 +48,7 @@ func TestSweepTwoVariationsGrid(t *testing.T) {
 
 func TestSweepInvalidValueMarksOnlyItsCell(t *testing.T) {
 	base := handScenario(scenario.Quota{RPM: 600})
-	w, err := Sweep(base, []Variation{{Path: "/quotas/0/rpm", Values: []any{-1, 600, "lots"}}})
+	w, err := sweep(base, []Variation{{Path: "/quotas/0/rpm", Values: []any{-1, 600, "lots"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestSweepRejectsBadVariations(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Sweep(base, tt.vars)
+			_, err := sweep(base, tt.vars)
 			var errs scenario.Errors
 			if !errors.As(err, &errs) || errs[0].Path != tt.path {
 				t.Fatalf("error %v, want one at %s", err, tt.path)

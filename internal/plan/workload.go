@@ -66,8 +66,3 @@ func (e *Engine) Workloads(ctx context.Context, s scenario.Scenario) ([]Workload
 	}
 	return out, nil
 }
-
-// Workloads is Engine.Workloads with a new engine.
-func Workloads(s scenario.Scenario) ([]Workload, error) {
-	return New().Workloads(context.Background(), s)
-}

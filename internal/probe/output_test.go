@@ -2,6 +2,7 @@ package probe
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -94,7 +95,7 @@ func TestWriteFiles(t *testing.T) {
 	if len(sc.Latency.Curve) != 3 || sc.Latency.Knee == nil || *sc.Latency.Knee != *knee {
 		t.Errorf("scenario latency = %+v", sc.Latency)
 	}
-	p, err := plan.Compute(sc)
+	p, err := plan.New(plan.Options{}).Plan(context.Background(), sc)
 	if err != nil || len(p.Classes) != 1 || p.Classes[0].Pool < 1 {
 		t.Fatalf("the scenario with the curve does not plan to a pool: %+v, %v", p, err)
 	}

@@ -169,15 +169,22 @@ func CapacityFor(claims []Claim, c int, need float64, policy string) float64 {
 		shares, _ := Divide(capacity, claims, policy)
 		return shares[c] >= need*(1-1e-12)
 	}
-	// A share never exceeds the capacity, so need is a lower bound.
+	// A share never exceeds the capacity, so need is a lower bound. Both
+	// loops are bounded whatever the numbers: doubling reaches 1e300 from
+	// any positive float64 within about 2,100 steps (a NaN fails the test
+	// at once), and 64 halvings reach the relative precision from any
+	// bracket.
 	lo, hi := need/2, need
 	for !got(hi) {
-		if hi > 1e300 {
+		if !(hi <= 1e300) {
 			return math.Inf(1)
 		}
 		lo, hi = hi, 2*hi
 	}
-	for hi-lo > hi*1e-9 {
+	for range 64 {
+		if !(hi-lo > hi*1e-9) {
+			break
+		}
 		mid := (lo + hi) / 2
 		if got(mid) {
 			hi = mid

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -55,7 +56,7 @@ func syntheticResult() measure.Result {
 func examplePlan(t testing.TB, name string) (scenario.Scenario, *plan.Plan) {
 	t.Helper()
 	sc := testutil.Example(t, name)
-	p, err := plan.Compute(sc)
+	p, err := plan.New(plan.Options{}).Plan(context.Background(), sc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -17,7 +18,7 @@ import (
 // every ceiling of every class was derived, not only the binding one, and
 // marks the binding one.
 func TestTableShowsEveryDerivation(t *testing.T) {
-	p, err := plan.Compute(testutil.Example(t, "chat-and-batch"))
+	p, err := plan.New(plan.Options{}).Plan(context.Background(), testutil.Example(t, "chat-and-batch"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestTableShowsEveryDerivation(t *testing.T) {
 // TestWritePlanFormats round-trips the JSON and YAML forms and checks that
 // the table and Markdown are the renderers' own.
 func TestWritePlanFormats(t *testing.T) {
-	p, err := plan.Compute(testutil.Example(t, "chat"))
+	p, err := plan.New(plan.Options{}).Plan(context.Background(), testutil.Example(t, "chat"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 func backfillRun(t *testing.T) (ReportInput, *simulate.Simulation) {
 	t.Helper()
 	sc, p := examplePlan(t, "backfill")
-	r, err := simulate.Run(context.Background(), plan.New(), sc, simulate.Options{DurationS: 600, IntervalS: 10, NoPacing: true})
+	r, err := simulate.Run(context.Background(), plan.New(plan.Options{}), sc, simulate.Options{DurationS: 600, IntervalS: 10, NoPacing: true})
 	if err != nil {
 		t.Fatal(err)
 	}

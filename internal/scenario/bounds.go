@@ -40,3 +40,15 @@ func Bounds() QuotaBounds {
 	b.LimitMax = maps.Clone(b.LimitMax)
 	return b
 }
+
+// maxRate is the largest arrival rate, requests per second, that a demand
+// may come to: the most that rps or rpm may state (their schema maxima,
+// read from the tags of Demand). A rate derived from other fields
+// (requests within_hours) must stay within it, so that every rate the
+// planner works with is finite and searched over a bounded range.
+var maxRate = sync.OnceValue(func() float64 {
+	fields := structFields(reflect.TypeFor[Demand]()).byName
+	rps, _ := floatTag(fields["rps"].Tag, "maximum")
+	rpm, _ := floatTag(fields["rpm"].Tag, "maximum")
+	return max(rps, rpm/60)
+})

@@ -44,6 +44,7 @@ func (s Scenario) Check() Errors {
 		if !q.HasLimit() {
 			c.add(p, "%s", NoLimit)
 		}
+		c.dailyRates(p, q)
 	}
 	if !s.Latency.IsZero() {
 		c.latency("latency", s.Latency)
@@ -107,6 +108,26 @@ func (s Scenario) Check() Errors {
 	return dedupe(c.errs)
 }
 
+// dailyRates bounds the rates that daily limits come to over a key's
+// active hours: spread over a vanishing number of hours, a daily limit
+// would allow more a second than any per-minute limit may state, or an
+// infinite rate.
+func (c *checker) dailyRates(p string, q Quota) {
+	if q.ActiveHours <= 0 {
+		return // the default, 24 hours
+	}
+	limits := quotaBounds().LimitMax
+	for _, d := range []struct {
+		name, per string
+		limit     float64
+	}{{"rpd", "rpm", q.RPD}, {"tpd", "tpm", q.TPD}} {
+		rate := d.limit / (q.ActiveHours * 3600)
+		if most := limits[d.per] / 60; d.limit > 0 && !(rate <= most) {
+			c.add(p+".active_hours", "%s over active_hours comes to %.3g a second, more than the %.3g that %s may state at most: give more active hours", d.name, rate, most, d.per)
+		}
+	}
+}
+
 // profile requires a usable latency model: a curve, or both TTFT and TPOT.
 func (c *checker) profile(p string, l Latency) {
 	if len(l.Curve) > 0 {
@@ -160,6 +181,8 @@ func (c *checker) demand(p string, d Demand) {
 		c.add(p+".within_hours", "required with requests")
 	case d.Requests <= 0 && d.WithinHours > 0:
 		c.add(p+".requests", "required with within_hours")
+	case d.Requests > 0 && !(d.Rate() <= maxRate()): // NaN and +Inf fail too
+		c.add(p+".within_hours", "requests / within_hours comes to %.3g requests per second, more than the %.3g a demand may have (rpm's maximum): give more hours or fewer requests", d.Rate(), maxRate())
 	}
 	end := 0.0
 	for i, w := range d.Profile {

@@ -43,7 +43,8 @@ var notes = map[string]string{
 		"all read the same fields. A field not listed here is refused, and every problem is reported with its " +
 		"path, such as `classes[1].output_tokens.p95`. How the fields are used is in [concepts.md](concepts.md).",
 	"Quota": "Give at least one limit. Output tokens count against `tpm`, `otpm` and `tpd` as `token_accounting` says; " +
-		"`headroom` applies to every limit of the key.",
+		"`headroom` applies to every limit of the key. Daily limits are spread over `active_hours`, and may not " +
+		"come to more a second than the per-minute limits may state (`rpd` as `rpm`, `tpd` as `tpm`).",
 	"Latency": "Give `ttft_ms` and `tpot_ms`, or a measured `curve` (then they follow the curve), here or in a " +
 		"class's own `latency`. `knee` caps each class at its mode's `knee_safety` share of it.",
 	"Class": "`max_tokens` is required when the class's quota counts `max_tokens`.",
@@ -54,7 +55,9 @@ var notes = map[string]string{
 		"`input_tokens` and `output_tokens`, milliseconds for `ttft_ms` and `tpot_ms`. Output tokens are also " +
 		"clipped at the class's `max_tokens`.",
 	"Demand": "Give exactly one of `rps`, `rpm`, or `requests` with `within_hours` (a batch that must finish in " +
-		"that time). Without a demand the class runs as fast as its share of the quota allows.",
+		"that time). Without a demand the class runs as fast as its share of the quota allows. A batch comes to " +
+		"`requests / (within_hours × 3600)` requests per second, which may not exceed what `rpm` may state at " +
+		"most (1e9 a minute, about 1.67e7 a second).",
 	"DemandWindow": "A window of simulated time in which the class's rate is multiplied by `factor`; planner simulate " +
 		"and POST /v1/simulations follow the profile, while a plan is computed for the steady rate.",
 	"CurvePoint": "One measured step: what `planner probe` writes in its curve.yaml, or `planner import` from " +

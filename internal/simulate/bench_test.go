@@ -14,7 +14,7 @@ import (
 // holds: everything a run keeps was allocated during it.
 func benchmarkRun(b *testing.B, example string, o Options) {
 	sc := testutil.Example(b, example)
-	eng := plan.New()
+	eng := plan.New(plan.Options{})
 	var events int
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)

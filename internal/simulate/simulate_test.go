@@ -17,7 +17,7 @@ import (
 )
 
 // engine plans every test's scenarios, sharing its caches.
-var engine = plan.New()
+var engine = plan.New(plan.Options{})
 
 // parse reads a scenario written for a test.
 func parse(t testing.TB, doc string) scenario.Scenario {

@@ -53,7 +53,7 @@ func examplePlan(t fataler, name string) StoredPlan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := plan.Compute(sc)
+	p, err := plan.New(plan.Options{}).Plan(context.Background(), sc)
 	if err != nil {
 		t.Fatal(err)
 	}

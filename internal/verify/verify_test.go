@@ -52,7 +52,7 @@ func planOf(t *testing.T, text string) (scenario.Scenario, *plan.Plan) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := plan.Compute(sc)
+	p, err := plan.New(plan.Options{}).Plan(context.Background(), sc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package api
+package app
 
 import (
 	"fmt"
@@ -8,10 +8,11 @@ import (
 	"strings"
 )
 
-// nonFinite returns the JSON path of the first NaN or infinite number in v
-// (a plan, an analysis), or "" when every number is finite. JSON cannot carry such
-// numbers, so a plan holding one must not be sent as a 200.
-func nonFinite(v any) string {
+// NonFinite returns the JSON path of the first NaN or infinite number in v
+// (a plan, a simulation, an analysis), or "" when every number is finite.
+// JSON cannot carry such numbers, so an answer holding one must not be
+// sent.
+func NonFinite(v any) string {
 	steps, found := walkFinite(reflect.ValueOf(v))
 	if !found {
 		return ""

@@ -1,0 +1,87 @@
+// Package app is what the command line and the service both do with a
+// scenario: plan it, sweep it over varied fields (what-if), and simulate
+// its plan. Each is one computation under the planning engine's limits
+// (plan.Options: a deadline, compute slots and a bounded queue of waiting
+// computations), whose panics come back as errors, and no answer carries a
+// number that JSON cannot hold. cmd/planner and the API call these and
+// render what they return; they hold no rule of their own about them. The
+// other things both do with a plan (probing its endpoint, verifying it)
+// belong here too, as more methods of App.
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/plannerdev/planner/internal/plan"
+	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/simulate"
+)
+
+// App plans, sweeps and simulates scenarios with one engine, whose caches
+// its computations share. It is safe for concurrent use.
+type App struct {
+	eng *plan.Engine
+}
+
+// New returns an App that computes with eng, under its limits.
+func New(eng *plan.Engine) *App {
+	return &App{eng: eng}
+}
+
+// NonFiniteError is an answer that would carry NaN or an infinity: JSON has
+// no such number, and a plan that holds one says nothing true there.
+type NonFiniteError struct {
+	// What is "plan" or "simulation".
+	What string
+	// Path is the JSON path of the number, such as
+	// "classes[0].predicted.e2e_p95_ms".
+	Path string
+}
+
+func (e *NonFiniteError) Error() string {
+	return fmt.Sprintf("the %s of this scenario holds a non-finite %s", e.What, e.Path)
+}
+
+// Plan plans a valid scenario (plan.Engine.Plan). Errors: scenario.Errors
+// for a scenario that breaks a cross-field rule, *NonFiniteError, and the
+// engine's: plan.ErrBusy, plan.ErrClosed, *plan.PanicError, and the
+// context's when it ends or the deadline passes. The plan may be shared
+// with other callers: it must not be modified.
+func (a *App) Plan(ctx context.Context, s scenario.Scenario) (*plan.Plan, error) {
+	p, err := a.eng.Plan(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	if path := NonFinite(p); path != "" {
+		return nil, &NonFiniteError{What: "plan", Path: path}
+	}
+	return p, nil
+}
+
+// WhatIf plans every combination of one or two variations of a valid
+// scenario (plan.Engine.Sweep), with Plan's errors; a variation's problems
+// are scenario.Errors at "variations[i]...".
+func (a *App) WhatIf(ctx context.Context, s scenario.Scenario, vars []plan.Variation) (*plan.WhatIf, error) {
+	return a.eng.Sweep(ctx, s, vars)
+}
+
+// Simulate runs the plan of a valid scenario as a simulation
+// (simulate.Run), planning it first, all in one computation slot. Errors:
+// Plan's, and simulate.OptionErrors for options the scenario cannot run
+// with.
+func (a *App) Simulate(ctx context.Context, s scenario.Scenario, o simulate.Options) (*simulate.Simulation, error) {
+	var r *simulate.Simulation
+	err := a.eng.Run(ctx, func(ctx context.Context) error {
+		var err error
+		r, err = simulate.Run(ctx, a.eng, s, o)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if path := NonFinite(r); path != "" {
+		return nil, &NonFiniteError{What: "simulation", Path: path}
+	}
+	return r, nil
+}
