@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -326,4 +327,30 @@ func callQuiet(method, url string, body any) (int, http.Header, []byte) {
 		return 0, nil, nil
 	}
 	return resp.StatusCode, resp.Header, out.Bytes()
+}
+
+// TestServeUnreachableDatabase: a PostgreSQL database that does not
+// answer stops the service at start, the cause named and the password in
+// its URL nowhere in what it prints.
+func TestServeUnreachableDatabase(t *testing.T) {
+	cleanServeEnv(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	const secret = "Sup3r-secret-pw"
+	code, out, errOut := runBriefly("serve", "--listen", "127.0.0.1:0", "--db", "postgres://planner:"+secret+"@"+addr+"/planner")
+	if code != exitError || strings.Contains(out, "serving on") {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	for _, want := range []string{"postgres://planner@" + addr + "/planner", "cannot reach the database", "connect"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("the message lacks %q: %s", want, errOut)
+		}
+	}
+	if strings.Contains(out+errOut, secret) {
+		t.Errorf("the password shows: %s%s", out, errOut)
+	}
 }
