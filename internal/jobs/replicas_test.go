@@ -76,9 +76,17 @@ func TestTwoServicesShareProbes(t *testing.T) {
 	if err := two.Cancel(context.Background(), started.ID); err != nil {
 		t.Fatal(err)
 	}
+	// The first service stored the end, which its job does once the
+	// probe has stopped; the job then frees its place and leaves.
 	run := stored(t, st1, started.ID)
-	if run.Status != store.StatusCancelled || run.Counts.Records < 2 || one.Running(started.ID) {
-		t.Fatalf("after the cancel on the second service: %+v, running on the first %v", run, one.Running(started.ID))
+	if run.Status != store.StatusCancelled || run.Counts.Records < 2 {
+		t.Fatalf("after the cancel on the second service: %+v", run)
+	}
+	if err := one.Cancel(context.Background(), started.ID); err != nil && !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("wait for the first service's job to leave: %v", err)
+	}
+	if one.Running(started.ID) {
+		t.Fatal("the job still runs on the first service")
 	}
 	evs := <-followed
 	var kinds []EventKind

@@ -150,8 +150,10 @@ func addStatus(ctx context.Context, t *tx, seq int64, id string, status Status, 
 // endRun ends the run seq (id) with status and message, stores its status
 // event, the run's last, and then removes its progress events, which
 // nobody needs once it has ended (after: the last event keeps a number
-// above every number handed out). The caller has checked that the run has
-// not ended.
+// above every number handed out). The run's place is freed with it: an
+// ended run sends nothing more, so the next probe on any service may
+// start as soon as this end is read. The caller has checked that the run
+// has not ended.
 func endRun(ctx context.Context, t *tx, seq int64, id string, status Status, msg string, now int64) error {
 	if _, err := t.ExecContext(ctx, `UPDATE probes SET status = ?, error = ?, finished_ns = coalesce(finished_ns, ?) WHERE seq = ?`,
 		status, redactText(msg), now, seq); err != nil {
@@ -160,6 +162,9 @@ func endRun(ctx context.Context, t *tx, seq int64, id string, status Status, msg
 	if err := addStatus(ctx, t, seq, id, status, now); err != nil {
 		return err
 	}
-	_, err := t.ExecContext(ctx, `DELETE FROM probe_events WHERE probe = ? AND kind = ?`, seq, eventKindProgress)
+	if _, err := t.ExecContext(ctx, `DELETE FROM probe_events WHERE probe = ? AND kind = ?`, seq, eventKindProgress); err != nil {
+		return err
+	}
+	_, err := t.ExecContext(ctx, `UPDATE job_slots SET lease = NULL, replica = '', probe = NULL, cancel = FALSE WHERE probe = ?`, id)
 	return err
 }

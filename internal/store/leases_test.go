@@ -276,6 +276,10 @@ func TestSharedDatabase(t *testing.T) {
 	if got := statuses(t, two, id); !slices.Equal(got, []Status{StatusQueued, StatusCancelled}) {
 		t.Errorf("the second service reads %v", got)
 	}
+	// The run's end freed its place.
+	if _, err := two.AcquireSlot(ctx, "two", 1, ttl); err != nil {
+		t.Errorf("the place of the ended run: %v", err)
+	}
 }
 
 func mustMigrations(t *testing.T) []migration {
