@@ -26,8 +26,9 @@ func (s *Server) registerProbeEvents() {
 			"status), a step event for each step already finished, then, live: progress (the running step's " +
 			"finished requests, ok, rate_limited and errors, at most every 250 ms while they change), step (each " +
 			"step's summary as it finishes), status (the final status) and done (the whole probe, as GET returns " +
-			"it), after which the stream ends. A probe that has already ended sends done at once. A client too " +
-			"slow to keep up is disconnected rather than holding the probe back; it may connect again.",
+			"it), after which the stream ends. A probe that has already ended sends done at once. Any replica " +
+			"streams any probe: the events are stored as they happen, so a client that reads slowly only falls " +
+			"behind and never holds the probe back.",
 		Tags:   []string{tagProbes},
 		Errors: notFoundStatuses,
 		Middlewares: huma.Middlewares{func(ctx huma.Context, next func(huma.Context)) {
@@ -69,50 +70,33 @@ func writeHumaError(api huma.API, ctx huma.Context, err error) {
 }
 
 func (s *Server) probeEvents(ctx context.Context, in *probeIDInput, send sse.Sender) {
-	done := func() {
+	done := func() error {
 		run, err := s.store.GetProbe(ctx, in.ID)
 		if err != nil {
 			s.log.Error("read a probe for its done event", "probe", in.ID, "error", err)
-			return
+			return err
 		}
-		_ = send.Data(probeResource(run))
+		return send.Data(probeResource(run))
 	}
 	if s.jobs == nil {
-		done()
+		_ = done()
 		return
 	}
-	sub, live := s.jobs.Subscribe(in.ID)
-	if !live {
-		done()
-		return
-	}
-	defer sub.Close()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-sub.C:
-			if !ok {
-				if !sub.Dropped() {
-					done() // ended without a done event reaching this subscriber
-				}
-				return
-			}
-			var err error
-			switch ev.Kind {
-			case jobs.EventStatus:
-				err = send.Data(ProbeStatusEvent{Status: string(ev.Status)})
-			case jobs.EventProgress:
-				err = send.Data(ev.Progress)
-			case jobs.EventStep:
-				err = send.Data(ev.Step)
-			case jobs.EventDone:
-				done()
-				return
-			}
-			if err != nil {
-				return
-			}
+	// The events come from the store, whichever service runs the probe.
+	err := s.jobs.Follow(ctx, in.ID, func(ev jobs.Event) error {
+		switch ev.Kind {
+		case jobs.EventStatus:
+			return send.Data(ProbeStatusEvent{Status: string(ev.Status)})
+		case jobs.EventProgress:
+			return send.Data(ev.Progress)
+		case jobs.EventStep:
+			return send.Data(ev.Step)
+		case jobs.EventDone:
+			return done()
 		}
+		return nil
+	})
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("a probe's event stream ended early", "probe", in.ID, "error", err)
 	}
 }

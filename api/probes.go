@@ -246,9 +246,9 @@ func (s *Server) registerProbes() {
 		Method:      http.MethodDelete,
 		Path:        "/v1/probes/{id}",
 		Summary:     "Cancel a probe",
-		Description: "Cancels a queued or running probe: requests in flight are cut short, everything measured is " +
-			"kept, and the probe ends as cancelled. Answers with the probe once it has ended (or after 15 s). A " +
-			"probe that has already ended gets a 409.",
+		Description: "Cancels a queued or running probe, on whichever replica runs it: requests in flight are cut " +
+			"short, everything measured is kept, and the probe ends as cancelled. Answers with the probe once it has " +
+			"ended (or after 15 s). A probe that has already ended gets a 409.",
 		Tags:   []string{tagProbes},
 		Errors: []int{http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity, http.StatusServiceUnavailable},
 	}, s.cancelProbe)
@@ -292,15 +292,17 @@ func (s *Server) registerProbes() {
 var errShuttingDown = huma.Error503ServiceUnavailable("the server is shutting down")
 
 // acquireSlot reserves one of the probe.max_running slots, answering 429
-// with Retry-After when they are all taken.
+// with Retry-After when they are all taken, on any replica.
 func (s *Server) acquireSlot(ctx context.Context) (*jobs.Slot, error) {
 	slot, err := s.jobs.Acquire(ctx)
 	var busy *jobs.BusyError
 	switch {
 	case errors.As(err, &busy):
 		return nil, busyProblem(busy.Limit)
-	case err != nil:
+	case errors.Is(err, jobs.ErrClosed):
 		return nil, errShuttingDown
+	case err != nil:
+		return nil, s.storeError(err, "running place", "")
 	}
 	return slot, nil
 }
@@ -415,17 +417,20 @@ func (s *Server) cancelProbe(ctx context.Context, in *probeIDInput) (*probeOutpu
 	if err != nil {
 		return nil, err
 	}
-	var done <-chan struct{}
-	if s.jobs != nil {
-		done, err = s.jobs.Cancel(in.ID)
-	}
-	if s.jobs == nil || errors.Is(err, jobs.ErrNotRunning) {
+	if s.jobs == nil {
 		return nil, huma.Error409Conflict(fmt.Sprintf("the probe has already ended (%s)", run.Status))
 	}
-	select {
-	case <-done:
-	case <-time.After(cancelWait):
-	case <-ctx.Done():
+	// The replica running the probe, this one or another, stops it.
+	wait, cancel := context.WithTimeout(ctx, cancelWait)
+	defer cancel()
+	switch err := s.jobs.Cancel(wait, in.ID); {
+	case errors.Is(err, jobs.ErrNotRunning):
+		if run, err = s.storedProbe(ctx, in.ID); err != nil {
+			return nil, err
+		}
+		return nil, huma.Error409Conflict(fmt.Sprintf("the probe has already ended (%s)", run.Status))
+	case err != nil && wait.Err() == nil:
+		return nil, s.storeError(err, "probe", in.ID)
 	}
 	if run, err = s.storedProbe(ctx, in.ID); err != nil {
 		return nil, err
