@@ -54,8 +54,11 @@ type Record struct {
 	// when no chunk named one.
 	ServedModel string `json:"served_model,omitempty"`
 	// Conn is how the attempt that the times are measured from got its
-	// connection: ConnNew or ConnReused; "" when it got none (a failed
-	// dial) or the row predates the column.
+	// connection: ConnNew when it waited for a connection set up for it,
+	// ConnReused when it took one kept alive in the pool (a connection
+	// that another request's dial set up and pooled unused counts as
+	// reused); "" when it got none (a failed dial) or the row predates
+	// the column.
 	Conn string `json:"conn,omitempty"`
 	// ConnWaitMs is the time from asking the pool for a connection to
 	// getting one: a new connection's whole set-up (DNS, connect, TLS), a

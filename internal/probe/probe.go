@@ -22,11 +22,14 @@ package probe
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/plannerdev/planner/internal/optional"
@@ -111,6 +114,9 @@ type Config struct {
 	// http.Client's; the service refuses every redirect with it, so that an
 	// endpoint cannot send the probe and its key elsewhere.
 	CheckRedirect func(req *http.Request, via []*http.Request) error
+	// tlsConfig is the TLS settings of the run's connections; nil selects
+	// the system's. Tests set it to trust their own TLS server.
+	tlsConfig *tls.Config
 
 	// Steps is the ladder of concurrencies, strictly ascending; nil selects
 	// DefaultSteps. Only a ladder takes it.
@@ -226,6 +232,29 @@ func (c Config) endpoint() (string, error) {
 		return "", fmt.Errorf("base url %q: no host", redactURL(c.BaseURL))
 	}
 	return u.JoinPath("chat/completions").String(), nil
+}
+
+// deployment reports whether Model names a deployment rather than a model
+// (Azure OpenAI), whose answers name the model behind it: the base URL is
+// an Azure OpenAI host or has a deployments/NAME path, or the key goes in
+// api-key, the header of Azure OpenAI keys.
+func (c Config) deployment() bool {
+	if strings.EqualFold(c.APIKeyHeader, "api-key") {
+		return true
+	}
+	u, err := url.Parse(c.BaseURL)
+	if err != nil {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	for _, suffix := range []string{".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com"} {
+		if strings.HasSuffix(host, suffix) {
+			return true
+		}
+	}
+	segs := strings.Split(strings.Trim(u.Path, "/"), "/")
+	i := slices.Index(segs, "deployments")
+	return i >= 0 && i+1 < len(segs) && segs[i+1] != ""
 }
 
 // redactURL drops what may carry credentials from a URL, for display: the
