@@ -7,7 +7,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/plannerdev/planner/internal/analysis"
@@ -172,7 +171,7 @@ func (r *runner) result(reason, detail string) *Result {
 	an.Connections = measure.SummarizeConns(recs)
 	limits := r.sender.limits.snapshot()
 	an.Notes = append(an.Notes, r.notes(recs, &an, limits, reason)...)
-	an.Notes = append(an.Notes, warnings(an)...)
+	an.Notes = append(an.Notes, an.Warnings()...)
 	sent, tokens := r.budget.used()
 	return &Result{
 		Config: r.cfg, Records: recs, Analysis: an, RateLimits: limits,
@@ -254,29 +253,5 @@ func withConnections(steps []measure.Step, recs []measure.Record) {
 }
 
 // Warnings are what an operator must know of the run beyond its
-// verdicts: answers that named another model than the one asked, and
-// connections that were not kept alive. They are among the notes too.
-func (r *Result) Warnings() []string { return warnings(r.Analysis) }
-
-// warnings are the warnings of an analysis whose steps carry their
-// connection summaries (Result.Warnings).
-func warnings(an measure.Result) []string {
-	var out []string
-	if an.Served.Switched() {
-		out = append(out, an.Served.Sentence()+`: the endpoint served another model than the one asked for (docs/probe.md, "The served model")`)
-	}
-	var steps []string
-	for _, s := range an.Steps {
-		if c := s.Connections; c.NotReused() {
-			steps = append(steps, fmt.Sprintf("%d (%d of %d)", s.Concurrency, c.NewMeasured, c.Measured))
-		}
-	}
-	if len(steps) > 0 {
-		w := "WARNING: connections were not reused: measured requests that opened a new connection after the warm-up, at concurrency " + strings.Join(steps, ", ")
-		if c := an.Connections; c != nil && c.SetupMeanMs > 0 {
-			w += fmt.Sprintf("; a new connection took %.1f ms to set up", c.SetupMeanMs)
-		}
-		out = append(out, w+`. The endpoint, or a proxy in front of it, closes connections (Connection: close, a short keep-alive), and each request pays the set-up in its TTFT (docs/probe.md, "Connections")`)
-	}
-	return out
-}
+// verdicts (measure.Result.Warnings); they are among the notes too.
+func (r *Result) Warnings() []string { return r.Analysis.Warnings() }
