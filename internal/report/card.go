@@ -130,7 +130,7 @@ func NewRecordCard(in CardInput) RecordCard {
 		// fine as its steps, which the card's knee already says.
 		card.KneeRefined, card.KneeResolution = r.KneeRefined, r.KneeResolution
 	}
-	if k, ok := kneeStep(r); ok {
+	if k, ok := r.KneeStep(); ok {
 		card.AtKnee = &KneePoint{E2EP95Ms: k.E2EP95Ms, E2EP95CI: k.E2EP95CI, TTFTP95Ms: k.TTFTP95Ms, TTFTP95CI: k.TTFTP95CI,
 			GoodputRPS: k.GoodputRPS, GoodputCI: k.GoodputCI, OutputTPS: k.OutputTPS}
 	}
