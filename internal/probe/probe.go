@@ -257,6 +257,10 @@ func (c Config) deployment() bool {
 	return i >= 0 && i+1 < len(segs) && segs[i+1] != ""
 }
 
+// DisplayURL is the base URL as the outputs show it: without user
+// information, and every query value but api-version redacted.
+func (c Config) DisplayURL() string { return redactURL(c.BaseURL) }
+
 // redactURL drops what may carry credentials from a URL, for display: the
 // user information and every query value except api-version.
 func redactURL(raw string) string {

@@ -280,7 +280,7 @@ func TestRecordCardServedModelAndConnections(t *testing.T) {
 	}
 	for _, want := range []string{
 		"| Served model | **WARNING: the answers named another model than the one asked (gpt-4o): gpt-4o-mini (40 of 40 answers)** |",
-		"| Connections | 40 new, 0 reused of 40 requests; a new one took 30 ms to set up (mean; DNS 0, connect 5, TLS 25 ms); first byte p50 80 ms on a new connection, - on a reused one |",
+		"| Connections | 40 new, 0 reused of 40 requests; a new one took 30 ms to set up (mean; DNS -, connect 5, TLS 25 ms); first byte p50 80 ms on a new connection, - on a reused one |",
 		"## Warnings\n\n- WARNING: the answers named another model",
 		"- WARNING: connections were not reused: measured requests that opened a new connection after the warm-up, at concurrency 1 (38 of 38); a new connection took 30.0 ms to set up",
 	} {

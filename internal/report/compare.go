@@ -143,15 +143,32 @@ func comparisonLegend(c compare.Comparison) string {
 	return legend
 }
 
+// writeComparisonTable prints a comparison for a terminal, in two tables
+// that share the run column: the figures of each run, and their drift
+// against the baseline.
 func writeComparisonTable(w io.Writer, c compare.Comparison) error {
 	var b strings.Builder
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "run\tmodel\tserved\tdate\tknee\trefined\tttft_p95\te2e_p95\tgoodput\t429\tquota\tknee_drift\tttft_drift\te2e_drift\tgoodput_drift\t")
-	for _, r := range c.Runs {
-		fmt.Fprintln(tw, strings.Join(comparisonCells(r), "\t")+"\t")
-	}
-	if err := tw.Flush(); err != nil {
-		return err
+	for i, head := range []string{
+		"run\tmodel\tserved\tdate\tknee\trefined\tttft_p95\te2e_p95\tgoodput\t429\tquota\t",
+		"run\tknee_drift\tttft_drift\te2e_drift\tgoodput_drift\t",
+	} {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, head)
+		for _, r := range c.Runs {
+			cells := comparisonCells(r)
+			if i == 0 {
+				cells = cells[:11]
+			} else {
+				cells = append(cells[:1], cells[11:]...)
+			}
+			fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(&b, "(%s)\n", comparisonLegend(c))
 	for _, r := range c.Runs {

@@ -177,8 +177,14 @@ func intOrNone(p *int) string {
 func connText(c *measure.ConnStats) string {
 	s := fmt.Sprintf("%d new, %d reused of %d requests", c.New, c.Reused, c.Requests)
 	if c.SetupMeanMs > 0 {
+		phase := func(v float64) string {
+			if v <= 0 {
+				return "-" // not reported, or none (no TLS over http, no DNS for an address)
+			}
+			return fmtNum(v)
+		}
 		s += fmt.Sprintf("; a new one took %s ms to set up (mean; DNS %s, connect %s, TLS %s ms)",
-			fmtNum(c.SetupMeanMs), fmtNum(c.DNSMeanMs), fmtNum(c.ConnectMeanMs), fmtNum(c.TLSMeanMs))
+			fmtNum(c.SetupMeanMs), phase(c.DNSMeanMs), phase(c.ConnectMeanMs), phase(c.TLSMeanMs))
 	}
 	if c.TTFBNewP50Ms > 0 || c.TTFBReusedP50Ms > 0 {
 		s += fmt.Sprintf("; first byte p50 %s on a new connection, %s on a reused one", msText(c.TTFBNewP50Ms), msText(c.TTFBReusedP50Ms))
