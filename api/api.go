@@ -173,6 +173,7 @@ func New(opts Options) *Server {
 	s.registerTiers()
 	s.registerProbes()
 	s.registerRecords()
+	s.registerCompare()
 	s.registerAnalyses()
 	s.registerOperations()
 	s.registerDocs()
