@@ -149,8 +149,8 @@ func comparisonLegend(c compare.Comparison) string {
 func writeComparisonTable(w io.Writer, c compare.Comparison) error {
 	var b strings.Builder
 	for i, head := range []string{
-		"run\tmodel\tserved\tdate\tknee\trefined\tttft_p95\te2e_p95\tgoodput\t429\tquota\t",
-		"run\tknee_drift\tttft_drift\te2e_drift\tgoodput_drift\t",
+		"run\tmodel\tserved\tdate\tknee\trefined\tttft_p95\te2e_p95\tgoodput\t429\tquota",
+		"run\tknee_drift\tttft_drift\te2e_drift\tgoodput_drift",
 	} {
 		if i > 0 {
 			b.WriteByte('\n')
@@ -164,7 +164,7 @@ func writeComparisonTable(w io.Writer, c compare.Comparison) error {
 			} else {
 				cells = append(cells[:1], cells[11:]...)
 			}
-			fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+			fmt.Fprintln(tw, strings.Join(cells, "\t"))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
