@@ -8,6 +8,10 @@
 // after the wait the endpoint asked for, and timed from the attempt that
 // succeeded; the run stops by itself on too many 429s, on falling
 // goodput, on a spent budget or on cancel, and keeps what it measured.
+// Each answer's model field is recorded and checked against the model
+// asked (measure.ModelMatches), and each request's connection set-up is
+// timed (net/http/httptrace), with a warning when connections are not
+// kept alive.
 // The records are judged by package analysis (steady state, intervals,
 // knee, collapse, quota_limited, USL fit) and written as requests.csv,
 // steps.json and a curve.yaml that a scenario takes as it is.
