@@ -52,6 +52,13 @@ type AnalysisRow struct {
 	E2EWithRetriesMs float64 `json:"e2e_with_retries_ms,omitempty" minimum:"0" maximum:"1e9" doc:"From the first send, waits before retries included; default e2e_ms."`
 	RateRPS          float64 `json:"rate_rps,omitempty" minimum:"0" maximum:"1e9" doc:"Offered rate of an open-loop step; 0 in a closed loop."`
 	Refine           bool    `json:"refine,omitempty" doc:"A row of a knee search's refinement step."`
+	ServedModel      string  `json:"served_model,omitempty" maxLength:"1024" doc:"What the answer named as its model; not judged here."`
+	Conn             string  `json:"conn,omitempty" enum:"new,reused" doc:"Whether the request opened a new connection or reused one; not judged here."`
+	ConnWaitMs       float64 `json:"conn_wait_ms,omitempty" minimum:"0" maximum:"1e9"`
+	DNSMs            float64 `json:"dns_ms,omitempty" minimum:"0" maximum:"1e9"`
+	ConnectMs        float64 `json:"connect_ms,omitempty" minimum:"0" maximum:"1e9"`
+	TLSMs            float64 `json:"tls_ms,omitempty" minimum:"0" maximum:"1e9"`
+	TTFBMs           float64 `json:"ttfb_ms,omitempty" minimum:"0" maximum:"1e9"`
 }
 
 // AnalysisStep is one step of a ramp (measure.Step); concurrency and

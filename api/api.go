@@ -181,6 +181,7 @@ func New(opts Options) *Server {
 	s.registerTiers()
 	s.registerProbes()
 	s.registerRecords()
+	s.registerCompare()
 	s.registerAnalyses()
 	s.registerOperations()
 	s.registerDocs()

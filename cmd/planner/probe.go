@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/compare"
 	"github.com/plannerdev/planner/internal/fieldpath"
 	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/optional"
@@ -38,6 +40,7 @@ func newProbeCmd(s streams) *cobra.Command {
 		maxInFlight int
 		maxRequests int
 		maxTokens   int
+		models      []string
 	)
 	cmd := &cobra.Command{
 		Use:   "probe --base-url URL --model MODEL",
@@ -55,10 +58,14 @@ func newProbeCmd(s streams) *cobra.Command {
 			"response, when goodput falls beyond its noise for two steps, when a budget is\n" +
 			"spent, or on Ctrl-C, and always writes what it measured into --out: requests.csv,\n" +
 			"steps.json and curve.yaml (a scenario fragment holding the latency block: append\n" +
-			"it to a scenario without one). The API key is read from the environment\n" +
-			"(--api-key-env), never from a flag.",
+			"it to a scenario without one). It says when the answers name another model than\n" +
+			"--model, and when connections are not reused. --model a,b runs the same ladder\n" +
+			"on each model in turn, each into --out/MODEL, and prints them side by side as\n" +
+			"planner compare does. The API key is read from the environment (--api-key-env),\n" +
+			"never from a flag.",
 		Example: "  planner probe --base-url http://127.0.0.1:8000/v1 --model my-model --ignore-eos\n" +
 			"  planner probe --base-url http://127.0.0.1:8000/v1 --model my-model --ignore-eos --search --max-concurrency 128\n" +
+			"  planner probe --base-url http://127.0.0.1:8000/v1 --model llama-3-8b,llama-3-70b --steps 1,2,4,8 --out ladder\n" +
 			"  planner probe --base-url https://api.openai.com/v1 --model gpt-4o-mini \\\n" +
 			"      --api-key-env PROBE_OPENAI_KEY --steps 1,2,4,8 --max-requests 400 --max-tokens 64",
 		Args: usageArgs(cobra.NoArgs),
@@ -71,8 +78,9 @@ func newProbeCmd(s streams) *cobra.Command {
 			if err := probeInputs(cmd, &cfg, apiKeyEnv, prompts); err != nil {
 				return usageError{err}
 			}
-			if errs := cfg.Validate(); len(errs) > 0 {
-				return usageError{probeFlags.Rename(errs)}
+			cfgs, err := modelConfigs(cfg, models)
+			if err != nil {
+				return err
 			}
 			if out == "" {
 				out = time.Now().Format("probe-20060102-150405")
@@ -80,6 +88,10 @@ func newProbeCmd(s streams) *cobra.Command {
 			if w := plainTextKeyWarning(cfg); w != "" {
 				fmt.Fprintln(s.err, "warning:", w)
 			}
+			if len(cfgs) > 1 {
+				return probeModels(cmd, s, cfgs, out, format)
+			}
+			cfg = cfgs[0]
 			obs := newProgress(s.err)
 			res, err := probe.Run(cmd.Context(), cfg, obs)
 			if err != nil {
@@ -90,6 +102,7 @@ func newProbeCmd(s streams) *cobra.Command {
 			if len(files) > 0 {
 				fmt.Fprintf(s.err, "wrote %s\n", strings.Join(files, ", "))
 			}
+			warnAbout(s.err, res)
 			switch {
 			case perr != nil:
 				return fmt.Errorf("printing the results: %w", perr)
@@ -105,7 +118,7 @@ func newProbeCmd(s streams) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.BaseURL, "base-url", "", "API root, e.g. http://127.0.0.1:8000/v1 (requests go to BASE/chat/completions)")
-	f.StringVar(&cfg.Model, "model", "", "model (or Azure deployment) name")
+	f.StringSliceVar(&models, "model", nil, "model (or Azure deployment) name; several, comma-separated, run the same ladder on each in turn, each into its own directory under --out, and compare them")
 	f.IntSliceVar(&steps, "steps", probe.DefaultSteps, "concurrency ladder, strictly ascending")
 	f.BoolVar(&cfg.Search, "search", false, "search for the knee instead of running the ladder: doubling steps sized by their noise, up to --max-concurrency, then a bisection")
 	optionalInt(f, &cfg.SearchMax, "max-concurrency", probe.DefaultSearchMax, "with --search: the highest concurrency to try")
@@ -120,7 +133,7 @@ func newProbeCmd(s streams) *cobra.Command {
 	f.StringVar(&prompts, "prompts", "", `JSONL file of prompts, one {"prompt": "..."} or {"messages": [...]} per line, instead of synthetic text`)
 	f.StringVar(&apiKeyEnv, "api-key-env", defaultAPIKeyEnv, "environment variable holding the API key (none is sent when it is unset)")
 	f.StringVar(&cfg.APIKeyHeader, "api-key-header", probe.DefaultAPIKeyHeader, `header carrying the key: "Authorization" (Bearer) or "api-key" (Azure OpenAI)`)
-	f.StringVar(&out, "out", "", "output directory for requests.csv, steps.json and curve.yaml (default probe-YYYYMMDD-HHMMSS)")
+	f.StringVar(&out, "out", "", "output directory for requests.csv, steps.json and curve.yaml (default probe-YYYYMMDD-HHMMSS); with several models, one directory per model under it")
 	printAs = addFormatFlag(cmd, measurementFormats...)
 	optionalFloat(f, &cfg.Max429Ratio, "max-429-ratio", probe.DefaultMax429Ratio, "stop after a step in which more than this fraction of answers were 429")
 	optionalFloat(f, &cfg.CollapseTolerancePct, "collapse-tolerance-pct", analysis.DefaultCollapseTolerancePct, "goodput falls only when it drops by more than this many percent and beyond its noise (collapse, and the stop after two falls)")
@@ -324,4 +337,127 @@ func rateLimitLine(r probe.RateLimits) string {
 		parts = append(parts, d.name+" "+strings.Join(p, ", "))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// modelConfigs is the run of each model of --model, in order, each
+// configuration checked before any runs. No model leaves the
+// configuration's own rule to name --model.
+func modelConfigs(cfg probe.Config, models []string) ([]probe.Config, error) {
+	if len(models) == 0 {
+		models = []string{""}
+	}
+	dirs := map[string]string{}
+	cfgs := make([]probe.Config, 0, len(models))
+	for _, m := range models {
+		c := cfg
+		c.Model = m
+		if errs := c.Validate(); len(errs) > 0 {
+			var err error = probeFlags.Rename(errs)
+			if len(models) > 1 {
+				err = fmt.Errorf("model %q: %w", m, err)
+			}
+			return nil, usageError{err}
+		}
+		d := modelDir(m)
+		if other, ok := dirs[d]; ok && len(models) > 1 {
+			return nil, usageError{fmt.Errorf("--model: %q and %q would share the output directory %s", other, m, d)}
+		}
+		dirs[d] = m
+		cfgs = append(cfgs, c)
+	}
+	return cfgs, nil
+}
+
+// modelDir is the directory of a model's run under --out: the name with
+// every character other than letters, digits, ".", "-" and "_" replaced
+// by "_" (meta-llama/Llama-3-8B becomes meta-llama_Llama-3-8B).
+func modelDir(model string) string {
+	d := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == '_':
+			return r
+		}
+		return '_'
+	}, model)
+	if strings.Trim(d, ".") == "" {
+		return "model" + d
+	}
+	return d
+}
+
+// modelRuns is the document that planner probe --model a,b prints with
+// -o json or yaml: each model's steps.json, and the comparison.
+type modelRuns struct {
+	Runs       []probe.Summary     `json:"runs"`
+	Comparison *compare.Comparison `json:"comparison"`
+}
+
+// probeModels runs the same ladder on each model in turn, each into its
+// own directory under out, and prints each run and then the comparison,
+// the first model the baseline. A model whose run fails does not stop
+// the others; Ctrl-C does. The error names every model that failed.
+func probeModels(cmd *cobra.Command, s streams, cfgs []probe.Config, out, format string) error {
+	var runs []compare.Run
+	var doc modelRuns
+	var failed []string
+	interrupted := false
+	for i, cfg := range cfgs {
+		fmt.Fprintf(s.err, "model %s (%d of %d)\n", cfg.Model, i+1, len(cfgs))
+		res, err := probe.Run(cmd.Context(), cfg, newProgress(s.err))
+		if err != nil {
+			return usageError{err}
+		}
+		if format == report.FormatTable {
+			fmt.Fprintf(s.out, "== model %s ==\n", cfg.Model)
+			if err := printProbe(s.out, res, format); err != nil {
+				return fmt.Errorf("printing the results: %w", err)
+			}
+			fmt.Fprintln(s.out)
+		}
+		dir := filepath.Join(out, modelDir(cfg.Model))
+		files, werr := probe.WriteFiles(dir, res)
+		if len(files) > 0 {
+			fmt.Fprintf(s.err, "wrote %s\n", strings.Join(files, ", "))
+		}
+		if werr != nil {
+			return fmt.Errorf("writing the results of %s: %w", cfg.Model, werr)
+		}
+		warnAbout(s.err, res)
+		if f := res.Failure(); f != nil {
+			failed = append(failed, fmt.Sprintf("%s: %v", cfg.Model, f))
+		}
+		doc.Runs = append(doc.Runs, res.Summary())
+		runs = append(runs, compare.Run{Name: cfg.Model, Endpoint: cfg.DisplayURL(), Model: cfg.Model, Date: res.Started, Result: res.Analysis})
+		if res.StopReason == probe.StopCancelled {
+			interrupted = true
+			break
+		}
+	}
+	c, err := compare.New(runs, "")
+	if err != nil {
+		return err
+	}
+	doc.Comparison = &c
+	if format == report.FormatTable {
+		fmt.Fprintln(s.out, "== compared ==")
+		err = report.WriteComparison(s.out, c, format)
+	} else {
+		err = report.WriteData(s.out, doc, format)
+	}
+	switch {
+	case err != nil:
+		return fmt.Errorf("printing the results: %w", err)
+	case interrupted:
+		return fmt.Errorf("interrupted; what was measured is in %s", out)
+	case len(failed) > 0:
+		return fmt.Errorf("%d of %d models measured nothing: %s", len(failed), len(cfgs), strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// warnAbout prints the run's warnings (probe.Result.Warnings) to w.
+func warnAbout(w io.Writer, res *probe.Result) {
+	for _, msg := range res.Warnings() {
+		fmt.Fprintln(w, "warning:", strings.TrimPrefix(msg, "WARNING: "))
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,14 @@ func probeSim(t *testing.T, cfg fakeendpoint.Config) string {
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	return ts.URL + "/v1"
+}
+
+// withFlag is args with the value of flag replaced (--model takes
+// several values, so giving it again adds a model).
+func withFlag(args []string, flag, value string) []string {
+	out := slices.Clone(args)
+	out[slices.Index(out, flag)+1] = value
+	return out
 }
 
 // fastProbeArgs are the flags of a small, quick probe.
@@ -87,7 +96,7 @@ func TestProbeCommandFailures(t *testing.T) {
 		want string
 	}{
 		{"unreachable endpoint", fastProbeArgs(closed, filepath.Join(dir, "a")), exitError, "unreachable"},
-		{"wrong model", append(fastProbeArgs(base, filepath.Join(dir, "b")), "--model", "nope"), exitError, "refused"},
+		{"wrong model", withFlag(fastProbeArgs(base, filepath.Join(dir, "b")), "--model", "nope"), exitError, "refused"},
 		{"unknown flag", []string{"probe", "--base-url", base, "--model", "m", "--bogus"}, exitUsage, "bogus"},
 		{"missing model", []string{"probe", "--base-url", base}, exitUsage, "--model"},
 		{"steps not ascending", append(fastProbeArgs(base, dir), "--steps", "4,2"), exitUsage, "ascending"},

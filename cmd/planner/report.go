@@ -117,6 +117,12 @@ func readProbeSteps(path string) (*report.ProbeData, error) {
 	if len(b) > maxStepsBytes {
 		return nil, fmt.Errorf("probe steps %s: larger than %d MiB", path, maxStepsBytes>>20)
 	}
+	return parseProbeSteps(path, b)
+}
+
+// parseProbeSteps reads the steps.json at path, whose content is b, into
+// the report's probe data.
+func parseProbeSteps(path string, b []byte) (*report.ProbeData, error) {
 	var doc stepsFile
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return nil, fmt.Errorf("probe steps %s: %w", path, err)

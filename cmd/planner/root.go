@@ -71,6 +71,7 @@ func newRootCmd(s streams) *cobra.Command {
 		return serveByDefault(cmd, s, out)
 	}
 	root.AddCommand(
+		newCompareCmd(s),
 		newImportCmd(s),
 		newKneeCmd(s),
 		newPlanCmd(s),

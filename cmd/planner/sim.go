@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -111,6 +112,7 @@ func newSimCmd(s streams) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&listen, "listen", "127.0.0.1:8000", "address to listen on (port 0 picks a free port)")
 	f.StringVar(&cfg.Model, "model", fakeendpoint.DefaultModel, "model id served and echoed")
+	f.StringVar(&cfg.ServedModel, "served-model", "", "name the answers carry in their model field instead of --model (a versioned name, or another model to rehearse a silent switch)")
 	f.IntVar(&cfg.MaxNumSeqs, "max-num-seqs", fakeendpoint.DefaultMaxNumSeqs, "sequences decoding at once; the rest wait FIFO")
 	f.DurationVar(&cfg.TTFT, "ttft", fakeendpoint.DefaultTTFT, "base time to first token once admitted")
 	f.Float64Var(&cfg.TTFTGrowth, "ttft-growth", 0, "fractional TTFT growth per additional running sequence")
@@ -145,7 +147,7 @@ func serveSim(ctx context.Context, s streams, listen string, srv *fakeendpoint.S
 	perr := printAs.write(s, func(w io.Writer) error {
 		if printAs.format == "json" {
 			// One line, so that a script reads it as it reads the URL.
-			return json.NewEncoder(w).Encode(simInfo{BaseURL: url, Model: cfg.Model, MaxNumSeqs: cfg.MaxNumSeqs, RPM: cfg.RPM, TPM: cfg.TPM,
+			return json.NewEncoder(w).Encode(simInfo{BaseURL: url, Model: cfg.Model, ServedModel: cfg.ServedModel, MaxNumSeqs: cfg.MaxNumSeqs, RPM: cfg.RPM, TPM: cfg.TPM,
 				FailRate: cfg.FailRate, FailStatus: cfg.FailStatus, Auth: cfg.APIKey != ""})
 		}
 		_, err := fmt.Fprintln(w, url)
@@ -156,7 +158,7 @@ func serveSim(ctx context.Context, s streams, listen string, srv *fakeendpoint.S
 		return fmt.Errorf("printing the base URL: %w", perr)
 	}
 	slog.New(slog.NewTextHandler(s.err, nil)).Info("sim listening",
-		"url", url, "model", cfg.Model, "max_num_seqs", cfg.MaxNumSeqs,
+		"url", url, "model", cfg.Model, "served_model", cmp.Or(cfg.ServedModel, cfg.Model), "max_num_seqs", cfg.MaxNumSeqs,
 		"rpm", cfg.RPM, "tpm", cfg.TPM, "fail_rate", cfg.FailRate, "auth", cfg.APIKey != "")
 
 	select {
@@ -178,12 +180,15 @@ func serveSim(ctx context.Context, s streams, listen string, srv *fakeendpoint.S
 // simInfo is what `planner sim -o json` prints, on one line, once it
 // listens.
 type simInfo struct {
-	BaseURL    string  `json:"base_url"`
-	Model      string  `json:"model"`
-	MaxNumSeqs int     `json:"max_num_seqs"`
-	RPM        int     `json:"rpm"`
-	TPM        int     `json:"tpm"`
-	FailRate   float64 `json:"fail_rate"`
-	FailStatus int     `json:"fail_status"`
-	Auth       bool    `json:"auth"`
+	BaseURL string `json:"base_url"`
+	Model   string `json:"model"`
+	// ServedModel is the name the answers carry, when --served-model
+	// gives one other than the model's.
+	ServedModel string  `json:"served_model,omitempty"`
+	MaxNumSeqs  int     `json:"max_num_seqs"`
+	RPM         int     `json:"rpm"`
+	TPM         int     `json:"tpm"`
+	FailRate    float64 `json:"fail_rate"`
+	FailStatus  int     `json:"fail_status"`
+	Auth        bool    `json:"auth"`
 }

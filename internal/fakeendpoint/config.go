@@ -59,6 +59,12 @@ var (
 type Config struct {
 	// Model is the model id served and echoed; default "sim-model".
 	Model string
+	// ServedModel, when set, is the name the answers carry in their model
+	// field (and /v1/models as the model's root) instead of Model, which
+	// requests must still name: it rehearses a provider that answers with
+	// a versioned name (asked gpt-4o, served gpt-4o-2024-08-06), the
+	// model behind a deployment, or a silent switch to another model.
+	ServedModel string
 	// MaxNumSeqs is how many sequences decode at once (default 16); the rest
 	// wait FIFO, and that wait shows in TTFT.
 	MaxNumSeqs int
@@ -141,6 +147,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Model == "" {
 		c.Model = DefaultModel
+	}
+	if c.ServedModel == "" {
+		c.ServedModel = c.Model
 	}
 	if c.MaxNumSeqs == 0 {
 		c.MaxNumSeqs = DefaultMaxNumSeqs

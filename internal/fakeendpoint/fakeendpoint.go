@@ -86,7 +86,7 @@ type Arrival struct {
 // concurrent use.
 type Server struct {
 	cfg       Config
-	modelJSON []byte // cfg.Model as a JSON string
+	modelJSON []byte // cfg.ServedModel as a JSON string, the model field of the answers
 	created   int64
 	batch     *batcher
 	limits    *limiter
@@ -109,7 +109,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	modelJSON, err := json.Marshal(cfg.Model)
+	modelJSON, err := json.Marshal(cfg.ServedModel)
 	if err != nil {
 		return nil, fmt.Errorf("sim: encoding model id: %w", err)
 	}
@@ -225,7 +225,7 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, modelList{Object: "list", Data: []modelInfo{{
-		ID: s.cfg.Model, Object: "model", Created: s.created, OwnedBy: "planner-sim", Root: s.cfg.Model,
+		ID: s.cfg.Model, Object: "model", Created: s.created, OwnedBy: "planner-sim", Root: s.cfg.ServedModel,
 	}}})
 }
 
@@ -444,7 +444,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p parsed, arri
 		for c := range choices {
 			choices[c] = textChoice{Index: c, Text: text, FinishReason: out.finish}
 		}
-		writeJSON(w, textCompletion{ID: id, Object: "text_completion", Created: created, Model: s.cfg.Model, Choices: choices, Usage: u})
+		writeJSON(w, textCompletion{ID: id, Object: "text_completion", Created: created, Model: s.cfg.ServedModel, Choices: choices, Usage: u})
 		return
 	}
 	choices := make([]completionChoice, p.choices)
@@ -452,7 +452,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p parsed, arri
 		choices[c] = completionChoice{Index: c, Message: completionMessage{Role: "assistant", Content: text}, FinishReason: out.finish}
 	}
 	writeJSON(w, completion{
-		ID: id, Object: "chat.completion", Created: created, Model: s.cfg.Model,
+		ID: id, Object: "chat.completion", Created: created, Model: s.cfg.ServedModel,
 		Choices: choices, Usage: u,
 	})
 }

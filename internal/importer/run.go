@@ -200,6 +200,9 @@ func (r *run) stepFromRecords(c int, opts analysis.Options) (measure.Step, error
 		return measure.Step{}, errors.New("has no measured requests (only warm-up rows)")
 	}
 	st := steps[0]
+	if r.probeLoop != "" {
+		st.Connections = measure.SummarizeConns(r.records) // the probe's own rows say how each request got its connection
+	}
 	if !r.recordsTimed && r.wallS <= 0 {
 		st.WallS, st.ThroughputRPS, st.GoodputRPS, st.OutputTPS = 0, 0, 0, 0
 	}

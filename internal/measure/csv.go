@@ -11,10 +11,17 @@ import (
 
 // CSVHeader is the column layout of a probe's requests.csv, one row per
 // request: Record's fields, with n429, the 429 answers the request met
-// (Record.RateLimitedAnswers), after e2e_with_retries_ms. Times are
-// written to the nanosecond, so that a file read back measures exactly
-// what the run measured.
-var CSVHeader = append(slices.Clone(csvHeaderV1), "e2e_with_retries_ms", "n429", "rate_rps", "refine")
+// (Record.RateLimitedAnswers), after e2e_with_retries_ms, and the served
+// model and connection columns last. Times are written to the
+// nanosecond, so that a file read back measures exactly what the run
+// measured.
+var CSVHeader = append(slices.Clone(csvHeaderV2),
+	"served_model", "conn", "conn_wait_ms", "dns_ms", "connect_ms", "tls_ms", "ttfb_ms")
+
+// csvHeaderV2 is the layout of the files written before the served model
+// and connection columns existed; they are still read, those fields
+// empty.
+var csvHeaderV2 = append(slices.Clone(csvHeaderV1), "e2e_with_retries_ms", "n429", "rate_rps", "refine")
 
 // csvHeaderV1 is the layout of the files written before the retry columns
 // existed; they are still read, their E2E taken as the time with retries.
@@ -33,6 +40,7 @@ func (r Record) CSVRow() []string {
 		strconv.Itoa(r.Attempts), f(r.RetryAfterMs), strconv.FormatBool(r.OK), strconv.FormatBool(r.Warmup),
 		f(r.SlotMs()), strconv.Itoa(r.RateLimitedAnswers()),
 		strconv.FormatFloat(r.RateRPS, 'f', -1, 64), strconv.FormatBool(r.Refine),
+		r.ServedModel, r.Conn, f(r.ConnWaitMs), f(r.DNSMs), f(r.ConnectMs), f(r.TLSMs), f(r.TTFBMs),
 	}
 }
 
@@ -54,11 +62,12 @@ func WriteCSV(w io.Writer, records []Record) error {
 // IsProbeCSVHeader reports whether a header row is CSVHeader, or the
 // layout of older files.
 func IsProbeCSVHeader(header []string) bool {
-	return slices.Equal(header, CSVHeader) || slices.Equal(header, csvHeaderV1)
+	return slices.Equal(header, CSVHeader) || slices.Equal(header, csvHeaderV2) || slices.Equal(header, csvHeaderV1)
 }
 
 // ReadCSV reads a requests.csv written by WriteCSV, in the current layout
-// or the older one without the retry columns.
+// or an older one: without the served model and connection columns, or
+// without the retry columns too.
 func ReadCSV(r io.Reader) ([]Record, error) {
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = -1
@@ -116,10 +125,17 @@ func parseRow(row []string) (Record, error) {
 		OutputTokens: i(6), InputTokens: i(7), OutputEstimated: b(8), Status: i(9), ErrorClass: row[10],
 		Attempts: i(11), RetryAfterMs: f(12), OK: b(13), Warmup: b(14),
 	}
-	if len(row) == len(CSVHeader) {
+	if len(row) >= len(csvHeaderV2) {
 		r.E2EWithRetriesMs, r.RateRPS, r.Refine = f(15), f(17), b(18)
 		if n := i(16); len(errs) == 0 && n != r.RateLimitedAnswers() {
 			errs = append(errs, fmt.Errorf("n429: %d, but attempts and error say %d", n, r.RateLimitedAnswers()))
+		}
+	}
+	if len(row) == len(CSVHeader) {
+		r.ServedModel, r.Conn = row[19], row[20]
+		r.ConnWaitMs, r.DNSMs, r.ConnectMs, r.TLSMs, r.TTFBMs = f(21), f(22), f(23), f(24), f(25)
+		if r.Conn != "" && r.Conn != ConnNew && r.Conn != ConnReused {
+			errs = append(errs, fmt.Errorf("conn: %q is neither %q nor %q", r.Conn, ConnNew, ConnReused))
 		}
 	}
 	return r, errors.Join(errs...)

@@ -62,6 +62,10 @@ type Step struct {
 	// the knee and collapse rules leave it out.
 	TooShort bool `json:"too_short,omitempty"`
 
+	// Connections is how the step's requests got their connections; nil
+	// when its rows do not say (docs/probe.md, "Connections").
+	Connections *ConnStats `json:"connections,omitempty" doc:"How the step's requests got their connections, new or reused, and what a new one cost."`
+
 	// Set by importers when a figure was not measured but derived.
 	ConcurrencyEstimated bool `json:"concurrency_estimated,omitempty"` // from Little's Law, throughput × mean E2E
 	GoodputEstimated     bool `json:"goodput_estimated,omitempty"`     // no deadline data: goodput from throughput

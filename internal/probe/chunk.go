@@ -24,10 +24,11 @@ type chunkInfo struct {
 	errCode    int  // error.code or error.status when numeric, else 0
 	errType    []byte
 	errMessage []byte // raw JSON string contents, escapes not decoded
+	model      []byte // the top-level model string, raw (escapes not decoded); nil when absent
 }
 
 // scanChunk reads a chunk with a purpose-built validating scanner: it walks
-// the JSON once, looks only at choices[].delta, usage and error, and skips
+// the JSON once, looks only at choices[].delta, usage, error and model, and skips
 // everything else without allocating, so that per-chunk work stays small
 // when a thousand streams are open. Keys are compared byte for byte (JSON
 // keys are case-sensitive; an escaped key does not match).
@@ -47,6 +48,12 @@ func scanChunk(b []byte) (chunkInfo, error) {
 			s.usage(&info)
 		case "error":
 			s.errorValue(&info)
+		case "model":
+			if s.peek() == '"' {
+				info.model = s.str()
+			} else {
+				s.skip(1)
+			}
 		default:
 			s.skip(1)
 		}

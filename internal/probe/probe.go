@@ -8,6 +8,10 @@
 // after the wait the endpoint asked for, and timed from the attempt that
 // succeeded; the run stops by itself on too many 429s, on falling
 // goodput, on a spent budget or on cancel, and keeps what it measured.
+// Each answer's model field is recorded and checked against the model
+// asked (measure.ModelMatches), and each request's connection set-up is
+// timed (net/http/httptrace), with a warning when connections are not
+// kept alive.
 // The records are judged by package analysis (steady state, intervals,
 // knee, collapse, quota_limited, USL fit) and written as requests.csv,
 // steps.json and a curve.yaml that a scenario takes as it is.
@@ -22,11 +26,14 @@ package probe
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/plannerdev/planner/internal/optional"
@@ -112,6 +119,9 @@ type Config struct {
 	// http.Client's; the service refuses every redirect with it, so that an
 	// endpoint cannot send the probe and its key elsewhere.
 	CheckRedirect func(req *http.Request, via []*http.Request) error
+	// tlsConfig is the TLS settings of the run's connections; nil selects
+	// the system's. Tests set it to trust their own TLS server.
+	tlsConfig *tls.Config
 
 	// Steps is the ladder of concurrencies, strictly ascending; nil selects
 	// DefaultSteps. Only a ladder takes it.
@@ -228,6 +238,33 @@ func (c Config) endpoint() (string, error) {
 	}
 	return u.JoinPath("chat/completions").String(), nil
 }
+
+// deployment reports whether Model names a deployment rather than a model
+// (Azure OpenAI), whose answers name the model behind it: the base URL is
+// an Azure OpenAI host or has a deployments/NAME path, or the key goes in
+// api-key, the header of Azure OpenAI keys.
+func (c Config) deployment() bool {
+	if strings.EqualFold(c.APIKeyHeader, "api-key") {
+		return true
+	}
+	u, err := url.Parse(c.BaseURL)
+	if err != nil {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	for _, suffix := range []string{".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com"} {
+		if strings.HasSuffix(host, suffix) {
+			return true
+		}
+	}
+	segs := strings.Split(strings.Trim(u.Path, "/"), "/")
+	i := slices.Index(segs, "deployments")
+	return i >= 0 && i+1 < len(segs) && segs[i+1] != ""
+}
+
+// DisplayURL is the base URL as the outputs show it: without user
+// information, and every query value but api-version redacted.
+func (c Config) DisplayURL() string { return redact.URL(c.BaseURL) }
 
 // MarshalJSON renders the configuration for the outputs under the names
 // its problems are located by (Validate): durations as Go duration

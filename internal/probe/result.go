@@ -166,8 +166,12 @@ func (r *runner) result(reason, detail string) *Result {
 		steps = analysis.Summarize(recs, r.opts)
 	}
 	an := analysis.Analyze(steps, r.opts)
+	withConnections(an.Steps, recs)
+	an.Served = measure.SummarizeServed(r.cfg.Model, r.cfg.deployment(), recs)
+	an.Connections = measure.SummarizeConns(recs)
 	limits := r.sender.limits.snapshot()
 	an.Notes = append(an.Notes, r.notes(recs, &an, limits, reason)...)
+	an.Notes = append(an.Notes, an.Warnings()...)
 	sent, tokens := r.budget.used()
 	return &Result{
 		Config: r.cfg, Records: recs, Analysis: an, RateLimits: limits,
@@ -236,3 +240,18 @@ func (r *runner) notes(recs []measure.Record, an *measure.Result, limits RateLim
 	}
 	return notes
 }
+
+// withConnections sets each step's connection summary from its records.
+func withConnections(steps []measure.Step, recs []measure.Record) {
+	by := map[stepKey][]measure.Record{}
+	for _, rec := range recs {
+		by[stepKey{rec.Step, rec.RateRPS}] = append(by[stepKey{rec.Step, rec.RateRPS}], rec)
+	}
+	for i := range steps {
+		steps[i].Connections = measure.SummarizeConns(by[stepKey{steps[i].Concurrency, steps[i].RateRPS}])
+	}
+}
+
+// Warnings are what an operator must know of the run beyond its
+// verdicts (measure.Result.Warnings); they are among the notes too.
+func (r *Result) Warnings() []string { return r.Analysis.Warnings() }

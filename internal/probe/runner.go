@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,7 +65,7 @@ func Run(ctx context.Context, cfg Config, obs Observer) (*Result, error) {
 	}
 	m := cfg.mode()
 	concs := m.concurrencies()
-	tr := newTransport(concs[len(concs)-1], cfg.DialContext)
+	tr := newTransport(concs[len(concs)-1], cfg.DialContext, cfg.tlsConfig)
 	defer tr.CloseIdleConnections()
 
 	t0 := time.Now()
@@ -284,6 +285,8 @@ func (r *runner) request(ctx context.Context, k stepKey, idx int, warmup, refine
 	rec.Status, rec.ErrorClass, rec.Attempts = rep.status, rep.class, rep.attempts
 	rec.RetryAfterMs, rec.OK = ms(rep.retryAfter), rep.class == ""
 	rec.E2EMs, rec.E2EWithRetriesMs = ms(rep.lastAttempt()), ms(rep.end)
+	c := rep.conn
+	rec.Conn, rec.ConnWaitMs, rec.DNSMs, rec.ConnectMs, rec.TLSMs, rec.TTFBMs = c.conn, ms(c.wait), ms(c.dns), ms(c.connect), ms(c.tls), ms(c.ttfb)
 	st := rep.stream
 	used := 0
 	if rep.status == http.StatusOK {
@@ -291,6 +294,7 @@ func (r *runner) request(ctx context.Context, k stepKey, idx int, warmup, refine
 		rec.TTFTMs = ms(st.ttft)
 		rec.OutputTokens, rec.OutputEstimated = st.outputTokens()
 		rec.InputTokens = st.prompt
+		rec.ServedModel = r.sender.redact.String(strings.Join(st.servedModels(), measure.ServedModelSep))
 		used = reserve - r.cfg.maxTokens() + rec.OutputTokens
 		if st.usage {
 			used = st.prompt + st.completion
@@ -347,6 +351,7 @@ func (r *runner) finishStep(c int, rate float64, recs []measure.Record) {
 		return
 	}
 	s := steps[0]
+	s.Connections = measure.SummarizeConns(recs)
 	r.mu.Lock()
 	r.steps = append(r.steps, s)
 	r.mu.Unlock()

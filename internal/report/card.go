@@ -38,6 +38,15 @@ type RecordCard struct {
 	// Collapse is the first concurrency whose goodput fell; null when none did.
 	Collapse     *int `json:"collapse"`
 	QuotaLimited bool `json:"quota_limited"`
+	// Served is what the probe's answers named as their model, against
+	// the model asked for; Connections how its requests got their
+	// connections. Absent for a probe whose rows do not say.
+	Served      *measure.Served    `json:"served,omitempty"`
+	Connections *measure.ConnStats `json:"connections,omitempty"`
+	// Warnings are what the on-call engineer must know beyond the
+	// verdicts (measure.Result.Warnings): answers that named another
+	// model than the one asked, connections that were not reused.
+	Warnings []string `json:"warnings,omitempty"`
 	// Pools are the plan's classes; empty when no plan is linked.
 	Pools     []CardPool `json:"pools"`
 	Decisions []Decision `json:"decisions"`
@@ -114,13 +123,14 @@ func NewRecordCard(in CardInput) RecordCard {
 		ProbeID: in.ProbeID, PlanID: in.PlanID, Endpoint: in.Probe.Endpoint, Model: in.Probe.Model,
 		Date: in.Probe.Date.UTC(), DeadlineMs: in.Probe.DeadlineMs,
 		Knee: r.Knee, Collapse: r.Collapse, QuotaLimited: r.QuotaLimited, Pools: []CardPool{},
+		Served: r.Served, Connections: r.Connections, Warnings: r.Warnings(),
 	}
 	if slices.ContainsFunc(r.Steps, func(s measure.Step) bool { return s.Refine }) {
 		// A knee search refined it; a ladder's knee_refined is only as
 		// fine as its steps, which the card's knee already says.
 		card.KneeRefined, card.KneeResolution = r.KneeRefined, r.KneeResolution
 	}
-	if k, ok := kneeStep(r); ok {
+	if k, ok := r.KneeStep(); ok {
 		card.AtKnee = &KneePoint{E2EP95Ms: k.E2EP95Ms, E2EP95CI: k.E2EP95CI, TTFTP95Ms: k.TTFTP95Ms, TTFTP95CI: k.TTFTP95CI,
 			GoodputRPS: k.GoodputRPS, GoodputCI: k.GoodputCI, OutputTPS: k.OutputTPS}
 	}
@@ -308,8 +318,9 @@ func (c RecordCard) onGoodputFall(safety map[string]float64) []string {
 	}
 }
 
-// WriteRecordCardMarkdown writes a record card as Markdown: the facts, the
-// pools, the shedding rule and the decision table.
+// WriteRecordCardMarkdown writes a record card as Markdown: the facts (the
+// served model and the connections among them), the warnings, the pools,
+// the shedding rule and the decision table.
 func WriteRecordCardMarkdown(w io.Writer, c RecordCard) error {
 	ew := &errWriter{w: w}
 	fmt.Fprintf(ew, "# Record card: %s\n\n", mdText(orNone(c.Model, "unnamed model")))
@@ -345,11 +356,27 @@ func WriteRecordCardMarkdown(w io.Writer, c RecordCard) error {
 	} else {
 		row("Quota limited", "no")
 	}
+	if c.Served != nil {
+		served := mdText(c.Served.Sentence())
+		if c.Served.Switched() {
+			served = "**" + served + "**"
+		}
+		row("Served model", served)
+	}
+	if c.Connections != nil {
+		row("Connections", mdText(connText(c.Connections)))
+	}
 	if c.ProbeID != "" {
 		row("Probe", mdText(c.ProbeID))
 	}
 	if c.PlanID != "" {
 		row("Plan", mdText(c.PlanID))
+	}
+	if len(c.Warnings) > 0 {
+		fmt.Fprint(ew, "\n## Warnings\n\n")
+		for _, w := range c.Warnings {
+			fmt.Fprintf(ew, "- %s\n", mdText(w))
+		}
 	}
 	if len(c.Pools) > 0 {
 		fmt.Fprint(ew, "\n## Pools\n\n")

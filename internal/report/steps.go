@@ -126,7 +126,8 @@ func num(v float64, d int) string {
 // WriteAnalysis prints the verdicts of a ramp under its step table: the
 // knee (and knee_refined with its resolution), the first failing step,
 // the collapse point, whether the quota bound it, the Universal
-// Scalability Law fit and the notes.
+// Scalability Law fit, what the answers named as their model and how the
+// requests got their connections (a probe's), and the notes.
 func WriteAnalysis(w io.Writer, res measure.Result, notes []string) error {
 	var b strings.Builder
 	quota := "no"
@@ -147,6 +148,12 @@ func WriteAnalysis(w io.Writer, res measure.Result, notes []string) error {
 	} else {
 		b.WriteString("USL: not fitted (it needs throughput at three or more concurrencies)\n")
 	}
+	if s := res.Served; s != nil {
+		fmt.Fprintf(&b, "served model: %s\n", s.Sentence())
+	}
+	if c := res.Connections; c != nil {
+		fmt.Fprintf(&b, "connections: %s\n", connText(c))
+	}
 	if len(notes) > 0 {
 		b.WriteString("notes:\n")
 		for _, n := range notes {
@@ -162,4 +169,25 @@ func intOrNone(p *int) string {
 		return "none"
 	}
 	return strconv.Itoa(*p)
+}
+
+// connText says in one line how requests got their connections: how many
+// opened a new one, what its set-up cost and its phases, and the time to
+// the first byte on each kind.
+func connText(c *measure.ConnStats) string {
+	s := fmt.Sprintf("%d new, %d reused of %d requests", c.New, c.Reused, c.Requests)
+	if c.SetupMeanMs > 0 {
+		phase := func(v float64) string {
+			if v <= 0 {
+				return "-" // not reported, or none (no TLS over http, no DNS for an address)
+			}
+			return fmtNum(v)
+		}
+		s += fmt.Sprintf("; a new one took %s ms to set up (mean; DNS %s, connect %s, TLS %s ms)",
+			fmtNum(c.SetupMeanMs), phase(c.DNSMeanMs), phase(c.ConnectMeanMs), phase(c.TLSMeanMs))
+	}
+	if c.TTFBNewP50Ms > 0 || c.TTFBReusedP50Ms > 0 {
+		s += fmt.Sprintf("; first byte p50 %s on a new connection, %s on a reused one", msText(c.TTFBNewP50Ms), msText(c.TTFBReusedP50Ms))
+	}
+	return s
 }

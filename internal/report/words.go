@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/scenario"
 )
@@ -192,19 +191,6 @@ func orNone(s, none string) string {
 	return s
 }
 
-// kneeStep returns the step at the knee, if the ramp has a knee.
-func kneeStep(r measure.Result) (measure.Step, bool) {
-	if r.Knee == nil {
-		return measure.Step{}, false
-	}
-	for _, s := range r.Steps {
-		if s.Concurrency == *r.Knee {
-			return s, true
-		}
-	}
-	return measure.Step{}, false
-}
-
 // describeProbe tells what a probe measured, in sentences.
 func describeProbe(p ProbeData) []string {
 	r := p.Result
@@ -220,7 +206,7 @@ func describeProbe(p ProbeData) []string {
 	if p.Source != "" {
 		out = append(out, p.Source)
 	}
-	if k, ok := kneeStep(r); ok {
+	if k, ok := r.KneeStep(); ok {
 		out = append(out, fmt.Sprintf("Knee: %d requests in flight, where E2E p95 was %s ms, TTFT p95 %s ms and goodput %s req/s.",
 			k.Concurrency, fmtNum(k.E2EP95Ms), fmtNum(k.TTFTP95Ms), fmtNum(k.GoodputRPS)))
 	} else if r.Knee != nil {

@@ -1,5 +1,6 @@
 // The page: the scenario editor and its plan, the what-if panel, the
-// simulation panel and the probe view, wired together.
+// simulation panel, the probe view and the comparison of probes, wired
+// together.
 
 import { byId, h, replace, debounce, num } from './dom.js';
 import { post, text, askToken, ApiError } from './api.js';
@@ -10,6 +11,7 @@ import { Editor } from './editor.js';
 import { WhatIf } from './whatif.js';
 import { Probe } from './probe.js';
 import { Simulate } from './simulate.js';
+import { Compare } from './compare.js';
 
 const planSection = byId('plan');
 const planBody = byId('plan-body');
@@ -24,6 +26,7 @@ const editor = new Editor(planEditor);
 const whatif = new WhatIf({ preview, apply, scenarioErrors: (errors) => editor.showErrors(problems(errors, editor.text)) });
 const simulate = new Simulate({ scenarioErrors: (errors) => editor.showErrors(problems(errors, editor.text)) });
 new Probe({ useLatency });
+new Compare();
 
 function setPlanState(status, message) {
   planSection.dataset.status = status;

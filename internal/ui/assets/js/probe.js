@@ -328,6 +328,16 @@ export class Probe {
     else if (final) knee = 'none: no step was measured in a steady state, or the first one already failed the knee rule';
     const refined = r.knee_refined ? `${r.knee_refined} in flight (the knee lies above ${r.knee_refined - r.knee_refined_resolution})` : null;
     const usl = r.usl ? Object.entries(r.usl).map(([k, v]) => `${k} ${typeof v === 'number' ? num(v, 4) : v}`).join(', ') : null;
+    const s = r.served;
+    let served = null;
+    if (s && s.models && s.models.length) {
+      served = s.models.map((m) => `${m.name} (${num(m.answers)} answers)`).join(', ');
+      if (s.check === 'switch') served = `another model than the one asked (${s.asked}): ${served}`;
+      else if (s.check === 'deployment') served += `, the model behind deployment ${s.asked}`;
+    }
+    const c = r.connections;
+    const conns = c ? `${num(c.new)} new, ${num(c.reused)} reused${c.setup_mean_ms ? `; a new one took ${num(c.setup_mean_ms, 1)} ms to set up` : ''}` : null;
+    const warnings = (r.notes || []).filter((n) => n.startsWith('WARNING'));
     replace(this.summary,
       item('Knee', knee, { id: 'probe-knee', 'data-knee': r.knee ?? '' }),
       refined ? item('Refined knee', refined, { id: 'probe-knee-refined', 'data-knee': r.knee_refined }) : null,
@@ -335,7 +345,10 @@ export class Probe {
       r.quota_limited !== undefined ? item('Quota-limited', r.quota_limited ? 'yes: the share of 429s rises with concurrency, or the key ran out' : 'no') : null,
       r.stop_reason ? item('Stopped because', [r.stop_reason, r.stop_detail].filter(Boolean).join(': ')) : null,
       r.error ? item('Error', r.error) : null,
-      usl ? item('USL fit', usl) : null);
+      usl ? item('USL fit', usl) : null,
+      served ? item('Served model', served, { id: 'probe-served', 'data-check': s.check, class: s.check === 'switch' ? 'warnings' : null }) : null,
+      conns ? item('Connections', conns) : null,
+      warnings.length ? item('Warnings', h('ul', { class: 'warnings' }, warnings.map((w) => h('li', { text: w })))) : null);
   }
 
   stepTable(steps) {
