@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strings"
 	"time"
 
+	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
@@ -115,11 +115,7 @@ func NewRecordCard(in CardInput) RecordCard {
 		Date: in.Probe.Date.UTC(), DeadlineMs: in.Probe.DeadlineMs,
 		Knee: r.Knee, Collapse: r.Collapse, QuotaLimited: r.QuotaLimited, Pools: []CardPool{},
 	}
-	if slices.ContainsFunc(r.Steps, func(s measure.Step) bool { return s.Refine }) {
-		// A knee search refined it; a ladder's knee_refined is only as
-		// fine as its steps, which the card's knee already says.
-		card.KneeRefined, card.KneeResolution = r.KneeRefined, r.KneeResolution
-	}
+	card.KneeRefined, card.KneeResolution = analysis.SearchRefined(r)
 	if k, ok := kneeStep(r); ok {
 		card.AtKnee = &KneePoint{E2EP95Ms: k.E2EP95Ms, E2EP95CI: k.E2EP95CI, TTFTP95Ms: k.TTFTP95Ms, TTFTP95CI: k.TTFTP95CI,
 			GoodputRPS: k.GoodputRPS, GoodputCI: k.GoodputCI, OutputTPS: k.OutputTPS}
