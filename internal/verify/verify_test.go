@@ -205,6 +205,9 @@ func TestOverall(t *testing.T) {
 	}
 }
 
+// TestBudgetSkipsClasses: two classes on one endpoint run together, so a
+// budget that cannot pay for both steps at their pools skips both, saying
+// how many requests they needed.
 func TestBudgetSkipsClasses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		two := strings.Replace(matched, "classes:\n", "classes:\n  - {name: first, quota: k, mode: batch, input_tokens: {fixed: 64}, output_tokens: {fixed: 8}, max_tokens: 8}\n", 1)
@@ -214,8 +217,14 @@ func TestBudgetSkipsClasses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rep.Classes) != 2 || rep.Classes[1].Verdict != VerdictSkipped || !strings.Contains(rep.Classes[1].Reasons[0], "request budget") {
-			t.Fatalf("classes %+v", rep.Classes)
+		want := "not run: the validation's request budget has 30 requests left, fewer than the 84 a step of classes first, jobs together needs"
+		if len(rep.Classes) != 2 || rep.Verdict != VerdictFails {
+			t.Fatalf("verdict %s, classes %+v", rep.Verdict, rep.Classes)
+		}
+		for _, c := range rep.Classes {
+			if c.Verdict != VerdictSkipped || len(c.Reasons) != 1 || c.Reasons[0] != want || len(c.Points) != 0 {
+				t.Errorf("class %s: %s %q, %d points; want skipped: %s", c.Class, c.Verdict, c.Reasons, len(c.Points), want)
+			}
 		}
 	})
 }
