@@ -86,6 +86,13 @@ func TestAnalysisTableLowerBoundKnee(t *testing.T) {
 	if !strings.Contains(b.String(), "knee: 24 ") || strings.Contains(b.String(), "beyond the measured range") {
 		t.Errorf("a measured knee and a peak in range:\n%s", b.String())
 	}
+	if l := stepLabel(lowerBoundResult().Steps[2], lowerBoundResult()); l != "4 (knee ≥, a lower bound)" {
+		t.Errorf("the report's step label %q", l)
+	}
+	svg, err := ThroughputSVG(lowerBoundResult())
+	if err != nil || !strings.Contains(string(svg), "knee ≥ 4") {
+		t.Errorf("the throughput chart lacks knee ≥ 4: %v", err)
+	}
 	facts := strings.Join(describeProbe(ProbeData{Result: lowerBoundResult()}), " ")
 	if !strings.Contains(facts, "Knee: ≥ 4 requests in flight, a lower bound") || !strings.Contains(facts, "beyond the measured range (up to 4 in flight)") {
 		t.Errorf("the report's probe facts: %s", facts)
