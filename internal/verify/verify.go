@@ -64,16 +64,17 @@ import (
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
-// DefaultTolerancePct is the relative error, in percent of the
-// prediction, within which the model holds; MaxTolerancePct is the most a
-// validation may be told.
+// DefaultTolerancePct is how far, in percent of the prediction, a
+// measurement's 95 % interval may lie from the prediction while the model
+// holds; MaxTolerancePct is the most a validation may be told.
 const (
 	DefaultTolerancePct = 25.0
 	MaxTolerancePct     = 999.0
 )
 
-// DefaultPause separates a validation's two steps unless its probe says
-// otherwise: a closed loop leaves no queue behind, so a short pause does.
+// DefaultPause separates a validation's two steps, and its endpoints,
+// unless its probe says otherwise: a closed loop leaves no queue behind,
+// so a short pause does.
 const DefaultPause = 500 * time.Millisecond
 
 // HeadroomFactor is the concurrency above the pool that is also tried.
@@ -102,8 +103,10 @@ type Options struct {
 	// class whose mean output is longer is validated, and predicted, at
 	// this length.
 	MaxTokens optional.Value[int]
-	// TolerancePct is the relative error, in percent of each prediction,
-	// within which the model holds (default 25, at most 999).
+	// TolerancePct is how far, in percent of each prediction, the
+	// measurement's 95 % interval may lie from it while the model holds:
+	// an allowance for the model's own error on top of the sampling noise
+	// (default 25, at most 999).
 	TolerancePct optional.Value[float64]
 	// Caps, when set, are the service's limits on its probes: the budget
 	// defaults to them, and each class's probe must keep within them. The
