@@ -230,7 +230,11 @@ func chatValidation(t *testing.T, _ *Server, _ string, _ json.RawMessage) []byte
 		t.Fatal(err)
 	}
 	cp := p.Classes[0]
-	cr := verify.ClassReport{Class: cp.Name, Pool: cp.Pool, BindingConstraint: cp.BindingConstraint, Verdict: verify.VerdictOK}
+	cr := verify.ClassReport{Class: cp.Name, Endpoint: cp.Endpoint, Pool: cp.Pool, BindingConstraint: cp.BindingConstraint, Verdict: verify.VerdictOK,
+		StopReason: "completed"}
+	interval := func(v, lo, hi float64) *measure.Interval {
+		return &measure.Interval{Lo: round2(v * lo), Hi: round2(v * hi)}
+	}
 	for i, c := range verify.Concurrencies(cp.Pool) {
 		pred, err := plan.PredictAt(sc, cp.Name, c)
 		if err != nil {
@@ -239,19 +243,24 @@ func chatValidation(t *testing.T, _ *Server, _ string, _ json.RawMessage) []byte
 		cr.InputTokens, cr.OutputTokens = int(math.Round(pred.InputTokensP50)), int(math.Round(pred.MeanOutputTokens))
 		f := 0.97 - 0.02*float64(i)
 		m := &verify.Measured{
-			Requests: 4 * c, OK: 4 * c, ThroughputRPS: round2(pred.ThroughputRPS * f),
-			TTFTP95Ms: round2(pred.TTFTP95Ms * 1.04), E2EP95Ms: round2(pred.E2EP95Ms * 1.03), MeanOutputTokens: float64(cr.OutputTokens),
+			Requests: 4 * c, OK: 4 * c, ThroughputRPS: round2(pred.ThroughputRPS * f), ThroughputCI: interval(pred.ThroughputRPS*f, 0.96, 1.04),
+			TTFTP95Ms: round2(pred.TTFTP95Ms * 1.04), TTFTP95CI: interval(pred.TTFTP95Ms, 0.98, 1.12),
+			E2EP95Ms: round2(pred.E2EP95Ms * 1.03), E2EP95CI: interval(pred.E2EP95Ms, 0.99, 1.08), MeanOutputTokens: float64(cr.OutputTokens),
 		}
-		cr.Points = append(cr.Points, verify.Point{Concurrency: c, Predicted: pred, Measured: m,
-			RelativeErrorPct: &verify.Errors{ThroughputRPS: round2((f - 1) * 100), TTFTP95Ms: 4, E2EP95Ms: 3}})
+		cr.Points = append(cr.Points, verify.Point{Concurrency: c, Load: c, Predicted: pred, Measured: m,
+			RelativeErrorPct: &verify.Errors{ThroughputRPS: round2((f - 1) * 100), TTFTP95Ms: 4, E2EP95Ms: 3},
+			// The throughput's interval holds the prediction at the pool and
+			// ends 1.2 % under it above the pool; the p95s' hold theirs.
+			IntervalErrorPct: &verify.Errors{ThroughputRPS: math.Min(0, math.Round((f*1.04-1)*1000)/10)}})
 	}
+	concs := verify.Concurrencies(cp.Pool)
 	cr.Reasons = []string{
-		"at the pool, within 25 % of the prediction: throughput -3.0 %, TTFT p95 +4.0 %, E2E p95 +3.0 %",
-		"at 1.25 × the pool, within 25 % of the prediction: throughput -5.0 %, TTFT p95 +4.0 %, E2E p95 +3.0 %",
+		fmt.Sprintf("at the pool of %d, within 25 %% of the prediction beyond the 95 %% intervals: throughput -3.0 %%, TTFT p95 +4.0 %%, E2E p95 +3.0 %%", concs[0]),
+		fmt.Sprintf("at %d (1.25 × the pool), within 25 %% of the prediction beyond the 95 %% intervals: throughput -5.0 %%, TTFT p95 +4.0 %%, E2E p95 +3.0 %%", concs[1]),
 	}
 	return mustJSON(t, ValidateResponse{PlanID: examplePlanID, Report: verify.Report{
 		Verdict: verify.VerdictOK, TolerancePct: verify.DefaultTolerancePct, Classes: []verify.ClassReport{cr},
-		Summary: "the plan holds: every class validated (1) measured throughput, TTFT p95 and E2E p95 within the tolerance of the model at its pool and 1.25 × it, without 429s at the pool",
+		Summary: "the plan holds: every class validated (1), beside the other classes of its endpoint, measured throughput, TTFT p95 and E2E p95 within the tolerance of the model beyond their 95 % intervals at its pool and 1.25 × it, without 429s at the pool",
 	}})
 }
 

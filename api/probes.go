@@ -98,7 +98,9 @@ type ProbeSummary struct {
 	Error      string        `json:"error"`
 	Counts     ProbeCounts   `json:"counts"`
 	Knee       *int          `json:"knee"`
-	StopReason string        `json:"stop_reason"`
+	// KneeLowerBound marks a knee the probe never reached (measure.Result).
+	KneeLowerBound bool   `json:"knee_lower_bound,omitempty" doc:"The knee is a lower bound: no step failed the knee rule."`
+	StopReason     string `json:"stop_reason"`
 }
 
 // ProbeList is one page of probes, newest first.
@@ -386,7 +388,7 @@ func (s *Server) listProbes(ctx context.Context, in *PageQuery) (*probeListOutpu
 		p := probeResource(r)
 		out.Items = append(out.Items, ProbeSummary{
 			ID: p.ID, Status: p.Status, Label: p.Label, Target: p.Target, CreatedAt: p.CreatedAt,
-			StartedAt: p.StartedAt, FinishedAt: p.FinishedAt, Error: p.Error, Counts: p.Counts, Knee: p.Knee, StopReason: p.StopReason,
+			StartedAt: p.StartedAt, FinishedAt: p.FinishedAt, Error: p.Error, Counts: p.Counts, Knee: p.Knee, KneeLowerBound: p.KneeLowerBound, StopReason: p.StopReason,
 		})
 	}
 	return &probeListOutput{Body: out}, nil

@@ -29,6 +29,11 @@ func TestProbeLifecycle(t *testing.T) {
 	if p.Target.BaseURL != s.url || p.Config["api_key_set"] != false || p.Config["requests_per_step"] != float64(44) {
 		t.Errorf("target %+v, config %v", p.Target, p.Config)
 	}
+	// Every step passed on 64 slots: the knee, 4, is a lower bound in the
+	// resource the page shows, in its latency block and on its card.
+	if *p.Knee != 4 || !p.KneeLowerBound || !p.Latency.KneeLowerBound || *p.Latency.Knee != 4 {
+		t.Errorf("knee %v, lower bound %v, latency %+v: want knee ≥ 4", *p.Knee, p.KneeLowerBound, p.Latency)
+	}
 	second := startProbe(t, env, probeBody(s.url, []int{1}, 41))
 	waitProbe(t, env, second, ended)
 
@@ -39,7 +44,7 @@ func TestProbeLifecycle(t *testing.T) {
 	}
 	_, _, b = call(t, http.MethodGet, env.url+"/v1/probes?limit=1&cursor="+page.NextCursor, nil)
 	page = decode[ProbeList](t, b)
-	if len(page.Items) != 1 || page.Items[0].ID != first || page.NextCursor != "" || page.Items[0].Knee == nil {
+	if len(page.Items) != 1 || page.Items[0].ID != first || page.NextCursor != "" || page.Items[0].Knee == nil || !page.Items[0].KneeLowerBound {
 		t.Fatalf("second page: %s", b)
 	}
 	if status, _, b := call(t, http.MethodGet, env.url+"/v1/probes?cursor=nonsense", nil); status != http.StatusUnprocessableEntity || !strings.Contains(string(b), "query.cursor") {
@@ -74,7 +79,7 @@ func TestProbeLifecycle(t *testing.T) {
 		t.Fatalf("records as Markdown: %d %s\n%s", status, h.Get("Content-Type"), b)
 	}
 	status, _, b = call(t, http.MethodGet, env.url+"/v1/records/"+first, nil)
-	if card := decode[report.RecordCard](t, b); status != http.StatusOK || card.ProbeID != first || card.DeadlineMs != 12000 || len(card.Decisions) != 3 {
+	if card := decode[report.RecordCard](t, b); status != http.StatusOK || card.ProbeID != first || card.DeadlineMs != 12000 || len(card.Decisions) != 3 || !card.KneeLowerBound {
 		t.Fatalf("record card: %d %s", status, b)
 	}
 	if status, _, b := call(t, http.MethodGet, env.url+"/v1/records/"+first+"?format=md", nil); status != http.StatusOK || !strings.Contains(string(b), "## What to do") {

@@ -507,6 +507,9 @@ func TestUIEndToEnd(t *testing.T) {
 		if knee == "" || steps != 3 || kneeLines == 0 {
 			t.Fatalf("knee %q, %d steps shown, %d knee lines", knee, steps, kneeLines)
 		}
+		if lower := read(t, tab, chromedp.Evaluate[string](`document.querySelector('#probe-knee').dataset.kneeLowerBound`)); lower != "false" {
+			t.Errorf("a knee measured below a failing step is shown as a lower bound (%q)", lower)
+		}
 		// At 1280 px the step table, with its percentiles and intervals,
 		// needs no horizontal scroll.
 		if wide := read(t, tab, chromedp.Evaluate[bool](`(() => { const w = document.querySelector('#probe-steps-table .table-wrap'); return w.scrollWidth > w.clientWidth + 1; })()`)); wide {
@@ -544,6 +547,17 @@ func TestUIEndToEnd(t *testing.T) {
 		)
 		if msg := read(t, tab, chromedp.Text(chromedp.CSS("#probe-requests-error"))); !strings.Contains(msg, "max(40, 3c) = 40") {
 			t.Errorf("a step size of 16: %q", msg)
+		}
+
+		// A ladder whose every step passes never reaches the knee: the
+		// page says knee ≥ 2, a lower bound.
+		do(t, tab, chromedp.SetValue(chromedp.CSS("#probe-requests"), ""))
+		startProbe(t, tab, simulator(t), "1,2")
+		_, bound := finishProbe(t, tab)
+		lower := read(t, tab, chromedp.Evaluate[string](`document.querySelector('#probe-knee').dataset.kneeLowerBound`))
+		shown := read(t, tab, chromedp.Evaluate[string](`document.querySelector('#probe-knee').textContent`))
+		if bound != "2" || lower != "true" || !strings.HasPrefix(shown, "≥ 2 in flight (a lower bound") {
+			t.Errorf("a ladder 1, 2 on two slots: knee %q, lower bound %q, shown %q; want ≥ 2, a lower bound", bound, lower, shown)
 		}
 
 		// A knee search: the page shows its knee and the refined knee. (That

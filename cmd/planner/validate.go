@@ -30,13 +30,13 @@ type validation struct {
 
 func (v *validation) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.BoolVar(&v.on, "validate", false, "after planning, validate the plan against --base-url: a short probe per class at its pool and 1.25 × it, compared with the model")
+	f.BoolVar(&v.on, "validate", false, "after planning, validate the plan against --base-url: the classes of each endpoint together, each a short probe at its pool and then at 1.25 × it, compared with the model")
 	f.StringVar(&v.opts.Probe.BaseURL, "base-url", "", "with --validate: API root of the endpoint, e.g. http://127.0.0.1:8000/v1")
 	f.StringVar(&v.opts.Probe.Model, "model", "", "with --validate: model (or Azure deployment) name")
 	f.StringVar(&v.apiKeyEnv, "api-key-env", defaultAPIKeyEnv, "with --validate: environment variable holding the API key (none is sent when it is unset)")
 	f.StringVar(&v.opts.Probe.APIKeyHeader, "api-key-header", probe.DefaultAPIKeyHeader, `with --validate: header carrying the key: "Authorization" (Bearer) or "api-key" (Azure OpenAI)`)
 	optionalInt(f, &v.opts.RequestsPerStep, "requests-per-step", 0, "with --validate: requests per step, warm-up included (default max(40, 3×concurrency) + concurrency; fewer than max(40, 3×concurrency) measured is refused)")
-	optionalFloat(f, &v.opts.TolerancePct, "tolerance-pct", verify.DefaultTolerancePct, "with --validate: throughput, TTFT p95 and E2E p95 must be within this many percent of the prediction")
+	optionalFloat(f, &v.opts.TolerancePct, "tolerance-pct", verify.DefaultTolerancePct, "with --validate: throughput, TTFT p95 and E2E p95 may lie this many percent of the prediction beyond their measured 95 % intervals")
 	optionalDuration(f, &v.opts.Probe.Deadline, "deadline", probe.DefaultDeadline, "with --validate: per-request deadline, retries included")
 	f.IntVar(&v.maxRequests, "max-requests", 0, "with --validate: budget of HTTP requests for the whole validation (0: only the steps bound them)")
 	optionalDuration(f, &v.opts.Probe.Budget.MaxDuration, "max-duration", probe.DefaultMaxDuration, "with --validate: budget of wall time for the whole validation")
@@ -107,18 +107,18 @@ func writeValidation(w io.Writer, rep *verify.Report, markdown bool) error {
 	var b strings.Builder
 	if markdown {
 		fmt.Fprintf(&b, "\n## Validation: %s\n\n%s.\n\n", rep.Verdict, upperFirst(rep.Summary))
-		b.WriteString("| class | pool | concurrency | throughput predicted / measured (req/s) | error | TTFT p95 predicted / measured (ms) | E2E p95 predicted / measured (ms) | 429s | verdict |\n")
-		b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("| class | pool | concurrency | in flight on the endpoint | throughput predicted / measured (req/s) | error | TTFT p95 predicted / measured (ms) | E2E p95 predicted / measured (ms) | 429s | verdict |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	} else {
 		fmt.Fprintf(&b, "\nVALIDATION: %s (%s)\n", strings.ToUpper(rep.Verdict), rep.Summary)
 	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	if !markdown {
-		fmt.Fprintln(tw, "CLASS\tPOOL\tCONC\tREQ/S PRED\tREQ/S MEAS\tERROR\tTTFT p95 PRED\tTTFT p95 MEAS\tE2E p95 PRED\tE2E p95 MEAS\t429s\tVERDICT")
+		fmt.Fprintln(tw, "CLASS\tPOOL\tCONC\tIN FLIGHT\tREQ/S PRED\tREQ/S MEAS\tERROR\tTTFT p95 PRED\tTTFT p95 MEAS\tE2E p95 PRED\tE2E p95 MEAS\t429s\tVERDICT")
 	}
 	for _, c := range rep.Classes {
 		if len(c.Points) == 0 {
-			row(tw, markdown, c.Class, fmt.Sprint(c.Pool), "-", "-", "-", "-", "-", "-", "-", "-", "-", c.Verdict)
+			row(tw, markdown, c.Class, fmt.Sprint(c.Pool), "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", c.Verdict)
 		}
 		for _, pt := range c.Points {
 			meas, errPct, ttft, e2e, limited := "-", "-", "-", "-", "-"
@@ -126,7 +126,7 @@ func writeValidation(w io.Writer, rep *verify.Report, markdown bool) error {
 				meas, ttft, e2e, limited = fmt.Sprintf("%.2f", m.ThroughputRPS), fmt.Sprintf("%.0f", m.TTFTP95Ms), fmt.Sprintf("%.0f", m.E2EP95Ms), fmt.Sprint(m.RateLimited)
 				errPct = fmt.Sprintf("%+.1f %%", pt.RelativeErrorPct.ThroughputRPS)
 			}
-			row(tw, markdown, c.Class, fmt.Sprint(c.Pool), fmt.Sprint(pt.Concurrency), fmt.Sprintf("%.2f", pt.Predicted.ThroughputRPS), meas, errPct,
+			row(tw, markdown, c.Class, fmt.Sprint(c.Pool), fmt.Sprint(pt.Concurrency), fmt.Sprint(pt.Load), fmt.Sprintf("%.2f", pt.Predicted.ThroughputRPS), meas, errPct,
 				fmt.Sprintf("%.0f", pt.Predicted.TTFTP95Ms), ttft, fmt.Sprintf("%.0f", pt.Predicted.E2EP95Ms), e2e, limited, c.Verdict)
 		}
 	}
@@ -147,8 +147,8 @@ func writeValidation(w io.Writer, rep *verify.Report, markdown bool) error {
 func row(w io.Writer, markdown bool, cells ...string) {
 	if markdown {
 		// Markdown rows pair predicted and measured in one cell.
-		fmt.Fprintf(w, "| %s | %s | %s | %s / %s | %s | %s / %s | %s / %s | %s | %s |\n",
-			cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], cells[7], cells[8], cells[9], cells[10], cells[11])
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s / %s | %s | %s / %s | %s / %s | %s | %s |\n",
+			cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], cells[7], cells[8], cells[9], cells[10], cells[11], cells[12])
 		return
 	}
 	fmt.Fprintln(w, strings.Join(cells, "\t"))

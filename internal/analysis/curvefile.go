@@ -62,6 +62,13 @@ func CurveFile(lat scenario.Latency, steps []measure.Step, header []string) ([]b
 	if lat.Knee != nil {
 		fmt.Fprintf(&b, "  knee: %d\n", *lat.Knee)
 	}
+	if lat.KneeLowerBound {
+		b.WriteString("  # No step failed the knee rule: the knee is a lower bound; probe to higher concurrency to find it.\n")
+		b.WriteString("  knee_lower_bound: true\n")
+	}
+	if lat.KneeRefined != nil {
+		fmt.Fprintf(&b, "  knee_refined: %d\n", *lat.KneeRefined)
+	}
 	for _, key := range []struct {
 		name string
 		d    *scenario.Dist

@@ -51,6 +51,7 @@ type Row struct {
 	Served *measure.Served `json:"served,omitempty"`
 	// Knee and KneeRefined are the run's, as its result gives them.
 	Knee           *int `json:"knee" doc:"The knee concurrency; null when the run found none."`
+	KneeLowerBound bool `json:"knee_lower_bound,omitempty" doc:"The knee is a lower bound: the run never reached it (knee ≥ knee)."`
 	KneeRefined    *int `json:"knee_refined,omitempty"`
 	KneeResolution *int `json:"knee_refined_resolution,omitempty"`
 	// AtKnee holds the figures of the step at the knee; nil without one.
@@ -133,7 +134,7 @@ func row(r Run) Row {
 	res := r.Result
 	out := Row{
 		Name: r.Name, Endpoint: r.Endpoint, Model: r.Model, Served: res.Served,
-		Knee: res.Knee, KneeRefined: res.KneeRefined, KneeResolution: res.KneeResolution, QuotaLimited: res.QuotaLimited,
+		Knee: res.Knee, KneeLowerBound: res.KneeLowerBound && res.Knee != nil, KneeRefined: res.KneeRefined, KneeResolution: res.KneeResolution, QuotaLimited: res.QuotaLimited,
 	}
 	if !r.Date.IsZero() {
 		d := r.Date.UTC()

@@ -402,6 +402,7 @@ func (r *run) endpointPlan(ctx context.Context, e *endpoint) (EndpointPlan, erro
 	ep := EndpointPlan{Name: e.displayName(), Safety: e.safety, Allocations: []EndpointAllocation{}}
 	if e.knee != nil {
 		ep.Knee = intPtr(*e.knee) // a copy: the plan is cached, the scenario is the caller's
+		ep.KneeField, ep.KneeLowerBound = e.kneeField, e.lowerBound
 	}
 	if b := e.budget(); b >= 0 {
 		ep.Budget = intPtr(b)

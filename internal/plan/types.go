@@ -151,7 +151,9 @@ type QuotaPlan struct {
 // EndpointPlan shows how one endpoint's in-flight budget is divided.
 type EndpointPlan struct {
 	Name             string               `json:"name"`
-	Knee             *int                 `json:"knee,omitempty" doc:"The measured knee."`
+	Knee             *int                 `json:"knee,omitempty" doc:"The knee its budget uses: the latency block's knee_refined when given, else its knee."`
+	KneeField        string               `json:"knee_field,omitempty" enum:"knee,knee_refined" doc:"Which field of the latency block knee is: knee_refined (a knee search's refinement) or knee; absent without a knee."`
+	KneeLowerBound   bool                 `json:"knee_lower_bound,omitempty" doc:"The knee is a lower bound the probe never reached: the budget holds pools to it, and where it binds the plan says to probe further, not to add serving capacity."`
 	Safety           float64              `json:"safety" doc:"The smallest knee safety among the endpoint's classes."`
 	Budget           *int                 `json:"budget" doc:"The most its classes' pools may add up to: the knee budget ⌊safety·knee⌋ or, with a curve, the SLO budget when smaller; null when nothing bounds it."`
 	BudgetConstraint string               `json:"budget_constraint,omitempty" doc:"What sets the budget: knee, slo_ttft or slo_e2e."`

@@ -60,8 +60,10 @@ func WriteFiles(dir string, res *Result) ([]string, error) {
 
 // CurveYAML renders the measured latency curve and knee as the curve
 // file (analysis.CurveFile): a scenario fragment whose only key is
-// latency, under comments that say where it was measured and mark points
-// whose steps met 429s or errors. It fails when no step has successful
+// latency, with knee_lower_bound when no step failed the knee rule (every
+// step passed, or the run stopped first) and a search's knee_refined,
+// under comments that say where it was measured and mark points whose
+// steps met 429s or errors. It fails when no step has successful
 // responses with a measurable TPOT.
 func CurveYAML(res *Result) ([]byte, error) {
 	lat, err := analysis.Latency(res.Analysis)
@@ -71,8 +73,11 @@ func CurveYAML(res *Result) ([]byte, error) {
 	head := []string{fmt.Sprintf("Measured by planner probe: %s, model %q, %s to %s, max_tokens %d, stop: %s.",
 		redact.URL(res.Config.BaseURL), res.Config.Model, res.Started.UTC().Format(time.RFC3339),
 		res.Ended.UTC().Format(time.RFC3339), res.Config.maxTokens(), res.StopReason)}
-	if k := res.Analysis.KneeRefined; k != nil && res.Config.Search {
-		head = append(head, fmt.Sprintf("The knee search refined the knee to %d (resolution %d); the knee below is the doubling rule's.", *k, *res.Analysis.KneeResolution))
+	if k, resolution := analysis.SearchRefined(res.Analysis); k != nil {
+		head = append(head, fmt.Sprintf("The knee search refined the knee to %d (resolution %d): knee_refined below, which a plan budgets with; knee is the doubling rule's.", *k, *resolution))
+	}
+	if res.Analysis.KneeLowerBound && res.StopReason != StopCompleted {
+		head = append(head, fmt.Sprintf("The run stopped (%s) before any step failed the knee rule: its knee is a lower bound.", res.StopReason))
 	}
 	return analysis.CurveFile(lat, res.Analysis.Steps, head)
 }

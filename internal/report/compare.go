@@ -38,6 +38,9 @@ func WriteComparison(w io.Writer, c compare.Comparison, format string) error {
 // renders a knee, so that a mark on it (a knee the run did not reach is a
 // lower bound) goes here.
 func compareKnee(r compare.Row) string {
+	if r.KneeLowerBound {
+		return "≥ " + intOrNone(r.Knee)
+	}
 	return intOrNone(r.Knee)
 }
 
@@ -208,7 +211,7 @@ func writeComparisonMarkdown(w io.Writer, c compare.Comparison) error {
 var comparisonCSVHeader = []string{
 	"run", "endpoint", "model", "served_model", "served_check", "date", "knee", "knee_refined", "knee_refined_resolution",
 	"ttft_p95_ms", "e2e_p95_ms", "goodput_rps", "rate_limited", "answers", "quota_limited",
-	"knee_drift_pct", "ttft_p95_drift_pct", "e2e_p95_drift_pct", "goodput_drift_pct",
+	"knee_drift_pct", "ttft_p95_drift_pct", "e2e_p95_drift_pct", "goodput_drift_pct", "knee_lower_bound",
 }
 
 // writeComparisonCSV writes one row per run, figures unrounded; an
@@ -249,7 +252,7 @@ func writeComparisonCSV(w io.Writer, c compare.Comparison) error {
 		row := []string{
 			r.Name, r.Endpoint, r.Model, served, check, date, i(r.Knee), i(r.KneeRefined), i(r.KneeResolution),
 			f(ttft), f(e2e), f(goodput), strconv.Itoa(r.RateLimited), strconv.Itoa(r.Answers), strconv.FormatBool(r.QuotaLimited),
-			f(d.KneePct), f(d.TTFTP95Pct), f(d.E2EP95Pct), f(d.GoodputPct),
+			f(d.KneePct), f(d.TTFTP95Pct), f(d.E2EP95Pct), f(d.GoodputPct), strconv.FormatBool(r.KneeLowerBound),
 		}
 		if err := cw.Write(row); err != nil {
 			return fmt.Errorf("write csv row: %w", err)

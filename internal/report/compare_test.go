@@ -90,10 +90,10 @@ func TestComparisonMarkdownAndCSV(t *testing.T) {
 	if err != nil || len(rows) != 3 {
 		t.Fatalf("%v %q", err, rows)
 	}
-	if got := strings.Join(rows[2], ","); got != "evening,,gpt-4o,gpt-4o-mini,switch,2026-03-02T19:00:00Z,4,,,500,2500,3,9,50,false,-50,25,25,-25" {
+	if got := strings.Join(rows[2], ","); got != "evening,,gpt-4o,gpt-4o-mini,switch,2026-03-02T19:00:00Z,4,,,500,2500,3,9,50,false,-50,25,25,-25,false" {
 		t.Errorf("evening: %s", got)
 	}
-	if got := strings.Join(rows[1][15:], ","); got != ",,," {
+	if got := strings.Join(rows[1][15:19], ","); got != ",,," {
 		t.Errorf("the baseline's drift: %s", got)
 	}
 	var js bytes.Buffer
@@ -103,5 +103,15 @@ func TestComparisonMarkdownAndCSV(t *testing.T) {
 	var back compare.Comparison
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back.Baseline != "morning" || *back.Runs[1].Drift.KneePct != -50 {
 		t.Errorf("%v %+v", err, back)
+	}
+}
+
+func TestComparisonMarksALowerBoundKnee(t *testing.T) {
+	four := 4
+	if got := compareKnee(compare.Row{Knee: &four, KneeLowerBound: true}); got != "≥ 4" {
+		t.Errorf("a lower-bound knee reads %q", got)
+	}
+	if got := compareKnee(compare.Row{Knee: &four}); got != "4" {
+		t.Errorf("a measured knee reads %q", got)
 	}
 }

@@ -124,7 +124,8 @@ func num(v float64, d int) string {
 }
 
 // WriteAnalysis prints the verdicts of a ramp under its step table: the
-// knee (and knee_refined with its resolution), the first failing step,
+// knee ("≥ 4" for a lower bound; and knee_refined with its resolution),
+// the first failing step,
 // the collapse point, whether the quota bound it, the Universal
 // Scalability Law fit, what the answers named as their model and how the
 // requests got their connections (a probe's), and the notes.
@@ -134,7 +135,11 @@ func WriteAnalysis(w io.Writer, res measure.Result, notes []string) error {
 	if res.QuotaLimited {
 		quota = "yes (the share of 429s rises with concurrency, or the key ran out: the quota binds, not the model)"
 	}
-	fmt.Fprintf(&b, "\nknee: %s", intOrNone(res.Knee))
+	knee := intOrNone(res.Knee)
+	if res.KneeLowerBound && res.Knee != nil {
+		knee = fmt.Sprintf("≥ %d (a lower bound: no step failed the knee rule; probe to higher concurrency to find it)", *res.Knee)
+	}
+	fmt.Fprintf(&b, "\nknee: %s", knee)
 	if res.KneeRefined != nil {
 		fmt.Fprintf(&b, "   knee_refined: %d (resolution %d)", *res.KneeRefined, *res.KneeResolution)
 	}
@@ -143,6 +148,9 @@ func WriteAnalysis(w io.Writer, res measure.Result, notes []string) error {
 		peak := "none (throughput does not turn down)"
 		if u.Peak != nil {
 			peak = strconv.FormatFloat(*u.Peak, 'f', 1, 64)
+			if u.PeakBeyondRange {
+				peak += fmt.Sprintf(" (beyond the measured range, up to %d in flight: an extrapolation, not a peak)", measuredTop(res))
+			}
 		}
 		fmt.Fprintf(&b, "USL: alpha=%.4g beta=%.4g gamma=%.4g R²=%.3f peak N*=%s\n", u.Alpha, u.Beta, u.Gamma, u.R2, peak)
 	} else {

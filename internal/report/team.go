@@ -157,11 +157,14 @@ func writeStepsMarkdown(w io.Writer, r measure.Result) {
 	}
 }
 
-// stepLabel is a step's concurrency, marked when it is the knee or the
-// collapse point.
+// stepLabel is a step's concurrency, marked when it is the knee (or its
+// lower bound) or the collapse point.
 func stepLabel(s measure.Step, r measure.Result) string {
 	l := fmt.Sprint(s.Concurrency)
-	if r.Knee != nil && *r.Knee == s.Concurrency {
+	switch {
+	case r.Knee != nil && *r.Knee == s.Concurrency && r.KneeLowerBound:
+		l += " (knee ≥, a lower bound)"
+	case r.Knee != nil && *r.Knee == s.Concurrency:
 		l += " (knee)"
 	}
 	if r.Collapse != nil && *r.Collapse == s.Concurrency {

@@ -142,6 +142,15 @@ func (c *checker) profile(p string, l Latency) {
 }
 
 func (c *checker) latency(p string, l Latency) {
+	if l.Knee == nil && l.KneeLowerBound {
+		c.add(p+".knee_lower_bound", "requires knee: it says the knee is a lower bound")
+	}
+	if l.Knee == nil && l.KneeRefined != nil {
+		c.add(p+".knee_refined", "requires knee: a refined knee comes from a probe that measured one")
+	}
+	if l.KneeLowerBound && l.KneeRefined != nil {
+		c.add(p+".knee_refined", "a refined knee lies below a step that failed the knee rule, so the knee is measured: drop knee_lower_bound or knee_refined")
+	}
 	if l.TTFTMs != nil {
 		c.dist(p+".ttft_ms", *l.TTFTMs)
 	}

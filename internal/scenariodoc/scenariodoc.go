@@ -46,7 +46,10 @@ var notes = map[string]string{
 		"`headroom` applies to every limit of the key. Daily limits are spread over `active_hours`, and may not " +
 		"come to more a second than the per-minute limits may state (`rpd` as `rpm`, `tpd` as `tpm`).",
 	"Latency": "Give `ttft_ms` and `tpot_ms`, or a measured `curve` (then they follow the curve), here or in a " +
-		"class's own `latency`. `knee` caps each class at its mode's `knee_safety` share of it.",
+		"class's own `latency`. `knee` caps each class at its mode's `knee_safety` share of it, or of " +
+		"`knee_refined` when given. With `knee_lower_bound` the knee is one the probe never reached: the plan " +
+		"holds pools to it, and where it binds it says to probe to higher concurrency rather than to add " +
+		"serving capacity.",
 	"Class": "`max_tokens` is required when the class's quota counts `max_tokens`.",
 	"Dist": "A distribution is given in exactly one of four forms: `fixed`; `p50` and `p95` (a lognormal with " +
 		"mu = ln p50 and sigma = ln(p95/p50) / 1.6449, so p95 must be at least p50); `mean` and `stddev` (a " +
@@ -92,7 +95,7 @@ func unit(name string) string {
 	}
 	return map[string]string{
 		"requests": "requests",
-		"knee":     "requests in flight", "concurrency": "requests in flight", "max_pool": "requests in flight",
+		"knee":     "requests in flight", "knee_refined": "requests in flight", "concurrency": "requests in flight", "max_pool": "requests in flight",
 		"monte_carlo_draws": "draws",
 	}[name]
 }
@@ -393,6 +396,8 @@ var handExamples = map[string]any{
 	"Quota.otpm":                       200000,
 	"Quota.tpd":                        50000000,
 	"Latency.prefill_ms_per_1k_tokens": 40,
+	"Latency.knee_lower_bound":         true,
+	"Latency.knee_refined":             12,
 	"Dist.fixed":                       400,
 	"Dist.max":                         4000,
 	"Dist.mean":                        600,

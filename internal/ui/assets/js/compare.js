@@ -20,7 +20,10 @@ function drift(row, key) {
 
 // knee renders a run's knee as its result gives it: the one place the
 // view renders a knee, where a mark on it belongs.
-const knee = (row) => (row.knee === null || row.knee === undefined ? 'none' : String(row.knee));
+const knee = (row) => {
+  if (row.knee === null || row.knee === undefined) return 'none';
+  return row.knee_lower_bound ? `≥ ${row.knee}` : String(row.knee);
+};
 
 function served(row) {
   const s = row.served;
