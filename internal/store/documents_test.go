@@ -177,9 +177,10 @@ func TestPlanDocumentKeepsEveryPart(t *testing.T) {
 	}
 }
 
-// TestStoredDocumentsCarryEveryField: a plan and a probe's analysis with
-// every field set (testutil.Fill) read back from the store field for
-// field, so that a field the engine adds is kept or fails here, named.
+// TestStoredDocumentsCarryEveryField: a plan, a probe's analysis and a
+// request row with every field set (testutil.Fill) read back from the
+// store field for field, so that a field the engine or the probe adds is
+// kept or fails here, named.
 func TestStoredDocumentsCarryEveryField(t *testing.T) {
 	eachBackend(t, func(t *testing.T, db string) {
 		s := openDB(t, db)
@@ -213,6 +214,22 @@ func TestStoredDocumentsCarryEveryField(t *testing.T) {
 					t.Fatal(err)
 				}
 				return run.Result.Analysis
+			})
+		})
+		t.Run("request row", func(t *testing.T) {
+			testutil.Carried(t, func(t testing.TB, r measure.Record) measure.Record {
+				id, err := s.CreateProbe(ctx, ProbeRun{Status: StatusRunning, BaseURL: "http://127.0.0.1:1/v1", Model: "m"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := s.AppendRecords(ctx, id, []measure.Record{r}); err != nil {
+					t.Fatal(err)
+				}
+				got, err := s.Records(ctx, id)
+				if err != nil || len(got) != 1 {
+					t.Fatalf("%d rows, %v", len(got), err)
+				}
+				return got[0]
 			})
 		})
 	})
