@@ -12,25 +12,28 @@ import (
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
-// Tier is a named set of quota limits from the operator's catalogue: what a
-// key on a given plan or deployment size allows. What-if sweeps put a
-// tier's limits and token accounting on a quota to show what moving to that
-// tier would change (scenario.Quota.WithLimitsOf).
+// Tier is a named set of quota limits from the operator's catalogue, with
+// its price: what a key on a given plan or deployment size allows and
+// costs. What-if sweeps put a tier's limits, token accounting and price on
+// a quota to show what moving to that tier would change and cost
+// (scenario.Quota.WithLimitsOf), and remedies name the cheapest tier that
+// lifts a class.
 //
-// A tier is a quota: its name, limits and token_accounting are the fields
-// of scenario.Quota, under a quota's rules (a limit of zero means no such
-// limit), beside a description and a provider label. A quota's other
-// settings (headroom, burst_window_s, active_hours, cached_input_free) are
-// the scenario's, so a tier leaves them out: see TierQuotaKeys.
+// A tier is a quota: its name, limits, token_accounting and price are the
+// fields of scenario.Quota, under a quota's rules (a limit of zero means
+// no such limit; a price is per token or per hour, scenario.CheckPrice),
+// beside a description and a provider label. A quota's other settings
+// (headroom, burst_window_s, active_hours, cached_input_free) are the
+// scenario's, so a tier leaves them out: see TierQuotaKeys.
 type Tier struct {
 	scenario.Quota `mapstructure:",squash"`
 	Description    string `mapstructure:"description" json:"description" validate:"required,max=500" doc:"What the tier is, in words."`
 	Provider       string `mapstructure:"provider" json:"provider,omitempty" validate:"max=64" doc:"Label of the provider or deployment the tier belongs to."`
 }
 
-// TierQuotaKeys are the keys of a tier's quota: its name, its limits and
-// its token accounting.
-var TierQuotaKeys = append([]string{"name", "token_accounting"}, scenario.DimensionNames()...)
+// TierQuotaKeys are the keys of a tier's quota: its name, its limits, its
+// token accounting and its price.
+var TierQuotaKeys = append([]string{"name", "token_accounting", "price"}, scenario.DimensionNames()...)
 
 // tierName is the pattern of tier names, which are quota names, and of
 // credential names.
