@@ -434,3 +434,35 @@ tiers:
 		t.Errorf("problems at %q, want %q:\n%v", paths, wantPaths, err)
 	}
 }
+
+// TestLoadTiers: the commands that need only the catalogue read the
+// configuration file's tiers, or the built-in ones without a file, and a
+// problem elsewhere in the file does not refuse them; one in the tiers
+// does.
+func TestLoadTiers(t *testing.T) {
+	cleanEnv(t)
+	defaults, err := DefaultTiers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := LoadTiers(nil); err != nil || !reflect.DeepEqual(got, defaults) {
+		t.Errorf("without a file: %v, %v", got, err)
+	}
+	flags := func(file string) *pflag.FlagSet {
+		fs := pflag.NewFlagSet("tiers", pflag.ContinueOnError)
+		fs.String("config", "", "")
+		if err := fs.Parse([]string{"--config", file}); err != nil {
+			t.Fatal(err)
+		}
+		return fs
+	}
+	got, err := LoadTiers(flags(writeFile(t, "listen: 0.0.0.0:80\ntiers:\n  - {name: mine, description: mine, rpm: 10, price: {per_hour: 2}}\n")))
+	if err != nil || len(got) != 1 || got[0].Name != "mine" || *got[0].Price.PerHour != 2 || got[0].TokenAccounting != "actual" {
+		t.Errorf("the file's tiers: %+v, %v", got, err)
+	}
+	_, err = LoadTiers(flags(writeFile(t, "tiers:\n  - {name: mine, description: mine, rpm: -1}\n")))
+	var ps Problems
+	if !errors.As(err, &ps) || len(ps) != 1 || ps[0].Path != "tiers[0].rpm" {
+		t.Errorf("a bad tier: %v", err)
+	}
+}

@@ -3,9 +3,12 @@ package config
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 
+	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
 	"github.com/plannerdev/planner/configs"
@@ -55,4 +58,37 @@ func DefaultTiers() ([]Tier, error) {
 		return nil, fmt.Errorf("default tier catalogue: %w", err)
 	}
 	return doc.Tiers, nil
+}
+
+// LoadTiers is the tier catalogue of the configuration that Load reads
+// (the file of the flag "config" or PLANNER_CONFIG, else the built-in
+// catalogue), for the commands that need only the catalogue: a problem
+// with another setting does not refuse it. The error is Problems when its
+// tiers are invalid.
+func LoadTiers(flags *pflag.FlagSet) ([]Tier, error) {
+	cfg, err := Load(flags)
+	var ps Problems
+	if !errors.As(err, &ps) {
+		return cfg.Tiers, err
+	}
+	var tiers Problems
+	for _, p := range ps {
+		if p.Path == "tiers" || strings.HasPrefix(p.Path, "tiers[") || strings.HasPrefix(p.Path, "tiers.") {
+			tiers = append(tiers, p)
+		}
+	}
+	if len(tiers) > 0 {
+		return nil, tiers
+	}
+	return cfg.Tiers, nil
+}
+
+// Quotas are the tiers as the planning engine and what-if variations take
+// a catalogue: each tier's quota, named by the tier.
+func Quotas(tiers []Tier) []scenario.Quota {
+	out := make([]scenario.Quota, len(tiers))
+	for i, t := range tiers {
+		out[i] = t.Quota
+	}
+	return out
 }
