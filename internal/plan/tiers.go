@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/plannerdev/planner/internal/scenario"
@@ -207,10 +208,12 @@ func costRank(t RankedTier) int {
 	return 0
 }
 
-// money writes an amount with two decimals, or four below 1.
+// money writes an amount with two decimals and thousands separators, or
+// with four significant digits below 1.
 func money(v float64) string {
 	if v != 0 && v < 1 && v > -1 {
 		return fmt.Sprintf("%.4g", v)
 	}
-	return commas(fmt.Sprintf("%.2f", v))
+	whole, cents, _ := strings.Cut(strconv.FormatFloat(v, 'f', 2, 64), ".")
+	return commas(whole) + "." + cents
 }
