@@ -10,6 +10,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/plannerdev/planner/internal/config"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
 )
@@ -130,12 +131,5 @@ func tierIndex(path string) (int, bool) {
 	return k, err == nil
 }
 
-// tierQuotas is the catalogue as the engine and what-if variations take
-// it: each tier's quota, named by the tier.
-func (s *Server) tierQuotas() []scenario.Quota {
-	out := make([]scenario.Quota, len(s.tiers))
-	for i, t := range s.tiers {
-		out[i] = t.Quota
-	}
-	return out
-}
+// tierQuotas is the catalogue as the engine and what-if variations take it.
+func (s *Server) tierQuotas() []scenario.Quota { return config.Quotas(s.tiers) }
