@@ -158,7 +158,7 @@ func TestLoadExampleFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.Tiers) != 2 || cfg.Listen != DefaultListen {
+	if len(cfg.Tiers) != 3 || cfg.Tiers[2].Price == nil || !cfg.Tiers[2].Price.Provisioned() || cfg.Listen != DefaultListen {
 		t.Errorf("got %+v", cfg)
 	}
 }
