@@ -165,7 +165,7 @@ func New(opts Options) *Server {
 	if slots <= 0 {
 		slots = runtime.NumCPU()
 	}
-	s.engine = plan.New(plan.Options{Timeout: s.timeout, MaxConcurrent: slots})
+	s.engine = plan.New(plan.Options{Timeout: s.timeout, MaxConcurrent: slots, Tiers: s.tierQuotas()})
 	s.app = app.New(s.engine)
 	s.metrics.watchEngine(s.engine)
 	if s.tiers == nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -217,7 +218,7 @@ func TestListTiers(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(got.Tiers, tiers) {
+	if !reflect.DeepEqual(got.Tiers, tiers) {
 		t.Errorf("tiers:\n got %+v\nwant %+v", got.Tiers, tiers)
 	}
 

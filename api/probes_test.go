@@ -23,8 +23,14 @@ func TestProbeLifecycle(t *testing.T) {
 	first := startProbe(t, env, body)
 	p := waitProbe(t, env, first, ended)
 	if p.Status != "succeeded" || p.Label != "first" || len(p.Steps) != 3 || p.Knee == nil || p.StopReason != "completed" ||
-		p.Counts.Records != 132 || p.Counts.OK != 132 || p.Latency == nil || len(p.Latency.Curve) != 3 || p.StartedAt == nil || p.FinishedAt == nil {
+		p.Counts.Records < 132 || p.Counts.OK != p.Counts.Records || p.Latency == nil || len(p.Latency.Curve) != 3 || p.StartedAt == nil || p.FinishedAt == nil {
 		t.Fatalf("finished probe %+v", p)
+	}
+	// 44 requests a step, or 88 for a step whose gain lay within its noise
+	// of the threshold (measured twice as long), as timing on a loaded
+	// machine may make one.
+	if n := p.Counts.Records; n < 132 || n > 264 || (n-132)%44 != 0 {
+		t.Errorf("%d rows, want 44 or 88 a step", n)
 	}
 	if p.Target.BaseURL != s.url || p.Config["api_key_set"] != false || p.Config["requests_per_step"] != float64(44) {
 		t.Errorf("target %+v, config %v", p.Target, p.Config)
@@ -53,7 +59,7 @@ func TestProbeLifecycle(t *testing.T) {
 
 	status, h, b := call(t, http.MethodGet, env.url+"/v1/probes/"+first+"/requests.csv", nil)
 	rows, err := csv.NewReader(strings.NewReader(string(b))).ReadAll()
-	if status != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "text/csv") || err != nil || len(rows) != 133 || rows[0][0] != "step" {
+	if status != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "text/csv") || err != nil || len(rows) != p.Counts.Records+1 || rows[0][0] != "step" {
 		t.Fatalf("requests.csv: %d %s, %d rows, %v", status, h.Get("Content-Type"), len(rows), err)
 	}
 	for _, chart := range []string{"throughput", "latency"} {

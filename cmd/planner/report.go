@@ -51,7 +51,10 @@ func newReportCmd(s streams) *cobra.Command {
 		if err := out.check(); err != nil {
 			return err
 		}
-		a := newApp()
+		a, err := newApp(cmd)
+		if err != nil {
+			return err
+		}
 		sc, p, err := planScenario(cmd.Context(), a, s.in, file, example)
 		if err != nil {
 			return err

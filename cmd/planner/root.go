@@ -82,6 +82,7 @@ func newRootCmd(s streams) *cobra.Command {
 		newServeCmd(s),
 		newOpenAPICmd(s),
 		newWhatIfCmd(s),
+		newTiersCmd(s),
 		newVersionCmd(s),
 	)
 	// Cobra's completion command prints its help for a shell it does not

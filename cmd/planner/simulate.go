@@ -72,7 +72,11 @@ func newSimulateCmd(s streams) *cobra.Command {
 			if opts.Replay, err = readReplays(s.in, f.replay); err != nil {
 				return err
 			}
-			r, err := newApp().Simulate(cmd.Context(), sc, opts)
+			a, err := newApp(cmd)
+			if err != nil {
+				return err
+			}
+			r, err := a.Simulate(cmd.Context(), sc, opts)
 			if err != nil {
 				return simulateError(err)
 			}

@@ -489,6 +489,24 @@ func TestUIEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("a priced plan shows what it costs", func(t *testing.T) {
+		load := func(name string) {
+			do(t, tab,
+				script(`document.querySelector('#plan').dataset.status = 'reloading';`),
+				setSelect("#example-select", name),
+				chromedp.Click(chromedp.CSS("#example-load")),
+				waitFor(`document.querySelector('#plan').dataset.status === 'ready'`),
+			)
+		}
+		load("priced")
+		total := read(t, tab, chromedp.Evaluate[string](`(document.querySelector('li[data-field=cost]') || {}).textContent || ''`))
+		key := read(t, tab, chromedp.Evaluate[string](`(document.querySelector('li[data-quota=payg]') || {}).textContent || ''`))
+		if !strings.Contains(total, "1,951.20\u00a0USD a day") || !strings.Contains(key, "1,663.20\u00a0USD a day") || !strings.Contains(key, "saves 583.20 a day") {
+			t.Errorf("the page's cost: %q and %q; want the plan's 1,951.20 and the key's 1,663.20 USD a day", total, key)
+		}
+		load(e2eExample)
+	})
+
 	hasProbes := postJSON(t, srv.url+"/v1/probes", map[string]any{}, nil) != http.StatusNotFound
 	t.Run("probe view", func(t *testing.T) {
 		if !hasProbes {

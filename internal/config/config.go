@@ -343,7 +343,8 @@ func trimmedLower(list []string) []string {
 
 // Validate returns every problem in the configuration: the field rules of
 // the struct tags and the rules that span fields (unique tier names, a limit
-// on every tier, tokens on a non-loopback address).
+// on every tier, a tier's price in one of its forms, tokens on a
+// non-loopback address).
 func (c Config) Validate() Problems {
 	var fields, ps Problems
 	var verrs validator.ValidationErrors
@@ -364,6 +365,9 @@ func (c Config) Validate() Problems {
 		}
 		if !t.HasLimit() {
 			ps = append(ps, fieldpath.Error{Path: p, Message: scenario.NoLimit})
+		}
+		if t.Price != nil {
+			ps = append(ps, scenario.CheckPrice(p+".price", *t.Price)...)
 		}
 	}
 	for i, entry := range c.Probe.Allow {
@@ -427,6 +431,10 @@ func unknownKeys(settings map[string]any, t reflect.Type, path string) Problems 
 	fields := map[string]reflect.Type{}
 	for f := range t.Fields() {
 		name, opts, _ := strings.Cut(f.Tag.Get("mapstructure"), ",")
+		if name == "" && opts == "" {
+			// A scenario type (a tier's price) has JSON names only.
+			name, _, _ = strings.Cut(f.Tag.Get("json"), ",")
+		}
 		if opts == "squash" && f.Type == reflect.TypeFor[scenario.Quota]() {
 			quota := structFieldsByJSON(f.Type)
 			for _, k := range TierQuotaKeys {
@@ -464,6 +472,9 @@ func structFieldsByJSON(t reflect.Type) map[string]reflect.Type {
 
 // unknownIn applies unknownKeys to a value that should decode into t.
 func unknownIn(value any, t reflect.Type, path string) Problems {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
 	switch {
 	case t.Kind() == reflect.Struct:
 		if m, ok := value.(map[string]any); ok {

@@ -84,6 +84,7 @@ func (e *Engine) planRun(ctx context.Context, s scenario.Scenario) (*run, *Plan,
 			return nil, nil, err
 		}
 	}
+	r.setCosts(p)
 	return r, p, nil
 }
 

@@ -189,6 +189,8 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 	"classFacts":     classFacts,
 	"keyFacts":       keyFacts,
 	"settingsLine":   func(s simulate.SimulationSettings) string { return upperFirst(settingsLine(s)) },
+	"remedy":         remedyWords,
+	"join":           func(s []string) string { return strings.Join(s, ", ") },
 }).Parse(reportTemplateText))
 
 // htmlReport is the data of report.html.tmpl.
@@ -197,6 +199,7 @@ type htmlReport struct {
 	Words            scenarioWords
 	Plan             *plan.Plan
 	Classes          []htmlClass
+	Costs            []costRow
 	Probe            *htmlProbe
 	Simulation       *htmlSimulation
 }
@@ -235,7 +238,7 @@ func WriteReportHTML(w io.Writer, in ReportInput) error {
 	if err := in.check(); err != nil {
 		return err
 	}
-	view := htmlReport{Title: in.title(), Words: describeScenario(in.Scenario), Plan: in.Plan}
+	view := htmlReport{Title: in.title(), Words: describeScenario(in.Scenario), Plan: in.Plan, Costs: costRows(in.Plan)}
 	if !in.Generated.IsZero() {
 		view.Generated = in.Generated.UTC().Format(timeLayout)
 	}

@@ -45,6 +45,35 @@ type Quota struct {
 	BurstWindowS    float64 `json:"burst_window_s,omitempty" exclusiveMinimum:"0" maximum:"3600" default:"1" doc:"Window, in seconds, over which the provider enforces per-minute limits."`
 	ActiveHours     float64 `json:"active_hours,omitempty" exclusiveMinimum:"0" maximum:"24" default:"24" doc:"Hours a day the key is used, over which daily limits are spread."`
 	CachedInputFree bool    `json:"cached_input_free,omitempty" doc:"Cached input tokens do not count against itpm."`
+	// Price is what the key costs; without it the plan has no cost for
+	// the key's classes (docs/concepts.md, "Cost").
+	Price *Price `json:"price,omitempty" doc:"What the key costs: per-token prices (pay as you go) or a price per hour (provisioned capacity). Without it the plan states no cost for the key."`
+}
+
+// Price is what a key costs, in one of two forms: pay as you go, billed
+// on the tokens the requests use (whatever the key's token_accounting
+// counts against its limits), with input_per_mtok and output_per_mtok
+// and optionally the prompt cache's own prices; or provisioned capacity,
+// per_hour for every active hour of the key whatever it carries.
+type Price struct {
+	Currency           string   `json:"currency,omitempty" pattern:"^[A-Z]{3}$" default:"USD" doc:"ISO 4217 code of the currency of every price of the scenario."`
+	InputPerMtok       *float64 `json:"input_per_mtok,omitempty" minimum:"0" maximum:"1e6" doc:"Price of one million input tokens (pay as you go)."`
+	CachedInputPerMtok *float64 `json:"cached_input_per_mtok,omitempty" minimum:"0" maximum:"1e6" doc:"Price of one million input tokens read from the prompt cache (a class's cached_input_fraction); without it they cost input_per_mtok."`
+	CacheWritePerMtok  *float64 `json:"cache_write_per_mtok,omitempty" minimum:"0" maximum:"1e6" doc:"Price of one million input tokens written into the prompt cache (a class's cache_write_fraction); without it they cost input_per_mtok."`
+	OutputPerMtok      *float64 `json:"output_per_mtok,omitempty" minimum:"0" maximum:"1e6" doc:"Price of one million output tokens (pay as you go)."`
+	PerHour            *float64 `json:"per_hour,omitempty" minimum:"0" maximum:"1e9" doc:"Price of one hour of provisioned capacity, paid for each of the key's active_hours whatever it carries."`
+}
+
+// Provisioned reports whether the price is per hour of capacity rather
+// than per token.
+func (p Price) Provisioned() bool { return p.PerHour != nil }
+
+// CurrencyOr is the price's currency, DefaultCurrency when it names none.
+func (p Price) CurrencyOr() string {
+	if p.Currency == "" {
+		return DefaultCurrency
+	}
+	return p.Currency
 }
 
 // Latency is a latency profile: TTFT and TPOT distributions, or a measured
@@ -120,7 +149,8 @@ type Class struct {
 	Latency             *Latency `json:"latency,omitempty" doc:"A latency profile of this class's own: an endpoint that no other class shares. Give endpoint or latency, not both."`
 	Weight              float64  `json:"weight,omitempty" exclusiveMinimum:"0" maximum:"1e6" default:"1" doc:"Share of a quota among classes of equal standing."`
 	Priority            int      `json:"priority,omitempty" minimum:"-1000" maximum:"1000" doc:"Order within a mode under priority allocation; lower goes first."`
-	CachedInputFraction float64  `json:"cached_input_fraction,omitempty" minimum:"0" maximum:"1" doc:"Fraction of input tokens served from the provider's prompt cache."`
+	CachedInputFraction float64  `json:"cached_input_fraction,omitempty" minimum:"0" maximum:"1" doc:"Fraction of input tokens served from the provider's prompt cache: not counted against itpm where the key's cached_input_free says so, and billed at its price's cached_input_per_mtok."`
+	CacheWriteFraction  float64  `json:"cache_write_fraction,omitempty" minimum:"0" maximum:"1" doc:"Fraction of input tokens written into the provider's prompt cache, billed at the key's cache_write_per_mtok; with cached_input_fraction at most 1. It changes the cost only."`
 	ArrivalSCV          *float64 `json:"arrival_scv,omitempty" minimum:"0" maximum:"100" doc:"Squared coefficient of variation of inter-arrival times: 1 (the default) for Poisson arrivals, 0 for evenly paced ones."`
 }
 

@@ -45,12 +45,18 @@ var notes = map[string]string{
 	"Quota": "Give at least one limit. Output tokens count against `tpm`, `otpm` and `tpd` as `token_accounting` says; " +
 		"`headroom` applies to every limit of the key. Daily limits are spread over `active_hours`, and may not " +
 		"come to more a second than the per-minute limits may state (`rpd` as `rpm`, `tpd` as `tpm`).",
+	"Price": "Give `input_per_mtok` and `output_per_mtok` (pay as you go: billed on the tokens the requests use, " +
+		"output capped at `max_tokens`, whatever `token_accounting` counts against the limits; the prompt cache's reads " +
+		"and writes at their own prices when given), or `per_hour` alone (provisioned capacity, paid for each of the " +
+		"key's `active_hours`). Every price of a scenario is in one currency. How the cost is computed is in " +
+		"[concepts.md](concepts.md#cost).",
 	"Latency": "Give `ttft_ms` and `tpot_ms`, or a measured `curve` (then they follow the curve), here or in a " +
 		"class's own `latency`. `knee` caps each class at its mode's `knee_safety` share of it, or of " +
 		"`knee_refined` when given. With `knee_lower_bound` the knee is one the probe never reached: the plan " +
 		"holds pools to it, and where it binds it says to probe to higher concurrency rather than to add " +
 		"serving capacity.",
-	"Class": "`max_tokens` is required when the class's quota counts `max_tokens`.",
+	"Class": "`max_tokens` is required when the class's quota counts `max_tokens`. `cached_input_fraction` and " +
+		"`cache_write_fraction` are shares of the same input and add up to at most 1.",
 	"Dist": "A distribution is given in exactly one of four forms: `fixed`; `p50` and `p95` (a lognormal with " +
 		"mu = ln p50 and sigma = ln(p95/p50) / 1.6449, so p95 must be at least p50); `mean` and `stddev` (a " +
 		"lognormal with those moments; stddev 0 is fixed); or `samples` (the measured values, drawn with equal " +
@@ -73,6 +79,10 @@ func unit(name string) string {
 	switch {
 	case name == "prefill_ms_per_1k_tokens":
 		return "ms per 1,000 input tokens"
+	case strings.HasSuffix(name, "_per_mtok"):
+		return "currency per 1,000,000 tokens"
+	case name == "per_hour":
+		return "currency per hour"
 	case strings.HasSuffix(name, "_ms"):
 		return "ms"
 	case strings.HasSuffix(name, "_s"):
@@ -154,7 +164,7 @@ func Write(w io.Writer, doc *huma.OpenAPI) error {
 
 // sectionOrder is the order of the sections: the scenario's own order,
 // each type after the one that holds it.
-var sectionOrder = []string{"Scenario", "Quota", "Latency", "Dist", "CurvePoint", "Endpoint", "Class", "Demand", "DemandWindow", "SLO", "Policy", "KneeSafety"}
+var sectionOrder = []string{"Scenario", "Quota", "Price", "Latency", "Dist", "CurvePoint", "Endpoint", "Class", "Demand", "DemandWindow", "SLO", "Policy", "KneeSafety"}
 
 // collect walks the schema from the root and returns each object type
 // once, with every path it appears at, in sectionOrder (types it does not
@@ -414,6 +424,8 @@ var handExamples = map[string]any{
 	"Class.arrival_scv":                0,
 	"Class.endpoint":                   "big-gpu",
 	"Class.cached_input_fraction":      0.5,
+	"Class.cache_write_fraction":       0.05,
+	"Price.cache_write_per_mtok":       3.125,
 	"Class.priority":                   1,
 	"Class.weight":                     2,
 	"Policy.seed":                      7,
