@@ -172,7 +172,7 @@ func New(opts Options) *Server {
 		s.tiers = []config.Tier{}
 	}
 	s.guard = s.newGuard(opts.Network)
-	s.api = humago.New(s.mux, s.humaConfig())
+	s.api = jsonAnswers{humago.New(s.mux, s.humaConfig())}
 	s.registerPlans()
 	s.registerSavedPlans()
 	s.registerValidate()
@@ -184,6 +184,7 @@ func New(opts Options) *Server {
 	s.registerAnalyses()
 	s.registerOperations()
 	s.registerDocs()
+	s.declareAnswers()
 	page := ui.Handler()
 	s.handle("GET /{$}", "ui", page.ServeHTTP)
 	s.handle("GET /ui/", "ui", page.ServeHTTP)

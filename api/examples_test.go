@@ -71,7 +71,7 @@ func TestOpenAPIExamples(t *testing.T) {
 	}
 	p := config.DefaultProbe()
 	p.Credentials = []config.Credential{{Name: "sim", Env: "PLANNER_TEST_SIM_KEY", Header: config.DefaultCredentialHeader}}
-	s := New(Options{Tiers: tiers, Probe: p})
+	s := newChecked(t, Options{Tiers: tiers, Probe: p})
 	for _, tc := range []exampleCheck{
 		{operation: "create-plan", example: "chat", scenario: "chat", answer: post, check: func(t *testing.T, f exampleFile) {
 			var p PlanResponse

@@ -231,6 +231,10 @@ func valueAt(doc any, location string) any {
 	return cur
 }
 
+// computeBusy describes the 503 of an operation that computes.
+const computeBusy = "Every computation slot is busy (limits.max_computations) and as many requests as may wait are " +
+	"waiting: the request is shed, with Retry-After (load shedding, not a failure); or the server is shutting down."
+
 // computeError answers a computation that did not give an answer: every
 // slot busy (a 503 with Retry-After, load shedding rather than a fault),
 // the engine shutting down (a 503), a panic (a 500, its stack in the log),

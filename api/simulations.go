@@ -99,6 +99,7 @@ func (s *Server) registerSimulations() {
 	}
 	register(s, op, s.createSimulation)
 	withExamples(s.OpenAPI(), op.Path, examplesOf[SimulationResponse](op.OperationID))
+	s.declareRetryAfter(op.Method, op.Path, http.StatusServiceUnavailable, computeBusy)
 }
 
 func (s *Server) createSimulation(ctx context.Context, in *simulationInput) (*simulationOutput, error) {

@@ -125,6 +125,7 @@ func (s *Server) registerValidate() {
 		Errors: []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusTooManyRequests, http.StatusServiceUnavailable},
 	}
 	register(s, op, s.validatePlan)
+	s.declareRetryAfter(op.Method, op.Path, http.StatusTooManyRequests, probeBusy)
 	withExamples(s.OpenAPI(), op.Path, examplesOf[ValidateResponse](op.OperationID))
 }
 

@@ -63,7 +63,7 @@ func TestValidatePlan(t *testing.T) {
 		t.Cleanup(func() { st.Close() })
 		m := jobs.New(st, jobs.Options{})
 		const host = "planner.test"
-		service := testutil.ServePipe(t, New(Options{
+		service := testutil.ServePipe(t, newChecked(t, Options{
 			Store: st, Jobs: m, Hosts: []string{host},
 			Network: target.Network{Dialer: endpointNet}, // every probe connection reaches the endpoint
 		}))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,10 +71,11 @@ func (s *Server) registerWhatIf() {
 			"makes the scenario invalid marks only its cell. At most " + strconv.Itoa(plan.MaxWhatIfCells) +
 			" cells per request.",
 		Tags:   []string{tagWhatIf},
-		Errors: errorStatuses,
+		Errors: slices.Concat(errorStatuses, []int{http.StatusServiceUnavailable}),
 	}
 	register(s, op, s.createWhatIf)
 	withExamples(s.OpenAPI(), op.Path, examplesOf[WhatIfResponse](op.OperationID))
+	s.declareRetryAfter(op.Method, op.Path, http.StatusServiceUnavailable, computeBusy)
 }
 
 func (s *Server) createWhatIf(ctx context.Context, in *whatIfInput) (*whatIfOutput, error) {

@@ -1,0 +1,134 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/danielgtaylor/huma/v2"
+)
+
+// operation is one operation of the OpenAPI document, with a path to
+// request it at (its parameters filled in).
+type operation struct {
+	method, path string
+	op           *huma.Operation
+}
+
+// operations lists every operation of s's document.
+func operations(s *Server) []operation {
+	var out []operation
+	for path, item := range s.OpenAPI().Paths {
+		concrete := strings.NewReplacer("{id}", "p1", "{probe_id}", "p1").Replace(path)
+		for method, op := range map[string]*huma.Operation{http.MethodGet: item.Get, http.MethodPost: item.Post, http.MethodDelete: item.Delete} {
+			if op != nil {
+				out = append(out, operation{method: method, path: concrete, op: op})
+			}
+		}
+	}
+	return out
+}
+
+// TestEveryOperationAnswersAsDeclared sends every operation of the
+// document what the layers around the operations refuse, through a
+// server whose every exchange is checked against the document
+// (checkContract): a foreign Origin and a foreign Host (403), no token on
+// a server with tokens (401 with WWW-Authenticate, all but /healthz),
+// and to every operation with a body, a body declared text/plain (415), a
+// body over the limit (413), a body that is no document (400) and a YAML
+// body (read as JSON is). An answer the document does not declare fails.
+func TestEveryOperationAnswersAsDeclared(t *testing.T) {
+	s := newServer(t, Options{MaxBodyBytes: 4096, MaxAnalysisBodyBytes: 8192})
+	withTokens := newServer(t, Options{Tokens: []string{"s3cret-token-for-tests"}})
+	for _, o := range operations(s) {
+		want := func(rec interface{ Result() *http.Response }, status int, what string) {
+			t.Helper()
+			if got := rec.Result().StatusCode; got != status {
+				t.Errorf("%s %s, %s: status %d, want %d", o.method, o.path, what, got, status)
+			}
+		}
+		var body []byte
+		if o.op.RequestBody != nil {
+			body = []byte(`{}`)
+		}
+		want(send(s, o.method, o.path, body, "Origin", "https://evil.example"), http.StatusForbidden, "a foreign Origin")
+		want(send(s, o.method, o.path, body, "Host", "evil.example"), http.StatusForbidden, "a foreign Host")
+		if o.path != openPath {
+			rec := send(withTokens, o.method, o.path, body)
+			want(rec, http.StatusUnauthorized, "no token")
+			if rec.Header().Get("WWW-Authenticate") == "" {
+				t.Errorf("%s %s: a 401 without WWW-Authenticate", o.method, o.path)
+			}
+		}
+		if o.op.RequestBody == nil {
+			continue
+		}
+		want(send(s, o.method, o.path, []byte(`{}`), "Content-Type", "text/plain"), http.StatusUnsupportedMediaType, "a text/plain body")
+		want(send(s, o.method, o.path, bytes.Repeat([]byte(" "), 8193)), http.StatusRequestEntityTooLarge, "a body over the limit")
+		want(send(s, o.method, o.path, []byte(`{"scenario":`)), http.StatusBadRequest, "a body that is no document")
+		// A YAML body is read as its JSON equivalent: the same problems
+		// (this one is empty, and misses what the operation requires).
+		want(send(s, o.method, o.path, []byte("{}\n"), "Content-Type", "application/yaml"), http.StatusUnprocessableEntity, "an empty YAML body")
+	}
+}
+
+// TestShedAnswersDeclareRetryAfter: with every computation slot busy and
+// as many waiting as may wait, each operation that computes sheds its
+// request with a 503 and a Retry-After that its response declares
+// (checkContract checks the header against the document).
+func TestShedAnswersDeclareRetryAfter(t *testing.T) {
+	s := newServer(t, Options{MaxComputations: 1})
+	saved := send(s, http.MethodPost, "/v1/plans", []byte(`{"save":true,"scenario":`+runawayFree+`}`))
+	if saved.Code != http.StatusOK {
+		t.Fatalf("save a plan: %d %s", saved.Code, saved.Body)
+	}
+	id := strings.TrimPrefix(saved.Header().Get("Location"), "/v1/plans/")
+	ctx, release := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range 3 { // one slot and two waiters
+		wg.Go(func() {
+			_ = s.engine.Run(ctx, func(ctx context.Context) error { <-ctx.Done(); return nil })
+		})
+	}
+	for s.engine.Running() < 1 || s.engine.Waiting() < 2 {
+		runtime.Gosched()
+	}
+	// Not the saved plan's scenario, whose plan the engine has cached.
+	scenario := `{"scenario":` + strings.Replace(runawayFree, `"rpm":600`, `"rpm":700`, 1) + `}`
+	for _, r := range []struct{ method, path, body string }{
+		{http.MethodPost, "/v1/plans", scenario},
+		{http.MethodPost, "/v1/what-if", `{"scenario":` + runawayFree + `,"variations":[{"path":"/quotas/0/rpm","values":[600,1200]}]}`},
+		{http.MethodPost, "/v1/simulations", `{"scenario":` + runawayFree + `,"duration_s":60}`},
+		{http.MethodGet, "/v1/plans/" + id + "/report?simulate_s=60", ""},
+	} {
+		var body []byte
+		if r.body != "" {
+			body = []byte(r.body)
+		}
+		rec := send(s, r.method, r.path, body)
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+			t.Errorf("%s %s: status %d, Retry-After %q; want 503 with Retry-After", r.method, r.path, rec.Code, rec.Header().Get("Retry-After"))
+		}
+	}
+	release()
+	wg.Wait()
+}
+
+// TestAnswersAreJSONWhateverAccept: a client that asks for YAML still
+// gets JSON, as the document declares, for a result and for a problem.
+func TestAnswersAreJSONWhateverAccept(t *testing.T) {
+	s := newServer(t, Options{})
+	rec := send(s, http.MethodGet, "/v1/tiers", nil, "Accept", "application/yaml")
+	if ct := rec.Header().Get("Content-Type"); rec.Code != http.StatusOK || !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("tiers: %d %q", rec.Code, ct)
+	}
+	rec = send(s, http.MethodPost, "/v1/plans", []byte(`{}`), "Accept", "application/yaml")
+	if rec.Code != http.StatusUnprocessableEntity {
+		t.Fatalf("status %d", rec.Code)
+	}
+	readProblem(t, rec) // application/problem+json
+}
