@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3filter"
 
 	"github.com/danielgtaylor/huma/v2"
 )
@@ -131,4 +135,39 @@ func TestAnswersAreJSONWhateverAccept(t *testing.T) {
 		t.Fatalf("status %d", rec.Code)
 	}
 	readProblem(t, rec) // application/problem+json
+}
+
+// TestNullListsAreRefusedAsDeclared: a list that a request requires is
+// declared non-nullable, and null there is a 422 at the field; the
+// document refuses the same request (so a client validating against it
+// learns what the service answers).
+func TestNullListsAreRefusedAsDeclared(t *testing.T) {
+	c, err := loadContract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(t, Options{})
+	for _, r := range []struct{ path, body, location string }{
+		{"/v1/plans", `{"scenario":{"quotas":null,"classes":[]}}`, "body.scenario.quotas"},
+		{"/v1/plans", `{"scenario":{"quotas":[{"name":"k","rpm":1}],"classes":null}}`, "body.scenario.classes"},
+		{"/v1/what-if", `{"scenario":` + runawayFree + `,"variations":null}`, "body.variations"},
+		{"/v1/simulations", `{"scenario":` + runawayFree + `,"replay":[{"class":"c","start_s":null}]}`, "body.replay[0].start_s"},
+	} {
+		rec := send(s, http.MethodPost, r.path, []byte(r.body))
+		if p := readProblem(t, rec); rec.Code != http.StatusUnprocessableEntity || !slices.Contains(p.locations(), r.location) {
+			t.Errorf("%s %s: %d %s, want a 422 at %s", r.path, r.body, rec.Code, rec.Body, r.location)
+		}
+		req := httptest.NewRequest(http.MethodPost, r.path, strings.NewReader(r.body))
+		req.Header.Set("Content-Type", "application/json")
+		route, params, err := c.router.FindRoute(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := openapi3filter.ValidateRequest(context.Background(), &openapi3filter.RequestValidationInput{
+			Request: req, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+		}); err == nil {
+			t.Errorf("%s %s: the document allows it", r.path, r.body)
+		}
+	}
 }

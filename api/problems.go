@@ -190,8 +190,6 @@ func uncoveredRules(raw []byte, bs bodySchema, rules []rule) []error {
 }
 
 // scenarioRules runs the scenario's cross-field rules, located under prefix.
-// It also refuses null quotas and classes, which the schema lets through as
-// it allows null for every list.
 func scenarioRules(sc scenario.Scenario, prefix string) []rule {
 	var rules []rule
 	for _, e := range sc.Check() {

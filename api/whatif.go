@@ -19,7 +19,7 @@ import (
 // WhatIfRequest is the body of POST /v1/what-if.
 type WhatIfRequest struct {
 	Scenario   scenario.Scenario `json:"scenario" doc:"The scenario to vary."`
-	Variations []Variation       `json:"variations" minItems:"1" maxItems:"2" doc:"One or two variations; the grid has one cell per combination of their values."`
+	Variations []Variation       `json:"variations" nullable:"false" minItems:"1" maxItems:"2" doc:"One or two variations; the grid has one cell per combination of their values."`
 }
 
 // Variation varies one field of the scenario: over a list of values, or
