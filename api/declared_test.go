@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/getkin/kin-openapi/openapi3"
+
 	"github.com/getkin/kin-openapi/openapi3filter"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -169,5 +171,48 @@ func TestNullListsAreRefusedAsDeclared(t *testing.T) {
 		}); err == nil {
 			t.Errorf("%s %s: the document allows it", r.path, r.body)
 		}
+	}
+}
+
+// TestRequestFieldsWithDefaultsAreOptional: no property of a schema that
+// a request body uses has a `default` keyword, which generators such as
+// openapi-typescript read as "always present" and so as a field every
+// request must send; the default is stated in its description, and the
+// field is not required.
+func TestRequestFieldsWithDefaultsAreOptional(t *testing.T) {
+	c, err := loadContract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[*openapi3.Schema]bool{}
+	var walk func(at string, ref *openapi3.SchemaRef)
+	walk = func(at string, ref *openapi3.SchemaRef) {
+		if ref == nil || ref.Value == nil || seen[ref.Value] {
+			return
+		}
+		sc := ref.Value
+		seen[sc] = true
+		for name, p := range sc.Properties {
+			if p.Value.Default != nil {
+				t.Errorf("%s.%s has default %v", at, name, p.Value.Default)
+			}
+			walk(at+"."+name, p)
+		}
+		walk(at+"[]", sc.Items)
+		walk(at+"{}", sc.AdditionalProperties.Schema)
+		for _, sub := range slices.Concat(sc.OneOf, sc.AnyOf, sc.AllOf) {
+			walk(at, sub)
+		}
+	}
+	for path, item := range c.doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			if op.RequestBody != nil {
+				walk(method+" "+path, op.RequestBody.Value.Content.Get("application/json").Schema)
+			}
+		}
+	}
+	quota := c.doc.Components.Schemas["Quota"].Value
+	if h := quota.Properties["headroom"].Value; !strings.Contains(h.Description, "Default: 0.9.") || slices.Contains(quota.Required, "headroom") {
+		t.Errorf("headroom: %q, required %v", h.Description, quota.Required)
 	}
 }

@@ -8,7 +8,9 @@ import (
 	"maps"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 	"sigs.k8s.io/yaml"
@@ -148,6 +150,7 @@ var answerDescriptions = map[int]string{
 // catch-all default response goes: every status is declared for what it
 // is, so that a client or a validator knows each answer it can get.
 func (s *Server) declareAnswers() {
+	s.optionalDefaults()
 	doc := s.OpenAPI()
 	for _, item := range doc.Paths {
 		for _, op := range []*huma.Operation{item.Get, item.Post, item.Put, item.Patch, item.Delete} {
@@ -176,6 +179,57 @@ func (s *Server) declareAnswers() {
 						Schema:      &huma.Schema{Type: huma.TypeString},
 					}}
 				}
+			}
+		}
+	}
+}
+
+// optionalDefaults keeps the defaults of the schemas that request bodies
+// use out of their `default` keywords and states them in the
+// descriptions instead: generators such as openapi-typescript (with its
+// defaults) read a property with a default as one always present, which
+// makes every defaulted field of a request, such as a quota's headroom, one
+// that a client must send. The service applies the defaults itself
+// (huma, from the struct tags, which this leaves as they are).
+func (s *Server) optionalDefaults() {
+	reg := s.OpenAPI().Components.Schemas
+	seen := map[*huma.Schema]bool{}
+	var walk func(sc *huma.Schema)
+	walk = func(sc *huma.Schema) {
+		if sc == nil || seen[sc] {
+			return
+		}
+		seen[sc] = true
+		if sc.Ref != "" {
+			walk(reg.SchemaFromRef(sc.Ref))
+			return
+		}
+		for _, name := range slices.Sorted(maps.Keys(sc.Properties)) {
+			p := sc.Properties[name]
+			if p.Default != nil {
+				if !strings.Contains(strings.ToLower(p.Description), "default") {
+					stated := fmt.Sprintf("Default: %v.", p.Default)
+					if d := strings.TrimSuffix(p.Description, "."); d != "" {
+						stated = d + ". " + stated
+					}
+					p.Description = stated
+				}
+				p.Default = nil
+			}
+			walk(p)
+		}
+		walk(sc.Items)
+		if extra, ok := sc.AdditionalProperties.(*huma.Schema); ok {
+			walk(extra)
+		}
+		for _, sub := range slices.Concat(sc.OneOf, sc.AnyOf, sc.AllOf) {
+			walk(sub)
+		}
+	}
+	for _, item := range s.OpenAPI().Paths {
+		for _, op := range []*huma.Operation{item.Post, item.Put, item.Patch} {
+			if op != nil && op.RequestBody != nil {
+				walk(op.RequestBody.Content[bodyTypes[0]].Schema)
 			}
 		}
 	}
