@@ -168,6 +168,9 @@ func New(opts Options) *Server {
 	s.engine = plan.New(plan.Options{Timeout: s.timeout, MaxConcurrent: slots})
 	s.app = app.New(s.engine)
 	s.metrics.watchEngine(s.engine)
+	if s.store != nil {
+		s.store = countedStore{Store: s.store, ops: s.metrics.storeOps}
+	}
 	if s.tiers == nil {
 		s.tiers = []config.Tier{}
 	}

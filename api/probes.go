@@ -373,6 +373,7 @@ func (s *Server) createProbe(ctx context.Context, in *createProbeInput) (*probeC
 	case err != nil:
 		return nil, s.storeError(err, "probe", "")
 	}
+	s.watchProbe(run.ID)
 	return &probeCreatedOutput{Location: "/v1/probes/" + run.ID, Body: probeResource(run)}, nil
 }
 

@@ -246,7 +246,7 @@ func (s *Server) reportSimulation(ctx context.Context, sc scenario.Scenario, sec
 		return nil, huma.Error422UnprocessableEntity("the request is invalid", &huma.ErrorDetail{Location: at(""), Value: seconds,
 			Message: fmt.Sprintf("at most %g s, the server's limits.simulation_max_duration", s.simCaps.maxDuration.Seconds())})
 	}
-	r, err := s.app.Simulate(ctx, sc, simulate.Options{DurationS: seconds, MaxEvents: s.simCaps.maxEvents})
+	r, err := s.simulate(ctx, sc, simulate.Options{DurationS: seconds, MaxEvents: s.simCaps.maxEvents})
 	if err != nil {
 		return nil, s.simulationError(ctx, err, at, at(""))
 	}
