@@ -85,6 +85,14 @@ func checkContract(t testing.TB, s *Server) {
 	if _, bench := t.(*testing.B); bench {
 		return
 	}
+	s.handler = contractChecked(t, s.handler)
+}
+
+// contractChecked is next checking every exchange against the document,
+// failing t on a mismatch: a fuzz target checks each input's exchange
+// with its own t.
+func contractChecked(t testing.TB, next http.Handler) http.Handler {
+	t.Helper()
 	c, err := loadContract()
 	if err != nil {
 		t.Fatal(err)
@@ -103,8 +111,7 @@ func checkContract(t testing.TB, s *Server) {
 			t.Errorf("the OpenAPI document does not describe this exchange: %s", msg)
 		}
 	}
-	next := s.handler
-	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body := &cappedCopy{max: maxCheckedRequestBody}
 		if r.Body != nil {
 			r.Body = struct {
