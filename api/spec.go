@@ -10,7 +10,6 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 	"sigs.k8s.io/yaml"
@@ -185,12 +184,13 @@ func (s *Server) declareAnswers() {
 }
 
 // optionalDefaults keeps the defaults of the schemas that request bodies
-// use out of their `default` keywords and states them in the
-// descriptions instead: generators such as openapi-typescript (with its
-// defaults) read a property with a default as one always present, which
-// makes every defaulted field of a request, such as a quota's headroom, one
-// that a client must send. The service applies the defaults itself
-// (huma, from the struct tags, which this leaves as they are).
+// use out of their `default` keywords and states them as x-default
+// instead (docs/scenario.md is written from it): generators such as
+// openapi-typescript (with its defaults) read a property with a default as
+// one always present, which makes every defaulted field of a request,
+// such as a quota's headroom, one that a client must send. The service
+// applies the defaults itself (huma, from the struct tags, which this
+// leaves as they are).
 func (s *Server) optionalDefaults() {
 	reg := s.OpenAPI().Components.Schemas
 	seen := map[*huma.Schema]bool{}
@@ -207,13 +207,10 @@ func (s *Server) optionalDefaults() {
 		for _, name := range slices.Sorted(maps.Keys(sc.Properties)) {
 			p := sc.Properties[name]
 			if p.Default != nil {
-				if !strings.Contains(strings.ToLower(p.Description), "default") {
-					stated := fmt.Sprintf("Default: %v.", p.Default)
-					if d := strings.TrimSuffix(p.Description, "."); d != "" {
-						stated = d + ". " + stated
-					}
-					p.Description = stated
+				if p.Extensions == nil {
+					p.Extensions = map[string]any{}
 				}
+				p.Extensions["x-default"] = p.Default
 				p.Default = nil
 			}
 			walk(p)
