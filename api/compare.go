@@ -17,7 +17,7 @@ import (
 )
 
 type compareInput struct {
-	Probes   []string `query:"probes" required:"true" minItems:"1" maxItems:"16" doc:"Ids of ended probes, comma-separated, in the order to show them: the runs of one ladder on several models, or the records of one endpoint over time."`
+	Probes   []string `query:"probes" required:"true" nullable:"false" minItems:"1" maxItems:"16" doc:"Ids of ended probes, comma-separated, in the order to show them: the runs of one ladder on several models, or the records of one endpoint over time."`
 	Baseline string   `query:"baseline" maxLength:"64" doc:"The probe the others are compared with, one of probes; default the first."`
 	Format   string   `query:"format" enum:"json,md,csv" default:"json" doc:"json: the comparison as data; md: a Markdown table; csv: one row per probe, figures unrounded."`
 }

@@ -70,7 +70,16 @@ func newServer(t testing.TB, opts Options) *Server {
 	if opts.Store == nil {
 		opts.Store = openStore(t)
 	}
-	return New(opts)
+	return newChecked(t, opts)
+}
+
+// newChecked is New(opts) checking every exchange against the OpenAPI
+// document (checkContract).
+func newChecked(t testing.TB, opts Options) *Server {
+	t.Helper()
+	s := New(opts)
+	checkContract(t, s)
+	return s
 }
 
 // testHost is the Host of the requests that send makes: the default

@@ -2,7 +2,11 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"reflect"
+	"slices"
+	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/sse"
@@ -43,13 +47,44 @@ func (s *Server) registerProbeEvents() {
 	// 250 ms while they change; step: the summary of the step just
 	// finished (warm-up excluded); done, the last: the probe as GET
 	// /v1/probes/{id} returns it once it has ended.
-	sse.Register(s.api, op, map[string]any{
+	events := map[string]any{
 		"status":   ProbeStatusEvent{},
 		"progress": jobs.Progress{},
 		"step":     measure.Step{},
 		"done":     Probe{},
-	}, s.probeEvents)
+	}
+	sse.Register(s.api, op, events, s.probeEvents)
 	s.labels[op.Method+" "+op.Path] = op.OperationID
+	s.declareEvents(op.Path, events)
+}
+
+// declareEvents declares the answer of the events operation at path as
+// what it is on the wire: text/event-stream, UTF-8 text in which each
+// event is an event line naming it and a data line holding one JSON
+// document. The schema of each event's data is under the event's name in
+// the stream schema's $defs, where JSON Schema keeps the schemas that a
+// schema refers to: OpenAPI 3.1 has no field for the items of a stream.
+// huma's own declaration, a JSON array of event objects, is what no
+// client receives.
+func (s *Server) declareEvents(path string, events map[string]any) {
+	reg := s.OpenAPI().Components.Schemas
+	defs := map[string]*huma.Schema{}
+	var names []string
+	for name, v := range events {
+		defs[name] = reg.Schema(reflect.TypeOf(v), true, "")
+		names = append(names, fmt.Sprintf("%s (%s)", name, strings.TrimPrefix(defs[name].Ref, "#/components/schemas/")))
+	}
+	slices.Sort(names)
+	s.OpenAPI().Paths[path].Get.Responses["200"].Content = map[string]*huma.MediaType{
+		"text/event-stream": {Schema: &huma.Schema{
+			Type:  huma.TypeString,
+			Title: "Server-sent events",
+			Description: "A stream of server-sent events (text/event-stream, UTF-8), not a JSON document: each event is " +
+				"an `event:` line with its name, a `data:` line with one JSON document, and a blank line. The data of " +
+				"each event has the schema of its name under `$defs`: " + strings.Join(names, ", ") + ".",
+			Extensions: map[string]any{"$defs": defs},
+		}},
+	}
 }
 
 // writeHumaError answers with the problem of a huma status error.

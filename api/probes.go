@@ -219,6 +219,7 @@ func (s *Server) registerProbes() {
 	}
 	register(s, op, s.createProbe)
 	withExamples(s.OpenAPI(), op.Path, examplesOf[Probe](op.OperationID))
+	s.declareRetryAfter(op.Method, op.Path, http.StatusTooManyRequests, probeBusy)
 
 	register(s, huma.Operation{
 		OperationID: "list-probes",
@@ -267,6 +268,10 @@ func (s *Server) registerProbes() {
 		Responses: map[string]*huma.Response{"200": {
 			Description: "The rows as CSV with a header line.",
 			Content:     map[string]*huma.MediaType{"text/csv": {Schema: &huma.Schema{Type: huma.TypeString}}},
+			Headers: map[string]*huma.Param{"Content-Disposition": {
+				Description: "attachment, with the file name requests.csv.",
+				Schema:      &huma.Schema{Type: huma.TypeString},
+			}},
 		}},
 	}, s.probeRequests)
 
@@ -372,6 +377,7 @@ func (s *Server) createProbe(ctx context.Context, in *createProbeInput) (*probeC
 	case err != nil:
 		return nil, s.storeError(err, "probe", "")
 	}
+	s.watchProbe(run.ID)
 	return &probeCreatedOutput{Location: "/v1/probes/" + run.ID, Body: probeResource(run)}, nil
 }
 

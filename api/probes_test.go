@@ -91,6 +91,13 @@ func TestProbeLifecycle(t *testing.T) {
 	if status, _, b := call(t, http.MethodGet, env.url+"/v1/records/"+first+"?format=md", nil); status != http.StatusOK || !strings.Contains(string(b), "## What to do") {
 		t.Fatalf("record card as Markdown: %d %s", status, b)
 	}
+	// markdown is md's other name, as for the command line's -o.
+	for _, path := range []string{"/v1/records", "/v1/records/" + first} {
+		_, _, short := call(t, http.MethodGet, env.url+path+"?format=md", nil)
+		if status, _, long := call(t, http.MethodGet, env.url+path+"?format=markdown", nil); status != http.StatusOK || string(long) != string(short) {
+			t.Errorf("%s?format=markdown: %d, not the answer to format=md:\n%s", path, status, long)
+		}
+	}
 
 	for _, path := range []string{"/v1/probes/nope", "/v1/probes/nope/requests.csv", "/v1/probes/nope/plot.svg", "/v1/probes/nope/events", "/v1/records/nope"} {
 		status, _, b := call(t, http.MethodGet, env.url+path, nil)

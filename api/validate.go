@@ -143,6 +143,31 @@ func (r ValidateRequest) options(caps probe.Caps) verify.Options {
 		TolerancePct: given(r.TolerancePct), Caps: &caps}
 }
 
+// validationFinished counts a validation that ran: its verdict, or
+// stopped (the server shut down) or error, and the requests and 429
+// answers of its measurements.
+func (s *Server) validationFinished(rep *verify.Report, err error, shutDown bool) {
+	outcome, requests, rateLimited := "error", 0, 0
+	if rep != nil {
+		outcome = rep.Verdict
+		for _, c := range rep.Classes {
+			for _, p := range c.Points {
+				if p.Measured != nil {
+					requests += p.Measured.Requests
+					rateLimited += p.Measured.RateLimited
+				}
+			}
+		}
+	}
+	switch {
+	case shutDown:
+		outcome = "stopped"
+	case err != nil:
+		outcome = "error"
+	}
+	s.metrics.jobFinished(kindValidation, outcome, requests, rateLimited)
+}
+
 type validateOutput struct {
 	Body *ValidateResponse
 }
@@ -175,6 +200,7 @@ func (s *Server) registerValidate() {
 		Errors: []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusTooManyRequests, http.StatusServiceUnavailable},
 	}
 	register(s, op, s.validatePlan)
+	s.declareRetryAfter(op.Method, op.Path, http.StatusTooManyRequests, probeBusy)
 	withExamples(s.OpenAPI(), op.Path, examplesOf[ValidateResponse](op.OperationID))
 }
 
@@ -209,7 +235,11 @@ func (s *Server) validatePlan(ctx context.Context, in *validateInput) (*validate
 	s.guarded(&opts.Probe)
 	ctx, cancel := context.WithTimeout(slot.Context(), durationCap+30*time.Second)
 	defer cancel()
+	running := s.metrics.jobsRunning.WithLabelValues(kindValidation)
+	running.Inc()
 	rep, err := verify.Run(ctx, sp.Scenario, &sp.Plan, opts)
+	running.Dec()
+	s.validationFinished(rep, err, slot.ShutDown())
 	switch {
 	case slot.ShutDown():
 		return nil, huma.Error503ServiceUnavailable("the server is shutting down; the validation was stopped before it finished")

@@ -11,6 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
+
 	"sigs.k8s.io/yaml"
 
 	"github.com/plannerdev/planner/internal/fakeendpoint"
@@ -63,10 +65,11 @@ func TestValidatePlan(t *testing.T) {
 		t.Cleanup(func() { st.Close() })
 		m := jobs.New(st, jobs.Options{})
 		const host = "planner.test"
-		service := testutil.ServePipe(t, New(Options{
+		api := newChecked(t, Options{
 			Store: st, Jobs: m, Hosts: []string{host},
 			Network: target.Network{Dialer: endpointNet}, // every probe connection reaches the endpoint
-		}))
+		})
+		service := testutil.ServePipe(t, api)
 		client := &http.Client{Transport: &http.Transport{DialContext: service.DialContext}}
 		t.Cleanup(client.CloseIdleConnections)
 		post := func(path string, body any) []byte {
@@ -104,6 +107,18 @@ func TestValidatePlan(t *testing.T) {
 		}
 		if got := endpoint.Chats(); got != 89 {
 			t.Errorf("the endpoint got %d chat requests, want 2 steps of max(40, 3c) + c: 44 at the pool of 4, 45 at 5", got)
+		}
+		// The metrics count the validation by its verdict, with its
+		// measured requests (the 40 of each step, warm-up left out).
+		mt := api.metrics
+		if got := promtestutil.ToFloat64(mt.jobsFinished.WithLabelValues(kindValidation, "ok")); got != 1 {
+			t.Errorf("finished{validation,ok} = %v", got)
+		}
+		if got := promtestutil.ToFloat64(mt.jobRequests.WithLabelValues(kindValidation)); got != 80 {
+			t.Errorf("validation requests %v, want 80", got)
+		}
+		if got := promtestutil.ToFloat64(mt.jobsRunning.WithLabelValues(kindValidation)); got != 0 {
+			t.Errorf("validations running %v after the answer", got)
 		}
 
 		// A plan saved with its probe validates with an empty body against

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,7 +19,7 @@ import (
 // WhatIfRequest is the body of POST /v1/what-if.
 type WhatIfRequest struct {
 	Scenario   scenario.Scenario `json:"scenario" doc:"The scenario to vary."`
-	Variations []Variation       `json:"variations" minItems:"1" maxItems:"2" doc:"One or two variations; the grid has one cell per combination of their values."`
+	Variations []Variation       `json:"variations" nullable:"false" minItems:"1" maxItems:"2" doc:"One or two variations; the grid has one cell per combination of their values."`
 }
 
 // Variation varies one field of the scenario: over a list of values, or
@@ -72,10 +73,11 @@ func (s *Server) registerWhatIf() {
 			"makes the scenario invalid marks only its cell. At most " + strconv.Itoa(plan.MaxWhatIfCells) +
 			" cells per request.",
 		Tags:   []string{tagWhatIf},
-		Errors: errorStatuses,
+		Errors: slices.Concat(errorStatuses, []int{http.StatusServiceUnavailable}),
 	}
 	register(s, op, s.createWhatIf)
 	withExamples(s.OpenAPI(), op.Path, examplesOf[WhatIfResponse](op.OperationID))
+	s.declareRetryAfter(op.Method, op.Path, http.StatusServiceUnavailable, computeBusy)
 }
 
 func (s *Server) createWhatIf(ctx context.Context, in *whatIfInput) (*whatIfOutput, error) {

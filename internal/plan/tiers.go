@@ -107,8 +107,8 @@ type RankedTier struct {
 	// tier makes the scenario invalid.
 	Unfit    []string `json:"unfit,omitempty"`
 	Problems []string `json:"problems,omitempty" doc:"Why the scenario with the tier is not valid."`
-	Cost     *Cost    `json:"cost" doc:"What the plan costs with the tier, over every key with a price; null when the tier has no price."`
-	KeyCost  *Cost    `json:"key_cost" doc:"What the key at path costs with the tier; null when the tier has no price."`
+	Cost     *Cost    `json:"cost,omitempty" doc:"What the plan costs with the tier, over every key with a price; absent when the tier has no price."`
+	KeyCost  *Cost    `json:"key_cost,omitempty" doc:"What the key at path costs with the tier; absent when the tier has no price."`
 }
 
 // BreakEven is the demand a day on a key above which a provisioned tier

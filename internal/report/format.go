@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -32,6 +33,42 @@ func CheckFormat(format string, allowed []string) error {
 		return nil
 	}
 	return fmt.Errorf("the output format must be one of %s, got %q", strings.Join(allowed, ", "), format)
+}
+
+// FormatMD is the short name of FormatMarkdown.
+const FormatMD = "md"
+
+// FormatAliases are the other names of the formats, each with the format
+// it stands for: every command's -o and every API operation's format
+// parameter that takes a format takes its other names too.
+var FormatAliases = map[string]string{FormatMD: FormatMarkdown}
+
+// FormatNames are the names that stand for the allowed formats: each
+// format, followed by its other names.
+func FormatNames(allowed ...string) []string {
+	var names []string
+	for _, f := range allowed {
+		names = append(names, f)
+		for _, alias := range slices.Sorted(maps.Keys(FormatAliases)) {
+			if FormatAliases[alias] == f {
+				names = append(names, alias)
+			}
+		}
+	}
+	return names
+}
+
+// ParseFormat returns the format that name stands for among the allowed
+// ones ("md" stands for FormatMarkdown), or an error naming them all.
+func ParseFormat(name string, allowed []string) (string, error) {
+	format := name
+	if f, ok := FormatAliases[name]; ok {
+		format = f
+	}
+	if slices.Contains(allowed, format) {
+		return format, nil
+	}
+	return "", fmt.Errorf("the output format must be one of %s, got %q", strings.Join(FormatNames(allowed...), ", "), name)
 }
 
 // WriteData writes v as indented JSON or as YAML, the machine-readable

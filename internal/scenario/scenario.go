@@ -8,9 +8,9 @@ package scenario
 
 // Scenario is everything a plan needs.
 type Scenario struct {
-	Quotas  []Quota `json:"quotas" minItems:"1" maxItems:"32" doc:"One entry per API key or deployment."`
+	Quotas  []Quota `json:"quotas" nullable:"false" minItems:"1" maxItems:"32" doc:"One entry per API key or deployment."`
 	Latency Latency `json:"latency,omitzero" doc:"Default latency profile; a class may carry its own."`
-	Classes []Class `json:"classes" minItems:"1" maxItems:"32" doc:"Task classes, each with its own pool."`
+	Classes []Class `json:"classes" nullable:"false" minItems:"1" maxItems:"32" doc:"Task classes, each with its own pool."`
 	Policy  Policy  `json:"policy,omitzero" doc:"How quotas are shared and how the plan is computed."`
 	// Endpoints are serving endpoints besides the default one (the
 	// top-level latency); classes that name the same endpoint share its

@@ -287,10 +287,21 @@ func typeOf(reg huma.Registry, f *huma.Schema) string {
 }
 
 func defaultOf(s *huma.Schema) string {
-	if s.Default == nil {
+	d := defaultValue(s)
+	if d == nil {
 		return ""
 	}
-	return "`" + value(s.Default) + "`"
+	return "`" + value(d) + "`"
+}
+
+// defaultValue is a field's default: its schema's default keyword or, in
+// the schemas of request bodies, which state their defaults without the
+// keyword so that generators keep the fields optional, its x-default.
+func defaultValue(s *huma.Schema) any {
+	if s.Default != nil {
+		return s.Default
+	}
+	return s.Extensions["x-default"]
 }
 
 // limits says which values a field allows.
@@ -456,8 +467,8 @@ func example(docs []any, s *section, name string, f, target *huma.Schema) (strin
 	switch {
 	case len(target.Examples) > 0:
 		return "`" + value(target.Examples[0]) + "`", nil
-	case target.Default != nil:
-		return "`" + value(target.Default) + "`", nil
+	case defaultValue(target) != nil:
+		return "`" + value(defaultValue(target)) + "`", nil
 	}
 	if v, ok := handExamples[s.name+"."+name]; ok {
 		if err := check(target, v); err != nil {

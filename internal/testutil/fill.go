@@ -136,6 +136,27 @@ func (f *filler) fillStruct(v reflect.Value, path string) {
 			f.t.Errorf("%s: an unexported field, which no JSON document carries", p)
 		default:
 			f.fill(v.Field(i), p)
+			if enum := sf.Tag.Get("enum"); enum != "" {
+				f.pickEnum(v.Field(i), strings.Split(enum, ","))
+			}
+		}
+	}
+}
+
+// pickEnum replaces the strings that fill gave a field with an enum tag
+// (a string, or a pointer or slice of them) with one of its values, as
+// the field's schema allows.
+func (f *filler) pickEnum(v reflect.Value, values []string) {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(values[f.next()%len(values)])
+	case reflect.Pointer:
+		if !v.IsNil() {
+			f.pickEnum(v.Elem(), values)
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			f.pickEnum(v.Index(i), values)
 		}
 	}
 }
