@@ -149,7 +149,7 @@ func TestCompletion(t *testing.T) {
 	}{
 		{[]string{"__complete", "plan", "--example", ""}, planner.ExampleNames()},
 		{[]string{"__complete", "what-if", "--example", ""}, planner.ExampleNames()},
-		{[]string{"__complete", "plan", "-o", ""}, []string{"table", "json", "yaml", "markdown"}},
+		{[]string{"__complete", "plan", "-o", ""}, []string{"table", "json", "yaml", "markdown", "csv"}},
 		{[]string{"__complete", "report", "--output", ""}, []string{"markdown", "html", "json", "yaml"}},
 		{[]string{"__complete", "openapi", "-o", ""}, []string{"yaml", "json"}},
 	} {

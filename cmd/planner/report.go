@@ -45,9 +45,6 @@ func newReportCmd(s streams) *cobra.Command {
 	_ = cmd.MarkFlagFilename("probe", "json")
 	out := addOutputFlags(cmd, report.FormatMarkdown, report.FormatHTML, report.FormatJSON, report.FormatYAML)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if out.format == "md" {
-			out.format = report.FormatMarkdown
-		}
 		if err := out.check(); err != nil {
 			return err
 		}
@@ -68,7 +65,8 @@ func newReportCmd(s streams) *cobra.Command {
 			return usageError{fmt.Errorf("--simulate must be a duration of at least 1s and at most a week (168h), got %s", simulateFor)}
 		}
 		if simulateFor != 0 {
-			opts, err := simulateFlags{output: "table", refill: simulate.RefillContinuous, duration: simulateFor, maxEvents: simulate.DefaultMaxEvents}.options(cmd)
+			defaults := simulateFlags{output: report.FormatTable, refill: simulate.RefillContinuous, duration: simulateFor, maxEvents: simulate.DefaultMaxEvents}
+			opts, err := defaults.options(cmd)
 			if err != nil {
 				return err
 			}

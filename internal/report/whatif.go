@@ -15,11 +15,14 @@ import (
 // the Markdown table have one row per cell and class: the cell's values
 // (one column per variation, headed by its path), then the class's pool,
 // binding constraint, min_pool and whether it fits; a cell whose values
-// make the scenario invalid has one row with its problems. JSON and YAML
-// are the grid as POST /v1/what-if returns it.
+// make the scenario invalid has one row with its problems. CSV has the
+// same rows (writeWhatIfCSV). JSON and YAML are the grid as POST
+// /v1/what-if returns it.
 func WriteWhatIf(w io.Writer, g *plan.WhatIf, format string) error {
 	switch format {
 	case FormatTable, FormatMarkdown:
+	case FormatCSV:
+		return writeWhatIfCSV(w, g)
 	default:
 		return WriteData(w, g, format)
 	}
