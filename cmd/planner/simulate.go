@@ -37,7 +37,7 @@ type simulateFlags struct {
 func newSimulateCmd(s streams) *cobra.Command {
 	var f simulateFlags
 	cmd := &cobra.Command{
-		Use:   "simulate (-f FILE | --example NAME) [--duration 1h] [--seed N] [--no-pacing] [--aimd]",
+		Use:   "simulate (FILE | -f FILE | --example NAME) [--duration 1h] [--seed N] [--no-pacing] [--aimd]",
 		Short: "Watch a plan run against its quotas, bursts and retries",
 		Long: "Simulate plans a scenario (YAML or JSON; -f - reads standard input) and runs the\n" +
 			"plan as a seeded discrete-event simulation: each class's arrivals (Poisson at its\n" +
@@ -56,7 +56,6 @@ func newSimulateCmd(s streams) *cobra.Command {
 		Example: "  planner simulate --example backfill --no-pacing\n" +
 			"  planner simulate -f scenario.yaml --duration 4h --aimd -o json --out run.json\n" +
 			"  planner simulate -f scenario.yaml --replay chat=probe-out/requests.csv",
-		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts, err := f.options(cmd)
 			if err != nil {

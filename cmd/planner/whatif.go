@@ -20,18 +20,19 @@ func newWhatIfCmd(s streams) *cobra.Command {
 	var file, example string
 	var vary []string
 	cmd := &cobra.Command{
-		Use:   "what-if (-f FILE | --example NAME) --vary PATH=V1,V2,... [--vary ...] [-o FORMAT] [--out PATH]",
+		Use:   "what-if (FILE | -f FILE | --example NAME) --vary PATH=V1,V2,... [--vary ...] [-o FORMAT] [--out PATH]",
 		Short: "Compare plans over varied fields of a scenario",
 		Long: "What-if plans every combination of one or two variations of a scenario and\n" +
 			"prints the grid that POST /v1/what-if returns: for each combination, every\n" +
 			"class's pool, binding constraint, min_pool and whether it fits. A variation is\n" +
 			"a JSON Pointer (RFC 6901) into the scenario and the values to put there,\n" +
 			"separated by commas: numbers, true or false, words, or JSON values such as\n" +
-			"{\"rps\": 2}. A value that makes the scenario invalid marks only its cell. At\n" +
-			"most " + strconv.Itoa(plan.MaxWhatIfCells) + " cells.",
+			"{\"rps\": 2}. A value that makes the scenario invalid marks only its cell; when\n" +
+			"no cell is valid, the grid is printed and the exit status is 1. A path that\n" +
+			"names no field of the scenario is a usage error (exit status 2). At most\n" +
+			strconv.Itoa(plan.MaxWhatIfCells) + " cells.",
 		Example: "  planner what-if --example chat --vary /quotas/0/tpm=500000,1000000,2000000\n" +
 			"  planner what-if -f scenario.yaml --vary /quotas/0/tpm=1e6,2e6 --vary /classes/0/max_tokens=400,800 -o json",
-		Args: usageArgs(cobra.NoArgs),
 	}
 	addScenarioFlags(cmd, &file, &example, "vary")
 	cmd.Flags().StringArrayVar(&vary, "vary", nil, "PATH=V1,V2,...: a JSON Pointer into the scenario and its values; once or twice")
