@@ -53,9 +53,27 @@ func newWhatIfCmd(s streams) *cobra.Command {
 		if err != nil {
 			return variationError(err, vary)
 		}
-		return out.write(s, func(w io.Writer) error { return report.WriteWhatIf(w, grid, out.format) })
+		if err := out.write(s, func(w io.Writer) error { return report.WriteWhatIf(w, grid, out.format) }); err != nil {
+			return err
+		}
+		return noValidCell(grid)
 	}
 	return cmd
+}
+
+// noValidCell is the outcome of a grid in which every cell's values make
+// the scenario invalid: nothing was planned, and the exit status says so.
+func noValidCell(g *plan.WhatIf) error {
+	for _, c := range g.Cells {
+		if len(c.Errors) == 0 {
+			return nil
+		}
+	}
+	first := ""
+	if len(g.Cells) > 0 && len(g.Cells[0].Errors) > 0 {
+		first = " (the first: " + g.Cells[0].Errors[0].Error() + ")"
+	}
+	return fmt.Errorf("no cell of the grid is valid: the values of all %d cells make the scenario invalid%s", len(g.Cells), first)
 }
 
 // parseVariations reads the --vary flags: PATH=V1,V2,... each.
