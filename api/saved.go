@@ -130,6 +130,8 @@ func (s *Server) registerSavedPlans() {
 			},
 		}},
 	}, s.planReport)
+
+	s.registerExport()
 }
 
 func (s *Server) listPlans(ctx context.Context, in *PageQuery) (*planListOutput, error) {

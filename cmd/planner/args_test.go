@@ -18,6 +18,7 @@ var scenarioCommands = [][]string{
 	{"report"},
 	{"what-if", "--vary", "/quotas/0/tpm=1e6,2e6"},
 	{"simulate", "--duration", "10m"},
+	{"export", "--to", "client"},
 }
 
 // TestScenarioAsArgument gives every command that takes -f its scenario

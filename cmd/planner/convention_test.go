@@ -17,7 +17,7 @@ import (
 // with json among its formats, and --out naming a file.
 func TestOutputConvention(t *testing.T) {
 	root := newRootCmd(streams{})
-	for _, name := range []string{"", "plan", "report", "what-if", "simulate", "knee", "sim", "openapi", "version", "serve"} {
+	for _, name := range []string{"", "plan", "report", "what-if", "simulate", "export", "knee", "sim", "openapi", "version", "serve"} {
 		cmd := root
 		if name != "" {
 			var err error

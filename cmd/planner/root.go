@@ -81,6 +81,7 @@ func newRootCmd(s streams) *cobra.Command {
 		return serveByDefault(cmd, s, out)
 	}
 	root.AddCommand(
+		newExportCmd(s),
 		newImportCmd(s),
 		newKneeCmd(s),
 		newPlanCmd(s),
