@@ -77,7 +77,7 @@ func TestOpenAPIDocuments(t *testing.T) {
 		}
 	}
 	doc := s.OpenAPI()
-	if len(doc.Paths) != 19 {
+	if len(doc.Paths) != 20 {
 		t.Errorf("%d paths in the document", len(doc.Paths))
 	}
 	for path, item := range doc.Paths {

@@ -158,6 +158,8 @@ func (s *Server) registerSavedPlans() {
 	}, s.planReport)
 	s.declareRetryAfter(http.MethodGet, "/v1/plans/{id}/report", http.StatusServiceUnavailable, computeBusy+
 		" (with simulate_s), or a server without a store.")
+
+	s.registerExport()
 }
 
 func (s *Server) listPlans(ctx context.Context, in *PageQuery) (*planListOutput, error) {

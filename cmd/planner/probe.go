@@ -286,9 +286,12 @@ func (p *progress) StepDone(s measure.Step) {
 
 // printProbe prints the run: as a table (the step table, the verdicts,
 // why the run stopped, what it spent and the quota the endpoint
-// announced) or as the steps.json document.
+// announced), as the step table in CSV, or as the steps.json document.
 func printProbe(w io.Writer, res *probe.Result, format string) error {
-	if format != "table" {
+	if format == report.FormatCSV {
+		return report.WriteStepCSV(w, res.Analysis.Steps)
+	}
+	if format != report.FormatTable {
 		return report.WriteData(w, res.Summary(), format)
 	}
 	if err := report.WriteStepTable(w, res.Analysis.Steps); err != nil {

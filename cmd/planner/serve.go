@@ -69,10 +69,10 @@ func newServeCmd(s streams) *cobra.Command {
 	return cmd
 }
 
-// serveByDefault is what `planner` does with no command: serve with the
-// settings of the environment and the configuration file.
+// serveByDefault is what `planner` does with no command: serve, with
+// serve's flags, which the root command takes too.
 func serveByDefault(cmd *cobra.Command, s streams, out *output) error {
-	return serve(cmd.Context(), s, nil, out)
+	return serve(cmd.Context(), s, cmd.Flags(), out)
 }
 
 // serve runs the API until ctx ends, then shuts down gracefully. flags may

@@ -22,7 +22,7 @@ import (
 const maxMeasurementBytes = 256 << 20
 
 // measurementFormats are the -o/--output formats of probe, knee and import.
-var measurementFormats = []string{"table", "json", "yaml"}
+var measurementFormats = []string{report.FormatTable, report.FormatJSON, report.FormatYAML, report.FormatCSV}
 
 // judgement holds the knee-rule flags (docs/probe.md).
 type judgement struct {
@@ -90,9 +90,13 @@ type importDocument struct {
 	RecordCount int `json:"record_count"`
 }
 
-// writeImport prints an import in one of measurementFormats.
+// writeImport prints an import in one of measurementFormats: CSV is its
+// step table alone.
 func writeImport(w io.Writer, imp *importer.Imported, format string) error {
-	if format != "table" {
+	if format == report.FormatCSV {
+		return report.WriteStepCSV(w, imp.Steps)
+	}
+	if format != report.FormatTable {
 		view := *imp
 		view.Records = nil
 		return report.WriteData(w, importDocument{Imported: &view, RecordCount: len(imp.Records)}, format)

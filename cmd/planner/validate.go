@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -90,10 +91,14 @@ type planAndValidation struct {
 }
 
 // writePlanValidation writes a plan and its validation in one of
-// report.PlanFormats.
+// report.PlanFormats; CSV is the validation's table alone (the plan's is
+// planner plan -o csv), as one CSV table holds one kind of row.
 func writePlanValidation(w io.Writer, p *plan.Plan, rep *verify.Report, format string) error {
-	if format == report.FormatJSON || format == report.FormatYAML {
+	switch format {
+	case report.FormatJSON, report.FormatYAML:
 		return report.WriteData(w, planAndValidation{Plan: p, Validation: rep}, format)
+	case report.FormatCSV:
+		return writeValidationCSV(w, rep)
 	}
 	if err := report.WritePlan(w, p, format); err != nil {
 		return err
@@ -141,6 +146,33 @@ func writeValidation(w io.Writer, rep *verify.Report, markdown bool) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// validationCSVHeader are the columns of writeValidationCSV.
+var validationCSVHeader = []string{"class", "pool", "concurrency", "predicted_throughput_rps", "measured_throughput_rps",
+	"predicted_ttft_p95_ms", "measured_ttft_p95_ms", "predicted_e2e_p95_ms", "measured_e2e_p95_ms", "rate_limited", "verdict"}
+
+// writeValidationCSV writes a validation as CSV, one row per class and
+// concurrency as the table has them; a point the probe did not reach has
+// empty measured cells, and a class with no points one row without a
+// concurrency.
+func writeValidationCSV(w io.Writer, rep *verify.Report) error {
+	var rows [][]string
+	for _, c := range rep.Classes {
+		if len(c.Points) == 0 {
+			rows = append(rows, []string{c.Class, strconv.Itoa(c.Pool), "", "", "", "", "", "", "", "", c.Verdict})
+		}
+		for _, pt := range c.Points {
+			meas, ttft, e2e, limited := "", "", "", ""
+			if m := pt.Measured; m != nil {
+				meas, ttft, e2e, limited = report.CSVNumber(m.ThroughputRPS), report.CSVNumber(m.TTFTP95Ms), report.CSVNumber(m.E2EP95Ms), strconv.Itoa(m.RateLimited)
+			}
+			rows = append(rows, []string{c.Class, strconv.Itoa(c.Pool), strconv.Itoa(pt.Concurrency),
+				report.CSVNumber(pt.Predicted.ThroughputRPS), meas, report.CSVNumber(pt.Predicted.TTFTP95Ms), ttft,
+				report.CSVNumber(pt.Predicted.E2EP95Ms), e2e, limited, c.Verdict})
+		}
+	}
+	return report.WriteCSV(w, validationCSVHeader, rows)
 }
 
 // row writes one table row, as Markdown or tab-separated.

@@ -21,7 +21,7 @@ func newWhatIfCmd(s streams) *cobra.Command {
 	var file, example, tierPath string
 	var vary, tiers []string
 	cmd := &cobra.Command{
-		Use:   "what-if (-f FILE | --example NAME) (--vary PATH=V1,V2,... | --tiers T1,T2,... --path /quotas/N) [--vary ...] [-o FORMAT] [--out PATH]",
+		Use:   "what-if (FILE | -f FILE | --example NAME) (--vary PATH=V1,V2,... | --tiers T1,T2,... --path /quotas/N) [--vary ...] [-o FORMAT] [--out PATH]",
 		Short: "Compare plans over varied fields of a scenario, or over quota tiers",
 		Long: "What-if plans every combination of one or two variations of a scenario and\n" +
 			"prints the grid that POST /v1/what-if returns: for each combination, every\n" +
@@ -33,12 +33,13 @@ func newWhatIfCmd(s streams) *cobra.Command {
 			"token accounting and price). A sweep over tiers alone ranks them by what the\n" +
 			"plan costs a day with each, names the cheapest in which every class fits, and\n" +
 			"says above which demand provisioned capacity is cheaper than pay as you go.\n" +
-			"A value that makes the scenario invalid marks only its cell. At most " + strconv.Itoa(plan.MaxWhatIfCells) + " cells.\n\n" +
+			"A value that makes the scenario invalid marks only its cell; when no cell is\n" +
+			"valid, the grid is printed and the exit status is 1. A path that names no field\n" +
+			"of the scenario is a usage error (exit status 2). At most " + strconv.Itoa(plan.MaxWhatIfCells) + " cells.\n\n" +
 			catalogueHelp,
 		Example: "  planner what-if --example chat --vary /quotas/0/tpm=500000,1000000,2000000\n" +
 			"  planner what-if -f scenario.yaml --vary /quotas/0/tpm=1e6,2e6 --vary /classes/0/max_tokens=400,800 -o json\n" +
 			"  planner what-if --example priced --tiers example-medium,example-provisioned --path /quotas/1",
-		Args: usageArgs(cobra.NoArgs),
 	}
 	addScenarioFlags(cmd, &file, &example, "vary")
 	cmd.Flags().StringArrayVar(&vary, "vary", nil, "PATH=V1,V2,...: a JSON Pointer into the scenario and its values; once or twice")
@@ -97,7 +98,10 @@ func newWhatIfCmd(s streams) *cobra.Command {
 		if err != nil {
 			return variationError(err, flags)
 		}
-		return out.write(s, func(w io.Writer) error { return report.WriteWhatIf(w, grid, out.format) })
+		if err := out.write(s, func(w io.Writer) error { return report.WriteWhatIf(w, grid, out.format) }); err != nil {
+			return err
+		}
+		return noValidCell(grid)
 	}
 	return cmd
 }
@@ -119,6 +123,21 @@ func tierVariationError(errs scenario.Errors, tiers []string) error {
 		msgs[i] = where + ": " + e.Message
 	}
 	return usageError{errors.New(strings.Join(msgs, "; "))}
+}
+
+// noValidCell is the outcome of a grid in which every cell's values make
+// the scenario invalid: nothing was planned, and the exit status says so.
+func noValidCell(g *plan.WhatIf) error {
+	for _, c := range g.Cells {
+		if len(c.Errors) == 0 {
+			return nil
+		}
+	}
+	first := ""
+	if len(g.Cells) > 0 && len(g.Cells[0].Errors) > 0 {
+		first = " (the first: " + g.Cells[0].Errors[0].Error() + ")"
+	}
+	return fmt.Errorf("no cell of the grid is valid: the values of all %d cells make the scenario invalid%s", len(g.Cells), first)
 }
 
 // parseVariations reads the --vary flags: PATH=V1,V2,... each.

@@ -12,9 +12,6 @@ import (
 	"github.com/plannerdev/planner/internal/compare"
 )
 
-// FormatCSV is the comma-separated form of a table.
-const FormatCSV = "csv"
-
 // ComparisonFormats are the formats of WriteComparison.
 var ComparisonFormats = []string{FormatTable, FormatJSON, FormatYAML, FormatMarkdown, FormatCSV}
 

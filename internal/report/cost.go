@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/csv"
 	"fmt"
 	"io"
 	"math"
@@ -161,12 +162,15 @@ func writeCostMarkdown(w io.Writer, p *plan.Plan) {
 }
 
 // TierFormats are the formats of WriteTiers.
-var TierFormats = []string{FormatTable, FormatJSON, FormatYAML}
+var TierFormats = []string{FormatTable, FormatJSON, FormatYAML, FormatCSV}
 
 // WriteTiers writes a tier catalogue in one of TierFormats: a table of
-// each tier's limits, token accounting and price, or the catalogue as GET
-// /v1/tiers returns it.
+// each tier's limits, token accounting and price, one CSV row per tier, or
+// the catalogue as GET /v1/tiers returns it.
 func WriteTiers(w io.Writer, tiers []config.Tier, format string) error {
+	if format == FormatCSV {
+		return writeTiersCSV(w, tiers)
+	}
 	if format != FormatTable {
 		return WriteData(w, struct {
 			Tiers []config.Tier `json:"tiers"`
@@ -270,4 +274,47 @@ func writeRanking(w io.Writer, r *plan.TierRanking, md bool) error {
 	}
 	wrap(w, "", upperFirst(r.Summary)+".")
 	return nil
+}
+
+// writeTiersCSV writes one row per tier: its name, provider, token
+// accounting, every limit (empty when the tier has none) and its prices
+// (empty when not given), unrounded.
+func writeTiersCSV(w io.Writer, tiers []config.Tier) error {
+	header := []string{"tier", "provider", "token_accounting"}
+	for d := range scenario.NumDimensions {
+		header = append(header, d.String())
+	}
+	header = append(header, "currency", "input_per_mtok", "cached_input_per_mtok", "cache_write_per_mtok", "output_per_mtok", "per_hour", "description")
+	cw := csv.NewWriter(w)
+	if err := cw.Write(header); err != nil {
+		return fmt.Errorf("write csv header: %w", err)
+	}
+	num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	opt := func(v *float64) string {
+		if v == nil {
+			return ""
+		}
+		return num(*v)
+	}
+	for _, t := range tiers {
+		row := []string{t.Name, t.Provider, t.TokenAccounting}
+		for d := range scenario.NumDimensions {
+			if l := t.Quota.Limit(d); l > 0 {
+				row = append(row, num(l))
+			} else {
+				row = append(row, "")
+			}
+		}
+		var currency string
+		var p scenario.Price
+		if t.Price != nil {
+			p, currency = *t.Price, t.Price.CurrencyOr()
+		}
+		row = append(row, currency, opt(p.InputPerMtok), opt(p.CachedInputPerMtok), opt(p.CacheWritePerMtok), opt(p.OutputPerMtok), opt(p.PerHour), t.Description)
+		if err := cw.Write(row); err != nil {
+			return fmt.Errorf("write csv row: %w", err)
+		}
+	}
+	cw.Flush()
+	return cw.Error()
 }

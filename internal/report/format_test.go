@@ -22,7 +22,7 @@ func TestFormatNames(t *testing.T) {
 		t.Errorf("md where Markdown is not a format: %v", err)
 	}
 	_, err = ParseFormat("pdf", PlanFormats)
-	if err == nil || !strings.Contains(err.Error(), "table, json, yaml, markdown, md") || !strings.Contains(err.Error(), `"pdf"`) {
+	if err == nil || !strings.Contains(err.Error(), "table, json, yaml, markdown (or md), csv") || !strings.Contains(err.Error(), `"pdf"`) {
 		t.Errorf("an unknown format: %v", err)
 	}
 }

@@ -17,11 +17,13 @@ import (
 // binding constraint, min_pool and whether it fits, and with prices what
 // the cell's plan costs a day; a cell whose values make the scenario
 // invalid has one row with its problems. A sweep over tiers adds their
-// ranking by cost. JSON and YAML are the grid as POST /v1/what-if returns
-// it.
+// ranking by cost. CSV has the same rows (writeWhatIfCSV). JSON and YAML
+// are the grid as POST /v1/what-if returns it.
 func WriteWhatIf(w io.Writer, g *plan.WhatIf, format string) error {
 	switch format {
 	case FormatTable, FormatMarkdown:
+	case FormatCSV:
+		return writeWhatIfCSV(w, g)
 	default:
 		return WriteData(w, g, format)
 	}

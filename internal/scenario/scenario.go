@@ -159,10 +159,10 @@ type Class struct {
 // over time for simulations (docs/simulate.md); a plan is computed for the
 // steady rate.
 type Demand struct {
-	RPS         float64        `json:"rps,omitempty" minimum:"0" maximum:"1e7"`
+	RPS         float64        `json:"rps,omitempty" exclusiveMinimum:"0" maximum:"1e7"`
 	RPM         float64        `json:"rpm,omitempty" exclusiveMinimum:"0" maximum:"1e9"`
-	Requests    float64        `json:"requests,omitempty" minimum:"0" maximum:"1e12"`
-	WithinHours float64        `json:"within_hours,omitempty" minimum:"0" maximum:"8760"`
+	Requests    float64        `json:"requests,omitempty" exclusiveMinimum:"0" maximum:"1e12"`
+	WithinHours float64        `json:"within_hours,omitempty" exclusiveMinimum:"0" maximum:"8760"`
 	Profile     []DemandWindow `json:"profile,omitempty" maxItems:"64" doc:"Windows of simulated time in which the rate is multiplied by a factor, such as a peak hour or a burst that doubles the rate for five minutes; in order of start_s, not overlapping. Simulations follow it; a plan is computed for the steady rate."`
 }
 

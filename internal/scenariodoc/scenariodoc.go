@@ -64,7 +64,9 @@ var notes = map[string]string{
 		"`input_tokens` and `output_tokens`, milliseconds for `ttft_ms` and `tpot_ms`. Output tokens are also " +
 		"clipped at the class's `max_tokens`.",
 	"Demand": "Give exactly one of `rps`, `rpm`, or `requests` with `within_hours` (a batch that must finish in " +
-		"that time). Without a demand the class runs as fast as its share of the quota allows. A batch comes to " +
+		"that time), each above 0. Without a demand the class runs as fast as its share of the quota allows; a " +
+		"demand of 0 is refused, as a plan has nothing to size for it (leave the class out, or pause it for a " +
+		"while in a simulation with a `profile` window of `factor` 0). A batch comes to " +
 		"`requests / (within_hours × 3600)` requests per second, which may not exceed what `rpm` may state at " +
 		"most (1e9 a minute, about 1.67e7 a second).",
 	"DemandWindow": "A window of simulated time in which the class's rate is multiplied by `factor`; planner simulate " +

@@ -4,7 +4,11 @@
 import { h, num, replace } from './dom.js';
 import { ceilingChart } from './chart.js';
 
-function ms(v) {
+// latency is a predicted p95: null means a queue that grows without bound
+// at the stated demand, unless no pool fits, when nothing is sent and
+// there is nothing to predict.
+function latency(v, cls) {
+  if (cls.pool === 0) return h('span', { class: 'hint', title: 'No pool fits, so the class sends nothing: see its remedies.', text: 'no pool' });
   return v === null || v === undefined ? 'unbounded' : `${num(v, 1)}\u00a0ms`;
 }
 
@@ -69,8 +73,8 @@ function classRows(cls) {
         cls.tied_constraints && cls.tied_constraints.length ? h('span', { class: 'hint', text: ` (tied: ${cls.tied_constraints.join(', ')})` }) : null),
       cell('min_pool', 'Min pool', cls.min_pool === null ? 'none fits' : String(cls.min_pool)),
       cell('feasible', 'Fits', h('span', { class: cls.feasible ? 'ok' : 'bad', text: cls.feasible ? 'yes' : 'no' })),
-      cell('ttft', 'TTFT p95', ms(p.ttft_p95_ms)),
-      cell('e2e', 'E2E p95', ms(p.e2e_p95_ms)),
+      cell('ttft', 'TTFT p95', latency(p.ttft_p95_ms, cls)),
+      cell('e2e', 'E2E p95', latency(p.e2e_p95_ms, cls)),
       cell('throughput', 'Throughput', `${num(p.throughput_rps, 2)}\u00a0req/s`)),
     h('tr', { class: 'more' },
       h('td', { colspan: COLUMNS.length, 'data-field': 'ceilings' },

@@ -382,10 +382,15 @@ export class Probe {
   curveCharts(steps, knee, lowerBound) {
     const at = (key) => steps.filter((s) => !s.too_short).map((s) => ({ x: s.concurrency, y: s[key] ?? null }));
     const vlines = knee === null || knee === undefined ? [] : [{ x: knee, label: `knee ${lowerBound ? '≥ ' : ''}${knee}`, cls: 'knee' }];
-    const rate = [{ name: 'goodput', points: at('goodput_rps') }, { name: 'throughput', points: at('throughput_rps') }];
+    // Goodput is at most the throughput and often equal to it: throughput
+    // is drawn first, wide and pale, and goodput dashed over it, so that
+    // both lines show where they meet.
+    const goodput = { name: 'goodput', points: at('goodput_rps'), cls: 'series-0 over' };
+    const throughput = { name: 'throughput', points: at('throughput_rps'), cls: 'series-1 under' };
+    const rate = [throughput, goodput];
     const latency = [{ name: 'TTFT p95', points: at('ttft_p95_ms') }, { name: 'E2E p95', points: at('e2e_p95_ms') }];
     return [
-      h('figure', {}, legend(rate), lineChart({
+      h('figure', {}, legend([goodput, throughput]), lineChart({
         title: 'Goodput and throughput against concurrency', description: `${steps.length} steps; knee ${knee ?? 'not found'}.`,
         xLabel: 'concurrency', yLabel: 'req/s', series: rate, vlines,
       })),

@@ -170,6 +170,11 @@ export class WhatIf {
     this.segments = segments;
     this.base = base;
     this.extra = null;
+    // Until the new grid comes, show none: the readout and the chart of
+    // the previous one are of another field, or of another scenario's
+    // classes.
+    replace(this.readout);
+    replace(this.chart);
     const range = defaultRange(this.doc, segments, base);
     this.from.value = range.from;
     this.to.value = range.to;
