@@ -59,6 +59,10 @@ type AnalysisRow struct {
 	ConnectMs        float64 `json:"connect_ms,omitempty" minimum:"0" maximum:"1e9"`
 	TLSMs            float64 `json:"tls_ms,omitempty" minimum:"0" maximum:"1e9"`
 	TTFBMs           float64 `json:"ttfb_ms,omitempty" minimum:"0" maximum:"1e9"`
+	CachedTokens     int     `json:"cached_tokens,omitempty" minimum:"0" maximum:"100000000" doc:"Input tokens served from the endpoint's prompt cache (usage.prompt_tokens_details.cached_tokens)."`
+	PrefixTokens     int     `json:"prefix_tokens,omitempty" minimum:"0" maximum:"100000000" doc:"Tokens at the start of the prompt that an earlier request of the run had already sent; not judged here."`
+	Task             int     `json:"task,omitempty" minimum:"0" maximum:"100000000" doc:"A conversation's task, from 1; 0 outside one. Not judged here."`
+	Call             int     `json:"call,omitempty" minimum:"0" maximum:"100000" doc:"A conversation call's position in its task, from 1; 0 outside one. Not judged here."`
 }
 
 // AnalysisStep is one step of a ramp (measure.Step); concurrency and
