@@ -197,7 +197,7 @@ func (s *stepState) admit() (int, bool) {
 	}
 	i := s.next
 	if s.spec.adaptive && i >= s.warmup+analysis.MinAdaptive(s.c) {
-		if rel, _ := analysis.Precision(s.recs, s.c, s.r.opts.DeadlineMs); rel <= analysis.TargetPrecision {
+		if rel, _ := analysis.Precision(s.recs, s.c, s.r.opts.Goal()); rel <= analysis.TargetPrecision {
 			s.stopped, s.precise = true, true
 			return 0, false
 		}
