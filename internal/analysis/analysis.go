@@ -33,7 +33,7 @@ type Options struct {
 	// met every target at once, within the deadline (vLLM's and AIPerf's
 	// --goodput); each step then reports its attainment (measure.SLOStats)
 	// and the knee's gain rule judges that goodput.
-	SLO measure.SLO
+	SLO measure.Targets
 }
 
 // Goal is what makes a request good under o: the deadline and the SLO.
@@ -574,7 +574,17 @@ func curveSteps(r measure.Result) []measure.Step {
 // by the step's successful requests (one for a step without counts): the
 // least-squares monotone fit, so that a noisy step is averaged with its
 // neighbours instead of lifting every later one.
+//
+// A result of a mode that measures a prompt's cost (Mode set) gives no
+// curve, its steps mixing prompts of several shapes: its block is
+// PromptLatency's.
 func Latency(r measure.Result) (scenario.Latency, error) {
+	if r.Mode != "" {
+		if l, ok := PromptLatency(r); ok {
+			return l, nil
+		}
+		return scenario.Latency{}, fmt.Errorf("the %s run measured no prompt cost to give a scenario", r.Mode)
+	}
 	var l scenario.Latency
 	ss := curveSteps(r)
 	if len(ss) == 0 {

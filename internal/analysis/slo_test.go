@@ -45,7 +45,7 @@ func TestSLOGoodputCountsEveryTarget(t *testing.T) {
 		recs = append(recs, measure.Record{Step: 1, Index: i, StartS: float64(i), TTFTMs: ttft, E2EMs: ttft + 10*tpot,
 			OutputTokens: 11, Status: 200, OK: true, Attempts: 1, Warmup: i >= 40})
 	}
-	slo := measure.SLO{TTFTMs: 500, TPOTMs: 50}
+	slo := measure.Targets{TTFTMs: 500, TPOTMs: 50}
 	var met, n int
 	for _, r := range recs {
 		if !r.Warmup {
@@ -86,7 +86,7 @@ func TestKneeJudgesSLOGoodput(t *testing.T) {
 			TTFTP50Ms: 100, TTFTP95Ms: 200, TPOTP50Ms: 10, TPOTP95Ms: 20, E2EP50Ms: 500, E2EP95Ms: 800,
 			SLO: &measure.SLOStats{Met: int(100 * attainment), Attainment: attainment}}
 	}
-	slo := measure.SLO{TTFTMs: 500}
+	slo := measure.Targets{TTFTMs: 500}
 	withSLO := Analyze([]measure.Step{step(1, 1, 1), step(2, 2, 1), step(4, 3.6, 0.5)}, Options{SLO: slo, DeadlineMs: 10_000})
 	if withSLO.Knee == nil || *withSLO.Knee != 2 || withSLO.KneeLowerBound {
 		t.Errorf("knee %v (lower bound %v) on SLO goodput, want 2", withSLO.Knee, withSLO.KneeLowerBound)
