@@ -40,7 +40,7 @@ type Result struct {
 	KneeRefined    *int       `json:"knee_refined,omitempty" doc:"The smallest measured concurrency whose throughput reaches the plateau of the first failing step (docs/probe.md); a knee search narrows it down by bisection. Absent unless the first failing step failed on its goodput gain alone."`
 	KneeResolution *int       `json:"knee_refined_resolution,omitempty" doc:"The knee lies in (knee_refined − resolution, knee_refined]."`
 	// SLO are the targets goodput counted against, when given.
-	SLO *SLO `json:"slo,omitempty" doc:"The SLO targets that goodput counts against: a request is good when it succeeded within the deadline and met every target at once (docs/probe.md, \"SLO goodput\"); absent without targets."`
+	SLO *Targets `json:"slo,omitempty" doc:"The SLO targets that goodput counts against: a request is good when it succeeded within the deadline and met every target at once (docs/probe.md, \"SLO goodput\"); absent without targets."`
 	// Mode, Prefill, Cache and Conversation are the probe modes that
 	// measure a prompt's cost rather than a concurrency ramp
 	// (docs/probe.md, "Prefill and the prompt cache").

@@ -5,21 +5,21 @@ import (
 	"testing"
 )
 
-func TestParseSLO(t *testing.T) {
+func TestParseTargets(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
-		want SLO
+		want Targets
 	}{
-		{"ttft:500ms,tpot:50ms,e2e:10s", SLO{TTFTMs: 500, TPOTMs: 50, E2EMs: 10_000}},
-		{"ttft:500", SLO{TTFTMs: 500}},
-		{" E2E : 1.5s , tpot:12.5 ", SLO{TPOTMs: 12.5, E2EMs: 1500}},
-		{"tpot:250us", SLO{TPOTMs: 0.25}},
+		{"ttft:500ms,tpot:50ms,e2e:10s", Targets{TTFTMs: 500, TPOTMs: 50, E2EMs: 10_000}},
+		{"ttft:500", Targets{TTFTMs: 500}},
+		{" E2E : 1.5s , tpot:12.5 ", Targets{TPOTMs: 12.5, E2EMs: 1500}},
+		{"tpot:250us", Targets{TPOTMs: 0.25}},
 	} {
-		got, err := ParseSLO(tc.in)
+		got, err := ParseTargets(tc.in)
 		if err != nil || got != tc.want {
-			t.Errorf("ParseSLO(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
+			t.Errorf("ParseTargets(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
 		}
-		if back, err := ParseSLO(got.String()); err != nil || back != got {
+		if back, err := ParseTargets(got.String()); err != nil || back != got {
 			t.Errorf("%q does not read back: %+v, %v", got.String(), back, err)
 		}
 	}
@@ -32,17 +32,17 @@ func TestParseSLO(t *testing.T) {
 		"ttft:0":          "not a positive time",
 		"e2e:soon":        "neither a duration",
 	} {
-		if _, err := ParseSLO(in); err == nil || !strings.Contains(err.Error(), complaint) {
-			t.Errorf("ParseSLO(%q): %v, want an error saying %q", in, err, complaint)
+		if _, err := ParseTargets(in); err == nil || !strings.Contains(err.Error(), complaint) {
+			t.Errorf("ParseTargets(%q): %v, want an error saying %q", in, err, complaint)
 		}
 	}
 }
 
 func TestSLOCheck(t *testing.T) {
-	if errs := (SLO{TTFTMs: 500, E2EMs: MaxSLOMs}).Check("slo"); len(errs) != 0 {
+	if errs := (Targets{TTFTMs: 500, E2EMs: MaxSLOMs}).Check("slo"); len(errs) != 0 {
 		t.Errorf("a valid SLO: %v", errs)
 	}
-	errs := SLO{TTFTMs: -1, TPOTMs: MaxSLOMs + 1}.Check("slo")
+	errs := Targets{TTFTMs: -1, TPOTMs: MaxSLOMs + 1}.Check("slo")
 	if len(errs) != 2 || errs[0].Path != "slo.ttft_ms" || errs[1].Path != "slo.tpot_ms" {
 		t.Errorf("problems %v, want one at slo.ttft_ms and one at slo.tpot_ms", errs)
 	}
@@ -52,7 +52,7 @@ func TestSLOCheck(t *testing.T) {
 // target given at once; one output token has no TPOT and meets a TPOT
 // target, as vLLM counts it.
 func TestSLOMet(t *testing.T) {
-	slo := SLO{TTFTMs: 500, TPOTMs: 50, E2EMs: 10_000}
+	slo := Targets{TTFTMs: 500, TPOTMs: 50, E2EMs: 10_000}
 	ok := func(ttft, e2e float64, out int) Record {
 		return Record{OK: true, TTFTMs: ttft, E2EMs: e2e, OutputTokens: out}
 	}
@@ -72,10 +72,10 @@ func TestSLOMet(t *testing.T) {
 			t.Errorf("%s: Met = %v, want %v", tc.name, got, tc.want)
 		}
 	}
-	if !(SLO{}).Met(ok(1e6, 1e7, 2)) {
+	if !(Targets{}).Met(ok(1e6, 1e7, 2)) {
 		t.Error("an SLO without targets refused a success")
 	}
-	g := Goal{DeadlineMs: 4000, SLO: SLO{TTFTMs: 500}}
+	g := Goal{DeadlineMs: 4000, SLO: Targets{TTFTMs: 500}}
 	if g.Good(ok(400, 4400, 81)) || !g.Good(ok(400, 3900, 81)) {
 		t.Error("a goal ignored its deadline")
 	}
