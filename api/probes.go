@@ -43,6 +43,33 @@ type ProbeRequest struct {
 	Budgets         *Budgets    `json:"budgets,omitempty"`
 	Stop            *ProbeStop  `json:"stop,omitempty"`
 	Label           string      `json:"label,omitempty" maxLength:"200" doc:"Free text naming the run; no credentials."`
+	// SLO narrows goodput to the requests that meet every target given.
+	SLO *measure.Targets `json:"slo,omitempty" doc:"SLO targets: goodput counts only the requests that met every target given at once (vLLM's and AIPerf's --goodput), each step reports its attainment, and the knee's gain rule judges that goodput."`
+	// Prefill, Cache and Conversation measure a prompt's cost instead of
+	// a concurrency ramp; at most one, and none with steps or search.
+	Prefill      *ProbePrefill      `json:"prefill,omitempty" doc:"Measure prefill per 1,000 input tokens instead of a ramp: rounds of one request at each input length, at concurrency 1 (docs/probe.md, \"Prefill and the prompt cache\")."`
+	Cache        *ProbeCache        `json:"cache,omitempty" doc:"Measure the prompt cache instead of a ramp: prompts of input_tokens (default 2,048) that repeat one prefix against fresh ones, at concurrency 1. An empty object takes the defaults."`
+	Conversation *ProbeConversation `json:"conversation,omitempty" doc:"Replay tasks of serial calls instead of a ramp, each call's input the first input and every earlier answer and tool result (docs/probe.md, \"Conversations\")."`
+}
+
+// ProbePrefill is a prefill ladder (probe.PrefillLadder).
+type ProbePrefill struct {
+	InputTokens []int `json:"input_tokens" minItems:"2" doc:"Input lengths in tokens, strictly ascending."`
+	Requests    int   `json:"requests,omitempty" minimum:"1" doc:"Requests at each length, one round of warm-up included."`
+}
+
+// ProbeCache is a cache comparison (probe.CacheComparison).
+type ProbeCache struct {
+	Requests int `json:"requests,omitempty" minimum:"1" doc:"Requests of each kind (repeated and fresh), one of warm-up included."`
+}
+
+// ProbeConversation is a conversation (probe.Conversation).
+type ProbeConversation struct {
+	Calls            int  `json:"calls" minimum:"2" doc:"Serial calls per task."`
+	Tasks            int  `json:"tasks,omitempty" minimum:"1" doc:"Tasks to run, one round of warm-up (tasks_in_flight tasks) included; default 10 + tasks_in_flight."`
+	TasksInFlight    int  `json:"tasks_in_flight,omitempty" minimum:"1" doc:"Tasks at once, each at most the server's probe.max_concurrency; default 1."`
+	ToolTimeMs       *int `json:"tool_time_ms,omitempty" minimum:"0" doc:"Wait between a call's end and the next call, milliseconds; default 0."`
+	ToolResultTokens int  `json:"tool_result_tokens,omitempty" minimum:"1" doc:"Length of each tool result in tokens."`
 }
 
 // ProbeStop are the probe's stop rules besides the budgets.
@@ -147,6 +174,11 @@ var probeFields = fieldpath.Names{Below: true, Other: "body", Fields: map[string
 	"budget.max_requests":     "body.budgets.max_requests",
 	"budget.max_tokens_total": "body.budgets.max_tokens",
 	"budget.max_duration":     "body.budgets.max_duration_s",
+	"prefill":                 "body.prefill",
+	"cache":                   "body.cache",
+	"conversation":            "body.conversation",
+	"conversation.tool_time":  "body.conversation.tool_time_ms",
+	"slo":                     "body.slo",
 }}
 
 // config is the probe the request asks for under the server's caps, and
@@ -164,6 +196,22 @@ func (r ProbeRequest) config(caps probe.Caps) (probe.Config, []fieldpath.Error) 
 	}
 	if r.Stop != nil {
 		cfg.Max429Ratio, cfg.CollapseTolerancePct = given(r.Stop.Max429Ratio), given(r.Stop.CollapseTolerancePct)
+	}
+	if r.SLO != nil {
+		cfg.SLO = *r.SLO
+	}
+	if p := r.Prefill; p != nil {
+		cfg.Prefill = &probe.PrefillLadder{InputTokens: p.InputTokens, Requests: given(p.Requests)}
+	}
+	if c := r.Cache; c != nil {
+		cfg.Cache = &probe.CacheComparison{Requests: given(c.Requests)}
+	}
+	if c := r.Conversation; c != nil {
+		cfg.Conversation = &probe.Conversation{Calls: c.Calls, Tasks: given(c.Tasks), InFlight: given(c.TasksInFlight),
+			ToolResultTokens: given(c.ToolResultTokens)}
+		if c.ToolTimeMs != nil {
+			cfg.Conversation.ToolTime = optional.Of(time.Duration(*c.ToolTimeMs) * time.Millisecond)
+		}
 	}
 	errs := cfg.Validate()
 	cfg, capped := cfg.WithinCaps(caps)

@@ -13,6 +13,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/compare"
@@ -41,6 +42,8 @@ func newProbeCmd(s streams) *cobra.Command {
 		maxRequests int
 		maxTokens   int
 		models      []string
+		shape       promptShape
+		slo         string
 	)
 	cmd := &cobra.Command{
 		Use:   "probe --base-url URL --model MODEL",
@@ -61,11 +64,20 @@ func newProbeCmd(s streams) *cobra.Command {
 			"it to a scenario without one). It says when the answers name another model than\n" +
 			"--model, and when connections are not reused. --model a,b runs the same ladder\n" +
 			"on each model in turn, each into --out/MODEL, and prints them side by side as\n" +
-			"planner compare does. The API key is read from the environment (--api-key-env),\n" +
-			"never from a flag.",
+			"planner compare does. --slo ttft:500ms,tpot:50ms,e2e:10s narrows goodput to the\n" +
+			"requests that meet every target at once and reports each step's attainment.\n" +
+			"Instead of a ramp, --prefill-ladder measures prefill per 1,000 input tokens,\n" +
+			"--cache the prompt cache's effect on a repeated prefix, and --conversation-calls\n" +
+			"tasks of serial calls whose context grows; they write prefill.yaml (the\n" +
+			"latency keys prefill_ms_per_1k_tokens and cache) instead of curve.yaml. The API\n" +
+			"key is read from the environment (--api-key-env), never from a flag.",
 		Example: "  planner probe --base-url http://127.0.0.1:8000/v1 --model my-model --ignore-eos\n" +
 			"  planner probe --base-url http://127.0.0.1:8000/v1 --model my-model --ignore-eos --search --max-concurrency 128\n" +
 			"  planner probe --base-url http://127.0.0.1:8000/v1 --model llama-3-8b,llama-3-70b --steps 1,2,4,8 --out ladder\n" +
+			"  planner probe --base-url http://127.0.0.1:8000/v1 --model my-model --ignore-eos --slo ttft:500ms,tpot:50ms\n" +
+			"  planner probe --base-url http://127.0.0.1:8000/v1 --model my-model --ignore-eos --max-tokens 8 --prefill-ladder 512,2048,8192\n" +
+			"  planner probe --base-url http://127.0.0.1:8000/v1 --model my-model --cache --input-tokens 4096\n" +
+			"  planner probe --base-url http://127.0.0.1:8000/v1 --model my-model --conversation-calls 6 --tool-time 2s --tasks-in-flight 4\n" +
 			"  planner probe --base-url https://api.openai.com/v1 --model gpt-4o-mini \\\n" +
 			"      --api-key-env PROBE_OPENAI_KEY --steps 1,2,4,8 --max-requests 400 --max-tokens 64",
 		Args: usageArgs(cobra.NoArgs),
@@ -75,6 +87,11 @@ func newProbeCmd(s streams) *cobra.Command {
 			}
 			format := printAs.format
 			probeShape(cmd, &cfg, steps, rates, maxInFlight, maxRequests, maxTokens)
+			shape.apply(cmd, &cfg)
+			var err error
+			if cfg.SLO, err = sloFlag(slo); err != nil {
+				return err
+			}
 			if err := probeInputs(cmd, &cfg, apiKeyEnv, prompts); err != nil {
 				return usageError{err}
 			}
@@ -143,35 +160,92 @@ func newProbeCmd(s streams) *cobra.Command {
 	optionalDuration(f, &cfg.Budget.MaxDuration, "max-duration", probe.DefaultMaxDuration, "budget: wall time of the whole run")
 	optionalDuration(f, &cfg.Pause, "pause", probe.DefaultPause, "pause between steps")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "seed of the retry jitter and the open-loop arrivals")
+	f.StringVar(&slo, "slo", "", "goodput counts only the requests that meet every target, e.g. ttft:500ms,tpot:50ms,e2e:10s (each step reports its attainment; the knee's gain rule judges that goodput)")
+	shape.addFlags(f)
 	return cmd
+}
+
+// promptShape holds the flags of the modes that measure a prompt's cost
+// (docs/probe.md, "Prefill and the prompt cache").
+type promptShape struct {
+	prefill     []int
+	cache       bool
+	calls       int
+	tasks       optional.Value[int]
+	inFlight    optional.Value[int]
+	toolTime    optional.Value[time.Duration]
+	toolResults optional.Value[int]
+}
+
+func (p *promptShape) addFlags(f *pflag.FlagSet) {
+	f.IntSliceVar(&p.prefill, "prefill-ladder", nil, "measure prefill per 1,000 input tokens instead of the ramp: rounds of one request at each of these input lengths, at concurrency 1 (--requests-per-step per length, default 11)")
+	f.BoolVar(&p.cache, "cache", false, "measure the prompt cache instead of the ramp: prompts of --input-tokens (default 2048) that repeat one prefix against fresh ones, at concurrency 1 (--requests-per-step of each kind, default 21)")
+	f.IntVar(&p.calls, "conversation-calls", 0, "replay tasks of this many serial calls instead of the ramp, each call's input the first input and every earlier answer and tool result")
+	optionalInt(f, &p.tasks, "tasks", 0, "with --conversation-calls: tasks to run, warm-up included (default 10 + --tasks-in-flight)")
+	optionalInt(f, &p.inFlight, "tasks-in-flight", 1, "with --conversation-calls: tasks at once")
+	optionalDuration(f, &p.toolTime, "tool-time", 0, "with --conversation-calls: the wait between a call's end and the next call")
+	optionalInt(f, &p.toolResults, "tool-result-tokens", probe.DefaultToolResultTokens, "with --conversation-calls: the length of each tool result")
+}
+
+// apply sets the mode that the flags ask for: a prefill ladder, a cache
+// comparison, or a conversation when any of its flags is given (its step
+// size is --requests-per-step, or --tasks). Which of them go together is
+// the configuration's rule (Validate).
+func (p *promptShape) apply(cmd *cobra.Command, cfg *probe.Config) {
+	changed := cmd.Flags().Changed
+	if changed("prefill-ladder") {
+		cfg.Prefill = &probe.PrefillLadder{InputTokens: p.prefill, Requests: cfg.RequestsPerStep}
+	}
+	if p.cache {
+		cfg.Cache = &probe.CacheComparison{Requests: cfg.RequestsPerStep}
+	}
+	for _, name := range []string{"conversation-calls", "tasks", "tasks-in-flight", "tool-time", "tool-result-tokens"} {
+		if changed(name) {
+			cfg.Conversation = &probe.Conversation{Calls: p.calls, Tasks: p.tasks, InFlight: p.inFlight, ToolTime: p.toolTime, ToolResultTokens: p.toolResults}
+			break
+		}
+	}
+	if cfg.Prefill != nil || cfg.Cache != nil {
+		cfg.RequestsPerStep = optional.Value[int]{}
+	}
 }
 
 // probeFlags names the probe's settings as its flags, for its problems:
 // a problem of the configuration (probe.Config.Validate) reads
 // "--steps: the steps must be strictly ascending (2 after 4)".
 var probeFlags = fieldpath.Names{Fields: map[string]string{
-	"base_url":                "--base-url",
-	"model":                   "--model",
-	"api_key_header":          "--api-key-header",
-	"steps":                   "--steps",
-	"search":                  "--search",
-	"search_max_concurrency":  "--max-concurrency",
-	"requests_per_step":       "--requests-per-step",
-	"warmup":                  "--warmup",
-	"collapse_tolerance_pct":  "--collapse-tolerance-pct",
-	"pause":                   "--pause",
-	"deadline":                "--deadline",
-	"max_tokens":              "--max-tokens",
-	"input_tokens":            "--input-tokens",
-	"prompts":                 "--prompts",
-	"max_429_ratio":           "--max-429-ratio",
-	"max_attempts":            "--max-attempts",
-	"budget.max_requests":     "--max-requests",
-	"budget.max_tokens_total": "--max-tokens-total",
-	"budget.max_duration":     "--max-duration",
-	"open_loop.rates_rps":     "--rates",
-	"open_loop.max_in_flight": "--max-in-flight",
-	"open_loop.requests":      "--requests-per-step",
+	"base_url":                        "--base-url",
+	"model":                           "--model",
+	"api_key_header":                  "--api-key-header",
+	"steps":                           "--steps",
+	"search":                          "--search",
+	"search_max_concurrency":          "--max-concurrency",
+	"requests_per_step":               "--requests-per-step",
+	"warmup":                          "--warmup",
+	"collapse_tolerance_pct":          "--collapse-tolerance-pct",
+	"pause":                           "--pause",
+	"deadline":                        "--deadline",
+	"max_tokens":                      "--max-tokens",
+	"input_tokens":                    "--input-tokens",
+	"prompts":                         "--prompts",
+	"max_429_ratio":                   "--max-429-ratio",
+	"max_attempts":                    "--max-attempts",
+	"budget.max_requests":             "--max-requests",
+	"budget.max_tokens_total":         "--max-tokens-total",
+	"budget.max_duration":             "--max-duration",
+	"open_loop.rates_rps":             "--rates",
+	"open_loop.max_in_flight":         "--max-in-flight",
+	"open_loop.requests":              "--requests-per-step",
+	"prefill":                         "--prefill-ladder",
+	"prefill.requests":                "--requests-per-step",
+	"cache":                           "--cache",
+	"cache.requests":                  "--requests-per-step",
+	"conversation":                    "--conversation-calls",
+	"conversation.tasks":              "--tasks",
+	"conversation.tasks_in_flight":    "--tasks-in-flight",
+	"conversation.tool_time":          "--tool-time",
+	"conversation.tool_result_tokens": "--tool-result-tokens",
+	"slo":                             "--slo",
 }}
 
 // probeShape sets what the flags ask for beyond the settings they bind: the
@@ -300,13 +374,20 @@ func printProbe(w io.Writer, res *probe.Result, format string) error {
 	if err := report.WriteAnalysis(w, res.Analysis, res.Analysis.Notes); err != nil {
 		return err
 	}
+	if err := writeSLO(w, res.Analysis); err != nil {
+		return err
+	}
+	if err := writePromptCost(w, res.Analysis); err != nil {
+		return err
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "stop: %s", res.StopReason)
 	if res.StopDetail != "" {
 		fmt.Fprintf(&b, " (%s)", res.StopDetail)
 	}
 	fmt.Fprintf(&b, "; %d requests sent, %d tokens\n", res.Sent, res.TokensUsed)
-	parts := map[string]string{"ladder": "the ladder", "search": "the search", "refine": "the refinement", "open_loop": "the open loop"}
+	parts := map[string]string{"ladder": "the ladder", "search": "the search", "refine": "the refinement", "open_loop": "the open loop",
+		"prefill": "the prefill ladder", "cache": "the cache comparison", "conversation": "the conversation"}
 	for _, sp := range res.Spent() {
 		fmt.Fprintf(&b, "spent on %s: %d steps, %d requests, %d tokens, %.1f s\n", parts[sp.Part], sp.Steps, sp.Requests, sp.Tokens, sp.WallS)
 	}

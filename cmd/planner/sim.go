@@ -35,6 +35,8 @@ var simFlagErrors = []struct {
 	{fakeendpoint.ErrFailRate, "fail-rate"},
 	{fakeendpoint.ErrFailStatus, "fail-status"},
 	{fakeendpoint.ErrFailRetryAfter, "fail-retry-after"},
+	{fakeendpoint.ErrPrefixCache, "prefix-cache-tokens"},
+	{fakeendpoint.ErrPrefixCacheMin, "prefix-cache-min-tokens"},
 }
 
 // simFormats are the -o/--output formats of `planner sim`: its base URL
@@ -60,11 +62,15 @@ func newSimCmd(s streams) *cobra.Command {
 			"batch; optional RPM/TPM buckets\n" +
 			"answer 429 with retry-after and x-ratelimit-* headers; --fail-rate refuses that\n" +
 			"share of the requests at random, whatever the load, with --fail-status (429 or\n" +
-			"500), for rehearsing how a client or a probe judges them. It prints its base\n" +
+			"500), for rehearsing how a client or a probe judges them. --prefill-per-1k adds\n" +
+			"TTFT per 1,000 uncached prompt tokens, and --prefix-cache-tokens turns on a prefix\n" +
+			"cache that serves the leading blocks a prompt shares with earlier ones, reports\n" +
+			"them in usage.prompt_tokens_details.cached_tokens and skips their prefill. It prints its base\n" +
 			"URL (-o json: a JSON object with the URL and the configuration) and runs until\n" +
 			"interrupted.",
 		Example: "  planner sim --max-num-seqs 8 --ttft 200ms --itl 10ms\n" +
-			"  planner sim --fail-rate 0.1 --fail-status 429 -o json",
+			"  planner sim --fail-rate 0.1 --fail-status 429 -o json\n" +
+			"  planner sim --prefill-per-1k 20ms --prefix-cache-tokens 1000000 --prefix-cache-min-tokens 1024",
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := printAs.check(); err != nil {
@@ -118,7 +124,9 @@ func newSimCmd(s streams) *cobra.Command {
 	f.Float64Var(&cfg.TTFTGrowth, "ttft-growth", 0, "fractional TTFT growth per additional running sequence")
 	f.DurationVar(&cfg.ITL, "itl", fakeendpoint.DefaultITL, "base interval between output tokens")
 	f.Float64Var(&cfg.ITLGrowth, "itl-growth", fakeendpoint.DefaultITLGrowth, "fractional per-token interval growth per additional running sequence (0 for none)")
-	f.DurationVar(&cfg.PrefillPer1K, "prefill-per-1k", 0, "TTFT added per 1,000 prompt tokens")
+	f.DurationVar(&cfg.PrefillPer1K, "prefill-per-1k", 0, "TTFT added per 1,000 prompt tokens not served from the prefix cache")
+	f.IntVar(&cfg.PrefixCacheTokens, "prefix-cache-tokens", 0, "capacity of the prefix cache in tokens (0: no cache, and usage has no prompt_tokens_details)")
+	f.IntVar(&cfg.PrefixCacheMinTokens, "prefix-cache-min-tokens", 0, "the shortest cached prefix served (0: one block of 16 tokens; 1024 as OpenAI's cache)")
 	f.IntVar(&cfg.OutputTokens, "output-tokens", fakeendpoint.DefaultOutputTokens, "median output length without ignore_eos")
 	f.IntVar(&cfg.RPM, "rpm", 0, "requests per minute (0 = unlimited)")
 	f.IntVar(&cfg.TPM, "tpm", 0, "tokens per minute (0 = unlimited)")
@@ -148,7 +156,7 @@ func serveSim(ctx context.Context, s streams, listen string, srv *fakeendpoint.S
 		if printAs.format == "json" {
 			// One line, so that a script reads it as it reads the URL.
 			return json.NewEncoder(w).Encode(simInfo{BaseURL: url, Model: cfg.Model, ServedModel: cfg.ServedModel, MaxNumSeqs: cfg.MaxNumSeqs, RPM: cfg.RPM, TPM: cfg.TPM,
-				FailRate: cfg.FailRate, FailStatus: cfg.FailStatus, Auth: cfg.APIKey != ""})
+				FailRate: cfg.FailRate, FailStatus: cfg.FailStatus, Auth: cfg.APIKey != "", PrefixCacheTokens: cfg.PrefixCacheTokens})
 		}
 		_, err := fmt.Fprintln(w, url)
 		return err
@@ -191,4 +199,6 @@ type simInfo struct {
 	FailRate    float64 `json:"fail_rate"`
 	FailStatus  int     `json:"fail_status"`
 	Auth        bool    `json:"auth"`
+	// PrefixCacheTokens is the prefix cache's capacity, when it has one.
+	PrefixCacheTokens int `json:"prefix_cache_tokens,omitempty"`
 }

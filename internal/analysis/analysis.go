@@ -29,7 +29,15 @@ type Options struct {
 	// the previous step's, beyond both steps' intervals, to count as a
 	// fall (default 5).
 	CollapseTolerancePct float64
+	// SLO, when it gives targets, narrows goodput to the requests that
+	// met every target at once, within the deadline (vLLM's and AIPerf's
+	// --goodput); each step then reports its attainment (measure.SLOStats)
+	// and the knee's gain rule judges that goodput.
+	SLO measure.Targets
 }
+
+// Goal is what makes a request good under o: the deadline and the SLO.
+func (o Options) Goal() measure.Goal { return measure.Goal{DeadlineMs: o.DeadlineMs, SLO: o.SLO} }
 
 // Default judgement settings (docs/probe.md).
 const (
@@ -157,7 +165,7 @@ func Provisional(c int, records []measure.Record, opts Options) measure.Step {
 		}
 	}
 	if a, b, ok := window(rs, c, true); ok {
-		st := measureWindow(rs, c, a, b, opts.DeadlineMs)
+		st := measureWindow(rs, c, a, b, opts.Goal())
 		s.WallS, s.GoodputRPS, s.ThroughputRPS, s.GoodputCI, s.Requests = b-a, st.goodput, st.throughput, st.goodputCI, st.measured
 	}
 	return s
@@ -190,7 +198,7 @@ func summarizeStep(c int, rs []measure.Record, opts Options, wallS float64, clos
 			if v, ok := r.TPOTMs(); ok {
 				tpot = append(tpot, v)
 			}
-			if r.Good(opts.DeadlineMs) {
+			if opts.Goal().Good(r) {
 				good++
 			}
 		case r.ErrorClass == measure.ErrRateLimited || r.Status == 429:
@@ -205,7 +213,7 @@ func summarizeStep(c int, rs []measure.Record, opts Options, wallS float64, clos
 	s.WallS = wallS
 	steadyMeasured := false
 	if closed {
-		st, ok := steadyState(rs, c, opts.DeadlineMs)
+		st, ok := steadyState(rs, c, opts.Goal())
 		s.TooShort = !ok || s.Requests < MinAdaptive(c)
 		if ok {
 			steadyMeasured = true
@@ -229,6 +237,9 @@ func summarizeStep(c int, rs []measure.Record, opts Options, wallS float64, clos
 	if retried {
 		_, _, s.E2EWithRetriesP95Ms, _, _ = percentiles(withRetries)
 	}
+	if !opts.SLO.IsZero() {
+		s.SLO = &measure.SLOStats{Met: good, Attainment: round(float64(good)/float64(s.Requests), 4), AttainmentCI: wilson(good, s.Requests)}
+	}
 	return s, true
 }
 
@@ -248,7 +259,10 @@ func percentiles(xs []float64) (p50, p90, p95, p99 float64, ci95 *measure.Interv
 
 // Analyze judges a ramp's steps. A step passes when its goodput grew by
 // at least MinGainPct over the previous step (the first step is exempt)
-// and its E2E p95 stayed under MaxP95Fraction of the deadline; a step with
+// and its E2E p95 stayed under MaxP95Fraction of the deadline, goodput
+// counting the requests within the deadline that, when an SLO is given,
+// also met every one of its targets (the p95 rule stays the deadline's
+// alone); a step with
 // no successful response never passes (a step whose counts are unknown
 // passes on its goodput alone). The knee is the last step before the
 // first failing one, and later passing steps do not move it; when no step
@@ -267,6 +281,9 @@ func Analyze(steps []measure.Step, opts Options) measure.Result {
 	ss := slices.Clone(steps)
 	slices.SortStableFunc(ss, func(a, b measure.Step) int { return cmp.Compare(a.Concurrency, b.Concurrency) })
 	res := measure.Result{Steps: ss}
+	if !opts.SLO.IsZero() {
+		res.SLO = &opts.SLO
+	}
 	if len(ss) == 0 {
 		res.Notes = append(res.Notes, "no steps to analyse")
 		return res
@@ -346,8 +363,11 @@ func Analyze(steps []measure.Step, opts Options) measure.Result {
 		fit.PeakBeyondRange = fit.Peak != nil && *fit.Peak > measure.PeakRangeFactor*float64(top)
 		res.USL = &fit
 	}
-	if opts.DeadlineMs <= 0 {
+	switch {
+	case opts.DeadlineMs <= 0 && opts.SLO.IsZero():
 		res.Notes = append(res.Notes, "no deadline given: goodput counts every successful response and the knee ignores p95")
+	case opts.DeadlineMs <= 0:
+		res.Notes = append(res.Notes, "no deadline given: goodput counts the successful responses that met every SLO target, and the knee ignores p95")
 	}
 	return res
 }
@@ -554,7 +574,17 @@ func curveSteps(r measure.Result) []measure.Step {
 // by the step's successful requests (one for a step without counts): the
 // least-squares monotone fit, so that a noisy step is averaged with its
 // neighbours instead of lifting every later one.
+//
+// A result of a mode that measures a prompt's cost (Mode set) gives no
+// curve, its steps mixing prompts of several shapes: its block is
+// PromptLatency's.
 func Latency(r measure.Result) (scenario.Latency, error) {
+	if r.Mode != "" {
+		if l, ok := PromptLatency(r); ok {
+			return l, nil
+		}
+		return scenario.Latency{}, fmt.Errorf("the %s run measured no prompt cost to give a scenario", r.Mode)
+	}
 	var l scenario.Latency
 	ss := curveSteps(r)
 	if len(ss) == 0 {

@@ -315,7 +315,7 @@ func TestSteadyStateByHand(t *testing.T) {
 			idx++
 		}
 	}
-	st, ok := steadyState(recs, 2, 0)
+	st, ok := steadyState(recs, 2, measure.Goal{})
 	if !ok || st.a != 1.5 || st.b != 4 {
 		t.Fatalf("window [%g, %g] (%v), want [1.5, 4]", st.a, st.b, ok)
 	}

@@ -73,6 +73,23 @@ type Record struct {
 	// TTFBMs is the time from the send to the first byte of the answer
 	// (its status line), connection set-up included; 0 without an answer.
 	TTFBMs float64 `json:"ttfb_ms,omitempty"`
+
+	// CachedTokens is usage.prompt_tokens_details.cached_tokens: the
+	// input tokens the endpoint served from its prompt cache; 0 when it
+	// reported none.
+	CachedTokens int `json:"cached_tokens,omitempty"`
+	// PrefixTokens is how many tokens at the start of the prompt an
+	// earlier request of the run had already sent, as the probe built it:
+	// a repeated prefix of the cache comparison (its share of the prompt's
+	// characters, in the prompt's tokens), or a conversation call's earlier
+	// context (the input and output tokens of the call before). It is what
+	// a prompt cache could serve; 0 for a prompt that starts uniquely.
+	PrefixTokens int `json:"prefix_tokens,omitempty"`
+	// Task and Call place a request of a conversation (docs/probe.md,
+	// "Conversations"): the task's number and the call's within it, both
+	// from 1; 0 outside a conversation.
+	Task int `json:"task,omitempty"`
+	Call int `json:"call,omitempty"`
 }
 
 // How a request got its connection (Record.Conn).
@@ -128,3 +145,7 @@ func (r Record) EndS() float64 { return r.StartS + r.SlotMs()/1000 }
 func (r Record) Good(deadlineMs float64) bool {
 	return r.OK && (deadlineMs <= 0 || r.E2EMs <= deadlineMs)
 }
+
+// UncachedInputTokens is the input the endpoint had to prefill: the
+// input tokens less those it served from its cache.
+func (r Record) UncachedInputTokens() int { return max(0, r.InputTokens-r.CachedTokens) }

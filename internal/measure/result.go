@@ -39,4 +39,13 @@ type Result struct {
 	Ambiguous      *int       `json:"ambiguous,omitempty" doc:"A step whose goodput gain lies within its noise of the min_gain_pct threshold: repeating it, or measuring it longer, could change the verdict; absent when no step is."`
 	KneeRefined    *int       `json:"knee_refined,omitempty" doc:"The smallest measured concurrency whose throughput reaches the plateau of the first failing step (docs/probe.md); a knee search narrows it down by bisection. Absent unless the first failing step failed on its goodput gain alone."`
 	KneeResolution *int       `json:"knee_refined_resolution,omitempty" doc:"The knee lies in (knee_refined − resolution, knee_refined]."`
+	// SLO are the targets goodput counted against, when given.
+	SLO *Targets `json:"slo,omitempty" doc:"The SLO targets that goodput counts against: a request is good when it succeeded within the deadline and met every target at once (docs/probe.md, \"SLO goodput\"); absent without targets."`
+	// Mode, Prefill, Cache and Conversation are the probe modes that
+	// measure a prompt's cost rather than a concurrency ramp
+	// (docs/probe.md, "Prefill and the prompt cache").
+	Mode         string             `json:"mode,omitempty" enum:"prefill,cache,conversation" doc:"The probe mode, when it measured something other than a concurrency ramp: its steps then make no latency curve and no knee."`
+	Prefill      *PrefillFit        `json:"prefill,omitempty" doc:"The prefill cost a ladder of input lengths measured: TTFT = base + slope · uncached input / 1000."`
+	Cache        *CacheEffect       `json:"cache,omitempty" doc:"What the endpoint's prompt cache did to a repeated prefix, against fresh prompts of the same length."`
+	Conversation *ConversationStats `json:"conversation,omitempty" doc:"Per-call and per-task times of multi-call tasks whose context grows with each answer and tool result."`
 }

@@ -20,6 +20,7 @@ type chunkInfo struct {
 	usage      bool // the chunk has a usage object
 	prompt     int  // usage.prompt_tokens
 	completion int  // usage.completion_tokens
+	cached     int  // usage.prompt_tokens_details.cached_tokens
 	hasError   bool // the chunk is an error object
 	errCode    int  // error.code or error.status when numeric, else 0
 	errType    []byte
@@ -368,8 +369,27 @@ func (s *jscan) usage(info *chunkInfo) {
 			info.prompt = s.count()
 		case "completion_tokens":
 			info.completion = s.count()
+		case "prompt_tokens_details":
+			s.promptDetails(info)
 		default:
 			s.skip(2)
+		}
+	}
+}
+
+// promptDetails reads usage.prompt_tokens_details.cached_tokens (null, or
+// an object without it, is none).
+func (s *jscan) promptDetails(info *chunkInfo) {
+	if s.peek() != '{' {
+		s.skip(2)
+		return
+	}
+	s.i++
+	for first := true; s.more('}', &first); {
+		if string(s.key()) == "cached_tokens" {
+			info.cached = s.count()
+		} else {
+			s.skip(3)
 		}
 	}
 }

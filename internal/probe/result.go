@@ -54,7 +54,7 @@ type Summary struct {
 // Spend is what one part of a run used: the ladder (or a search's
 // doubling steps) and a search's refinement, counted apart.
 type Spend struct {
-	Part     string  `json:"part" enum:"ladder,search,refine,open_loop"`
+	Part     string  `json:"part" enum:"ladder,search,refine,open_loop,prefill,cache,conversation"`
 	Steps    int     `json:"steps"`
 	Requests int     `json:"requests" doc:"HTTP requests sent, retries included."`
 	Tokens   int     `json:"tokens" doc:"Input plus output tokens reported (counted from chunks without usage)."`
@@ -74,10 +74,12 @@ func (r *Result) Summary() Summary {
 func (r *Result) Spent() []Spend {
 	main := "ladder"
 	switch {
-	case r.Config.Search:
-		main = "search"
 	case r.Config.Open != nil:
 		main = "open_loop"
+	case r.Config.promptMode() != "":
+		main = r.Config.promptMode()
+	case r.Config.Search:
+		main = "search"
 	}
 	parts := []Spend{{Part: main}}
 	if r.Config.Search {
@@ -166,6 +168,10 @@ func (r *runner) result(reason, detail string) *Result {
 		steps = analysis.Summarize(recs, r.opts)
 	}
 	an := analysis.Analyze(steps, r.opts)
+	if j, ok := r.cfg.mode().(judge); ok {
+		an.Mode = r.cfg.promptMode()
+		j.judge(recs, &an)
+	}
 	withConnections(an.Steps, recs)
 	an.Served = measure.SummarizeServed(r.cfg.Model, r.cfg.deployment(), recs)
 	an.Connections = measure.SummarizeConns(recs)
@@ -222,7 +228,7 @@ func (r *runner) notes(recs []measure.Record, an *measure.Result, limits RateLim
 	if estimated > 0 {
 		notes = append(notes, fmt.Sprintf("successful responses without usage, whose output tokens are counted from chunks (output_estimated): %d", estimated))
 	}
-	if len(r.cfg.Prompts) == 0 {
+	if len(r.cfg.Prompts) == 0 && r.cfg.Prefill == nil && r.cfg.Conversation == nil {
 		var sum, n int
 		for _, rec := range recs {
 			if rec.InputTokens > 0 && !rec.Warmup {

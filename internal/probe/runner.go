@@ -197,7 +197,7 @@ func (s *stepState) admit() (int, bool) {
 	}
 	i := s.next
 	if s.spec.adaptive && i >= s.warmup+analysis.MinAdaptive(s.c) {
-		if rel, _ := analysis.Precision(s.recs, s.c, s.r.opts.DeadlineMs); rel <= analysis.TargetPrecision {
+		if rel, _ := analysis.Precision(s.recs, s.c, s.r.opts.Goal()); rel <= analysis.TargetPrecision {
 			s.stopped, s.precise = true, true
 			return 0, false
 		}
@@ -259,12 +259,21 @@ func (r *runner) plan(k stepKey, n int) {
 // when the budget refused to send it (nothing is recorded).
 func (r *runner) request(ctx context.Context, k stepKey, idx int, warmup, refine bool) (rec measure.Record, ok bool) {
 	base := measure.Record{Step: k.c, RateRPS: k.rate, Index: idx, Warmup: warmup, Refine: refine}
-	seq := int(r.seq.Add(1) - 1)
-	in, err := r.prompts.next(seq)
+	in, err := r.prompts.next(r.nextSeq())
 	if err != nil {
 		base.ErrorClass, base.StartS = measure.ErrClient, time.Since(r.t0).Seconds()
 		return r.keep(base, err.Error()), true
 	}
+	return r.send(ctx, base, in)
+}
+
+// nextSeq numbers the requests of the run in the order they are made.
+func (r *runner) nextSeq() int { return int(r.seq.Add(1) - 1) }
+
+// send sends input in as the request that base places (its step, index
+// and flags) and records it. ok is false when the budget refused to send
+// it (nothing is recorded).
+func (r *runner) send(ctx context.Context, base measure.Record, in input) (rec measure.Record, ok bool) {
 	// An upper estimate of the input (at least 2 bytes of JSON per token,
 	// plus the chat template), plus the most output the request may get,
 	// reserved before the prompt is built: a request the budget refuses
@@ -293,7 +302,11 @@ func (r *runner) request(ctx context.Context, k stepKey, idx int, warmup, refine
 		rec.AckMs = ms(st.ack)
 		rec.TTFTMs = ms(st.ttft)
 		rec.OutputTokens, rec.OutputEstimated = st.outputTokens()
-		rec.InputTokens = st.prompt
+		rec.InputTokens, rec.CachedTokens = st.prompt, st.cached
+		rec.PrefixTokens = in.prefixTokens
+		if in.prefixShare > 0 {
+			rec.PrefixTokens = int(in.prefixShare*float64(st.prompt) + 0.5)
+		}
 		rec.ServedModel = r.sender.redact.String(strings.Join(st.servedModels(), measure.ServedModelSep))
 		used = reserve - r.cfg.maxTokens() + rec.OutputTokens
 		if st.usage {

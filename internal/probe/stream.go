@@ -24,6 +24,7 @@ type streamResult struct {
 	usage          bool          // a usage object arrived
 	prompt         int           // usage.prompt_tokens
 	completion     int           // usage.completion_tokens
+	cached         int           // usage.prompt_tokens_details.cached_tokens
 	done           bool          // the [DONE] sentinel arrived
 	errClass       string        // "" or an analysis error class
 	errMsg         string
@@ -152,7 +153,7 @@ func readStream(body io.Reader, sent time.Time) (streamResult, error) {
 			res.outputChunks++
 		}
 		if info.usage {
-			res.usage, res.prompt, res.completion = true, info.prompt, info.completion
+			res.usage, res.prompt, res.completion, res.cached = true, info.prompt, info.completion, info.cached
 		}
 		res.servedName(info.model)
 	}

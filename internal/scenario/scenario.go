@@ -81,19 +81,28 @@ func (p Price) CurrencyOr() string {
 // measured knee: a lower bound when the probe never reached it, and the
 // refined knee when a knee search gave one.
 type Latency struct {
-	TTFTMs         *Dist        `json:"ttft_ms,omitempty" doc:"Time to first token, milliseconds (load independent)."`
-	TPOTMs         *Dist        `json:"tpot_ms,omitempty" doc:"Time per output token after the first, milliseconds (load independent)."`
-	PrefillMsPer1K float64      `json:"prefill_ms_per_1k_tokens,omitempty" minimum:"0" maximum:"1e6" doc:"Extra TTFT per 1,000 input tokens, milliseconds; used without a curve."`
-	Curve          []CurvePoint `json:"curve,omitempty" maxItems:"256" doc:"Measured points by concurrency; when present, TTFT and TPOT follow it."`
-	Knee           *int         `json:"knee,omitempty" minimum:"1" maximum:"100000" doc:"Measured knee concurrency."`
-	KneeLowerBound bool         `json:"knee_lower_bound,omitempty" doc:"The knee is a lower bound: the probe never reached it (every step passed, or it stopped before a step failed). A plan holds pools to it, but never names it as a limit to add serving capacity for: it says to probe further."`
-	KneeRefined    *int         `json:"knee_refined,omitempty" minimum:"1" maximum:"100000" doc:"Where a probe's refinement placed the knee between two measured steps (planner probe --search); when given, the plan's knee budget uses it instead of knee."`
+	TTFTMs         *Dist         `json:"ttft_ms,omitempty" doc:"Time to first token, milliseconds (load independent)."`
+	TPOTMs         *Dist         `json:"tpot_ms,omitempty" doc:"Time per output token after the first, milliseconds (load independent)."`
+	PrefillMsPer1K float64       `json:"prefill_ms_per_1k_tokens,omitempty" minimum:"0" maximum:"1e6" doc:"Extra TTFT per 1,000 input tokens, milliseconds; used without a curve."`
+	Curve          []CurvePoint  `json:"curve,omitempty" maxItems:"256" doc:"Measured points by concurrency; when present, TTFT and TPOT follow it."`
+	Knee           *int          `json:"knee,omitempty" minimum:"1" maximum:"100000" doc:"Measured knee concurrency."`
+	KneeLowerBound bool          `json:"knee_lower_bound,omitempty" doc:"The knee is a lower bound: the probe never reached it (every step passed, or it stopped before a step failed). A plan holds pools to it, but never names it as a limit to add serving capacity for: it says to probe further."`
+	KneeRefined    *int          `json:"knee_refined,omitempty" minimum:"1" maximum:"100000" doc:"Where a probe's refinement placed the knee between two measured steps (planner probe --search); when given, the plan's knee budget uses it instead of knee."`
+	Cache          *CacheProfile `json:"cache,omitempty" doc:"What the endpoint's prompt cache does, as a probe measured it (planner probe --cache or --conversation-calls)."`
+}
+
+// CacheProfile is what an endpoint's prompt cache does to a prompt whose
+// start an earlier request already sent, as the probe measures it
+// (docs/probe.md, "Prefill and the prompt cache").
+type CacheProfile struct {
+	HitRate           float64 `json:"hit_rate,omitempty" minimum:"0" maximum:"1" doc:"Share of a repeated prefix that the endpoint served from its cache (usage.prompt_tokens_details.cached_tokens over the prefix's tokens)."`
+	TTFTSavingMsPer1K float64 `json:"ttft_saving_ms_per_1k,omitempty" minimum:"0" maximum:"1e6" doc:"TTFT saved per 1,000 cached input tokens, milliseconds; about prefill_ms_per_1k_tokens when a cached token costs no prefill."`
 }
 
 // IsZero reports whether no profile is given.
 func (l Latency) IsZero() bool {
 	return l.TTFTMs == nil && l.TPOTMs == nil && l.PrefillMsPer1K == 0 && len(l.Curve) == 0 && l.Knee == nil &&
-		!l.KneeLowerBound && l.KneeRefined == nil
+		!l.KneeLowerBound && l.KneeRefined == nil && l.Cache == nil
 }
 
 // PlanningKnee is the knee a plan budgets with: knee_refined when given,

@@ -71,6 +71,8 @@ var notes = map[string]string{
 		"most (1e9 a minute, about 1.67e7 a second).",
 	"DemandWindow": "A window of simulated time in which the class's rate is multiplied by `factor`; planner simulate " +
 		"and POST /v1/simulations follow the profile, while a plan is computed for the steady rate.",
+	"CacheProfile": "What the endpoint's prompt cache does, as `planner probe --cache` (both fields) or " +
+		"`--conversation-calls` (the hit rate) measures it, in the probe's prefill.yaml.",
 	"CurvePoint": "One measured step: what `planner probe` writes in its curve.yaml, or `planner import` from " +
 		"other tools' results.",
 	"KneeSafety": "The fraction of the measured knee that a class of each mode may use as its pool.",
@@ -85,6 +87,8 @@ func unit(name string) string {
 		return "currency per 1,000,000 tokens"
 	case name == "per_hour":
 		return "currency per hour"
+	case name == "ttft_saving_ms_per_1k":
+		return "ms per 1,000 cached tokens"
 	case strings.HasSuffix(name, "_ms"):
 		return "ms"
 	case strings.HasSuffix(name, "_s"):
@@ -414,34 +418,36 @@ const maxExample = 60
 // whose schema has no default or example. Write checks them against the
 // field's limits.
 var handExamples = map[string]any{
-	"Quota.cached_input_free":          true,
-	"Quota.itpm":                       800000,
-	"Quota.otpm":                       200000,
-	"Quota.tpd":                        50000000,
-	"Latency.prefill_ms_per_1k_tokens": 40,
-	"Latency.knee_lower_bound":         true,
-	"Latency.knee_refined":             12,
-	"Dist.fixed":                       400,
-	"Dist.max":                         4000,
-	"Dist.mean":                        600,
-	"Dist.stddev":                      250,
-	"Dist.samples":                     []any{420, 515, 610},
-	"CurvePoint.error_rate":            0.01,
-	"CurvePoint.goodput_rps":           4.95,
-	"CurvePoint.output_tps":            333,
-	"CurvePoint.rate_limited_rate":     0,
-	"CurvePoint.requests":              40,
-	"DemandWindow.start_s":             3600,
-	"DemandWindow.duration_s":          300,
-	"DemandWindow.factor":              2,
-	"Class.arrival_scv":                0,
-	"Class.endpoint":                   "big-gpu",
-	"Class.cached_input_fraction":      0.5,
-	"Class.cache_write_fraction":       0.05,
-	"Price.cache_write_per_mtok":       3.125,
-	"Class.priority":                   1,
-	"Class.weight":                     2,
-	"Policy.seed":                      7,
+	"Quota.cached_input_free":            true,
+	"Quota.itpm":                         800000,
+	"Quota.otpm":                         200000,
+	"Quota.tpd":                          50000000,
+	"Latency.prefill_ms_per_1k_tokens":   40,
+	"Latency.knee_lower_bound":           true,
+	"Latency.knee_refined":               12,
+	"CacheProfile.hit_rate":              0.94,
+	"CacheProfile.ttft_saving_ms_per_1k": 38,
+	"Dist.fixed":                         400,
+	"Dist.max":                           4000,
+	"Dist.mean":                          600,
+	"Dist.stddev":                        250,
+	"Dist.samples":                       []any{420, 515, 610},
+	"CurvePoint.error_rate":              0.01,
+	"CurvePoint.goodput_rps":             4.95,
+	"CurvePoint.output_tps":              333,
+	"CurvePoint.rate_limited_rate":       0,
+	"CurvePoint.requests":                40,
+	"DemandWindow.start_s":               3600,
+	"DemandWindow.duration_s":            300,
+	"DemandWindow.factor":                2,
+	"Class.arrival_scv":                  0,
+	"Class.endpoint":                     "big-gpu",
+	"Class.cached_input_fraction":        0.5,
+	"Class.cache_write_fraction":         0.05,
+	"Price.cache_write_per_mtok":         3.125,
+	"Class.priority":                     1,
+	"Class.weight":                       2,
+	"Policy.seed":                        7,
 }
 
 // example is the first value a shipped example scenario sets for the field

@@ -217,8 +217,9 @@ func (s *Store) AppendRecords(ctx context.Context, probeID string, recs []measur
 		}
 		stmt, err := tx.PrepareContext(ctx, `INSERT INTO probe_records (probe, step, idx, seq, start_s, ack_ms, ttft_ms, e2e_ms,
 			output_tokens, input_tokens, output_estimated, status, error, attempts, retry_after_ms, ok, warmup,
-			e2e_with_retries_ms, rate_rps, refine, served_model, conn, conn_wait_ms, dns_ms, connect_ms, tls_ms, ttfb_ms)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+			e2e_with_retries_ms, rate_rps, refine, served_model, conn, conn_wait_ms, dns_ms, connect_ms, tls_ms, ttfb_ms,
+			cached_tokens, prefix_tokens, task, task_call)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
@@ -228,7 +229,8 @@ func (s *Store) AppendRecords(ctx context.Context, probeID string, recs []measur
 			if _, err := stmt.ExecContext(ctx, seq, r.Step, r.Index, n+int64(i), r.StartS, r.AckMs, r.TTFTMs, r.E2EMs,
 				r.OutputTokens, r.InputTokens, r.OutputEstimated, r.Status, r.ErrorClass, r.Attempts, r.RetryAfterMs,
 				r.OK, r.Warmup, r.E2EWithRetriesMs, r.RateRPS, r.Refine,
-				r.ServedModel, r.Conn, r.ConnWaitMs, r.DNSMs, r.ConnectMs, r.TLSMs, r.TTFBMs); err != nil {
+				r.ServedModel, r.Conn, r.ConnWaitMs, r.DNSMs, r.ConnectMs, r.TLSMs, r.TTFBMs,
+				r.CachedTokens, r.PrefixTokens, r.Task, r.Call); err != nil {
 				return fmt.Errorf("row %d: %w", i, err)
 			}
 			c.add(r)
@@ -460,7 +462,7 @@ func (s *Store) eachRecord(ctx context.Context, probeID string, fn func(measure.
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT step, idx, start_s, ack_ms, ttft_ms, e2e_ms, output_tokens, input_tokens,
 		output_estimated, status, error, attempts, retry_after_ms, ok, warmup, e2e_with_retries_ms, rate_rps, refine,
-		served_model, conn, conn_wait_ms, dns_ms, connect_ms, tls_ms, ttfb_ms
+		served_model, conn, conn_wait_ms, dns_ms, connect_ms, tls_ms, ttfb_ms, cached_tokens, prefix_tokens, task, task_call
 		FROM probe_records WHERE probe = ? ORDER BY step, rate_rps, idx, seq`, seq)
 	if err != nil {
 		return err
@@ -471,7 +473,8 @@ func (s *Store) eachRecord(ctx context.Context, probeID string, fn func(measure.
 		if err := rows.Scan(&r.Step, &r.Index, &r.StartS, &r.AckMs, &r.TTFTMs, &r.E2EMs, &r.OutputTokens, &r.InputTokens,
 			&r.OutputEstimated, &r.Status, &r.ErrorClass, &r.Attempts, &r.RetryAfterMs, &r.OK, &r.Warmup,
 			&r.E2EWithRetriesMs, &r.RateRPS, &r.Refine,
-			&r.ServedModel, &r.Conn, &r.ConnWaitMs, &r.DNSMs, &r.ConnectMs, &r.TLSMs, &r.TTFBMs); err != nil {
+			&r.ServedModel, &r.Conn, &r.ConnWaitMs, &r.DNSMs, &r.ConnectMs, &r.TLSMs, &r.TTFBMs,
+			&r.CachedTokens, &r.PrefixTokens, &r.Task, &r.Call); err != nil {
 			return err
 		}
 		if err := fn(r); err != nil {

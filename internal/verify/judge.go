@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/probe"
@@ -41,6 +42,37 @@ func measuredAt(res *probe.Result, c int) (Measured, bool) {
 		m.RateLimited += r.RateLimitedAnswers()
 	}
 	return m, true
+}
+
+// sloAttainment is how the class's measured requests at concurrency c
+// met its SLO's targets all at once, each request judged against the
+// targets (its TTFT and its E2E, within the deadline), as the probe
+// counts SLO goodput (docs/probe.md, "SLO goodput"): where at least 95 %
+// did, the SLO's p95s hold. nil for a class without an SLO.
+func sloAttainment(sc scenario.Scenario, class string, res *probe.Result, c int) *measure.SLOStats {
+	var targets measure.Targets
+	for _, cl := range sc.Classes {
+		if cl.Name == class && cl.SLO != nil {
+			targets = measure.Targets{TTFTMs: cl.SLO.TTFTP95Ms, E2EMs: cl.SLO.E2EP95Ms}
+		}
+	}
+	if targets.IsZero() {
+		return nil
+	}
+	var rows []measure.Record
+	for _, r := range res.Records {
+		if r.Step == c {
+			rows = append(rows, r)
+		}
+	}
+	opts := res.Config.AnalysisOptions()
+	opts.SLO = targets
+	for _, s := range analysis.Summarize(rows, opts) {
+		if s.Concurrency == c {
+			return s.SLO
+		}
+	}
+	return nil
 }
 
 func roundCI(ci *measure.Interval, d int) *measure.Interval {

@@ -173,6 +173,7 @@ func (v *validation) runStep(ctx context.Context, ms []member, left probe.Budget
 		}
 		pt := Point{Concurrency: m.pred.Concurrency, Load: m.pred.Load, Predicted: m.pred}
 		if meas, ok := measuredAt(res, pt.Concurrency); ok {
+			meas.SLO = sloAttainment(v.sc, cr.Class, res, pt.Concurrency)
 			pt.Measured = &meas
 			pt.RelativeErrorPct = &Errors{
 				ThroughputRPS: relPct(meas.ThroughputRPS, m.pred.ThroughputRPS),

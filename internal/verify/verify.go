@@ -347,6 +347,9 @@ type Measured struct {
 	E2EP95Ms         float64           `json:"e2e_p95_ms"`
 	E2EP95CI         *measure.Interval `json:"e2e_p95_ci,omitempty" doc:"95 % interval of the E2E p95 (order statistics)."`
 	MeanOutputTokens float64           `json:"mean_output_tokens"`
+	// SLO is how the class's measured requests met its SLO's targets all
+	// at once: nil for a class without an SLO.
+	SLO *measure.SLOStats `json:"slo,omitempty" doc:"How the class's measured requests met its SLO's targets (TTFT and E2E) all at once, each request judged against them, as the probe's SLO goodput counts them: where at least 95 % did, the p95s hold. Absent for a class without an SLO."`
 }
 
 // Errors are the errors of a measurement, in percent; null without a

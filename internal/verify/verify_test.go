@@ -411,3 +411,28 @@ func TestVerdictUsesTheIntervals(t *testing.T) {
 		t.Errorf("interval errors %+v, want TTFT p95 +30 %%", e)
 	}
 }
+
+// TestSLOAttainment: each point reports the share of the class's requests
+// that met its SLO's targets at once. The simulator's TTFT is exactly
+// 100 ms and its E2E 170 ms: every request meets ttft 150 and e2e 1000,
+// none meets ttft 99.
+func TestSLOAttainment(t *testing.T) {
+	sim := fakeendpoint.Config{MaxNumSeqs: 64, TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth}
+	for _, tc := range []struct {
+		slo  string
+		want float64
+	}{{"{ttft_p95_ms: 150, e2e_p95_ms: 1000}", 1}, {"{ttft_p95_ms: 99}", 0}} {
+		rep := run(t, matched+"    slo: "+tc.slo+"\n", sim)
+		for _, pt := range rep.Classes[0].Points {
+			s := pt.Measured.SLO
+			if s == nil || s.Attainment != tc.want || s.Met != int(tc.want)*pt.Measured.Requests || s.AttainmentCI == nil {
+				t.Errorf("slo %s at %d: %+v of %d requests, want an attainment of %g", tc.slo, pt.Concurrency, s, pt.Measured.Requests, tc.want)
+			}
+		}
+	}
+	for _, pt := range run(t, matched, sim).Classes[0].Points {
+		if pt.Measured.SLO != nil {
+			t.Errorf("a class without an SLO has an attainment: %+v", pt.Measured.SLO)
+		}
+	}
+}
