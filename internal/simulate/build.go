@@ -61,23 +61,35 @@ func (c *client) result() ClassRun {
 	}
 	T := s.end
 	sm := Simulated{
-		Requests: st.requests, Completed: st.completed,
+		Requests: st.requests, Completed: st.completed, Sends: st.waitN + st.retries,
 		OfferedRPS: round(float64(st.requests)/T, 4), ThroughputRPS: round(float64(st.completed)/T, 4),
 		GoodputRPS: round(float64(st.good)/T, 4),
 		Shed:       st.shed, RateLimited: st.limited, Retries: st.retries, GaveUp: st.gaveUp,
 		Backlog: c.backlog(),
 	}
+	wait := func(v float64) float64 { return v }
+	ttftOf := func(r [2]float64) float64 { return r[0] }
+	e2eOf := func(r [2]float64) float64 { return r[1] }
 	if st.waitN > 0 {
 		sm.QueueWaitMeanMs = round(st.waitSum/float64(st.waitN)*1000, 1)
-		sm.QueueWaitP95Ms = round(quantiles(st.waits.rows, func(v float64) float64 { return v }, 0.95)[0]*1000, 1)
+		sm.QueueWaitP95Ms = round(quantiles(st.waits.rows, wait, 0.95)[0]*1000, 1)
 	}
 	if hw, ok := st.waitBatches.halfWidth(); ok {
 		sm.QueueWaitMeanCI95Ms = msPtr(hw)
 	}
-	ttft := quantiles(st.latency.rows, func(r [2]float64) float64 { return r[0] }, 0.5, 0.95, 0.99)
-	e2e := quantiles(st.latency.rows, func(r [2]float64) float64 { return r[1] }, 0.5, 0.95, 0.99)
+	ttft := quantiles(st.latency.rows, ttftOf, 0.5, 0.95, 0.99)
+	e2e := quantiles(st.latency.rows, e2eOf, 0.5, 0.95, 0.99)
 	sm.TTFTP50Ms, sm.TTFTP95Ms, sm.TTFTP99Ms = msPtr(ttft[0]), msPtr(ttft[1]), msPtr(ttft[2])
 	sm.E2EP50Ms, sm.E2EP95Ms, sm.E2EP99Ms = msPtr(e2e[0]), msPtr(e2e[1]), msPtr(e2e[2])
+	if hw, ok := sectionHalfWidth(&st.waits, wait, 0.95); ok {
+		sm.QueueWaitP95CI95Ms = msPtr(hw)
+	}
+	if hw, ok := sectionHalfWidth(&st.latency, ttftOf, 0.95); ok {
+		sm.TTFTP95CI95Ms = msPtr(hw)
+	}
+	if hw, ok := sectionHalfWidth(&st.latency, e2eOf, 0.95); ok {
+		sm.E2EP95CI95Ms = msPtr(hw)
+	}
 	var poolTime float64
 	for _, v := range st.window.sum {
 		poolTime += v

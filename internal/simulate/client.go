@@ -24,7 +24,7 @@ type request struct {
 	sentAt       float64 // the last send
 	admitIv      int     // the interval of its admission
 	ttftAt       float64 // the first token of the attempt that succeeded
-	timer        *event  // the admission timer while queued
+	timer        uint64  // the admission timer's event while queued; 0 when none
 	queued, gone bool    // waiting for a slot; shed
 }
 
@@ -51,8 +51,8 @@ type client struct {
 	pacing bool
 	tokens quota.Bucket // the pacing bucket: burst tokens, refilled at the pacing rate
 	tokT   float64      // the time of its last refill
-	wake   *event
-	resend []*request // retries that hold a slot and wait for a token
+	waking bool         // a wake-up for the next token is scheduled
+	resend []*request   // retries that hold a slot and wait for a token
 
 	aimd    bool
 	window  float64
@@ -79,10 +79,19 @@ type stats struct {
 	limitedIv, shedIv, doneIv                                 []int
 }
 
+// sent records a request's wait for its first send, at time now.
+func (st *stats) sent(now, wait float64) {
+	st.waitSum += wait
+	st.waitN++
+	section := st.waitBatches.section(now)
+	st.waits.add(wait, section)
+	st.waitBatches.add(section, wait)
+}
+
 func newClient(s *sim, i int, spec scenario.Class, cp *plan.ClassPlan, w plan.Workload, ep *endpoint, k *key, seed uint64) *client {
 	n := s.grid.n
 	c := &client{
-		s: s, spec: spec, cp: cp, w: w, base: w.At(1), ep: ep, key: k,
+		s: s, spec: spec, cp: cp, w: w, base: *w.At(1), ep: ep, key: k,
 		meanS: cp.Predicted.MeanServiceMs / 1000, wait: math.Inf(1),
 		pacing: !s.opts.NoPacing,
 		tokens: quota.NewBucket(float64(cp.Pacing.Burst), cp.Pacing.RateRPS, tokenSlack, false),
@@ -107,8 +116,8 @@ func newClient(s *sim, i int, spec scenario.Class, cp *plan.ClassPlan, w plan.Wo
 	}
 	samples := rand.New(stream(seed, i, streamSamples))
 	c.st = stats{
-		waits:       reservoir[float64]{cap: s.opts.Samples, rng: samples},
-		latency:     reservoir[[2]float64]{cap: s.opts.Samples, rng: samples},
+		waits:       reservoir[float64]{cap: s.opts.Samples, rng: samples, hint: s.opts.Samples},
+		latency:     reservoir[[2]float64]{cap: s.opts.Samples, rng: samples, hint: s.opts.Samples},
 		waitBatches: newBatchMeans(s.end),
 		active:      level{sum: make([]float64, n)},
 		queued:      level{sum: make([]float64, n)},
@@ -135,7 +144,8 @@ func (c *client) slots() int {
 // is known, all from the class's own stream.
 func (c *client) newRequest() *request {
 	g := c.reqRNG
-	r := &request{arrival: c.s.now}
+	r := c.s.spareRequest()
+	r.arrival = c.s.now
 	r.in, r.out = c.base.In.Sample(g.NormFloat64()), c.base.Out.Sample(g.NormFloat64())
 	r.zTTFT, r.zTPOT = g.NormFloat64(), g.NormFloat64()
 	out := c.maxTokens // output is counted at admission only under max_tokens accounting
@@ -219,8 +229,7 @@ func (c *client) pop() *request {
 		c.head = 0
 	}
 	r.queued = false
-	c.s.cancel(r.timer)
-	r.timer = nil
+	r.timer = 0 // its timer, still in the event queue, is now stale
 	c.setQueued(-1)
 	return r
 }
@@ -239,8 +248,9 @@ func (c *client) paced() bool {
 		c.tokens.Take(1)
 		return true
 	}
-	if c.wake == nil {
-		c.wake = c.s.at(now+c.tokens.Wait(1), evWake, c, nil)
+	if !c.waking {
+		c.waking = true
+		c.s.at(now+c.tokens.Wait(1), evWake, c, nil)
 	}
 	return false
 }
@@ -254,11 +264,7 @@ func (c *client) send(r *request) {
 	r.attempts++
 	r.sentAt = now
 	if r.attempts == 1 {
-		w := now - r.arrival
-		c.st.waitSum += w
-		c.st.waitN++
-		c.st.waits.add(w)
-		c.st.waitBatches.add(now, w)
+		c.st.sent(now, now-r.arrival)
 	}
 	iv := s.grid.index(now)
 	ok, retryAfter := c.key.admit(now, r.charge, iv)
@@ -334,9 +340,10 @@ func (c *client) done(r *request) {
 	if e2e <= c.goodBy {
 		c.st.good++
 	}
-	c.st.latency.add([2]float64{r.ttftAt - r.arrival, e2e})
+	c.st.latency.add([2]float64{r.ttftAt - r.arrival, e2e}, c.st.waitBatches.section(now))
 	c.grow()
 	c.release()
+	c.s.spare = append(c.s.spare, r) // nothing refers to it any more
 }
 
 // release frees a slot and sends what may go.
@@ -347,7 +354,7 @@ func (c *client) release() {
 
 // shed drops a request that waited the plan's max queue wait for a slot.
 func (c *client) shed(r *request) {
-	r.timer = nil
+	r.timer = 0
 	r.queued, r.gone = false, true
 	c.setQueued(-1)
 	c.st.shed++
