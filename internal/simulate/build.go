@@ -72,13 +72,13 @@ func (c *client) result() ClassRun {
 	e2eOf := func(r [2]float64) float64 { return r[1] }
 	if st.waitN > 0 {
 		sm.QueueWaitMeanMs = round(st.waitSum/float64(st.waitN)*1000, 1)
-		sm.QueueWaitP95Ms = round(quantiles(st.waits.rows, wait, 0.95)[0]*1000, 1)
+		sm.QueueWaitP95Ms = round(quantiles(st.waits.all(), wait, 0.95)[0]*1000, 1)
 	}
 	if hw, ok := st.waitBatches.halfWidth(); ok {
 		sm.QueueWaitMeanCI95Ms = msPtr(hw)
 	}
-	ttft := quantiles(st.latency.rows, ttftOf, 0.5, 0.95, 0.99)
-	e2e := quantiles(st.latency.rows, e2eOf, 0.5, 0.95, 0.99)
+	ttft := quantiles(st.latency.all(), ttftOf, 0.5, 0.95, 0.99)
+	e2e := quantiles(st.latency.all(), e2eOf, 0.5, 0.95, 0.99)
 	sm.TTFTP50Ms, sm.TTFTP95Ms, sm.TTFTP99Ms = msPtr(ttft[0]), msPtr(ttft[1]), msPtr(ttft[2])
 	sm.E2EP50Ms, sm.E2EP95Ms, sm.E2EP99Ms = msPtr(e2e[0]), msPtr(e2e[1]), msPtr(e2e[2])
 	if hw, ok := sectionHalfWidth(&st.waits, wait, 0.95); ok {

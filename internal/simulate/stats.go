@@ -15,6 +15,13 @@ import (
 // memory: exact up to cap rows, estimated from cap uniformly chosen rows
 // beyond. Each row carries the section of the run it came in (a byte
 // beside it, for the intervals of its percentiles).
+//
+// Once full, a new row replaces a random one. Those replacements are
+// collected and made in batches: a random write into rows of megabytes
+// misses the cache and evicts what the simulation works on, so that
+// interleaved with every completion they cost more than the rest of it.
+// The rows are the same as if each replacement were made at once (later
+// ones win), and every reader flushes first (all).
 type reservoir[T any] struct {
 	rows     []T
 	sections []uint8
@@ -23,8 +30,19 @@ type reservoir[T any] struct {
 	rng      *rand.Rand
 	// hint is how many rows to make room for at the first: the rows
 	// expected, at most cap, so that the rows are not copied as they grow.
-	hint int
+	hint    int
+	pending []replacement[T]
 }
+
+// replacement is a row waiting to replace row j.
+type replacement[T any] struct {
+	j       int
+	v       T
+	section uint8
+}
+
+// replacementBatch is how many replacements wait before they are made.
+const replacementBatch = 1024
 
 func (r *reservoir[T]) add(v T, section uint8) {
 	if r.rows == nil {
@@ -38,8 +56,28 @@ func (r *reservoir[T]) add(v T, section uint8) {
 		return
 	}
 	if j := r.rng.IntN(r.seen); j < r.cap {
-		r.rows[j], r.sections[j] = v, section
+		if r.pending == nil {
+			r.pending = make([]replacement[T], 0, replacementBatch)
+		}
+		r.pending = append(r.pending, replacement[T]{j, v, section})
+		if len(r.pending) == replacementBatch {
+			r.flush()
+		}
 	}
+}
+
+// flush makes the waiting replacements, in the order they came.
+func (r *reservoir[T]) flush() {
+	for _, p := range r.pending {
+		r.rows[p.j], r.sections[p.j] = p.v, p.section
+	}
+	r.pending = r.pending[:0]
+}
+
+// all is every row kept, replacements made.
+func (r *reservoir[T]) all() []T {
+	r.flush()
+	return r.rows
 }
 
 // quantiles returns the p-quantiles (type 7, as everywhere in planner) of
@@ -73,7 +111,7 @@ const sectionsMin = 4
 // whole run's quantile avoids the bias of a small span's. False when
 // fewer than sectionsMin spans have enough samples.
 func sectionHalfWidth[T any](r *reservoir[T], f func(T) float64, p float64) (float64, bool) {
-	rows := r.rows
+	rows := r.all()
 	var counts [batches]int
 	for _, s := range r.sections {
 		counts[s]++
