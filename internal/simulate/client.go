@@ -24,7 +24,6 @@ type request struct {
 	sentAt       float64 // the last send
 	admitIv      int     // the interval of its admission
 	ttftAt       float64 // the first token of the attempt that succeeded
-	timer        uint64  // the admission timer's event while queued; 0 when none
 	queued, gone bool    // waiting for a slot; shed
 }
 
@@ -47,6 +46,9 @@ type client struct {
 	queue []*request
 	head  int
 	wait  float64 // the plan's max queue wait; +Inf without one
+	// timed is set while an admission timer is in the event queue: one a
+	// class, due no later than the head of the queue reaches the wait.
+	timed bool
 
 	pacing bool
 	tokens quota.Bucket // the pacing bucket: burst tokens, refilled at the pacing rate
@@ -163,8 +165,9 @@ func (c *client) arrive() {
 	c.queue = append(c.queue, r)
 	c.setQueued(1)
 	c.dispatch()
-	if r.queued && !math.IsInf(c.wait, 1) {
-		r.timer = c.s.at(c.s.now+c.wait, evShed, c, r)
+	if r.queued && !c.timed && !math.IsInf(c.wait, 1) {
+		c.timed = true
+		c.s.at(r.arrival+c.wait, evShed, c, nil)
 	}
 	if t, ok := c.arr.next(); ok {
 		c.s.at(t, evArrival, c, nil)
@@ -219,7 +222,7 @@ func (c *client) peek() *request {
 	return c.queue[c.head]
 }
 
-// pop takes the first waiting request off the queue and disarms its timer.
+// pop takes the first waiting request off the queue.
 func (c *client) pop() *request {
 	r := c.peek()
 	c.queue[c.head] = nil
@@ -229,7 +232,6 @@ func (c *client) pop() *request {
 		c.head = 0
 	}
 	r.queued = false
-	r.timer = 0 // its timer, still in the event queue, is now stale
 	c.setQueued(-1)
 	return r
 }
@@ -352,13 +354,39 @@ func (c *client) release() {
 	c.dispatch()
 }
 
-// shed drops a request that waited the plan's max queue wait for a slot.
-func (c *client) shed(r *request) {
-	r.timer = 0
+// shedDue handles the class's admission timer at time now: it reports
+// whether the head of the queue has waited the plan's max queue wait, and
+// otherwise moves the timer on to when the head will have (FIFO: no
+// request behind the head reaches it sooner), or disarms it when nothing
+// waits. One timer a class, rather than one a queued request, keeps the
+// event queue short; a request is shed at the same time either way.
+func (c *client) shedDue(now float64) bool {
+	r := c.peek()
+	if r == nil {
+		c.timed = false
+		return false
+	}
+	due := r.arrival + c.wait
+	if due <= now {
+		return true
+	}
+	c.s.at(due, evShed, c, nil)
+	return false
+}
+
+// shed drops the head of the queue, which has waited the plan's max queue
+// wait, and moves the timer on.
+func (c *client) shed() {
+	r := c.peek()
 	r.queued, r.gone = false, true
 	c.setQueued(-1)
 	c.st.shed++
 	c.st.shedIv[c.s.grid.index(c.s.now)]++
+	c.timed = false
+	if next := c.peek(); next != nil {
+		c.timed = true
+		c.s.at(next.arrival+c.wait, evShed, c, nil)
+	}
 }
 
 func (c *client) setQueued(d float64) {

@@ -18,7 +18,7 @@ type kind uint8
 const (
 	evArrival kind = iota // a class's next request arrives
 	evWake                // a pacing token is due
-	evShed                // a queued request reaches the plan's max queue wait
+	evShed                // the head of a queue may reach the plan's max queue wait
 	evRetry               // a backoff is over
 	evDone                // a request's last token
 )
@@ -51,9 +51,9 @@ func (e *entry) before(o *entry) bool {
 // barriers and the collector does not scan them, and they compare inline,
 // several times cheaper per event than container/heap's interface calls.
 // A slot is reused once its event is taken. An event is never removed
-// before its time: one that no longer applies (a queued request's
-// admission timer once the request is sent) stays in the heap and is
-// skipped when it comes up (see stale).
+// before its time: a class's admission timer, which one whose request was
+// sent meanwhile no longer applies to, is moved on when it comes up
+// instead (client.shedDue).
 type events struct {
 	arrivals, rest heap
 	slots          []event
@@ -174,17 +174,13 @@ type sim struct {
 	plan       *plan.Plan
 }
 
-// at schedules an event and returns its sequence number, by which a
-// request's admission timer is recognised (request.timer).
-func (s *sim) at(t float64, k kind, c *client, r *request) uint64 {
+// at schedules an event.
+func (s *sim) at(t float64, k kind, c *client, r *request) {
 	s.seq++
 	s.queue.push(t, s.seq, event{c: c, r: r, kind: k})
-	return s.seq
 }
 
 // spareRequest is a zeroed request: a completed one reused, or a new one.
-// A completed request is referred to by nothing but admission timers that
-// are stale by then, which its new timer's sequence number tells apart.
 func (s *sim) spareRequest() *request {
 	n := len(s.spare)
 	if n == 0 {
@@ -197,12 +193,6 @@ func (s *sim) spareRequest() *request {
 	return r
 }
 
-// stale reports whether an event no longer applies: an admission timer of
-// a request that was sent, or shed, since it was armed.
-func stale(seq uint64, e *event) bool {
-	return e.kind == evShed && e.r.timer != seq
-}
-
 // run processes events in time order up to the end of the run, checking
 // the context every 4,096 events.
 func (s *sim) run() error {
@@ -211,8 +201,8 @@ func (s *sim) run() error {
 	}
 	for s.queue.len() > 0 && s.queue.next() <= s.end {
 		at, e := s.queue.pop()
-		if stale(at.seq, &e) {
-			continue
+		if e.kind == evShed && !e.c.shedDue(at.t) {
+			continue // a timer moved on to the next request: no event of the run
 		}
 		s.processed++
 		if s.processed > s.maxEvents {
@@ -232,7 +222,7 @@ func (s *sim) run() error {
 			c.waking = false
 			c.dispatch()
 		case evShed:
-			c.shed(e.r)
+			c.shed()
 		case evRetry:
 			if e.r.gone { // a closed loop's pause after giving up
 				c.release()
