@@ -50,6 +50,9 @@ func (r *run) remedies(ctx context.Context, in scenario.Scenario, i int, cp *Cla
 			if r2, p2, err = r.eng.planRun(ctx, changed); err != nil {
 				return nil, err
 			}
+			if r2 == nil {
+				break // planned window by window: refined no further
+			}
 		}
 		// The last round assumes that the other classes take all the
 		// policy lets them, which lifting this class's limits may let them.
@@ -70,7 +73,11 @@ func (e *Engine) planRun(ctx context.Context, s scenario.Scenario) (*run, *Plan,
 	if errs := s.Check(); len(errs) > 0 {
 		return nil, nil, errs
 	}
-	r, err := e.newRun(ctx, s)
+	if wins := windowsOf(s); wins != nil {
+		p, err := e.planWindows(ctx, s, wins, false)
+		return nil, p, err // no one run holds every class's window
+	}
+	r, err := e.newRun(ctx, s, nil)
 	if err != nil {
 		return nil, nil, err
 	}

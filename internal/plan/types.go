@@ -22,9 +22,31 @@ const (
 // them, api/testdata/wire-names.txt); a field added here reaches all three.
 type Plan struct {
 	Classes   []ClassPlan    `json:"classes"`
-	Quotas    []QuotaPlan    `json:"quotas"`
+	Quotas    []QuotaPlan    `json:"quotas" doc:"Each key's division and use; with windows, at the window of the day where it is used most, and its daily limits' use over the whole day."`
+	Endpoints []EndpointPlan `json:"endpoints" doc:"Each endpoint's budget and pools; with windows, at the window where its pools add up to the most."`
+	// Windows are the windows of the day when classes have schedules.
+	Windows  []WindowPlan `json:"windows,omitempty" doc:"The windows of the day, when classes have schedules: the classes that run in each and what each gets there. A class's pool is the smallest of its windows'."`
+	Warnings []string     `json:"warnings"`
+}
+
+// WindowPlan is one window of the day and how it was planned: the classes
+// that run in it share its per-minute limits and endpoints.
+type WindowPlan struct {
+	StartHour float64        `json:"start_hour" doc:"Start of the window, hours after midnight UTC."`
+	Hours     float64        `json:"hours" doc:"Its length; it runs past midnight when start_hour + hours exceeds 24."`
+	Classes   []WindowClass  `json:"classes"`
+	Quotas    []QuotaPlan    `json:"quotas" doc:"Each key's division among the window's classes, and its use at their pools."`
 	Endpoints []EndpointPlan `json:"endpoints"`
-	Warnings  []string       `json:"warnings"`
+}
+
+// WindowClass is what a class gets in one window of the day.
+type WindowClass struct {
+	Name              string `json:"name"`
+	Pool              int    `json:"pool" doc:"The pool the window allows the class; its plan's pool is the smallest of its windows'."`
+	BindingConstraint string `json:"binding_constraint"`
+	MinPool           *int   `json:"min_pool"`
+	Feasible          bool   `json:"feasible"`
+	SetsPool          bool   `json:"sets_pool" doc:"This window sets the class's pool: the one with the smallest."`
 }
 
 // ClassPlan is the plan for one task class.
@@ -63,7 +85,7 @@ type Ceiling struct {
 type Predicted struct {
 	MeanServiceMs   float64            `json:"mean_service_ms"`
 	ThroughputRPS   float64            `json:"throughput_rps" doc:"Requests per second with the pool full: pool / E[S]."`
-	OfferedRPS      float64            `json:"offered_rps,omitempty" doc:"The stated demand."`
+	OfferedRPS      float64            `json:"offered_rps,omitempty" doc:"The demand the class is sized at: the stated one, times its demand profile's largest factor when that is above 1."`
 	TTFTP95Ms       *float64           `json:"ttft_p95_ms" doc:"Queue wait included when demand is given; null when the queue would grow without bound."`
 	E2EP95Ms        *float64           `json:"e2e_p95_ms"`
 	QueueWaitMeanMs *float64           `json:"queue_wait_mean_ms"`
