@@ -58,6 +58,7 @@ func (c *client) result() ClassRun {
 	cl := ClassRun{
 		Name: c.spec.Name, Mode: c.spec.Mode, Quota: c.spec.Quota, Endpoint: c.w.Endpoint, Arrivals: c.kind,
 		Pool: c.cp.Pool, Feasible: c.cp.Feasible, Predicted: c.cp.Predicted, PlanShed: c.cp.Shed,
+		Idle: len(c.on) == 0 && c.kind != ArrivalsReplay,
 	}
 	T := s.end
 	sm := Simulated{

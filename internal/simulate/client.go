@@ -39,6 +39,7 @@ type client struct {
 	ep    *endpoint
 	key   *key
 	arr   arrivals // nil for a closed loop
+	on    []span   // when its schedule lets it run: a closed loop starts requests only then
 	kind  string
 	meanS float64 // the plan's mean service time at the pool, seconds
 
@@ -194,7 +195,7 @@ func (c *client) dispatch() {
 		}
 		var r *request
 		if c.arr == nil {
-			if !c.paced() {
+			if !c.scheduled() || !c.paced() {
 				return
 			}
 			r = c.newRequest()
@@ -234,6 +235,21 @@ func (c *client) pop() *request {
 	r.queued = false
 	c.setQueued(-1)
 	return r
+}
+
+// scheduled reports whether the class's schedule lets it start a request
+// now; otherwise it schedules a wake-up for its next hours in the run.
+func (c *client) scheduled() bool {
+	now := c.s.now
+	t, ok := nextOn(c.on, now)
+	if ok && t <= now {
+		return true
+	}
+	if ok && !c.waking {
+		c.waking = true
+		c.s.at(t, evWake, c, nil)
+	}
+	return false
 }
 
 // paced takes a pacing token when one is due and reports whether it did;

@@ -317,6 +317,7 @@ func newSim(ctx context.Context, sc scenario.Scenario, p *plan.Plan, ws []plan.W
 			endpoints[ws[i].Endpoint] = ep
 		}
 		c := newClient(s, i, spec, &p.Classes[i], ws[i], ep, keys[spec.Quota], *o.Seed)
+		c.on = onSpans(spec.Schedule, o.StartHour, s.end)
 		switch times, ok := replays[spec.Name]; {
 		case ok:
 			c.arr, c.kind = newReplay(times, s.end), ArrivalsReplay
@@ -325,7 +326,7 @@ func newSim(ctx context.Context, sc scenario.Scenario, p *plan.Plan, ws []plan.W
 			if *spec.ArrivalSCV != 1 {
 				c.kind = ArrivalsRenewal
 			}
-			c.arr = newRenewal(spec.Demand.Rate(), *spec.ArrivalSCV, spec.Demand.Profile, s.end, stream(*o.Seed, i, streamArrivals))
+			c.arr = newRenewal(spec.Demand.Rate(), *spec.ArrivalSCV, spec.Demand.Profile, c.on, s.end, stream(*o.Seed, i, streamArrivals))
 		default:
 			c.kind = ArrivalsClosedLoop
 		}
@@ -337,7 +338,10 @@ func newSim(ctx context.Context, sc scenario.Scenario, p *plan.Plan, ws []plan.W
 	}
 	for _, c := range s.clients {
 		if c.arr == nil {
-			s.at(0, evWake, c, nil)
+			if t, ok := nextOn(c.on, 0); ok {
+				c.waking = true
+				s.at(t, evWake, c, nil)
+			}
 			continue
 		}
 		if t, ok := c.arr.next(); ok {
@@ -392,7 +396,11 @@ func (c *client) expectedRequests() float64 {
 	if c.pacing {
 		rate = math.Min(rate, c.tokens.Rate)
 	}
-	return rate * c.s.end
+	var on float64
+	for _, o := range c.on {
+		on += o.end - o.start
+	}
+	return rate * on
 }
 
 // endpoint is a serving endpoint: its latency follows what is in flight

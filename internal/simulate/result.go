@@ -42,6 +42,7 @@ type ClassRun struct {
 	Endpoint string `json:"endpoint" doc:"The endpoint the class sends to; classes on one endpoint share its in-flight load."`
 	Arrivals string `json:"arrivals" enum:"poisson,renewal,replay,closed_loop" doc:"poisson or renewal at the demand (with its profile), replay of given start times, or closed_loop: no stated demand, the pool kept full."`
 	Pool     int    `json:"pool" doc:"The plan's pool."`
+	Idle     bool   `json:"idle,omitempty" doc:"The class's schedule kept it from running at any time of the run; it is not judged."`
 	Feasible bool   `json:"feasible" doc:"Whether the plan found the class feasible."`
 	// Predicted are the plan's predictions at the pool.
 	Predicted plan.Predicted `json:"predicted"`

@@ -36,6 +36,10 @@ type check struct {
 // (for a batch: done in its window). The comparison with the plan's
 // figures is given as a reason but does not decide.
 func (c *client) verdict(sm Simulated) SimulationVerdict {
+	if sc := c.spec.Schedule; len(c.on) == 0 && c.kind != ArrivalsReplay {
+		return SimulationVerdict{Holds: true, Summary: fmt.Sprintf("%s: not scheduled in this run", c.spec.Name),
+			Reasons: []string{fmt.Sprintf("it runs %s h a day from %s UTC, outside this run", num(sc.Hours), clock(sc.StartHour))}}
+	}
 	var checks []check
 	add := func(ok bool, label, format string, args ...any) {
 		checks = append(checks, check{ok: ok, label: label, reason: fmt.Sprintf(format, args...)})
@@ -191,3 +195,9 @@ func num(v float64) string {
 func count(n int) string { return humanize.Comma(int64(n)) }
 
 func pct(share float64) string { return fmt.Sprintf("%.1f %%", share*100) }
+
+// clock writes hours after midnight as HH:MM.
+func clock(h float64) string {
+	m := int(math.Round(h * 60))
+	return fmt.Sprintf("%02d:%02d", m/60%24, m%60)
+}
