@@ -37,7 +37,7 @@ func (e *Engine) Plan(ctx context.Context, s scenario.Scenario) (*Plan, error) {
 	var p *Plan
 	err := e.Run(ctx, func(ctx context.Context) error {
 		var err error
-		p, err = e.plan(ctx, s, true)
+		p, err = e.plan(ctx, s, true, nil)
 		return err
 	})
 	if err != nil {
@@ -79,22 +79,25 @@ type run struct {
 	// peak is, by class, the largest factor of its demand profile above 1
 	// that its demand was sized at; 1 without one.
 	peak []float64
+	// floors are the least min_pools the plan's check asked for, by class.
+	floors minPools
 }
 
-// plan computes a plan; remedies are worked out (and checked by planning
-// the changed scenario) only when withRemedies is set.
-func (e *Engine) plan(ctx context.Context, in scenario.Scenario, withRemedies bool) (*Plan, error) {
+// plan computes a plan, each class's min_pool at least its floor; remedies
+// are worked out (and checked by planning the changed scenario) only when
+// withRemedies is set.
+func (e *Engine) plan(ctx context.Context, in scenario.Scenario, withRemedies bool, floors minPools) (*Plan, error) {
 	if errs := in.Check(); len(errs) > 0 {
 		return nil, errs
 	}
 	if wins := windowsOf(in); wins != nil {
-		return e.planWindows(ctx, in, wins, withRemedies)
+		return e.planWindows(ctx, in, wins, withRemedies, floors)
 	}
 	r, err := e.newRun(ctx, in, nil)
 	if err != nil {
 		return nil, err
 	}
-	r.lean = !withRemedies
+	r.lean, r.floors = !withRemedies, floors
 	if err := r.solve(ctx); err != nil {
 		return nil, err
 	}

@@ -292,6 +292,9 @@ func (r *run) setMinPools(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if f := r.floors[m.spec.Name]; c != nil && *c < f {
+			c = &f // raised by the plan's check (Engine.PlanWithMinPools)
+		}
 		r.minPool[i] = c
 	}
 	return nil

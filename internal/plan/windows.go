@@ -145,14 +145,14 @@ type windowRun struct {
 // the smallest, with the plan of the window that sets it; it fits when it
 // fits in every one. quotas[] and endpoints[] show each key and endpoint
 // at its busiest window, and windows[] every window.
-func (e *Engine) planWindows(ctx context.Context, in scenario.Scenario, wins []dayWindow, withRemedies bool) (*Plan, error) {
+func (e *Engine) planWindows(ctx context.Context, in scenario.Scenario, wins []dayWindow, withRemedies bool, floors minPools) (*Plan, error) {
 	runs := make([]*windowRun, len(wins))
 	for k, w := range wins {
 		r, err := e.newRun(ctx, in, &w)
 		if err != nil {
 			return nil, err
 		}
-		r.lean = !withRemedies
+		r.lean, r.floors = !withRemedies, floors
 		if err := r.solve(ctx); err != nil {
 			return nil, err
 		}

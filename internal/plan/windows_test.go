@@ -32,9 +32,9 @@ classes:
     quota: support
     mode: batch
     demand: {requests: 8000, within_hours: 6}
-    input_tokens: {p50: 3000, p95: 8000}
-    output_tokens: {p50: 400, p95: 900}
-    max_tokens: 1000
+    input_tokens: {p50: 1500, p95: 3000}
+    output_tokens: {p50: 300, p95: 600}
+    max_tokens: 800
     schedule: {start_hour: 22, hours: 6}
 `
 

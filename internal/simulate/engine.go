@@ -243,6 +243,11 @@ func (s *sim) run() error {
 // plan.Engine does; a simulation runs that plan on that model.
 type Planner interface {
 	Plan(ctx context.Context, s scenario.Scenario) (*plan.Plan, error)
+	Modeller
+}
+
+// Modeller models a scenario's classes' workloads, as a plan.Engine does.
+type Modeller interface {
 	Workloads(ctx context.Context, s scenario.Scenario) ([]plan.Workload, error)
 }
 
@@ -257,13 +262,29 @@ func Run(ctx context.Context, eng Planner, sc scenario.Scenario, opts Options) (
 	if errs := sc.Check(); len(errs) > 0 {
 		return nil, errs
 	}
-	o := opts.withDefaults(sc)
-	if errs := o.check(sc); len(errs) > 0 {
+	if errs := opts.withDefaults(sc).check(sc); len(errs) > 0 {
 		return nil, errs
 	}
 	p, err := eng.Plan(ctx, sc)
 	if err != nil {
 		return nil, fmt.Errorf("plan the scenario: %w", err)
+	}
+	return RunPlan(ctx, eng, sc, p, opts)
+}
+
+// RunPlan is Run of a given plan of the scenario, such as one planned with
+// raised min_pools: the plan's classes must be the scenario's, in its
+// order. It does not modify the plan.
+func RunPlan(ctx context.Context, eng Modeller, sc scenario.Scenario, p *plan.Plan, opts Options) (*Simulation, error) {
+	if errs := sc.Check(); len(errs) > 0 {
+		return nil, errs
+	}
+	o := opts.withDefaults(sc)
+	if errs := o.check(sc); len(errs) > 0 {
+		return nil, errs
+	}
+	if len(p.Classes) != len(sc.Classes) {
+		return nil, fmt.Errorf("simulate: the plan has %d classes, the scenario %d", len(p.Classes), len(sc.Classes))
 	}
 	ws, err := eng.Workloads(ctx, sc)
 	if err != nil {

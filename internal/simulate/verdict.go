@@ -9,19 +9,27 @@ import (
 	"github.com/dustin/go-humanize"
 )
 
-// Thresholds of the verdict (docs/simulate.md, "Verdict").
+// Thresholds of the verdict (docs/simulate.md, "Verdict"); a plan's check
+// judges by them too.
 const (
-	// maxLimitedShare is the share of sends answered 429 above which the
+	// MaxLimitedShare is the share of sends answered 429 above which the
 	// 429s are more than incidental: even a start-up burst that clears
 	// costs requests retried, delayed or given up.
-	maxLimitedShare = 0.01
-	// maxLostShare is the share of requests shed or given up that a plan
+	MaxLimitedShare = 0.01
+	// MaxLostShare is the share of requests shed or given up that a plan
 	// may lose and still hold.
-	maxLostShare = 0.01
+	MaxLostShare = 0.01
 	// backlogShare is, with the pool, the backlog at the end of the run
 	// that still counts as keeping pace: max(pool, 1 % of the requests).
 	backlogShare = 0.01
 )
+
+// KeepsPace reports whether a class with arrivals kept pace with them:
+// at the end no more requests wait than max(pool, 1 % of its requests).
+// For a batch it means the batch is done in its window.
+func (c ClassRun) KeepsPace() bool {
+	return float64(c.Simulated.Backlog) <= math.Max(float64(c.Pool), backlogShare*float64(c.Simulated.Requests))
+}
 
 // check is one test of the verdict: whether it passed, a short name for
 // the summary, and the reason in words.
@@ -65,7 +73,7 @@ func (c *client) verdict(sm Simulated) SimulationVerdict {
 	switch share := ratio(sm.RateLimited, sends); {
 	case sm.RateLimited == 0:
 		add(true, "", "no 429s")
-	case share <= maxLimitedShare:
+	case share <= MaxLimitedShare:
 		add(true, "", "%s of %s sends answered 429 (%s, at most 1 %%), %s", count(sm.RateLimited), count(sends), pct(share), c.limitedSpan())
 	default:
 		add(false, "429s on "+pct(share)+" of sends", "%s of %s sends answered 429 (%s, over 1 %%), %s", count(sm.RateLimited), count(sends), pct(share), c.limitedSpan())
@@ -79,10 +87,10 @@ func (c *client) verdict(sm Simulated) SimulationVerdict {
 			parts = append(parts, fmt.Sprintf("%s gave up after 429s", count(sm.GaveUp)))
 		}
 		share := ratio(lost, sm.Requests)
-		add(share <= maxLostShare, "requests lost", "%s of %s requests lost (%s): %s", count(lost), count(sm.Requests), pct(share), strings.Join(parts, "; "))
+		add(share <= MaxLostShare, "requests lost", "%s of %s requests lost (%s): %s", count(lost), count(sm.Requests), pct(share), strings.Join(parts, "; "))
 	}
 	if c.arr != nil {
-		keeps := float64(sm.Backlog) <= math.Max(float64(c.cp.Pool), backlogShare*float64(sm.Requests))
+		keeps := ClassRun{Pool: c.cp.Pool, Simulated: sm}.KeepsPace()
 		if d := c.spec.Demand; d != nil && d.Requests > 0 && c.kind != ArrivalsReplay {
 			switch {
 			case keeps:
