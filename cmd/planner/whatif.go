@@ -19,8 +19,9 @@ import (
 func newWhatIfCmd(s streams) *cobra.Command {
 	var file, example string
 	var vary []string
+	var check bool
 	cmd := &cobra.Command{
-		Use:   "what-if (-f FILE | --example NAME) --vary PATH=V1,V2,... [--vary ...] [-o FORMAT] [--out PATH]",
+		Use:   "what-if (-f FILE | --example NAME) --vary PATH=V1,V2,... [--vary ...] [--check] [-o FORMAT] [--out PATH]",
 		Short: "Compare plans over varied fields of a scenario",
 		Long: "What-if plans every combination of one or two variations of a scenario and\n" +
 			"prints the grid that POST /v1/what-if returns: for each combination, every\n" +
@@ -28,13 +29,15 @@ func newWhatIfCmd(s streams) *cobra.Command {
 			"a JSON Pointer (RFC 6901) into the scenario and the values to put there,\n" +
 			"separated by commas: numbers, true or false, words, or JSON values such as\n" +
 			"{\"rps\": 2}. A value that makes the scenario invalid marks only its cell. At\n" +
-			"most " + strconv.Itoa(plan.MaxWhatIfCells) + " cells.",
+			"most " + strconv.Itoa(plan.MaxWhatIfCells) + " cells. With --check every cell's plan is also checked by its own\n" +
+			"short simulation, as planner plan checks a plan, and each class says whether it fits.",
 		Example: "  planner what-if --example chat --vary /quotas/0/tpm=500000,1000000,2000000\n" +
 			"  planner what-if -f scenario.yaml --vary /quotas/0/tpm=1e6,2e6 --vary /classes/0/max_tokens=400,800 -o json",
 		Args: usageArgs(cobra.NoArgs),
 	}
 	addScenarioFlags(cmd, &file, &example, "vary")
 	cmd.Flags().StringArrayVar(&vary, "vary", nil, "PATH=V1,V2,...: a JSON Pointer into the scenario and its values; once or twice")
+	cmd.Flags().BoolVar(&check, "check", false, "check every cell's plan by its own simulation (a simulation a cell)")
 	out := addOutputFlags(cmd, report.PlanFormats...)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := out.check(); err != nil {
@@ -48,7 +51,7 @@ func newWhatIfCmd(s streams) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		grid, err := newApp().WhatIf(cmd.Context(), sc, vars)
+		grid, err := newApp().WhatIf(cmd.Context(), sc, vars, check)
 		if err != nil {
 			return variationError(err, vary)
 		}
