@@ -166,7 +166,9 @@ func TestCheckRaisesMinPoolWhereItsSimulationBreaks(t *testing.T) {
 	if !c.Fits || !c.Check.Holds || c.Check.MinPoolRaisedFrom == nil || *c.Check.MinPoolRaisedFrom != 12 || out.Check.Rounds != 1 {
 		t.Fatalf("chat: fits %v, check %+v, rounds %d", c.Fits, c.Check, out.Check.Rounds)
 	}
-	if !slices.ContainsFunc(c.Warnings, func(w string) bool { return strings.HasPrefix(w, "min_pool raised from 12 to 19 by the plan's check: at a pool of 12 its own simulation broke") }) {
+	if !slices.ContainsFunc(c.Warnings, func(w string) bool {
+		return strings.HasPrefix(w, "min_pool raised from 12 to 19 by the plan's check: at a pool of 12 its own simulation broke")
+	}) {
 		t.Errorf("warnings %q", c.Warnings)
 	}
 	if p.Classes[0].Check != nil || p.Check != nil {

@@ -186,6 +186,12 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 	"classFacts":     classFacts,
 	"keyFacts":       keyFacts,
 	"settingsLine":   func(s simulate.SimulationSettings) string { return upperFirst(settingsLine(s)) },
+	"checkWord":      checkWord,
+	"checkLine":      checkLine,
+	"rates":          rates,
+	"legend":         func() string { return Legend },
+	"windowSpan":     windowSpan,
+	"windowClasses":  windowClasses,
 }).Parse(reportTemplateText))
 
 // htmlReport is the data of report.html.tmpl.

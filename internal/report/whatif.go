@@ -14,7 +14,8 @@ import (
 // WriteWhatIf writes a what-if grid in one of PlanFormats. The table and
 // the Markdown table have one row per cell and class: the cell's values
 // (one column per variation, headed by its path), then the class's pool,
-// binding constraint, min_pool and whether it fits; a cell whose values
+// binding constraint, min_pool and whether it is feasible, and for a
+// checked grid whether it fits and what its check saw break; a cell whose values
 // make the scenario invalid has one row with its problems. JSON and YAML
 // are the grid as POST /v1/what-if returns it.
 func WriteWhatIf(w io.Writer, g *plan.WhatIf, format string) error {
@@ -30,7 +31,13 @@ func WriteWhatIf(w io.Writer, g *plan.WhatIf, format string) error {
 	for _, v := range g.Variations {
 		head = append(head, v.Path)
 	}
-	head = append(head, "CLASS", "POOL", "BINDING", "MIN", "FITS")
+	checked := slices.ContainsFunc(g.Cells, func(c plan.Cell) bool {
+		return slices.ContainsFunc(c.Classes, func(cl plan.CellClass) bool { return cl.Fits != nil })
+	})
+	head = append(head, "CLASS", "POOL", "BINDING", "MIN", "FEASIBLE")
+	if checked {
+		head = append(head, "FITS", "CHECK")
+	}
 	for _, c := range g.Cells {
 		values := make([]string, len(c.Values))
 		for i, v := range c.Values {
@@ -41,11 +48,19 @@ func WriteWhatIf(w io.Writer, g *plan.WhatIf, format string) error {
 			for i, e := range c.Errors {
 				msgs[i] = e.Error()
 			}
-			rows = append(rows, append(values, "invalid: "+strings.Join(msgs, "; "), "", "", "", ""))
+			row := append(values, "invalid: "+strings.Join(msgs, "; "))
+			rows = append(rows, append(row, make([]string, len(head)-len(row))...))
 			continue
 		}
 		for _, cl := range c.Classes {
-			rows = append(rows, append(slices.Clone(values), cl.Name, fmt.Sprint(cl.Pool), cl.BindingConstraint, intOrDash(cl.MinPool), yesNo(cl.Feasible)))
+			row := append(slices.Clone(values), cl.Name, fmt.Sprint(cl.Pool), cl.BindingConstraint, intOrDash(cl.MinPool), yesNo(cl.Feasible))
+			if checked {
+				row = append(row, "-", "-")
+				if cl.Fits != nil {
+					row[len(row)-2], row[len(row)-1] = yesNo(*cl.Fits), missWords(cl.Misses)
+				}
+			}
+			rows = append(rows, row)
 		}
 	}
 	if md {
@@ -64,6 +79,18 @@ func WriteWhatIf(w io.Writer, g *plan.WhatIf, format string) error {
 		return err
 	}
 	return ew.err
+}
+
+// missWords names what a cell's check saw break, "holds" when nothing.
+func missWords(ms []plan.Miss) string {
+	if len(ms) == 0 {
+		return "holds"
+	}
+	names := make([]string, len(ms))
+	for i, m := range ms {
+		names[i] = fmt.Sprintf("%s +%s %%", m.Metric, fmtNum(m.OverPct))
+	}
+	return strings.Join(names, ", ")
 }
 
 // cellValue shows a varied value: a number or string as it is, anything
