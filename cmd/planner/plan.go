@@ -87,7 +87,7 @@ func checkFits(check bool, p *plan.Plan) error {
 	}
 	var unfit []string
 	for _, c := range p.Classes {
-		if !c.Fits {
+		if !c.Fitting() {
 			unfit = append(unfit, c.Name)
 		}
 	}

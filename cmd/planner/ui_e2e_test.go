@@ -290,7 +290,7 @@ func TestUIEndToEnd(t *testing.T) {
 			row.querySelector('[data-field=fits]').textContent.trim() + ' ' + row.querySelector('[data-field=check]').textContent.trim())`))
 		for i, c := range want.Classes {
 			fit, holds := "no", "breaks"
-			if c.Fits {
+			if c.Fitting() {
 				fit = "yes"
 			}
 			if c.Check.Holds {

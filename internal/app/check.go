@@ -86,7 +86,7 @@ func (a *App) check(ctx context.Context, s scenario.Scenario, p *plan.Plan, repl
 func fitting(p *plan.Plan) int {
 	n := 0
 	for _, c := range p.Classes {
-		if c.Fits {
+		if c.Fitting() {
 			n++
 		}
 	}
@@ -126,7 +126,8 @@ func (a *App) checked(ctx context.Context, s scenario.Scenario, p *plan.Plan, ro
 			c.Warnings = append(slices.Clone(c.Warnings), fmt.Sprintf("min_pool raised from %d to %d by the plan's check: %s", from, *c.MinPool, why[c.Name]))
 		}
 		analytic := predictedMisses(s.Classes[i], *c)
-		c.Fits = c.Feasible && len(analytic) == 0 && cc.Holds
+		fits := c.Feasible && len(analytic) == 0 && cc.Holds
+		c.Fits = &fits
 		if c.Feasible {
 			cc.Misses = append(cc.Misses, analytic...)
 		}
@@ -135,7 +136,7 @@ func (a *App) checked(ctx context.Context, s scenario.Scenario, p *plan.Plan, ro
 			ch.Holds = false
 			broken = append(broken, fmt.Sprintf("%s (%s)", c.Name, cc.Summary))
 		}
-		if c.Feasible && !c.Fits {
+		if c.Feasible && !fits {
 			out.Warnings = append(out.Warnings, fmt.Sprintf("class %s is feasible by the queueing model but does not fit by its own simulation: %s", c.Name, cc.Summary))
 		}
 	}

@@ -52,7 +52,7 @@ func consistent(t *testing.T, s scenario.Scenario, p *plan.Plan) {
 			t.Fatalf("%s carries no check", c.Name)
 		}
 		holds = holds && cc.Holds
-		if c.Fits && (!c.Feasible || !cc.Holds || len(cc.Misses) > 0) {
+		if c.Fitting() && (!c.Feasible || !cc.Holds || len(cc.Misses) > 0) {
 			t.Errorf("%s fits, but feasible %v, check %+v", c.Name, c.Feasible, cc)
 		}
 		if !cc.Holds && len(cc.Misses) == 0 {
@@ -122,7 +122,7 @@ func TestSupportChatFitsOnlyWhereItsSimulationHolds(t *testing.T) {
 	consistent(t, s, p)
 	c := p.Classes[0]
 	switch {
-	case c.Fits:
+	case c.Fitting():
 		if !c.Check.Holds || c.Check.TTFTP95Ms.Value-*c.Check.TTFTP95Ms.CI95 > 2500 {
 			t.Errorf("fits with a check %+v", c.Check)
 		}
@@ -163,8 +163,8 @@ func TestCheckRaisesMinPoolWhereItsSimulationBreaks(t *testing.T) {
 		t.Fatalf("floors asked for: %v, want one round raising chat above its pool of 12", asked)
 	}
 	c := out.Classes[0]
-	if !c.Fits || !c.Check.Holds || c.Check.MinPoolRaisedFrom == nil || *c.Check.MinPoolRaisedFrom != 12 || out.Check.Rounds != 1 {
-		t.Fatalf("chat: fits %v, check %+v, rounds %d", c.Fits, c.Check, out.Check.Rounds)
+	if !c.Fitting() || !c.Check.Holds || c.Check.MinPoolRaisedFrom == nil || *c.Check.MinPoolRaisedFrom != 12 || out.Check.Rounds != 1 {
+		t.Fatalf("chat: fits %v, check %+v, rounds %d", c.Fitting(), c.Check, out.Check.Rounds)
 	}
 	if !slices.ContainsFunc(c.Warnings, func(w string) bool {
 		return strings.HasPrefix(w, "min_pool raised from 12 to 19 by the plan's check: at a pool of 12 its own simulation broke")
@@ -197,8 +197,8 @@ func TestNightlyBatchIsCheckedAtNight(t *testing.T) {
 		t.Fatalf("runs %+v", p.Check.Runs)
 	}
 	n := p.Classes[1]
-	if !n.Fits || n.Check.StartHour != 22 || n.Check.BatchDone == nil || !*n.Check.BatchDone || n.Check.Requests == 0 {
-		t.Errorf("nightly: fits %v, check %+v", n.Fits, n.Check)
+	if !n.Fitting() || n.Check.StartHour != 22 || n.Check.BatchDone == nil || !*n.Check.BatchDone || n.Check.Requests == 0 {
+		t.Errorf("nightly: fits %v, check %+v", n.Fitting(), n.Check)
 	}
 }
 
@@ -234,7 +234,7 @@ func TestPropertyNoPlanFitsWhereItsCheckBreaks(t *testing.T) {
 			p := mustPlan(t, s)
 			consistent(t, s, p)
 			for _, c := range p.Classes {
-				if c.Fits {
+				if c.Fitting() {
 					fits++
 				}
 				if c.Feasible && !c.Check.Holds {

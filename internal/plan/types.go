@@ -121,7 +121,7 @@ type ClassPlan struct {
 	Ceilings          []Ceiling   `json:"ceilings"`
 	MinPool           *int        `json:"min_pool" doc:"Smallest pool that serves the demand within the SLO; null when no pool up to 100,000 does. Raised by the check where the plan's own simulation breaks below it."`
 	Feasible          bool        `json:"feasible" doc:"The analytic answer: 1 ≤ min_pool ≤ pool."`
-	Fits              bool        `json:"fits" doc:"Feasible, the predicted p95s within the SLO, and the plan's own simulation (check) holds."`
+	Fits              *bool       `json:"fits,omitempty" doc:"Feasible, the predicted p95s within the SLO, and the plan's own simulation (check) holds; absent from a plan that was not checked (stored by an earlier release)."`
 	Check             *ClassCheck `json:"check,omitempty" doc:"What the plan's own simulation saw of this class."`
 	Predicted         Predicted   `json:"predicted"`
 	Pacing            Pacing      `json:"pacing"`
@@ -135,6 +135,10 @@ type ClassPlan struct {
 	Explanation       string      `json:"explanation"`
 	Warnings          []string    `json:"warnings"`
 }
+
+// Fitting reports whether the class fits: its plan was checked and it
+// fits by the queueing model and by its own simulation.
+func (c ClassPlan) Fitting() bool { return c.Fits != nil && *c.Fits }
 
 // Ceiling is one upper bound on a class's pool.
 type Ceiling struct {

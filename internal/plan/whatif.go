@@ -160,7 +160,7 @@ func (e *Engine) planCell(ctx context.Context, base scenario.Scenario, ptrs []sc
 		for _, c := range p.Classes {
 			cc := CellClass{Name: c.Name, Pool: c.Pool, BindingConstraint: c.BindingConstraint, MinPool: c.MinPool, Feasible: c.Feasible}
 			if c.Check != nil {
-				cc.Fits = ptrTo(c.Fits)
+				cc.Fits = c.Fits
 				cc.Misses = c.Check.Misses
 			}
 			cell.Classes = append(cell.Classes, cc)

@@ -25,7 +25,7 @@ func WriteTable(w io.Writer, p *plan.Plan) error {
 	for _, c := range p.Classes {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			clip(c.Name, 16), c.Mode, clip(c.Quota, 12), c.Pool, intOrDash(c.MinPool), c.BindingConstraint,
-			yesNo(c.Fits), checkWord(c.Check), msOrDash(c.Predicted.TTFTP95Ms), msOrDash(c.Predicted.E2EP95Ms), rates(c))
+			fitWord(c.Fits), checkWord(c.Check), msOrDash(c.Predicted.TTFTP95Ms), msOrDash(c.Predicted.E2EP95Ms), rates(c))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -87,6 +87,14 @@ func rates(c plan.ClassPlan) string {
 		return fmtNum(d) + " / " + fmtNum(c.Predicted.ThroughputRPS)
 	}
 	return "- / " + fmtNum(c.Predicted.ThroughputRPS)
+}
+
+// fitWord is whether a class fits, - when its plan was not checked.
+func fitWord(fits *bool) string {
+	if fits == nil {
+		return "-"
+	}
+	return yesNo(*fits)
 }
 
 // checkWord is a class's check in a word: holds, breaks, or - when the

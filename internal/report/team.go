@@ -187,6 +187,7 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 	"keyFacts":       keyFacts,
 	"settingsLine":   func(s simulate.SimulationSettings) string { return upperFirst(settingsLine(s)) },
 	"checkWord":      checkWord,
+	"fitWord":        fitWord,
 	"checkLine":      checkLine,
 	"rates":          rates,
 	"legend":         func() string { return Legend },

@@ -23,7 +23,7 @@ function ceilingItem(cls, c) {
 function remedies(cls) {
   if (!cls.remedies || cls.remedies.length === 0) {
     if (!cls.feasible) return h('span', { class: 'hint', text: 'none found' });
-    return h('span', { class: 'hint', text: cls.fits ? 'none needed' : 'none: the queueing model fits; see the check' });
+    return h('span', { class: 'hint', text: cls.fits !== false ? 'none needed' : 'none: the queueing model fits; see the check' });
   }
   return h('ul', { class: 'remedies' }, cls.remedies.map((r) =>
     h('li', {}, h('span', { class: 'constraint', text: r.constraint }), ': ', r.change)));
@@ -53,7 +53,7 @@ function checkCell(cls) {
 function classRows(cls) {
   const cell = (field, label, ...content) => h('td', { 'data-field': field, 'data-label': label }, ...content);
   const p = cls.predicted;
-  return h('tbody', { 'data-class': cls.name, class: cls.fits ? undefined : 'infeasible' },
+  return h('tbody', { 'data-class': cls.name, class: cls.fits === true ? undefined : 'infeasible' },
     h('tr', {},
       h('th', { scope: 'row', 'data-label': 'Class' }, h('span', { class: 'class-name', text: cls.name }),
         h('span', { class: 'hint', text: `${cls.mode} · ${cls.quota}` })),
@@ -61,8 +61,8 @@ function classRows(cls) {
       cell('min_pool', 'Min pool (needed)', cls.min_pool === null ? 'none fits' : String(cls.min_pool)),
       cell('binding', 'Binding', h('mark', { class: 'binding', text: cls.binding_constraint }),
         cls.tied_constraints && cls.tied_constraints.length ? h('span', { class: 'hint', text: ` (tied: ${cls.tied_constraints.join(', ')})` }) : null),
-      cell('fits', 'Fits', h('span', { class: cls.fits ? 'ok' : 'bad', text: cls.fits ? 'yes' : 'no' }),
-        cls.feasible && !cls.fits ? h('span', { class: 'hint', text: ' (feasible by the model)' }) : null),
+      cell('fits', 'Fits', cls.fits === undefined ? h('span', { class: 'hint', text: '–' }) : h('span', { class: cls.fits ? 'ok' : 'bad', text: cls.fits ? 'yes' : 'no' }),
+        cls.feasible && cls.fits === false ? h('span', { class: 'hint', text: ' (feasible by the model)' }) : null),
       cell('check', 'Check', checkCell(cls)),
       cell('ttft', 'TTFT p95', ms(p.ttft_p95_ms)),
       cell('e2e', 'E2E p95', ms(p.e2e_p95_ms)),
