@@ -1,6 +1,9 @@
 package simulate
 
-import "fmt"
+import (
+	"fmt"
+	"sync"
+)
 
 // result assembles what the run measured, beside the plan.
 func (s *sim) result() *Simulation {
@@ -15,8 +18,18 @@ func (s *sim) result() *Simulation {
 		Quotas:   make([]KeyUse, len(s.keys)),
 		Warnings: []string{},
 	}
+	// Each class's percentiles and intervals are selections over up to
+	// options.Samples rows apiece, independent of the others': they are
+	// worked out on every core.
+	var wg sync.WaitGroup
 	for i, c := range s.clients {
-		res.Classes[i] = c.result()
+		for _, l := range []*level{&c.st.active, &c.st.queued, &c.st.window} {
+			l.advance(g, s.end) // the grid is not safe for concurrent use
+		}
+		wg.Go(func() { res.Classes[i] = c.result() })
+	}
+	wg.Wait()
+	for _, c := range s.clients {
 		if d := c.spec.Demand; d != nil && len(d.Profile) > 0 && c.kind != ArrivalsReplay {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("class %s follows its demand profile: the plan's figures are for its steady rate", c.spec.Name))
 		}
@@ -47,14 +60,13 @@ func (s *sim) result() *Simulation {
 	return res
 }
 
-// result is one class's figures, series and verdict.
+// result is one class's figures, series and verdict, once its levels are
+// advanced to the end of the run; it reads the run and writes nothing
+// but the class's own rows, so that classes are worked out at once.
 func (c *client) result() ClassRun {
 	s := c.s
 	g := s.grid
 	st := &c.st
-	for _, l := range []*level{&st.active, &st.queued, &st.window} {
-		l.advance(g, s.end)
-	}
 	cl := ClassRun{
 		Name: c.spec.Name, Mode: c.spec.Mode, Quota: c.spec.Quota, Endpoint: c.w.Endpoint, Arrivals: c.kind,
 		Pool: c.cp.Pool, Feasible: c.cp.Feasible, Predicted: c.cp.Predicted, PlanShed: c.cp.Shed,

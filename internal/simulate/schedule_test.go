@@ -1,6 +1,8 @@
 package simulate
 
 import (
+	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/plannerdev/planner/internal/scenario"
@@ -111,5 +113,29 @@ func TestOnSpans(t *testing.T) {
 	}
 	if got := onSpans(night, 10, 3600); len(got) != 0 {
 		t.Errorf("an hour from 10:00: %v, want none", got)
+	}
+}
+
+// TestGridIndexIsTheDivision: the grid's shortcut gives the interval the
+// division gives, for times near every edge and anywhere, in any order.
+func TestGridIndexIsTheDivision(t *testing.T) {
+	g := newGrid(86400, 360)
+	r := rand.New(rand.NewPCG(5, 6))
+	for k := range 20000 {
+		var x float64
+		switch k % 3 {
+		case 0:
+			x = r.Float64() * 90000
+		case 1:
+			x = float64(r.IntN(241)) * 360
+			for range r.IntN(4) {
+				x = math.Nextafter(x, math.Inf(2*r.IntN(2)-1))
+			}
+		default:
+			x = float64(k) * 4.3 // rising, as the clock does
+		}
+		if got, want := g.index(x), g.slowIndex(x); got != want {
+			t.Fatalf("index(%v) = %d, the division gives %d", x, got, want)
+		}
 	}
 }

@@ -201,15 +201,51 @@ func (l *level) means(g *grid) []float64 {
 type grid struct {
 	step, end float64
 	n         int
+	// The interval last asked for: every t in [lo, hi) is in it. Times
+	// asked for mostly rise with the clock, so that the next is most often
+	// there, found without a division.
+	cur    int
+	lo, hi float64
 }
 
 func newGrid(end, step float64) *grid {
 	return &grid{step: step, end: end, n: max(1, int(math.Ceil(end/step-1e-9)))}
 }
 
-// index is the interval that holds time t.
+// index is the interval that holds time t: min(n−1, ⌊t/step⌋), the
+// quotient as the division rounds it.
 func (g *grid) index(t float64) int {
+	if t >= g.lo && t < g.hi {
+		return g.cur
+	}
+	i := g.slowIndex(t)
+	g.cur, g.lo, g.hi = i, g.first(i), g.first(i+1)
+	return i
+}
+
+func (g *grid) slowIndex(t float64) int {
 	return min(g.n-1, max(0, int(t/g.step)))
+}
+
+// first is the smallest time whose interval is at least i, by the
+// rounding of slowIndex itself (near i·step, a few units in the last place
+// either way), so that index's shortcut agrees with it exactly: slowIndex
+// is monotone in t.
+func (g *grid) first(i int) float64 {
+	switch {
+	case i <= 0:
+		return math.Inf(-1)
+	case i >= g.n:
+		return math.Inf(1) // the last interval holds the rest
+	}
+	t := float64(i) * g.step
+	for g.slowIndex(t) >= i {
+		t = math.Nextafter(t, math.Inf(-1))
+	}
+	for g.slowIndex(t) < i {
+		t = math.Nextafter(t, math.Inf(1))
+	}
+	return t
 }
 
 // edge is the end of interval i.
