@@ -11,7 +11,7 @@ func (s *sim) result() *Simulation {
 	o := s.opts
 	res := &Simulation{
 		Settings: SimulationSettings{
-			DurationS: o.DurationS, Seed: *o.Seed, Pacing: !o.NoPacing, AIMD: o.AIMD, Refill: o.Refill,
+			DurationS: o.DurationS, StartHour: o.StartHour, Seed: *o.Seed, Pacing: !o.NoPacing, AIMD: o.AIMD, Refill: o.Refill,
 			RetryAfter: !o.NoRetryAfter, IntervalS: o.IntervalS, Intervals: g.n, MaxEvents: o.MaxEvents, Events: s.processed,
 		},
 		Classes:  make([]ClassRun, len(s.clients)),

@@ -15,6 +15,7 @@ type Simulation struct {
 // SimulationSettings are the options the run used, with every default filled in.
 type SimulationSettings struct {
 	DurationS  float64 `json:"duration_s" doc:"Simulated time, seconds."`
+	StartHour  float64 `json:"start_hour,omitempty" doc:"Time of day the run started at, hours after midnight UTC, for classes with a schedule."`
 	Seed       uint64  `json:"seed"`
 	Pacing     bool    `json:"pacing" doc:"Clients paced their sends with the plan's token bucket."`
 	AIMD       bool    `json:"aimd" doc:"Clients resized their pools with the plan's AIMD settings."`
