@@ -239,42 +239,20 @@ func (s *sim) run() error {
 	return nil
 }
 
-// Planner plans a scenario and models its classes' workloads, as a
-// plan.Engine does; a simulation runs that plan on that model.
-type Planner interface {
-	Plan(ctx context.Context, s scenario.Scenario) (*plan.Plan, error)
-	Modeller
-}
-
-// Modeller models a scenario's classes' workloads, as a plan.Engine does.
+// Modeller models a scenario's classes' workloads, as a plan.Engine does;
+// a simulation draws its requests from them.
 type Modeller interface {
 	Workloads(ctx context.Context, s scenario.Scenario) ([]plan.Workload, error)
 }
 
-// Run simulates the plan of a scenario, as eng plans it: its classes'
-// clients, the provider's quotas and the endpoints, for opts.DurationS
-// seconds of simulated time (docs/simulate.md). The same scenario and
-// options give the same result, to the byte once encoded. It returns
-// scenario.Errors for an invalid scenario, OptionErrors for invalid
-// options or a run that needs more than opts.MaxEvents events, and
-// ctx.Err() when ctx ends first.
-func Run(ctx context.Context, eng Planner, sc scenario.Scenario, opts Options) (*Simulation, error) {
-	if errs := sc.Check(); len(errs) > 0 {
-		return nil, errs
-	}
-	if errs := opts.withDefaults(sc).check(sc); len(errs) > 0 {
-		return nil, errs
-	}
-	p, err := eng.Plan(ctx, sc)
-	if err != nil {
-		return nil, fmt.Errorf("plan the scenario: %w", err)
-	}
-	return RunPlan(ctx, eng, sc, p, opts)
-}
-
-// RunPlan is Run of a given plan of the scenario, such as one planned with
-// raised min_pools: the plan's classes must be the scenario's, in its
-// order. It does not modify the plan.
+// RunPlan simulates a plan of a scenario (internal/app gives it the
+// checked plan): its classes' clients, the provider's quotas and the
+// endpoints, for opts.DurationS seconds of simulated time
+// (docs/simulate.md). The plan's classes must be the scenario's, in its
+// order; it is not modified. The same scenario, plan and options give the
+// same result, to the byte once encoded. It returns scenario.Errors for an
+// invalid scenario, OptionErrors for invalid options or a run that needs
+// more than opts.MaxEvents events, and ctx.Err() when ctx ends first.
 func RunPlan(ctx context.Context, eng Modeller, sc scenario.Scenario, p *plan.Plan, opts Options) (*Simulation, error) {
 	if errs := sc.Check(); len(errs) > 0 {
 		return nil, errs
