@@ -117,7 +117,7 @@ func (k *key) admit(now float64, c charge, iv int) (bool, float64) {
 		if fit, w := l.fits(now, c[l.dim]); !fit {
 			ok, wait = false, math.Max(wait, w)
 			l.limited++
-			l.peak[iv] = max(l.peak[iv], 1)
+			l.peak[iv] = math.Max(l.peak[iv], 1)
 		}
 	}
 	if !ok {
@@ -127,7 +127,7 @@ func (k *key) admit(now float64, c charge, iv int) (bool, float64) {
 	for _, l := range k.limits {
 		l.count(c[l.dim])
 		l.use[iv] += c[l.dim]
-		l.peak[iv] = max(l.peak[iv], l.fill())
+		l.peak[iv] = math.Max(l.peak[iv], l.fill())
 	}
 	return true, 0
 }
