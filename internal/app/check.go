@@ -137,6 +137,7 @@ func (a *App) checked(ctx context.Context, s scenario.Scenario, p *plan.Plan, ro
 			broken = append(broken, fmt.Sprintf("%s (%s)", c.Name, cc.Summary))
 		}
 		if c.Feasible && !fits {
+			c.NotFitting(cc.Summary)
 			out.Warnings = append(out.Warnings, fmt.Sprintf("class %s is feasible by the queueing model but does not fit by its own simulation: %s", c.Name, cc.Summary))
 		}
 	}

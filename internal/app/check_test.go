@@ -55,6 +55,9 @@ func consistent(t *testing.T, s scenario.Scenario, p *plan.Plan) {
 		if c.Fitting() && (!c.Feasible || !cc.Holds || len(cc.Misses) > 0) {
 			t.Errorf("%s fits, but feasible %v, check %+v", c.Name, c.Feasible, cc)
 		}
+		if !c.Fitting() && strings.Contains(c.Explanation, "it fits") {
+			t.Errorf("%s does not fit, and its explanation says it does: %q", c.Name, c.Explanation)
+		}
 		if !cc.Holds && len(cc.Misses) == 0 {
 			t.Errorf("%s: the check breaks without naming what", c.Name)
 		}
