@@ -249,6 +249,7 @@ func TestPropertyNoPlanFitsWhereItsCheckBreaks(t *testing.T) {
 	if fits == 0 || breaks == 0 {
 		t.Errorf("%d classes fit and %d feasible ones break: the scenarios should show both", fits, breaks)
 	}
+	t.Logf("%d classes fit; %d feasible ones break by their own simulation and do not", fits, breaks)
 }
 
 // randomScenario draws one or two keys shared by up to three classes.
