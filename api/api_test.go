@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/plannerdev/planner"
+	"github.com/plannerdev/planner/internal/app"
 	"github.com/plannerdev/planner/internal/config"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
@@ -36,7 +37,7 @@ func TestCreatePlanMatchesEngine(t *testing.T) {
 			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
 				t.Fatal(err)
 			}
-			want, err := plan.New(plan.Options{}).Plan(context.Background(), exampleScenario(t, name))
+			want, err := app.New(plan.New(plan.Options{})).Plan(context.Background(), exampleScenario(t, name))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,7 +69,7 @@ func TestCreatePlanThreeClasses(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
-	want, err := plan.New(plan.Options{}).Plan(context.Background(), exampleScenario(t, "three-classes"))
+	want, err := app.New(plan.New(plan.Options{})).Plan(context.Background(), exampleScenario(t, "three-classes"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func cellsOf(t *testing.T, body []byte) WhatIfResponse {
 // checkCell compares one cell's classes with the engine's plan of sc.
 func checkCell(t *testing.T, cell plan.Cell, sc scenario.Scenario) {
 	t.Helper()
-	want, err := plan.New(plan.Options{}).Plan(context.Background(), sc)
+	want, err := app.New(plan.New(plan.Options{})).Plan(context.Background(), sc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/plannerdev/planner"
+	"github.com/plannerdev/planner/internal/app"
 	"github.com/plannerdev/planner/internal/fakeendpoint"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
@@ -251,7 +252,7 @@ func TestUIEndToEnd(t *testing.T) {
 	tab := browser(t, ctx)
 
 	text, _ := planner.Example(e2eExample)
-	want, err := plan.New(plan.Options{}).Plan(context.Background(), testutil.Example(t, e2eExample))
+	want, err := app.New(plan.New(plan.Options{})).Plan(context.Background(), testutil.Example(t, e2eExample))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,6 +283,27 @@ func TestUIEndToEnd(t *testing.T) {
 		for i, c := range want.Classes {
 			if got[i].Name != c.Name || got[i].Pool != fmt.Sprint(c.Pool) || got[i].Binding != c.BindingConstraint {
 				t.Errorf("class %d on the page: %+v; the engine: %s pool %d bound by %s", i, got[i], c.Name, c.Pool, c.BindingConstraint)
+			}
+		}
+		// The check and the fit, and what the columns mean.
+		shown := read(t, tab, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#plan-body tbody[data-class]')].map((row) =>
+			row.querySelector('[data-field=fits]').textContent.trim() + ' ' + row.querySelector('[data-field=check]').textContent.trim())`))
+		for i, c := range want.Classes {
+			fit, holds := "no", "breaks"
+			if c.Fitting() {
+				fit = "yes"
+			}
+			if c.Check.Holds {
+				holds = "holds"
+			}
+			if i >= len(shown) || !strings.HasPrefix(shown[i], fit) || !strings.HasSuffix(shown[i], holds) {
+				t.Errorf("class %s shows %q; the API: fits %v, check holds %v", c.Name, shown, c.Fits, c.Check.Holds)
+			}
+		}
+		text := read(t, tab, chromedp.Evaluate[string](`document.querySelector('#plan-body').textContent`))
+		for _, s := range []string{"Pool is a cap", "Min pool is the least pool", "req/s is the demand against", "Check: " + want.Check.Summary} {
+			if !strings.Contains(text, s) {
+				t.Errorf("the plan on the page lacks %q", s)
 			}
 		}
 	})

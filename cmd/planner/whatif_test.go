@@ -62,7 +62,7 @@ func TestWhatIfTable(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	want := [][]string{
-		{"/quotas/0/tpm", "CLASS", "POOL", "BINDING", "MIN", "FITS"},
+		{"/quotas/0/tpm", "CLASS", "POOL", "BINDING", "MIN", "FEASIBLE"},
 		{"200,000", "chat", "7", "tpm", "12", "NO"},
 		{"2,000,000", "chat", "78", "tpm", "12", "yes"},
 	}
@@ -73,6 +73,14 @@ func TestWhatIfTable(t *testing.T) {
 		if got := strings.Fields(lines[i]); !reflect.DeepEqual(got, w) {
 			t.Errorf("line %d: %q, want %q", i+1, got, w)
 		}
+	}
+	// Checked, each cell says whether the class fits and what its check
+	// saw: the infeasible cell fits no more than it is feasible.
+	code, out, errOut = execute(t, "", "what-if", "--example", "chat", "--vary", "/quotas/0/tpm=200000,2000000", "--check")
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	if code != exitOK || len(lines) != 3 || !reflect.DeepEqual(strings.Fields(lines[0]), append(want[0], "FITS", "CHECK")) ||
+		strings.Fields(lines[1])[6] != "NO" || strings.Fields(lines[2])[6] != "yes" || strings.Fields(lines[2])[7] != "holds" {
+		t.Errorf("exit %d (%s), checked table:\n%s", code, errOut, out)
 	}
 }
 

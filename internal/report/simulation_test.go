@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
 	"github.com/plannerdev/planner/internal/simulate"
 )
@@ -19,7 +18,7 @@ import (
 func backfillRun(t *testing.T) (ReportInput, *simulate.Simulation) {
 	t.Helper()
 	sc, p := examplePlan(t, "backfill")
-	r, err := simulate.Run(context.Background(), plan.New(plan.Options{}), sc, simulate.Options{DurationS: 600, IntervalS: 10, NoPacing: true})
+	r, err := newApp().Simulate(context.Background(), sc, simulate.Options{DurationS: 600, IntervalS: 10, NoPacing: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@
 // (shapes and ranges); Check adds the rules that span fields.
 package scenario
 
+import "math"
+
 // Scenario is everything a plan needs.
 type Scenario struct {
 	Quotas  []Quota `json:"quotas" nullable:"false" minItems:"1" maxItems:"32" doc:"One entry per API key or deployment."`
@@ -146,21 +148,48 @@ type Dist struct {
 
 // Class is one kind of work with its own pool.
 type Class struct {
-	Name                string   `json:"name" minLength:"1" maxLength:"64" pattern:"^[A-Za-z0-9][A-Za-z0-9._-]*$" example:"chat"`
-	Quota               string   `json:"quota" minLength:"1" maxLength:"64" doc:"Name of the quota (API key) the class uses."`
-	Mode                string   `json:"mode" enum:"interactive,semi,batch" doc:"Sets the priority and the knee safety factor."`
-	Demand              *Demand  `json:"demand,omitempty" doc:"Arrival rate; without it the class runs as fast as its share allows."`
-	InputTokens         Dist     `json:"input_tokens"`
-	OutputTokens        Dist     `json:"output_tokens"`
-	MaxTokens           int      `json:"max_tokens,omitempty" minimum:"1" maximum:"10000000" doc:"Cap on output tokens; required when the quota counts max_tokens."`
-	SLO                 *SLO     `json:"slo,omitempty"`
-	Endpoint            string   `json:"endpoint,omitempty" maxLength:"64" doc:"Name of the endpoint the class sends to (one of endpoints); without it, the default endpoint of the top-level latency."`
-	Latency             *Latency `json:"latency,omitempty" doc:"A latency profile of this class's own: an endpoint that no other class shares. Give endpoint or latency, not both."`
-	Weight              float64  `json:"weight,omitempty" exclusiveMinimum:"0" maximum:"1e6" default:"1" doc:"Share of a quota among classes of equal standing."`
-	Priority            int      `json:"priority,omitempty" minimum:"-1000" maximum:"1000" doc:"Order within a mode under priority allocation; lower goes first."`
-	CachedInputFraction float64  `json:"cached_input_fraction,omitempty" minimum:"0" maximum:"1" doc:"Fraction of input tokens served from the provider's prompt cache: not counted against itpm where the key's cached_input_free says so, and billed at its price's cached_input_per_mtok."`
-	CacheWriteFraction  float64  `json:"cache_write_fraction,omitempty" minimum:"0" maximum:"1" doc:"Fraction of input tokens written into the provider's prompt cache, billed at the key's cache_write_per_mtok; with cached_input_fraction at most 1. It changes the cost only."`
-	ArrivalSCV          *float64 `json:"arrival_scv,omitempty" minimum:"0" maximum:"100" doc:"Squared coefficient of variation of inter-arrival times: 1 (the default) for Poisson arrivals, 0 for evenly paced ones."`
+	Name                string    `json:"name" minLength:"1" maxLength:"64" pattern:"^[A-Za-z0-9][A-Za-z0-9._-]*$" example:"chat"`
+	Quota               string    `json:"quota" minLength:"1" maxLength:"64" doc:"Name of the quota (API key) the class uses."`
+	Mode                string    `json:"mode" enum:"interactive,semi,batch" doc:"Sets the priority and the knee safety factor."`
+	Demand              *Demand   `json:"demand,omitempty" doc:"Arrival rate; without it the class runs as fast as its share allows."`
+	InputTokens         Dist      `json:"input_tokens"`
+	OutputTokens        Dist      `json:"output_tokens"`
+	MaxTokens           int       `json:"max_tokens,omitempty" minimum:"1" maximum:"10000000" doc:"Cap on output tokens; required when the quota counts max_tokens."`
+	SLO                 *SLO      `json:"slo,omitempty"`
+	Endpoint            string    `json:"endpoint,omitempty" maxLength:"64" doc:"Name of the endpoint the class sends to (one of endpoints); without it, the default endpoint of the top-level latency."`
+	Latency             *Latency  `json:"latency,omitempty" doc:"A latency profile of this class's own: an endpoint that no other class shares. Give endpoint or latency, not both."`
+	Weight              float64   `json:"weight,omitempty" exclusiveMinimum:"0" maximum:"1e6" default:"1" doc:"Share of a quota among classes of equal standing."`
+	Priority            int       `json:"priority,omitempty" minimum:"-1000" maximum:"1000" doc:"Order within a mode under priority allocation; lower goes first."`
+	CachedInputFraction float64   `json:"cached_input_fraction,omitempty" minimum:"0" maximum:"1" doc:"Fraction of input tokens served from the provider's prompt cache: not counted against itpm where the key's cached_input_free says so, and billed at its price's cached_input_per_mtok."`
+	CacheWriteFraction  float64   `json:"cache_write_fraction,omitempty" minimum:"0" maximum:"1" doc:"Fraction of input tokens written into the provider's prompt cache, billed at the key's cache_write_per_mtok; with cached_input_fraction at most 1. It changes the cost only."`
+	ArrivalSCV          *float64  `json:"arrival_scv,omitempty" minimum:"0" maximum:"100" doc:"Squared coefficient of variation of inter-arrival times: 1 (the default) for Poisson arrivals, 0 for evenly paced ones."`
+	Schedule            *Schedule `json:"schedule,omitempty" doc:"The hours of each day the class runs (UTC); without it, all day. Classes whose hours do not overlap share no per-minute limit or endpoint budget, and daily limits count each class's use over its own hours."`
+}
+
+// Schedule is the part of every day a class runs: Hours hours from
+// StartHour, in UTC, past midnight when it ends after 24:00 (start_hour 22
+// for 6 hours runs from 22:00 to 04:00).
+type Schedule struct {
+	StartHour float64 `json:"start_hour" minimum:"0" exclusiveMaximum:"24" doc:"When the class starts each day, hours after midnight UTC (22.5 is 22:30)." example:"22"`
+	Hours     float64 `json:"hours" exclusiveMinimum:"0" maximum:"24" doc:"How many hours it runs from then; 24 is all day." example:"6"`
+}
+
+// Covers reports whether hour h of the day (0 ≤ h < 24) lies in the
+// schedule; a nil schedule covers the whole day.
+func (s *Schedule) Covers(h float64) bool {
+	if s == nil || s.Hours >= 24 {
+		return true
+	}
+	d := math.Mod(h-s.StartHour+24, 24)
+	return d < s.Hours
+}
+
+// HoursPerDay is how many hours a day the schedule runs, 24 for nil.
+func (s *Schedule) HoursPerDay() float64 {
+	if s == nil {
+		return 24
+	}
+	return min(24, s.Hours)
 }
 
 // Demand is a class's arrival rate: exactly one of rps, rpm, or a batch of

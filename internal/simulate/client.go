@@ -24,7 +24,6 @@ type request struct {
 	sentAt       float64 // the last send
 	admitIv      int     // the interval of its admission
 	ttftAt       float64 // the first token of the attempt that succeeded
-	timer        *event  // the admission timer while queued
 	queued, gone bool    // waiting for a slot; shed
 }
 
@@ -40,6 +39,7 @@ type client struct {
 	ep    *endpoint
 	key   *key
 	arr   arrivals // nil for a closed loop
+	on    []span   // when its schedule lets it run: a closed loop starts requests only then
 	kind  string
 	meanS float64 // the plan's mean service time at the pool, seconds
 
@@ -47,12 +47,15 @@ type client struct {
 	queue []*request
 	head  int
 	wait  float64 // the plan's max queue wait; +Inf without one
+	// timed is set while an admission timer is in the event queue: one a
+	// class, due no later than the head of the queue reaches the wait.
+	timed bool
 
 	pacing bool
 	tokens quota.Bucket // the pacing bucket: burst tokens, refilled at the pacing rate
 	tokT   float64      // the time of its last refill
-	wake   *event
-	resend []*request // retries that hold a slot and wait for a token
+	waking bool         // a wake-up for the next token is scheduled
+	resend []*request   // retries that hold a slot and wait for a token
 
 	aimd    bool
 	window  float64
@@ -79,10 +82,19 @@ type stats struct {
 	limitedIv, shedIv, doneIv                                 []int
 }
 
+// sent records a request's wait for its first send, at time now.
+func (st *stats) sent(now, wait float64) {
+	st.waitSum += wait
+	st.waitN++
+	section := st.waitBatches.section(now)
+	st.waits.add(wait, section)
+	st.waitBatches.add(section, wait)
+}
+
 func newClient(s *sim, i int, spec scenario.Class, cp *plan.ClassPlan, w plan.Workload, ep *endpoint, k *key, seed uint64) *client {
 	n := s.grid.n
 	c := &client{
-		s: s, spec: spec, cp: cp, w: w, base: w.At(1), ep: ep, key: k,
+		s: s, spec: spec, cp: cp, w: w, base: *w.At(1), ep: ep, key: k,
 		meanS: cp.Predicted.MeanServiceMs / 1000, wait: math.Inf(1),
 		pacing: !s.opts.NoPacing,
 		tokens: quota.NewBucket(float64(cp.Pacing.Burst), cp.Pacing.RateRPS, tokenSlack, false),
@@ -107,8 +119,8 @@ func newClient(s *sim, i int, spec scenario.Class, cp *plan.ClassPlan, w plan.Wo
 	}
 	samples := rand.New(stream(seed, i, streamSamples))
 	c.st = stats{
-		waits:       reservoir[float64]{cap: s.opts.Samples, rng: samples},
-		latency:     reservoir[[2]float64]{cap: s.opts.Samples, rng: samples},
+		waits:       reservoir[float64]{cap: s.opts.Samples, rng: samples, hint: s.opts.Samples},
+		latency:     reservoir[[2]float64]{cap: s.opts.Samples, rng: samples, hint: s.opts.Samples},
 		waitBatches: newBatchMeans(s.end),
 		active:      level{sum: make([]float64, n)},
 		queued:      level{sum: make([]float64, n)},
@@ -135,7 +147,8 @@ func (c *client) slots() int {
 // is known, all from the class's own stream.
 func (c *client) newRequest() *request {
 	g := c.reqRNG
-	r := &request{arrival: c.s.now}
+	r := c.s.spareRequest()
+	r.arrival = c.s.now
 	r.in, r.out = c.base.In.Sample(g.NormFloat64()), c.base.Out.Sample(g.NormFloat64())
 	r.zTTFT, r.zTPOT = g.NormFloat64(), g.NormFloat64()
 	out := c.maxTokens // output is counted at admission only under max_tokens accounting
@@ -153,8 +166,9 @@ func (c *client) arrive() {
 	c.queue = append(c.queue, r)
 	c.setQueued(1)
 	c.dispatch()
-	if r.queued && !math.IsInf(c.wait, 1) {
-		r.timer = c.s.at(c.s.now+c.wait, evShed, c, r)
+	if r.queued && !c.timed && !math.IsInf(c.wait, 1) {
+		c.timed = true
+		c.s.at(r.arrival+c.wait, evShed, c, nil)
 	}
 	if t, ok := c.arr.next(); ok {
 		c.s.at(t, evArrival, c, nil)
@@ -181,7 +195,7 @@ func (c *client) dispatch() {
 		}
 		var r *request
 		if c.arr == nil {
-			if !c.paced() {
+			if !c.scheduled() || !c.paced() {
 				return
 			}
 			r = c.newRequest()
@@ -209,7 +223,7 @@ func (c *client) peek() *request {
 	return c.queue[c.head]
 }
 
-// pop takes the first waiting request off the queue and disarms its timer.
+// pop takes the first waiting request off the queue.
 func (c *client) pop() *request {
 	r := c.peek()
 	c.queue[c.head] = nil
@@ -219,10 +233,23 @@ func (c *client) pop() *request {
 		c.head = 0
 	}
 	r.queued = false
-	c.s.cancel(r.timer)
-	r.timer = nil
 	c.setQueued(-1)
 	return r
+}
+
+// scheduled reports whether the class's schedule lets it start a request
+// now; otherwise it schedules a wake-up for its next hours in the run.
+func (c *client) scheduled() bool {
+	now := c.s.now
+	t, ok := nextOn(c.on, now)
+	if ok && t <= now {
+		return true
+	}
+	if ok && !c.waking {
+		c.waking = true
+		c.s.at(t, evWake, c, nil)
+	}
+	return false
 }
 
 // paced takes a pacing token when one is due and reports whether it did;
@@ -239,8 +266,9 @@ func (c *client) paced() bool {
 		c.tokens.Take(1)
 		return true
 	}
-	if c.wake == nil {
-		c.wake = c.s.at(now+c.tokens.Wait(1), evWake, c, nil)
+	if !c.waking {
+		c.waking = true
+		c.s.at(now+c.tokens.Wait(1), evWake, c, nil)
 	}
 	return false
 }
@@ -254,11 +282,7 @@ func (c *client) send(r *request) {
 	r.attempts++
 	r.sentAt = now
 	if r.attempts == 1 {
-		w := now - r.arrival
-		c.st.waitSum += w
-		c.st.waitN++
-		c.st.waits.add(w)
-		c.st.waitBatches.add(now, w)
+		c.st.sent(now, now-r.arrival)
 	}
 	iv := s.grid.index(now)
 	ok, retryAfter := c.key.admit(now, r.charge, iv)
@@ -334,9 +358,10 @@ func (c *client) done(r *request) {
 	if e2e <= c.goodBy {
 		c.st.good++
 	}
-	c.st.latency.add([2]float64{r.ttftAt - r.arrival, e2e})
+	c.st.latency.add([2]float64{r.ttftAt - r.arrival, e2e}, c.st.waitBatches.section(now))
 	c.grow()
 	c.release()
+	c.s.spare = append(c.s.spare, r) // nothing refers to it any more
 }
 
 // release frees a slot and sends what may go.
@@ -345,13 +370,39 @@ func (c *client) release() {
 	c.dispatch()
 }
 
-// shed drops a request that waited the plan's max queue wait for a slot.
-func (c *client) shed(r *request) {
-	r.timer = nil
+// shedDue handles the class's admission timer at time now: it reports
+// whether the head of the queue has waited the plan's max queue wait, and
+// otherwise moves the timer on to when the head will have (FIFO: no
+// request behind the head reaches it sooner), or disarms it when nothing
+// waits. One timer a class, rather than one a queued request, keeps the
+// event queue short; a request is shed at the same time either way.
+func (c *client) shedDue(now float64) bool {
+	r := c.peek()
+	if r == nil {
+		c.timed = false
+		return false
+	}
+	due := r.arrival + c.wait
+	if due <= now {
+		return true
+	}
+	c.s.at(due, evShed, c, nil)
+	return false
+}
+
+// shed drops the head of the queue, which has waited the plan's max queue
+// wait, and moves the timer on.
+func (c *client) shed() {
+	r := c.peek()
 	r.queued, r.gone = false, true
 	c.setQueued(-1)
 	c.st.shed++
 	c.st.shedIv[c.s.grid.index(c.s.now)]++
+	c.timed = false
+	if next := c.peek(); next != nil {
+		c.timed = true
+		c.s.at(next.arrival+c.wait, evShed, c, nil)
+	}
 }
 
 func (c *client) setQueued(d float64) {
