@@ -166,7 +166,7 @@ func BenchmarkProbeStreams(b *testing.B) {
 
 // BenchmarkSearchAgainstLadder runs the default ladder 1, 2, 4, … 4 ×
 // slots and the knee search up to the same top against a simulator on
-// 127.0.0.1 with real sockets and a real clock, for 4, 8, 16 and 64
+// 127.0.0.1 with real sockets and a real clock, for 4, 8, 12, 16 and 64
 // slots: requests of 8 tokens (ignore_eos) taking 270 ms below the slot
 // count (TTFT 200 ms, 10 ms per token, no growth), 100 ms between steps.
 // Metrics: the knee of each and the search's knee_refined; requests
@@ -175,7 +175,7 @@ func BenchmarkProbeStreams(b *testing.B) {
 //
 //	go test ./internal/probe -run '^$' -bench SearchAgainstLadder -benchtime 1x
 func BenchmarkSearchAgainstLadder(b *testing.B) {
-	for _, slots := range []int{4, 8, 16, 64} {
+	for _, slots := range []int{4, 8, 12, 16, 64} {
 		b.Run(fmt.Sprintf("slots=%d", slots), func(b *testing.B) {
 			_, base := startSim(b, fakeendpoint.Config{MaxNumSeqs: slots, TTFT: 200 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth})
 			var ladder []int

@@ -113,10 +113,13 @@ func (r *runner) analyze() measure.Result {
 
 // stepSpec shapes a closed-loop step.
 type stepSpec struct {
-	n        int  // requests to send: a fixed step's size, an adaptive step's cap
-	adaptive bool // end once the goodput interval is within ±5 % (after MinAdaptive measured requests)
-	extend   bool // a fixed step whose gain over the step before is ambiguous at n sends goes on for n more, once
-	refine   bool // a refinement step of a knee search
+	n int // requests to send: a fixed step's size, an adaptive step's cap
+	// precision, when positive, makes the step adaptive: it ends once the
+	// relative half-width of its goodput interval is within it (after
+	// MinAdaptive measured requests).
+	precision float64
+	extend    bool // a fixed step whose gain over the step before is ambiguous at n sends goes on for n more, once
+	refine    bool // a refinement step of a knee search
 }
 
 // maxStartSpread bounds how long a step takes to open all its workers.
@@ -148,6 +151,7 @@ func (r *runner) closedStep(ctx context.Context, c int, spec stepSpec) []measure
 				}
 				rec, ok := r.request(ctx, stepKey{c: c}, i, i < st.warmup, spec.refine)
 				if !ok {
+					st.finish(i)
 					return
 				}
 				st.add(rec)
@@ -182,11 +186,17 @@ type stepState struct {
 	precise  bool // an adaptive step ended by its precision
 	extended bool
 	recs     []measure.Record
+	// ended[i] marks send i finished (recorded, or refused by the
+	// budget), and sent counts the sends 0..sent−1 that all have: the
+	// requests an adaptive step's precision is measured on.
+	ended   []bool
+	sent    int
+	scratch analysis.Scratch
 }
 
 // admit hands out the index of the next send, or false when the step has
 // sent enough: an adaptive step once it has MinAdaptive(c) measured sends
-// and the requests finished so far know its goodput within ±5 %; any
+// and the requests finished so far know its goodput within its precision; any
 // step at its limit, which a step whose gain is ambiguous doubles once
 // when the budget has room for it.
 func (s *stepState) admit() (int, bool) {
@@ -196,8 +206,8 @@ func (s *stepState) admit() (int, bool) {
 		return 0, false
 	}
 	i := s.next
-	if s.spec.adaptive && i >= s.warmup+analysis.MinAdaptive(s.c) {
-		if rel, _ := analysis.Precision(s.recs, s.c, s.r.opts.DeadlineMs); rel <= analysis.TargetPrecision {
+	if s.spec.precision > 0 && i >= s.warmup+analysis.MinAdaptive(s.c) {
+		if rel, _ := analysis.Precision(s.recs, s.c, s.r.opts.DeadlineMs, s.sent, &s.scratch); rel <= s.spec.precision {
 			s.stopped, s.precise = true, true
 			return 0, false
 		}
@@ -218,7 +228,30 @@ func (s *stepState) admit() (int, bool) {
 func (s *stepState) add(rec measure.Record) {
 	s.mu.Lock()
 	s.recs = append(s.recs, rec)
+	s.ended = markEnded(s.ended, rec.Index)
+	for s.sent < len(s.ended) && s.ended[s.sent] {
+		s.sent++
+	}
 	s.mu.Unlock()
+}
+
+// finish marks send i finished without a record (the budget refused it).
+func (s *stepState) finish(i int) {
+	s.mu.Lock()
+	s.ended = markEnded(s.ended, i)
+	for s.sent < len(s.ended) && s.ended[s.sent] {
+		s.sent++
+	}
+	s.mu.Unlock()
+}
+
+// markEnded sets ended[i], growing ended as needed.
+func markEnded(ended []bool, i int) []bool {
+	for len(ended) <= i {
+		ended = append(ended, false)
+	}
+	ended[i] = true
+	return ended
 }
 
 // lastStep is the last closed-loop step measured before a refinement, nil
