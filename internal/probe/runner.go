@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,6 +26,7 @@ var errDurationBudget = errors.New("the time budget is spent")
 // runner is the state of one run.
 type runner struct {
 	cfg     Config
+	frame   bodyFrame
 	opts    analysis.Options
 	sender  *sender
 	prompts *prompts
@@ -59,18 +61,36 @@ func Run(ctx context.Context, cfg Config, obs Observer) (*Result, error) {
 		return nil, fmt.Errorf("probe configuration: %w", fieldpath.Errors(errs))
 	}
 	cfg = cfg.WithDefaults()
-	endpoint, err := cfg.endpoint()
+	m := cfg.mode()
+	concs := m.concurrencies()
+	r, err := newRunner(cfg, obs, concs[len(concs)-1])
 	if err != nil {
 		return nil, fmt.Errorf("probe configuration: %w", err)
 	}
-	m := cfg.mode()
-	concs := m.concurrencies()
-	tr := newTransport(concs[len(concs)-1], cfg.DialContext, cfg.tlsConfig)
-	defer tr.CloseIdleConnections()
+	defer r.close()
 
+	runCtx, cancel := context.WithTimeoutCause(ctx, cfg.Budget.maxDuration(), errDurationBudget)
+	defer cancel()
+	reason, detail := m.run(runCtx, r)
+	return r.result(reason, detail), nil
+}
+
+// newRunner prepares a run of cfg, its defaults applied, whose largest
+// step has top requests in flight.
+func newRunner(cfg Config, obs Observer, top int) (*runner, error) {
+	endpoint, err := cfg.endpoint()
+	if err != nil {
+		return nil, err
+	}
+	frame, err := newFrame(cfg)
+	if err != nil {
+		return nil, err
+	}
+	tr := newTransport(top, cfg.DialContext, cfg.tlsConfig)
 	t0 := time.Now()
 	r := &runner{
 		cfg:     cfg,
+		frame:   frame,
 		opts:    cfg.AnalysisOptions(),
 		prompts: newPrompts(cfg.Prompts, cfg.inputTokens(), strconv.FormatInt(t0.UnixNano(), 36)),
 		budget:  &budget{maxRequests: cfg.Budget.MaxRequests.Or(0), maxTokens: cfg.Budget.MaxTokens.Or(0)},
@@ -96,12 +116,11 @@ func Run(ctx context.Context, cfg Config, obs Observer) (*Result, error) {
 			r.sender.keyValue = "Bearer " + cfg.APIKey
 		}
 	}
-
-	runCtx, cancel := context.WithTimeoutCause(ctx, cfg.Budget.maxDuration(), errDurationBudget)
-	defer cancel()
-	reason, detail := m.run(runCtx, r)
-	return r.result(reason, detail), nil
+	return r, nil
 }
+
+// close closes the run's idle connections.
+func (r *runner) close() { r.sender.client.CloseIdleConnections() }
 
 // analyze judges the steps so far.
 func (r *runner) analyze() measure.Result {
@@ -306,13 +325,7 @@ func (r *runner) request(ctx context.Context, k stepKey, idx int, warmup, refine
 	if !r.budget.admit(reserve) {
 		return measure.Record{}, false
 	}
-	body, err := r.body(in)
-	if err != nil {
-		r.budget.settle(reserve, 0)
-		base.ErrorClass, base.StartS = measure.ErrClient, time.Since(r.t0).Seconds()
-		return r.keep(base, err.Error()), true
-	}
-	rep := r.sender.send(ctx, body)
+	rep := r.sender.send(ctx, r.appendBody(nil, in))
 	rec = base
 	rec.StartS = rep.start.Sub(r.t0).Seconds()
 	rec.Status, rec.ErrorClass, rec.Attempts = rep.status, rep.class, rep.attempts
@@ -341,20 +354,39 @@ func (r *runner) request(ctx context.Context, k stepKey, idx int, warmup, refine
 	return r.keep(rec, rep.msg), true
 }
 
-// body is the request body of an input, its prompt built.
-func (r *runner) body(in input) ([]byte, error) {
-	in, err := r.prompts.build(in)
-	if err != nil {
-		return nil, err
-	}
-	body, err := json.Marshal(chatRequest{
-		Model: r.cfg.Model, Messages: in.messages, MaxTokens: r.cfg.maxTokens(), Stream: true,
-		StreamOptions: streamOptions{IncludeUsage: true}, IgnoreEOS: r.cfg.IgnoreEOS,
+// appendBody appends the request body of an input to dst: the body's
+// frame around the input's messages, byte for byte what encoding/json
+// writes of a chatRequest.
+func (r *runner) appendBody(dst []byte, in input) []byte {
+	dst = append(dst, r.frame.head...)
+	dst = r.prompts.appendMessages(dst, in)
+	return append(dst, r.frame.tail...)
+}
+
+// bodyFrame is a run's request body without its messages: what comes
+// before them and after them.
+type bodyFrame struct{ head, tail []byte }
+
+// messagesMark stands for the messages in the body that newFrame encodes.
+const messagesMark = `,"messages":0`
+
+// newFrame encodes the run's request body around a placeholder for the
+// messages and cuts it there. The placeholder cannot occur earlier: the
+// model before it is a JSON string, whose quotes are escaped.
+func newFrame(cfg Config) (bodyFrame, error) {
+	b, err := json.Marshal(chatRequest{
+		Model: cfg.Model, Messages: json.RawMessage("0"), MaxTokens: cfg.maxTokens(), Stream: true,
+		StreamOptions: streamOptions{IncludeUsage: true}, IgnoreEOS: cfg.IgnoreEOS,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("encoding the request: %w", err)
+		return bodyFrame{}, fmt.Errorf("encoding the request: %w", err)
 	}
-	return body, nil
+	i := bytes.Index(b, []byte(messagesMark))
+	if i < 0 {
+		return bodyFrame{}, fmt.Errorf("encoding the request: no messages in %s", b)
+	}
+	cut := i + len(messagesMark) - 1
+	return bodyFrame{head: b[:cut], tail: b[cut+1:]}, nil
 }
 
 // keep stores a finished request and shows it to the observer.
