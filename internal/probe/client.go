@@ -81,6 +81,7 @@ type sender struct {
 	limits      *rateLimitLog
 	budget      *budget
 	redact      *redact.Redactor
+	names       nameCache
 }
 
 // reply is the outcome of one request. The stream's times are from the
@@ -187,7 +188,7 @@ func (s *sender) attempt(runCtx, ctx context.Context, body []byte, r *reply) (wa
 		return 0, false
 	}
 	r.class, r.msg = "", ""
-	st, err := readStream(resp.Body, r.last)
+	st, err := readStream(resp.Body, r.last, &s.names)
 	r.stream, r.end = st, r.last.Sub(r.start)+st.end
 	switch {
 	case err != nil:

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -340,7 +339,7 @@ func (r *runner) request(ctx context.Context, k stepKey, idx int, warmup, refine
 		rec.TTFTMs = ms(st.ttft)
 		rec.OutputTokens, rec.OutputEstimated = st.outputTokens()
 		rec.InputTokens = st.prompt
-		rec.ServedModel = r.sender.redact.String(strings.Join(st.servedModels(), measure.ServedModelSep))
+		rec.ServedModel = r.sender.names.served(st, r.sender.redact)
 		used = reserve - r.cfg.maxTokens() + rec.OutputTokens
 		if st.usage {
 			used = st.prompt + st.completion
