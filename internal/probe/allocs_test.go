@@ -3,8 +3,14 @@ package probe
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"net/http"
 	"testing"
 	"time"
+
+	"github.com/plannerdev/planner/internal/fakeendpoint"
+	"github.com/plannerdev/planner/internal/measure"
+	"github.com/plannerdev/planner/internal/optional"
 )
 
 // TestReadStreamAllocatesNothing: reading a stream whose chunks carry a
@@ -56,4 +62,83 @@ func TestReadStreamAllocatesNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRequestAllocatesNoMoreThanNetHTTP: in a steady run, the probe's
+// request path (prompt, body, deadline, connection timing, SSE reading,
+// chunk scanning, the row) allocates no more than a bare net/http client
+// that copies the same answers to io.Discard, per request and per chunk.
+// Both run against one simulator in this process, whose own allocations
+// count alike for both (BenchmarkRequestAllocs counts the client's alone).
+func TestRequestAllocatesNoMoreThanNetHTTP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("counts allocations over real sockets")
+	}
+	if raceDetector {
+		t.Skip("the race detector's sync.Pool drops items at random")
+	}
+	_, base := startSim(t, fastSim)
+	allocs := func(tokens int) (bare, probe float64) {
+		cfg := Config{BaseURL: base, Model: fakeendpoint.DefaultModel, Steps: []int{1}, MaxTokens: optional.Of(tokens), IgnoreEOS: true,
+			InputTokens: optional.Of(64)}.WithDefaults()
+		url, body := bareRequest(t, cfg)
+		tr := newTransport(1, nil, nil)
+		defer tr.CloseIdleConnections()
+		client := &http.Client{Transport: tr, Timeout: cfg.deadline()}
+		bare = testing.AllocsPerRun(200, func() {
+			req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		})
+		r, err := newRunner(cfg, nil, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.close()
+		r.records = make([]measure.Record, 0, 512)
+		i := 0
+		probe = testing.AllocsPerRun(200, func() {
+			if rec, ok := r.request(t.Context(), stepKey{c: 1}, i, false, false); !ok || !rec.OK || rec.OutputTokens != tokens {
+				t.Fatalf("request %d: %+v", i, rec)
+			}
+			i++
+		})
+		return bare, probe
+	}
+	bare4, probe4 := allocs(4)
+	bare32, probe32 := allocs(32)
+	t.Logf("allocations per request: bare %g and %g, probe %g and %g (4 and 32 tokens)", bare4, bare32, probe4, probe32)
+	if probe4 > bare4 || probe32 > bare32 {
+		t.Errorf("the probe allocates %g and %g a request, the bare client %g and %g", probe4, probe32, bare4, bare32)
+	}
+	if probe32-probe4 > bare32-bare4 {
+		t.Errorf("the probe allocates %g more for 28 more chunks, the bare client %g", probe32-probe4, bare32-bare4)
+	}
+}
+
+// bareRequest is the URL and a body of the size the probe sends under cfg.
+func bareRequest(b testing.TB, cfg Config) (string, []byte) {
+	cfg = cfg.WithDefaults()
+	url, err := cfg.endpoint()
+	if err != nil {
+		b.Fatal(err)
+	}
+	frame, err := newFrame(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &runner{cfg: cfg, frame: frame, prompts: newPrompts(nil, cfg.inputTokens(), "bare")}
+	in, err := r.prompts.next(0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return url, r.appendBody(nil, in)
 }

@@ -140,6 +140,9 @@ type stepSpec struct {
 	refine    bool // a refinement step of a knee search
 }
 
+// maxPresized bounds the rows a step makes room for before it starts.
+const maxPresized = 1 << 14
+
 // maxStartSpread bounds how long a step takes to open all its workers.
 const maxStartSpread = 2 * time.Second
 
@@ -152,7 +155,8 @@ const maxStartSpread = 2 * time.Second
 // discard as warm-up anyway. Before each send, the step decides whether to
 // go on (stepState.admit).
 func (r *runner) closedStep(ctx context.Context, c int, spec stepSpec) []measure.Record {
-	st := &stepState{r: r, c: c, spec: spec, limit: spec.n, warmup: r.cfg.warmupFor(c, spec.n), prev: r.lastStep()}
+	st := &stepState{r: r, c: c, spec: spec, limit: spec.n, warmup: r.cfg.warmupFor(c, spec.n), prev: r.lastStep(),
+		recs: make([]measure.Record, 0, min(spec.n, maxPresized))}
 	r.plan(stepKey{c: c}, spec.n)
 	workers := min(c, spec.n)
 	spread := r.startSpread()
@@ -324,7 +328,10 @@ func (r *runner) request(ctx context.Context, k stepKey, idx int, warmup, refine
 	if !r.budget.admit(reserve) {
 		return measure.Record{}, false
 	}
-	rep := r.sender.send(ctx, r.appendBody(nil, in))
+	sl := r.sender.take()
+	sl.buf = r.appendBody(sl.buf[:0], in)
+	rep := r.sender.send(ctx, sl)
+	r.sender.give(sl)
 	rec = base
 	rec.StartS = rep.start.Sub(r.t0).Seconds()
 	rec.Status, rec.ErrorClass, rec.Attempts = rep.status, rep.class, rep.attempts
