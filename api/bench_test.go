@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -130,8 +131,10 @@ func BenchmarkWhatIfMeasuredCurve400(b *testing.B) {
 //     connections, and a request's latency is from when it was due, so
 //     that a server falling behind shows in it (no coordinated omission).
 //
-// Metrics: plans/s (answers over the wall time of the run), and the
-// latency's p50, p90 and p99 in ms. Every answer must be a 200. Run it with
+// Metrics: plans/s (answers over the wall time of the run), the
+// latency's p50, p90 and p99 in ms, and the CPU time of the process
+// (server and clients together, user + system) per plan, which does not
+// depend on how busy the machine is as the others do. Every answer must be a 200. Run it with
 //
 //	go test ./api -run '^$' -bench ServeCachedPlans -benchtime 20000x -count 3
 func BenchmarkServeCachedPlans(b *testing.B) {
@@ -160,13 +163,21 @@ func BenchmarkServeCachedPlans(b *testing.B) {
 	if err := post(); err != nil { // plans the scenario once, into the cache
 		b.Fatal(err)
 	}
-	report := func(b *testing.B, lat []time.Duration, wall time.Duration) {
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			b.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	report := func(b *testing.B, lat []time.Duration, wall, used time.Duration) {
 		ms := make([]float64, len(lat))
 		for i, d := range lat {
 			ms[i] = float64(d) / float64(time.Millisecond)
 		}
 		slices.Sort(ms)
 		b.ReportMetric(float64(len(lat))/wall.Seconds(), "plans/s")
+		b.ReportMetric(float64(used.Microseconds())/float64(len(lat)), "cpu-us/plan")
 		b.ReportMetric(model.QuantileSorted(ms, 0.5), "p50-ms")
 		b.ReportMetric(model.QuantileSorted(ms, 0.9), "p90-ms")
 		b.ReportMetric(model.QuantileSorted(ms, 0.99), "p99-ms")
@@ -178,7 +189,7 @@ func BenchmarkServeCachedPlans(b *testing.B) {
 		var failed atomic.Pointer[error]
 		var wg sync.WaitGroup
 		b.ResetTimer()
-		start := time.Now()
+		start, cpu0 := time.Now(), cpu()
 		for range clients {
 			wg.Go(func() {
 				for i := next.Add(1) - 1; i < int64(b.N); i = next.Add(1) - 1 {
@@ -192,12 +203,12 @@ func BenchmarkServeCachedPlans(b *testing.B) {
 			})
 		}
 		wg.Wait()
-		wall := time.Since(start)
+		wall, used := time.Since(start), cpu()-cpu0
 		b.StopTimer()
 		if err := failed.Load(); err != nil {
 			b.Fatal(*err)
 		}
-		report(b, lat, wall)
+		report(b, lat, wall, used)
 	})
 	b.Run("open/rate=2000", func(b *testing.B) {
 		const rate = 2000
@@ -205,7 +216,7 @@ func BenchmarkServeCachedPlans(b *testing.B) {
 		var failed atomic.Pointer[error]
 		var wg sync.WaitGroup
 		b.ResetTimer()
-		start := time.Now()
+		start, cpu0 := time.Now(), cpu()
 		for i := range b.N {
 			due := start.Add(time.Duration(i) * time.Second / rate)
 			time.Sleep(time.Until(due))
@@ -218,11 +229,11 @@ func BenchmarkServeCachedPlans(b *testing.B) {
 			})
 		}
 		wg.Wait()
-		wall := time.Since(start)
+		wall, used := time.Since(start), cpu()-cpu0
 		b.StopTimer()
 		if err := failed.Load(); err != nil {
 			b.Fatal(*err)
 		}
-		report(b, lat, wall)
+		report(b, lat, wall, used)
 	})
 }
