@@ -417,13 +417,14 @@ func setEfficiency(ss []measure.Step) {
 // failing one, f, whose throughput X(f) is the plateau: the smallest
 // concurrency c with
 //
-//	X(c) ≥ X(f)·(1 − 1/(2c))
+//	X(c) ≥ X(f)·(1 − h(c)),   h(c) = 1/(2(c+1))   (halfSlot)
 //
-// that is, whose effective busy slots X(c)·S₀ (c times its scaling
-// efficiency) are within half a slot of the plateau's. Below the knee each
-// step of concurrency keeps one more slot busy, so X(c−1) ≈ X(c)·(1 − 1/c)
-// falls outside the half slot, and X(c) of a saturated endpoint stays on
-// the plateau. The resolution is the gap to the largest concurrency known
+// An endpoint of k slots that scales linearly up to them carries
+// X(c) = X(f)·c/k below its knee, at most X(f)·c/(c+1) since k ≥ c+1, and
+// X(f) from it on: the threshold lies halfway between the two, so that a
+// step is judged with the same margin, h(c), on either side (at c = 1 of
+// a 2-slot endpoint, half the plateau against the threshold of three
+// quarters). The resolution is the gap to the largest concurrency known
 // to fall short: the measured step below it, or above that step what its
 // throughput bounds (see shortOfPlateau). The bracket can be halved while
 // it spans more than one and every refinement step's noise (goodput
@@ -456,8 +457,8 @@ func span(lo, hi int) string {
 // measured concurrency on the plateau, below the measured step under it
 // and lo the largest concurrency known to fall short of the plateau (below
 // itself, or above it as far as its throughput bounds); resolvable while
-// every refinement step's noise stays under the half slot it must
-// resolve.
+// every refinement step's noise, with the plateau's, stays under 1/(2c)
+// (NextRefinement).
 type kneeBracket struct {
 	lo, hi     int
 	below      measure.Step
@@ -472,7 +473,7 @@ func bracketKnee(measured []measure.Step, f measure.Step) (kneeBracket, bool) {
 		return kneeBracket{}, false
 	}
 	reaches := func(s measure.Step) bool {
-		return s.ThroughputRPS >= plat*(1-1/(2*float64(s.Concurrency)))
+		return s.ThroughputRPS >= plat*(1-halfSlot(s.Concurrency))
 	}
 	b := kneeBracket{resolvable: true}
 	for _, s := range measured {
@@ -506,8 +507,8 @@ func bracketKnee(measured []measure.Step, f measure.Step) (kneeBracket, bool) {
 //	X(c) ≤ c·X(lo)/lo
 //
 // and c cannot reach the plateau when even that bound, with lo's goodput
-// interval on its upper side, stays under X(f)·(1 − 1/(2c)) with f's on
-// its lower side. Steps without intervals bound nothing.
+// interval on its upper side, stays under X(f)·(1 − h(c)) with f's on its
+// lower side. Steps without intervals bound nothing.
 func shortOfPlateau(lo, f measure.Step, c int) bool {
 	up := lo.GoodputCI.HalfWidthRel(lo.GoodputRPS)
 	down := f.GoodputCI.HalfWidthRel(f.GoodputRPS)
@@ -515,13 +516,20 @@ func shortOfPlateau(lo, f measure.Step, c int) bool {
 		return false
 	}
 	most := float64(c) * lo.ThroughputRPS * (1 + up) / float64(lo.Concurrency)
-	return most < f.ThroughputRPS*(1-down)*(1-1/(2*float64(c)))
+	return most < f.ThroughputRPS*(1-down)*(1-halfSlot(c))
 }
+
+// halfSlot is h(c) = 1/(2(c+1)), the share of the plateau by which a step
+// of concurrency c is judged on it or short of it (refineKnee): half the
+// gap between c of at least c+1 slots busy, c/(c+1) of the plateau, and
+// the plateau.
+func halfSlot(c int) float64 { return 1 / (2 * float64(c+1)) }
 
 // NextRefinement is what a knee search's refinement measures next in a
 // result of Analyze: the concurrency, and the relative half-width of the
-// goodput interval at which its step has measured enough (the half slot
-// 1/(2c) it must resolve, less the plateau's own noise); false when the
+// goodput interval at which its step has measured enough (1/(2c), within
+// a factor (c+1)/c of the margin h(c) it is judged with, less the
+// plateau's own noise); false when the
 // bracket is down to one, or the noise of the steps measured cannot tell
 // its neighbours apart. The first refinement step measures the smallest
 // concurrency the bracket leaves open, lo + 1: where the knee lies when

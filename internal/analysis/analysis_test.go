@@ -446,9 +446,9 @@ func deref(p *int) any {
 // TestKneeRefined walks the refinement by hand on an endpoint of 12 slots
 // and unit service time: X(c) = min(c, 12). The doubling rule's knee is 16
 // (8 to 16 still gains 50 %), the first failing step 32, and the plateau
-// X(32) = 12. A step reaches it within half a slot when X(c) ≥ 12·(1 −
-// 1/(2c)): 16 does, 8 does not. Nothing at 9 to 11 can: a closed loop of c
-// carries at most c·X(8)/8 = c, and 11 < 12·(1 − 1/22) = 11.45; so the knee
+// X(32) = 12. A step is on it when X(c) ≥ 12·(1 − 1/(2(c+1))): 16 does,
+// 8 does not. Nothing at 9 to 11 can: a closed loop of c carries at most
+// c·X(8)/8 = c, and 11 < 12·(1 − 1/24) = 11.5; so the knee
 // lies in (11, 16], and measuring 12, the smallest concurrency left open,
 // settles it at 12 exactly.
 func TestKneeRefined(t *testing.T) {
