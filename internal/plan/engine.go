@@ -375,6 +375,7 @@ func (r *run) quotaPlan(ki int) QuotaPlan {
 			qp.Utilization[d.String()] = roundTo(used[d]*k.Seconds(d)/l, 4)
 		}
 	}
+	qp.Pacing = r.keyPacing(ki)
 	return qp
 }
 

@@ -62,38 +62,6 @@ func waitQuantile(w model.Wait, p float64) float64 {
 	return w.Mean * math.Log(w.Prob/(1-p))
 }
 
-// pacing is a token bucket at the request rate the class's share of the key
-// allows (the tightest limit), but no faster than its pool can send with
-// the key's headroom to spare, X(pool)/h: share that the class leaves to
-// others is not a rate it should start requests at. The burst is the
-// requests that rate allows in the provider's enforcement window
-// (docs/concepts.md, "Client settings").
-func (r *run) pacing(i, pool int, allot quota.Vector) Pacing {
-	m := r.models[i]
-	rate := math.Inf(1)
-	for d := range scenario.NumDimensions {
-		if m.key.Limit(d) > 0 && m.use[d] > 0 {
-			rate = math.Min(rate, allot[d]/m.use[d])
-		}
-	}
-	if pool >= 1 {
-		rate = math.Min(rate, m.peakRate(pool)/m.key.Headroom)
-	}
-	if math.IsInf(rate, 1) {
-		rate = float64(max(pool, 1)) / m.at(r.load(i)).mean
-	}
-	burst := 1
-	if v := rate*m.key.BurstWindowS + tolerance; v < float64(searchLimit) {
-		burst = max(1, int(math.Floor(v)))
-	} else {
-		burst = searchLimit
-	}
-	if pool >= 1 {
-		burst = min(burst, pool)
-	}
-	return Pacing{RateRPS: roundTo(rate, 4), Burst: burst}
-}
-
 // admission sheds a request that has waited longer than slo_e2e minus the
 // p95 service time, answering 429 with a Retry-After of one mean service
 // time (when a slot is expected to free).

@@ -135,8 +135,7 @@ func (s *sim) run() error {
 		case evArrival:
 			c.arrive()
 		case evWake:
-			c.wake = nil
-			c.dispatch()
+			c.woken(e)
 		case evShed:
 			c.shed(e.r)
 		case evRetry:
@@ -211,8 +210,11 @@ func newSim(ctx context.Context, sc scenario.Scenario, p *plan.Plan, ws []plan.W
 		retryAfter: !o.NoRetryAfter, opts: o, plan: p,
 	}
 	keys := map[string]*key{}
-	for _, q := range sc.Quotas {
+	for qi, q := range sc.Quotas {
 		k := &key{q: quota.Key{Quota: q}}
+		if !o.NoPacing {
+			k.pacer = newPacer(s, p.Quotas[qi])
+		}
 		for d := range scenario.NumDimensions {
 			if k.q.Limit(d) > 0 {
 				k.limits = append(k.limits, newLimit(d, k.q, o.Refill, s.grid.n))
@@ -234,6 +236,7 @@ func newSim(ctx context.Context, sc scenario.Scenario, p *plan.Plan, ws []plan.W
 			endpoints[ws[i].Endpoint] = ep
 		}
 		c := newClient(s, i, spec, &p.Classes[i], ws[i], ep, keys[spec.Quota], *o.Seed)
+		c.pacer = c.key.pacer
 		switch times, ok := replays[spec.Name]; {
 		case ok:
 			c.arr, c.kind = newReplay(times, s.end), ArrivalsReplay
@@ -247,6 +250,15 @@ func newSim(ctx context.Context, sc scenario.Scenario, p *plan.Plan, ws []plan.W
 			c.kind = ArrivalsClosedLoop
 		}
 		s.clients = append(s.clients, c)
+	}
+	byName := map[string]*client{}
+	for _, c := range s.clients {
+		byName[c.spec.Name] = c
+	}
+	for qi, k := range s.keys {
+		if k.pacer != nil {
+			k.pacer.order(p.Quotas[qi], byName)
+		}
 	}
 	for _, c := range s.clients {
 		if c.arr == nil {
@@ -295,8 +307,8 @@ func (s *sim) expectedEvents() (events, requests float64) {
 				pool = float64(c.cp.Adaptive.Ceiling)
 			}
 			rate := pool / c.meanS
-			if c.pacing {
-				rate = math.Min(rate, c.tokens.Rate)
+			if c.pacer != nil {
+				rate = math.Min(rate, c.cp.Pacing.RateRPS)
 			}
 			n = rate * s.end
 		}
