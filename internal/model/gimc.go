@@ -115,3 +115,4 @@ func logSumExp(v []float64) float64 {
 	}
 	return m + math.Log(s)
 }
+

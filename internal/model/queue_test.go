@@ -77,8 +77,9 @@ func TestQueueWaitCorrections(t *testing.T) {
 	}
 	// Bursty arrivals (ca² = 4) with exponential service: the worse of the
 	// GI/M/c solutions for gamma and hyperexponential gaps, the
-	// probability raised to 1 − 0.22·(1 − 1/1.6)·√(3/5) and the mean of
-	// those who wait unchanged by the service factor (4 + 1)/(4 + 1).
+	// probability raised to 1 − 0.25·e^{−1.2}·√(3/5) and the mean of those
+	// who wait unchanged by the service factor (4 + 1)/(4 + 1) (and the
+	// shape exponential: cw² = 2 × 0.8 − 1 + (4/3) × 0.2 × 1.5 = 1).
 	mm := Queue{C: 10, Lambda: 8, CA2: 1, Mean: 1, CS2: 1, Tail: 1.5}.Wait()
 	bursty := Queue{C: 10, Lambda: 8, CA2: 4, Mean: 1, CS2: 1, Tail: 1.5}.Wait()
 	pg, tg := giMc(10, 8, 1, func(s float64) float64 { return logLSTGamma(8, 4, s) })
@@ -86,7 +87,7 @@ func TestQueueWaitCorrections(t *testing.T) {
 	if pg <= ph || tg <= th {
 		t.Errorf("gamma gaps (P %g, θ %g) should wait more than hyperexponential ones (P %g, θ %g) at ca² 4", pg, tg, ph, th)
 	}
-	if want := math.Pow(pg, 1-0.22*(1-1/1.6)*math.Sqrt(3.0/5)); math.Abs(bursty.Prob-want) > 1e-12 || bursty.Prob <= mm.Prob {
+	if want := math.Pow(pg, 1-0.25*math.Exp(-1.2)*math.Sqrt(3.0/5)); math.Abs(bursty.Prob-want) > 1e-12 || bursty.Prob <= mm.Prob {
 		t.Errorf("bursty P(wait) %g, want %g (Poisson %g)", bursty.Prob, want, mm.Prob)
 	}
 	if math.Abs(bursty.Mean-tg) > 1e-9 || bursty.Mean <= mm.Mean {

@@ -42,6 +42,14 @@ type classModel struct {
 	services map[int]*service // by load, for a curve
 	buf      []float64        // scratch for quantile selections
 	xmax     []float64        // xmax[c] = max over c' ≤ c of X(c'), grown on demand
+
+	// pace is the class's wait at its key's pacing buckets, which a send
+	// waits for with a slot free (docs/concepts.md, "The pacing wait");
+	// paceD is its sample, one wait per draw, and paced the service times
+	// with it added, by the service they add it to.
+	pace  pacingLaw
+	paceD []float64
+	paced map[*service]*service
 }
 
 // The two SLO metrics, indices into classModel.slo.
@@ -67,6 +75,11 @@ type service struct {
 	load         int                 // the load of a curve's service time
 	noWait       [2]float64          // p95 of TTFT and of S without queueing; 0 until known
 	minPool      *minPoolResult
+	// base is the service time a paced one adds the pacing wait to; nil
+	// for a service time without it; d are the pacing wait's first three
+	// moments.
+	base *service
+	d    [3]float64
 }
 
 // keyOf is the cache key of what a metric of the service time depends on.
@@ -182,6 +195,15 @@ func (m *classModel) queue(c int, lambda float64, s *service) model.Queue {
 	return model.Queue{C: c, Lambda: lambda, CA2: m.ca2, Mean: s.mean, CS2: s.scv, Tail: s.tail}
 }
 
+// headOf is the pacing wait of every draw for a paced service time (the
+// head start its waits overlap), nil for one without it.
+func (m *classModel) headOf(s *service) []float64 {
+	if s.base == nil {
+		return nil
+	}
+	return m.paceSample()
+}
+
 // loadDependent reports whether the class's latency follows its endpoint's
 // load.
 func (m *classModel) loadDependent() bool { return m.curve != nil }
@@ -222,7 +244,7 @@ func (m *classModel) tail(ctx context.Context, s *service, metric int) (*model.T
 		if metric == metricTTFT {
 			x = first
 		}
-		return model.NewTail(x, m.draws, 0.95), nil
+		return model.NewPacedTail(x, m.headOf(s), m.draws, 0.95), nil
 	}
 	var t *model.Tail
 	var err error
@@ -246,6 +268,18 @@ func (m *classModel) sample(ctx context.Context, s *service) (first, total []flo
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
+	}
+	if s.base != nil {
+		first, total, err := m.sample(ctx, s.base)
+		if err != nil {
+			return nil, nil, err
+		}
+		d := m.paceSample()
+		s.first, s.total = make([]float64, len(d)), make([]float64, len(d))
+		for i, v := range d {
+			s.first[i], s.total[i] = first[i]+v, total[i]+v
+		}
+		return s.first, s.total, nil
 	}
 	n := m.draws.N
 	p := m.eng.parts(s.svc, m.draws)
@@ -276,13 +310,23 @@ func (m *classModel) estimatorOf(ctx context.Context, s *service, metric int) (e
 		if metric == metricTTFT {
 			x = s.first
 		}
-		base, err := m.noWait95(ctx, s.load, metric)
+		base, err := m.noWaitOf(ctx, s, metric)
 		if err != nil {
 			return nil, err
 		}
 		s.approx[metric], s.fromSample[metric] = model.NewSampleEstimator(x, 0.95, base), true
 	}
 	if s.approx[metric] == nil {
+		if s.base != nil {
+			// Before its sample is drawn, a paced service time is guided
+			// by its own with the pacing wait's mean added: searches are
+			// settled by the Monte Carlo.
+			e, err := m.estimatorOf(ctx, s.base, metric)
+			if err != nil {
+				return nil, err
+			}
+			return shifted{e, m.paceMean()}, nil
+		}
 		d := s.svc.Lognormal()
 		if metric == metricTTFT {
 			d = s.svc.TTFTLognormal()
@@ -291,6 +335,14 @@ func (m *classModel) estimatorOf(ctx context.Context, s *service, metric int) (e
 	}
 	return s.approx[metric], nil
 }
+
+// shifted is an estimator of X + c.
+type shifted struct {
+	e estimator
+	c float64
+}
+
+func (s shifted) Estimate(w model.Wait) float64 { return s.e.Estimate(w) + s.c }
 
 // approxNoWait95 is the closed-form stand-in's p95 of TTFT or S without
 // queueing at a load, for bracketing searches over the load.
@@ -375,7 +427,19 @@ func (m *classModel) firstAbove(bound, scale float64, limit int) (int, bool) {
 // waitAt is the client-side queue wait with a pool of c at the class's
 // demand, for the service time s.
 func (m *classModel) waitAt(c int, s *service) model.Wait {
-	return m.eng.wait(m.queue(c, m.lambda, s))
+	if s.base == nil {
+		return m.eng.wait(m.queue(c, m.lambda, s))
+	}
+	// A request at the head of the queue that waits for the buckets keeps
+	// the slot it would take idle for what its pacing wait lasts beyond
+	// its wait for a slot: for the whole of it when it found a slot free,
+	// hardly at all when it waited long for one. The pool's queue sees
+	// S + (1 − π)·D, with π its probability of waiting at S + D.
+	w := m.eng.wait(m.queue(c, m.lambda, s))
+	if !w.Stable() {
+		w = model.Wait{Prob: 1}
+	}
+	return m.eng.wait(m.queue(c, m.lambda, s.occupancy(1-w.Prob)))
 }
 
 // percentile names one of the percentiles the plan predicts.
@@ -396,8 +460,8 @@ func (m *classModel) p95(ctx context.Context, c, load int, which percentile) (fl
 	s := m.at(load)
 	w := model.Wait{}
 	if which != pctService {
-		w = m.waitAt(c, s)
-		if !w.Stable() {
+		s = m.pacedOf(s)
+		if w = m.waitAt(c, s); !w.Stable() {
 			return math.Inf(1), nil
 		}
 	}
@@ -433,7 +497,7 @@ func (m *classModel) quantile(ctx context.Context, s *service, w model.Wait, whi
 		if which == pctTTFT {
 			x = first
 		}
-		v = model.QuantileWithWait(x, m.draws, w, 0.95, m.scratch())
+		v = model.QuantileWithPacedWait(x, m.headOf(s), m.draws, w, 0.95, m.scratch())
 	}
 	m.eng.percentiles.Add(k, v)
 	return v, nil
@@ -456,7 +520,18 @@ func (m *classModel) scratch() []float64 {
 // noWait95 is the p95 of TTFT (metricTTFT) or of S (metricE2E) without
 // any queueing, at the given load.
 func (m *classModel) noWait95(ctx context.Context, load, metric int) (float64, error) {
-	s := m.at(load)
+	return m.noWaitOf(ctx, m.at(load), metric)
+}
+
+// pacedNoWait95 is the p95 of TTFT or of S with the pacing wait, without
+// queueing for a slot: what the SLOs are held to at any pool.
+func (m *classModel) pacedNoWait95(ctx context.Context, load, metric int) (float64, error) {
+	return m.noWaitOf(ctx, m.pacedOf(m.at(load)), metric)
+}
+
+// noWaitOf is the p95 of TTFT or of S for a service time (paced or not)
+// without queueing for a slot.
+func (m *classModel) noWaitOf(ctx context.Context, s *service, metric int) (float64, error) {
 	if v := s.noWait[metric]; v > 0 {
 		return v, nil
 	}
@@ -522,7 +597,7 @@ func (m *classModel) stableStart(s *service) (int, bool) {
 // names what it would achieve. Without demand it is 1; nil when no pool up
 // to the search limit keeps the queue stable.
 func (m *classModel) minPoolAt(ctx context.Context, load int) (*int, error) {
-	s := m.at(load)
+	s := m.pacedOf(m.at(load))
 	if s.minPool != nil {
 		return s.minPool.Pool, nil
 	}
@@ -548,7 +623,7 @@ func (m *classModel) minPoolAt(ctx context.Context, load int) (*int, error) {
 	b := exact
 	for metric := range 2 {
 		if m.hasSLO(metric) {
-			v, err := m.noWait95(ctx, load, metric)
+			v, err := m.noWaitOf(ctx, s, metric)
 			if err != nil {
 				return nil, err
 			}
@@ -568,7 +643,7 @@ func (m *classModel) minPoolAt(ctx context.Context, load int) (*int, error) {
 // alone (no draws), for bracketing searches over the load; false when no
 // pool keeps the queue stable.
 func (m *classModel) approxMinPoolAt(load int) (int, bool) {
-	s := m.at(load)
+	s := m.pacedOf(m.at(load))
 	start, ok := m.stableStart(s)
 	if !ok || m.lambda == 0 {
 		return start, ok
@@ -607,7 +682,7 @@ func (m *classModel) minPoolShared(ctx context.Context, others int) (*int, error
 		return m.minPoolAt(ctx, others+1)
 	}
 	stable := func(c int) bool {
-		return model.LittleConcurrency(m.lambda, m.at(others+c).mean) <= m.rhoMax*float64(c)*(1+tolerance)
+		return model.LittleConcurrency(m.lambda, m.pacedOf(m.at(others+c)).mean) <= m.rhoMax*float64(c)*(1+tolerance)
 	}
 	start, ok := firstStable(stable)
 	if !ok {
@@ -692,7 +767,7 @@ func firstStable(stable func(int) bool) (int, bool) {
 // the exact Monte Carlo then confirms it and its neighbour, galloping away
 // only when the estimate was off.
 func (m *classModel) firstMeeting(ctx context.Context, start, load int, b bounds) (int, error) {
-	s := m.at(load)
+	s := m.pacedOf(m.at(load))
 	var est [2]estimator
 	for metric := range 2 {
 		if m.hasSLO(metric) {

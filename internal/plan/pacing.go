@@ -1,8 +1,11 @@
 package plan
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"math"
 
+	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/quota"
 	"github.com/plannerdev/planner/internal/scenario"
 )
@@ -73,4 +76,370 @@ func (r *run) pacing(i, pool int, allot quota.Vector) Pacing {
 		b = min(b, pool)
 	}
 	return Pacing{RateRPS: roundTo(rate, 4), Burst: b}
+}
+
+// The pacing wait (docs/concepts.md, "The pacing wait"). A key's bucket on
+// one dimension is a single server of rate r′ whose work is the charges:
+// with τ(t) the tokens it holds and b its capacity, X(t) = (b − τ(t)) +
+// the charges waiting is the workload of a queue served at r′ (network
+// calculus's token-bucket shaper; Le Boudec and Thiran, Network Calculus,
+// 2001, §1.2), and a send of charge k that finds work V ahead of it (in
+// seconds of the server's time) leaves after D = (V + k/r′ − b/r′)⁺, by
+// Lindley's recursion. r′ is the refill rate h·L/60 plus the flow of
+// unused max_tokens that completions refund. The key's classes are served
+// in priority order: a send waits for the work of its own and higher
+// classes, loses the bucket's credit when the lower classes keep it
+// drained, and is overtaken by higher classes' sends while it waits
+// (Cobham, Oper. Res. 2(1), 1954: the wait stretches by 1/(1 − σ) with σ
+// the load of the higher classes).
+
+// pacingDim is class p's pacing wait on one dimension of its key: a send
+// of charge k = adm0 + admIn·input waits
+//
+//   - with probability pOwn, when its own and the higher classes' work is
+//     beyond the bucket's credit, that excess (exponential, of mean
+//     thetaOwn) plus k/r′;
+//   - with probability pDrained − pOwn, when the lower classes keep the
+//     bucket drained (they take its tokens as they come), k/r′;
+//   - otherwise the bucket holds some of its credit: the work of every
+//     class, 0 with probability 1 − piAll and otherwise exponential of
+//     mean thetaAll, taken below b/r′, gives (X + (k − b)/r′)⁺;
+//
+// every wait stretched by stretch = 1/(1 − σ_{p−1}).
+type pacingDim struct {
+	on              bool
+	rate, size      float64 // r′, units per second, and b, units
+	pOwn, thetaOwn  float64
+	pDrained        float64
+	piAll, thetaAll float64
+	stretch         float64
+	adm0, admIn     float64
+}
+
+// pacingLaw is a class's pacing wait on each paced dimension of its key;
+// a send waits for the longest (the same draw sets every dimension's
+// state: the buckets of a key fill with the same sends). A zero law has
+// no wait; an unstable one has an unbounded wait.
+type pacingLaw struct {
+	dims     [scenario.NumDimensions]pacingDim
+	unstable bool
+}
+
+// waits reports whether the law can make a send wait.
+func (l pacingLaw) waits() bool {
+	if l.unstable {
+		return true
+	}
+	for _, d := range l.dims {
+		if d.on && (d.pDrained > 0 || d.pOwn > 0 || d.piAll > 0 || d.adm0+d.admIn > 0 && d.size < math.Inf(1)) {
+			return true
+		}
+	}
+	return false
+}
+
+// wait is D for one draw: u and e are the draw's pacing uniform and
+// exponential, in its input tokens.
+func (l pacingLaw) wait(u, e, in float64) float64 {
+	if l.unstable {
+		return math.Inf(1)
+	}
+	d := 0.0
+	for _, p := range l.dims {
+		if p.on {
+			d = math.Max(d, p.wait(u, e, in))
+		}
+	}
+	return d
+}
+
+func (p pacingDim) wait(u, e, in float64) float64 {
+	k := p.adm0 + p.admIn*in
+	var d float64
+	switch {
+	case u < p.pOwn:
+		d = e*p.thetaOwn + k/p.rate
+	case u < p.pDrained:
+		d = k / p.rate
+	default:
+		v := (u - p.pDrained) / (1 - p.pDrained)
+		x := 0.0
+		if idle := (1 - p.piAll) / (1 - p.pDrained); v >= idle && p.thetaAll > 0 {
+			// X given 0 < X < b/r′: the exponential truncated there, by
+			// its inverse at the draw's own uniform 1 − e^{−e}.
+			top := -math.Expm1(-p.size / (p.rate * p.thetaAll))
+			x = -p.thetaAll * math.Log1p(-(-math.Expm1(-e))*top)
+		}
+		d = math.Max(0, x+(k-p.size)/p.rate)
+	}
+	return d * p.stretch
+}
+
+// flow is one class's sends into a bucket of its key: their rate and
+// arrival variability, the moments of the work a send brings (its charge
+// at admission and, under actual accounting, its output at completion),
+// its admission charge adm0 + admIn·input, and the refund of unused
+// max_tokens it brings back on completion, on average.
+type flow struct {
+	rate, ca2   float64
+	m1, m2, m3  float64
+	adm0, admIn float64
+	refund      float64
+}
+
+// flowOf is class i's flow on dimension d of its key at pool.
+func (r *run) flowOf(i int, d scenario.Dimension, pool int) flow {
+	m := r.models[i]
+	mt := float64(m.spec.MaxTokens)
+	a0 := m.key.Admission(0, mt, m.spec.CachedInputFraction)[d]
+	a1 := m.key.Admission(1, mt, m.spec.CachedInputFraction)[d] - a0
+	f := flow{adm0: a0, admIn: a1, ca2: m.ca2, rate: m.lambda}
+	// The work is a0 + a1·in + c·out, with c = 1 where actual accounting
+	// counts the output at completion.
+	c := 0.0
+	if n := m.key.Completion(1, mt)[d]; n > 0 {
+		c = 1
+	} else if n < 0 {
+		f.refund = -m.key.Completion(m.base.Out.Mean(), mt)[d]
+	}
+	in, out := m.base.In, m.base.Out
+	mean := a0 + a1*in.Mean() + c*out.Mean()
+	v := a1*a1*in.Var() + c*c*out.Var()
+	k3 := a1*a1*a1*third(in) + c*c*c*third(out)
+	f.m1, f.m2, f.m3 = mean, v+mean*mean, k3+3*mean*v+mean*mean*mean
+	s := m.at(r.load(i))
+	switch {
+	case m.lambda == 0 && pool >= 1:
+		// A closed loop sends when a slot frees: the completions of its
+		// pool, at its rate flat out.
+		f.rate = float64(pool) / s.mean
+		f.ca2 = math.Max(0, 1+(s.scv-1)/math.Sqrt(float64(pool)))
+	case m.lambda > 0 && pool >= 1:
+		// The pool passes its arrivals on smoothed as a queue's departures
+		// are: Whitt's QNA, c_d² = 1 + (1 − ρ²)(ca² − 1) + ρ²(cs² − 1)/√c
+		// (Bell Syst. Tech. J. 62(9), 1983, eq. 43).
+		rho := math.Min(1, m.lambda*s.mean/float64(pool))
+		f.ca2 = math.Max(0, 1+(1-rho*rho)*(m.ca2-1)+rho*rho*(s.scv-1)/math.Sqrt(float64(pool)))
+	}
+	return f
+}
+
+// third is the third central moment of a distribution.
+func third(x model.Dist) float64 {
+	m1, m2 := x.Mean(), x.SecondMoment()
+	return x.ThirdMoment() - 3*m1*m2 + 2*m1*m1*m1
+}
+
+// workload is the wait law of a bucket of rate r′ fed by flows: an
+// arriving send finds the server busy (work ahead of it) with
+// probability Prob, and that work is exponential of mean Mean (a GI/G/1
+// queue; model.Queue), and the load ρ.
+func (r *run) workload(flows []flow, rate float64) (model.Wait, float64) {
+	var lam, b1, b2, b3, ca2 float64
+	for _, f := range flows {
+		lam += f.rate
+		b1 += f.rate * f.m1 / rate
+		b2 += f.rate * f.m2 / (rate * rate)
+		b3 += f.rate * f.m3 / (rate * rate * rate)
+		ca2 += f.rate * f.ca2
+	}
+	if lam == 0 || b1 == 0 {
+		return model.Wait{}, 0
+	}
+	rho := b1
+	b1, b2, b3, ca2 = b1/lam, b2/lam, b3/lam, ca2/lam
+	if rho >= 1 {
+		return model.Wait{Prob: 1, Mean: math.Inf(1)}, rho
+	}
+	q := model.Queue{C: 1, Lambda: lam, CA2: ca2, Mean: b1, CS2: math.Max(0, b2/(b1*b1)-1)}
+	if b2 > 0 {
+		q.Tail = b1 * b3 / (b2 * b2)
+	}
+	return r.eng.wait(q), rho
+}
+
+// lowerWaiting is the probability that a class of members has a send
+// waiting for the buckets with a slot free, which takes every token as it
+// comes: by Little's law the mean number of them waiting, Σ λ·E[D]·(1 − π)
+// with each class's pacing wait D and probability π of waiting for a slot
+// (from the waits of the last round), at most 1.
+func (r *run) lowerWaiting(members []int) float64 {
+	var n float64
+	for _, i := range members {
+		m := r.models[i]
+		if m.lambda == 0 || !m.pace.waits() || m.pace.unstable || r.pools[i] < 1 {
+			continue
+		}
+		s := m.pacedOf(m.at(r.load(i)))
+		w := m.waitAt(r.pools[i], s)
+		if !w.Stable() {
+			return 1
+		}
+		n += m.lambda * m.paceMean() * (1 - w.Prob)
+	}
+	return math.Min(1, n)
+}
+
+// pacingLaws sets the pacing wait of every class with demand from the
+// classes' flows at their pools: the work of its own and higher classes,
+// of the whole key, and whether the lower classes keep it drained. It reports
+// whether any class's wait changed.
+func (r *run) pacingLaws() bool {
+	changed := false
+	for _, k := range r.keys {
+		var members []int
+		for _, i := range r.order {
+			if r.s.Classes[i].Quota == k.Name {
+				members = append(members, i)
+			}
+		}
+		laws := make([]pacingLaw, len(members))
+		for _, d := range pacingDims(k) {
+			flows := make([]flow, len(members))
+			var refund float64
+			for j, i := range members {
+				flows[j] = r.flowOf(i, d, r.pools[i])
+				refund += flows[j].rate * flows[j].refund
+			}
+			rate, size := k.Capacity(d)+refund, bucketSize(k, d)
+			all, rhoAll := r.workload(flows, rate)
+			drainedAll := 1.0
+			if rhoAll < 1 {
+				drainedAll = all.Prob * math.Exp(-size/(rate*all.Mean))
+			}
+			for j, i := range members {
+				if r.models[i].lambda == 0 {
+					continue
+				}
+				own, rhoOwn := r.workload(flows[:j+1], rate)
+				_, rhoHigh := r.workload(flows[:j], rate)
+				if rhoOwn >= 1 || rhoHigh >= 1 {
+					laws[j].unstable = true
+					continue
+				}
+				pd := pacingDim{on: true, rate: rate, size: size, adm0: flows[j].adm0, admIn: flows[j].admIn,
+					thetaOwn: own.Mean, piAll: all.Prob, thetaAll: all.Mean, stretch: 1 / (1 - rhoHigh)}
+				if own.Prob > 0 {
+					pd.pOwn = own.Prob * math.Exp(-size/(rate*own.Mean))
+				}
+				pd.pDrained = math.Max(pd.pOwn, 1-(1-drainedAll)*(1-r.lowerWaiting(members[j+1:])))
+				if pd.pDrained >= 1 {
+					pd.pDrained, pd.piAll = 1, 1
+				}
+				laws[j].dims[d] = pd
+			}
+		}
+		for j, i := range members {
+			if r.models[i].setPacing(laws[j]) {
+				changed = true
+			}
+		}
+	}
+	return changed
+}
+
+// setPacing sets the class's pacing wait and reports whether it changed.
+func (m *classModel) setPacing(l pacingLaw) bool {
+	if l == m.pace {
+		return false
+	}
+	m.pace, m.paceD, m.paced = l, nil, nil
+	return true
+}
+
+// pacedOf is the service time s with the class's pacing wait added to
+// every draw, or s itself when the class's sends never wait for pacing,
+// or when the key cannot carry its demand at all (an unstable wait): then
+// the quota holds its pool below what the demand needs, and min_pool is
+// what it would need with the key able to carry it (the quota's remedy).
+// Its samples, tails, percentiles and min_pool are its own, cached under
+// its own keys, and its moments are those of S + D: a request at the head
+// of the queue that waits for the buckets keeps the slot it would take
+// idle, so that the pool's queue sees each request for S + D.
+func (m *classModel) pacedOf(s *service) *service {
+	if s.base != nil || !m.pace.waits() || m.pace.unstable {
+		return s
+	}
+	if p, ok := m.paced[s]; ok {
+		return p
+	}
+	law := m.pace.appendKey(nil)
+	p := &service{svc: s.svc, extrapolated: s.extrapolated, load: s.load, base: s,
+		key:     sha256.Sum256(append(s.key[:], law...)),
+		ttftKey: sha256.Sum256(append(s.ttftKey[:], law...))}
+	var d1, d2, d3 float64
+	for _, v := range m.paceSample() {
+		d1, d2, d3 = d1+v, d2+v*v, d3+v*v*v
+	}
+	n := float64(m.draws.N)
+	p.d = [3]float64{d1 / n, d2 / n, d3 / n}
+	o := p.occupancy(1)
+	p.mean, p.scv, p.tail = o.mean, o.scv, o.tail
+	if m.paced == nil {
+		m.paced = map[*service]*service{}
+	}
+	m.paced[s] = p
+	return p
+}
+
+// occupancy is how long a request holds, or keeps idle, a slot of the
+// pool, S + f·D with S and D independent, as a service time's moments for
+// the pool's queue.
+func (p *service) occupancy(f float64) *service {
+	s := p.base
+	s1 := s.mean
+	s2 := s1 * s1 * (1 + s.scv)
+	s3 := s.tail * s2 * s2 / s1
+	d1, d2, d3 := f*p.d[0], f*f*p.d[1], f*f*f*p.d[2]
+	m1, m2 := s1+d1, s2+2*s1*d1+d2
+	m3 := s3 + 3*s2*d1 + 3*s1*d2 + d3
+	return &service{mean: m1, scv: m2/(m1*m1) - 1, tail: m1 * m3 / (m2 * m2)}
+}
+
+// paceSample is the pacing wait of every draw: the law at the draw's
+// pacing uniform and exponential and its own input tokens (the same
+// input the service time's draw has).
+func (m *classModel) paceSample() []float64 {
+	if m.paceD == nil {
+		in := m.eng.sampled(inputPart(m.base.In, m.draws))
+		d := make([]float64, m.draws.N)
+		for i := range d {
+			d[i] = m.pace.wait(m.draws.UP[i], m.draws.EP[i], in[i])
+		}
+		m.paceD = d
+	}
+	return m.paceD
+}
+
+// paceMean is the pacing wait's mean over the draws.
+func (m *classModel) paceMean() float64 {
+	if !m.pace.waits() {
+		return 0
+	}
+	if m.pace.unstable {
+		return math.Inf(1)
+	}
+	var sum float64
+	for _, v := range m.paceSample() {
+		sum += v
+	}
+	return sum / float64(m.draws.N)
+}
+
+// appendKey encodes the law for cache keys.
+func (l pacingLaw) appendKey(b []byte) []byte {
+	if l.unstable {
+		return append(b, 1)
+	}
+	b = append(b, 0)
+	for d, p := range l.dims {
+		if !p.on {
+			continue
+		}
+		b = append(b, byte(d))
+		for _, v := range []float64{p.rate, p.size, p.pOwn, p.thetaOwn, p.pDrained, p.piAll, p.thetaAll, p.stretch, p.adm0, p.admIn} {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+		}
+	}
+	return b
 }

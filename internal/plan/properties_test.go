@@ -276,7 +276,9 @@ func TestPropertyEndpointBudgetHolds(t *testing.T) {
 
 // TestPropertyBoundClassesPressOnTheirLimit: a class named bound by a
 // shared limit uses at least 95 % of its share at its pool or could not
-// grow by one within it; and while any class is bound by a limit, no class
+// grow by one within it (a class with demand, whose use is its demand's,
+// running flat out on what the others' reservations leave of a quota);
+// and while any class without demand is bound by a limit, no class
 // held by something else keeps more of it than it uses (its share flows to
 // the classes that can grow).
 func TestPropertyBoundClassesPressOnTheirLimit(t *testing.T) {
@@ -295,9 +297,15 @@ func TestPropertyBoundClassesPressOnTheirLimit(t *testing.T) {
 				if cp.BindingConstraint != res.name || cp.Pool != run.pools[i] || run.private[i] == cp.Pool {
 					continue // not bound by the shared limit but by a ceiling of its own
 				}
-				bound = true
-				use, share := run.use(res, i, cp.Pool), res.shares[j]
-				if use < 0.95*share && run.use(res, i, cp.Pool+1) <= share*(1+1e-9) {
+				if run.models[i].lambda == 0 || res.slots() {
+					bound = true // a class with demand uses its demand's share of a quota, and no more, whatever its pool
+				}
+				use, share, grown := run.use(res, i, cp.Pool), res.shares[j], run.use(res, i, cp.Pool+1)
+				if !res.slots() && run.models[i].lambda > 0 {
+					share = run.ceilingShare(membership{res, j})
+					use, grown = run.flatOut(res, i, cp.Pool), run.flatOut(res, i, cp.Pool+1)
+				}
+				if use < 0.95*share && grown <= share*(1+1e-9) {
 					t.Fatalf("trial %d: %s bound by %s uses %g of its share %g and could grow by one", trial, cp.Name, res.name, use, share)
 				}
 			}

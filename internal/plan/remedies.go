@@ -210,6 +210,10 @@ func (r *run) neededCapacity(mb *membership, i, target int, pessimistic bool) fl
 			claims[j].Cap = math.Inf(1)
 		}
 	}
+	if !res.slots() && r.models[i].lambda > 0 {
+		// Its quota ceiling is what the classes before it reserve.
+		return math.Max(r.flatOut(res, i, target)+r.reservedBefore(res, mb.j), res.capacity)
+	}
 	need := r.use(res, i, target)
 	claims[mb.j].Cap = math.Inf(1)
 	if claims[mb.j].HasNeed {
@@ -254,7 +258,7 @@ func (r *run) sloRemedies(ctx context.Context, i int, name string, target int, p
 		if !mj.hasSLO(metric) || r.private[j] == 0 {
 			continue
 		}
-		v, err := mj.noWait95(ctx, total, metric)
+		v, err := mj.pacedNoWait95(ctx, total, metric)
 		if err != nil {
 			return nil, err
 		}

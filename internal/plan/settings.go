@@ -21,7 +21,7 @@ func (r *run) predict(ctx context.Context, i, pool int) (Predicted, error) {
 	}
 	if pool >= 1 {
 		pr.ThroughputRPS = roundTo(float64(pool)/s.mean, 4)
-		w := m.waitAt(pool, s)
+		w := m.waitAt(pool, m.pacedOf(s))
 		ttft, err := m.p95(ctx, pool, load, pctTTFT)
 		if err != nil {
 			return pr, err
@@ -32,6 +32,29 @@ func (r *run) predict(ctx context.Context, i, pool int) (Predicted, error) {
 		}
 		pr.TTFTP95Ms, pr.E2EP95Ms = msPtr(ttft), msPtr(e2e)
 		pr.QueueWaitMeanMs, pr.QueueWaitP95Ms = msPtr(waitMean(w)), msPtr(waitQuantile(w, 0.95))
+		if m.lambda > 0 && m.pace.unstable {
+			// The key cannot carry the demand: every wait grows without
+			// bound.
+			pr.TTFTP95Ms, pr.E2EP95Ms, pr.QueueWaitMeanMs, pr.QueueWaitP95Ms = nil, nil, nil, nil
+		} else if m.lambda > 0 && m.pace.waits() {
+			// The queue wait is the longer of the waits for a slot and for
+			// the buckets, which fill while a request waits for a slot.
+			mean, p95 := math.Inf(1), math.Inf(1)
+			if w.Stable() {
+				d := m.paceSample()
+				var over float64 // E[(W − D)⁺] given W > 0
+				if w.Prob > 0 {
+					for _, v := range d {
+						over += w.Mean * math.Exp(-v/w.Mean)
+					}
+				}
+				mean = m.paceMean() + w.Prob*over/float64(len(d))
+				p95 = model.QuantileWithPacedWait(d, d, m.draws, w, 0.95, m.scratch())
+				pr.PacingWaitMeanMs = msPtr(m.paceMean())
+				pr.PacingWaitP95Ms = msPtr(model.QuantileWithWait(d, m.draws, model.Wait{}, 0.95, m.scratch()))
+			}
+			pr.QueueWaitMeanMs, pr.QueueWaitP95Ms = msPtr(mean), msPtr(p95)
+		}
 	}
 	run := r.runRate(i, pool)
 	for d := range scenario.NumDimensions {
