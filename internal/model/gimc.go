@@ -115,4 +115,3 @@ func logSumExp(v []float64) float64 {
 	}
 	return m + math.Log(s)
 }
-
