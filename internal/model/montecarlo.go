@@ -248,6 +248,9 @@ func (tl *Tail) Estimate(w Wait) float64 { return tl.est.Estimate(w) }
 // N is the number of draws the tail was prepared on.
 func (tl *Tail) N() int { return len(tl.xByU) }
 
+// Paced reports whether the tail has a head start per draw (NewPacedTail).
+func (tl *Tail) Paced() bool { return tl.dByU != nil }
+
 // Estimator approximates the p-quantile of X + W in microseconds rather
 // than a pass over Monte Carlo draws, from X's quantiles at evenly spaced
 // ranks. Searches use it to decide where to ask an exact quantile, never
@@ -391,11 +394,20 @@ func QuantileWithWait(x []float64, d *Draws, w Wait, p float64, scratch []float6
 // adds (E[i]·w.Mean − head[i])⁺ when U[i] < w.Prob. head nil is
 // QuantileWithWait.
 func QuantileWithPacedWait(x, head []float64, d *Draws, w Wait, p float64, scratch []float64) float64 {
+	return QuantileWithSplitWait(x, x, head, d, w, p, scratch)
+}
+
+// QuantileWithSplitWait is QuantileWithPacedWait with the draws that wait
+// taking their value from xWait instead of x: a request that waits for a
+// slot starts when the pool is full, at a higher load than one that does
+// not.
+func QuantileWithSplitWait(x, xWait, head []float64, d *Draws, w Wait, p float64, scratch []float64) float64 {
 	if !w.Stable() {
 		return math.Inf(1)
 	}
 	for i, v := range x {
 		if d.U[i] < w.Prob {
+			v = xWait[i]
 			if head != nil {
 				v += math.Max(0, d.E[i]*w.Mean-head[i])
 			} else {

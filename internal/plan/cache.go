@@ -93,8 +93,14 @@ func (e *Engine) CacheBytes() int {
 func drawsBytes(d *model.Draws) int { return d.N*(10*8+4) + 256 }
 
 // tailBytes estimates the memory of a tail over its draws: X in the order
-// of U, and its high draws (5 %) with their U and E and a scratch buffer.
-func tailBytes(t *model.Tail) int { return 10*t.N() + 512 }
+// of U, and its high draws (5 %) with their U and E and a scratch buffer;
+// a paced tail also each draw's pacing wait in both orders.
+func tailBytes(t *model.Tail) int {
+	if t.Paced() {
+		return 19*t.N() + 512
+	}
+	return 10*t.N() + 512
+}
 
 // sampleKey identifies one part's Monte Carlo sample: its distribution,
 // which of the draws' streams it maps, and the draws.
@@ -253,6 +259,7 @@ func drawsKey(draws *model.Draws) []byte {
 
 type percentileKey struct {
 	service serviceKey
+	full    serviceKey // the service time of the draws that wait, when not service's
 	wait    model.Wait
 	which   percentile
 }

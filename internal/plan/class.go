@@ -458,18 +458,55 @@ const (
 // of quotas do, share them through the engine's cache.
 func (m *classModel) p95(ctx context.Context, c, load int, which percentile) (float64, error) {
 	s := m.at(load)
-	w := model.Wait{}
-	if which != pctService {
-		s = m.pacedOf(s)
-		if w = m.waitAt(c, s); !w.Stable() {
-			return math.Inf(1), nil
-		}
+	if which == pctService {
+		return m.quantile(ctx, s, nil, model.Wait{}, which)
 	}
-	return m.quantile(ctx, s, w, which)
+	s = m.pacedOf(s)
+	// With a measured curve a request that waits for a slot starts when
+	// the pool is full, at a higher load than the endpoint's mean: those
+	// draws take the service time there. The slots that free for them
+	// were taken at loads between the two: the pool's queue sees the
+	// service time a third of the way up (fitted to the discrete-event
+	// simulation of the tests).
+	var full *service
+	q := s
+	if fl := m.fullLoad(c, load); fl != load {
+		full = m.pacedOf(m.at(fl))
+		q = m.pacedOf(m.at(load + (fl-load+1)/3))
+	}
+	w := m.waitAt(c, q)
+	if !w.Stable() {
+		return math.Inf(1), nil
+	}
+	return m.quantile(ctx, s, full, w, which)
 }
 
-// quantile is the p95 of TTFT (pctTTFT) or S plus the wait w.
-func (m *classModel) quantile(ctx context.Context, s *service, w model.Wait, which percentile) (float64, error) {
+// fullLoad is the load on the endpoint when class i's pool of c is full,
+// from the endpoint's load at which its demand keeps busySlots in flight:
+// the same for latency that does not depend on load.
+func (m *classModel) fullLoad(c, load int) int {
+	if !m.loadDependent() || m.lambda == 0 {
+		return load
+	}
+	// Evenly spaced arrivals that wait find the pool barely full: the
+	// more regular the arrivals, the less the load rises for them.
+	busy := m.busySlots(c, load)
+	return max(load, load+int(math.Ceil(float64(c-busy)*math.Min(1, m.ca2)-tolerance)))
+}
+
+// busySlots is what a pool of c keeps in flight at its demand with load on
+// its endpoint: the busy slots a = λ·E[S] and half a standard deviation
+// more, √(a·(1 + ca²)/2)/2 (in flight is about Poisson for Poisson
+// arrivals, and its variance grows with theirs by the peakedness
+// (1 + ca²)/2 of an infinite-server queue), at most the pool.
+func (m *classModel) busySlots(c, load int) int {
+	a := model.LittleConcurrency(m.lambda, m.pacedOf(m.at(load)).mean)
+	return min(c, max(1, int(math.Round(a+math.Sqrt(a*(1+math.Min(1, m.ca2))/2)/2))))
+}
+
+// quantile is the p95 of TTFT (pctTTFT) or S plus the wait w; with full,
+// the draws that wait take their service time from it.
+func (m *classModel) quantile(ctx context.Context, s, full *service, w model.Wait, which percentile) (float64, error) {
 	if which == pctService {
 		which, w = pctE2E, model.Wait{}
 	}
@@ -478,11 +515,28 @@ func (m *classModel) quantile(ctx context.Context, s *service, w model.Wait, whi
 		metric = metricTTFT
 	}
 	k := percentileKey{service: s.keyOf(metric), wait: w, which: which}
+	if full != nil {
+		k.full = full.keyOf(metric)
+	}
 	if v, ok := m.eng.percentiles.Get(k); ok {
 		return v, nil
 	}
 	var v float64
-	if m.tailed(metric) {
+	if full != nil {
+		first, total, err := m.sample(ctx, s)
+		if err != nil {
+			return 0, err
+		}
+		ffirst, ftotal, err := m.sample(ctx, full)
+		if err != nil {
+			return 0, err
+		}
+		x, xw := total, ftotal
+		if which == pctTTFT {
+			x, xw = first, ffirst
+		}
+		v = model.QuantileWithSplitWait(x, xw, m.headOf(s), m.draws, w, 0.95, m.scratch())
+	} else if m.tailed(metric) {
 		t, err := m.tail(ctx, s, metric)
 		if err != nil {
 			return 0, err
@@ -539,7 +593,7 @@ func (m *classModel) noWaitOf(ctx context.Context, s *service, metric int) (floa
 	if metric == metricTTFT {
 		which = pctTTFT
 	}
-	v, err := m.quantile(ctx, s, model.Wait{}, which)
+	v, err := m.quantile(ctx, s, nil, model.Wait{}, which)
 	if err != nil {
 		return 0, err
 	}

@@ -97,8 +97,9 @@ type simResult struct {
 }
 
 // simulatePool runs n arrivals of the class's workload, with gaps of the
-// given law, through a pool of c at its endpoint's load (the pool's own,
-// as in a plan of one class) after n/10 arrivals of warm-up.
+// given law, through a pool of c (with a measured curve, each request's
+// latency at what is in flight when it starts) after n/10 arrivals of
+// warm-up.
 func simulatePool(w Workload, c int, lambda, scv float64, law string, n int, seed uint64) simResult {
 	r := rand.New(rand.NewPCG(seed, 99))
 	svc := w.At(c)
@@ -108,9 +109,21 @@ func simulatePool(w Workload, c int, lambda, scv float64, law string, n int, see
 	warm := n / 10
 	ttft, e2e, wait := make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
 	t := 0.0
+	curve := w.m.loadDependent()
 	for i := range n + warm {
 		t += gap()
 		start := math.Max(t, free[0])
+		if curve {
+			// A measured curve's latency follows what is in flight when
+			// the request starts, itself included.
+			busy := 1
+			for _, f := range free {
+				if f > start {
+					busy++
+				}
+			}
+			svc = w.At(busy)
+		}
 		first := svc.TTFT.Sample(r.NormFloat64())
 		if svc.Prefill != 0 {
 			first += svc.Prefill * svc.In.Sample(r.NormFloat64())

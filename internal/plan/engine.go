@@ -170,6 +170,11 @@ func (e *Engine) newRun(ctx context.Context, in scenario.Scenario) (*run, error)
 		if h {
 			r.private[i] = 0
 		}
+		for _, d := range pacingDims(m.key) {
+			if r.overWindow(i, d) {
+				r.private[i] = 0 // no pool: its share flows to the others
+			}
+		}
 	}
 	for _, ep := range r.endpoints {
 		if !ep.curve {
@@ -279,6 +284,12 @@ func (r *run) classPlan(ctx context.Context, i int) (ClassPlan, error) {
 	allot := r.allotment(i)
 	if cp.Predicted, err = r.predict(ctx, i, cp.Pool); err != nil {
 		return cp, err
+	}
+	if cp.Feasible && len(r.missedTargets(i, cp.Predicted)) > 0 {
+		// Feasible never contradicts the plan's own predictions: a pool at
+		// min_pool whose p95 is over its target (no pool does better
+		// than within 5 % of it) does not fit.
+		cp.Feasible = false
 	}
 	cp.Pacing = r.pacing(i, cp.Pool, allot)
 	if cp.Admission, err = r.admission(ctx, i, cp.Pool); err != nil {

@@ -79,6 +79,9 @@ func (r *run) ceil(res *resource, i int, a float64) int {
 		return max(0, int(math.Floor(a+tolerance)))
 	}
 	m := r.models[i]
+	if r.overWindow(i, res.dim) {
+		return 0
+	}
 	u := m.use[res.dim]
 	if u <= 0 || math.IsInf(a, 1) {
 		return unbounded
@@ -309,7 +312,7 @@ func (r *run) solveLoads(ctx context.Context) error {
 			loads[k] = e.load
 			sum := 0
 			for _, i := range e.members {
-				sum += r.pools[i]
+				sum += r.inFlight(i, e.load)
 			}
 			sum = max(1, sum)
 			settled = settled && sum == e.load
@@ -340,6 +343,18 @@ func (r *run) solveLoads(ctx context.Context) error {
 		e.load = safe[k]
 	}
 	return r.setMinPoolsAndFill(ctx)
+}
+
+// inFlight is what class i keeps in flight on its endpoint at load
+// (docs/concepts.md, "Endpoints shared by classes"): a class without
+// demand its whole pool, one with demand its busy slots (busySlots).
+func (r *run) inFlight(i, load int) int {
+	m := r.models[i]
+	pool := r.pools[i]
+	if m.lambda == 0 || pool == 0 {
+		return pool
+	}
+	return m.busySlots(pool, load)
 }
 
 func sumInts(v []int) int {

@@ -443,3 +443,24 @@ func (l pacingLaw) appendKey(b []byte) []byte {
 	}
 	return b
 }
+
+// windowCharge is the charge that class i's requests are held to on a
+// per-minute dimension of its key: their admission charge at the p99 of
+// the input (with max_tokens where the key counts it at admission),
+// the largest a request sends but for one in a hundred.
+func (m *classModel) windowCharge(d scenario.Dimension) float64 {
+	mt := float64(m.spec.MaxTokens)
+	a0 := m.key.Admission(0, mt, m.spec.CachedInputFraction)[d]
+	a1 := m.key.Admission(1, mt, m.spec.CachedInputFraction)[d] - a0
+	return a0 + a1*m.base.In.Quantile(0.99)
+}
+
+// overWindow reports whether class i's requests exceed one window's
+// allowance on dimension d (docs/concepts.md, "Per-window enforcement"):
+// such a request can never pass the key's pacing bucket, or the
+// provider's window, without waiting for a full one, so the class gets no
+// pool there.
+func (r *run) overWindow(i int, d scenario.Dimension) bool {
+	m := r.models[i]
+	return !d.Daily() && m.key.Limit(d) > 0 && m.windowCharge(d) > bucketSize(m.key, d)*(1+tolerance)
+}

@@ -42,7 +42,7 @@ type Quota struct {
 	TPD             float64 `json:"tpd,omitempty" exclusiveMinimum:"0" maximum:"1e15" doc:"Tokens per day."`
 	TokenAccounting string  `json:"token_accounting,omitempty" enum:"actual,max_tokens" default:"actual" doc:"How the provider counts output tokens against tpm, otpm and tpd: the tokens produced, or max_tokens reserved at admission (OpenAI, Azure OpenAI)."`
 	Headroom        float64 `json:"headroom,omitempty" exclusiveMinimum:"0" maximum:"1" default:"0.9" doc:"Fraction of each limit the plan may use."`
-	BurstWindowS    float64 `json:"burst_window_s,omitempty" exclusiveMinimum:"0" maximum:"3600" default:"1" doc:"Window, in seconds, over which the provider enforces per-minute limits."`
+	BurstWindowS    float64 `json:"burst_window_s,omitempty" exclusiveMinimum:"0" maximum:"3600" default:"1" doc:"Window, in seconds, over which the provider enforces per-minute limits: one window allows limit × burst_window_s / 60, and the plan paces each key with a bucket that holds headroom × that. A request whose charge is more than that can never pass without waiting: the class does not fit. OpenAI enforces per-minute limits over about 1 s; Azure OpenAI over 1 or 10 s (see the deployment's rate limits); Anthropic refills a token bucket continuously without publishing its depth. When unknown, use 1: the shortest window is the safe side."`
 	ActiveHours     float64 `json:"active_hours,omitempty" exclusiveMinimum:"0" maximum:"24" default:"24" doc:"Hours a day the key is used, over which daily limits are spread."`
 	CachedInputFree bool    `json:"cached_input_free,omitempty" doc:"Cached input tokens do not count against itpm."`
 }
