@@ -285,6 +285,10 @@ func (r *run) classPlan(ctx context.Context, i int) (ClassPlan, error) {
 	if cp.Predicted, err = r.predict(ctx, i, cp.Pool); err != nil {
 		return cp, err
 	}
+	if len(pacingDims(m.key)) > 0 {
+		wp := r.withoutPacing(i)
+		cp.Predicted.WithoutPacing = &wp
+	}
 	if cp.Feasible && len(r.missedTargets(i, cp.Predicted)) > 0 {
 		// Feasible never contradicts the plan's own predictions: a pool at
 		// min_pool whose p95 is over its target (no pool does better

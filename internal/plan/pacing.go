@@ -464,3 +464,62 @@ func (r *run) overWindow(i int, d scenario.Dimension) bool {
 	m := r.models[i]
 	return !d.Daily() && m.key.Limit(d) > 0 && m.windowCharge(d) > bucketSize(m.key, d)*(1+tolerance)
 }
+
+// withoutPacing is what class i's sends would get from its key's provider
+// if no client paced them (docs/concepts.md, "Without pacing"). The
+// provider's bucket of one per-minute limit L holds A = L·w/60 (w =
+// burst_window_s) and refills at L/60 plus the max_tokens that completions
+// refund: a queue whose work is the key's charges, with the work ahead of
+// a send V (0 with probability 1 − π, else exponential of mean θ: model.Queue
+// at c = 1, as for the pacing wait). A send of charge k is refused when
+// the bucket lacks it, V > (A − k)/r, with probability π·e^{−(A − k)/(rθ)}:
+// a refused charge does not enter the bucket, but comes back when told,
+// so the work ahead is taken as if every charge did. Refused, a send is told to wait until the bucket holds
+// it, θ on average (the exponential's mean excess), at most k/r. The share
+// is the largest over the limits; each draw's own charge is averaged over.
+func (r *run) withoutPacing(i int) WithoutPacing {
+	m := r.models[i]
+	k := m.key
+	var members []int
+	for _, j := range r.order {
+		if r.s.Classes[j].Quota == k.Name {
+			members = append(members, j)
+		}
+	}
+	in := m.eng.sampled(inputPart(m.base.In, m.draws))
+	var out WithoutPacing
+	for _, d := range pacingDims(k) {
+		flows := make([]flow, len(members))
+		var refund float64
+		own := 0
+		for j, c := range members {
+			flows[j] = r.flowOf(c, d, r.pools[c])
+			refund += flows[j].rate * flows[j].refund
+			if c == i {
+				own = j
+			}
+		}
+		rate, allow := k.Limit(d)/60+refund, k.Limit(d)*k.BurstWindowS/60
+		v, rho := r.workload(flows, rate)
+		f := flows[own]
+		var p, wait float64
+		switch {
+		case rho >= 1:
+			p, wait = 1, allow/rate
+		case v.Prob > 0:
+			for _, x := range in {
+				c := f.adm0 + f.admIn*x
+				p += v.Prob * math.Exp(-math.Max(0, allow-c)/(rate*v.Mean))
+				wait += math.Min(v.Mean, c/rate)
+			}
+			p /= float64(len(in))
+			wait /= float64(len(in))
+		}
+		if p > out.RateLimitedShare {
+			out.RateLimitedShare, out.RetryAfterMs = p, wait*1000
+		}
+	}
+	out.RateLimitedShare = roundTo(out.RateLimitedShare, 4)
+	out.RetryAfterMs = roundTo(out.RetryAfterMs, 1)
+	return out
+}

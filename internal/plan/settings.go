@@ -50,8 +50,10 @@ func (r *run) predict(ctx context.Context, i, pool int) (Predicted, error) {
 				}
 				mean = m.paceMean() + w.Prob*over/float64(len(d))
 				p95 = model.QuantileWithPacedWait(d, d, m.draws, w, 0.95, m.scratch())
-				pr.PacingWaitMeanMs = msPtr(m.paceMean())
-				pr.PacingWaitP95Ms = msPtr(model.QuantileWithWait(d, m.draws, model.Wait{}, 0.95, m.scratch()))
+				if m.paceMean() > 0 {
+					pr.PacingWaitMeanMs = msPtr(m.paceMean())
+					pr.PacingWaitP95Ms = msPtr(model.QuantileWithWait(d, m.draws, model.Wait{}, 0.95, m.scratch()))
+				}
 			}
 			pr.QueueWaitMeanMs, pr.QueueWaitP95Ms = msPtr(mean), msPtr(p95)
 		}
