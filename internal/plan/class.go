@@ -47,9 +47,10 @@ type classModel struct {
 	// waits for with a slot free (docs/concepts.md, "The pacing wait");
 	// paceD is its sample, one wait per draw, and paced the service times
 	// with it added, by the service they add it to.
-	pace  pacingLaw
-	paceD []float64
-	paced map[*service]*service
+	pace   pacingLaw
+	paceD  []float64
+	paceD1 float64 // the mean of paceD
+	paced  map[*service]*service
 }
 
 // The two SLO metrics, indices into classModel.slo.

@@ -1,9 +1,11 @@
 package plan
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"math"
+	"slices"
 
 	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/quota"
@@ -113,7 +115,49 @@ type pacingDim struct {
 	pDrained        float64
 	piAll, thetaAll float64
 	stretch         float64
-	adm0, admIn     float64
+	top             float64 // 1 − e^{−b/(r′·thetaAll)}: the mass of the truncated X
+	// qMin is the uniform below which the truncated X keeps every draw's
+	// send from waiting, set for a sample (prepared); 0 otherwise.
+	qMin        float64
+	adm0, admIn float64
+}
+
+// rounded is the law with its figures to six significant digits: the
+// rounds of solve settle on one law instead of ones that differ in the
+// last digits, and the caches see one key.
+func (p pacingDim) rounded() pacingDim {
+	for _, v := range []*float64{&p.rate, &p.size, &p.pOwn, &p.thetaOwn, &p.pDrained, &p.piAll, &p.thetaAll, &p.stretch} {
+		*v = sig6(*v)
+	}
+	if p.thetaAll > 0 {
+		p.top = -math.Expm1(-p.size / (p.rate * p.thetaAll))
+	}
+	return p
+}
+
+// prepared is the law with each dimension's qMin set for a sample whose
+// largest input is maxIn: X < (b − k)/r′ for the largest charge k when
+// the uniform is below (1 − e^{−(b − k)/(r′θ)})/top.
+func (l pacingLaw) prepared(maxIn float64) pacingLaw {
+	for d := range l.dims {
+		p := &l.dims[d]
+		if !p.on || p.top == 0 {
+			continue
+		}
+		if x0 := (p.size - (p.adm0 + p.admIn*maxIn)) / p.rate; x0 > 0 {
+			p.qMin = -math.Expm1(-x0/p.thetaAll) / p.top
+		}
+	}
+	return l
+}
+
+// sig6 is v to six significant digits.
+func sig6(v float64) float64 {
+	if v == 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return v
+	}
+	e := math.Pow(10, 5-math.Floor(math.Log10(math.Abs(v))))
+	return math.Round(v*e) / e
 }
 
 // pacingLaw is a class's pacing wait on each paced dimension of its key;
@@ -140,20 +184,20 @@ func (l pacingLaw) waits() bool {
 
 // wait is D for one draw: u and e are the draw's pacing uniform and
 // exponential, in its input tokens.
-func (l pacingLaw) wait(u, e, in float64) float64 {
+func (l *pacingLaw) wait(u, e, in float64) float64 {
 	if l.unstable {
 		return math.Inf(1)
 	}
 	d := 0.0
-	for _, p := range l.dims {
-		if p.on {
+	for i := range l.dims {
+		if p := &l.dims[i]; p.on {
 			d = math.Max(d, p.wait(u, e, in))
 		}
 	}
 	return d
 }
 
-func (p pacingDim) wait(u, e, in float64) float64 {
+func (p *pacingDim) wait(u, e, in float64) float64 {
 	k := p.adm0 + p.admIn*in
 	var d float64
 	switch {
@@ -166,9 +210,13 @@ func (p pacingDim) wait(u, e, in float64) float64 {
 		x := 0.0
 		if idle := (1 - p.piAll) / (1 - p.pDrained); v >= idle && p.thetaAll > 0 {
 			// X given 0 < X < b/r′: the exponential truncated there, by
-			// its inverse at the draw's own uniform 1 − e^{−e}.
-			top := -math.Expm1(-p.size / (p.rate * p.thetaAll))
-			x = -p.thetaAll * math.Log1p(-(-math.Expm1(-e))*top)
+			// its inverse at the draw's uniform within this case (v − idle)
+			// / (1 − idle); top = 1 − e^{−b/(r′θ)} is the truncation's mass.
+			q := (v - idle) / (1 - idle)
+			if q < p.qMin {
+				return 0 // X stays below (b − k)/r′ for every draw's k
+			}
+			x = -p.thetaAll * math.Log1p(-q*p.top)
 		}
 		d = math.Max(0, x+(k-p.size)/p.rate)
 	}
@@ -214,12 +262,6 @@ func (r *run) flowOf(i int, d scenario.Dimension, pool int) flow {
 		// pool, at its rate flat out.
 		f.rate = float64(pool) / s.mean
 		f.ca2 = math.Max(0, 1+(s.scv-1)/math.Sqrt(float64(pool)))
-	case m.lambda > 0 && pool >= 1:
-		// The pool passes its arrivals on smoothed as a queue's departures
-		// are: Whitt's QNA, c_d² = 1 + (1 − ρ²)(ca² − 1) + ρ²(cs² − 1)/√c
-		// (Bell Syst. Tech. J. 62(9), 1983, eq. 43).
-		rho := math.Min(1, m.lambda*s.mean/float64(pool))
-		f.ca2 = math.Max(0, 1+(1-rho*rho)*(m.ca2-1)+rho*rho*(s.scv-1)/math.Sqrt(float64(pool)))
 	}
 	return f
 }
@@ -258,26 +300,17 @@ func (r *run) workload(flows []flow, rate float64) (model.Wait, float64) {
 	return r.eng.wait(q), rho
 }
 
-// lowerWaiting is the probability that a class of members has a send
-// waiting for the buckets with a slot free, which takes every token as it
-// comes: by Little's law the mean number of them waiting, Σ λ·E[D]·(1 − π)
-// with each class's pacing wait D and probability π of waiting for a slot
-// (from the waits of the last round), at most 1.
-func (r *run) lowerWaiting(members []int) float64 {
-	var n float64
-	for _, i := range members {
-		m := r.models[i]
-		if m.lambda == 0 || !m.pace.waits() || m.pace.unstable || r.pools[i] < 1 {
-			continue
-		}
-		s := m.pacedOf(m.at(r.load(i)))
-		w := m.waitAt(r.pools[i], s)
-		if !w.Stable() {
-			return 1
-		}
-		n += m.lambda * m.paceMean() * (1 - w.Prob)
+// mean is about what a send of a flow waits on the dimension, E[D], at
+// its mean charge, for how often the classes above have a send waiting
+// (by Little's law λ·E[D] of each, taking every token as it comes): the
+// excess beyond the credit with its own charge, or the charge alone when
+// drained (the part while the bucket holds its credit is left out).
+func (p pacingDim) mean(f flow) float64 {
+	if !p.on {
+		return 0
 	}
-	return math.Min(1, n)
+	k := f.m1
+	return p.stretch * (p.pOwn*(p.thetaOwn+k/p.rate) + (p.pDrained-p.pOwn)*k/p.rate)
 }
 
 // pacingLaws sets the pacing wait of every class with demand from the
@@ -307,14 +340,22 @@ func (r *run) pacingLaws() bool {
 			if rhoAll < 1 {
 				drainedAll = all.Prob * math.Exp(-size/(rate*all.Mean))
 			}
-			for j, i := range members {
+			// From the lowest class up, so that each class knows how often
+			// the classes below it have a send waiting.
+			lower := 0.0
+			for j := len(members) - 1; j >= 0; j-- {
+				i := members[j]
 				if r.models[i].lambda == 0 {
 					continue
+				}
+				if j+1 < len(members) && r.models[members[j+1]].lambda > 0 {
+					lower = math.Min(1, lower+r.models[members[j+1]].lambda*laws[j+1].dims[d].mean(flows[j+1]))
 				}
 				own, rhoOwn := r.workload(flows[:j+1], rate)
 				_, rhoHigh := r.workload(flows[:j], rate)
 				if rhoOwn >= 1 || rhoHigh >= 1 {
 					laws[j].unstable = true
+					lower = 1
 					continue
 				}
 				pd := pacingDim{on: true, rate: rate, size: size, adm0: flows[j].adm0, admIn: flows[j].admIn,
@@ -322,11 +363,11 @@ func (r *run) pacingLaws() bool {
 				if own.Prob > 0 {
 					pd.pOwn = own.Prob * math.Exp(-size/(rate*own.Mean))
 				}
-				pd.pDrained = math.Max(pd.pOwn, 1-(1-drainedAll)*(1-r.lowerWaiting(members[j+1:])))
+				pd.pDrained = math.Max(pd.pOwn, 1-(1-drainedAll)*(1-lower))
 				if pd.pDrained >= 1 {
 					pd.pDrained, pd.piAll = 1, 1
 				}
-				laws[j].dims[d] = pd
+				laws[j].dims[d] = pd.rounded()
 			}
 		}
 		for j, i := range members {
@@ -398,15 +439,26 @@ func (p *service) occupancy(f float64) *service {
 
 // paceSample is the pacing wait of every draw: the law at the draw's
 // pacing uniform and exponential and its own input tokens (the same
-// input the service time's draw has).
+// input the service time's draw has). Plans with the same law and inputs
+// share it through the engine's cache of samples.
 func (m *classModel) paceSample() []float64 {
 	if m.paceD == nil {
-		in := m.eng.sampled(inputPart(m.base.In, m.draws))
-		d := make([]float64, m.draws.N)
-		for i := range d {
-			d[i] = m.pace.wait(m.draws.UP[i], m.draws.EP[i], in[i])
+		ip := inputPart(m.base.In, m.draws)
+		key := sha256.Sum256(append(m.pace.appendKey(ip.key[:]), 'p'))
+		d, _ := cachedOnce(context.Background(), m.eng, m.eng.samples, key, func() ([]float64, error) {
+			in := m.eng.sampled(ip)
+			law := m.pace.prepared(slices.Max(in))
+			d := make([]float64, m.draws.N)
+			for i := range d {
+				d[i] = law.wait(m.draws.UP[i], m.draws.EP[i], in[i])
+			}
+			return d, nil
+		})
+		var sum float64
+		for _, v := range d {
+			sum += v
 		}
-		m.paceD = d
+		m.paceD, m.paceD1 = d, sum/float64(len(d))
 	}
 	return m.paceD
 }
@@ -419,11 +471,8 @@ func (m *classModel) paceMean() float64 {
 	if m.pace.unstable {
 		return math.Inf(1)
 	}
-	var sum float64
-	for _, v := range m.paceSample() {
-		sum += v
-	}
-	return sum / float64(m.draws.N)
+	m.paceSample()
+	return m.paceD1
 }
 
 // appendKey encodes the law for cache keys.
@@ -507,13 +556,16 @@ func (r *run) withoutPacing(i int) WithoutPacing {
 		case rho >= 1:
 			p, wait = 1, allow/rate
 		case v.Prob > 0:
-			for _, x := range in {
-				c := f.adm0 + f.admIn*x
+			// Over a strided subsample of the draws' inputs: an estimate.
+			step, n := max(1, len(in)/512), 0
+			for j := 0; j < len(in); j += step {
+				c := f.adm0 + f.admIn*in[j]
 				p += v.Prob * math.Exp(-math.Max(0, allow-c)/(rate*v.Mean))
 				wait += math.Min(v.Mean, c/rate)
+				n++
 			}
-			p /= float64(len(in))
-			wait /= float64(len(in))
+			p /= float64(n)
+			wait /= float64(n)
 		}
 		if p > out.RateLimitedShare {
 			out.RateLimitedShare, out.RetryAfterMs = p, wait*1000
