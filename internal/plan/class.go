@@ -502,7 +502,7 @@ func (m *classModel) fullLoad(c, load int) int {
 // (1 + ca²)/2 of an infinite-server queue), at most the pool.
 func (m *classModel) busySlots(c, load int) int {
 	a := model.LittleConcurrency(m.lambda, m.pacedOf(m.at(load)).mean)
-	return min(c, max(1, int(math.Round(a+math.Sqrt(a*(1+math.Min(1, m.ca2))/2)/2))))
+	return min(c, max(1, int(math.Round(a+math.Sqrt(a*(1+m.ca2)/2)/2))))
 }
 
 // quantile is the p95 of TTFT (pctTTFT) or S plus the wait w; with full,
@@ -638,6 +638,11 @@ func (m *classModel) stableStart(s *service) (int, bool) {
 	if m.lambda == 0 {
 		return 1, true
 	}
+	if s.base != nil {
+		// The pacing wait keeps a slot idle only while the pool is not
+		// full: how full the pool may be is a matter of S.
+		s = s.base
+	}
 	need := model.LittleConcurrency(m.lambda, s.mean) / m.rhoMax
 	if !(need < searchLimit) { // NaN and +Inf fail too
 		return 0, false
@@ -737,7 +742,7 @@ func (m *classModel) minPoolShared(ctx context.Context, others int) (*int, error
 		return m.minPoolAt(ctx, others+1)
 	}
 	stable := func(c int) bool {
-		return model.LittleConcurrency(m.lambda, m.pacedOf(m.at(others+c)).mean) <= m.rhoMax*float64(c)*(1+tolerance)
+		return model.LittleConcurrency(m.lambda, m.at(others+c).mean) <= m.rhoMax*float64(c)*(1+tolerance)
 	}
 	start, ok := firstStable(stable)
 	if !ok {

@@ -242,6 +242,9 @@ func (r *run) flowOf(i int, d scenario.Dimension, pool int) flow {
 	a0 := m.key.Admission(0, mt, m.spec.CachedInputFraction)[d]
 	a1 := m.key.Admission(1, mt, m.spec.CachedInputFraction)[d] - a0
 	f := flow{adm0: a0, admIn: a1, ca2: m.ca2, rate: m.lambda}
+	if pool < 1 {
+		f.rate = 0 // no pool: it sends nothing
+	}
 	// The work is a0 + a1·in + c·out, with c = 1 where actual accounting
 	// counts the output at completion.
 	c := 0.0
