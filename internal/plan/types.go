@@ -169,7 +169,7 @@ type QuotaPlan struct {
 	Usable      map[string]float64 `json:"usable" doc:"Limits times headroom."`
 	Allocations []Allocation       `json:"allocations"`
 	Utilization map[string]float64 `json:"utilization" doc:"Expected share of each limit used at the stated demand (pools flat out for classes without demand)."`
-	Pacing      []KeyPacing        `json:"pacing" doc:"The key's pacing buckets, one for each per-minute limit, that every client of the key paces its sends with."`
+	Pacing      []KeyPacing        `json:"pacing,omitempty" doc:"The key's pacing buckets, one for each per-minute limit, that every client of the key paces its sends with."`
 }
 
 // EndpointPlan shows how one endpoint's in-flight budget is divided.
