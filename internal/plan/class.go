@@ -496,13 +496,17 @@ func (m *classModel) fullLoad(c, load int) int {
 }
 
 // busySlots is what a pool of c keeps in flight at its demand with load on
-// its endpoint: the busy slots a = λ·E[S] and half a standard deviation
-// more, √(a·(1 + ca²)/2)/2 (in flight is about Poisson for Poisson
-// arrivals, and its variance grows with theirs by the peakedness
-// (1 + ca²)/2 of an infinite-server queue), at most the pool.
+// its endpoint: the busy slots a = λ·E[S] and f standard deviations more,
+// f·√(a·(1 + ca²)/2) (in flight is about Poisson for Poisson arrivals, and
+// its variance grows with theirs by the peakedness (1 + ca²)/2 of an
+// infinite-server queue), at most the pool. f is ½ up to Poisson arrivals
+// and grows to 1 at ca² = 2 and above: bursts arrive together, so that a
+// request meets more in flight than the time average (fitted to the
+// discrete-event simulation of the tests and to internal/simulate).
 func (m *classModel) busySlots(c, load int) int {
 	a := model.LittleConcurrency(m.lambda, m.pacedOf(m.at(load)).mean)
-	return min(c, max(1, int(math.Round(a+math.Sqrt(a*(1+m.ca2)/2)/2))))
+	f := math.Max(0.5, math.Min(1, m.ca2/2))
+	return min(c, max(1, int(math.Round(a+f*math.Sqrt(a*(1+m.ca2)/2)))))
 }
 
 // quantile is the p95 of TTFT (pctTTFT) or S plus the wait w; with full,
