@@ -91,15 +91,12 @@ type Tail struct {
 	scratch    sync.Pool // *[]float64 of length 2K, so that queries may run concurrently
 }
 
-// NewTail prepares p-quantile queries on the sample x (one value per draw of
-// d; len(x) must be d.N).
-func NewTail(x []float64, d *Draws, p float64) *Tail { return NewPacedTail(x, nil, d, p) }
-
 // NewPacedTail prepares p-quantile queries of X + max(W, D) on the
 // sample x = X + D, where the i-th draw has the head start head[i] = D:
 // a wait W that overlaps D adds only what it lasts beyond it,
 // (W − D)⁺ (a request that waits for a slot finds the pacing buckets
-// refilled meanwhile). head nil is no head start (NewTail).
+// refilled meanwhile). head nil is no head start: the p-quantile of x
+// plus the wait.
 func NewPacedTail(x, head []float64, d *Draws, p float64) *Tail {
 	n := len(x)
 	tl := &Tail{p: p, uByU: d.uByU, eByU: d.eByU}
@@ -319,7 +316,7 @@ func (e *Estimator) Estimate(w Wait) float64 {
 }
 
 // Quantile is the p-quantile of X + W (type 7). An unstable wait gives +Inf.
-// A Tail is immutable after NewTail, so Quantile is safe for concurrent use.
+// A Tail is immutable after NewPacedTail, so Quantile is safe for concurrent use.
 func (tl *Tail) Quantile(w Wait) float64 {
 	switch {
 	case !w.Stable():
