@@ -20,9 +20,11 @@ type Draws struct {
 	E                       []float64 // standard exponential: how long, in mean waits
 	// UP and EP are a second uniform and exponential, independent of the
 	// others, for the wait at the key's pacing buckets.
-	UP, EP     []float64
-	byU        []int32   // indices in ascending order of U
-	uByU, eByU []float64 // U and E in that order, shared by every Tail
+	UP, EP []float64
+	// UPMin and UPMax are the least and the largest of UP.
+	UPMin, UPMax float64
+	byU          []int32   // indices in ascending order of U
+	uByU, eByU   []float64 // U and E in that order, shared by every Tail
 }
 
 // NewDraws generates n draws from a PCG generator seeded with seed.
@@ -49,6 +51,9 @@ func NewDraws(seed uint64, n int) *Draws {
 	for i := range n {
 		d.UP[i] = r.Float64()
 		d.EP[i] = r.ExpFloat64()
+	}
+	if n > 0 {
+		d.UPMin, d.UPMax = slices.Min(d.UP), slices.Max(d.UP)
 	}
 	slices.SortFunc(d.byU, func(a, b int32) int { return cmp.Compare(d.U[a], d.U[b]) })
 	d.uByU, d.eByU = make([]float64, n), make([]float64, n)

@@ -197,6 +197,49 @@ func (l *pacingLaw) wait(u, e, in float64) float64 {
 	return d
 }
 
+// sample is the wait of every draw, as wait gives it, at the draws'
+// pacing uniforms and exponentials and their input tokens in, which lie
+// in [inLo, inHi]. A dimension on which no draw can wait (never) is left
+// out: it adds only zeros to the longest.
+func (l pacingLaw) sample(dr *model.Draws, in []float64, inLo, inHi float64) []float64 {
+	d := make([]float64, len(in))
+	waits := false
+	for j := range l.dims {
+		if p := &l.dims[j]; p.on && p.never(dr.UPMin, dr.UPMax, inLo, inHi) {
+			p.on = false
+		}
+		waits = waits || l.dims[j].on
+	}
+	if !waits {
+		return d
+	}
+	for i := range d {
+		d[i] = l.wait(dr.UP[i], dr.EP[i], in[i])
+	}
+	return d
+}
+
+// never reports whether wait is 0 for every draw whose pacing uniform lies
+// in [uLo, uHi] and whose input lies in [inLo, inHi]: no draw falls in the
+// first two cases (u ≥ pDrained), every charge fits the bucket's credit
+// (k ≤ b), and the largest uniform keeps X below the credit that every
+// charge leaves (q < qMin) or finds the bucket idle. Each step of wait is
+// monotone in u and in the input, so the extremes decide for every draw.
+func (p *pacingDim) never(uLo, uHi, inLo, inHi float64) bool {
+	if uLo < p.pDrained || uLo < p.pOwn || p.pDrained >= 1 || p.admIn < 0 {
+		return false
+	}
+	if !(p.adm0+p.admIn*inHi-p.size <= 0) || !(p.adm0+p.admIn*inLo-p.size <= 0) {
+		return false
+	}
+	v := (uHi - p.pDrained) / (1 - p.pDrained)
+	idle := (1 - p.piAll) / (1 - p.pDrained)
+	if v < idle || p.thetaAll <= 0 {
+		return true
+	}
+	return (v-idle)/(1-idle) < p.qMin
+}
+
 func (p *pacingDim) wait(u, e, in float64) float64 {
 	k := p.adm0 + p.admIn*in
 	var d float64
@@ -450,12 +493,9 @@ func (m *classModel) paceSample() []float64 {
 		key := sha256.Sum256(append(m.pace.appendKey(ip.key[:]), 'p'))
 		d, _ := cachedOnce(context.Background(), m.eng, m.eng.samples, key, func() ([]float64, error) {
 			in := m.eng.sampled(ip)
-			law := m.pace.prepared(slices.Max(in))
-			d := make([]float64, m.draws.N)
-			for i := range d {
-				d[i] = law.wait(m.draws.UP[i], m.draws.EP[i], in[i])
-			}
-			return d, nil
+			inLo, inHi := slices.Min(in), slices.Max(in)
+			law := m.pace.prepared(inHi)
+			return law.sample(m.draws, in, inLo, inHi), nil
 		})
 		var sum float64
 		for _, v := range d {
