@@ -51,6 +51,8 @@ type classModel struct {
 	paceD  []float64
 	paceD1 float64 // the mean of paceD
 	paced  map[*service]*service
+	// paceQ is the p95 of max(W, D) by the slot's wait W (paceQuantile).
+	paceQ map[model.Wait]float64
 }
 
 // The two SLO metrics, indices into classModel.slo.

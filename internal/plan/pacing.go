@@ -198,14 +198,14 @@ func (l *pacingLaw) wait(u, e, in float64) float64 {
 }
 
 // sample is the wait of every draw, as wait gives it, at the draws'
-// pacing uniforms and exponentials and their input tokens in, which lie
-// in [inLo, inHi]. A dimension on which no draw can wait (never) is left
-// out: it adds only zeros to the longest.
-func (l pacingLaw) sample(dr *model.Draws, in []float64, inLo, inHi float64) []float64 {
+// pacing uniforms and exponentials and their input tokens in, none above
+// inHi. A dimension on which no draw can wait (never) is left out: it
+// adds only zeros to the longest.
+func (l pacingLaw) sample(dr *model.Draws, in []float64, inHi float64) []float64 {
 	d := make([]float64, len(in))
 	waits := false
 	for j := range l.dims {
-		if p := &l.dims[j]; p.on && p.never(dr.UPMin, dr.UPMax, inLo, inHi) {
+		if p := &l.dims[j]; p.on && p.never(dr.UPMin, dr.UPMax, inHi) {
 			p.on = false
 		}
 		waits = waits || l.dims[j].on
@@ -220,16 +220,16 @@ func (l pacingLaw) sample(dr *model.Draws, in []float64, inLo, inHi float64) []f
 }
 
 // never reports whether wait is 0 for every draw whose pacing uniform lies
-// in [uLo, uHi] and whose input lies in [inLo, inHi]: no draw falls in the
+// in [uLo, uHi] and whose input is at most inHi: no draw falls in the
 // first two cases (u ≥ pDrained), every charge fits the bucket's credit
 // (k ≤ b), and the largest uniform keeps X below the credit that every
 // charge leaves (q < qMin) or finds the bucket idle. Each step of wait is
 // monotone in u and in the input, so the extremes decide for every draw.
-func (p *pacingDim) never(uLo, uHi, inLo, inHi float64) bool {
+func (p *pacingDim) never(uLo, uHi, inHi float64) bool {
 	if uLo < p.pDrained || uLo < p.pOwn || p.pDrained >= 1 || p.admIn < 0 {
 		return false
 	}
-	if !(p.adm0+p.admIn*inHi-p.size <= 0) || !(p.adm0+p.admIn*inLo-p.size <= 0) {
+	if !(p.adm0+p.admIn*inHi-p.size <= 0) {
 		return false
 	}
 	v := (uHi - p.pDrained) / (1 - p.pDrained)
@@ -430,7 +430,7 @@ func (m *classModel) setPacing(l pacingLaw) bool {
 	if l == m.pace {
 		return false
 	}
-	m.pace, m.paceD, m.paced = l, nil, nil
+	m.pace, m.paceD, m.paced, m.paceQ = l, nil, nil, nil
 	return true
 }
 
@@ -493,9 +493,9 @@ func (m *classModel) paceSample() []float64 {
 		key := sha256.Sum256(append(m.pace.appendKey(ip.key[:]), 'p'))
 		d, _ := cachedOnce(context.Background(), m.eng, m.eng.samples, key, func() ([]float64, error) {
 			in := m.eng.sampled(ip)
-			inLo, inHi := slices.Min(in), slices.Max(in)
+			inHi := slices.Max(in)
 			law := m.pace.prepared(inHi)
-			return law.sample(m.draws, in, inLo, inHi), nil
+			return law.sample(m.draws, in, inHi), nil
 		})
 		var sum float64
 		for _, v := range d {
@@ -504,6 +504,24 @@ func (m *classModel) paceSample() []float64 {
 		m.paceD, m.paceD1 = d, sum/float64(len(d))
 	}
 	return m.paceD
+}
+
+// paceQuantile is the p95 over the draws of max(W, D), the longer of a
+// request's waits for a slot (w) and for the buckets (its draw's D): with
+// w zero, the p95 of the pacing wait alone. Each prediction of the class
+// asks it again at the same waits, so the class keeps them until its law
+// changes.
+func (m *classModel) paceQuantile(w model.Wait) float64 {
+	if v, ok := m.paceQ[w]; ok {
+		return v
+	}
+	d := m.paceSample()
+	v := model.QuantileWithPacedWait(d, d, m.draws, w, 0.95, m.scratch())
+	if m.paceQ == nil {
+		m.paceQ = map[model.Wait]float64{}
+	}
+	m.paceQ[w] = v
+	return v
 }
 
 // paceMean is the pacing wait's mean over the draws.
