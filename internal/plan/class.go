@@ -238,6 +238,16 @@ func (m *classModel) tail(ctx context.Context, s *service, metric int) (*model.T
 	if t := s.tails[metric]; t != nil {
 		return t, nil
 	}
+	if s.base != nil && m.paceNever() {
+		// X + max(W, 0) is X + W: the tail of the service time without
+		// pacing answers every query the same, bit for bit.
+		t, err := m.tail(ctx, s.base, metric)
+		if err != nil {
+			return nil, err
+		}
+		s.tails[metric] = t
+		return t, nil
+	}
 	build := func() (*model.Tail, error) {
 		first, total, err := m.sample(ctx, s)
 		if err != nil {
@@ -276,6 +286,11 @@ func (m *classModel) sample(ctx context.Context, s *service) (first, total []flo
 		first, total, err := m.sample(ctx, s.base)
 		if err != nil {
 			return nil, nil, err
+		}
+		if m.paceNever() {
+			// X + 0 is X: the sample without pacing, shared read-only.
+			s.first, s.total = first, total
+			return first, total, nil
 		}
 		d := m.paceSample()
 		s.first, s.total = make([]float64, len(d)), make([]float64, len(d))

@@ -524,6 +524,14 @@ func (m *classModel) paceQuantile(w model.Wait) float64 {
 	return v
 }
 
+// paceNever reports whether no draw of the class waits for its pacing
+// buckets: the waits are never below zero, so their mean is zero only
+// when every one is.
+func (m *classModel) paceNever() bool {
+	m.paceSample()
+	return m.paceD1 == 0
+}
+
 // paceMean is the pacing wait's mean over the draws.
 func (m *classModel) paceMean() float64 {
 	if !m.pace.waits() {
