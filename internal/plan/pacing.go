@@ -182,39 +182,27 @@ func (l pacingLaw) waits() bool {
 	return false
 }
 
-// wait is D for one draw: u and e are the draw's pacing uniform and
-// exponential, in its input tokens.
-func (l *pacingLaw) wait(u, e, in float64) float64 {
-	if l.unstable {
-		return math.Inf(1)
-	}
-	d := 0.0
-	for i := range l.dims {
-		if p := &l.dims[i]; p.on {
-			d = math.Max(d, p.wait(u, e, in))
-		}
-	}
-	return d
-}
-
-// sample is the wait of every draw, as wait gives it, at the draws'
-// pacing uniforms and exponentials and their input tokens in, none above
-// inHi. A dimension on which no draw can wait (never) is left out: it
-// adds only zeros to the longest.
+// sample is D for every draw, at the draws' pacing uniforms and
+// exponentials and their input tokens in, none above inHi: the longest of
+// its dimensions' waits (the same draw sets every dimension's state),
+// worked out one dimension at a time over the draws. A dimension on which
+// no draw can wait (never) is left out: it adds only zeros to the longest.
 func (l pacingLaw) sample(dr *model.Draws, in []float64, inHi float64) []float64 {
 	d := make([]float64, len(in))
-	waits := false
-	for j := range l.dims {
-		if p := &l.dims[j]; p.on && p.never(dr.UPMin, dr.UPMax, inHi) {
-			p.on = false
+	if l.unstable {
+		for i := range d {
+			d[i] = math.Inf(1)
 		}
-		waits = waits || l.dims[j].on
-	}
-	if !waits {
 		return d
 	}
-	for i := range d {
-		d[i] = l.wait(dr.UP[i], dr.EP[i], in[i])
+	for j := range l.dims {
+		p := &l.dims[j]
+		if !p.on || p.never(dr.UPMin, dr.UPMax, inHi) {
+			continue
+		}
+		for i := range d {
+			d[i] = math.Max(d[i], p.wait(dr.UP[i], dr.EP[i], in[i]))
+		}
 	}
 	return d
 }

@@ -9,9 +9,26 @@ import (
 	"github.com/plannerdev/planner/internal/model"
 )
 
+// wait is D for one draw, the longest of its dimensions' waits, one draw
+// at a time with every dimension of the law: u and e are the draw's
+// pacing uniform and exponential, in its input tokens.
+func (l *pacingLaw) wait(u, e, in float64) float64 {
+	if l.unstable {
+		return math.Inf(1)
+	}
+	d := 0.0
+	for i := range l.dims {
+		if p := &l.dims[i]; p.on {
+			d = math.Max(d, p.wait(u, e, in))
+		}
+	}
+	return d
+}
+
 // TestPacingSampleLeavesOutOnlyDimensionsThatNeverWait holds the draws'
-// pacing waits, with the dimensions on which no draw can wait left out, to
-// the law's wait at every draw, bit for bit, over random laws: buckets
+// pacing waits, worked out a dimension at a time with the dimensions on
+// which no draw can wait left out, to the law's wait at every draw with
+// every dimension, bit for bit, over random laws: buckets
 // idle, busy and drained, charges that fit the credit and ones that do
 // not, and laws on the edge where only the largest uniform or input waits.
 func TestPacingSampleLeavesOutOnlyDimensionsThatNeverWait(t *testing.T) {
