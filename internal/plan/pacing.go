@@ -500,6 +500,9 @@ func (m *classModel) paceSample() []float64 {
 // asks it again at the same waits, so the class keeps them until its law
 // changes.
 func (m *classModel) paceQuantile(w model.Wait) float64 {
+	if w.Prob == 0 && w.Stable() {
+		w = model.Wait{} // no draw waits for a slot: the pacing wait alone
+	}
 	if v, ok := m.paceQ[w]; ok {
 		return v
 	}
