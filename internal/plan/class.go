@@ -532,6 +532,15 @@ func (m *classModel) quantile(ctx context.Context, s, full *service, w model.Wai
 	if which == pctService {
 		which, w = pctE2E, model.Wait{}
 	}
+	if s.base != nil && m.paceNever() {
+		// No draw waits for the buckets: X + max(W, 0) is X + W, the
+		// percentile of the service times without pacing, which plans
+		// with other limits share.
+		s = s.base
+		if full != nil && full.base != nil {
+			full = full.base
+		}
+	}
 	metric := metricE2E
 	if which == pctTTFT {
 		metric = metricTTFT
