@@ -383,18 +383,12 @@ func keepTop(a []float64, k int) float64 {
 	return v
 }
 
-// QuantileWithWait is the p-quantile (type 7) of X + W over the draws, where
-// the i-th draw waits E[i]·w.Mean when U[i] < w.Prob: the same value a Tail
-// gives, for one query without building a Tail. scratch must have length
-// len(x) and is overwritten.
-func QuantileWithWait(x []float64, d *Draws, w Wait, p float64, scratch []float64) float64 {
-	return QuantileWithPacedWait(x, nil, d, w, p, scratch)
-}
-
 // QuantileWithPacedWait is the p-quantile of X + max(W, D) over the
 // draws for x = X + D and head[i] = D (as NewPacedTail): the i-th draw
-// adds (E[i]·w.Mean − head[i])⁺ when U[i] < w.Prob. head nil is
-// QuantileWithWait.
+// adds (E[i]·w.Mean − head[i])⁺ when U[i] < w.Prob. head nil is the
+// p-quantile of X + W, where the i-th draw waits E[i]·w.Mean when
+// U[i] < w.Prob: the same value a Tail gives, for one query without
+// building a Tail. scratch must have length len(x) and is overwritten.
 func QuantileWithPacedWait(x, head []float64, d *Draws, w Wait, p float64, scratch []float64) float64 {
 	return QuantileWithSplitWait(x, x, head, d, w, p, scratch)
 }

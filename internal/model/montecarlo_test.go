@@ -203,3 +203,11 @@ func TestServiceThirdMomentMatchesSimulation(t *testing.T) {
 		}
 	}
 }
+
+// QuantileWithWait is the p-quantile (type 7) of X + W over the draws, where
+// the i-th draw waits E[i]·w.Mean when U[i] < w.Prob: the same value a Tail
+// gives, for one query without building a Tail. scratch must have length
+// len(x) and is overwritten.
+func QuantileWithWait(x []float64, d *Draws, w Wait, p float64, scratch []float64) float64 {
+	return QuantileWithPacedWait(x, nil, d, w, p, scratch)
+}
