@@ -227,10 +227,14 @@ func TestWhatIfChecksWhenAsked(t *testing.T) {
 // TestPropertyNoPlanFitsWhereItsCheckBreaks: over random scenarios (keys
 // shared by classes of every mode, batches, schedules, bursty arrivals,
 // tight and loose quotas), no plan says a class fits where its own
-// simulation breaks, and every check is the plan's own.
+// simulation breaks, and every check is the plan's own (consistent). The
+// scenarios must hold classes that fit and classes that do not; a class
+// that the queueing model finds feasible but its simulation breaks is
+// rare once the plan predicts its pacing wait, and that path is pinned by
+// TestCheckRaisesMinPoolWhereItsSimulationBreaks.
 func TestPropertyNoPlanFitsWhereItsCheckBreaks(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 27))
-	fits, breaks := 0, 0
+	fits, unfit, breaks := 0, 0, 0
 	for k := range 24 {
 		s := randomScenario(r)
 		t.Run(fmt.Sprint(k), func(t *testing.T) {
@@ -239,6 +243,8 @@ func TestPropertyNoPlanFitsWhereItsCheckBreaks(t *testing.T) {
 			for _, c := range p.Classes {
 				if c.Fitting() {
 					fits++
+				} else {
+					unfit++
 				}
 				if c.Feasible && !c.Check.Holds {
 					breaks++
@@ -246,10 +252,10 @@ func TestPropertyNoPlanFitsWhereItsCheckBreaks(t *testing.T) {
 			}
 		})
 	}
-	if fits == 0 || breaks == 0 {
-		t.Errorf("%d classes fit and %d feasible ones break: the scenarios should show both", fits, breaks)
+	if fits == 0 || unfit == 0 {
+		t.Errorf("%d classes fit and %d do not: the scenarios should show both", fits, unfit)
 	}
-	t.Logf("%d classes fit; %d feasible ones break by their own simulation and do not", fits, breaks)
+	t.Logf("%d classes fit, %d do not; %d feasible ones break by their own simulation", fits, unfit, breaks)
 }
 
 // randomScenario draws one or two keys shared by up to three classes.

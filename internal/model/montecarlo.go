@@ -18,8 +18,13 @@ type Draws struct {
 	ZTTFT, ZTPOT, ZIn, ZOut []float64 // standard normal draws, one per quantity
 	U                       []float64 // uniform on [0, 1): does the request wait?
 	E                       []float64 // standard exponential: how long, in mean waits
-	byU                     []int32   // indices in ascending order of U
-	uByU, eByU              []float64 // U and E in that order, shared by every Tail
+	// UP and EP are a second uniform and exponential, independent of the
+	// others, for the wait at the key's pacing buckets.
+	UP, EP []float64
+	// UPMin and UPMax are the least and the largest of UP.
+	UPMin, UPMax float64
+	byU          []int32   // indices in ascending order of U
+	uByU, eByU   []float64 // U and E in that order, shared by every Tail
 }
 
 // NewDraws generates n draws from a PCG generator seeded with seed.
@@ -39,6 +44,16 @@ func NewDraws(seed uint64, n int) *Draws {
 		d.U[i] = r.Float64()
 		d.E[i] = r.ExpFloat64()
 		d.byU[i] = int32(i)
+	}
+	// Drawn after the others, so that adding them left every other column
+	// as it was.
+	d.UP, d.EP = make([]float64, n), make([]float64, n)
+	for i := range n {
+		d.UP[i] = r.Float64()
+		d.EP[i] = r.ExpFloat64()
+	}
+	if n > 0 {
+		d.UPMin, d.UPMax = slices.Min(d.UP), slices.Max(d.UP)
 	}
 	slices.SortFunc(d.byU, func(a, b int32) int { return cmp.Compare(d.U[a], d.U[b]) })
 	d.uByU, d.eByU = make([]float64, n), make([]float64, n)
@@ -69,6 +84,9 @@ type Tail struct {
 	frac     float64 // type-7 interpolation weight towards rank k+1
 	hiX, hiU []float64
 	hiE      []float64
+	// hiD and dByU are each draw's head start D (NewPacedTail): nil
+	// without one.
+	hiD, dByU []float64
 	// xByU is X in ascending order of U, −Inf for the high draws (already
 	// among the leaders); U and E in that order are the draws' own.
 	xByU       []float64
@@ -78,9 +96,13 @@ type Tail struct {
 	scratch    sync.Pool // *[]float64 of length 2K, so that queries may run concurrently
 }
 
-// NewTail prepares p-quantile queries on the sample x (one value per draw of
-// d; len(x) must be d.N).
-func NewTail(x []float64, d *Draws, p float64) *Tail {
+// NewPacedTail prepares p-quantile queries of X + max(W, D) on the
+// sample x = X + D, where the i-th draw has the head start head[i] = D:
+// a wait W that overlaps D adds only what it lasts beyond it,
+// (W − D)⁺ (a request that waits for a slot finds the pacing buckets
+// refilled meanwhile). head nil is no head start: the p-quantile of x
+// plus the wait.
+func NewPacedTail(x, head []float64, d *Draws, p float64) *Tail {
 	n := len(x)
 	tl := &Tail{p: p, uByU: d.uByU, eByU: d.eByU}
 	tl.k, tl.frac = quantileRank(n, p)
@@ -102,20 +124,34 @@ func NewTail(x []float64, d *Draws, p float64) *Tail {
 	}
 	// One allocation holds the columns, filled by index: appending to the
 	// struct's slices would cost a write barrier per draw.
-	cols := make([]float64, 3*top+n)
+	size := 3*top + n
+	if head != nil {
+		size += top + n
+	}
+	cols := make([]float64, size)
 	hiX, hiU, hiE := cols[:top:top], cols[top:2*top:2*top], cols[2*top:3*top:3*top]
-	xByU := cols[3*top:]
+	xByU := cols[3*top : 3*top+n : 3*top+n]
+	var hiD, dByU []float64
+	if head != nil {
+		hiD, dByU = cols[3*top+n:4*top+n:4*top+n], cols[4*top+n:]
+	}
 	h := 0
 	for j, i := range d.byU {
 		v := x[i]
+		if head != nil {
+			dByU[j] = head[i]
+		}
 		if v > t || (v == t && int(i) <= lastTie) {
 			hiX[h], hiU[h], hiE[h] = v, d.uByU[j], d.eByU[j]
+			if head != nil {
+				hiD[h] = head[i]
+			}
 			h++
 			v = math.Inf(-1)
 		}
 		xByU[j] = v
 	}
-	tl.hiX, tl.hiU, tl.hiE, tl.xByU = hiX, hiU, hiE, xByU
+	tl.hiX, tl.hiU, tl.hiE, tl.xByU, tl.hiD, tl.dByU = hiX, hiU, hiE, xByU, hiD, dByU
 	tl.scratch.New = func() any { b := make([]float64, 2*top); return &b }
 	tl.base = tl.query(Wait{})
 	tl.est = newEstimator(sample, p, tl.base)
@@ -214,6 +250,9 @@ func (tl *Tail) Estimate(w Wait) float64 { return tl.est.Estimate(w) }
 // N is the number of draws the tail was prepared on.
 func (tl *Tail) N() int { return len(tl.xByU) }
 
+// Paced reports whether the tail has a head start per draw (NewPacedTail).
+func (tl *Tail) Paced() bool { return tl.dByU != nil }
+
 // Estimator approximates the p-quantile of X + W in microseconds rather
 // than a pass over Monte Carlo draws, from X's quantiles at evenly spaced
 // ranks. Searches use it to decide where to ask an exact quantile, never
@@ -282,7 +321,7 @@ func (e *Estimator) Estimate(w Wait) float64 {
 }
 
 // Quantile is the p-quantile of X + W (type 7). An unstable wait gives +Inf.
-// A Tail is immutable after NewTail, so Quantile is safe for concurrent use.
+// A Tail is immutable after NewPacedTail, so Quantile is safe for concurrent use.
 func (tl *Tail) Quantile(w Wait) float64 {
 	switch {
 	case !w.Stable():
@@ -300,7 +339,11 @@ func (tl *Tail) query(w Wait) float64 {
 	top := len(tl.hiX) // K
 	for i, v := range tl.hiX {
 		if tl.hiU[i] < w.Prob {
-			v += tl.hiE[i] * w.Mean
+			if tl.hiD != nil {
+				v += math.Max(0, tl.hiE[i]*w.Mean-tl.hiD[i])
+			} else {
+				v += tl.hiE[i] * w.Mean
+			}
 		}
 		all[i] = v
 	}
@@ -310,7 +353,11 @@ func (tl *Tail) query(w Wait) float64 {
 		if u >= w.Prob {
 			break
 		}
-		if v := tl.xByU[j] + tl.eByU[j]*w.Mean; v > threshold {
+		v := tl.xByU[j] + tl.eByU[j]*w.Mean
+		if tl.dByU != nil {
+			v = tl.xByU[j] + math.Max(0, tl.eByU[j]*w.Mean-tl.dByU[j])
+		}
+		if v > threshold {
 			all[n] = v
 			n++
 			if n == len(all) {
@@ -336,17 +383,32 @@ func keepTop(a []float64, k int) float64 {
 	return v
 }
 
-// QuantileWithWait is the p-quantile (type 7) of X + W over the draws, where
-// the i-th draw waits E[i]·w.Mean when U[i] < w.Prob: the same value a Tail
-// gives, for one query without building a Tail. scratch must have length
-// len(x) and is overwritten.
-func QuantileWithWait(x []float64, d *Draws, w Wait, p float64, scratch []float64) float64 {
+// QuantileWithPacedWait is the p-quantile of X + max(W, D) over the
+// draws for x = X + D and head[i] = D (as NewPacedTail): the i-th draw
+// adds (E[i]·w.Mean − head[i])⁺ when U[i] < w.Prob. head nil is the
+// p-quantile of X + W, where the i-th draw waits E[i]·w.Mean when
+// U[i] < w.Prob: the same value a Tail gives, for one query without
+// building a Tail. scratch must have length len(x) and is overwritten.
+func QuantileWithPacedWait(x, head []float64, d *Draws, w Wait, p float64, scratch []float64) float64 {
+	return QuantileWithSplitWait(x, x, head, d, w, p, scratch)
+}
+
+// QuantileWithSplitWait is QuantileWithPacedWait with the draws that wait
+// taking their value from xWait instead of x: a request that waits for a
+// slot starts when the pool is full, at a higher load than one that does
+// not.
+func QuantileWithSplitWait(x, xWait, head []float64, d *Draws, w Wait, p float64, scratch []float64) float64 {
 	if !w.Stable() {
 		return math.Inf(1)
 	}
 	for i, v := range x {
 		if d.U[i] < w.Prob {
-			v += d.E[i] * w.Mean
+			v = xWait[i]
+			if head != nil {
+				v += math.Max(0, d.E[i]*w.Mean-head[i])
+			} else {
+				v += d.E[i] * w.Mean
+			}
 		}
 		scratch[i] = v
 	}

@@ -75,19 +75,23 @@ func TestQueueWaitCorrections(t *testing.T) {
 	if math.Abs(md10.Mean-0.268803) > 1e-6 || math.Abs(md10.Prob-ErlangC(10, 8)) > 1e-12 {
 		t.Errorf("M/D/10 wait %+v, want θ 0.268803 and Erlang C", md10)
 	}
-	// Bursty arrivals (ca² = 4, exponential service: z = 2 × 4/(1 + 1) = 4)
-	// wait more often: the Halfin–Whitt ratio at β = 0.2√10 is
-	// α(β/√4)/α(β) > 1, and their mean is scaled by Kraemer and
-	// Langenbach-Belz's exp(−0.2 × 3/(4 + 4)).
+	// Bursty arrivals (ca² = 4) with exponential service: the worse of the
+	// GI/M/c solutions for gamma and hyperexponential gaps, the
+	// probability raised to 1 − 0.25·e^{−1.2}·√(3/5) and the mean of those
+	// who wait unchanged by the service factor (4 + 1)/(4 + 1) (and the
+	// shape exponential: cw² = 2 × 0.8 − 1 + (4/3) × 0.2 × 1.5 = 1).
 	mm := Queue{C: 10, Lambda: 8, CA2: 1, Mean: 1, CS2: 1, Tail: 1.5}.Wait()
 	bursty := Queue{C: 10, Lambda: 8, CA2: 4, Mean: 1, CS2: 1, Tail: 1.5}.Wait()
-	beta := 0.2 * math.Sqrt(10)
-	ratio := halfinWhitt(beta/2) / halfinWhitt(beta)
-	if math.Abs(bursty.Prob-math.Min(1, mm.Prob*ratio)) > 1e-12 || ratio <= 1 {
-		t.Errorf("bursty P(wait) %g, want %g × %g", bursty.Prob, mm.Prob, ratio)
+	pg, tg := giMc(10, 8, 1, func(s float64) float64 { return logLSTGamma(8, 4, s) })
+	ph, th := giMc(10, 8, 1, func(s float64) float64 { return logLSTH2(8, 4, s) })
+	if pg <= ph || tg <= th {
+		t.Errorf("gamma gaps (P %g, θ %g) should wait more than hyperexponential ones (P %g, θ %g) at ca² 4", pg, tg, ph, th)
 	}
-	if want := 2.5 * mm.Mean * math.Exp(-0.2*3/8); math.Abs(bursty.Mean-want) > 1e-9 {
-		t.Errorf("bursty θ %g, want %g", bursty.Mean, want)
+	if want := math.Pow(pg, 1-0.25*math.Exp(-1.2)*math.Sqrt(3.0/5)); math.Abs(bursty.Prob-want) > 1e-12 || bursty.Prob <= mm.Prob {
+		t.Errorf("bursty P(wait) %g, want %g (Poisson %g)", bursty.Prob, want, mm.Prob)
+	}
+	if math.Abs(bursty.Mean-tg) > 1e-9 || bursty.Mean <= mm.Mean {
+		t.Errorf("bursty θ %g, want %g (Poisson %g)", bursty.Mean, tg, mm.Mean)
 	}
 	// Evenly spaced arrivals wait less often than Poisson ones.
 	if even := (Queue{C: 10, Lambda: 8, CA2: 0, Mean: 1, CS2: 1, Tail: 1.5}).Wait(); even.Prob >= mm.Prob {
@@ -113,5 +117,47 @@ func TestLittlesLaw(t *testing.T) {
 	}
 	if got := LittleRate(8, 0); !math.IsInf(got, 1) {
 		t.Errorf("rate with zero time = %g, want +Inf", got)
+	}
+}
+
+// TestGIMcIsErlangCForPoisson: with exponential gaps the GI/M/c solution
+// is M/M/c: σ = ρ, the probability of waiting is Erlang C and the wait of
+// those who wait has mean E[S]/(c − A), for one server and for many.
+func TestGIMcIsErlangCForPoisson(t *testing.T) {
+	for _, c := range []int{1, 3, 12, 55, 300} {
+		for _, rho := range []float64{0.3, 0.8, 0.97} {
+			lambda := rho * float64(c)
+			p, theta := giMc(c, lambda, 1, func(s float64) float64 { return math.Log1p(-s / (lambda + s)) })
+			if want := ErlangC(c, lambda); math.Abs(p-want) > 1e-9*math.Max(1, want) && math.Abs(p-want) > 1e-12 {
+				t.Errorf("c %d ρ %g: P(wait) %.12g, Erlang C %.12g", c, rho, p, want)
+			}
+			if want := 1 / (float64(c) - lambda); math.Abs(theta-want) > 1e-9*want {
+				t.Errorf("c %d ρ %g: θ %g, want %g", c, rho, theta, want)
+			}
+		}
+	}
+}
+
+// TestGIMcOneServer: with one server an arrival waits with probability σ,
+// the root of σ = A*(μ(1 − σ)), and the wait of those who wait is
+// exponential with rate μ(1 − σ) (GI/M/1). For gamma gaps of ca² 9 at
+// ρ = 0.5 that is σ = 0.8800, worked by fixed-point iteration: arrivals
+// in clumps wait far more often than Poisson ones (0.5).
+func TestGIMcOneServer(t *testing.T) {
+	for _, law := range []func(s float64) float64{
+		func(s float64) float64 { return logLSTGamma(0.5, 9, s) },
+		func(s float64) float64 { return logLSTH2(0.5, 9, s) },
+		func(s float64) float64 { return logLSTGamma(0.5, 0.25, s) },
+	} {
+		sigma, theta := giMc(1, 0.5, 1, law)
+		if fix := math.Exp(law(1 - sigma)); math.Abs(fix-sigma) > 1e-9 {
+			t.Errorf("σ %g is not a root: A*(μ(1 − σ)) = %g", sigma, fix)
+		}
+		if math.Abs(theta-1/(1-sigma)) > 1e-9 {
+			t.Errorf("θ %g, want 1/(1 − σ) = %g", theta, 1/(1-sigma))
+		}
+	}
+	if sigma, _ := giMc(1, 0.5, 1, func(s float64) float64 { return logLSTGamma(0.5, 9, s) }); math.Abs(sigma-0.8800) > 5e-5 {
+		t.Errorf("gamma ca² 9, ρ 0.5: σ = %.5f, want 0.8800", sigma)
 	}
 }

@@ -53,7 +53,7 @@ type Engine struct {
 }
 
 // Cache bounds. With the default 20,000 draws, the draws take about
-// 1.4 MB, a sample 160 kB, a tail about 200 kB and a plan of three classes
+// 1.7 MB, a sample 160 kB, a tail about 200 kB and a plan of three classes
 // some 10 kB; with 200,000 draws ten times as much but for plans, so that
 // the bytes, not the counts, bound the memory (tails of runs of more than
 // 50,000 draws are not kept at all).
@@ -95,13 +95,19 @@ func (e *Engine) CacheBytes() int {
 	return e.draws.Bytes() + e.tails.Bytes() + e.samples.Bytes() + e.plans.Bytes() + e.leanPlans.Bytes() + e.checked.Bytes()
 }
 
-// drawsBytes estimates the memory of a Monte Carlo run: eight columns of
+// drawsBytes estimates the memory of a Monte Carlo run: ten columns of
 // float64 and one of int32 per draw.
-func drawsBytes(d *model.Draws) int { return d.N*(8*8+4) + 256 }
+func drawsBytes(d *model.Draws) int { return d.N*(10*8+4) + 256 }
 
 // tailBytes estimates the memory of a tail over its draws: X in the order
-// of U, and its high draws (5 %) with their U and E and a scratch buffer.
-func tailBytes(t *model.Tail) int { return 10*t.N() + 512 }
+// of U, and its high draws (5 %) with their U and E and a scratch buffer;
+// a paced tail also each draw's pacing wait in both orders.
+func tailBytes(t *model.Tail) int {
+	if t.Paced() {
+		return 19*t.N() + 512
+	}
+	return 10*t.N() + 512
+}
 
 // sampleKey identifies one part's Monte Carlo sample: its distribution,
 // which of the draws' streams it maps, and the draws.
@@ -136,11 +142,17 @@ func partsOf(svc model.Service, draws *model.Draws) []part {
 		ps = append(ps, part{svc.In, draws.ZIn, 2, sampleKey{}})
 	}
 	for i := range ps {
-		b := binary.LittleEndian.AppendUint64([]byte{ps[i].stream}, draws.Seed)
-		b = binary.LittleEndian.AppendUint64(b, uint64(draws.N))
-		ps[i].key = sha256.Sum256(ps[i].dist.AppendKey(b))
+		ps[i].key = partKey(ps[i], draws)
 	}
 	return ps
+}
+
+// partKey identifies a part's sample: its distribution, its stream and
+// the draws.
+func partKey(p part, draws *model.Draws) sampleKey {
+	b := binary.LittleEndian.AppendUint64([]byte{p.stream}, draws.Seed)
+	b = binary.LittleEndian.AppendUint64(b, uint64(draws.N))
+	return sha256.Sum256(p.dist.AppendKey(b))
 }
 
 // sampled returns the part's sample, from the cache when a class or a load
@@ -191,6 +203,14 @@ func cachedOnce[K comparable, V any](ctx context.Context, e *Engine, c cache[K, 
 		return zero, err
 	}
 	return v.(V), nil
+}
+
+// inputPart is the input tokens' part: the prompt's length, drawn from the
+// same stream as a prefill term draws it.
+func inputPart(in model.Dist, draws *model.Draws) part {
+	p := part{in, draws.ZIn, 2, sampleKey{}}
+	p.key = partKey(p, draws)
+	return p
 }
 
 // parts is the Monte Carlo sample of every part of a service time.
@@ -246,6 +266,7 @@ func drawsKey(draws *model.Draws) []byte {
 
 type percentileKey struct {
 	service serviceKey
+	full    serviceKey // the service time of the draws that wait, when not service's
 	wait    model.Wait
 	which   percentile
 }

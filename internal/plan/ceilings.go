@@ -56,6 +56,11 @@ func (r *run) quotaCeiling(i int, mb membership) Ceiling {
 	u := m.use[d]
 	name := d.String()
 	limit, perS := m.key.Limit(d), m.key.Capacity(d)
+	if r.overWindow(i, d) {
+		return Ceiling{Constraint: name, MaxPool: intPtr(0), Detail: fmt.Sprintf(
+			"%s: one request's charge, %s %s at the p99 of its input, exceeds one window's allowance, %s × %s %s/%s × %s s window = %s: it can never pass without waiting for a full window",
+			name, num(m.windowCharge(d)), d.Unit(), num(m.key.Headroom), num(limit), d.Unit(), d.Period(), num(m.key.BurstWindowS), num(bucketSize(m.key, d)))}
+	}
 	if u <= 0 {
 		return Ceiling{Constraint: name, Detail: fmt.Sprintf("%s: a request uses none of it", name)}
 	}

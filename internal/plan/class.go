@@ -42,6 +42,17 @@ type classModel struct {
 	services map[int]*service // by load, for a curve
 	buf      []float64        // scratch for quantile selections
 	xmax     []float64        // xmax[c] = max over c' ≤ c of X(c'), grown on demand
+
+	// pace is the class's wait at its key's pacing buckets, which a send
+	// waits for with a slot free (docs/concepts.md, "The pacing wait");
+	// paceD is its sample, one wait per draw, and paced the service times
+	// with it added, by the service they add it to.
+	pace   pacingLaw
+	paceD  []float64
+	paceD1 float64 // the mean of paceD
+	paced  map[*service]*service
+	// paceQ is the p95 of max(W, D) by the slot's wait W (paceQuantile).
+	paceQ map[model.Wait]float64
 }
 
 // The two SLO metrics, indices into classModel.slo.
@@ -67,6 +78,11 @@ type service struct {
 	load         int                 // the load of a curve's service time
 	noWait       [2]float64          // p95 of TTFT and of S without queueing; 0 until known
 	minPool      *minPoolResult
+	// base is the service time a paced one adds the pacing wait to; nil
+	// for a service time without it; d are the pacing wait's first three
+	// moments.
+	base *service
+	d    [3]float64
 }
 
 // keyOf is the cache key of what a metric of the service time depends on.
@@ -182,6 +198,15 @@ func (m *classModel) queue(c int, lambda float64, s *service) model.Queue {
 	return model.Queue{C: c, Lambda: lambda, CA2: m.ca2, Mean: s.mean, CS2: s.scv, Tail: s.tail}
 }
 
+// headOf is the pacing wait of every draw for a paced service time (the
+// head start its waits overlap), nil for one without it.
+func (m *classModel) headOf(s *service) []float64 {
+	if s.base == nil {
+		return nil
+	}
+	return m.paceSample()
+}
+
 // loadDependent reports whether the class's latency follows its endpoint's
 // load.
 func (m *classModel) loadDependent() bool { return m.curve != nil }
@@ -213,6 +238,16 @@ func (m *classModel) tail(ctx context.Context, s *service, metric int) (*model.T
 	if t := s.tails[metric]; t != nil {
 		return t, nil
 	}
+	if s.base != nil && m.paceNever() {
+		// X + max(W, 0) is X + W: the tail of the service time without
+		// pacing answers every query the same, bit for bit.
+		t, err := m.tail(ctx, s.base, metric)
+		if err != nil {
+			return nil, err
+		}
+		s.tails[metric] = t
+		return t, nil
+	}
 	build := func() (*model.Tail, error) {
 		first, total, err := m.sample(ctx, s)
 		if err != nil {
@@ -222,7 +257,7 @@ func (m *classModel) tail(ctx context.Context, s *service, metric int) (*model.T
 		if metric == metricTTFT {
 			x = first
 		}
-		return model.NewTail(x, m.draws, 0.95), nil
+		return model.NewPacedTail(x, m.headOf(s), m.draws, 0.95), nil
 	}
 	var t *model.Tail
 	var err error
@@ -246,6 +281,23 @@ func (m *classModel) sample(ctx context.Context, s *service) (first, total []flo
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
+	}
+	if s.base != nil {
+		first, total, err := m.sample(ctx, s.base)
+		if err != nil {
+			return nil, nil, err
+		}
+		if m.paceNever() {
+			// X + 0 is X: the sample without pacing, shared read-only.
+			s.first, s.total = first, total
+			return first, total, nil
+		}
+		d := m.paceSample()
+		s.first, s.total = make([]float64, len(d)), make([]float64, len(d))
+		for i, v := range d {
+			s.first[i], s.total[i] = first[i]+v, total[i]+v
+		}
+		return s.first, s.total, nil
 	}
 	n := m.draws.N
 	p := m.eng.parts(s.svc, m.draws)
@@ -276,13 +328,23 @@ func (m *classModel) estimatorOf(ctx context.Context, s *service, metric int) (e
 		if metric == metricTTFT {
 			x = s.first
 		}
-		base, err := m.noWait95(ctx, s.load, metric)
+		base, err := m.noWaitOf(ctx, s, metric)
 		if err != nil {
 			return nil, err
 		}
 		s.approx[metric], s.fromSample[metric] = model.NewSampleEstimator(x, 0.95, base), true
 	}
 	if s.approx[metric] == nil {
+		if s.base != nil {
+			// Before its sample is drawn, a paced service time is guided
+			// by its own with the pacing wait's mean added: searches are
+			// settled by the Monte Carlo.
+			e, err := m.estimatorOf(ctx, s.base, metric)
+			if err != nil {
+				return nil, err
+			}
+			return shifted{e, m.paceMean()}, nil
+		}
 		d := s.svc.Lognormal()
 		if metric == metricTTFT {
 			d = s.svc.TTFTLognormal()
@@ -291,6 +353,14 @@ func (m *classModel) estimatorOf(ctx context.Context, s *service, metric int) (e
 	}
 	return s.approx[metric], nil
 }
+
+// shifted is an estimator of X + c.
+type shifted struct {
+	e estimator
+	c float64
+}
+
+func (s shifted) Estimate(w model.Wait) float64 { return s.e.Estimate(w) + s.c }
 
 // approxNoWait95 is the closed-form stand-in's p95 of TTFT or S without
 // queueing at a load, for bracketing searches over the load.
@@ -375,7 +445,19 @@ func (m *classModel) firstAbove(bound, scale float64, limit int) (int, bool) {
 // waitAt is the client-side queue wait with a pool of c at the class's
 // demand, for the service time s.
 func (m *classModel) waitAt(c int, s *service) model.Wait {
-	return m.eng.wait(m.queue(c, m.lambda, s))
+	if s.base == nil {
+		return m.eng.wait(m.queue(c, m.lambda, s))
+	}
+	// A request at the head of the queue that waits for the buckets keeps
+	// the slot it would take idle for what its pacing wait lasts beyond
+	// its wait for a slot: for the whole of it when it found a slot free,
+	// hardly at all when it waited long for one. The pool's queue sees
+	// S + (1 − π)·D, with π its probability of waiting at S + D.
+	w := m.eng.wait(m.queue(c, m.lambda, s))
+	if !w.Stable() {
+		w = model.Wait{Prob: 1}
+	}
+	return m.eng.wait(m.queue(c, m.lambda, s.occupancy(1-w.Prob)))
 }
 
 // percentile names one of the percentiles the plan predicts.
@@ -394,31 +476,98 @@ const (
 // of quotas do, share them through the engine's cache.
 func (m *classModel) p95(ctx context.Context, c, load int, which percentile) (float64, error) {
 	s := m.at(load)
-	w := model.Wait{}
-	if which != pctService {
-		w = m.waitAt(c, s)
-		if !w.Stable() {
-			return math.Inf(1), nil
-		}
+	if which == pctService {
+		return m.quantile(ctx, s, nil, model.Wait{}, which)
 	}
-	return m.quantile(ctx, s, w, which)
+	s = m.pacedOf(s)
+	// With a measured curve a request that waits for a slot starts when
+	// the pool is full, at a higher load than the endpoint's mean: those
+	// draws take the service time there. The slots that free for them
+	// were taken at loads between the two: the pool's queue sees the
+	// service time a third of the way up (fitted to the discrete-event
+	// simulation of the tests).
+	var full *service
+	q := s
+	if fl := m.fullLoad(c, load); fl != load {
+		full = m.pacedOf(m.at(fl))
+		q = m.pacedOf(m.at(load + (fl-load+1)/3))
+	}
+	w := m.waitAt(c, q)
+	if !w.Stable() {
+		return math.Inf(1), nil
+	}
+	return m.quantile(ctx, s, full, w, which)
 }
 
-// quantile is the p95 of TTFT (pctTTFT) or S plus the wait w.
-func (m *classModel) quantile(ctx context.Context, s *service, w model.Wait, which percentile) (float64, error) {
+// fullLoad is the load on the endpoint when class i's pool of c is full,
+// from the endpoint's load at which its demand keeps busySlots in flight:
+// the same for latency that does not depend on load.
+func (m *classModel) fullLoad(c, load int) int {
+	if !m.loadDependent() || m.lambda == 0 {
+		return load
+	}
+	// Evenly spaced arrivals that wait find the pool barely full: the
+	// more regular the arrivals, the less the load rises for them.
+	busy := m.busySlots(c, load)
+	return max(load, load+int(math.Ceil(float64(c-busy)*math.Min(1, m.ca2)-tolerance)))
+}
+
+// busySlots is what a pool of c keeps in flight at its demand with load on
+// its endpoint: the busy slots a = λ·E[S] and f standard deviations more,
+// f·√(a·(1 + ca²)/2) (in flight is about Poisson for Poisson arrivals, and
+// its variance grows with theirs by the peakedness (1 + ca²)/2 of an
+// infinite-server queue), at most the pool. f is ½ up to Poisson arrivals
+// and grows to 1 at ca² = 2 and above: bursts arrive together, so that a
+// request meets more in flight than the time average (fitted to the
+// discrete-event simulation of the tests and to internal/simulate).
+func (m *classModel) busySlots(c, load int) int {
+	a := model.LittleConcurrency(m.lambda, m.pacedOf(m.at(load)).mean)
+	f := math.Max(0.5, math.Min(1, m.ca2/2))
+	return min(c, max(1, int(math.Round(a+f*math.Sqrt(a*(1+m.ca2)/2)))))
+}
+
+// quantile is the p95 of TTFT (pctTTFT) or S plus the wait w; with full,
+// the draws that wait take their service time from it.
+func (m *classModel) quantile(ctx context.Context, s, full *service, w model.Wait, which percentile) (float64, error) {
 	if which == pctService {
 		which, w = pctE2E, model.Wait{}
+	}
+	if s.base != nil && m.paceNever() {
+		// No draw waits for the buckets: X + max(W, 0) is X + W, the
+		// percentile of the service times without pacing, which plans
+		// with other limits share.
+		s = s.base
+		if full != nil && full.base != nil {
+			full = full.base
+		}
 	}
 	metric := metricE2E
 	if which == pctTTFT {
 		metric = metricTTFT
 	}
 	k := percentileKey{service: s.keyOf(metric), wait: w, which: which}
+	if full != nil {
+		k.full = full.keyOf(metric)
+	}
 	if v, ok := m.eng.percentiles.Get(k); ok {
 		return v, nil
 	}
 	var v float64
-	if m.tailed(metric) {
+	if full != nil {
+		first, total, err := m.sample(ctx, s)
+		if err != nil {
+			return 0, err
+		}
+		ffirst, ftotal, err := m.sample(ctx, full)
+		if err != nil {
+			return 0, err
+		}
+		x, xw := total, ftotal
+		if which == pctTTFT {
+			x, xw = first, ffirst
+		}
+		v = model.QuantileWithSplitWait(x, xw, m.headOf(s), m.draws, w, 0.95, m.scratch())
+	} else if m.tailed(metric) {
 		t, err := m.tail(ctx, s, metric)
 		if err != nil {
 			return 0, err
@@ -433,7 +582,7 @@ func (m *classModel) quantile(ctx context.Context, s *service, w model.Wait, whi
 		if which == pctTTFT {
 			x = first
 		}
-		v = model.QuantileWithWait(x, m.draws, w, 0.95, m.scratch())
+		v = model.QuantileWithPacedWait(x, m.headOf(s), m.draws, w, 0.95, m.scratch())
 	}
 	m.eng.percentiles.Add(k, v)
 	return v, nil
@@ -456,7 +605,18 @@ func (m *classModel) scratch() []float64 {
 // noWait95 is the p95 of TTFT (metricTTFT) or of S (metricE2E) without
 // any queueing, at the given load.
 func (m *classModel) noWait95(ctx context.Context, load, metric int) (float64, error) {
-	s := m.at(load)
+	return m.noWaitOf(ctx, m.at(load), metric)
+}
+
+// pacedNoWait95 is the p95 of TTFT or of S with the pacing wait, without
+// queueing for a slot: what the SLOs are held to at any pool.
+func (m *classModel) pacedNoWait95(ctx context.Context, load, metric int) (float64, error) {
+	return m.noWaitOf(ctx, m.pacedOf(m.at(load)), metric)
+}
+
+// noWaitOf is the p95 of TTFT or of S for a service time (paced or not)
+// without queueing for a slot.
+func (m *classModel) noWaitOf(ctx context.Context, s *service, metric int) (float64, error) {
 	if v := s.noWait[metric]; v > 0 {
 		return v, nil
 	}
@@ -464,7 +624,7 @@ func (m *classModel) noWait95(ctx context.Context, load, metric int) (float64, e
 	if metric == metricTTFT {
 		which = pctTTFT
 	}
-	v, err := m.quantile(ctx, s, model.Wait{}, which)
+	v, err := m.quantile(ctx, s, nil, model.Wait{}, which)
 	if err != nil {
 		return 0, err
 	}
@@ -508,6 +668,11 @@ func (m *classModel) stableStart(s *service) (int, bool) {
 	if m.lambda == 0 {
 		return 1, true
 	}
+	if s.base != nil {
+		// The pacing wait keeps a slot idle only while the pool is not
+		// full: how full the pool may be is a matter of S.
+		s = s.base
+	}
 	need := model.LittleConcurrency(m.lambda, s.mean) / m.rhoMax
 	if !(need < searchLimit) { // NaN and +Inf fail too
 		return 0, false
@@ -522,7 +687,7 @@ func (m *classModel) stableStart(s *service) (int, bool) {
 // names what it would achieve. Without demand it is 1; nil when no pool up
 // to the search limit keeps the queue stable.
 func (m *classModel) minPoolAt(ctx context.Context, load int) (*int, error) {
-	s := m.at(load)
+	s := m.pacedOf(m.at(load))
 	if s.minPool != nil {
 		return s.minPool.Pool, nil
 	}
@@ -548,7 +713,7 @@ func (m *classModel) minPoolAt(ctx context.Context, load int) (*int, error) {
 	b := exact
 	for metric := range 2 {
 		if m.hasSLO(metric) {
-			v, err := m.noWait95(ctx, load, metric)
+			v, err := m.noWaitOf(ctx, s, metric)
 			if err != nil {
 				return nil, err
 			}
@@ -568,7 +733,7 @@ func (m *classModel) minPoolAt(ctx context.Context, load int) (*int, error) {
 // alone (no draws), for bracketing searches over the load; false when no
 // pool keeps the queue stable.
 func (m *classModel) approxMinPoolAt(load int) (int, bool) {
-	s := m.at(load)
+	s := m.pacedOf(m.at(load))
 	start, ok := m.stableStart(s)
 	if !ok || m.lambda == 0 {
 		return start, ok
@@ -692,7 +857,7 @@ func firstStable(stable func(int) bool) (int, bool) {
 // the exact Monte Carlo then confirms it and its neighbour, galloping away
 // only when the estimate was off.
 func (m *classModel) firstMeeting(ctx context.Context, start, load int, b bounds) (int, error) {
-	s := m.at(load)
+	s := m.pacedOf(m.at(load))
 	var est [2]estimator
 	for metric := range 2 {
 		if m.hasSLO(metric) {

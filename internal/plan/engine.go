@@ -208,6 +208,11 @@ func (e *Engine) newRun(ctx context.Context, in scenario.Scenario, w *dayWindow)
 		if h {
 			r.private[i] = 0
 		}
+		for _, d := range pacingDims(m.key) {
+			if r.overWindow(i, d) {
+				r.private[i] = 0 // no pool: its share flows to the others
+			}
+		}
 	}
 	for _, ep := range r.endpoints {
 		if !ep.curve {
@@ -318,6 +323,16 @@ func (r *run) classPlan(ctx context.Context, i int) (ClassPlan, error) {
 	if cp.Predicted, err = r.predict(ctx, i, cp.Pool); err != nil {
 		return cp, err
 	}
+	if len(pacingDims(m.key)) > 0 {
+		wp := r.withoutPacing(i)
+		cp.Predicted.WithoutPacing = &wp
+	}
+	if cp.Feasible && len(r.missedTargets(i, cp.Predicted)) > 0 {
+		// Feasible never contradicts the plan's own predictions: a pool at
+		// min_pool whose p95 is over its target (no pool does better
+		// than within 5 % of it) does not fit.
+		cp.Feasible = false
+	}
 	cp.Pacing = r.pacing(i, cp.Pool, allot)
 	if cp.Admission, err = r.admission(ctx, i, cp.Pool); err != nil {
 		return cp, err
@@ -416,6 +431,7 @@ func (r *run) quotaPlan(ki int) QuotaPlan {
 			qp.Utilization[d.String()] = roundTo(used[d]*k.Seconds(d)/l, 4)
 		}
 	}
+	qp.Pacing = r.keyPacing(ki)
 	return qp
 }
 

@@ -47,7 +47,11 @@ func (r *run) explain(i int, cp ClassPlan) string {
 		if hasSLO {
 			need = "within its SLO needs"
 		}
-		fmt.Fprintf(&b, " It does not fit: %s req/s %s a pool of %d.", num(m.lambda), need, *cp.MinPool)
+		if missed := r.missedTargets(i, cp.Predicted); cp.Pool >= *cp.MinPool && len(missed) > 0 {
+			fmt.Fprintf(&b, " It does not fit: at this pool its predicted %s p95 is over its target, and no pool comes within 5 %% of it.", metricLabel(missed[0]))
+		} else {
+			fmt.Fprintf(&b, " It does not fit: %s req/s %s a pool of %d.", num(m.lambda), need, *cp.MinPool)
+		}
 		if len(cp.Remedies) > 0 {
 			changes := make([]string, len(cp.Remedies))
 			for k, rm := range cp.Remedies {

@@ -38,13 +38,28 @@ type membership struct {
 	j   int
 }
 
-// use is what a pool of c of class i takes of the resource running flat
-// out: c slots of an endpoint, or X(c)·u of a quota limit with X the most
-// the pool can send (peakRate).
+// use is what a pool of c of class i takes of the resource: c slots of an
+// endpoint; of a quota limit, X(c)·u running flat out, with X the most the
+// pool can send (peakRate), or, for a class with demand, what its demand
+// sends through the pool, min(λ, X(c))·u: the key's pacing buckets, not
+// the pool, hold its sends to the key's limits, so it never sends faster
+// than its arrivals on average (docs/concepts.md, "Sharing: keys and
+// endpoints").
 func (r *run) use(res *resource, i, c int) float64 {
 	if res.slots() {
 		return float64(c)
 	}
+	m := r.models[i]
+	x := m.peakRate(c)
+	if m.lambda > 0 {
+		x = math.Min(x, m.lambda)
+	}
+	return x * m.use[res.dim]
+}
+
+// flatOut is what a pool of c of class i takes of a quota limit running
+// flat out, X(c)·u: what its quota ceiling holds to its share.
+func (r *run) flatOut(res *resource, i, c int) float64 {
 	return r.models[i].peakRate(c) * r.models[i].use[res.dim]
 }
 
@@ -64,6 +79,9 @@ func (r *run) ceil(res *resource, i int, a float64) int {
 		return max(0, int(math.Floor(a+tolerance)))
 	}
 	m := r.models[i]
+	if r.overWindow(i, res.dim) {
+		return 0
+	}
 	u := m.use[res.dim]
 	if u <= 0 || math.IsInf(a, 1) {
 		return unbounded
@@ -116,7 +134,7 @@ func (r *run) fill(ctx context.Context) error {
 				m := r.models[i]
 				claims[j] = quota.Claim{Class: m.spec.Name, Mode: m.spec.Mode, Priority: m.spec.Priority, Weight: m.spec.Weight, Cap: res.caps[j]}
 				if m.lambda > 0 {
-					claims[j].HasNeed, claims[j].Need = true, r.use(res, i, r.reservedPool(i))
+					claims[j].HasNeed, claims[j].Need = true, r.need(res, i)
 				}
 			}
 			res.claims = claims
@@ -177,9 +195,17 @@ func (r *run) fill(ctx context.Context) error {
 // held it: the division with its own cap lifted, the others' kept. It is
 // the share a ceiling reports, so that a class held by its knee is not
 // named bound by a quota whose share it gave up to others, and it is never
-// less than the class's actual share.
+// less than the class's actual share. For a class with demand a quota's
+// ceiling share is what the reservations of the classes before it in
+// priority order leave of the capacity: its use is its demand's whatever
+// its pool, and its pool may run flat out (to clear a backlog) on all the
+// key's pacing buckets pass it, which is what they do not give the
+// classes before it.
 func (r *run) ceilingShare(mb membership) float64 {
 	res := mb.res
+	if !res.slots() && r.models[res.members[mb.j]].lambda > 0 {
+		return math.Max(res.capacity-r.reservedBefore(res, mb.j), res.shares[mb.j])
+	}
 	if math.IsInf(res.caps[mb.j], 1) {
 		return res.shares[mb.j]
 	}
@@ -187,6 +213,29 @@ func (r *run) ceilingShare(mb membership) float64 {
 	claims[mb.j].Cap = math.Inf(1)
 	shares, _ := quota.Divide(res.capacity, claims, r.s.Policy.Allocation)
 	return math.Max(shares[mb.j], res.shares[mb.j])
+}
+
+// reservedBefore is what the members before member j of a resource, in
+// priority order, reserve of it.
+func (r *run) reservedBefore(res *resource, j int) float64 {
+	var v float64
+	for _, x := range res.reserved[:j] {
+		v += x
+	}
+	return v
+}
+
+// need is what class i, which states a demand, reserves of a resource: of
+// an endpoint, the slots of its min_pool; of a quota limit, its demand's
+// use λ·u, which the key's pacing buckets pass it first when it comes
+// first in priority order (docs/concepts.md, "Sharing: keys and
+// endpoints").
+func (r *run) need(res *resource, i int) float64 {
+	if res.slots() {
+		return float64(r.reservedPool(i))
+	}
+	m := r.models[i]
+	return m.lambda * m.use[res.dim]
 }
 
 // reservedPool is the pool a class with demand reserves: its min_pool at
@@ -205,13 +254,39 @@ func (r *run) reservedPool(i int) int {
 // maxLoadRounds bounds the search for an endpoint's load.
 const maxLoadRounds = 40
 
-// solve finds the pools and, for curve endpoints, the load their latency is
+// maxPacingRounds bounds how often the pacing waits are worked out again
+// from the pools they led to; they settle in a round or two.
+const maxPacingRounds = 4
+
+// solve finds the pools and the pacing waits (docs/concepts.md, "The
+// pacing wait"): the waits depend on what the classes send, and so on the
+// pools of the classes without demand, which depend on min_pool and so on
+// the waits; it plans with the waits of the last pools until they agree,
+// and the last plan is made with the waits its predictions use.
+func (r *run) solve(ctx context.Context) error {
+	r.pacingLaws()
+	if err := r.solveLoads(ctx); err != nil {
+		return err
+	}
+	for range maxPacingRounds {
+		if !r.pacingLaws() {
+			return nil
+		}
+		if err := r.solveLoads(ctx); err != nil {
+			return err
+		}
+	}
+	r.pacingLaws()
+	return r.setMinPoolsAndFill(ctx)
+}
+
+// solveLoads finds the pools and, for curve endpoints, the load their latency is
 // predicted at: the sum of their classes' pools. min_pool depends on the
 // load and the pools on min_pool, so it iterates load ← Σ pools from the
 // endpoint's budget (or from below without one) until they agree. Latency
 // grows with load, so a load at least Σ pools is on the safe side; when
 // the iteration does not settle, the last such load is kept.
-func (r *run) solve(ctx context.Context) error {
+func (r *run) solveLoads(ctx context.Context) error {
 	var curveEps []*endpoint
 	for _, e := range r.endpoints {
 		if !e.curve {
@@ -237,7 +312,7 @@ func (r *run) solve(ctx context.Context) error {
 			loads[k] = e.load
 			sum := 0
 			for _, i := range e.members {
-				sum += r.pools[i]
+				sum += r.inFlight(i, e.load)
 			}
 			sum = max(1, sum)
 			settled = settled && sum == e.load
@@ -268,6 +343,18 @@ func (r *run) solve(ctx context.Context) error {
 		e.load = safe[k]
 	}
 	return r.setMinPoolsAndFill(ctx)
+}
+
+// inFlight is what class i keeps in flight on its endpoint at load
+// (docs/concepts.md, "Endpoints shared by classes"): a class without
+// demand its whole pool, one with demand its busy slots (busySlots).
+func (r *run) inFlight(i, load int) int {
+	m := r.models[i]
+	pool := r.pools[i]
+	if m.lambda == 0 || pool == 0 {
+		return pool
+	}
+	return m.busySlots(pool, load)
 }
 
 func sumInts(v []int) int {

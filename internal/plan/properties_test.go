@@ -128,11 +128,14 @@ func encode(t *testing.T, p *Plan) []byte {
 
 const trials = 60
 
+// TestPropertyPoolIsSmallestCeiling: the pool is the smallest ceiling, and
+// a class is feasible exactly when its pool reaches min_pool and its
+// predicted p95s meet its targets there.
 func TestPropertyPoolIsSmallestCeiling(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 1))
 	for trial := range trials {
 		s := randomScenario(r)
-		for _, cp := range mustPlan(t, s).Classes {
+		for ci, cp := range mustPlan(t, s).Classes {
 			smallest, name := math.MaxInt, ""
 			for _, c := range cp.Ceilings {
 				if c.MaxPool != nil && *c.MaxPool < smallest {
@@ -142,8 +145,20 @@ func TestPropertyPoolIsSmallestCeiling(t *testing.T) {
 			if cp.Pool != smallest || cp.BindingConstraint != name {
 				t.Fatalf("trial %d class %s: pool %d by %s, smallest ceiling %d by %s", trial, cp.Name, cp.Pool, cp.BindingConstraint, smallest, name)
 			}
-			if cp.Feasible != (cp.MinPool != nil && *cp.MinPool <= cp.Pool && cp.Pool >= 1) {
-				t.Fatalf("trial %d class %s: feasible %v with pool %d and min_pool %v", trial, cp.Name, cp.Feasible, cp.Pool, cp.MinPool)
+			// Feasible never contradicts the plan's own predictions.
+			meets := true
+			if slo := s.Classes[ci].SLO; slo != nil {
+				for _, m := range []struct {
+					pred   *float64
+					target float64
+				}{{cp.Predicted.TTFTP95Ms, slo.TTFTP95Ms}, {cp.Predicted.E2EP95Ms, slo.E2EP95Ms}} {
+					if m.target > 0 && (m.pred == nil || *m.pred > m.target+0.05) {
+						meets = false
+					}
+				}
+			}
+			if cp.Feasible != (cp.MinPool != nil && *cp.MinPool <= cp.Pool && cp.Pool >= 1 && meets) {
+				t.Fatalf("trial %d class %s: feasible %v with pool %d, min_pool %v and predictions %+v", trial, cp.Name, cp.Feasible, cp.Pool, cp.MinPool, cp.Predicted)
 			}
 		}
 	}
@@ -244,8 +259,9 @@ func TestPropertyHigherKneeNeverShrinksAPool(t *testing.T) {
 }
 
 // TestPropertyEndpointBudgetHolds: the pools of the classes on one endpoint
-// never add up to more than its budget, and the plan's endpoint totals are
-// the sums of its classes' pools.
+// never add up to more than its budget, the plan's endpoint totals are
+// the sums of its classes' pools, and the load latency is predicted at is
+// no more than they allow.
 func TestPropertyEndpointBudgetHolds(t *testing.T) {
 	r := rand.New(rand.NewPCG(6, 6))
 	for trial := range trials {
@@ -267,8 +283,8 @@ func TestPropertyEndpointBudgetHolds(t *testing.T) {
 			if e.Knee != nil && *e.Budget > int(e.Safety*float64(*e.Knee)+1e-9) {
 				t.Fatalf("trial %d: endpoint %s budget %d above ⌊%g × %d⌋", trial, e.Name, *e.Budget, e.Safety, *e.Knee)
 			}
-			if e.Load != nil && *e.Load < sum {
-				t.Fatalf("trial %d: endpoint %s latency predicted at %d in flight, below the %d its pools allow", trial, e.Name, *e.Load, sum)
+			if e.Load != nil && (*e.Load > max(1, sum) || *e.Load < 1) {
+				t.Fatalf("trial %d: endpoint %s latency predicted at %d in flight, beyond the %d its pools allow", trial, e.Name, *e.Load, sum)
 			}
 		}
 	}
@@ -276,7 +292,9 @@ func TestPropertyEndpointBudgetHolds(t *testing.T) {
 
 // TestPropertyBoundClassesPressOnTheirLimit: a class named bound by a
 // shared limit uses at least 95 % of its share at its pool or could not
-// grow by one within it; and while any class is bound by a limit, no class
+// grow by one within it (a class with demand, whose use is its demand's,
+// running flat out on what the others' reservations leave of a quota);
+// and while any class without demand is bound by a limit, no class
 // held by something else keeps more of it than it uses (its share flows to
 // the classes that can grow).
 func TestPropertyBoundClassesPressOnTheirLimit(t *testing.T) {
@@ -292,12 +310,18 @@ func TestPropertyBoundClassesPressOnTheirLimit(t *testing.T) {
 			bound := false
 			for j, i := range res.members {
 				cp := p.Classes[i]
-				if cp.BindingConstraint != res.name || cp.Pool != run.pools[i] || run.private[i] == cp.Pool {
+				if cp.BindingConstraint != res.name || cp.Pool != run.pools[i] || run.private[i] == cp.Pool || (!res.slots() && run.overWindow(i, res.dim)) {
 					continue // not bound by the shared limit but by a ceiling of its own
 				}
-				bound = true
-				use, share := run.use(res, i, cp.Pool), res.shares[j]
-				if use < 0.95*share && run.use(res, i, cp.Pool+1) <= share*(1+1e-9) {
+				if run.models[i].lambda == 0 || res.slots() {
+					bound = true // a class with demand uses its demand's share of a quota, and no more, whatever its pool
+				}
+				use, share, grown := run.use(res, i, cp.Pool), res.shares[j], run.use(res, i, cp.Pool+1)
+				if !res.slots() && run.models[i].lambda > 0 {
+					share = run.ceilingShare(membership{res, j})
+					use, grown = run.flatOut(res, i, cp.Pool), run.flatOut(res, i, cp.Pool+1)
+				}
+				if use < 0.95*share && grown <= share*(1+1e-9) {
 					t.Fatalf("trial %d: %s bound by %s uses %g of its share %g and could grow by one", trial, cp.Name, res.name, use, share)
 				}
 			}
@@ -383,7 +407,11 @@ func applyRemedies(t *testing.T, s scenario.Scenario, ci int, rs []Remedy) scena
 		default:
 			t.Fatalf("unknown remedy %q", r.Constraint)
 		}
-		if !strings.HasSuffix(r.Path, field) {
+		// A request too large for one window of a quota limit may also be
+		// made smaller: a lower max_tokens, a cap on its prompt.
+		window := strings.HasPrefix(field, "/") && field != "/knee" && !strings.HasPrefix(field, "/slo") && field != "/policy/max_pool" &&
+			(r.Path == fmt.Sprintf("/classes/%d/max_tokens", ci) || r.Path == fmt.Sprintf("/classes/%d/input_tokens/max", ci))
+		if !strings.HasSuffix(r.Path, field) && !window {
 			t.Fatalf("remedy %+v of class %d: path does not name %s", r, ci, field)
 		}
 		value, _ := json.Marshal(r.Value)

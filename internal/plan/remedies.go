@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/plannerdev/planner/internal/quota"
 	"github.com/plannerdev/planner/internal/scenario"
@@ -114,8 +115,9 @@ func (e *Engine) leanPlan(ctx context.Context, s scenario.Scenario, floors minPo
 	return r, p, err
 }
 
-// mergeRemedies keeps one remedy per field, the larger value where both
-// name it (every remedy raises a limit, a knee or a target).
+// mergeRemedies keeps one remedy per field, the stronger where both name
+// it: the larger value of a limit, a knee or a target, the smaller of a
+// max_tokens or a cap on the prompt.
 func mergeRemedies(a, b []Remedy) []Remedy {
 	out := append([]Remedy{}, a...)
 	for _, rb := range b {
@@ -123,7 +125,8 @@ func mergeRemedies(a, b []Remedy) []Remedy {
 		for k := range out {
 			if out[k].Path == rb.Path {
 				found = true
-				if rb.Value > out[k].Value {
+				lowers := strings.HasSuffix(rb.Path, "/max_tokens") || strings.HasSuffix(rb.Path, "/input_tokens/max")
+				if rb.Value > out[k].Value != lowers && rb.Value != out[k].Value {
 					out[k] = rb
 				}
 			}
@@ -145,6 +148,18 @@ func (r *run) remediesFor(ctx context.Context, i int, cp ClassPlan, pessimistic 
 		return out, nil
 	}
 	target := *cp.MinPool
+	if cp.Pool >= target {
+		// The pool reaches min_pool but a predicted p95 misses its target:
+		// only a looser target helps.
+		for _, metric := range r.missedTargets(i, cp.Predicted) {
+			v, err := m.p95(ctx, cp.Pool, r.load(i), pctOf(metric))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, r.relax(i, metric, v, cp.Pool))
+		}
+		return out, nil
+	}
 	for _, c := range cp.Ceilings {
 		if c.MaxPool == nil || *c.MaxPool >= target {
 			continue
@@ -178,6 +193,12 @@ func (r *run) remediesFor(ctx context.Context, i int, cp ClassPlan, pessimistic 
 			mb := findMembership(r.memberships[i], c.Constraint)
 			capacity := r.neededCapacity(mb, i, target, pessimistic)
 			d, k := mb.res.dim, r.keys[mb.res.key]
+			var window []Remedy
+			if r.overWindow(i, d) {
+				// One window must allow a request's charge: h·L·w/60 ≥ k.
+				capacity = math.Max(capacity, m.windowCharge(d)/k.BurstWindowS)
+				window = r.windowRemedies(i, d)
+			}
 			l := math.Ceil(k.LimitFor(d, capacity) * (1 + tolerance))
 			if !(l <= scenario.Bounds().LimitMax[d.String()]) {
 				// No limit a key may have lifts the ceiling (a tiny
@@ -187,9 +208,53 @@ func (r *run) remediesFor(ctx context.Context, i int, cp ClassPlan, pessimistic 
 			}
 			out = append(out, Remedy{Constraint: c.Constraint, Value: l, Path: fmt.Sprintf("/quotas/%d/%s", mb.res.key, d),
 				Change: fmt.Sprintf("raise %s on key %s from %s to %s (a higher tier, or a second key for this class)", c.Constraint, k.Name, num(k.Limit(d)), num(l))})
+			out = append(out, window...)
 		}
 	}
 	return out, nil
+}
+
+// missedTargets are the metrics whose predicted p95 misses class i's
+// target.
+func (r *run) missedTargets(i int, pr Predicted) []int {
+	m := r.models[i]
+	var out []int
+	for metric, v := range []*float64{pr.TTFTP95Ms, pr.E2EP95Ms} {
+		if m.hasSLO(metric) && (v == nil || *v > m.slo[metric]*1000*(1+tolerance)+0.05) {
+			out = append(out, metric)
+		}
+	}
+	return out
+}
+
+// windowRemedies are the changes to class i's requests that make their
+// charge fit one window of dimension d (docs/concepts.md, "Per-window
+// enforcement"): a lower max_tokens, where the key counts it at
+// admission, and a cap on the prompt, where d counts it. Any one of them,
+// or the higher limit they are listed with, lifts the window's ceiling;
+// applied together, as every class's remedies are checked, they do too.
+func (r *run) windowRemedies(i int, d scenario.Dimension) []Remedy {
+	m := r.models[i]
+	mt := float64(m.spec.MaxTokens)
+	a0 := m.key.Admission(0, mt, m.spec.CachedInputFraction)[d]
+	a1 := m.key.Admission(1, mt, m.spec.CachedInputFraction)[d] - a0
+	b := bucketSize(m.key, d)
+	in99 := m.base.In.Quantile(0.99)
+	var out []Remedy
+	if mt > 0 && m.key.Admission(0, 0, 0)[d] < a0 {
+		// The key counts max_tokens at admission on d.
+		if v := math.Floor(b - a1*in99 - (a0 - mt)); v >= 1 && v < mt {
+			out = append(out, Remedy{Constraint: d.String(), Value: v, Path: fmt.Sprintf("/classes/%d/max_tokens", i),
+				Change: fmt.Sprintf("lower max_tokens from %s to %.0f: one window of %s then holds a request's charge (longer answers are cut short)", num(mt), v, d)})
+		}
+	}
+	if a1 > 0 {
+		if v := math.Floor((b - a0) / a1); v >= 1 {
+			out = append(out, Remedy{Constraint: d.String(), Value: v, Path: fmt.Sprintf("/classes/%d/input_tokens/max", i),
+				Change: fmt.Sprintf("cap the prompt at %.0f input tokens (input_tokens.max): one window of %s then holds a request's charge", v, d)})
+		}
+	}
+	return out
 }
 
 // maxKnee is the largest knee a scenario may give (latency.knee's
@@ -232,6 +297,10 @@ func (r *run) neededCapacity(mb *membership, i, target int, pessimistic bool) fl
 		for j := range claims {
 			claims[j].Cap = math.Inf(1)
 		}
+	}
+	if !res.slots() && r.models[i].lambda > 0 {
+		// Its quota ceiling is what the classes before it reserve.
+		return math.Max(r.flatOut(res, i, target)+r.reservedBefore(res, mb.j), res.capacity)
 	}
 	need := r.use(res, i, target)
 	claims[mb.j].Cap = math.Inf(1)
@@ -277,7 +346,7 @@ func (r *run) sloRemedies(ctx context.Context, i int, name string, target int, p
 		if !mj.hasSLO(metric) || r.private[j] == 0 {
 			continue
 		}
-		v, err := mj.noWait95(ctx, total, metric)
+		v, err := mj.pacedNoWait95(ctx, total, metric)
 		if err != nil {
 			return nil, err
 		}
@@ -348,7 +417,7 @@ func (r *run) shed(ctx context.Context, i, pool int) (*Shed, error) {
 	if pool < 1 {
 		return &Shed{SustainableRPS: 0, ShedRPS: roundTo(m.lambda, 4)}, nil
 	}
-	s := m.at(r.load(i))
+	s := m.pacedOf(m.at(r.load(i)))
 	var fail error
 	ok := func(l float64) bool {
 		if l*s.mean > m.rhoMax*float64(pool)*(1+tolerance) {
@@ -362,7 +431,7 @@ func (r *run) shed(ctx context.Context, i, pool int) (*Shed, error) {
 			if !m.hasSLO(metric) {
 				continue
 			}
-			v, err := m.quantile(ctx, s, w, which)
+			v, err := m.quantile(ctx, s, nil, w, which)
 			if err != nil {
 				fail = err
 				return false

@@ -21,7 +21,7 @@ func (r *run) predict(ctx context.Context, i, pool int) (Predicted, error) {
 	}
 	if pool >= 1 {
 		pr.ThroughputRPS = roundTo(float64(pool)/s.mean, 4)
-		w := m.waitAt(pool, s)
+		w := m.waitAt(pool, m.pacedOf(s))
 		ttft, err := m.p95(ctx, pool, load, pctTTFT)
 		if err != nil {
 			return pr, err
@@ -32,6 +32,36 @@ func (r *run) predict(ctx context.Context, i, pool int) (Predicted, error) {
 		}
 		pr.TTFTP95Ms, pr.E2EP95Ms = msPtr(ttft), msPtr(e2e)
 		pr.QueueWaitMeanMs, pr.QueueWaitP95Ms = msPtr(waitMean(w)), msPtr(waitQuantile(w, 0.95))
+		if m.lambda > 0 && m.pace.unstable {
+			// The key cannot carry the demand: every wait grows without
+			// bound.
+			pr.TTFTP95Ms, pr.E2EP95Ms, pr.QueueWaitMeanMs, pr.QueueWaitP95Ms = nil, nil, nil, nil
+		} else if m.lambda > 0 && m.pace.waits() {
+			// The queue wait is the longer of the waits for a slot and for
+			// the buckets, which fill while a request waits for a slot.
+			mean, p95 := math.Inf(1), math.Inf(1)
+			if w.Stable() {
+				d := m.paceSample()
+				// E[(W − D)⁺] given W > 0, over a strided subsample of
+				// the draws: exact for an exponential W at each draw's D.
+				var over float64
+				if w.Prob > 0 {
+					step, n := max(1, len(d)/1024), 0
+					for k := 0; k < len(d); k += step {
+						over += w.Mean * math.Exp(-d[k]/w.Mean)
+						n++
+					}
+					over /= float64(n)
+				}
+				mean = m.paceMean() + w.Prob*over
+				p95 = m.paceQuantile(w)
+				if m.paceMean() > 0 {
+					pr.PacingWaitMeanMs = msPtr(m.paceMean())
+					pr.PacingWaitP95Ms = msPtr(m.paceQuantile(model.Wait{}))
+				}
+			}
+			pr.QueueWaitMeanMs, pr.QueueWaitP95Ms = msPtr(mean), msPtr(p95)
+		}
 	}
 	run := r.runRate(i, pool)
 	for d := range scenario.NumDimensions {
@@ -60,38 +90,6 @@ func waitQuantile(w model.Wait, p float64) float64 {
 		return 0
 	}
 	return w.Mean * math.Log(w.Prob/(1-p))
-}
-
-// pacing is a token bucket at the request rate the class's share of the key
-// allows (the tightest limit), but no faster than its pool can send with
-// the key's headroom to spare, X(pool)/h: share that the class leaves to
-// others is not a rate it should start requests at. The burst is the
-// requests that rate allows in the provider's enforcement window
-// (docs/concepts.md, "Client settings").
-func (r *run) pacing(i, pool int, allot quota.Vector) Pacing {
-	m := r.models[i]
-	rate := math.Inf(1)
-	for d := range scenario.NumDimensions {
-		if m.key.Limit(d) > 0 && m.use[d] > 0 {
-			rate = math.Min(rate, allot[d]/m.use[d])
-		}
-	}
-	if pool >= 1 {
-		rate = math.Min(rate, m.peakRate(pool)/m.key.Headroom)
-	}
-	if math.IsInf(rate, 1) {
-		rate = float64(max(pool, 1)) / m.at(r.load(i)).mean
-	}
-	burst := 1
-	if v := rate*m.key.BurstWindowS + tolerance; v < float64(searchLimit) {
-		burst = max(1, int(math.Floor(v)))
-	} else {
-		burst = searchLimit
-	}
-	if pool >= 1 {
-		burst = min(burst, pool)
-	}
-	return Pacing{RateRPS: roundTo(rate, 4), Burst: burst}
 }
 
 // admission sheds a request that has waited longer than slo_e2e minus the

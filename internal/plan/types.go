@@ -154,22 +154,45 @@ type Ceiling struct {
 
 // Predicted is what the model expects at the planned pool.
 type Predicted struct {
-	MeanServiceMs   float64            `json:"mean_service_ms"`
-	ThroughputRPS   float64            `json:"throughput_rps" doc:"Requests per second with the pool full: pool / E[S]."`
-	OfferedRPS      float64            `json:"offered_rps,omitempty" doc:"The demand the class is sized at: the stated one, times its demand profile's largest factor when that is above 1."`
-	TTFTP95Ms       *float64           `json:"ttft_p95_ms" doc:"Queue wait included when demand is given; null when the queue would grow without bound."`
-	E2EP95Ms        *float64           `json:"e2e_p95_ms"`
-	QueueWaitMeanMs *float64           `json:"queue_wait_mean_ms"`
-	QueueWaitP95Ms  *float64           `json:"queue_wait_p95_ms"`
-	Utilization     map[string]float64 `json:"utilization" doc:"Share of each limit of the key this class uses at its demand (or its pool when no demand is given)."`
-	Extrapolated    bool               `json:"extrapolated,omitempty" doc:"The pool lies outside the measured curve."`
+	MeanServiceMs    float64            `json:"mean_service_ms"`
+	ThroughputRPS    float64            `json:"throughput_rps" doc:"Requests per second with the pool full: pool / E[S]."`
+	OfferedRPS       float64            `json:"offered_rps,omitempty" doc:"The demand the class is sized at: the stated one, times its demand profile's largest factor when that is above 1."`
+	TTFTP95Ms        *float64           `json:"ttft_p95_ms" doc:"Queue wait included when demand is given; null when the queue would grow without bound."`
+	E2EP95Ms         *float64           `json:"e2e_p95_ms"`
+	QueueWaitMeanMs  *float64           `json:"queue_wait_mean_ms" doc:"Arrival to send: the wait for a pool slot and for the key's pacing buckets."`
+	QueueWaitP95Ms   *float64           `json:"queue_wait_p95_ms"`
+	PacingWaitMeanMs *float64           `json:"pacing_wait_mean_ms,omitempty" doc:"The part of the queue wait spent waiting for the key's pacing buckets (quotas[].pacing) with a slot free."`
+	PacingWaitP95Ms  *float64           `json:"pacing_wait_p95_ms,omitempty"`
+	WithoutPacing    *WithoutPacing     `json:"without_pacing,omitempty" doc:"What the key would answer if clients did not pace their sends."`
+	Utilization      map[string]float64 `json:"utilization" doc:"Share of each limit of the key this class uses at its demand (or its pool when no demand is given)."`
+	Extrapolated     bool               `json:"extrapolated,omitempty" doc:"The pool lies outside the measured curve."`
 }
 
-// Pacing is a token bucket that keeps a client from starting requests faster
-// than the quota allows, even when the whole pool frees at once.
+// Pacing is what the key's pacing buckets (QuotaPlan.Pacing) give the
+// class: a client paces its sends with the key's shared buckets, and these
+// say what they come to in the class's own requests (docs/concepts.md,
+// "Pacing").
 type Pacing struct {
-	RateRPS float64 `json:"rate_rps"`
-	Burst   int     `json:"burst"`
+	RateRPS float64 `json:"rate_rps" doc:"The request rate the class's allotment of the key sustains: its share of the tightest per-minute limit divided by its mean charge."`
+	Burst   int     `json:"burst" doc:"How many of its requests of mean charge the key's buckets pass at once when full (at most the pool)."`
+}
+
+// WithoutPacing is what the provider would answer a key's unpaced sends:
+// the share of sends a window's demand puts over its allowance, and how
+// long a refused send is told to wait.
+type WithoutPacing struct {
+	RateLimitedShare float64 `json:"rate_limited_share" doc:"Share of sends answered 429."`
+	RetryAfterMs     float64 `json:"retry_after_ms" doc:"Mean Retry-After of a 429: the time the provider's bucket takes to hold the refused charge."`
+}
+
+// KeyPacing is one pacing bucket of a key: one per per-minute limit,
+// shared by the key's classes, which take their charges from it in
+// priority order (docs/concepts.md, "Pacing").
+type KeyPacing struct {
+	Dimension string   `json:"dimension"`
+	RatePerS  float64  `json:"rate_per_s" doc:"Refill rate: headroom × limit / 60, in the limit's unit per second."`
+	Capacity  float64  `json:"capacity" doc:"What the bucket holds when full: one enforcement window's allowance, headroom × limit × burst_window_s / 60."`
+	Classes   []string `json:"classes" doc:"The key's classes in the order the bucket serves them: interactive, semi, batch, then priority, then name; within a class, in order of arrival."`
 }
 
 // Admission is the shedding rule for requests that would wait too long.
@@ -279,6 +302,7 @@ type QuotaPlan struct {
 	Allocations []Allocation       `json:"allocations"`
 	Utilization map[string]float64 `json:"utilization" doc:"Expected share of each limit used at the stated demand (pools flat out for classes without demand)."`
 	Cost        *Cost              `json:"cost,omitempty" doc:"What the key costs at the stated demand; absent without a price."`
+	Pacing      []KeyPacing        `json:"pacing,omitempty" doc:"The key's pacing buckets, one for each per-minute limit, that every client of the key paces its sends with."`
 }
 
 // EndpointPlan shows how one endpoint's in-flight budget is divided.

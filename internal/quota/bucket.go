@@ -15,7 +15,8 @@ type Bucket struct {
 	// Level is what it holds now: Size when full, negative in debt.
 	Level float64
 	// Slack absorbs floating-point error when a request comes back at the
-	// time Wait named: need fits when Level ≥ need − Slack.
+	// time Wait named: need fits when Level ≥ need − Slack (and an
+	// oversized need when Level ≥ Size − Slack).
 	Slack float64
 	// Oversize lets a full bucket take a need larger than Size, which
 	// leaves it in debt, so that no request is refused for ever (a
@@ -37,7 +38,7 @@ func (b *Bucket) Refill(seconds float64) {
 
 // Fits reports whether need units may be taken now.
 func (b *Bucket) Fits(need float64) bool {
-	return b.Level >= need-b.Slack || (b.Oversize && b.Level >= b.Size)
+	return b.Level >= need-b.Slack || (b.Oversize && b.Level >= b.Size-b.Slack)
 }
 
 // Wait is the time, in seconds, until need fits, when nothing else draws on

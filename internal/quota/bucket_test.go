@@ -62,3 +62,19 @@ func TestBucketDebtRefundAndOversize(t *testing.T) {
 		t.Errorf("the slack does not absorb rounding: wait %g", w)
 	}
 }
+
+// TestOversizeFitsAFullBucketWithinSlack: a bucket refilled to within
+// rounding of full takes a need larger than its size, so that a request
+// that waits for a full bucket does not wait for ever one rounding error
+// short of it.
+func TestOversizeFitsAFullBucketWithinSlack(t *testing.T) {
+	b := NewBucket(6750, 6750, 1e-9*6750, true)
+	b.Level = 6749.999999999994
+	if !b.Fits(7000) || b.Wait(7000) != 0 {
+		t.Fatalf("a bucket %g short of full refuses an oversized need (wait %g s)", b.Size-b.Level, b.Wait(7000))
+	}
+	b.Level = 6000
+	if b.Fits(7000) || b.Wait(7000) <= 0 {
+		t.Fatal("a bucket far from full takes an oversized need")
+	}
+}

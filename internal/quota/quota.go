@@ -60,7 +60,7 @@ type Request struct {
 // (or max_tokens) output tokens (otpm).
 func (k Key) Use(r Request) Vector {
 	out := r.MeanOut
-	if k.TokenAccounting == scenario.AccountingMaxTokens && r.MaxTokens > 0 {
+	if k.countsMaxTokens(r.MaxTokens) {
 		out = r.MaxTokens
 	}
 	in := r.MeanIn
@@ -81,4 +81,61 @@ func (k Key) Use(r Request) Vector {
 		}
 	}
 	return v
+}
+
+// Admission is what one request of in input tokens counts against each
+// limit of k when it is sent (docs/simulate.md, "Token accounting"): 1 on
+// rpm and rpd; its input, and max_tokens when the key counts max_tokens at
+// admission, on tpm and tpd; its input less the cached share when the key
+// does not count cache reads, on itpm; max_tokens or nothing on otpm. The
+// output of a key with actual accounting is counted at completion
+// (Completion).
+func (k Key) Admission(in, maxTokens, cachedFraction float64) Vector {
+	out := 0.0
+	if k.countsMaxTokens(maxTokens) {
+		out = maxTokens
+	}
+	counted := in
+	if k.CachedInputFree {
+		counted *= 1 - cachedFraction
+	}
+	var v Vector
+	for d := range scenario.NumDimensions {
+		switch d.Charge() {
+		case scenario.ChargeRequest:
+			v[d] = 1
+		case scenario.ChargeTokens:
+			v[d] = in + out
+		case scenario.ChargeInput:
+			v[d] = counted
+		case scenario.ChargeOutput:
+			v[d] = out
+		}
+	}
+	return v
+}
+
+// Completion is what a request that produced out output tokens counts
+// against each limit of k when it completes: its output under actual
+// accounting, or, negative, the refund of max_tokens − out under
+// max_tokens accounting, on the dimensions that count output (tpm, otpm
+// and tpd).
+func (k Key) Completion(out, maxTokens float64) Vector {
+	n := out
+	if k.countsMaxTokens(maxTokens) {
+		n = -(maxTokens - out)
+	}
+	var v Vector
+	for d := range scenario.NumDimensions {
+		if c := d.Charge(); c == scenario.ChargeTokens || c == scenario.ChargeOutput {
+			v[d] = n
+		}
+	}
+	return v
+}
+
+// countsMaxTokens reports whether k counts a request's max_tokens at
+// admission.
+func (k Key) countsMaxTokens(maxTokens float64) bool {
+	return k.TokenAccounting == scenario.AccountingMaxTokens && maxTokens > 0
 }

@@ -54,8 +54,8 @@ func TestSimulationGolden(t *testing.T) {
 		t.Errorf("charts %s, want the two classes' ceilings and simulations", got)
 	}
 	for _, want := range []string{
-		"pacing off", "backfill: 429s on 16.7 % of sends",
-		"| backfill | closed loop | 68 |",
+		"pacing off", "backfill: 429s on 20.9 % of sends",
+		"| backfill | closed loop | 76 |",
 	} {
 		if !bytes.Contains(md.Bytes(), []byte(want)) || !bytes.Contains(reportMD, []byte(want)) {
 			t.Errorf("the Markdown lacks %q", want)

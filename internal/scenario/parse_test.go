@@ -3,6 +3,7 @@ package scenario
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -26,5 +27,24 @@ func TestParseRefusesAliasBombs(t *testing.T) {
 	s, err := Parse([]byte(shared))
 	if err != nil || len(s.Endpoints) != 2 || *s.Endpoints[1].Latency.TTFTMs.Fixed != 300 {
 		t.Fatalf("%+v, %v", s, err)
+	}
+}
+
+// TestParseClassNamedLikeABoolean: YAML 1.1 would read y, no or on as a
+// boolean and refuse it as a name; scenarios are read as YAML 1.2 (the
+// core schema), where they are strings, as they are in JSON.
+func TestParseClassNamedLikeABoolean(t *testing.T) {
+	for _, name := range []string{"y", "n", "yes", "no", "on", "off"} {
+		doc := strings.ReplaceAll(good, "name: chat", "name: "+name)
+		if !strings.Contains(doc, "name: "+name) {
+			t.Fatal("the scenario has no class named chat")
+		}
+		s, err := Parse([]byte(doc))
+		if err != nil {
+			t.Fatalf("a class named %s: %v", name, err)
+		}
+		if !slices.ContainsFunc(s.Classes, func(c Class) bool { return c.Name == name }) {
+			t.Errorf("no class named %s in %+v", name, s.Classes)
+		}
 	}
 }

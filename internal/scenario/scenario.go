@@ -44,7 +44,7 @@ type Quota struct {
 	TPD             float64 `json:"tpd,omitempty" exclusiveMinimum:"0" maximum:"1e15" doc:"Tokens per day."`
 	TokenAccounting string  `json:"token_accounting,omitempty" enum:"actual,max_tokens" default:"actual" doc:"How the provider counts output tokens against tpm, otpm and tpd: the tokens produced, or max_tokens reserved at admission (OpenAI, Azure OpenAI)."`
 	Headroom        float64 `json:"headroom,omitempty" exclusiveMinimum:"0" maximum:"1" default:"0.9" doc:"Fraction of each limit the plan may use."`
-	BurstWindowS    float64 `json:"burst_window_s,omitempty" exclusiveMinimum:"0" maximum:"3600" default:"1" doc:"Window, in seconds, over which the provider enforces per-minute limits."`
+	BurstWindowS    float64 `json:"burst_window_s,omitempty" exclusiveMinimum:"0" maximum:"3600" default:"1" doc:"Window, in seconds, over which the provider enforces per-minute limits: one window allows limit × burst_window_s / 60, and the plan paces each key with a bucket that holds headroom × that. A request whose charge is more than that can never pass without waiting: the class does not fit. OpenAI enforces per-minute limits over about 1 s; Azure OpenAI over 1 or 10 s (see the deployment's rate limits); Anthropic refills a token bucket continuously without publishing its depth. When unknown, use 1: the shortest window is the safe side."`
 	ActiveHours     float64 `json:"active_hours,omitempty" exclusiveMinimum:"0" maximum:"24" default:"24" doc:"Hours a day the key is used, over which daily limits are spread."`
 	CachedInputFree bool    `json:"cached_input_free,omitempty" doc:"Cached input tokens do not count against itpm."`
 	// Price is what the key costs; without it the plan has no cost for
@@ -162,7 +162,7 @@ type Class struct {
 	Priority            int       `json:"priority,omitempty" minimum:"-1000" maximum:"1000" doc:"Order within a mode under priority allocation; lower goes first."`
 	CachedInputFraction float64   `json:"cached_input_fraction,omitempty" minimum:"0" maximum:"1" doc:"Fraction of input tokens served from the provider's prompt cache: not counted against itpm where the key's cached_input_free says so, and billed at its price's cached_input_per_mtok."`
 	CacheWriteFraction  float64   `json:"cache_write_fraction,omitempty" minimum:"0" maximum:"1" doc:"Fraction of input tokens written into the provider's prompt cache, billed at the key's cache_write_per_mtok; with cached_input_fraction at most 1. It changes the cost only."`
-	ArrivalSCV          *float64  `json:"arrival_scv,omitempty" minimum:"0" maximum:"100" doc:"Squared coefficient of variation of inter-arrival times: 1 (the default) for Poisson arrivals, 0 for evenly paced ones."`
+	ArrivalSCV          *float64  `json:"arrival_scv,omitempty" minimum:"0" maximum:"100" doc:"Squared coefficient of variation of the gaps between arrivals, a renewal process: 1 (the default) for Poisson arrivals, 0 for evenly spaced ones, and otherwise gamma-distributed gaps of shape 1/arrival_scv (smoother than Poisson below 1, in clumps above 1), as planner simulate draws them. Above 1 the plan takes the worse of gamma and two-phase hyperexponential gaps, so that it holds for either."`
 	Schedule            *Schedule `json:"schedule,omitempty" doc:"The hours of each day the class runs (UTC); without it, all day. Classes whose hours do not overlap share no per-minute limit or endpoint budget, and daily limits count each class's use over its own hours."`
 }
 

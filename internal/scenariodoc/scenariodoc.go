@@ -41,7 +41,9 @@ type section struct {
 var notes = map[string]string{
 	"Scenario": "A scenario is a YAML or JSON document; `planner plan -f FILE`, `POST /v1/plans` and the page " +
 		"all read the same fields. A field not listed here is refused, and every problem is reported with its " +
-		"path, such as `classes[1].output_tokens.p95`. How the fields are used is in [concepts.md](concepts.md).",
+		"path, such as `classes[1].output_tokens.p95`. YAML is read as YAML 1.2 (its core schema): only `true` " +
+		"and `false` are booleans, so a class named `y`, `no` or `on` is a name, as in JSON. How the fields are " +
+		"used is in [concepts.md](concepts.md).",
 	"Quota": "Give at least one limit. Output tokens count against `tpm`, `otpm` and `tpd` as `token_accounting` says; " +
 		"`headroom` applies to every limit of the key. Daily limits are spread over `active_hours`, and may not " +
 		"come to more a second than the per-minute limits may state (`rpd` as `rpm`, `tpd` as `tpm`).",

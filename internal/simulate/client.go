@@ -6,13 +6,8 @@ import (
 
 	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/plan"
-	"github.com/plannerdev/planner/internal/quota"
 	"github.com/plannerdev/planner/internal/scenario"
 )
-
-// tokenSlack absorbs rounding when a pacing token falls due: a bucket
-// refilled to 1 − 10⁻⁹ at its due time holds a token.
-const tokenSlack = 1e-9
 
 // request is one request of a class, from its arrival to its end.
 type request struct {
@@ -28,8 +23,8 @@ type request struct {
 }
 
 // client is one class's client: the arrivals, the pool's semaphore with
-// its FIFO queue, the pacing token bucket, admission shedding, retries and
-// optionally AIMD (docs/simulate.md, "Clients").
+// its FIFO queue, the key's shared pacing buckets, admission shedding,
+// retries and optionally AIMD (docs/simulate.md, "Clients").
 type client struct {
 	s     *sim
 	spec  scenario.Class
@@ -51,18 +46,15 @@ type client struct {
 	// class, due no later than the head of the queue reaches the wait.
 	timed bool
 
-	pacing bool
-	tokens quota.Bucket // the pacing bucket: burst tokens, refilled at the pacing rate
-	tokT   float64      // the time of its last refill
-	waking bool         // a wake-up for the next token is scheduled
-	resend []*request   // retries that hold a slot and wait for a token
+	waking  bool       // a wake-up for the schedule's next hours is in the event queue
+	pacer   *pacer     // the key's pacing buckets; nil without pacing
+	pending *request   // a closed loop's next request, drawn while it waits for pacing
+	resend  []*request // retries that hold a slot and wait for pacing
 
 	aimd    bool
 	window  float64
 	lastCut float64
 
-	maxTokens                 float64 // charged at admission under max_tokens accounting; 0 otherwise
-	cachedFree                float64 // share of input that itpm does not count
 	deadline, goodBy          float64
 	reqRNG, jitterRNG         *rand.Rand
 	st                        stats
@@ -96,9 +88,7 @@ func newClient(s *sim, i int, spec scenario.Class, cp *plan.ClassPlan, w plan.Wo
 	c := &client{
 		s: s, spec: spec, cp: cp, w: w, base: *w.At(1), ep: ep, key: k,
 		meanS: cp.Predicted.MeanServiceMs / 1000, wait: math.Inf(1),
-		pacing: !s.opts.NoPacing,
-		tokens: quota.NewBucket(float64(cp.Pacing.Burst), cp.Pacing.RateRPS, tokenSlack, false),
-		aimd:   s.opts.AIMD, window: float64(cp.Adaptive.Start), lastCut: math.Inf(-1),
+		aimd: s.opts.AIMD, window: float64(cp.Adaptive.Start), lastCut: math.Inf(-1),
 		deadline: cp.Retry.DeadlineMs / 1000, maxAttempts: cp.Retry.MaxAttempts,
 		backoffBase: cp.Retry.BaseMs / 1000, backoffLimit: cp.Retry.CapMs / 1000,
 		reqRNG:    rand.New(stream(seed, i, streamRequests)),
@@ -110,12 +100,6 @@ func newClient(s *sim, i int, spec scenario.Class, cp *plan.ClassPlan, w plan.Wo
 	c.goodBy = c.deadline
 	if spec.SLO != nil && spec.SLO.E2EP95Ms > 0 {
 		c.goodBy = spec.SLO.E2EP95Ms / 1000
-	}
-	if k.q.TokenAccounting == scenario.AccountingMaxTokens && spec.MaxTokens > 0 {
-		c.maxTokens = float64(spec.MaxTokens)
-	}
-	if k.q.CachedInputFree {
-		c.cachedFree = spec.CachedInputFraction
 	}
 	samples := rand.New(stream(seed, i, streamSamples))
 	c.st = stats{
@@ -151,8 +135,7 @@ func (c *client) newRequest() *request {
 	r.arrival = c.s.now
 	r.in, r.out = c.base.In.Sample(g.NormFloat64()), c.base.Out.Sample(g.NormFloat64())
 	r.zTTFT, r.zTPOT = g.NormFloat64(), g.NormFloat64()
-	out := c.maxTokens // output is counted at admission only under max_tokens accounting
-	r.charge = charge{1, r.in + out, r.in * (1 - c.cachedFree), out, 1, r.in + out}
+	r.charge = c.key.q.Admission(r.in, float64(c.spec.MaxTokens), c.spec.CachedInputFraction)
 	c.st.requests++
 	return r
 }
@@ -175,39 +158,75 @@ func (c *client) arrive() {
 	}
 }
 
-// dispatch sends whatever may go now: first retries that hold a slot and
-// wait only for pacing, then the head of the queue (a new request for a
-// closed loop) while a slot is free.
+// dispatch sends whatever may go now: with pacing, what the key's
+// buckets let go (pacer.dispatch); without, first retries that hold a
+// slot, then the head of the queue (a new request for a closed loop)
+// while a slot is free.
 func (c *client) dispatch() {
+	if c.pacer != nil {
+		c.pacer.dispatch()
+		return
+	}
 	for {
-		if len(c.resend) > 0 {
-			if !c.paced() {
-				return
-			}
-			r := c.resend[0]
-			c.resend[0] = nil
-			c.resend = c.resend[1:]
-			c.send(r)
-			continue
-		}
-		if c.held >= c.slots() {
+		r, src := c.next()
+		if r == nil {
 			return
 		}
-		var r *request
-		if c.arr == nil {
-			if !c.scheduled() || !c.paced() {
-				return
-			}
-			r = c.newRequest()
-		} else {
-			if c.peek() == nil || !c.paced() {
-				return
-			}
-			r = c.pop()
-		}
-		c.held++
-		c.send(r)
+		c.launch(r, src)
 	}
+}
+
+// source is where a client's next send comes from.
+type source uint8
+
+const (
+	fromRetry source = iota // a retry that holds its slot
+	fromQueue               // the head of the queue, into a free slot
+	fromLoop                // a closed loop's next request, into a free slot
+)
+
+// next is the client's next send without taking it: a retry that holds
+// its slot, else, while a slot is free, the head of the queue or a closed
+// loop's next request (drawn once and kept until it goes); nil when
+// nothing may go.
+func (c *client) next() (*request, source) {
+	if len(c.resend) > 0 {
+		return c.resend[0], fromRetry
+	}
+	if c.held >= c.slots() {
+		return nil, 0
+	}
+	if c.arr == nil {
+		if !c.scheduled() {
+			return nil, 0
+		}
+		if c.pending == nil {
+			c.pending = c.newRequest()
+		}
+		return c.pending, fromLoop
+	}
+	if r := c.peek(); r != nil {
+		return r, fromQueue
+	}
+	return nil, 0
+}
+
+// launch takes the send next returned and sends it. A closed loop's
+// request arrives when it is sent: its latency runs from there.
+func (c *client) launch(r *request, src source) {
+	switch src {
+	case fromRetry:
+		c.resend[0] = nil
+		c.resend = c.resend[1:]
+	case fromLoop:
+		c.pending = nil
+		r.arrival = c.s.now
+		c.held++
+	case fromQueue:
+		c.pop()
+		c.held++
+	}
+	c.send(r)
 }
 
 // peek is the first request still waiting, dropping shed ones.
@@ -248,27 +267,6 @@ func (c *client) scheduled() bool {
 	if ok && !c.waking {
 		c.waking = true
 		c.s.at(t, evWake, c, nil)
-	}
-	return false
-}
-
-// paced takes a pacing token when one is due and reports whether it did;
-// otherwise it schedules a wake-up for the next token. The bucket holds at
-// most burst tokens and gains rate per second.
-func (c *client) paced() bool {
-	if !c.pacing {
-		return true
-	}
-	now := c.s.now
-	c.tokens.Refill(now - c.tokT)
-	c.tokT = now
-	if c.tokens.Fits(1) {
-		c.tokens.Take(1)
-		return true
-	}
-	if !c.waking {
-		c.waking = true
-		c.s.at(now+c.tokens.Wait(1), evWake, c, nil)
 	}
 	return false
 }
@@ -345,13 +343,17 @@ func (c *client) done(r *request) {
 	c.st.active.set(s.grid, now, c.st.active.v-1)
 	iv := s.grid.index(now)
 	var counted, refund charge
-	if c.maxTokens > 0 {
-		u := c.maxTokens - r.out
-		refund = charge{0, u, 0, u, 0, u}
-	} else {
-		counted = charge{0, r.out, 0, r.out, 0, r.out}
+	for d, n := range c.key.q.Completion(r.out, float64(c.spec.MaxTokens)) {
+		if n > 0 {
+			counted[d] = n
+		} else {
+			refund[d] = -n
+		}
 	}
 	c.key.settle(now, r.sentAt, counted, refund, r.admitIv, iv)
+	if c.pacer != nil {
+		c.pacer.settle(c.key.q.Completion(r.out, float64(c.spec.MaxTokens)))
+	}
 	e2e := now - r.arrival
 	c.st.completed++
 	c.st.doneIv[iv]++

@@ -8,8 +8,9 @@ import (
 
 // fiveSeconds is one interactive class whose every request takes exactly
 // 5 s, on a key of rpm 120: 2 requests a second, 2 in any second. The plan
-// gives it a pool of ⌊0.9 × 2/s × 5 s⌋ = 9, pacing at 1.8 req/s with a
-// burst of 1, and 6 attempts (no SLO: a deadline of ten service times).
+// gives it a pool of ⌊0.9 × 2/s × 5 s⌋ = 9, the key a pacing bucket that
+// refills at 0.9 × 120/60 = 1.8 requests a second and holds one second's
+// 1.8, and 6 attempts (no SLO: a deadline of ten service times).
 const fiveSeconds = `
 quotas: [{name: k, rpm: 120}]
 latency: {ttft_ms: {fixed: 5000}, tpot_ms: {fixed: 1}}
@@ -49,14 +50,18 @@ func TestRetryStormByHand(t *testing.T) {
 	}
 }
 
-// TestPacingByHand: with the plan's pacing (1.8 req/s, burst 1) the same
-// ten requests go at k/1.8 s for k = 0…9, never faster than the key
-// allows: no 429, a mean wait of 4.5/1.8 = 2.5 s.
+// TestPacingByHand: with the key's pacing bucket (1.8 requests a second,
+// full at 1.8) the same ten requests never go faster than the key allows:
+// the first at 0 s leaves 0.8, the second goes when the bucket holds one
+// again, at 0.2/1.8 = 0.111 s, and the next seven 1/1.8 s apart, the
+// ninth at 0.111 + 7/1.8 = 4 s; the tenth waits for the first slot to
+// free, at 5 s, when the bucket is full again. No 429, and a mean wait of
+// (8 × 0.111 + 28/1.8 + 5)/10 = 2.1444 s.
 func TestPacingByHand(t *testing.T) {
 	r := run(t, parse(t, fiveSeconds), Options{DurationS: 60, Replay: tenAtOnce})
 	s := r.Classes[0].Simulated
-	if s.RateLimited != 0 || s.Completed != 10 || math.Abs(s.QueueWaitMeanMs-2500) > 0.1 {
-		t.Errorf("429s %d, completed %d, mean wait %g ms; want 0, 10, 2,500", s.RateLimited, s.Completed, s.QueueWaitMeanMs)
+	if s.RateLimited != 0 || s.Completed != 10 || math.Abs(s.QueueWaitMeanMs-2144.4) > 0.1 {
+		t.Errorf("429s %d, completed %d, mean wait %g ms; want 0, 10, 2,144.4", s.RateLimited, s.Completed, s.QueueWaitMeanMs)
 	}
 }
 

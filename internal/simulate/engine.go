@@ -17,7 +17,8 @@ type kind uint8
 
 const (
 	evArrival kind = iota // a class's next request arrives
-	evWake                // a pacing token is due
+	evWake                // a closed loop's schedule lets it start again
+	evPace                // a waiting send's pacing charge may be due
 	evShed                // the head of a queue may reach the plan's max queue wait
 	evRetry               // a backoff is over
 	evDone                // a request's last token
@@ -221,6 +222,8 @@ func (s *sim) run() error {
 		case evWake:
 			c.waking = false
 			c.dispatch()
+		case evPace:
+			c.pacer.woken()
 		case evShed:
 			c.shed()
 		case evRetry:
@@ -293,8 +296,11 @@ func newSim(ctx context.Context, sc scenario.Scenario, p *plan.Plan, ws []plan.W
 		retryAfter: !o.NoRetryAfter, opts: o, plan: p,
 	}
 	keys := map[string]*key{}
-	for _, q := range sc.Quotas {
+	for qi, q := range sc.Quotas {
 		k := &key{q: quota.Key{Quota: q}}
+		if !o.NoPacing {
+			k.pacer = newPacer(s, p.Quotas[qi])
+		}
 		for d := range scenario.NumDimensions {
 			if k.q.Limit(d) > 0 {
 				k.limits = append(k.limits, newLimit(d, k.q, o.Refill, s.grid.n))
@@ -317,6 +323,7 @@ func newSim(ctx context.Context, sc scenario.Scenario, p *plan.Plan, ws []plan.W
 		}
 		c := newClient(s, i, spec, &p.Classes[i], ws[i], ep, keys[spec.Quota], *o.Seed)
 		c.on = onSpans(spec.Schedule, o.StartHour, s.end)
+		c.pacer = c.key.pacer
 		switch times, ok := replays[spec.Name]; {
 		case ok:
 			c.arr, c.kind = newReplay(times, s.end), ArrivalsReplay
@@ -333,6 +340,15 @@ func newSim(ctx context.Context, sc scenario.Scenario, p *plan.Plan, ws []plan.W
 		if n := c.expectedRequests(); n < float64(o.Samples) {
 			c.st.waits.hint = int(n*1.1) + 16
 			c.st.latency.hint = c.st.waits.hint
+		}
+	}
+	byName := map[string]*client{}
+	for _, c := range s.clients {
+		byName[c.spec.Name] = c
+	}
+	for qi, k := range s.keys {
+		if k.pacer != nil {
+			k.pacer.order(p.Quotas[qi], byName)
 		}
 	}
 	for _, c := range s.clients {
@@ -392,8 +408,8 @@ func (c *client) expectedRequests() float64 {
 		pool = float64(c.cp.Adaptive.Ceiling)
 	}
 	rate := pool / c.meanS
-	if c.pacing {
-		rate = math.Min(rate, c.tokens.Rate)
+	if c.pacer != nil {
+		rate = math.Min(rate, c.cp.Pacing.RateRPS)
 	}
 	var on float64
 	for _, o := range c.on {

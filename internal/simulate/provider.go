@@ -102,6 +102,7 @@ type key struct {
 	q       quota.Key
 	limits  []*limit
 	limited int
+	pacer   *pacer // the clients' pacing buckets; nil without pacing
 }
 
 // charge is what one send counts against each dimension at admission.

@@ -104,3 +104,47 @@ func TestAliasesWithinTheBound(t *testing.T) {
 		}
 	}
 }
+
+// TestCoreSchema: plain scalars resolve as the YAML 1.2 core schema says,
+// not as YAML 1.1 would: y, yes, no, on and off are strings, only the
+// spellings of true, false and null are booleans and null, 017 is
+// seventeen and 0o17 fifteen, and a quoted or tagged scalar is what its
+// quotes or tag make it.
+func TestCoreSchema(t *testing.T) {
+	for doc, want := range map[string]string{
+		"name: y":                       `{"name":"y"}`,
+		"[y, Y, yes, No, on, OFF, n]":   `["y","Y","yes","No","on","OFF","n"]`,
+		"[true, True, TRUE, false, ~]":  `[true,true,true,false,null]`,
+		"[null, Null, NULL, '']":        `[null,null,null,""]`,
+		"a:":                            `{"a":null}`,
+		"[017, 0o17, 0x1F, -5, +7]":     `[17,15,31,-5,7]`,
+		"[1.5, .5, 1e3, -2.5E-1, 1.]":   `[1.5,0.5,1000,-0.25,1]`,
+		"[1_000, 0b11, 12:30, 0x]":      `["1_000","0b11","12:30","0x"]`,
+		"[!!str 12, !!str true, '12']":  `["12","true","12"]`,
+		"[!!float 3, !!int 0x10]":       `[3,16]`,
+		"big: 123456789012345678901234": `{"big":123456789012345678901234}`,
+		"{1: a, true: b, null: c}":      `{"1":"a","null":"c","true":"b"}`,
+		"b: 2\na: 1":                    `{"a":1,"b":2}`,
+	} {
+		got, err := ToJSON([]byte(doc))
+		if err != nil || string(got) != want {
+			t.Errorf("%q: %s (%v), want %s", doc, got, err, want)
+		}
+	}
+	for _, doc := range []string{"[.inf]", "[-.Inf]", "[.nan]", "[1e400]", "[!!int abc]", "[!!bool yes]", "a: !!binary aGk="} {
+		if got, err := ToJSON([]byte(doc)); err == nil {
+			t.Errorf("%q gave %s", doc, got)
+		}
+	}
+}
+
+// TestEmptyDocuments: a file with no document (empty, blank or only
+// comments) reads as JSON null, as a file that says nothing.
+func TestEmptyDocuments(t *testing.T) {
+	for _, in := range []string{"", "\n\n", "# only a comment\n", "---\n"} {
+		js, err := ToJSON([]byte(in))
+		if err != nil || string(js) != "null" {
+			t.Errorf("%q: %s, %v; want null", in, js, err)
+		}
+	}
+}

@@ -1,0 +1,117 @@
+package model
+
+import "math"
+
+// Renewal arrivals: the laws of inter-arrival gaps that a plan's queue
+// considers (docs/concepts.md, "Queueing"). Each is given by
+// the logarithm of its Laplace–Stieltjes transform A*(s) = E[e^{−sT}] for
+// gaps T of mean 1/λ and squared coefficient of variation ca².
+
+// logLSTGamma is ln A*(s) of gamma gaps of shape k = 1/ca² and mean 1/λ:
+// A*(s) = (kλ/(kλ + s))^k.
+func logLSTGamma(lambda, ca2, s float64) float64 {
+	k := 1 / ca2
+	return -k * math.Log1p(s/(k*lambda))
+}
+
+// logLSTH2 is ln A*(s) of two-phase hyperexponential gaps with balanced
+// means (Whitt, "Approximating a point process by a renewal process, I",
+// Oper. Res. 30(1), 1982): phase i is taken with probability pᵢ and has
+// rate λᵢ = 2pᵢλ, p₁ = (1 + √((ca² − 1)/(ca² + 1)))/2, so that
+// p₁/λ₁ = p₂/λ₂; A*(s) = p₁λ₁/(λ₁ + s) + p₂λ₂/(λ₂ + s). It needs ca² ≥ 1.
+func logLSTH2(lambda, ca2, s float64) float64 {
+	p1 := (1 + math.Sqrt((ca2-1)/(ca2+1))) / 2
+	p2 := 1 - p1
+	l1, l2 := 2*p1*lambda, 2*p2*lambda
+	// ln(1 − (1 − A*(s))), which keeps its digits for small s.
+	return math.Log1p(-(p1*s/(l1+s) + p2*s/(l2+s)))
+}
+
+// giMc is the GI/M/c queue with c servers of rate μ and renewal arrivals
+// of rate λ whose gaps have the transform exp(logLST(s)) (Takács,
+// Introduction to the Theory of Queues, 1962, ch. 5; Gross and Harris,
+// Fundamentals of Queueing Theory, §6.3): σ is the root in (0, 1) of
+// σ = A*(cμ(1 − σ)); an arrival waits with probability
+//
+//	P(W > 0) = 1 / (1 + (1 − σ)·Σ_{j=1}^{c} binom(c, j)/(C_j(1 − β_j)) · (c(1 − β_j) − j)/(c(1 − σ) − j)),
+//
+// with β_j = A*(jμ) and C_j = Π_{i≤j} β_i/(1 − β_i); and the wait of those
+// who wait is exponential with rate cμ(1 − σ). The sum's numerator and
+// denominator change sign at the same j, so every term is positive, and
+// it is added up in logarithms (binom(c, j)/C_j overflows for large c):
+// the evaluation is stable for any c. It needs λ < cμ. For Poisson gaps
+// it is Erlang C with σ = ρ; for one server P(W > 0) = σ.
+func giMc(c int, lambda, mu float64, logLST func(s float64) float64) (pWait, theta float64) {
+	cm := float64(c) * mu
+	// σ by bisection on x = 1 − σ, in logarithms of x: g(x) = A*(cμx) −
+	// (1 − x), written with expm1 to keep its digits near x = 0, is
+	// positive at x = 1 and negative just above 0 when λ < cμ.
+	g := func(x float64) float64 { return math.Expm1(logLST(cm*x)) + x }
+	lo, hi := -60.0, 0.0 // ln x
+	if g(math.Exp(lo)) >= 0 {
+		return 1, math.Inf(1)
+	}
+	for range 100 {
+		mid := (lo + hi) / 2
+		if g(math.Exp(mid)) < 0 {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	x := math.Exp(hi)
+	cf := float64(c)
+	var terms []float64
+	logC, peak := 0.0, math.Inf(-1)
+	for j := 1; j <= c; j++ {
+		jf := float64(j)
+		lb := logLST(jf * mu)
+		l1b := math.Log(-math.Expm1(lb)) // ln(1 − β_j)
+		logC += lb - l1b
+		num, den := cf*(-math.Expm1(lb))-jf, cf*x-jf
+		var ratio float64
+		if math.Abs(den) > 1e-6*cf {
+			ratio = num / den
+		} else {
+			// Both vanish at j = c(1 − σ): the ratio's limit is −f′(j)
+			// for f(j) = c(1 − A*(jμ)) − j, by a central difference.
+			const h = 1e-4
+			f := func(j float64) float64 { return cf*(-math.Expm1(logLST(j*mu))) - j }
+			ratio = -(f(cf*x+h) - f(cf*x-h)) / (2 * h)
+		}
+		if !(ratio > 0) {
+			continue // rounding at the sign change: a vanishing term
+		}
+		lbin := lgamma(cf+1) - lgamma(jf+1) - lgamma(cf-jf+1)
+		v := lbin - logC - l1b + math.Log(ratio)
+		terms = append(terms, v)
+		peak = math.Max(peak, v)
+		if v < peak-50 {
+			break // the terms fall once past their peak: the rest add nothing
+		}
+	}
+	s := logSumExp(terms)
+	pWait = 1 / (1 + math.Exp(math.Log(x)+s))
+	return pWait, 1 / (cm * x)
+}
+
+func lgamma(x float64) float64 {
+	v, _ := math.Lgamma(x)
+	return v
+}
+
+// logSumExp is ln Σ e^{vᵢ}, −Inf for no values.
+func logSumExp(v []float64) float64 {
+	m := math.Inf(-1)
+	for _, x := range v {
+		m = math.Max(m, x)
+	}
+	if math.IsInf(m, 0) {
+		return m
+	}
+	var s float64
+	for _, x := range v {
+		s += math.Exp(x - m)
+	}
+	return m + math.Log(s)
+}

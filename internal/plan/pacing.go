@@ -1,0 +1,637 @@
+package plan
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"math"
+	"slices"
+
+	"github.com/plannerdev/planner/internal/model"
+	"github.com/plannerdev/planner/internal/quota"
+	"github.com/plannerdev/planner/internal/scenario"
+)
+
+// pacingDims are the dimensions a key paces: its per-minute limits.
+// Daily limits are kept by the pools' ceilings (a pool cannot send faster
+// than its share of them) and are not enforced per window.
+func pacingDims(k quota.Key) []scenario.Dimension {
+	var out []scenario.Dimension
+	for d := range scenario.NumDimensions {
+		if !d.Daily() && k.Limit(d) > 0 {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// bucketSize is what the pacing bucket of a per-minute limit holds:
+// one enforcement window's allowance, h·L·w/60, with h the headroom and w
+// burst_window_s; it refills at h·L/60 per second (quota.Key.Capacity).
+func bucketSize(k quota.Key, d scenario.Dimension) float64 {
+	return k.Capacity(d) * k.BurstWindowS
+}
+
+// keyPacing lists key ki's pacing buckets, with its classes in priority
+// order.
+func (r *run) keyPacing(ki int) []KeyPacing {
+	k := r.keys[ki]
+	var classes []string
+	for _, i := range r.order {
+		if r.s.Classes[i].Quota == k.Name {
+			classes = append(classes, r.models[i].spec.Name)
+		}
+	}
+	out := []KeyPacing{}
+	if len(classes) == 0 {
+		return out
+	}
+	for _, d := range pacingDims(k) {
+		out = append(out, KeyPacing{Dimension: d.String(), RatePerS: roundTo(k.Capacity(d), 4), Capacity: roundTo(bucketSize(k, d), 4), Classes: classes})
+	}
+	return out
+}
+
+// pacing is what the key's buckets come to in class i's own requests: the
+// request rate its allotment sustains on the tightest per-minute limit,
+// allotment ÷ mean charge, and how many of its requests of mean charge a
+// full set of buckets passes at once (at least 1, at most the pool)
+// (docs/concepts.md, "Pacing"). Without a per-minute limit the rate is
+// its pool's throughput.
+func (r *run) pacing(i, pool int, allot quota.Vector) Pacing {
+	m := r.models[i]
+	rate, burst := math.Inf(1), math.Inf(1)
+	for _, d := range pacingDims(m.key) {
+		if u := m.use[d]; u > 0 {
+			rate = math.Min(rate, allot[d]/u)
+			burst = math.Min(burst, bucketSize(m.key, d)/u)
+		}
+	}
+	if math.IsInf(rate, 1) {
+		rate = float64(max(pool, 1)) / m.at(r.load(i)).mean
+	}
+	b := searchLimit
+	if v := burst + tolerance; v < float64(searchLimit) {
+		b = max(1, int(math.Floor(v)))
+	}
+	if pool >= 1 {
+		b = min(b, pool)
+	}
+	return Pacing{RateRPS: roundTo(rate, 4), Burst: b}
+}
+
+// The pacing wait (docs/concepts.md, "The pacing wait"). A key's bucket on
+// one dimension is a single server of rate r′ whose work is the charges:
+// with τ(t) the tokens it holds and b its capacity, X(t) = (b − τ(t)) +
+// the charges waiting is the workload of a queue served at r′ (network
+// calculus's token-bucket shaper; Le Boudec and Thiran, Network Calculus,
+// 2001, §1.2), and a send of charge k that finds work V ahead of it (in
+// seconds of the server's time) leaves after D = (V + k/r′ − b/r′)⁺, by
+// Lindley's recursion. r′ is the refill rate h·L/60 plus the flow of
+// unused max_tokens that completions refund. The key's classes are served
+// in priority order: a send waits for the work of its own and higher
+// classes, loses the bucket's credit when the lower classes keep it
+// drained, and is overtaken by higher classes' sends while it waits
+// (Cobham, Oper. Res. 2(1), 1954: the wait stretches by 1/(1 − σ) with σ
+// the load of the higher classes).
+
+// pacingDim is class p's pacing wait on one dimension of its key: a send
+// of charge k = adm0 + admIn·input waits
+//
+//   - with probability pOwn, when its own and the higher classes' work is
+//     beyond the bucket's credit, that excess (exponential, of mean
+//     thetaOwn) plus k/r′;
+//   - with probability pDrained − pOwn, when the lower classes keep the
+//     bucket drained (they take its tokens as they come), k/r′;
+//   - otherwise the bucket holds some of its credit: the work of every
+//     class, 0 with probability 1 − piAll and otherwise exponential of
+//     mean thetaAll, taken below b/r′, gives (X + (k − b)/r′)⁺;
+//
+// every wait stretched by stretch = 1/(1 − σ_{p−1}).
+type pacingDim struct {
+	on              bool
+	rate, size      float64 // r′, units per second, and b, units
+	pOwn, thetaOwn  float64
+	pDrained        float64
+	piAll, thetaAll float64
+	stretch         float64
+	top             float64 // 1 − e^{−b/(r′·thetaAll)}: the mass of the truncated X
+	// qMin is the uniform below which the truncated X keeps every draw's
+	// send from waiting, set for a sample (prepared); 0 otherwise.
+	qMin        float64
+	adm0, admIn float64
+}
+
+// rounded is the law with its figures to six significant digits: the
+// rounds of solve settle on one law instead of ones that differ in the
+// last digits, and the caches see one key.
+func (p pacingDim) rounded() pacingDim {
+	for _, v := range []*float64{&p.rate, &p.size, &p.pOwn, &p.thetaOwn, &p.pDrained, &p.piAll, &p.thetaAll, &p.stretch} {
+		*v = sig6(*v)
+	}
+	if p.thetaAll > 0 {
+		p.top = -math.Expm1(-p.size / (p.rate * p.thetaAll))
+	}
+	return p
+}
+
+// prepared is the law with each dimension's qMin set for a sample whose
+// largest input is maxIn: X < (b − k)/r′ for the largest charge k when
+// the uniform is below (1 − e^{−(b − k)/(r′θ)})/top.
+func (l pacingLaw) prepared(maxIn float64) pacingLaw {
+	for d := range l.dims {
+		p := &l.dims[d]
+		if !p.on || p.top == 0 {
+			continue
+		}
+		if x0 := (p.size - (p.adm0 + p.admIn*maxIn)) / p.rate; x0 > 0 {
+			p.qMin = -math.Expm1(-x0/p.thetaAll) / p.top
+		}
+	}
+	return l
+}
+
+// sig6 is v to six significant digits.
+func sig6(v float64) float64 {
+	if v == 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return v
+	}
+	e := math.Pow(10, 5-math.Floor(math.Log10(math.Abs(v))))
+	return math.Round(v*e) / e
+}
+
+// pacingLaw is a class's pacing wait on each paced dimension of its key;
+// a send waits for the longest (the same draw sets every dimension's
+// state: the buckets of a key fill with the same sends). A zero law has
+// no wait; an unstable one has an unbounded wait.
+type pacingLaw struct {
+	dims     [scenario.NumDimensions]pacingDim
+	unstable bool
+}
+
+// waits reports whether the law can make a send wait.
+func (l pacingLaw) waits() bool {
+	if l.unstable {
+		return true
+	}
+	for _, d := range l.dims {
+		if d.on && (d.pDrained > 0 || d.pOwn > 0 || d.piAll > 0 || d.adm0+d.admIn > 0 && d.size < math.Inf(1)) {
+			return true
+		}
+	}
+	return false
+}
+
+// sample is D for every draw, at the draws' pacing uniforms and
+// exponentials and their input tokens in, none above inHi: the longest of
+// its dimensions' waits (the same draw sets every dimension's state),
+// worked out one dimension at a time over the draws. A dimension on which
+// no draw can wait (never) is left out: it adds only zeros to the longest.
+func (l pacingLaw) sample(dr *model.Draws, in []float64, inHi float64) []float64 {
+	d := make([]float64, len(in))
+	if l.unstable {
+		for i := range d {
+			d[i] = math.Inf(1)
+		}
+		return d
+	}
+	for j := range l.dims {
+		p := &l.dims[j]
+		if !p.on || p.never(dr.UPMin, dr.UPMax, inHi) {
+			continue
+		}
+		for i := range d {
+			d[i] = math.Max(d[i], p.wait(dr.UP[i], dr.EP[i], in[i]))
+		}
+	}
+	return d
+}
+
+// never reports whether wait is 0 for every draw whose pacing uniform lies
+// in [uLo, uHi] and whose input is at most inHi: no draw falls in the
+// first two cases (u ≥ pDrained), every charge fits the bucket's credit
+// (k ≤ b), and the largest uniform keeps X below the credit that every
+// charge leaves (q < qMin) or finds the bucket idle. Each step of wait is
+// monotone in u and in the input, so the extremes decide for every draw.
+func (p *pacingDim) never(uLo, uHi, inHi float64) bool {
+	if uLo < p.pDrained || uLo < p.pOwn || p.pDrained >= 1 || p.admIn < 0 {
+		return false
+	}
+	if !(p.adm0+p.admIn*inHi-p.size <= 0) {
+		return false
+	}
+	v := (uHi - p.pDrained) / (1 - p.pDrained)
+	idle := (1 - p.piAll) / (1 - p.pDrained)
+	if v < idle || p.thetaAll <= 0 {
+		return true
+	}
+	return (v-idle)/(1-idle) < p.qMin
+}
+
+func (p *pacingDim) wait(u, e, in float64) float64 {
+	k := p.adm0 + p.admIn*in
+	var d float64
+	switch {
+	case u < p.pOwn:
+		d = e*p.thetaOwn + k/p.rate
+	case u < p.pDrained:
+		d = k / p.rate
+	default:
+		v := (u - p.pDrained) / (1 - p.pDrained)
+		x := 0.0
+		if idle := (1 - p.piAll) / (1 - p.pDrained); v >= idle && p.thetaAll > 0 {
+			// X given 0 < X < b/r′: the exponential truncated there, by
+			// its inverse at the draw's uniform within this case (v − idle)
+			// / (1 − idle); top = 1 − e^{−b/(r′θ)} is the truncation's mass.
+			q := (v - idle) / (1 - idle)
+			if q < p.qMin {
+				return 0 // X stays below (b − k)/r′ for every draw's k
+			}
+			x = -p.thetaAll * math.Log1p(-q*p.top)
+		}
+		d = math.Max(0, x+(k-p.size)/p.rate)
+	}
+	return d * p.stretch
+}
+
+// flow is one class's sends into a bucket of its key: their rate and
+// arrival variability, the moments of the work a send brings (its charge
+// at admission and, under actual accounting, its output at completion),
+// its admission charge adm0 + admIn·input, and the refund of unused
+// max_tokens it brings back on completion, on average.
+type flow struct {
+	rate, ca2   float64
+	m1, m2, m3  float64
+	adm0, admIn float64
+	refund      float64
+}
+
+// flowOf is class i's flow on dimension d of its key at pool.
+func (r *run) flowOf(i int, d scenario.Dimension, pool int) flow {
+	m := r.models[i]
+	mt := float64(m.spec.MaxTokens)
+	a0 := m.key.Admission(0, mt, m.spec.CachedInputFraction)[d]
+	a1 := m.key.Admission(1, mt, m.spec.CachedInputFraction)[d] - a0
+	f := flow{adm0: a0, admIn: a1, ca2: m.ca2, rate: m.lambda}
+	if pool < 1 {
+		f.rate = 0 // no pool: it sends nothing
+	}
+	// The work is a0 + a1·in + c·out, with c = 1 where actual accounting
+	// counts the output at completion.
+	c := 0.0
+	if n := m.key.Completion(1, mt)[d]; n > 0 {
+		c = 1
+	} else if n < 0 {
+		f.refund = -m.key.Completion(m.base.Out.Mean(), mt)[d]
+	}
+	in, out := m.base.In, m.base.Out
+	mean := a0 + a1*in.Mean() + c*out.Mean()
+	v := a1*a1*in.Var() + c*c*out.Var()
+	k3 := a1*a1*a1*third(in) + c*c*c*third(out)
+	f.m1, f.m2, f.m3 = mean, v+mean*mean, k3+3*mean*v+mean*mean*mean
+	s := m.at(r.load(i))
+	switch {
+	case m.lambda == 0 && pool >= 1:
+		// A closed loop sends when a slot frees: the completions of its
+		// pool, at its rate flat out.
+		f.rate = float64(pool) / s.mean
+		f.ca2 = math.Max(0, 1+(s.scv-1)/math.Sqrt(float64(pool)))
+	}
+	return f
+}
+
+// third is the third central moment of a distribution.
+func third(x model.Dist) float64 {
+	m1, m2 := x.Mean(), x.SecondMoment()
+	return x.ThirdMoment() - 3*m1*m2 + 2*m1*m1*m1
+}
+
+// workload is the wait law of a bucket of rate r′ fed by flows: an
+// arriving send finds the server busy (work ahead of it) with
+// probability Prob, and that work is exponential of mean Mean (a GI/G/1
+// queue; model.Queue), and the load ρ.
+func (r *run) workload(flows []flow, rate float64) (model.Wait, float64) {
+	var lam, b1, b2, b3, ca2 float64
+	for _, f := range flows {
+		lam += f.rate
+		b1 += f.rate * f.m1 / rate
+		b2 += f.rate * f.m2 / (rate * rate)
+		b3 += f.rate * f.m3 / (rate * rate * rate)
+		ca2 += f.rate * f.ca2
+	}
+	if lam == 0 || b1 == 0 {
+		return model.Wait{}, 0
+	}
+	rho := b1
+	b1, b2, b3, ca2 = b1/lam, b2/lam, b3/lam, ca2/lam
+	if rho >= 1 {
+		return model.Wait{Prob: 1, Mean: math.Inf(1)}, rho
+	}
+	q := model.Queue{C: 1, Lambda: lam, CA2: ca2, Mean: b1, CS2: math.Max(0, b2/(b1*b1)-1)}
+	if b2 > 0 {
+		q.Tail = b1 * b3 / (b2 * b2)
+	}
+	return r.eng.wait(q), rho
+}
+
+// mean is about what a send of a flow waits on the dimension, E[D], at
+// its mean charge, for how often the classes above have a send waiting
+// (by Little's law λ·E[D] of each, taking every token as it comes): the
+// excess beyond the credit with its own charge, or the charge alone when
+// drained (the part while the bucket holds its credit is left out).
+func (p pacingDim) mean(f flow) float64 {
+	if !p.on {
+		return 0
+	}
+	k := f.m1
+	return p.stretch * (p.pOwn*(p.thetaOwn+k/p.rate) + (p.pDrained-p.pOwn)*k/p.rate)
+}
+
+// pacingLaws sets the pacing wait of every class with demand from the
+// classes' flows at their pools: the work of its own and higher classes,
+// of the whole key, and whether the lower classes keep it drained. It reports
+// whether any class's wait changed.
+func (r *run) pacingLaws() bool {
+	changed := false
+	for _, k := range r.keys {
+		var members []int
+		for _, i := range r.order {
+			if r.s.Classes[i].Quota == k.Name {
+				members = append(members, i)
+			}
+		}
+		laws := make([]pacingLaw, len(members))
+		for _, d := range pacingDims(k) {
+			flows := make([]flow, len(members))
+			var refund float64
+			for j, i := range members {
+				flows[j] = r.flowOf(i, d, r.pools[i])
+				refund += flows[j].rate * flows[j].refund
+			}
+			rate, size := k.Capacity(d)+refund, bucketSize(k, d)
+			all, rhoAll := r.workload(flows, rate)
+			drainedAll := 1.0
+			if rhoAll < 1 {
+				drainedAll = all.Prob * math.Exp(-size/(rate*all.Mean))
+			}
+			// From the lowest class up, so that each class knows how often
+			// the classes below it have a send waiting.
+			lower := 0.0
+			for j := len(members) - 1; j >= 0; j-- {
+				i := members[j]
+				if r.models[i].lambda == 0 {
+					continue
+				}
+				if j+1 < len(members) && r.models[members[j+1]].lambda > 0 {
+					lower = math.Min(1, lower+r.models[members[j+1]].lambda*laws[j+1].dims[d].mean(flows[j+1]))
+				}
+				own, rhoOwn := r.workload(flows[:j+1], rate)
+				_, rhoHigh := r.workload(flows[:j], rate)
+				if rhoOwn >= 1 || rhoHigh >= 1 {
+					laws[j].unstable = true
+					lower = 1
+					continue
+				}
+				pd := pacingDim{on: true, rate: rate, size: size, adm0: flows[j].adm0, admIn: flows[j].admIn,
+					thetaOwn: own.Mean, piAll: all.Prob, thetaAll: all.Mean, stretch: 1 / (1 - rhoHigh)}
+				if own.Prob > 0 {
+					pd.pOwn = own.Prob * math.Exp(-size/(rate*own.Mean))
+				}
+				pd.pDrained = math.Max(pd.pOwn, 1-(1-drainedAll)*(1-lower))
+				if pd.pDrained >= 1 {
+					pd.pDrained, pd.piAll = 1, 1
+				}
+				laws[j].dims[d] = pd.rounded()
+			}
+		}
+		for j, i := range members {
+			if r.models[i].setPacing(laws[j]) {
+				changed = true
+			}
+		}
+	}
+	return changed
+}
+
+// setPacing sets the class's pacing wait and reports whether it changed.
+func (m *classModel) setPacing(l pacingLaw) bool {
+	if l == m.pace {
+		return false
+	}
+	m.pace, m.paceD, m.paced, m.paceQ = l, nil, nil, nil
+	return true
+}
+
+// pacedOf is the service time s with the class's pacing wait added to
+// every draw, or s itself when the class's sends never wait for pacing,
+// or when the key cannot carry its demand at all (an unstable wait): then
+// the quota holds its pool below what the demand needs, and min_pool is
+// what it would need with the key able to carry it (the quota's remedy).
+// Its samples, tails, percentiles and min_pool are its own, cached under
+// its own keys, and its moments are those of S + D: a request at the head
+// of the queue that waits for the buckets keeps the slot it would take
+// idle, so that the pool's queue sees each request for S + D.
+func (m *classModel) pacedOf(s *service) *service {
+	if s.base != nil || !m.pace.waits() || m.pace.unstable {
+		return s
+	}
+	if p, ok := m.paced[s]; ok {
+		return p
+	}
+	law := m.pace.appendKey(nil)
+	p := &service{svc: s.svc, extrapolated: s.extrapolated, load: s.load, base: s,
+		key:     sha256.Sum256(append(s.key[:], law...)),
+		ttftKey: sha256.Sum256(append(s.ttftKey[:], law...))}
+	var d1, d2, d3 float64
+	for _, v := range m.paceSample() {
+		d1, d2, d3 = d1+v, d2+v*v, d3+v*v*v
+	}
+	n := float64(m.draws.N)
+	p.d = [3]float64{d1 / n, d2 / n, d3 / n}
+	o := p.occupancy(1)
+	p.mean, p.scv, p.tail = o.mean, o.scv, o.tail
+	if m.paced == nil {
+		m.paced = map[*service]*service{}
+	}
+	m.paced[s] = p
+	return p
+}
+
+// occupancy is how long a request holds, or keeps idle, a slot of the
+// pool, S + f·D with S and D independent, as a service time's moments for
+// the pool's queue.
+func (p *service) occupancy(f float64) *service {
+	s := p.base
+	s1 := s.mean
+	s2 := s1 * s1 * (1 + s.scv)
+	s3 := s.tail * s2 * s2 / s1
+	d1, d2, d3 := f*p.d[0], f*f*p.d[1], f*f*f*p.d[2]
+	m1, m2 := s1+d1, s2+2*s1*d1+d2
+	m3 := s3 + 3*s2*d1 + 3*s1*d2 + d3
+	return &service{mean: m1, scv: m2/(m1*m1) - 1, tail: m1 * m3 / (m2 * m2)}
+}
+
+// paceSample is the pacing wait of every draw: the law at the draw's
+// pacing uniform and exponential and its own input tokens (the same
+// input the service time's draw has). Plans with the same law and inputs
+// share it through the engine's cache of samples.
+func (m *classModel) paceSample() []float64 {
+	if m.paceD == nil {
+		ip := inputPart(m.base.In, m.draws)
+		key := sha256.Sum256(append(m.pace.appendKey(ip.key[:]), 'p'))
+		d, _ := cachedOnce(context.Background(), m.eng, m.eng.samples, key, func() ([]float64, error) {
+			in := m.eng.sampled(ip)
+			inHi := slices.Max(in)
+			law := m.pace.prepared(inHi)
+			return law.sample(m.draws, in, inHi), nil
+		})
+		var sum float64
+		for _, v := range d {
+			sum += v
+		}
+		m.paceD, m.paceD1 = d, sum/float64(len(d))
+	}
+	return m.paceD
+}
+
+// paceQuantile is the p95 over the draws of max(W, D), the longer of a
+// request's waits for a slot (w) and for the buckets (its draw's D): with
+// w zero, the p95 of the pacing wait alone. Each prediction of the class
+// asks it again at the same waits, so the class keeps them until its law
+// changes.
+func (m *classModel) paceQuantile(w model.Wait) float64 {
+	if w.Prob == 0 && w.Stable() {
+		w = model.Wait{} // no draw waits for a slot: the pacing wait alone
+	}
+	if v, ok := m.paceQ[w]; ok {
+		return v
+	}
+	d := m.paceSample()
+	v := model.QuantileWithPacedWait(d, d, m.draws, w, 0.95, m.scratch())
+	if m.paceQ == nil {
+		m.paceQ = map[model.Wait]float64{}
+	}
+	m.paceQ[w] = v
+	return v
+}
+
+// paceNever reports whether no draw of the class waits for its pacing
+// buckets: the waits are never below zero, so their mean is zero only
+// when every one is.
+func (m *classModel) paceNever() bool {
+	m.paceSample()
+	return m.paceD1 == 0
+}
+
+// paceMean is the pacing wait's mean over the draws.
+func (m *classModel) paceMean() float64 {
+	if !m.pace.waits() {
+		return 0
+	}
+	if m.pace.unstable {
+		return math.Inf(1)
+	}
+	m.paceSample()
+	return m.paceD1
+}
+
+// appendKey encodes the law for cache keys.
+func (l pacingLaw) appendKey(b []byte) []byte {
+	if l.unstable {
+		return append(b, 1)
+	}
+	b = append(b, 0)
+	for d, p := range l.dims {
+		if !p.on {
+			continue
+		}
+		b = append(b, byte(d))
+		for _, v := range []float64{p.rate, p.size, p.pOwn, p.thetaOwn, p.pDrained, p.piAll, p.thetaAll, p.stretch, p.adm0, p.admIn} {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+		}
+	}
+	return b
+}
+
+// windowCharge is the charge that class i's requests are held to on a
+// per-minute dimension of its key: their admission charge at the p99 of
+// the input (with max_tokens where the key counts it at admission),
+// the largest a request sends but for one in a hundred.
+func (m *classModel) windowCharge(d scenario.Dimension) float64 {
+	mt := float64(m.spec.MaxTokens)
+	a0 := m.key.Admission(0, mt, m.spec.CachedInputFraction)[d]
+	a1 := m.key.Admission(1, mt, m.spec.CachedInputFraction)[d] - a0
+	return a0 + a1*m.base.In.Quantile(0.99)
+}
+
+// overWindow reports whether class i's requests exceed one window's
+// allowance on dimension d (docs/concepts.md, "Per-window enforcement"):
+// such a request can never pass the key's pacing bucket, or the
+// provider's window, without waiting for a full one, so the class gets no
+// pool there.
+func (r *run) overWindow(i int, d scenario.Dimension) bool {
+	m := r.models[i]
+	return !d.Daily() && m.key.Limit(d) > 0 && m.windowCharge(d) > bucketSize(m.key, d)*(1+tolerance)
+}
+
+// withoutPacing is what class i's sends would get from its key's provider
+// if no client paced them (docs/concepts.md, "Without pacing"). The
+// provider's bucket of one per-minute limit L holds A = L·w/60 (w =
+// burst_window_s) and refills at L/60 plus the max_tokens that completions
+// refund: a queue whose work is the key's charges, with the work ahead of
+// a send V (0 with probability 1 − π, else exponential of mean θ: model.Queue
+// at c = 1, as for the pacing wait). A send of charge k is refused when
+// the bucket lacks it, V > (A − k)/r, with probability π·e^{−(A − k)/(rθ)}:
+// a refused charge does not enter the bucket, but comes back when told,
+// so the work ahead is taken as if every charge did. Refused, a send is told to wait until the bucket holds
+// it, θ on average (the exponential's mean excess), at most k/r. The share
+// is the largest over the limits; each draw's own charge is averaged over.
+func (r *run) withoutPacing(i int) WithoutPacing {
+	m := r.models[i]
+	k := m.key
+	var members []int
+	for _, j := range r.order {
+		if r.s.Classes[j].Quota == k.Name {
+			members = append(members, j)
+		}
+	}
+	in := m.eng.sampled(inputPart(m.base.In, m.draws))
+	var out WithoutPacing
+	for _, d := range pacingDims(k) {
+		flows := make([]flow, len(members))
+		var refund float64
+		own := 0
+		for j, c := range members {
+			flows[j] = r.flowOf(c, d, r.pools[c])
+			refund += flows[j].rate * flows[j].refund
+			if c == i {
+				own = j
+			}
+		}
+		rate, allow := k.Limit(d)/60+refund, k.Limit(d)*k.BurstWindowS/60
+		v, rho := r.workload(flows, rate)
+		f := flows[own]
+		var p, wait float64
+		switch {
+		case rho >= 1:
+			p, wait = 1, allow/rate
+		case v.Prob > 0:
+			// Over a strided subsample of the draws' inputs: an estimate.
+			step, n := max(1, len(in)/512), 0
+			for j := 0; j < len(in); j += step {
+				c := f.adm0 + f.admIn*in[j]
+				p += v.Prob * math.Exp(-math.Max(0, allow-c)/(rate*v.Mean))
+				wait += math.Min(v.Mean, c/rate)
+				n++
+			}
+			p /= float64(n)
+			wait /= float64(n)
+		}
+		if p > out.RateLimitedShare {
+			out.RateLimitedShare, out.RetryAfterMs = p, wait*1000
+		}
+	}
+	out.RateLimitedShare = roundTo(out.RateLimitedShare, 4)
+	out.RetryAfterMs = roundTo(out.RetryAfterMs, 1)
+	return out
+}

@@ -1,0 +1,126 @@
+package simulate
+
+import (
+	"math"
+
+	"github.com/plannerdev/planner/internal/plan"
+	"github.com/plannerdev/planner/internal/quota"
+	"github.com/plannerdev/planner/internal/scenario"
+)
+
+// pacer is one key's pacing buckets as the plan gives them
+// (plan.QuotaPlan.Pacing; docs/simulate.md, "Pacing"): one per per-minute
+// limit, shared by the key's clients. A client's next send (a retry that
+// holds its slot, else the head of its queue while a slot is free, else a
+// closed loop's next request while a slot is free) waits until every
+// bucket holds its charge; the key's clients are served in the plan's
+// priority order, so tokens go to the highest-priority send that waits
+// and a lower one waits while a higher one does. A charge larger than a
+// bucket's capacity goes when the bucket is full, leaving it in debt.
+type pacer struct {
+	s       *sim
+	dims    []scenario.Dimension
+	buckets []quota.Bucket
+	last    float64   // the time of the last refill
+	clients []*client // in the plan's priority order
+	// wakeT is the earliest wake-up (evPace) in the event queue that has
+	// not come yet, +Inf when none. A later one left there when an
+	// earlier was scheduled is not taken back: it finds nothing new to
+	// send.
+	wakeT float64
+}
+
+// newPacer builds a key's pacer from the plan's buckets, or nil when the
+// key has none (no per-minute limit).
+func newPacer(s *sim, qp plan.QuotaPlan) *pacer {
+	if len(qp.Pacing) == 0 {
+		return nil
+	}
+	p := &pacer{s: s, wakeT: math.Inf(1)}
+	for _, b := range qp.Pacing {
+		d, _ := scenario.DimensionNamed(b.Dimension)
+		p.dims = append(p.dims, d)
+		p.buckets = append(p.buckets, quota.NewBucket(b.Capacity, b.RatePerS, 1e-9*math.Max(1, b.Capacity), true))
+	}
+	return p
+}
+
+// order sets the clients in the order the plan's buckets serve them.
+func (p *pacer) order(qp plan.QuotaPlan, byName map[string]*client) {
+	for _, name := range qp.Pacing[0].Classes {
+		if c := byName[name]; c != nil {
+			p.clients = append(p.clients, c)
+		}
+	}
+}
+
+// refill brings the buckets to the current time.
+func (p *pacer) refill() {
+	now := p.s.now
+	for j := range p.buckets {
+		p.buckets[j].Refill(now - p.last)
+	}
+	p.last = now
+}
+
+// dispatch sends, in priority order, every send whose charge the buckets
+// hold; when the highest-priority send that waits does not fit, it
+// schedules a wake-up for when it will, and lower ones wait too.
+func (p *pacer) dispatch() {
+	for {
+		p.refill()
+		var c *client
+		var r *request
+		var src source
+		for _, cl := range p.clients {
+			if r, src = cl.next(); r != nil {
+				c = cl
+				break
+			}
+		}
+		if c == nil {
+			return
+		}
+		wait := 0.0
+		for j, d := range p.dims {
+			wait = math.Max(wait, p.buckets[j].Wait(r.charge[d]))
+		}
+		if wait > 0 {
+			p.wakeAt(p.s.now + wait)
+			return
+		}
+		for j, d := range p.dims {
+			p.buckets[j].Take(r.charge[d])
+		}
+		c.launch(r, src)
+	}
+}
+
+// wakeAt makes sure that a wake-up comes by t.
+func (p *pacer) wakeAt(t float64) {
+	if t >= p.wakeT {
+		return
+	}
+	p.wakeT = t
+	p.s.at(t, evPace, p.clients[0], nil)
+}
+
+// woken handles a wake-up: the waiting send's charge may be due.
+func (p *pacer) woken() {
+	if p.s.now >= p.wakeT {
+		p.wakeT = math.Inf(1)
+	}
+	p.dispatch()
+}
+
+// settle counts what a request counts at completion (quota.Key.Completion):
+// the output under actual accounting, which may leave a bucket in debt,
+// or the refund of unused max_tokens.
+func (p *pacer) settle(v quota.Vector) {
+	p.refill()
+	for j, d := range p.dims {
+		if n := v[d]; n != 0 {
+			p.buckets[j].Take(n)
+		}
+	}
+}
