@@ -47,31 +47,13 @@ func (k cacheComparison) run(ctx context.Context, r *runner) (reason, detail str
 	chars := r.prompts.charsFor(tokens)
 	tail := max(r.prompts.charsFor(cacheTailTokens(tokens)), minTailChars)
 	r.plan(stepKey{c: 1}, 2*n)
-	var recs []measure.Record
-	for round := range n {
-		for i := range 2 {
-			if ctx.Err() != nil || r.budget.exhausted() != "" {
-				return r.endPromptStep(ctx, 1, recs)
-			}
-			seq := r.nextSeq()
-			in := r.prompts.fresh(seq, chars)
-			if (i+round)%2 == 0 {
-				in = r.prompts.repeat(seq, chars, tail)
-			}
-			rec, ok := r.send(ctx, measure.Record{Step: 1, Index: len(recs), Warmup: round < w}, in)
-			if !ok {
-				return r.endPromptStep(ctx, 1, recs)
-			}
-			recs = append(recs, rec)
+	return r.promptRounds(ctx, n, w, 2, func(round, i int) input {
+		seq := r.nextSeq()
+		if (i+round)%2 == 0 {
+			return r.prompts.repeat(seq, chars, tail)
 		}
-		if round >= w {
-			if reason, detail := r.stopAfter(ctx, 1, recs); reason != "" {
-				r.finishStep(1, 0, recs)
-				return reason, detail
-			}
-		}
-	}
-	return r.endPromptStep(ctx, 1, recs)
+		return r.prompts.fresh(seq, chars)
+	})
 }
 
 // judge compares the run's repeated and fresh prompts.

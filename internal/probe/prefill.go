@@ -46,26 +46,9 @@ func (l prefillLadder) run(ctx context.Context, r *runner) (reason, detail strin
 	n := l.requests()
 	w := r.cfg.warmupFor(1, n)
 	r.plan(stepKey{c: 1}, n*len(l.InputTokens))
-	var recs []measure.Record
-	for round := range n {
-		for _, tokens := range l.InputTokens {
-			if ctx.Err() != nil || r.budget.exhausted() != "" {
-				return r.endPromptStep(ctx, 1, recs)
-			}
-			rec, ok := r.send(ctx, measure.Record{Step: 1, Index: len(recs), Warmup: round < w}, r.prompts.sized(r.nextSeq(), tokens))
-			if !ok {
-				return r.endPromptStep(ctx, 1, recs)
-			}
-			recs = append(recs, rec)
-		}
-		if round >= w {
-			if reason, detail := r.stopAfter(ctx, 1, recs); reason != "" {
-				r.finishStep(1, 0, recs)
-				return reason, detail
-			}
-		}
-	}
-	return r.endPromptStep(ctx, 1, recs)
+	return r.promptRounds(ctx, n, w, len(l.InputTokens), func(_, i int) input {
+		return r.prompts.sized(r.nextSeq(), l.InputTokens[i])
+	})
 }
 
 // judge fits the prefill line to the run's rows.
@@ -79,6 +62,33 @@ func (prefillLadder) judge(recs []measure.Record, an *measure.Result) {
 	note := fmt.Sprintf("prefill: TTFT = %.1f ms + %.3g ms per 1,000 uncached input tokens (95 %% interval %.3g to %.3g, R² %.3f, %d requests)",
 		fit.BaseMs, fit.MsPer1K, fit.MsPer1KCI.Lo, fit.MsPer1KCI.Hi, fit.R2, fit.Requests)
 	an.Notes = append(an.Notes, note, "the prefill ladder runs at concurrency 1 with prompts of several lengths: its step makes no latency curve and no knee")
+}
+
+// promptRounds sends n rounds of perRound prompts at concurrency 1 (the
+// first w rounds a warm-up), prompt(round, i) giving each one's input,
+// until they end, a budget is spent, a send fails for good or a stop rule
+// fires after a round: the one step of a prompt-cost mode.
+func (r *runner) promptRounds(ctx context.Context, n, w, perRound int, prompt func(round, i int) input) (reason, detail string) {
+	var recs []measure.Record
+	for round := range n {
+		for i := range perRound {
+			if ctx.Err() != nil || r.budget.exhausted() != "" {
+				return r.endPromptStep(ctx, 1, recs)
+			}
+			rec, ok := r.send(ctx, measure.Record{Step: 1, Index: len(recs), Warmup: round < w}, prompt(round, i))
+			if !ok {
+				return r.endPromptStep(ctx, 1, recs)
+			}
+			recs = append(recs, rec)
+		}
+		if round >= w {
+			if reason, detail := r.stopAfter(ctx, 1, recs); reason != "" {
+				r.finishStep(1, 0, recs)
+				return reason, detail
+			}
+		}
+	}
+	return r.endPromptStep(ctx, 1, recs)
 }
 
 // endPromptStep summarises the one step of a prompt-cost mode at
