@@ -170,6 +170,31 @@ func (t *tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.
 	return t.tx.QueryContext(ctx, t.db.q(query), t.db.args(args)...)
 }
 
+// run names a probe run by its row's sequence number and its id.
+type run struct {
+	seq int64
+	id  string
+}
+
+// runs are the probe runs that query selects as (seq, id), read whole
+// before the caller writes in the same transaction.
+func (t *tx) runs(ctx context.Context, query string, args ...any) ([]run, error) {
+	rows, err := t.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []run
+	for rows.Next() {
+		var r run
+		if err := rows.Scan(&r.seq, &r.id); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
 func (t *tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	return t.tx.QueryRowContext(ctx, t.db.q(query), t.db.args(args)...)
 }

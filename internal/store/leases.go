@@ -218,27 +218,10 @@ func (s *Store) ReapLeases(ctx context.Context, replica string, ttl time.Duratio
 				return err
 			}
 		}
-		orphans, err := t.QueryContext(ctx, `SELECT seq, id FROM probes WHERE status IN (?, ?)
+		runs, err := t.runs(ctx, `SELECT seq, id FROM probes WHERE status IN (?, ?)
 			AND NOT EXISTS (SELECT 1 FROM job_slots WHERE job_slots.probe = probes.id)`+t.db.d.skipLocked,
 			StatusQueued, StatusRunning)
 		if err != nil {
-			return err
-		}
-		type run struct {
-			seq int64
-			id  string
-		}
-		var runs []run
-		for orphans.Next() {
-			var r run
-			if err := orphans.Scan(&r.seq, &r.id); err != nil {
-				orphans.Close()
-				return err
-			}
-			runs = append(runs, r)
-		}
-		orphans.Close()
-		if err := orphans.Err(); err != nil {
 			return err
 		}
 		for _, r := range runs {

@@ -307,26 +307,9 @@ func (s *Store) migrate(ctx context.Context) error {
 // process held: nothing runs them any more.
 func (s *Store) repair(t *tx) error {
 	ctx := context.Background()
-	rows, err := t.QueryContext(ctx, `SELECT seq, id FROM probes WHERE status IN (?, ?) AND seq <= ?`,
+	runs, err := t.runs(ctx, `SELECT seq, id FROM probes WHERE status IN (?, ?) AND seq <= ?`,
 		StatusQueued, StatusRunning, s.repairBefore)
 	if err != nil {
-		return err
-	}
-	type run struct {
-		seq int64
-		id  string
-	}
-	var runs []run
-	for rows.Next() {
-		var r run
-		if err := rows.Scan(&r.seq, &r.id); err != nil {
-			rows.Close()
-			return err
-		}
-		runs = append(runs, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return err
 	}
 	now := s.now().UnixNano()
