@@ -171,7 +171,7 @@ func (s *sender) send(runCtx context.Context, sl *slot) reply {
 			gaveUp = fmt.Sprintf("the wait of %s would pass the deadline (%s left)", wait, left.Round(time.Millisecond))
 		case !s.budget.retry():
 			gaveUp = "the request budget allows no retry"
-		case !sleep(ctx, wait):
+		case !Sleep(ctx, wait):
 			r.class = failureClass(runCtx, ctx)
 			gaveUp = "ended while waiting to retry"
 		default:
@@ -301,8 +301,9 @@ func isEventStream(h http.Header) bool {
 	return strings.HasPrefix(strings.ToLower(h.Get("Content-Type")), "text/event-stream")
 }
 
-// sleep waits d; it reports false when ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
+// Sleep waits d; it reports false when ctx ended first. The probe pauses
+// with it between steps, and so does a plan's validation.
+func Sleep(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
 	}

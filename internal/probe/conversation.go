@@ -81,7 +81,7 @@ func (v conversation) task(ctx context.Context, r *runner, t int, warmup bool) [
 	var prev measure.Record
 	for call := 1; call <= v.Calls; call++ {
 		if call > 1 {
-			if !sleep(ctx, v.toolTime()) {
+			if !Sleep(ctx, v.toolTime()) {
 				return recs
 			}
 			hist = append(hist, r.prompts.answer(t, call-1, prev.OutputTokens), r.prompts.toolResult(t, call-1, tool))

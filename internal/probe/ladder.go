@@ -25,7 +25,7 @@ func (l ladder) concurrencies() []int { return l.steps }
 // fires.
 func (l ladder) run(ctx context.Context, r *runner) (reason, detail string) {
 	for i, c := range l.steps {
-		if i > 0 && !sleep(ctx, r.cfg.pause()) {
+		if i > 0 && !Sleep(ctx, r.cfg.pause()) {
 			return r.stopAfter(ctx, l.steps[i-1], nil)
 		}
 		recs := r.closedStep(ctx, c, stepSpec{n: r.cfg.requestsFor(c), extend: !r.cfg.Exact})

@@ -54,7 +54,7 @@ func (o openLoop) concurrencies() []int { return []int{o.MaxInFlight} }
 // run runs the rates in turn until they end or a stop rule fires.
 func (o openLoop) run(ctx context.Context, r *runner) (reason, detail string) {
 	for i, rate := range o.Rates {
-		if i > 0 && !sleep(ctx, r.cfg.pause()) {
+		if i > 0 && !Sleep(ctx, r.cfg.pause()) {
 			return r.stopAfter(ctx, o.MaxInFlight, nil)
 		}
 		recs := o.step(ctx, r, rate)
@@ -80,7 +80,7 @@ func (o openLoop) step(ctx context.Context, r *runner, rate float64) []measure.R
 	for i := 0; i < n && r.budget.exhausted() == ""; i++ {
 		if i > 0 {
 			due = due.Add(time.Duration(r.sender.rnd.expFloat64() / rate * float64(time.Second)))
-			if !sleep(ctx, time.Until(due)) {
+			if !Sleep(ctx, time.Until(due)) {
 				break
 			}
 		}

@@ -163,7 +163,7 @@ func (r *runner) closedStep(ctx context.Context, c int, spec stepSpec) []measure
 	var wg sync.WaitGroup
 	for j := range workers {
 		wg.Go(func() {
-			if !sleep(ctx, spread*time.Duration(j)/time.Duration(workers)) {
+			if !Sleep(ctx, spread*time.Duration(j)/time.Duration(workers)) {
 				return
 			}
 			for ctx.Err() == nil && r.budget.exhausted() == "" {

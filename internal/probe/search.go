@@ -49,7 +49,7 @@ func doubling(top int) []int {
 func (s search) run(ctx context.Context, r *runner) (reason, detail string) {
 	concs := s.concurrencies()
 	for i, c := range concs {
-		if i > 0 && !sleep(ctx, r.cfg.pause()) {
+		if i > 0 && !Sleep(ctx, r.cfg.pause()) {
 			return r.stopAfter(ctx, concs[i-1], nil)
 		}
 		recs := r.closedStep(ctx, c, stepSpec{n: r.cfg.requestsFor(c), precision: analysis.TargetPrecision})
@@ -78,7 +78,7 @@ func refine(ctx context.Context, r *runner, last int) (reason, detail string) {
 		if !ok {
 			return StopCompleted, ""
 		}
-		if !sleep(ctx, r.cfg.pause()) {
+		if !Sleep(ctx, r.cfg.pause()) {
 			return r.stopAfter(ctx, last, nil)
 		}
 		recs := r.closedStep(ctx, c, stepSpec{n: r.cfg.requestsFor(c), precision: precision, refine: true})

@@ -102,7 +102,7 @@ func (v *validation) runGroup(ctx context.Context, g []int) error {
 			return err
 		}
 		ran := false
-		if step == 0 || sleep(ctx, ms[0].cfg.Pause.Or(DefaultPause)) {
+		if step == 0 || probe.Sleep(ctx, ms[0].cfg.Pause.Or(DefaultPause)) {
 			left, spent := v.spend.left(v.budget)
 			if spent == "" {
 				spent = enough(left, ms, v.probes, names)

@@ -392,7 +392,7 @@ func Run(ctx context.Context, sc scenario.Scenario, p *plan.Plan, opts Options) 
 	v := &validation{sc: sc, shaped: shapeAll(sc, p, probes), plan: p, probes: probes, opts: opts, budget: budget,
 		rep: rep, spend: spend{start: time.Now()}}
 	for gi, g := range groups(p, probes) {
-		if gi > 0 && !sleep(ctx, probes[g[0]].cfg.Pause.Or(DefaultPause)) {
+		if gi > 0 && !probe.Sleep(ctx, probes[g[0]].cfg.Pause.Or(DefaultPause)) {
 			break
 		}
 		if err := v.runGroup(ctx, g); err != nil {
@@ -463,19 +463,4 @@ func shapeAll(sc scenario.Scenario, p *plan.Plan, probes []*classProbe) scenario
 func round(v float64, d int) float64 {
 	p := math.Pow(10, float64(d))
 	return math.Round(v*p) / p
-}
-
-// sleep waits d, or until ctx ends; false when ctx ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
