@@ -63,8 +63,10 @@ func giMc(c int, lambda, mu float64, logLST func(s float64) float64) (pWait, the
 	cf := float64(c)
 	var terms []float64
 	logC, peak := 0.0, math.Inf(-1)
+	lbin := 0.0 // ln binom(c, j), built up as ln binom(c, j−1) + ln((c − j + 1)/j)
 	for j := 1; j <= c; j++ {
 		jf := float64(j)
+		lbin += math.Log((cf - jf + 1) / jf)
 		lb := logLST(jf * mu)
 		l1b := math.Log(-math.Expm1(lb)) // ln(1 − β_j)
 		logC += lb - l1b
@@ -82,7 +84,6 @@ func giMc(c int, lambda, mu float64, logLST func(s float64) float64) (pWait, the
 		if !(ratio > 0) {
 			continue // rounding at the sign change: a vanishing term
 		}
-		lbin := lgamma(cf+1) - lgamma(jf+1) - lgamma(cf-jf+1)
 		v := lbin - logC - l1b + math.Log(ratio)
 		terms = append(terms, v)
 		peak = math.Max(peak, v)
@@ -93,11 +94,6 @@ func giMc(c int, lambda, mu float64, logLST func(s float64) float64) (pWait, the
 	s := logSumExp(terms)
 	pWait = 1 / (1 + math.Exp(math.Log(x)+s))
 	return pWait, 1 / (cm * x)
-}
-
-func lgamma(x float64) float64 {
-	v, _ := math.Lgamma(x)
-	return v
 }
 
 // logSumExp is ln Σ e^{vᵢ}, −Inf for no values.
