@@ -21,14 +21,15 @@ import (
 // AnalysisRequest is the body of POST /v1/analyses: exactly one of rows,
 // steps or file, and the judgement settings.
 type AnalysisRequest struct {
-	Rows                 []AnalysisRow  `json:"rows,omitempty" maxItems:"100000" doc:"Per-request rows of a ramp (the columns of requests.csv); the steps are summarised from them."`
-	Steps                []AnalysisStep `json:"steps,omitempty" maxItems:"256" doc:"Per-step summaries of a ramp, when the rows are not at hand."`
-	File                 *AnalysisFile  `json:"file,omitempty" doc:"A result file of a benchmarking tool (vLLM bench serve, GuideLLM, AIPerf, GenAI-Perf, llmperf) or a ramp CSV, detected by content."`
-	DeadlineMs           float64        `json:"deadline_ms,omitempty" minimum:"0" maximum:"3600000" doc:"A response is good only when it ends within this; 0 or absent: no deadline (goodput is throughput and the knee ignores p95)."`
-	MinGainPct           float64        `json:"min_gain_pct,omitempty" minimum:"0" maximum:"1000" doc:"Knee rule: goodput must grow at least this much per step; default 10."`
-	MaxP95Fraction       float64        `json:"max_p95_fraction,omitempty" minimum:"0" maximum:"10" doc:"Knee rule: E2E p95 must stay under this fraction of the deadline; default 0.6."`
-	CollapseTolerancePct float64        `json:"collapse_tolerance_pct,omitempty" minimum:"0" maximum:"99" doc:"Goodput must fall by more than this percentage, and beyond both steps' intervals, to count as falling (collapse); default 5."`
-	AllowMixed           bool           `json:"allow_mixed,omitempty" doc:"Analyse a file whose runs do not describe one deployment anyway, with a warning in the notes, instead of refusing it."`
+	Rows                 []AnalysisRow    `json:"rows,omitempty" maxItems:"100000" doc:"Per-request rows of a ramp (the columns of requests.csv); the steps are summarised from them."`
+	Steps                []AnalysisStep   `json:"steps,omitempty" maxItems:"256" doc:"Per-step summaries of a ramp, when the rows are not at hand."`
+	File                 *AnalysisFile    `json:"file,omitempty" doc:"A result file of a benchmarking tool (vLLM bench serve, GuideLLM, AIPerf, GenAI-Perf, llmperf) or a ramp CSV, detected by content."`
+	DeadlineMs           float64          `json:"deadline_ms,omitempty" minimum:"0" maximum:"3600000" doc:"A response is good only when it ends within this; 0 or absent: no deadline (goodput is throughput and the knee ignores p95)."`
+	MinGainPct           float64          `json:"min_gain_pct,omitempty" minimum:"0" maximum:"1000" doc:"Knee rule: goodput must grow at least this much per step; default 10."`
+	MaxP95Fraction       float64          `json:"max_p95_fraction,omitempty" minimum:"0" maximum:"10" doc:"Knee rule: E2E p95 must stay under this fraction of the deadline; default 0.6."`
+	CollapseTolerancePct float64          `json:"collapse_tolerance_pct,omitempty" minimum:"0" maximum:"99" doc:"Goodput must fall by more than this percentage, and beyond both steps' intervals, to count as falling (collapse); default 5."`
+	AllowMixed           bool             `json:"allow_mixed,omitempty" doc:"Analyse a file whose runs do not describe one deployment anyway, with a warning in the notes, instead of refusing it."`
+	SLO                  *measure.Targets `json:"slo,omitempty" doc:"SLO targets: goodput counts only the requests that met every target given at once (and the deadline), each step reports its attainment, and the knee's gain rule judges that goodput. A file without per-request rows gives an estimated attainment, an upper bound (docs/import.md)."`
 }
 
 // AnalysisRow is one request of a ramp (measure.Record); only step and
@@ -52,6 +53,17 @@ type AnalysisRow struct {
 	E2EWithRetriesMs float64 `json:"e2e_with_retries_ms,omitempty" minimum:"0" maximum:"1e9" doc:"From the first send, waits before retries included; default e2e_ms."`
 	RateRPS          float64 `json:"rate_rps,omitempty" minimum:"0" maximum:"1e9" doc:"Offered rate of an open-loop step; 0 in a closed loop."`
 	Refine           bool    `json:"refine,omitempty" doc:"A row of a knee search's refinement step."`
+	ServedModel      string  `json:"served_model,omitempty" maxLength:"1024" doc:"What the answer named as its model; not judged here."`
+	Conn             string  `json:"conn,omitempty" enum:"new,reused" doc:"Whether the request opened a new connection or reused one; not judged here."`
+	ConnWaitMs       float64 `json:"conn_wait_ms,omitempty" minimum:"0" maximum:"1e9"`
+	DNSMs            float64 `json:"dns_ms,omitempty" minimum:"0" maximum:"1e9"`
+	ConnectMs        float64 `json:"connect_ms,omitempty" minimum:"0" maximum:"1e9"`
+	TLSMs            float64 `json:"tls_ms,omitempty" minimum:"0" maximum:"1e9"`
+	TTFBMs           float64 `json:"ttfb_ms,omitempty" minimum:"0" maximum:"1e9"`
+	CachedTokens     int     `json:"cached_tokens,omitempty" minimum:"0" maximum:"100000000" doc:"Input tokens served from the endpoint's prompt cache (usage.prompt_tokens_details.cached_tokens)."`
+	PrefixTokens     int     `json:"prefix_tokens,omitempty" minimum:"0" maximum:"100000000" doc:"Tokens at the start of the prompt that an earlier request of the run had already sent; not judged here."`
+	Task             int     `json:"task,omitempty" minimum:"0" maximum:"100000000" doc:"A conversation's task, from 1; 0 outside one. Not judged here."`
+	Call             int     `json:"call,omitempty" minimum:"0" maximum:"100000" doc:"A conversation call's position in its task, from 1; 0 outside one. Not judged here."`
 }
 
 // AnalysisStep is one step of a ramp (measure.Step); concurrency and
@@ -101,7 +113,8 @@ type analysisInput struct {
 
 var analysisSchema = sync.OnceValue(schemaOf[AnalysisRequest])
 
-// Resolve requires exactly one of rows, steps and file.
+// Resolve requires exactly one of rows, steps and file, and an SLO only
+// with rows or a file.
 func (in *analysisInput) Resolve(huma.Context) []error {
 	n := 0
 	for _, given := range []bool{len(in.Body.Rows) > 0, len(in.Body.Steps) > 0, in.Body.File != nil} {
@@ -109,10 +122,17 @@ func (in *analysisInput) Resolve(huma.Context) []error {
 			n++
 		}
 	}
-	if n == 1 {
+	var rules []rule
+	if n != 1 {
+		rules = append(rules, rule{location: "body", message: "give exactly one of rows, steps or file"})
+	}
+	if in.Body.SLO != nil && !in.Body.SLO.IsZero() && len(in.Body.Steps) > 0 {
+		rules = append(rules, rule{location: "body.slo", message: "judges per-request rows or a file; steps carry their own goodput_rps, which no SLO can recount"})
+	}
+	if len(rules) == 0 {
 		return nil
 	}
-	return uncoveredRules(in.RawBody, analysisSchema(), []rule{{location: "body", message: "give exactly one of rows, steps or file"}})
+	return uncoveredRules(in.RawBody, analysisSchema(), rules)
 }
 
 type analysisOutput struct {
@@ -148,6 +168,9 @@ func (s *Server) createAnalysis(_ context.Context, in *analysisInput) (*analysis
 	req := in.Body
 	opts := analysis.Options{DeadlineMs: req.DeadlineMs, MinGainPct: req.MinGainPct, MaxP95Fraction: req.MaxP95Fraction,
 		CollapseTolerancePct: req.CollapseTolerancePct}
+	if req.SLO != nil {
+		opts.SLO = *req.SLO
+	}
 	out := &AnalysisResponse{}
 	switch {
 	case req.File != nil:

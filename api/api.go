@@ -165,14 +165,17 @@ func New(opts Options) *Server {
 	if slots <= 0 {
 		slots = runtime.NumCPU()
 	}
-	s.engine = plan.New(plan.Options{Timeout: s.timeout, MaxConcurrent: slots})
+	s.engine = plan.New(plan.Options{Timeout: s.timeout, MaxConcurrent: slots, Tiers: s.tierQuotas()})
 	s.app = app.New(s.engine)
 	s.metrics.watchEngine(s.engine)
+	if s.store != nil {
+		s.store = countedStore{Store: s.store, ops: s.metrics.storeOps}
+	}
 	if s.tiers == nil {
 		s.tiers = []config.Tier{}
 	}
 	s.guard = s.newGuard(opts.Network)
-	s.api = humago.New(s.mux, s.humaConfig())
+	s.api = jsonAnswers{humago.New(s.mux, s.humaConfig())}
 	s.registerPlans()
 	s.registerSavedPlans()
 	s.registerValidate()
@@ -181,9 +184,11 @@ func New(opts Options) *Server {
 	s.registerTiers()
 	s.registerProbes()
 	s.registerRecords()
+	s.registerCompare()
 	s.registerAnalyses()
 	s.registerOperations()
 	s.registerDocs()
+	s.declareAnswers()
 	page := ui.Handler()
 	s.handle("GET /{$}", "ui", page.ServeHTTP)
 	s.handle("GET /ui/", "ui", page.ServeHTTP)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -217,11 +218,11 @@ func TestListTiers(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(got.Tiers, tiers) {
+	if !reflect.DeepEqual(got.Tiers, tiers) {
 		t.Errorf("tiers:\n got %+v\nwant %+v", got.Tiers, tiers)
 	}
 
-	empty := New(Options{})
+	empty := newChecked(t, Options{})
 	if rec := send(empty, http.MethodGet, "/v1/tiers", nil); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"tiers":[]`) {
 		t.Errorf("empty catalogue: %d %s", rec.Code, rec.Body)
 	}
@@ -238,7 +239,7 @@ func TestHealthAndReadiness(t *testing.T) {
 		{"no store", nil, http.StatusServiceUnavailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := New(Options{Store: tc.store})
+			s := newChecked(t, Options{Store: tc.store})
 			if rec := send(s, http.MethodGet, "/healthz", nil); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"ok"`) {
 				t.Errorf("healthz: %d %s", rec.Code, rec.Body)
 			}

@@ -44,6 +44,37 @@ func (ProbeRequest) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schem
 	return s
 }
 
+// TransformSchema puts a prefill ladder's bounds and defaults into its
+// schema.
+func (ProbePrefill) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
+	p := s.Properties
+	p["input_tokens"].MaxItems = ptr(probe.MaxSteps)
+	p["input_tokens"].Items.Minimum, p["input_tokens"].Items.Maximum = ptr(1.0), ptr(float64(probe.MaxInputTokens))
+	bound(p["requests"], probe.MaxRequestsPerStep, fmt.Sprintf("Requests at each length, one round of warm-up included; "+
+		"at least %d measured at each. Default %d.", probe.MinPrefillMeasured, probe.DefaultPrefillRequests))
+	return s
+}
+
+// TransformSchema puts a cache comparison's bounds and defaults into its
+// schema.
+func (ProbeCache) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
+	bound(s.Properties["requests"], probe.MaxRequestsPerStep, fmt.Sprintf("Requests of each kind (repeated and fresh), one of "+
+		"warm-up included; at least %d measured of each. Default %d.", probe.MinCacheMeasured, probe.DefaultCacheRequests))
+	return s
+}
+
+// TransformSchema puts a conversation's bounds and defaults into its
+// schema.
+func (ProbeConversation) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
+	p := s.Properties
+	bound(p["calls"], probe.MaxCalls, "")
+	bound(p["tasks"], probe.MaxRequestsPerStep, "")
+	bound(p["tasks_in_flight"], probe.MaxConcurrency, "")
+	bound(p["tool_time_ms"], probe.MaxToolTime.Milliseconds(), "")
+	bound(p["tool_result_tokens"], probe.MaxInputTokens, fmt.Sprintf("Length of each tool result in tokens; default %d.", probe.DefaultToolResultTokens))
+	return s
+}
+
 // TransformSchema puts the probe's default stop rule into its schema.
 func (ProbeStop) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
 	s.Properties["max_429_ratio"].Description = fmt.Sprintf(
@@ -87,7 +118,7 @@ func requestsPerStep(s *huma.Schema) {
 }
 
 // bound sets a number's maximum and, unless empty, its description.
-func bound[N int | float64](s *huma.Schema, most N, description string) {
+func bound[N int | int64 | float64](s *huma.Schema, most N, description string) {
 	s.Maximum = ptr(float64(most))
 	if description != "" {
 		s.Description = description

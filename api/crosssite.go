@@ -18,11 +18,6 @@ import (
 // requests"): the Host header must name the service, a request from a
 // foreign Origin is refused, and a body must be declared JSON or YAML.
 
-// bodyTypes are the media types a request body may be declared as. A
-// browser can send a body cross-site without asking the server first only
-// as text/plain, a form or nothing declared, so each of those is refused.
-var bodyTypes = []string{"application/json", "application/yaml"}
-
 // documentCSP is the Content-Security-Policy of every answer but the
 // browser page and the docs page: nothing may load or run, not even in a
 // report or chart opened in a browser; the inline styles of the HTML
@@ -130,7 +125,9 @@ func (p originPolicy) foreign(r *http.Request) bool {
 }
 
 // declaredBody reports whether a request has no body, or one declared as
-// one of bodyTypes.
+// one of bodyTypes. A browser can send a body cross-site without asking
+// the server first only as text/plain, a form or nothing declared, so
+// each of those is refused.
 func declaredBody(r *http.Request) bool {
 	if r.ContentLength == 0 {
 		return true

@@ -2,9 +2,11 @@ package api
 
 import (
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -75,7 +77,7 @@ func TestOpenAPIDocuments(t *testing.T) {
 		}
 	}
 	doc := s.OpenAPI()
-	if len(doc.Paths) != 18 {
+	if len(doc.Paths) != 20 {
 		t.Errorf("%d paths in the document", len(doc.Paths))
 	}
 	for path, item := range doc.Paths {
@@ -87,8 +89,10 @@ func TestOpenAPIDocuments(t *testing.T) {
 				t.Errorf("%s %s: operation ID %q, summary %q, tags %v, description %d bytes", op.Method, path, op.OperationID, op.Summary, op.Tags, len(op.Description))
 			}
 			if op.RequestBody != nil {
-				if len(op.RequestBody.Content) != 1 || len(op.RequestBody.Content["application/json"].Examples) == 0 {
-					t.Errorf("%s %s: request body %v without a JSON example", op.Method, path, op.RequestBody.Content)
+				c := op.RequestBody.Content
+				if !slices.Equal(slices.Sorted(maps.Keys(c)), bodyTypes) || len(c["application/json"].Examples) == 0 ||
+					c["application/yaml"].Schema != c["application/json"].Schema {
+					t.Errorf("%s %s: request body %v: not JSON and YAML of one schema, with a JSON example", op.Method, path, c)
 				}
 				success := op.Responses["200"]
 				if success == nil {

@@ -79,8 +79,6 @@ func readExamples[R any](operationID string) (opExamples, error) {
 // (200, 201 or 202).
 func withExamples(doc *huma.OpenAPI, path string, ex opExamples) {
 	op := doc.Paths[path].Post
-	// RawBody is read for the resolvers only, not a second request format.
-	delete(op.RequestBody.Content, "application/octet-stream")
 	op.RequestBody.Content["application/json"].Examples = ex.request
 	for _, status := range []string{"200", "201", "202"} {
 		if r := op.Responses[status]; r != nil {

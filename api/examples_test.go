@@ -5,18 +5,24 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"os"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plannerdev/planner/internal/config"
+	"github.com/plannerdev/planner/internal/jobs"
 	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/plan"
+	"github.com/plannerdev/planner/internal/store"
+	"github.com/plannerdev/planner/internal/target"
+	"github.com/plannerdev/planner/internal/testutil"
 	"github.com/plannerdev/planner/internal/verify"
 )
 
@@ -59,7 +65,8 @@ func post(t *testing.T, s *Server, path string, request json.RawMessage) []byte 
 // plan, grid, analysis and simulation as POST answers them; the queued
 // probe as a probe request is configured; the validation's predictions as
 // the engine makes them, with illustrative measurements. Every request
-// example is accepted, and one that carries a shipped example scenario
+// example is accepted (those of the probe and the validation by
+// TestOpenAPIRequestExamplesRun, against an endpoint), and one that carries a shipped example scenario
 // carries it as docs/examples has it. When the engine's numbers change,
 // go test ./api -run TestOpenAPIExamples -update rewrites the responses;
 // then regenerate openapi.yaml.
@@ -71,7 +78,7 @@ func TestOpenAPIExamples(t *testing.T) {
 	}
 	p := config.DefaultProbe()
 	p.Credentials = []config.Credential{{Name: "sim", Env: "PLANNER_TEST_SIM_KEY", Header: config.DefaultCredentialHeader}}
-	s := New(Options{Tiers: tiers, Probe: p})
+	s := newChecked(t, Options{Tiers: tiers, Probe: p})
 	for _, tc := range []exampleCheck{
 		{operation: "create-plan", example: "chat", scenario: "chat", answer: post, check: func(t *testing.T, f exampleFile) {
 			var p PlanResponse
@@ -230,7 +237,11 @@ func chatValidation(t *testing.T, _ *Server, _ string, _ json.RawMessage) []byte
 		t.Fatal(err)
 	}
 	cp := p.Classes[0]
-	cr := verify.ClassReport{Class: cp.Name, Pool: cp.Pool, BindingConstraint: cp.BindingConstraint, Verdict: verify.VerdictOK}
+	cr := verify.ClassReport{Class: cp.Name, Endpoint: cp.Endpoint, Pool: cp.Pool, BindingConstraint: cp.BindingConstraint, Verdict: verify.VerdictOK,
+		StopReason: "completed"}
+	interval := func(v, lo, hi float64) *measure.Interval {
+		return &measure.Interval{Lo: round2(v * lo), Hi: round2(v * hi)}
+	}
 	for i, c := range verify.Concurrencies(cp.Pool) {
 		pred, err := plan.PredictAt(sc, cp.Name, c)
 		if err != nil {
@@ -239,20 +250,118 @@ func chatValidation(t *testing.T, _ *Server, _ string, _ json.RawMessage) []byte
 		cr.InputTokens, cr.OutputTokens = int(math.Round(pred.InputTokensP50)), int(math.Round(pred.MeanOutputTokens))
 		f := 0.97 - 0.02*float64(i)
 		m := &verify.Measured{
-			Requests: 4 * c, OK: 4 * c, ThroughputRPS: round2(pred.ThroughputRPS * f),
-			TTFTP95Ms: round2(pred.TTFTP95Ms * 1.04), E2EP95Ms: round2(pred.E2EP95Ms * 1.03), MeanOutputTokens: float64(cr.OutputTokens),
+			Requests: 4 * c, OK: 4 * c, ThroughputRPS: round2(pred.ThroughputRPS * f), ThroughputCI: interval(pred.ThroughputRPS*f, 0.96, 1.04),
+			TTFTP95Ms: round2(pred.TTFTP95Ms * 1.04), TTFTP95CI: interval(pred.TTFTP95Ms, 0.98, 1.12),
+			E2EP95Ms: round2(pred.E2EP95Ms * 1.03), E2EP95CI: interval(pred.E2EP95Ms, 0.99, 1.08), MeanOutputTokens: float64(cr.OutputTokens),
 		}
-		cr.Points = append(cr.Points, verify.Point{Concurrency: c, Predicted: pred, Measured: m,
-			RelativeErrorPct: &verify.Errors{ThroughputRPS: round2((f - 1) * 100), TTFTP95Ms: 4, E2EP95Ms: 3}})
+		cr.Points = append(cr.Points, verify.Point{Concurrency: c, Load: c, Predicted: pred, Measured: m,
+			RelativeErrorPct: &verify.Errors{ThroughputRPS: round2((f - 1) * 100), TTFTP95Ms: 4, E2EP95Ms: 3},
+			// The throughput's interval holds the prediction at the pool and
+			// ends 1.2 % under it above the pool; the p95s' hold theirs.
+			IntervalErrorPct: &verify.Errors{ThroughputRPS: math.Min(0, math.Round((f*1.04-1)*1000)/10)}})
 	}
+	concs := verify.Concurrencies(cp.Pool)
 	cr.Reasons = []string{
-		"at the pool, within 25 % of the prediction: throughput -3.0 %, TTFT p95 +4.0 %, E2E p95 +3.0 %",
-		"at 1.25 × the pool, within 25 % of the prediction: throughput -5.0 %, TTFT p95 +4.0 %, E2E p95 +3.0 %",
+		fmt.Sprintf("at the pool of %d, within 25 %% of the prediction beyond the 95 %% intervals: throughput -3.0 %%, TTFT p95 +4.0 %%, E2E p95 +3.0 %%", concs[0]),
+		fmt.Sprintf("at %d (1.25 × the pool), within 25 %% of the prediction beyond the 95 %% intervals: throughput -5.0 %%, TTFT p95 +4.0 %%, E2E p95 +3.0 %%", concs[1]),
 	}
 	return mustJSON(t, ValidateResponse{PlanID: examplePlanID, Report: verify.Report{
 		Verdict: verify.VerdictOK, TolerancePct: verify.DefaultTolerancePct, Classes: []verify.ClassReport{cr},
-		Summary: "the plan holds: every class validated (1) measured throughput, TTFT p95 and E2E p95 within the tolerance of the model at its pool and 1.25 × it, without 429s at the pool",
+		Summary: "the plan holds: every class validated (1), beside the other classes of its endpoint, measured throughput, TTFT p95 and E2E p95 within the tolerance of the model beyond their 95 % intervals at its pool and 1.25 × it, without 429s at the pool",
 	}})
 }
 
 func round2(v float64) float64 { return math.Round(v*100) / 100 }
+
+// TestOpenAPIRequestExamplesRun sends the request examples that need an
+// endpoint to the service as a client would, every connection of the
+// probes reaching an OpenAI-compatible endpoint in process: the probe
+// example is accepted (202, queued, its Location) and runs to its end,
+// and the validation example, against the stored plan of the plan
+// example, is answered 200 with a report of that plan's classes at their
+// pools. (TestOpenAPIExamples sends the others.)
+func TestOpenAPIRequestExamplesRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t.Setenv("PLANNER_TEST_SIM_KEY", "sk-example-not-a-key")
+		endpoint := &testutil.ChatEndpoint{TTFT: 200 * time.Millisecond, ITL: 20 * time.Millisecond, Tokens: 8}
+		endpointNet := testutil.ServePipe(t, endpoint)
+		st, err := store.Open(context.Background(), t.TempDir()+"/planner.db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		m := jobs.New(st, jobs.Options{})
+		p := config.DefaultProbe()
+		p.Credentials = []config.Credential{{Name: "sim", Env: "PLANNER_TEST_SIM_KEY", Header: config.DefaultCredentialHeader}}
+		const host = "planner.test"
+		service := testutil.ServePipe(t, newChecked(t, Options{
+			Store: st, Jobs: m, Probe: p, Hosts: []string{host},
+			Network: target.Network{Dialer: endpointNet}, // the examples' 127.0.0.1:8000 is the endpoint
+		}))
+		client := &http.Client{Transport: &http.Transport{DialContext: service.DialContext}}
+		t.Cleanup(client.CloseIdleConnections)
+		do := func(method, path string, body []byte) (int, http.Header, []byte) {
+			t.Helper()
+			req, err := http.NewRequest(method, "http://"+host+path, bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if body != nil {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			out, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, resp.Header, out
+		}
+		request := func(operation, name string) []byte {
+			b, err := exampleFiles.ReadFile("examples/" + operation + ".json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var f exampleFile
+			if err := json.Unmarshal(b, &f); err != nil {
+				t.Fatal(err)
+			}
+			return f.Request[name].Value
+		}
+
+		status, h, b := do(http.MethodPost, "/v1/probes", request("create-probe", "sim"))
+		probe := decode[Probe](t, b)
+		if status != http.StatusAccepted || probe.Status != "queued" || h.Get("Location") != "/v1/probes/"+probe.ID || probe.Label != "sim rehearsal" {
+			t.Fatalf("the probe example: %d %s %s", status, h.Get("Location"), b)
+		}
+		for !store.Status(probe.Status).Ended() {
+			time.Sleep(time.Second)
+			_, _, b = do(http.MethodGet, "/v1/probes/"+probe.ID, nil)
+			probe = decode[Probe](t, b)
+		}
+		if probe.Status != "succeeded" || len(probe.Steps) != 5 {
+			t.Errorf("the probe example ended %s with %d steps: %s", probe.Status, len(probe.Steps), probe.Error)
+		}
+
+		var plan map[string]any
+		if err := json.Unmarshal(request("create-plan", "chat"), &plan); err != nil {
+			t.Fatal(err)
+		}
+		plan["save"] = true
+		status, _, b = do(http.MethodPost, "/v1/plans", mustJSON(t, plan))
+		saved := decode[PlanResponse](t, b)
+		if status != http.StatusOK || saved.ID == "" {
+			t.Fatalf("save the plan example: %d %s", status, b)
+		}
+		status, _, b = do(http.MethodPost, "/v1/plans/"+saved.ID+"/validate", request("validate-plan", "sim"))
+		if status != http.StatusOK {
+			t.Fatalf("the validation example: %d %s", status, b)
+		}
+		v := decode[ValidateResponse](t, b)
+		c := saved.Classes[0]
+		if v.PlanID != saved.ID || len(v.Classes) != 1 || v.Classes[0].Pool != c.Pool || len(v.Classes[0].Points) != 2 ||
+			v.Classes[0].Points[0].Concurrency != c.Pool || v.Classes[0].Points[0].Measured == nil {
+			t.Errorf("the validation example's report: %s", b)
+		}
+	})
+}

@@ -16,10 +16,11 @@ import (
 // shipped examples and broken bodies. A short plan timeout keeps slow
 // inputs (huge Monte Carlo runs) from stalling the fuzzer; they end as the
 // 422 that such a scenario gets.
+// Each exchange is also checked against the OpenAPI document.
 func FuzzPlan(f *testing.F) {
-	s := newServer(f, Options{PlanTimeout: 250 * time.Millisecond})
+	s := New(Options{Store: openStore(f), Tiers: testTiers, PlanTimeout: 250 * time.Millisecond})
 	f.Fuzz(func(t *testing.T, body []byte) {
-		rec := send(s, http.MethodPost, "/v1/plans", body)
+		rec := send(contractChecked(t, s), http.MethodPost, "/v1/plans", body)
 		switch {
 		case rec.Code == http.StatusOK:
 			if !json.Valid(rec.Body.Bytes()) {

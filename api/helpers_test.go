@@ -47,6 +47,21 @@ var testTiers = []config.Tier{
 	{Quota: scenario.Quota{Name: "large", RPM: 6000, TPM: 4000000, ITPM: 3000000, TokenAccounting: "actual"}, Description: "test tier"},
 }
 
+// pricedTiers is a catalogue of five priced tiers for the priced example's
+// provisioned key (/quotas/1: a nightly batch of 20,000 requests of 2,000
+// input and 400 output tokens, which needs some 160,000 tpm and 65 rpm):
+// cheap-tight is the cheapest but too small in tpm, hourly-small too
+// small in rpm; of the three in which the plan holds, hourly is the
+// cheapest, 5 an hour for 24 hours, 120 a day, against payg's
+// 20,000 × (2,000 × 2.5 + 400 × 10)/10⁶ = 180 and premium's 240.
+var pricedTiers = []config.Tier{
+	{Quota: scenario.Quota{Name: "cheap-tight", RPM: 600, TPM: 100000, Price: &scenario.Price{InputPerMtok: ptr(1.0), OutputPerMtok: ptr(4.0)}}, Description: "test tier"},
+	{Quota: scenario.Quota{Name: "payg", RPM: 600, TPM: 1e6, Price: &scenario.Price{InputPerMtok: ptr(2.5), OutputPerMtok: ptr(10.0)}}, Description: "test tier"},
+	{Quota: scenario.Quota{Name: "premium", RPM: 1000, TPM: 2e6, Price: &scenario.Price{InputPerMtok: ptr(3.0), OutputPerMtok: ptr(15.0)}}, Description: "test tier"},
+	{Quota: scenario.Quota{Name: "hourly", RPM: 600, TPM: 2e6, Price: &scenario.Price{PerHour: ptr(5.0)}}, Description: "test tier"},
+	{Quota: scenario.Quota{Name: "hourly-small", RPM: 30, Price: &scenario.Price{PerHour: ptr(1.0)}}, Description: "test tier"},
+}
+
 func newServer(t testing.TB, opts Options) *Server {
 	t.Helper()
 	if opts.Tiers == nil {
@@ -55,7 +70,16 @@ func newServer(t testing.TB, opts Options) *Server {
 	if opts.Store == nil {
 		opts.Store = openStore(t)
 	}
-	return New(opts)
+	return newChecked(t, opts)
+}
+
+// newChecked is New(opts) checking every exchange against the OpenAPI
+// document (checkContract).
+func newChecked(t testing.TB, opts Options) *Server {
+	t.Helper()
+	s := New(opts)
+	checkContract(t, s)
+	return s
 }
 
 // testHost is the Host of the requests that send makes: the default

@@ -48,8 +48,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			}
 			elapsed := time.Since(start)
 			class := statusClass(status, shed.Load() && status == http.StatusServiceUnavailable)
-			s.metrics.requests.WithLabelValues(op, class).Inc()
-			s.metrics.duration.WithLabelValues(op, class).Observe(elapsed.Seconds())
+			s.metrics.observeRequest(op, class, elapsed.Seconds())
 			level := slog.LevelInfo
 			switch {
 			case class == "shed":

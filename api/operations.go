@@ -53,9 +53,11 @@ func (s *Server) registerOperations() {
 		Method:      http.MethodGet,
 		Path:        "/metrics",
 		Summary:     "Prometheus metrics",
-		Description: "Metrics in the Prometheus text format: requests and their latency by operation and status " +
-			"class (\"shed\" for the 503s of the computation limit, which are load shedding rather than errors), " +
-			"plan compute time, what-if cells planned, computations running, waiting for a slot and refused, " +
+		Description: "Metrics in the Prometheus text format (docs/operations.md lists them): the build, requests and " +
+			"their latency by operation and status class (\"shed\" for the 503s of the computation limit, which are " +
+			"load shedding rather than errors), the durations of event streams apart, plan compute time, what-if " +
+			"cells planned, computations running, waiting for a slot and refused, simulations, probes and " +
+			"validations running and finished with their requests and 429s, the store's operations by result, " +
 			"recovered panics, and the Go runtime and process.",
 		Tags:   []string{tagOperations},
 		Errors: []int{http.StatusUnauthorized},

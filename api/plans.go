@@ -113,6 +113,8 @@ func (s *Server) registerPlans() {
 	}
 	register(s, op, s.createPlan)
 	withExamples(s.OpenAPI(), op.Path, examplesOf[PlanResponse](op.OperationID))
+	s.declareRetryAfter(op.Method, op.Path, http.StatusServiceUnavailable, computeBusy+
+		" With save, also a store that cannot be written (its file removed, its start-up not completed): nothing is saved then.")
 }
 
 func (s *Server) createPlan(ctx context.Context, in *planInput) (*planOutput, error) {

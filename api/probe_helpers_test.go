@@ -51,7 +51,7 @@ func newProbeEnv(t *testing.T, opts Options) *probeEnv {
 	if opts.Tiers == nil {
 		opts.Tiers = testTiers
 	}
-	env.api = New(opts)
+	env.api = newChecked(t, opts)
 	srv := httptest.NewServer(env.api)
 	env.url = srv.URL
 	t.Cleanup(func() {

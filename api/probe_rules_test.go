@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/optional"
 	"github.com/plannerdev/planner/internal/probe"
 )
@@ -19,18 +20,22 @@ func TestBodyTablesNameFields(t *testing.T) {
 		Budget: probe.Budget{MaxRequests: optional.Of(1), MaxTokens: optional.Of(1)}}
 	search := c
 	search.Steps, search.Search = nil, true
+	prefill, cache, conversation := c, c, c
+	prefill.Steps, prefill.RequestsPerStep, prefill.Prefill = nil, optional.Value[int]{}, &probe.PrefillLadder{InputTokens: []int{1, 2}}
+	cache.Steps, cache.RequestsPerStep, cache.Cache = nil, optional.Value[int]{}, &probe.CacheComparison{}
+	conversation.Steps, conversation.RequestsPerStep = nil, optional.Value[int]{}
+	conversation.Conversation, conversation.SLO = &probe.Conversation{Calls: 2}, measure.Targets{TTFTMs: 1, TPOTMs: 1, E2EMs: 1}
 	fields := map[string]bool{}
 	var walk func(prefix string, v any)
 	walk = func(prefix string, v any) {
+		fields[prefix] = true // a field, or an object of fields (a mode's)
 		if m, ok := v.(map[string]any); ok {
 			for k, x := range m {
 				walk(strings.TrimPrefix(prefix+"."+k, "."), x)
 			}
-			return
 		}
-		fields[prefix] = true
 	}
-	for _, cfg := range []probe.Config{c, search} {
+	for _, cfg := range []probe.Config{c, search, prefill, cache, conversation} {
 		b, _ := json.Marshal(cfg.WithDefaults())
 		var doc any
 		if err := json.Unmarshal(b, &doc); err != nil {

@@ -43,6 +43,33 @@ type ProbeRequest struct {
 	Budgets         *Budgets    `json:"budgets,omitempty"`
 	Stop            *ProbeStop  `json:"stop,omitempty"`
 	Label           string      `json:"label,omitempty" maxLength:"200" doc:"Free text naming the run; no credentials."`
+	// SLO narrows goodput to the requests that meet every target given.
+	SLO *measure.Targets `json:"slo,omitempty" doc:"SLO targets: goodput counts only the requests that met every target given at once (vLLM's and AIPerf's --goodput), each step reports its attainment, and the knee's gain rule judges that goodput."`
+	// Prefill, Cache and Conversation measure a prompt's cost instead of
+	// a concurrency ramp; at most one, and none with steps or search.
+	Prefill      *ProbePrefill      `json:"prefill,omitempty" doc:"Measure prefill per 1,000 input tokens instead of a ramp: rounds of one request at each input length, at concurrency 1 (docs/probe.md, \"Prefill and the prompt cache\")."`
+	Cache        *ProbeCache        `json:"cache,omitempty" doc:"Measure the prompt cache instead of a ramp: prompts of input_tokens (default 2,048) that repeat one prefix against fresh ones, at concurrency 1. An empty object takes the defaults."`
+	Conversation *ProbeConversation `json:"conversation,omitempty" doc:"Replay tasks of serial calls instead of a ramp, each call's input the first input and every earlier answer and tool result (docs/probe.md, \"Conversations\")."`
+}
+
+// ProbePrefill is a prefill ladder (probe.PrefillLadder).
+type ProbePrefill struct {
+	InputTokens []int `json:"input_tokens" minItems:"2" doc:"Input lengths in tokens, strictly ascending."`
+	Requests    int   `json:"requests,omitempty" minimum:"1" doc:"Requests at each length, one round of warm-up included."`
+}
+
+// ProbeCache is a cache comparison (probe.CacheComparison).
+type ProbeCache struct {
+	Requests int `json:"requests,omitempty" minimum:"1" doc:"Requests of each kind (repeated and fresh), one of warm-up included."`
+}
+
+// ProbeConversation is a conversation (probe.Conversation).
+type ProbeConversation struct {
+	Calls            int  `json:"calls" minimum:"2" doc:"Serial calls per task."`
+	Tasks            int  `json:"tasks,omitempty" minimum:"1" doc:"Tasks to run, one round of warm-up (tasks_in_flight tasks) included; default 10 + tasks_in_flight."`
+	TasksInFlight    int  `json:"tasks_in_flight,omitempty" minimum:"1" doc:"Tasks at once, each at most the server's probe.max_concurrency; default 1."`
+	ToolTimeMs       *int `json:"tool_time_ms,omitempty" minimum:"0" doc:"Wait between a call's end and the next call, milliseconds; default 0."`
+	ToolResultTokens int  `json:"tool_result_tokens,omitempty" minimum:"1" doc:"Length of each tool result in tokens."`
 }
 
 // ProbeStop are the probe's stop rules besides the budgets.
@@ -98,7 +125,9 @@ type ProbeSummary struct {
 	Error      string        `json:"error"`
 	Counts     ProbeCounts   `json:"counts"`
 	Knee       *int          `json:"knee"`
-	StopReason string        `json:"stop_reason"`
+	// KneeLowerBound marks a knee the probe never reached (measure.Result).
+	KneeLowerBound bool   `json:"knee_lower_bound,omitempty" doc:"The knee is a lower bound: no step failed the knee rule."`
+	StopReason     string `json:"stop_reason"`
 }
 
 // ProbeList is one page of probes, newest first.
@@ -145,6 +174,11 @@ var probeFields = fieldpath.Names{Below: true, Other: "body", Fields: map[string
 	"budget.max_requests":     "body.budgets.max_requests",
 	"budget.max_tokens_total": "body.budgets.max_tokens",
 	"budget.max_duration":     "body.budgets.max_duration_s",
+	"prefill":                 "body.prefill",
+	"cache":                   "body.cache",
+	"conversation":            "body.conversation",
+	"conversation.tool_time":  "body.conversation.tool_time_ms",
+	"slo":                     "body.slo",
 }}
 
 // config is the probe the request asks for under the server's caps, and
@@ -162,6 +196,22 @@ func (r ProbeRequest) config(caps probe.Caps) (probe.Config, []fieldpath.Error) 
 	}
 	if r.Stop != nil {
 		cfg.Max429Ratio, cfg.CollapseTolerancePct = given(r.Stop.Max429Ratio), given(r.Stop.CollapseTolerancePct)
+	}
+	if r.SLO != nil {
+		cfg.SLO = *r.SLO
+	}
+	if p := r.Prefill; p != nil {
+		cfg.Prefill = &probe.PrefillLadder{InputTokens: p.InputTokens, Requests: given(p.Requests)}
+	}
+	if c := r.Cache; c != nil {
+		cfg.Cache = &probe.CacheComparison{Requests: given(c.Requests)}
+	}
+	if c := r.Conversation; c != nil {
+		cfg.Conversation = &probe.Conversation{Calls: c.Calls, Tasks: given(c.Tasks), InFlight: given(c.TasksInFlight),
+			ToolResultTokens: given(c.ToolResultTokens)}
+		if c.ToolTimeMs != nil {
+			cfg.Conversation.ToolTime = optional.Of(time.Duration(*c.ToolTimeMs) * time.Millisecond)
+		}
 	}
 	errs := cfg.Validate()
 	cfg, capped := cfg.WithinCaps(caps)
@@ -217,6 +267,7 @@ func (s *Server) registerProbes() {
 	}
 	register(s, op, s.createProbe)
 	withExamples(s.OpenAPI(), op.Path, examplesOf[Probe](op.OperationID))
+	s.declareRetryAfter(op.Method, op.Path, http.StatusTooManyRequests, probeBusy)
 
 	register(s, huma.Operation{
 		OperationID: "list-probes",
@@ -246,9 +297,9 @@ func (s *Server) registerProbes() {
 		Method:      http.MethodDelete,
 		Path:        "/v1/probes/{id}",
 		Summary:     "Cancel a probe",
-		Description: "Cancels a queued or running probe: requests in flight are cut short, everything measured is " +
-			"kept, and the probe ends as cancelled. Answers with the probe once it has ended (or after 15 s). A " +
-			"probe that has already ended gets a 409.",
+		Description: "Cancels a queued or running probe, on whichever replica runs it: requests in flight are cut " +
+			"short, everything measured is kept, and the probe ends as cancelled. Answers with the probe once it has " +
+			"ended (or after 15 s). A probe that has already ended gets a 409.",
 		Tags:   []string{tagProbes},
 		Errors: []int{http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity, http.StatusServiceUnavailable},
 	}, s.cancelProbe)
@@ -265,6 +316,10 @@ func (s *Server) registerProbes() {
 		Responses: map[string]*huma.Response{"200": {
 			Description: "The rows as CSV with a header line.",
 			Content:     map[string]*huma.MediaType{"text/csv": {Schema: &huma.Schema{Type: huma.TypeString}}},
+			Headers: map[string]*huma.Param{"Content-Disposition": {
+				Description: "attachment, with the file name requests.csv.",
+				Schema:      &huma.Schema{Type: huma.TypeString},
+			}},
 		}},
 	}, s.probeRequests)
 
@@ -292,15 +347,17 @@ func (s *Server) registerProbes() {
 var errShuttingDown = huma.Error503ServiceUnavailable("the server is shutting down")
 
 // acquireSlot reserves one of the probe.max_running slots, answering 429
-// with Retry-After when they are all taken.
+// with Retry-After when they are all taken, on any replica.
 func (s *Server) acquireSlot(ctx context.Context) (*jobs.Slot, error) {
 	slot, err := s.jobs.Acquire(ctx)
 	var busy *jobs.BusyError
 	switch {
 	case errors.As(err, &busy):
 		return nil, busyProblem(busy.Limit)
-	case err != nil:
+	case errors.Is(err, jobs.ErrClosed):
 		return nil, errShuttingDown
+	case err != nil:
+		return nil, s.storeError(err, "running place", "")
 	}
 	return slot, nil
 }
@@ -368,6 +425,7 @@ func (s *Server) createProbe(ctx context.Context, in *createProbeInput) (*probeC
 	case err != nil:
 		return nil, s.storeError(err, "probe", "")
 	}
+	s.watchProbe(run.ID)
 	return &probeCreatedOutput{Location: "/v1/probes/" + run.ID, Body: probeResource(run)}, nil
 }
 
@@ -384,7 +442,7 @@ func (s *Server) listProbes(ctx context.Context, in *PageQuery) (*probeListOutpu
 		p := probeResource(r)
 		out.Items = append(out.Items, ProbeSummary{
 			ID: p.ID, Status: p.Status, Label: p.Label, Target: p.Target, CreatedAt: p.CreatedAt,
-			StartedAt: p.StartedAt, FinishedAt: p.FinishedAt, Error: p.Error, Counts: p.Counts, Knee: p.Knee, StopReason: p.StopReason,
+			StartedAt: p.StartedAt, FinishedAt: p.FinishedAt, Error: p.Error, Counts: p.Counts, Knee: p.Knee, KneeLowerBound: p.KneeLowerBound, StopReason: p.StopReason,
 		})
 	}
 	return &probeListOutput{Body: out}, nil
@@ -415,17 +473,20 @@ func (s *Server) cancelProbe(ctx context.Context, in *probeIDInput) (*probeOutpu
 	if err != nil {
 		return nil, err
 	}
-	var done <-chan struct{}
-	if s.jobs != nil {
-		done, err = s.jobs.Cancel(in.ID)
-	}
-	if s.jobs == nil || errors.Is(err, jobs.ErrNotRunning) {
+	if s.jobs == nil {
 		return nil, huma.Error409Conflict(fmt.Sprintf("the probe has already ended (%s)", run.Status))
 	}
-	select {
-	case <-done:
-	case <-time.After(cancelWait):
-	case <-ctx.Done():
+	// The replica running the probe, this one or another, stops it.
+	wait, cancel := context.WithTimeout(ctx, cancelWait)
+	defer cancel()
+	switch err := s.jobs.Cancel(wait, in.ID); {
+	case errors.Is(err, jobs.ErrNotRunning):
+		if run, err = s.storedProbe(ctx, in.ID); err != nil {
+			return nil, err
+		}
+		return nil, huma.Error409Conflict(fmt.Sprintf("the probe has already ended (%s)", run.Status))
+	case err != nil && wait.Err() == nil:
+		return nil, s.storeError(err, "probe", in.ID)
 	}
 	if run, err = s.storedProbe(ctx, in.ID); err != nil {
 		return nil, err

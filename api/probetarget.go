@@ -234,6 +234,10 @@ func bodyRules(names fieldpath.Names, errs []fieldpath.Error) []rule {
 	return rules
 }
 
+// probeBusy describes the 429 of busyProblem.
+const probeBusy = "probe.max_running probes and validations are already running: nothing was sent, not even the " +
+	"preflight; Retry-After says when to try again."
+
 // busyProblem is the 429 of a start refused because max_running probes
 // run, with a Retry-After.
 func busyProblem(limit int) error {

@@ -190,8 +190,6 @@ func uncoveredRules(raw []byte, bs bodySchema, rules []rule) []error {
 }
 
 // scenarioRules runs the scenario's cross-field rules, located under prefix.
-// It also refuses null quotas and classes, which the schema lets through as
-// it allows null for every list.
 func scenarioRules(sc scenario.Scenario, prefix string) []rule {
 	var rules []rule
 	for _, e := range sc.Check() {
@@ -230,6 +228,10 @@ func valueAt(doc any, location string) any {
 	}
 	return cur
 }
+
+// computeBusy describes the 503 of an operation that computes.
+const computeBusy = "Every computation slot is busy (limits.max_computations) and as many requests as may wait are " +
+	"waiting: the request is shed, with Retry-After (load shedding, not a failure); or the server is shutting down."
 
 // computeError answers a computation that did not give an answer: every
 // slot busy (a 503 with Retry-After, load shedding rather than a fault),

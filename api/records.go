@@ -24,13 +24,25 @@ type RecordList struct {
 
 type recordsInput struct {
 	PageQuery
-	Format string `query:"format" enum:"json,md" default:"json" doc:"json: the cards as data; md: the cards as Markdown, one after the other."`
+	Format cardFormat `query:"format" default:"json" doc:"json: the cards as data; markdown (or md): the cards as Markdown, one after the other."`
 }
 
 type recordInput struct {
-	ProbeID string `path:"probe_id" maxLength:"64" doc:"Id of a probe that has ended."`
-	Format  string `query:"format" enum:"json,md" default:"json"`
+	ProbeID string     `path:"probe_id" maxLength:"64" doc:"Id of a probe that has ended."`
+	Format  cardFormat `query:"format" default:"json" doc:"json: the card as data; markdown (or md): the card as Markdown."`
 }
+
+// cardFormat is the format of record cards: json, or markdown under
+// either of its names (report.FormatNames).
+type cardFormat string
+
+// Schema lists the names.
+func (cardFormat) Schema(huma.Registry) *huma.Schema {
+	return formatSchema(report.FormatJSON, report.FormatMarkdown)
+}
+
+// markdown reports whether the format names Markdown.
+func (f cardFormat) markdown() bool { return isMarkdown(string(f)) }
 
 func (s *Server) registerRecords() {
 	listJSON := s.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[RecordList](), true, "")
@@ -140,7 +152,7 @@ func (s *Server) listRecords(ctx context.Context, in *recordsInput) (*documentOu
 			cards = append(cards, c)
 		}
 	}
-	if in.Format == "md" {
+	if in.Format.markdown() {
 		var buf bytes.Buffer
 		for i, c := range cards {
 			if i > 0 {
@@ -180,7 +192,7 @@ func (s *Server) getRecord(ctx context.Context, in *recordInput) (*documentOutpu
 		return nil, huma.Error404NotFound("the probe has no record card: it ended without a step measured in a steady state",
 			&huma.ErrorDetail{Location: "path.probe_id", Message: "no measured step", Value: in.ProbeID})
 	}
-	if in.Format == "md" {
+	if in.Format.markdown() {
 		var buf bytes.Buffer
 		if err := report.WriteRecordCardMarkdown(&buf, c); err != nil {
 			return nil, fmt.Errorf("render record card %s: %w", c.ProbeID, err)

@@ -66,9 +66,9 @@ type storedPlanOutput struct {
 }
 
 type reportInput struct {
-	ID        string  `path:"id" maxLength:"64" doc:"Id of a stored plan."`
-	Format    string  `query:"format" enum:"md,html" default:"html" doc:"html: one self-contained page with inline SVG charts; md: Markdown with the same numbers in tables."`
-	SimulateS float64 `query:"simulate_s" minimum:"0" maximum:"604800" doc:"Add a simulated run of the plan this many seconds long (at least 1), as POST /v1/simulations runs it with its defaults, with a time-series chart per class; 0, the default, adds none. At most the server's limits.simulation_max_duration."`
+	ID        string       `path:"id" maxLength:"64" doc:"Id of a stored plan."`
+	Format    reportFormat `query:"format" default:"html" doc:"html: one self-contained page with inline SVG charts; markdown (or md): Markdown with the same numbers in tables."`
+	SimulateS float64      `query:"simulate_s" minimum:"0" maximum:"604800" doc:"Add a simulated run of the plan this many seconds long (at least 1), as POST /v1/simulations runs it with its defaults, with a time-series chart per class; 0, the default, adds none. At most the server's limits.simulation_max_duration."`
 }
 
 // Resolve refuses a simulate_s that is not a number: NaN passes the
@@ -78,6 +78,32 @@ func (in *reportInput) Resolve(huma.Context) []error {
 		return []error{&huma.ErrorDetail{Location: "query.simulate_s", Value: "NaN", Message: "must be a number of seconds"}}
 	}
 	return nil
+}
+
+// reportFormat is the format of a team report: html, or markdown under
+// either of its names (report.FormatNames).
+type reportFormat string
+
+// Schema lists the names.
+func (reportFormat) Schema(huma.Registry) *huma.Schema {
+	return formatSchema(report.FormatHTML, report.FormatMarkdown)
+}
+
+// formatSchema is the schema of a format parameter that takes the given
+// formats under every name that report.FormatNames gives them, the names
+// the command line's -o takes.
+func formatSchema(formats ...string) *huma.Schema {
+	var enum []any
+	for _, n := range report.FormatNames(formats...) {
+		enum = append(enum, n)
+	}
+	return &huma.Schema{Type: huma.TypeString, Enum: enum}
+}
+
+// isMarkdown reports whether a format parameter's value names Markdown.
+func isMarkdown(name string) bool {
+	f, err := report.ParseFormat(name, []string{report.FormatMarkdown})
+	return err == nil && f == report.FormatMarkdown
 }
 
 type documentOutput struct {
@@ -130,6 +156,10 @@ func (s *Server) registerSavedPlans() {
 			},
 		}},
 	}, s.planReport)
+	s.declareRetryAfter(http.MethodGet, "/v1/plans/{id}/report", http.StatusServiceUnavailable, computeBusy+
+		" (with simulate_s), or a server without a store.")
+
+	s.registerExport()
 }
 
 func (s *Server) listPlans(ctx context.Context, in *PageQuery) (*planListOutput, error) {
@@ -200,7 +230,7 @@ func (s *Server) planReport(ctx context.Context, in *reportInput) (*documentOutp
 	}
 	var buf bytes.Buffer
 	write, ct := report.WriteReportHTML, "text/html; charset=utf-8"
-	if in.Format == "md" {
+	if isMarkdown(string(in.Format)) {
 		write, ct = report.WriteReportMarkdown, "text/markdown; charset=utf-8"
 	}
 	if err := write(&buf, rin); err != nil {
@@ -218,7 +248,7 @@ func (s *Server) reportSimulation(ctx context.Context, sc scenario.Scenario, sec
 		return nil, huma.Error422UnprocessableEntity("the request is invalid", &huma.ErrorDetail{Location: at(""), Value: seconds,
 			Message: fmt.Sprintf("at most %g s, the server's limits.simulation_max_duration", s.simCaps.maxDuration.Seconds())})
 	}
-	r, err := s.app.Simulate(ctx, sc, simulate.Options{DurationS: seconds, MaxEvents: s.simCaps.maxEvents})
+	r, err := s.simulate(ctx, sc, simulate.Options{DurationS: seconds, MaxEvents: s.simCaps.maxEvents})
 	if err != nil {
 		return nil, s.simulationError(ctx, err, at, at(""))
 	}

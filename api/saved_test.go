@@ -139,6 +139,11 @@ func TestPlanReport(t *testing.T) {
 	if status != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "text/markdown") || !strings.Contains(string(md), "Knee") || !strings.Contains(string(md), "| 4 ") {
 		t.Fatalf("Markdown report: %d %s\n%s", status, h.Get("Content-Type"), md)
 	}
+	// markdown is md's other name, as for the command line's -o.
+	status, h, long := call(t, http.MethodGet, env.url+"/v1/plans/"+planID+"/report?format=markdown", nil)
+	if status != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "text/markdown") || !strings.Contains(string(long), "Knee") || !strings.Contains(string(long), "| 4 ") {
+		t.Fatalf("Markdown report by its long name: %d %s\n%s", status, h.Get("Content-Type"), long)
+	}
 	if status, _, _ := call(t, http.MethodGet, env.url+"/v1/plans/"+planID+"/report?format=pdf", nil); status != http.StatusUnprocessableEntity {
 		t.Errorf("unknown format: %d", status)
 	}

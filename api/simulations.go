@@ -99,6 +99,7 @@ func (s *Server) registerSimulations() {
 	}
 	register(s, op, s.createSimulation)
 	withExamples(s.OpenAPI(), op.Path, examplesOf[SimulationResponse](op.OperationID))
+	s.declareRetryAfter(op.Method, op.Path, http.StatusServiceUnavailable, computeBusy)
 }
 
 func (s *Server) createSimulation(ctx context.Context, in *simulationInput) (*simulationOutput, error) {
@@ -118,11 +119,19 @@ func (s *Server) createSimulation(ctx context.Context, in *simulationInput) (*si
 	if o.MaxEvents == 0 {
 		o.MaxEvents = s.simCaps.maxEvents
 	}
-	r, err := s.app.Simulate(ctx, in.Body.Scenario, o)
+	r, err := s.simulate(ctx, in.Body.Scenario, o)
 	if err != nil {
 		return nil, s.simulationError(ctx, err, inBody, "body.scenario")
 	}
 	return &simulationOutput{Body: &SimulationResponse{Simulation: *r}}, nil
+}
+
+// simulate plans and simulates sc, counting the run in the metrics.
+func (s *Server) simulate(ctx context.Context, sc scenario.Scenario, o simulate.Options) (*simulate.Simulation, error) {
+	start := time.Now()
+	r, err := s.app.Simulate(ctx, sc, o)
+	s.metrics.simulation(r, err, time.Since(start).Seconds())
+	return r, err
 }
 
 // simulationError turns what stopped a simulation into a problem: its

@@ -86,7 +86,7 @@ func storeProblem(err error, readiness bool) huma.StatusError {
 		return huma.NewError(http.StatusInsufficientStorage, "the store is full: nothing was saved; "+
 			"free space on its disk, or raise store.max_bytes")
 	case errors.Is(err, store.ErrUnavailable):
-		return huma.Error503ServiceUnavailable("the store cannot read or write its file; the server log has the cause")
+		return huma.Error503ServiceUnavailable("the store cannot read or write its database (its file, or its PostgreSQL server); the server log has the cause")
 	}
 	return nil
 }

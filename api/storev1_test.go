@@ -52,7 +52,7 @@ func TestPlansStoredBeforeVersionsRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	s := New(Options{Store: st})
+	s := newChecked(t, Options{Store: st})
 
 	b, err := os.ReadFile("testdata/store-v1-responses.json")
 	if err != nil {

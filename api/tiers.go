@@ -18,8 +18,8 @@ type TiersResponse struct {
 }
 
 // TransformSchema publishes a tier as the catalogue holds it: of the
-// fields of the quota it is (config.Tier), only its name, limits and
-// token accounting, beside its description and provider.
+// fields of the quota it is (config.Tier), only its name, limits, token
+// accounting and price, beside its description and provider.
 func (TiersResponse) TransformSchema(r huma.Registry, s *huma.Schema) *huma.Schema {
 	tier := r.Map()["Tier"]
 	if tier == nil {
@@ -48,9 +48,9 @@ func (s *Server) registerTiers() {
 		Path:        "/v1/tiers",
 		Summary:     "List the quota tiers",
 		Description: "Returns the quota-tier catalogue of the server's configuration: named sets of limits " +
-			"(" + strings.Join(scenario.DimensionNames(), ", ") + ") and token accounting that what-if variations can put on a quota. " +
-			"The operator maintains it; the built-in catalogue holds illustrative example numbers only, not " +
-			"any provider's published limits.",
+			"(" + strings.Join(scenario.DimensionNames(), ", ") + "), token accounting and prices that what-if variations can put on a quota, " +
+			"ranked by cost, and that remedies name. The operator maintains it; the built-in catalogue holds illustrative " +
+			"example numbers only, not any provider's published limits or prices (its prices are dated examples).",
 		Tags:   []string{tagTiers},
 		Errors: []int{http.StatusUnauthorized},
 	}, func(context.Context, *struct{}) (*tiersOutput, error) {

@@ -11,6 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
+
 	"sigs.k8s.io/yaml"
 
 	"github.com/plannerdev/planner/internal/fakeendpoint"
@@ -63,10 +65,11 @@ func TestValidatePlan(t *testing.T) {
 		t.Cleanup(func() { st.Close() })
 		m := jobs.New(st, jobs.Options{})
 		const host = "planner.test"
-		service := testutil.ServePipe(t, New(Options{
+		api := newChecked(t, Options{
 			Store: st, Jobs: m, Hosts: []string{host},
 			Network: target.Network{Dialer: endpointNet}, // every probe connection reaches the endpoint
-		}))
+		})
+		service := testutil.ServePipe(t, api)
 		client := &http.Client{Transport: &http.Transport{DialContext: service.DialContext}}
 		t.Cleanup(client.CloseIdleConnections)
 		post := func(path string, body any) []byte {
@@ -105,7 +108,63 @@ func TestValidatePlan(t *testing.T) {
 		if got := endpoint.Chats(); got != 89 {
 			t.Errorf("the endpoint got %d chat requests, want 2 steps of max(40, 3c) + c: 44 at the pool of 4, 45 at 5", got)
 		}
+		// The metrics count the validation by its verdict, with its
+		// measured requests (the 40 of each step, warm-up left out).
+		mt := api.metrics
+		if got := promtestutil.ToFloat64(mt.jobsFinished.WithLabelValues(kindValidation, "ok")); got != 1 {
+			t.Errorf("finished{validation,ok} = %v", got)
+		}
+		if got := promtestutil.ToFloat64(mt.jobRequests.WithLabelValues(kindValidation)); got != 80 {
+			t.Errorf("validation requests %v, want 80", got)
+		}
+		if got := promtestutil.ToFloat64(mt.jobsRunning.WithLabelValues(kindValidation)); got != 0 {
+			t.Errorf("validations running %v after the answer", got)
+		}
+
+		// A plan saved with its probe validates with an empty body against
+		// the probe's target.
+		ctx := context.Background()
+		probeID, err := st.CreateProbe(ctx, store.ProbeRun{BaseURL: "http://127.0.0.1:9/v1", Model: fakeendpoint.DefaultModel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.SetProbeStatus(ctx, probeID, store.StatusSucceeded, ""); err != nil {
+			t.Fatal(err)
+		}
+		withProbe := decode[PlanResponse](t, post("/v1/plans", map[string]any{"scenario": doc, "save": true, "probe_id": probeID})).ID
+		v = decode[ValidateResponse](t, post("/v1/plans/"+withProbe+"/validate", map[string]any{}))
+		if v.PlanID != withProbe || v.Verdict != "ok" || len(v.Classes) != 1 || v.Classes[0].Points[0].Measured == nil {
+			t.Fatalf("validation with the probe's target: %+v", v)
+		}
+		if got := endpoint.Chats(); got != 2*89 {
+			t.Errorf("the endpoint got %d chat requests in all, want the second validation's 89 too", got-89)
+		}
 	})
+}
+
+// TestValidateTargetDefaults: a body without a target, or without its
+// model, is refused for a plan saved without a probe, naming the field and
+// why.
+func TestValidateTargetDefaults(t *testing.T) {
+	env := newProbeEnv(t, Options{})
+	bare := savePlan(t, env, matchedScenario)
+	for _, tc := range []struct {
+		name     string
+		body     map[string]any
+		location string
+		message  string
+	}{
+		{"no target", map[string]any{}, "body.target.base_url", "required: the plan was saved without a probe (probe_id)"},
+		{"no model", map[string]any{"target": map[string]any{"base_url": "http://127.0.0.1:9/v1"}}, "body.target.model", "required: the plan was saved without a probe (probe_id)"},
+		{"an empty base URL", map[string]any{"target": map[string]any{"base_url": ""}}, "body.target.base_url", "expected length >= 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, _, b := call(t, http.MethodPost, env.url+"/v1/plans/"+bare+"/validate", tc.body)
+			if status != http.StatusUnprocessableEntity || !strings.Contains(string(b), `"location":"`+tc.location+`"`) || !strings.Contains(string(b), tc.message) {
+				t.Fatalf("%d %s; want 422 with %q at %s", status, b, tc.message, tc.location)
+			}
+		})
+	}
 }
 
 func TestValidatePlanProblems(t *testing.T) {

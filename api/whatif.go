@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,7 +19,7 @@ import (
 // WhatIfRequest is the body of POST /v1/what-if.
 type WhatIfRequest struct {
 	Scenario   scenario.Scenario `json:"scenario" doc:"The scenario to vary."`
-	Variations []Variation       `json:"variations" minItems:"1" maxItems:"2" doc:"One or two variations; the grid has one cell per combination of their values."`
+	Variations []Variation       `json:"variations" nullable:"false" minItems:"1" maxItems:"2" doc:"One or two variations; the grid has one cell per combination of their values."`
 }
 
 // Variation varies one field of the scenario: over a list of values, or
@@ -26,13 +27,15 @@ type WhatIfRequest struct {
 type Variation struct {
 	Path   string   `json:"path" minLength:"1" maxLength:"256" pattern:"^/" doc:"JSON Pointer (RFC 6901) into the scenario, e.g. /quotas/0/tpm or /classes/1/output_tokens/p95; with tiers, a quota: /quotas/N." example:"/quotas/0/tpm"`
 	Values []any    `json:"values,omitempty" minItems:"1" maxItems:"200" doc:"Values to put at the path. Give values or tiers, not both."`
-	Tiers  []string `json:"tiers,omitempty" minItems:"1" maxItems:"200" doc:"Names of catalogue tiers (GET /v1/tiers): each puts the tier's limits and token_accounting on the quota at path, keeping its name, headroom and other settings."`
+	Tiers  []string `json:"tiers,omitempty" minItems:"1" maxItems:"200" doc:"Names of catalogue tiers (GET /v1/tiers): each puts the tier's limits, token_accounting and price on the quota at path, keeping its name, headroom and other settings. As the one variation, the tiers are ranked by cost."`
 }
 
 // WhatIfResponse is the grid of a what-if sweep.
 type WhatIfResponse struct {
 	Variations []Variation `json:"variations" doc:"The variations as requested."`
-	Cells      []plan.Cell `json:"cells" doc:"One cell per combination, in row-major order (the last variation varies fastest). A cell's values are the variations' values, or tier names; its classes give each class's pool, binding constraint, min_pool and feasibility, or its errors say why that combination is not a valid scenario."`
+	Cells      []plan.Cell `json:"cells" doc:"One cell per combination, in row-major order (the last variation varies fastest). A cell's values are the variations' values, or tier names; its classes give each class's pool, binding constraint, min_pool and feasibility, or its errors say why that combination is not a valid scenario; its cost is the plan's at the demand."`
+	// Ranking is set for a request whose one variation is over tiers.
+	Ranking *plan.TierRanking `json:"ranking,omitempty" doc:"With one variation over tiers: the tiers ranked by what the plan costs a day with each, and the cheapest in which every class fits."`
 }
 
 type whatIfInput struct {
@@ -70,10 +73,11 @@ func (s *Server) registerWhatIf() {
 			"makes the scenario invalid marks only its cell. At most " + strconv.Itoa(plan.MaxWhatIfCells) +
 			" cells per request.",
 		Tags:   []string{tagWhatIf},
-		Errors: errorStatuses,
+		Errors: slices.Concat(errorStatuses, []int{http.StatusServiceUnavailable}),
 	}
 	register(s, op, s.createWhatIf)
 	withExamples(s.OpenAPI(), op.Path, examplesOf[WhatIfResponse](op.OperationID))
+	s.declareRetryAfter(op.Method, op.Path, http.StatusServiceUnavailable, computeBusy)
 }
 
 func (s *Server) createWhatIf(ctx context.Context, in *whatIfInput) (*whatIfOutput, error) {
@@ -85,8 +89,8 @@ func (s *Server) createWhatIf(ctx context.Context, in *whatIfInput) (*whatIfOutp
 		if len(v.Tiers) == 0 {
 			continue
 		}
-		values, errs := s.tierValues(req.Scenario, i, v)
-		vars[i].Values = values
+		var errs []error
+		vars[i], errs = s.tierVariation(req.Scenario, i, v)
 		problems = append(problems, errs...)
 	}
 	if len(problems) > 0 {
@@ -97,85 +101,37 @@ func (s *Server) createWhatIf(ctx context.Context, in *whatIfInput) (*whatIfOutp
 		return nil, s.computeError(ctx, err, "body")
 	}
 	s.metrics.whatIfCells.Add(float64(len(grid.Cells)))
-	out := &WhatIfResponse{Variations: req.Variations, Cells: grid.Cells}
-	nameTierCells(out)
+	out := &WhatIfResponse{Variations: req.Variations, Cells: grid.Cells, Ranking: grid.Ranking}
 	return &whatIfOutput{Body: out}, nil
 }
 
-// tierValues turns the tiers of variation i into quota values: the quota
-// at the variation's path with the tier's limits and token accounting.
-func (s *Server) tierValues(sc scenario.Scenario, i int, v Variation) ([]any, []error) {
-	n := -1
-	if p, err := scenario.ParsePointer(v.Path); err == nil {
-		if i, ok := p.QuotaIndex(); ok {
-			n = i
-		}
-	}
-	var q scenario.Quota
-	var problems []error
-	if n < 0 || n >= len(sc.Quotas) {
-		problems = append(problems, &huma.ErrorDetail{
-			Location: fmt.Sprintf("body.variations[%d].path", i),
-			Message:  fmt.Sprintf("a tier variation must point at a quota of the scenario: /quotas/N with N below %d", len(sc.Quotas)),
-			Value:    v.Path,
-		})
-	} else {
-		q = sc.Quotas[n]
-	}
-	values := make([]any, len(v.Tiers))
-	for j, name := range v.Tiers {
-		t, ok := s.tier(name)
-		if !ok {
-			problems = append(problems, &huma.ErrorDetail{
-				Location: fmt.Sprintf("body.variations[%d].tiers[%d]", i, j),
-				Message:  fmt.Sprintf("no tier named %q; GET /v1/tiers lists the catalogue (%s)", name, s.tierNames()),
-				Value:    name,
-			})
-			continue
-		}
-		values[j] = q.WithLimitsOf(t.Quota)
-	}
-	return values, problems
-}
-
-func (s *Server) tier(name string) (config.Tier, bool) {
-	for _, t := range s.tiers {
-		if t.Name == name {
-			return t, true
-		}
-	}
-	return config.Tier{}, false
-}
-
-// tierNames lists the catalogue for a problem message, shortened when long.
-func (s *Server) tierNames() string {
-	const most = 10
-	names := make([]string, 0, most)
-	for i, t := range s.tiers {
-		if i == most {
-			names = append(names, fmt.Sprintf("and %d more", len(s.tiers)-most))
-			break
-		}
-		names = append(names, t.Name)
-	}
-	if len(names) == 0 {
-		return "it is empty"
-	}
-	return strings.Join(names, ", ")
-}
-
-// nameTierCells shows a tier variation's value in each cell as the tier's
-// name rather than the whole quota it produced.
-func nameTierCells(w *WhatIfResponse) {
-	for i := range w.Cells {
-		rest := i
-		for j := len(w.Variations) - 1; j >= 0; j-- {
-			v := w.Variations[j]
-			n := max(len(v.Values), len(v.Tiers))
-			if len(v.Tiers) > 0 {
-				w.Cells[i].Values[j] = v.Tiers[rest%n]
+// tierVariation is variation i over catalogue tiers (plan.TierVariation),
+// its problems located in the request.
+func (s *Server) tierVariation(sc scenario.Scenario, i int, v Variation) (plan.Variation, []error) {
+	pv, errs := plan.TierVariation(sc, v.Path, v.Tiers, s.tierQuotas())
+	problems := make([]error, len(errs))
+	for j, e := range errs {
+		d := &huma.ErrorDetail{Location: fmt.Sprintf("body.variations[%d].%s", i, e.Path), Message: e.Message, Value: v.Path}
+		if e.Path != "path" {
+			d.Message += "; GET /v1/tiers lists the catalogue"
+			if k, ok := tierIndex(e.Path); ok {
+				d.Value = v.Tiers[k]
 			}
-			rest /= n
 		}
+		problems[j] = d
 	}
+	return pv, problems
 }
+
+// tierIndex is j of "tiers[j]".
+func tierIndex(path string) (int, bool) {
+	n, ok := strings.CutPrefix(path, "tiers[")
+	if !ok {
+		return 0, false
+	}
+	k, err := strconv.Atoi(strings.TrimSuffix(n, "]"))
+	return k, err == nil
+}
+
+// tierQuotas is the catalogue as the engine and what-if variations take it.
+func (s *Server) tierQuotas() []scenario.Quota { return config.Quotas(s.tiers) }

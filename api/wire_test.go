@@ -20,11 +20,13 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata (w
 // TestWireNames pins the JSON names that clients read in the API's plan
 // documents (the engine's plan, what-if grid and simulation): every key
 // path of the plans of the shipped examples, of a what-if grid with an
-// invalid cell and of a simulation, against testdata/wire-names.txt. A
+// invalid cell, of a what-if over priced tiers with its ranking, of a
+// plan whose remedy names a tier and of a simulation, against
+// testdata/wire-names.txt. A
 // renamed or vanished name is an API break; a new one is a review of the
 // golden file (go test ./api -run TestWireNames -update).
 func TestWireNames(t *testing.T) {
-	s := newServer(t, Options{})
+	s := newServer(t, Options{Tiers: pricedTiers})
 	paths := map[string]bool{}
 	collect := func(doc, path string, body map[string]any) {
 		t.Helper()
@@ -45,6 +47,13 @@ func TestWireNames(t *testing.T) {
 		"scenario":   exampleDoc(t, "chat"),
 		"variations": []map[string]any{{"path": "/quotas/0/tpm", "values": []any{1000000, -5}}},
 	})
+	collect("what-if", "/v1/what-if", map[string]any{
+		"scenario":   exampleDoc(t, "priced"),
+		"variations": []map[string]any{{"path": "/quotas/1", "tiers": []string{"payg", "hourly"}}},
+	})
+	tight := exampleDoc(t, "priced")
+	tight["quotas"].([]any)[1].(map[string]any)["tpm"] = 100000
+	collect("plan", "/v1/plans", map[string]any{"scenario": tight})
 	collect("simulation", "/v1/simulations", map[string]any{"scenario": exampleDoc(t, "backfill"), "duration_s": 60})
 	got := strings.Join(slices.Sorted(maps.Keys(paths)), "\n") + "\n"
 	golden(t, "testdata/wire-names.txt", []byte(got))

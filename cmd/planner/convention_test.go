@@ -17,7 +17,7 @@ import (
 // with json among its formats, and --out naming a file.
 func TestOutputConvention(t *testing.T) {
 	root := newRootCmd(streams{})
-	for _, name := range []string{"", "plan", "report", "what-if", "simulate", "knee", "sim", "openapi", "version", "serve"} {
+	for _, name := range []string{"", "plan", "report", "what-if", "simulate", "export", "knee", "compare", "tiers", "sim", "openapi", "version", "serve"} {
 		cmd := root
 		if name != "" {
 			var err error
@@ -149,7 +149,7 @@ func TestCompletion(t *testing.T) {
 	}{
 		{[]string{"__complete", "plan", "--example", ""}, planner.ExampleNames()},
 		{[]string{"__complete", "what-if", "--example", ""}, planner.ExampleNames()},
-		{[]string{"__complete", "plan", "-o", ""}, []string{"table", "json", "yaml", "markdown"}},
+		{[]string{"__complete", "plan", "-o", ""}, []string{"table", "json", "yaml", "markdown", "csv"}},
 		{[]string{"__complete", "report", "--output", ""}, []string{"markdown", "html", "json", "yaml"}},
 		{[]string{"__complete", "openapi", "-o", ""}, []string{"yaml", "json"}},
 	} {

@@ -29,6 +29,7 @@ import (
 	"github.com/plannerdev/planner/internal/fakeendpoint"
 	"github.com/plannerdev/planner/internal/store"
 	"github.com/plannerdev/planner/internal/testutil"
+	"github.com/plannerdev/planner/internal/testutil/pgtest"
 )
 
 // serveChildEnv, when set to a database path, turns the test binary into
@@ -58,7 +59,7 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	os.Exit(pgtest.Main(m))
 }
 
 // child is a `planner serve` in a child process.
@@ -68,12 +69,13 @@ type child struct {
 	stderr *testutil.SyncBuffer
 }
 
-// startChild starts the service on db in a child process and reads the
-// address it prints.
-func startChild(t *testing.T, db string) *child {
+// startChild starts the service on db in a child process, with the
+// environment variables env besides the test's, and reads the address it
+// prints.
+func startChild(t *testing.T, db string, env ...string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), serveChildEnv+"="+db)
+	cmd.Env = append(append(os.Environ(), serveChildEnv+"="+db), env...)
 	c := &child{cmd: cmd, stderr: &testutil.SyncBuffer{}}
 	cmd.Stderr = c.stderr
 	out, err := cmd.StdoutPipe()
@@ -167,12 +169,16 @@ func longProbe(simURL string) map[string]any {
 // TestKillMidProbe starts the service in a child process, saves a plan,
 // starts a probe, kills the service with SIGKILL once the probe has
 // written rows, and restarts it on the same database: the plan is intact
-// (the same JSON, byte for byte), the probe is interrupted, and its rows
-// are all there.
+// (the same JSON, byte for byte), the probe is interrupted (on SQLite at
+// the restart, on PostgreSQL once the killed service's lease expired), and
+// its rows are all there.
 func TestKillMidProbe(t *testing.T) {
 	cleanServeEnv(t)
-	db := filepath.Join(t.TempDir(), "planner.db")
-	first := startChild(t, db)
+	eachDB(t, func(t *testing.T, db string, env []string) { testKillMidProbe(t, db, env) })
+}
+
+func testKillMidProbe(t *testing.T, db string, env []string) {
+	first := startChild(t, db, env...)
 	simURL := slowSimURL(t)
 
 	status, b := jsonCall(t, http.MethodPost, first.url+"/v1/probes", longProbe(simURL))
@@ -208,12 +214,12 @@ func TestKillMidProbe(t *testing.T) {
 		t.Fatalf("the child ended with %v", err)
 	}
 
-	second := startChild(t, db)
+	second := startChild(t, db, env...)
 	_, planAfter := jsonCall(t, http.MethodGet, second.url+"/v1/plans/"+saved.ID, nil)
 	if !bytes.Equal(planBefore, planAfter) {
 		t.Fatalf("the plan changed across the kill:\nbefore %.300s\nafter  %.300s", planBefore, planAfter)
 	}
-	p := getProbe(t, second.url, started.ID)
+	p := waitProbe(t, second.url, started.ID, func(p probeView) bool { return p.Status != "running" })
 	if p.Status != "interrupted" || p.Counts.Records < counted {
 		t.Fatalf("after the restart: %+v, %d rows counted before the kill", p, counted)
 	}

@@ -112,6 +112,7 @@ func TestKneeExitCodes(t *testing.T) {
 		{"two files", []string{"knee", broken, broken}, exitUsage, "accepts 1 arg"},
 		{"zero gain", []string{"knee", "--min-gain-pct", "0", broken}, exitUsage, "--min-gain-pct must be above 0"},
 		{"bad duration", []string{"knee", "--deadline", "soon", broken}, exitUsage, "invalid argument"},
+		{"bad SLO", []string{"knee", "--slo", "ttft:500ms,ttft:1s", broken}, exitUsage, "--slo: ttft is given twice"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -120,5 +121,40 @@ func TestKneeExitCodes(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want exit %d saying %q", code, errOut, tc.code, tc.says)
 			}
 		})
+	}
+}
+
+// TestImportSLO: planner import --slo judges a probe's requests.csv by the
+// targets: a step whose requests take 150 ms to their first token meets
+// ttft:120ms not at all, and its goodput is 0; the table says so.
+func TestImportSLO(t *testing.T) {
+	var recs []measure.Record
+	for _, c := range []int{1, 2} {
+		ttft := 100.0
+		if c == 2 {
+			ttft = 150
+		}
+		for i := range analysis.MinMeasured(c) + c {
+			recs = append(recs, measure.Record{Step: c, Index: i, StartS: float64(i / c), TTFTMs: ttft, E2EMs: 1000,
+				OutputTokens: 20, Status: 200, OK: true, Attempts: 1, Warmup: i < c})
+		}
+	}
+	var buf bytes.Buffer
+	if err := measure.WriteCSV(&buf, recs); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "requests.csv")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "", "import", "--slo", "ttft:120ms", path)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"SLO ttft:120ms: goodput counts the requests that met every target at once",
+		"1            40   40        100.0 %", "2            0    40        0.0 %"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the output lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -35,7 +34,7 @@ func addOutputFlags(cmd *cobra.Command, formats ...string) *output {
 // they print (a probe's directory, an import's curve file).
 func addFormatFlag(cmd *cobra.Command, formats ...string) *output {
 	o := &output{formats: formats}
-	cmd.Flags().StringVarP(&o.format, "output", "o", formats[0], "output format: "+strings.Join(formats, ", "))
+	cmd.Flags().StringVarP(&o.format, "output", "o", formats[0], "output format: "+report.DescribeFormats(formats))
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
 	return o
 }
@@ -49,14 +48,17 @@ func (o *output) jsonAlias(cmd *cobra.Command) *output {
 }
 
 // check refuses a format the command does not write, saying where a file
-// name goes (-o used to take one).
+// name goes (-o used to take one), and puts the format an alias names
+// (md: markdown) in its place.
 func (o *output) check() error {
 	if o.json {
 		o.format = report.FormatJSON
 	}
-	if err := report.CheckFormat(o.format, o.formats); err != nil {
+	format, err := report.ParseFormat(o.format, o.formats)
+	if err != nil {
 		return usageError{fmt.Errorf("-o/--output: %w (a file to write goes in --out)", err)}
 	}
+	o.format = format
 	return nil
 }
 

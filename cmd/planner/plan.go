@@ -23,7 +23,7 @@ func newPlanCmd(s streams) *cobra.Command {
 	var check bool
 	var v validation
 	cmd := &cobra.Command{
-		Use:   "plan (-f FILE | --example NAME) [-o FORMAT] [--out PATH] [--check] [--validate --base-url URL --model M]",
+		Use:   "plan (FILE | -f FILE | --example NAME) [-o FORMAT] [--out PATH] [--check] [--validate --base-url URL --model M]",
 		Short: "Plan per-class pools for a scenario",
 		Long: "Plan reads a scenario (YAML or JSON; -f - reads standard input) and prints,\n" +
 			"for every class, its pool, the constraint that binds it, the smallest pool its\n" +
@@ -36,12 +36,15 @@ func newPlanCmd(s streams) *cobra.Command {
 			"degraded or fails (exit status 1 when it fails).\n\n" +
 			"With --check the exit status is 3 when any class does not fit, after the plan\n" +
 			"is printed: a CI job can gate a change of quotas, demand or SLOs on it.\n\n" +
+			"With prices on the quotas the plan says what each class, key and the whole\n" +
+			"plan cost, and a remedy that raises a limit names the cheapest tier of the\n" +
+			"catalogue in which the class fits and what the change costs a day. " + catalogueHelp + "\n\n" +
 			"Examples shipped with planner: " + strings.Join(planner.ExampleNames(), ", ") + ".",
-		Example: "  planner plan --example chat\n  planner plan -f scenario.yaml -o json --out plan.json\n" +
+		Example: "  planner plan --example chat\n  planner plan scenario.yaml\n  planner plan -f scenario.yaml -o json --out plan.json\n" +
 			"  planner plan -f scenario.yaml --validate --base-url http://127.0.0.1:8000/v1 --model my-model",
-		Args: usageArgs(cobra.NoArgs),
 	}
 	addScenarioFlags(cmd, &file, &example, "plan")
+	addCatalogueFlag(cmd)
 	out := addOutputFlags(cmd, report.PlanFormats...)
 	cmd.Flags().BoolVar(&check, "check", false, "exit with status 3 when any class does not fit")
 	v.addFlags(cmd)
@@ -53,7 +56,11 @@ func newPlanCmd(s streams) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		sc, p, err := planScenario(cmd.Context(), newApp(), s.in, file, example)
+		a, err := newApp(cmd)
+		if err != nil {
+			return err
+		}
+		sc, p, err := planScenario(cmd.Context(), a, s.in, file, example)
 		if err != nil {
 			return err
 		}
@@ -122,10 +129,6 @@ func planScenario(ctx context.Context, a *app.App, in io.Reader, file, example s
 	return sc, p, nil
 }
 
-// newApp is what a command plans, sweeps and simulates with: an engine
-// without a deadline (SIGINT and SIGTERM stop it) and a slot per CPU.
-func newApp() *app.App { return app.New(plan.New(plan.Options{})) }
-
 // planError says why no plan was made: a scenario that breaks a rule is
 // invalid, with every problem at its path.
 func planError(err error) error {
@@ -140,7 +143,7 @@ func planError(err error) error {
 func scenarioBytes(in io.Reader, file, example string) ([]byte, error) {
 	switch {
 	case example != "" && file != "":
-		return nil, usageError{errors.New("give either -f or --example, not both")}
+		return nil, usageError{errors.New("give either a scenario file or --example, not both")}
 	case example != "":
 		b, ok := planner.Example(example)
 		if !ok {
@@ -165,7 +168,7 @@ func scenarioBytes(in io.Reader, file, example string) ([]byte, error) {
 		}
 		return checkSize(b, file)
 	}
-	return nil, usageError{errors.New("give a scenario with -f FILE (or -f - for standard input) or --example NAME")}
+	return nil, usageError{errors.New("give a scenario: a file as the argument or with -f FILE (- for standard input), or --example NAME")}
 }
 
 // maxScenarioBytes bounds a scenario file, as the API bounds request bodies.

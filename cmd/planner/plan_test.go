@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -158,5 +159,40 @@ func TestPlanBoundedNumbers(t *testing.T) {
 		if code != exitOK || strings.Contains(out, "Inf") || !strings.Contains(strings.Join(strings.Fields(out), " "), "no finite limit helps") {
 			t.Fatalf("-o %s: exit %d, stderr %q:\n%s", format, code, errOut, out)
 		}
+	}
+}
+
+// TestZeroDemand: a demand of 0 is refused at its field, with the rule
+// docs/scenario.md states (above 0), not with a message about another
+// field.
+func TestZeroDemand(t *testing.T) {
+	for _, tc := range []struct{ demand, want string }{
+		{"{rps: 0}", "classes[0].demand.rps: expected number > 0"},
+		{"{requests: 0, within_hours: 4}", "classes[0].demand.requests: expected number > 0"},
+		{"{requests: 100, within_hours: 0}", "classes[0].demand.within_hours: expected number > 0"},
+	} {
+		sc := strings.Replace(exampleText(t, "chat"), "{rps: 2}", tc.demand, 1)
+		code, _, errOut := execute(t, sc, "plan", "-f", "-")
+		if code != exitError || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "exactly one") || strings.Contains(errOut, "required") {
+			t.Errorf("demand %s: exit %d %q; want %q alone", tc.demand, code, errOut, tc.want)
+		}
+	}
+	doc, err := os.ReadFile("../../docs/scenario.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(doc), "## Demand (`classes[].demand`)")
+	section, _, _ = strings.Cut(section, "\n## ")
+	for _, field := range []string{"rps", "requests", "within_hours"} {
+		i := strings.Index(section, "| `"+field+"` |")
+		if i < 0 {
+			t.Fatalf("docs/scenario.md has no row for demand.%s", field)
+		}
+		if row, _, _ := strings.Cut(section[i:], "\n"); !strings.Contains(row, "| > 0,") {
+			t.Errorf("docs/scenario.md does not state > 0 for demand.%s: %s", field, row)
+		}
+	}
+	if !strings.Contains(section, "a demand of 0 is refused") {
+		t.Error("docs/scenario.md does not say that a demand of 0 is refused")
 	}
 }

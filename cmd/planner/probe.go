@@ -6,14 +6,17 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/plannerdev/planner/internal/analysis"
+	"github.com/plannerdev/planner/internal/compare"
 	"github.com/plannerdev/planner/internal/fieldpath"
 	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/optional"
@@ -38,6 +41,9 @@ func newProbeCmd(s streams) *cobra.Command {
 		maxInFlight int
 		maxRequests int
 		maxTokens   int
+		models      []string
+		shape       promptShape
+		slo         string
 	)
 	cmd := &cobra.Command{
 		Use:   "probe --base-url URL --model MODEL",
@@ -55,10 +61,23 @@ func newProbeCmd(s streams) *cobra.Command {
 			"response, when goodput falls beyond its noise for two steps, when a budget is\n" +
 			"spent, or on Ctrl-C, and always writes what it measured into --out: requests.csv,\n" +
 			"steps.json and curve.yaml (a scenario fragment holding the latency block: append\n" +
-			"it to a scenario without one). The API key is read from the environment\n" +
-			"(--api-key-env), never from a flag.",
+			"it to a scenario without one). It says when the answers name another model than\n" +
+			"--model, and when connections are not reused. --model a,b runs the same ladder\n" +
+			"on each model in turn, each into --out/MODEL, and prints them side by side as\n" +
+			"planner compare does. --slo ttft:500ms,tpot:50ms,e2e:10s narrows goodput to the\n" +
+			"requests that meet every target at once and reports each step's attainment.\n" +
+			"Instead of a ramp, --prefill-ladder measures prefill per 1,000 input tokens,\n" +
+			"--cache the prompt cache's effect on a repeated prefix, and --conversation-calls\n" +
+			"tasks of serial calls whose context grows; they write prefill.yaml (the\n" +
+			"latency keys prefill_ms_per_1k_tokens and cache) instead of curve.yaml. The API\n" +
+			"key is read from the environment (--api-key-env), never from a flag.",
 		Example: "  planner probe --base-url http://127.0.0.1:8000/v1 --model my-model --ignore-eos\n" +
 			"  planner probe --base-url http://127.0.0.1:8000/v1 --model my-model --ignore-eos --search --max-concurrency 128\n" +
+			"  planner probe --base-url http://127.0.0.1:8000/v1 --model llama-3-8b,llama-3-70b --steps 1,2,4,8 --out ladder\n" +
+			"  planner probe --base-url http://127.0.0.1:8000/v1 --model my-model --ignore-eos --slo ttft:500ms,tpot:50ms\n" +
+			"  planner probe --base-url http://127.0.0.1:8000/v1 --model my-model --ignore-eos --max-tokens 8 --prefill-ladder 512,2048,8192\n" +
+			"  planner probe --base-url http://127.0.0.1:8000/v1 --model my-model --cache --input-tokens 4096\n" +
+			"  planner probe --base-url http://127.0.0.1:8000/v1 --model my-model --conversation-calls 6 --tool-time 2s --tasks-in-flight 4\n" +
 			"  planner probe --base-url https://api.openai.com/v1 --model gpt-4o-mini \\\n" +
 			"      --api-key-env PROBE_OPENAI_KEY --steps 1,2,4,8 --max-requests 400 --max-tokens 64",
 		Args: usageArgs(cobra.NoArgs),
@@ -68,11 +87,17 @@ func newProbeCmd(s streams) *cobra.Command {
 			}
 			format := printAs.format
 			probeShape(cmd, &cfg, steps, rates, maxInFlight, maxRequests, maxTokens)
+			shape.apply(cmd, &cfg)
+			var err error
+			if cfg.SLO, err = sloFlag(slo); err != nil {
+				return err
+			}
 			if err := probeInputs(cmd, &cfg, apiKeyEnv, prompts); err != nil {
 				return usageError{err}
 			}
-			if errs := cfg.Validate(); len(errs) > 0 {
-				return usageError{probeFlags.Rename(errs)}
+			cfgs, err := modelConfigs(cfg, models)
+			if err != nil {
+				return err
 			}
 			if out == "" {
 				out = time.Now().Format("probe-20060102-150405")
@@ -80,6 +105,10 @@ func newProbeCmd(s streams) *cobra.Command {
 			if w := plainTextKeyWarning(cfg); w != "" {
 				fmt.Fprintln(s.err, "warning:", w)
 			}
+			if len(cfgs) > 1 {
+				return probeModels(cmd, s, cfgs, out, format)
+			}
+			cfg = cfgs[0]
 			obs := newProgress(s.err)
 			res, err := probe.Run(cmd.Context(), cfg, obs)
 			if err != nil {
@@ -90,6 +119,7 @@ func newProbeCmd(s streams) *cobra.Command {
 			if len(files) > 0 {
 				fmt.Fprintf(s.err, "wrote %s\n", strings.Join(files, ", "))
 			}
+			warnAbout(s.err, res)
 			switch {
 			case perr != nil:
 				return fmt.Errorf("printing the results: %w", perr)
@@ -105,7 +135,7 @@ func newProbeCmd(s streams) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.BaseURL, "base-url", "", "API root, e.g. http://127.0.0.1:8000/v1 (requests go to BASE/chat/completions)")
-	f.StringVar(&cfg.Model, "model", "", "model (or Azure deployment) name")
+	f.StringSliceVar(&models, "model", nil, "model (or Azure deployment) name; several, comma-separated, run the same ladder on each in turn, each into its own directory under --out, and compare them")
 	f.IntSliceVar(&steps, "steps", probe.DefaultSteps, "concurrency ladder, strictly ascending")
 	f.BoolVar(&cfg.Search, "search", false, "search for the knee instead of running the ladder: doubling steps sized by their noise, up to --max-concurrency, then a bisection")
 	optionalInt(f, &cfg.SearchMax, "max-concurrency", probe.DefaultSearchMax, "with --search: the highest concurrency to try")
@@ -120,7 +150,7 @@ func newProbeCmd(s streams) *cobra.Command {
 	f.StringVar(&prompts, "prompts", "", `JSONL file of prompts, one {"prompt": "..."} or {"messages": [...]} per line, instead of synthetic text`)
 	f.StringVar(&apiKeyEnv, "api-key-env", defaultAPIKeyEnv, "environment variable holding the API key (none is sent when it is unset)")
 	f.StringVar(&cfg.APIKeyHeader, "api-key-header", probe.DefaultAPIKeyHeader, `header carrying the key: "Authorization" (Bearer) or "api-key" (Azure OpenAI)`)
-	f.StringVar(&out, "out", "", "output directory for requests.csv, steps.json and curve.yaml (default probe-YYYYMMDD-HHMMSS)")
+	f.StringVar(&out, "out", "", "output directory for requests.csv, steps.json and curve.yaml (default probe-YYYYMMDD-HHMMSS); with several models, one directory per model under it")
 	printAs = addFormatFlag(cmd, measurementFormats...)
 	optionalFloat(f, &cfg.Max429Ratio, "max-429-ratio", probe.DefaultMax429Ratio, "stop after a step in which more than this fraction of answers were 429")
 	optionalFloat(f, &cfg.CollapseTolerancePct, "collapse-tolerance-pct", analysis.DefaultCollapseTolerancePct, "goodput falls only when it drops by more than this many percent and beyond its noise (collapse, and the stop after two falls)")
@@ -130,35 +160,92 @@ func newProbeCmd(s streams) *cobra.Command {
 	optionalDuration(f, &cfg.Budget.MaxDuration, "max-duration", probe.DefaultMaxDuration, "budget: wall time of the whole run")
 	optionalDuration(f, &cfg.Pause, "pause", probe.DefaultPause, "pause between steps")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "seed of the retry jitter and the open-loop arrivals")
+	f.StringVar(&slo, "slo", "", "goodput counts only the requests that meet every target, e.g. ttft:500ms,tpot:50ms,e2e:10s (each step reports its attainment; the knee's gain rule judges that goodput)")
+	shape.addFlags(f)
 	return cmd
+}
+
+// promptShape holds the flags of the modes that measure a prompt's cost
+// (docs/probe.md, "Prefill and the prompt cache").
+type promptShape struct {
+	prefill     []int
+	cache       bool
+	calls       int
+	tasks       optional.Value[int]
+	inFlight    optional.Value[int]
+	toolTime    optional.Value[time.Duration]
+	toolResults optional.Value[int]
+}
+
+func (p *promptShape) addFlags(f *pflag.FlagSet) {
+	f.IntSliceVar(&p.prefill, "prefill-ladder", nil, "measure prefill per 1,000 input tokens instead of the ramp: rounds of one request at each of these input lengths, at concurrency 1 (--requests-per-step per length, default 11)")
+	f.BoolVar(&p.cache, "cache", false, "measure the prompt cache instead of the ramp: prompts of --input-tokens (default 2048) that repeat one prefix against fresh ones, at concurrency 1 (--requests-per-step of each kind, default 21)")
+	f.IntVar(&p.calls, "conversation-calls", 0, "replay tasks of this many serial calls instead of the ramp, each call's input the first input and every earlier answer and tool result")
+	optionalInt(f, &p.tasks, "tasks", 0, "with --conversation-calls: tasks to run, warm-up included (default 10 + --tasks-in-flight)")
+	optionalInt(f, &p.inFlight, "tasks-in-flight", 1, "with --conversation-calls: tasks at once")
+	optionalDuration(f, &p.toolTime, "tool-time", 0, "with --conversation-calls: the wait between a call's end and the next call")
+	optionalInt(f, &p.toolResults, "tool-result-tokens", probe.DefaultToolResultTokens, "with --conversation-calls: the length of each tool result")
+}
+
+// apply sets the mode that the flags ask for: a prefill ladder, a cache
+// comparison, or a conversation when any of its flags is given (its step
+// size is --requests-per-step, or --tasks). Which of them go together is
+// the configuration's rule (Validate).
+func (p *promptShape) apply(cmd *cobra.Command, cfg *probe.Config) {
+	changed := cmd.Flags().Changed
+	if changed("prefill-ladder") {
+		cfg.Prefill = &probe.PrefillLadder{InputTokens: p.prefill, Requests: cfg.RequestsPerStep}
+	}
+	if p.cache {
+		cfg.Cache = &probe.CacheComparison{Requests: cfg.RequestsPerStep}
+	}
+	for _, name := range []string{"conversation-calls", "tasks", "tasks-in-flight", "tool-time", "tool-result-tokens"} {
+		if changed(name) {
+			cfg.Conversation = &probe.Conversation{Calls: p.calls, Tasks: p.tasks, InFlight: p.inFlight, ToolTime: p.toolTime, ToolResultTokens: p.toolResults}
+			break
+		}
+	}
+	if cfg.Prefill != nil || cfg.Cache != nil {
+		cfg.RequestsPerStep = optional.Value[int]{}
+	}
 }
 
 // probeFlags names the probe's settings as its flags, for its problems:
 // a problem of the configuration (probe.Config.Validate) reads
 // "--steps: the steps must be strictly ascending (2 after 4)".
 var probeFlags = fieldpath.Names{Fields: map[string]string{
-	"base_url":                "--base-url",
-	"model":                   "--model",
-	"api_key_header":          "--api-key-header",
-	"steps":                   "--steps",
-	"search":                  "--search",
-	"search_max_concurrency":  "--max-concurrency",
-	"requests_per_step":       "--requests-per-step",
-	"warmup":                  "--warmup",
-	"collapse_tolerance_pct":  "--collapse-tolerance-pct",
-	"pause":                   "--pause",
-	"deadline":                "--deadline",
-	"max_tokens":              "--max-tokens",
-	"input_tokens":            "--input-tokens",
-	"prompts":                 "--prompts",
-	"max_429_ratio":           "--max-429-ratio",
-	"max_attempts":            "--max-attempts",
-	"budget.max_requests":     "--max-requests",
-	"budget.max_tokens_total": "--max-tokens-total",
-	"budget.max_duration":     "--max-duration",
-	"open_loop.rates_rps":     "--rates",
-	"open_loop.max_in_flight": "--max-in-flight",
-	"open_loop.requests":      "--requests-per-step",
+	"base_url":                        "--base-url",
+	"model":                           "--model",
+	"api_key_header":                  "--api-key-header",
+	"steps":                           "--steps",
+	"search":                          "--search",
+	"search_max_concurrency":          "--max-concurrency",
+	"requests_per_step":               "--requests-per-step",
+	"warmup":                          "--warmup",
+	"collapse_tolerance_pct":          "--collapse-tolerance-pct",
+	"pause":                           "--pause",
+	"deadline":                        "--deadline",
+	"max_tokens":                      "--max-tokens",
+	"input_tokens":                    "--input-tokens",
+	"prompts":                         "--prompts",
+	"max_429_ratio":                   "--max-429-ratio",
+	"max_attempts":                    "--max-attempts",
+	"budget.max_requests":             "--max-requests",
+	"budget.max_tokens_total":         "--max-tokens-total",
+	"budget.max_duration":             "--max-duration",
+	"open_loop.rates_rps":             "--rates",
+	"open_loop.max_in_flight":         "--max-in-flight",
+	"open_loop.requests":              "--requests-per-step",
+	"prefill":                         "--prefill-ladder",
+	"prefill.requests":                "--requests-per-step",
+	"cache":                           "--cache",
+	"cache.requests":                  "--requests-per-step",
+	"conversation":                    "--conversation-calls",
+	"conversation.tasks":              "--tasks",
+	"conversation.tasks_in_flight":    "--tasks-in-flight",
+	"conversation.tool_time":          "--tool-time",
+	"conversation.tool_result_tokens": "--tool-result-tokens",
+	"slo":                             "--slo",
 }}
 
 // probeShape sets what the flags ask for beyond the settings they bind: the
@@ -273,9 +360,12 @@ func (p *progress) StepDone(s measure.Step) {
 
 // printProbe prints the run: as a table (the step table, the verdicts,
 // why the run stopped, what it spent and the quota the endpoint
-// announced) or as the steps.json document.
+// announced), as the step table in CSV, or as the steps.json document.
 func printProbe(w io.Writer, res *probe.Result, format string) error {
-	if format != "table" {
+	if format == report.FormatCSV {
+		return report.WriteStepCSV(w, res.Analysis.Steps)
+	}
+	if format != report.FormatTable {
 		return report.WriteData(w, res.Summary(), format)
 	}
 	if err := report.WriteStepTable(w, res.Analysis.Steps); err != nil {
@@ -284,13 +374,20 @@ func printProbe(w io.Writer, res *probe.Result, format string) error {
 	if err := report.WriteAnalysis(w, res.Analysis, res.Analysis.Notes); err != nil {
 		return err
 	}
+	if err := writeSLO(w, res.Analysis); err != nil {
+		return err
+	}
+	if err := writePromptCost(w, res.Analysis); err != nil {
+		return err
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "stop: %s", res.StopReason)
 	if res.StopDetail != "" {
 		fmt.Fprintf(&b, " (%s)", res.StopDetail)
 	}
 	fmt.Fprintf(&b, "; %d requests sent, %d tokens\n", res.Sent, res.TokensUsed)
-	parts := map[string]string{"ladder": "the ladder", "search": "the search", "refine": "the refinement", "open_loop": "the open loop"}
+	parts := map[string]string{"ladder": "the ladder", "search": "the search", "refine": "the refinement", "open_loop": "the open loop",
+		"prefill": "the prefill ladder", "cache": "the cache comparison", "conversation": "the conversation"}
 	for _, sp := range res.Spent() {
 		fmt.Fprintf(&b, "spent on %s: %d steps, %d requests, %d tokens, %.1f s\n", parts[sp.Part], sp.Steps, sp.Requests, sp.Tokens, sp.WallS)
 	}
@@ -324,4 +421,127 @@ func rateLimitLine(r probe.RateLimits) string {
 		parts = append(parts, d.name+" "+strings.Join(p, ", "))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// modelConfigs is the run of each model of --model, in order, each
+// configuration checked before any runs. No model leaves the
+// configuration's own rule to name --model.
+func modelConfigs(cfg probe.Config, models []string) ([]probe.Config, error) {
+	if len(models) == 0 {
+		models = []string{""}
+	}
+	dirs := map[string]string{}
+	cfgs := make([]probe.Config, 0, len(models))
+	for _, m := range models {
+		c := cfg
+		c.Model = m
+		if errs := c.Validate(); len(errs) > 0 {
+			var err error = probeFlags.Rename(errs)
+			if len(models) > 1 {
+				err = fmt.Errorf("model %q: %w", m, err)
+			}
+			return nil, usageError{err}
+		}
+		d := modelDir(m)
+		if other, ok := dirs[d]; ok && len(models) > 1 {
+			return nil, usageError{fmt.Errorf("--model: %q and %q would share the output directory %s", other, m, d)}
+		}
+		dirs[d] = m
+		cfgs = append(cfgs, c)
+	}
+	return cfgs, nil
+}
+
+// modelDir is the directory of a model's run under --out: the name with
+// every character other than letters, digits, ".", "-" and "_" replaced
+// by "_" (meta-llama/Llama-3-8B becomes meta-llama_Llama-3-8B).
+func modelDir(model string) string {
+	d := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == '_':
+			return r
+		}
+		return '_'
+	}, model)
+	if strings.Trim(d, ".") == "" {
+		return "model" + d
+	}
+	return d
+}
+
+// modelRuns is the document that planner probe --model a,b prints with
+// -o json or yaml: each model's steps.json, and the comparison.
+type modelRuns struct {
+	Runs       []probe.Summary     `json:"runs"`
+	Comparison *compare.Comparison `json:"comparison"`
+}
+
+// probeModels runs the same ladder on each model in turn, each into its
+// own directory under out, and prints each run and then the comparison,
+// the first model the baseline. A model whose run fails does not stop
+// the others; Ctrl-C does. The error names every model that failed.
+func probeModels(cmd *cobra.Command, s streams, cfgs []probe.Config, out, format string) error {
+	var runs []compare.Run
+	var doc modelRuns
+	var failed []string
+	interrupted := false
+	for i, cfg := range cfgs {
+		fmt.Fprintf(s.err, "model %s (%d of %d)\n", cfg.Model, i+1, len(cfgs))
+		res, err := probe.Run(cmd.Context(), cfg, newProgress(s.err))
+		if err != nil {
+			return usageError{err}
+		}
+		if format == report.FormatTable {
+			fmt.Fprintf(s.out, "== model %s ==\n", cfg.Model)
+			if err := printProbe(s.out, res, format); err != nil {
+				return fmt.Errorf("printing the results: %w", err)
+			}
+			fmt.Fprintln(s.out)
+		}
+		dir := filepath.Join(out, modelDir(cfg.Model))
+		files, werr := probe.WriteFiles(dir, res)
+		if len(files) > 0 {
+			fmt.Fprintf(s.err, "wrote %s\n", strings.Join(files, ", "))
+		}
+		if werr != nil {
+			return fmt.Errorf("writing the results of %s: %w", cfg.Model, werr)
+		}
+		warnAbout(s.err, res)
+		if f := res.Failure(); f != nil {
+			failed = append(failed, fmt.Sprintf("%s: %v", cfg.Model, f))
+		}
+		doc.Runs = append(doc.Runs, res.Summary())
+		runs = append(runs, compare.Run{Name: cfg.Model, Endpoint: cfg.DisplayURL(), Model: cfg.Model, Date: res.Started, Result: res.Analysis})
+		if res.StopReason == probe.StopCancelled {
+			interrupted = true
+			break
+		}
+	}
+	c, err := compare.New(runs, "")
+	if err != nil {
+		return err
+	}
+	doc.Comparison = &c
+	if format == report.FormatTable {
+		fmt.Fprintln(s.out, "== compared ==")
+		err = report.WriteComparison(s.out, c, format)
+	} else {
+		err = report.WriteData(s.out, doc, format)
+	}
+	switch {
+	case err != nil:
+		return fmt.Errorf("printing the results: %w", err)
+	case interrupted:
+		return fmt.Errorf("interrupted; what was measured is in %s", out)
+	case len(failed) > 0:
+		return fmt.Errorf("%d of %d models measured nothing: %s", len(failed), len(cfgs), strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// warnAbout prints the run's warnings (probe.Result.Warnings) to w.
+func warnAbout(w io.Writer, res *probe.Result) {
+	for _, msg := range res.Warnings() {
+		fmt.Fprintln(w, "warning:", strings.TrimPrefix(msg, "WARNING: "))
+	}
 }

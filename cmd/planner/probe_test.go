@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,14 @@ func probeSim(t *testing.T, cfg fakeendpoint.Config) string {
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	return ts.URL + "/v1"
+}
+
+// withFlag is args with the value of flag replaced (--model takes
+// several values, so giving it again adds a model).
+func withFlag(args []string, flag, value string) []string {
+	out := slices.Clone(args)
+	out[slices.Index(out, flag)+1] = value
+	return out
 }
 
 // fastProbeArgs are the flags of a small, quick probe.
@@ -87,7 +96,7 @@ func TestProbeCommandFailures(t *testing.T) {
 		want string
 	}{
 		{"unreachable endpoint", fastProbeArgs(closed, filepath.Join(dir, "a")), exitError, "unreachable"},
-		{"wrong model", append(fastProbeArgs(base, filepath.Join(dir, "b")), "--model", "nope"), exitError, "refused"},
+		{"wrong model", withFlag(fastProbeArgs(base, filepath.Join(dir, "b")), "--model", "nope"), exitError, "refused"},
 		{"unknown flag", []string{"probe", "--base-url", base, "--model", "m", "--bogus"}, exitUsage, "bogus"},
 		{"missing model", []string{"probe", "--base-url", base}, exitUsage, "--model"},
 		{"steps not ascending", append(fastProbeArgs(base, dir), "--steps", "4,2"), exitUsage, "ascending"},
@@ -183,5 +192,105 @@ func TestProbeCommandShapes(t *testing.T) {
 	code, out, _ = execute(t, "", "probe", "--help")
 	if code != exitOK || !strings.Contains(out, "when a step has no successful") {
 		t.Errorf("probe --help does not name the no-success stop rule:\n%s", out)
+	}
+}
+
+// TestProbeCommandPromptModes runs a prefill ladder, a cache comparison
+// and a conversation against a simulator with a prefix cache, and the
+// refusals of their flags: each writes prefill.yaml and prints what it
+// measured. (How close they come to the simulator's settings is the
+// probe's fake-clock tests' to check.)
+func TestProbeCommandPromptModes(t *testing.T) {
+	base := probeSim(t, fakeendpoint.Config{MaxNumSeqs: 4, TTFT: 5 * time.Millisecond, PrefillPer1K: 5 * time.Millisecond, ITL: time.Millisecond,
+		ITLGrowth: fakeendpoint.NoGrowth, PrefixCacheTokens: 1_000_000})
+	dir := t.TempDir()
+	common := []string{"probe", "--base-url", base, "--model", fakeendpoint.DefaultModel, "--max-tokens", "4", "--ignore-eos", "--pause", "1ms"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		says []string
+		keys []string
+	}{
+		{"prefill", []string{"--prefill-ladder", "256,1024,4096", "--requests-per-step", "4"},
+			[]string{"prefill: TTFT = ", "input_tokens  cached", "spent on the prefill ladder"}, []string{"prefill_ms_per_1k_tokens:"}},
+		{"cache", []string{"--cache", "--requests-per-step", "6"},
+			[]string{"cache: 5 repeated and 5 fresh prompts", "ms per 1,000 cached tokens"}, []string{"cache:", "hit_rate:", "ttft_saving_ms_per_1k:"}},
+		{"conversation", []string{"--conversation-calls", "3", "--tasks", "3", "--tool-time", "2ms", "--input-tokens", "64", "--tool-result-tokens", "32"},
+			[]string{"conversation: 2 tasks measured (0 failed)", "call  requests"}, []string{"hit_rate:"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(dir, tc.name)
+			code, stdout, stderr := execute(t, "", append(append(slices.Clone(common), tc.args...), "--out", out)...)
+			if code != exitOK {
+				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			for _, want := range tc.says {
+				if !strings.Contains(stdout, want) {
+					t.Errorf("stdout lacks %q:\n%s", want, stdout)
+				}
+			}
+			b, err := os.ReadFile(filepath.Join(out, "prefill.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range tc.keys {
+				if !strings.Contains(string(b), want) {
+					t.Errorf("prefill.yaml lacks %q:\n%s", want, b)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(out, "curve.yaml")); err == nil {
+				t.Error("a prompt-cost mode wrote curve.yaml")
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		says string
+	}{
+		{"cache with steps", []string{"--cache", "--steps", "1,2"}, "--steps: a cache comparison runs at a load of its own"},
+		{"prefill and cache", []string{"--cache", "--prefill-ladder", "256,512"}, "--cache: is a mode of its own: give prefill or cache"},
+		{"one length", []string{"--prefill-ladder", "256"}, "--prefill-ladder: 1 lengths, want 2 to 64"},
+		{"tasks without calls", []string{"--tasks", "4"}, "--conversation-calls: 0 calls per task is outside 2..100"},
+		{"too few of each kind", []string{"--cache", "--requests-per-step", "3"}, "--requests-per-step: 3 requests of each kind with 1 of warm-up leave 2 measured"},
+		{"a bad SLO", []string{"--slo", "ttft:soon"}, "--slo: ttft: \"soon\" is neither a duration"},
+		{"an SLO out of range", []string{"--slo", "e2e:2h"}, "--slo: e2e_ms: 7.2e+06 ms is outside (0, 3600000]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := execute(t, "", append(slices.Clone(common), tc.args...)...)
+			if code != exitUsage || !strings.Contains(errOut, tc.says) {
+				t.Errorf("exit %d, stderr %q; want exit 2 saying %q", code, errOut, tc.says)
+			}
+		})
+	}
+}
+
+// TestProbeCommandSLO: --slo reaches the run, steps.json carries it and
+// each step's attainment, and the table prints them.
+func TestProbeCommandSLO(t *testing.T) {
+	base := probeSim(t, fakeendpoint.Config{MaxNumSeqs: 8, TTFT: 2 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth})
+	out := filepath.Join(t.TempDir(), "run")
+	code, stdout, stderr := execute(t, "", append(fastProbeArgs(base, out), "--slo", "ttft:10s,tpot:5s")...)
+	if code != exitOK || !strings.Contains(stdout, "SLO ttft:10000ms,tpot:5000ms: goodput counts the requests that met every target at once") {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	var doc struct {
+		SLO   map[string]float64 `json:"slo"`
+		Steps []struct {
+			Requests int `json:"requests"`
+			SLO      struct {
+				Met        int     `json:"met"`
+				Attainment float64 `json:"attainment"`
+			} `json:"slo"`
+		} `json:"steps"`
+	}
+	data, _ := os.ReadFile(filepath.Join(out, "steps.json"))
+	if err := json.Unmarshal(data, &doc); err != nil || doc.SLO["ttft_ms"] != 10_000 || doc.SLO["tpot_ms"] != 5000 || len(doc.Steps) != 3 {
+		t.Fatalf("steps.json: %v\n%s", err, data)
+	}
+	for _, s := range doc.Steps {
+		if s.SLO.Met != s.Requests || s.SLO.Attainment != 1 {
+			t.Errorf("a step of requests far within the SLO: %+v", s)
+		}
 	}
 }

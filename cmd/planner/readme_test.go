@@ -26,6 +26,7 @@ import (
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/testutil"
 )
 
@@ -63,11 +64,94 @@ func TestREADME(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	sh := newReadmeShell(t, ctx, dir)
-	blocks := fencedBlocks(string(readme))
+	sh := newReadmeShell(t, ctx, dir, "README.md")
+	if ran := sh.runDoc(string(readme)); ran < 10 {
+		t.Fatalf("only %d commands found in the README's shell blocks", ran)
+	}
+}
+
+// TestDocs runs the shell blocks of every docs/*.md as TestREADME runs
+// the README's, each file in a shell of its own, in a directory with the
+// files a reader would have: scenario.yaml (docs/examples/chat.yaml),
+// ramp.csv (a workshop ramp, docs/import.md) and probe-out/requests.csv
+// (a probe's requests). `planner ARGS` is this package's command line. A
+// block that needs what the test cannot have (another tool, a GPU
+// server, a provider's key, the network, minutes of benchmarks) is marked
+// by an HTML comment on the line before it, "<!-- not run by the docs
+// test: why -->", and skipped with that reason.
+func TestDocs(t *testing.T) {
+	for _, tool := range []string{"curl", "jq"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("the docs use %s: install it (apt-get install %s)", tool, tool)
+		}
+	}
+	files, err := filepath.Glob("../../docs/*.md")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no docs: %v", err)
+	}
+	chat, err := os.ReadFile("../../docs/examples/chat.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ramp, err := os.ReadFile(workshopRamp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var records []measure.Record
+	for i := range 40 {
+		records = append(records, measure.Record{Step: 1, Index: i, StartS: 0.5 * float64(i), AckMs: 90, TTFTMs: 100, E2EMs: 600,
+			OutputTokens: 20, InputTokens: 50, Status: 200, Attempts: 1, OK: true})
+	}
+	var requests bytes.Buffer
+	if err := measure.WriteCSV(&requests, records); err != nil {
+		t.Fatal(err)
+	}
+	total, done := 0, 0
+	for _, file := range files {
+		text, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := "docs/" + filepath.Base(file)
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			cleanServeEnv(t)
+			dir := t.TempDir()
+			for path, body := range map[string][]byte{"scenario.yaml": chat, "ramp.csv": ramp, "probe-out/requests.csv": requests.Bytes()} {
+				if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, path)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, path), body, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Chdir(dir)
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			total += newReadmeShell(t, ctx, dir, name).runDoc(string(text))
+			done++
+		})
+	}
+	if done == len(files) && total < 20 {
+		t.Errorf("only %d commands ran in the docs' shell blocks", total)
+	}
+}
+
+// skipMark is the comment that marks a block the docs test does not run,
+// with the reason.
+var skipMark = regexp.MustCompile(`^<!-- not run by the docs test: (.+) -->$`)
+
+// runDoc runs the shell blocks of a Markdown document in order, each
+// checked against the plain block after it when there is one, and returns
+// how many statements ran.
+func (sh *readmeShell) runDoc(md string) int {
+	blocks := fencedBlocks(md)
 	ran := 0
 	for i, b := range blocks {
 		if b.lang != "sh" {
+			continue
+		}
+		if m := skipMark.FindStringSubmatch(b.before); m != nil {
+			sh.t.Logf("%s line %d: not run: %s", sh.doc, b.line, m[1])
 			continue
 		}
 		var expect string
@@ -76,15 +160,14 @@ func TestREADME(t *testing.T) {
 		}
 		ran += sh.runBlock(b, expect)
 	}
-	if ran < 10 {
-		t.Fatalf("only %d commands found in the README's shell blocks", ran)
-	}
+	return ran
 }
 
-// block is one fenced code block of a Markdown file.
+// block is one fenced code block of a Markdown file, with the line
+// before it.
 type block struct {
-	lang, text string
-	line       int
+	lang, text, before string
+	line               int
 }
 
 var fence = regexp.MustCompile("(?ms)^```([a-z]*)\n(.*?)^```$")
@@ -92,14 +175,17 @@ var fence = regexp.MustCompile("(?ms)^```([a-z]*)\n(.*?)^```$")
 func fencedBlocks(md string) []block {
 	var out []block
 	for _, m := range fence.FindAllStringSubmatchIndex(md, -1) {
-		out = append(out, block{lang: md[m[2]:m[3]], text: md[m[4]:m[5]], line: 1 + strings.Count(md[:m[0]], "\n")})
+		head := strings.TrimRight(md[:m[0]], "\n")
+		before := head[strings.LastIndex(head, "\n")+1:]
+		out = append(out, block{lang: md[m[2]:m[3]], text: md[m[4]:m[5]], before: before, line: 1 + strings.Count(md[:m[0]], "\n")})
 	}
 	return out
 }
 
-// readmeShell is one shell session over the README's blocks.
+// readmeShell is one shell session over a document's blocks.
 type readmeShell struct {
 	t      *testing.T
+	doc    string // the document's name in messages: README.md
 	ctx    context.Context
 	runner *interp.Runner
 	// addrs maps the README's listen addresses to the real ones.
@@ -116,8 +202,8 @@ type readmeServer struct {
 	code   chan int
 }
 
-func newReadmeShell(t *testing.T, ctx context.Context, dir string) *readmeShell {
-	sh := &readmeShell{t: t, ctx: ctx, addrs: map[string]string{}}
+func newReadmeShell(t *testing.T, ctx context.Context, dir, doc string) *readmeShell {
+	sh := &readmeShell{t: t, doc: doc, ctx: ctx, addrs: map[string]string{}}
 	r, err := interp.New(
 		interp.Dir(dir),
 		interp.Env(expand.ListEnviron(os.Environ()...)),
@@ -136,9 +222,9 @@ func newReadmeShell(t *testing.T, ctx context.Context, dir string) *readmeShell 
 // how many statements ran.
 func (sh *readmeShell) runBlock(b block, expect string) int {
 	t := sh.t
-	file, err := syntax.NewParser(syntax.KeepComments(true)).Parse(strings.NewReader(b.text), "README.md")
+	file, err := syntax.NewParser(syntax.KeepComments(true)).Parse(strings.NewReader(b.text), sh.doc)
 	if err != nil {
-		t.Fatalf("README.md line %d: the block does not parse as shell: %v", b.line, err)
+		t.Fatalf("%s line %d: the block does not parse as shell: %v", sh.doc, b.line, err)
 	}
 	for i, stmt := range file.Stmts {
 		line := b.line + int(stmt.Pos().Line())
@@ -152,21 +238,21 @@ func (sh *readmeShell) runBlock(b block, expect string) int {
 		}
 		started := time.Now()
 		err := sh.runner.Run(sh.ctx, stmt)
-		t.Logf("README.md line %d (%s): %s", line, time.Since(started).Round(time.Millisecond), source)
+		t.Logf("%s line %d (%s): %s", sh.doc, line, time.Since(started).Round(time.Millisecond), source)
 		var status interp.ExitStatus
 		switch want := promisedStatus(stmt); {
 		case want != 0 && (!errors.As(err, &status) || int(status) != want):
-			t.Fatalf("README.md line %d: %s\nthe README says it exits with status %d; it ended with %v\n%s%s", line, source, want, err, out.String(), errOut.String())
+			t.Fatalf("%s line %d: %s\nit says it exits with status %d; it ended with %v\n%s%s", sh.doc, line, source, want, err, out.String(), errOut.String())
 		case want == 0 && err != nil:
-			t.Fatalf("README.md line %d: %s\nfailed: %v\n%s%s", line, source, err, out.String(), errOut.String())
+			t.Fatalf("%s line %d: %s\nfailed: %v\n%s%s", sh.doc, line, source, err, out.String(), errOut.String())
 		}
 		for _, want := range promised(stmt) {
 			if !strings.Contains(out.String(), want) {
-				t.Errorf("README.md line %d: %s\nthe README says it prints %q; it printed:\n%.2000s", line, source, want, out.String())
+				t.Errorf("%s line %d: %s\nit says it prints %q; it printed:\n%.2000s", sh.doc, line, source, want, out.String())
 			}
 		}
 		if i == 0 && expect != "" && !strings.HasPrefix(out.String(), expect) {
-			t.Errorf("README.md line %d: %s\nthe README shows output that starts:\n%s\nit printed:\n%.3000s", line, source, expect, out.String())
+			t.Errorf("%s line %d: %s\nit shows output that starts:\n%s\nit printed:\n%.3000s", sh.doc, line, source, expect, out.String())
 		}
 		sh.checkOutput(line, source, out.Bytes())
 	}
@@ -215,12 +301,12 @@ func promisedStatus(stmt *syntax.Stmt) int {
 func (sh *readmeShell) checkOutput(line int, source string, out []byte) {
 	t := sh.t
 	isJSON := strings.Contains(source, "-o json") || strings.HasPrefix(source, "curl") && strings.Contains(source, "/v1/") && !strings.Contains(source, "/events")
-	if !isJSON {
+	if !isJSON || strings.Contains(source, "--out ") {
 		return
 	}
 	var v map[string]any
 	if err := json.Unmarshal(out, &v); err != nil {
-		t.Errorf("README.md line %d: %s\nprints no JSON object: %v\n%.500s", line, source, err, out)
+		t.Errorf("%s line %d: %s\nprints no JSON object: %v\n%.500s", sh.doc, line, source, err, out)
 		return
 	}
 	switch {
@@ -229,12 +315,12 @@ func (sh *readmeShell) checkOutput(line int, source string, out []byte) {
 		// constraint.
 		classes, _ := v["classes"].([]any)
 		if len(classes) == 0 {
-			t.Errorf("README.md line %d: the plan has no classes: %.500s", line, out)
+			t.Errorf("%s line %d: the plan has no classes: %.500s", sh.doc, line, out)
 		}
 		for _, c := range classes {
 			c, _ := c.(map[string]any)
 			if _, ok := c["pool"].(float64); !ok || c["binding_constraint"] == "" || c["binding_constraint"] == nil {
-				t.Errorf("README.md line %d: a class without a pool or binding constraint: %v", line, c)
+				t.Errorf("%s line %d: a class without a pool or binding constraint: %v", sh.doc, line, c)
 			}
 		}
 	case strings.Contains(source, "/v1/what-if"):
@@ -247,7 +333,7 @@ func (sh *readmeShell) checkOutput(line int, source string, out []byte) {
 			want *= len(values)
 		}
 		if len(vars) == 0 || len(cells) != want {
-			t.Errorf("README.md line %d: %d cells for %d variations, want %d", line, len(cells), len(vars), want)
+			t.Errorf("%s line %d: %d cells for %d variations, want %d", sh.doc, line, len(cells), len(vars), want)
 		}
 	}
 }
@@ -263,6 +349,8 @@ func (sh *readmeShell) exec(next interp.ExecHandlerFunc) interp.ExecHandlerFunc 
 			return nil // the generators' own tests check that their files are current
 		case len(args) >= 3 && args[0] == "go" && args[1] == "run" && args[2] == "./cmd/planner":
 			return sh.planner(ctx, args[3:])
+		case args[0] == "planner":
+			return sh.planner(ctx, args[1:])
 		case args[0] == "curl":
 			args = append([]string{"curl", "--fail-with-body", "--show-error"}, args[1:]...)
 		}

@@ -22,7 +22,7 @@ func newReportCmd(s streams) *cobra.Command {
 	var file, example, probePath, title string
 	var simulateFor time.Duration
 	cmd := &cobra.Command{
-		Use:   "report (-f FILE | --example NAME) [--probe steps.json] [--simulate DURATION] [-o markdown|html] [--out PATH]",
+		Use:   "report (FILE | -f FILE | --example NAME) [--probe steps.json] [--simulate DURATION] [-o markdown|html] [--out PATH]",
 		Short: "Write a team report of a scenario's plan, with charts",
 		Long: "Report plans a scenario (YAML or JSON; -f - reads standard input) and writes a\n" +
 			"document a team can read without the tool: the scenario in words, the plan,\n" +
@@ -31,11 +31,10 @@ func newReportCmd(s streams) *cobra.Command {
 			"--simulate adds a simulated run of the plan (as planner simulate runs it\n" +
 			"with its defaults) with each class's time series.\n" +
 			"The HTML form (-o html) is one self-contained page with inline SVG charts;\n" +
-			"the Markdown form (the default; -o md is short for it) carries the same\n" +
+			"the Markdown form (the default; -o md is short for it, as everywhere) carries the same\n" +
 			"numbers in tables; -o json and -o yaml give the data behind them.",
 		Example: "  planner report --example measured-curve -o html --out report.html\n" +
 			"  planner report -f scenario.yaml --probe probe-out/steps.json --out report.md",
-		Args: usageArgs(cobra.NoArgs),
 	}
 	f := cmd.Flags()
 	addScenarioFlags(cmd, &file, &example, "report on")
@@ -45,13 +44,13 @@ func newReportCmd(s streams) *cobra.Command {
 	_ = cmd.MarkFlagFilename("probe", "json")
 	out := addOutputFlags(cmd, report.FormatMarkdown, report.FormatHTML, report.FormatJSON, report.FormatYAML)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if out.format == "md" {
-			out.format = report.FormatMarkdown
-		}
 		if err := out.check(); err != nil {
 			return err
 		}
-		a := newApp()
+		a, err := newApp(cmd)
+		if err != nil {
+			return err
+		}
 		sc, p, err := planScenario(cmd.Context(), a, s.in, file, example)
 		if err != nil {
 			return err
@@ -68,7 +67,8 @@ func newReportCmd(s streams) *cobra.Command {
 			return usageError{fmt.Errorf("--simulate must be a duration of at least 1s and at most a week (168h), got %s", simulateFor)}
 		}
 		if simulateFor != 0 {
-			opts, err := simulateFlags{output: "table", refill: simulate.RefillContinuous, duration: simulateFor, maxEvents: simulate.DefaultMaxEvents}.options(cmd)
+			defaults := simulateFlags{output: report.FormatTable, refill: simulate.RefillContinuous, duration: simulateFor, maxEvents: simulate.DefaultMaxEvents}
+			opts, err := defaults.options(cmd)
 			if err != nil {
 				return err
 			}
@@ -117,6 +117,12 @@ func readProbeSteps(path string) (*report.ProbeData, error) {
 	if len(b) > maxStepsBytes {
 		return nil, fmt.Errorf("probe steps %s: larger than %d MiB", path, maxStepsBytes>>20)
 	}
+	return parseProbeSteps(path, b)
+}
+
+// parseProbeSteps reads the steps.json at path, whose content is b, into
+// the report's probe data.
+func parseProbeSteps(path string, b []byte) (*report.ProbeData, error) {
 	var doc stepsFile
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return nil, fmt.Errorf("probe steps %s: %w", path, err)

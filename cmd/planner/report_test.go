@@ -124,7 +124,7 @@ func TestReportExitCodes(t *testing.T) {
 		err   string
 	}{
 		{"no scenario", "", []string{"report"}, exitUsage, "give a scenario"},
-		{"bad format", "", []string{"report", "--example", "chat", "-o", "pdf"}, exitUsage, `the output format must be one of markdown, html, json, yaml, got "pdf"`},
+		{"bad format", "", []string{"report", "--example", "chat", "-o", "pdf"}, exitUsage, `the output format must be one of markdown (or md), html, json, yaml, got "pdf"`},
 		{"a file given as the format", "", []string{"report", "--example", "chat", "-o", "report.md"}, exitUsage, `got "report.md"`},
 		{"unknown flag", "", []string{"report", "--example", "chat", "--bogus"}, exitUsage, "unknown flag"},
 		{"positional argument", "", []string{"report", "--example", "chat", "extra"}, exitUsage, ""},

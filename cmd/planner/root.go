@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/plannerdev/planner/internal/report"
 )
@@ -47,9 +48,10 @@ func newRootCmd(s streams) *cobra.Command {
 		Short: "Capacity planning for teams calling LLM APIs",
 		Long: "planner sizes per-class concurrency pools from quotas, token distributions,\n" +
 			"measured latency and SLOs, names the binding constraint, and measures endpoints.\n\n" +
-			"With no command, planner serves the API (planner serve): -o json prints where it\n" +
-			"listens as JSON, and --out writes that to a file. With --version it prints the\n" +
-			"version of the build (planner version).\n\n" + exitStatuses,
+			"With no command, planner serves the API (planner serve) and takes serve's flags:\n" +
+			"planner --listen 127.0.0.1:9000 is planner serve --listen 127.0.0.1:9000; -o json\n" +
+			"prints where it listens as JSON, and --out writes that to a file. With --version\n" +
+			"it prints the version of the build (planner version).\n\n" + exitStatuses,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -61,6 +63,14 @@ func newRootCmd(s streams) *cobra.Command {
 	var version bool
 	root.Flags().BoolVar(&version, "version", false, "print the version, VCS revision and time of this build (planner version)")
 	out := addOutputFlags(root, startFormats...)
+	serveCmd := newServeCmd(s)
+	// Bare planner is planner serve: it takes serve's flags (each one
+	// Flag, shared, as only one of the two commands runs).
+	serveCmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if root.Flags().Lookup(f.Name) == nil {
+			root.Flags().AddFlag(f)
+		}
+	})
 	root.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := out.check(); err != nil {
 			return err
@@ -71,6 +81,8 @@ func newRootCmd(s streams) *cobra.Command {
 		return serveByDefault(cmd, s, out)
 	}
 	root.AddCommand(
+		newCompareCmd(s),
+		newExportCmd(s),
 		newImportCmd(s),
 		newKneeCmd(s),
 		newPlanCmd(s),
@@ -78,9 +90,10 @@ func newRootCmd(s streams) *cobra.Command {
 		newSimulateCmd(s),
 		newProbeCmd(s),
 		newReportCmd(s),
-		newServeCmd(s),
+		serveCmd,
 		newOpenAPICmd(s),
 		newWhatIfCmd(s),
+		newTiersCmd(s),
 		newVersionCmd(s),
 	)
 	// Cobra's completion command prints its help for a shell it does not

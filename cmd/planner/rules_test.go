@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/plannerdev/planner/api"
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/optional"
 	"github.com/plannerdev/planner/internal/probe"
 )
@@ -98,19 +99,24 @@ func configFields(t *testing.T) map[string]bool {
 	open.Open = &probe.OpenLoop{Rates: []float64{1}, MaxInFlight: 1}
 	synthetic := set
 	synthetic.Prompts = nil
+	ramp := synthetic
+	ramp.Steps, ramp.RequestsPerStep = nil, optional.Value[int]{}
+	prefill, cache, conversation := ramp, ramp, ramp
+	prefill.Prefill = &probe.PrefillLadder{InputTokens: []int{1, 2}}
+	cache.Cache = &probe.CacheComparison{}
+	conversation.Conversation, conversation.SLO = &probe.Conversation{Calls: 2}, measure.Targets{TTFTMs: 1, TPOTMs: 1, E2EMs: 1}
 	// The record leaves the key out, and with it the header it goes in.
 	fields := map[string]bool{"api_key_header": true}
 	var walk func(prefix string, v any)
 	walk = func(prefix string, v any) {
+		fields[prefix] = true // a field, or an object of fields (a mode's)
 		if m, ok := v.(map[string]any); ok {
 			for k, x := range m {
 				walk(strings.TrimPrefix(prefix+"."+k, "."), x)
 			}
-			return
 		}
-		fields[prefix] = true
 	}
-	for _, c := range []probe.Config{set, search, open, synthetic} {
+	for _, c := range []probe.Config{set, search, open, synthetic, prefill, cache, conversation} {
 		b, err := json.Marshal(c.WithDefaults())
 		if err != nil {
 			t.Fatal(err)

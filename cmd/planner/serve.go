@@ -46,7 +46,8 @@ func newServeCmd(s streams) *cobra.Command {
 			"it resolved to). Requests must name the service in their Host header (its\n" +
 			"addresses, localhost, or allowed_hosts) and come from its own page or one of\n" +
 			"allowed_origins. One service writes one store file: a second one on the same\n" +
-			"file exits at once, naming the first.\n" +
+			"file exits at once, naming the first. Several replicas share a PostgreSQL\n" +
+			"database instead: --db postgres://... (docs/deploy.md).\n" +
 			"SIGINT or SIGTERM stops it after the requests in flight have finished, and it\n" +
 			"exits 0: running plans, what-if grids and simulations are stopped and answered\n" +
 			"with a 503, running probes are stopped, keep what they measured, and are marked\n" +
@@ -63,15 +64,15 @@ func newServeCmd(s streams) *cobra.Command {
 		return serve(cmd.Context(), s, cmd.Flags(), out)
 	}
 	cmd.Flags().String("listen", config.DefaultListen, "address to listen on, host:port; port 0 picks a free one (PLANNER_LISTEN)")
-	cmd.Flags().String("db", config.DefaultDB, "SQLite file for stored plans and probes (PLANNER_DB)")
+	cmd.Flags().String("db", config.DefaultDB, "SQLite file for stored plans and probes, or a postgres:// URL of a database that replicas share (PLANNER_DB)")
 	cmd.Flags().String("config", "", "YAML configuration file (PLANNER_CONFIG)")
 	return cmd
 }
 
-// serveByDefault is what `planner` does with no command: serve with the
-// settings of the environment and the configuration file.
+// serveByDefault is what `planner` does with no command: serve, with
+// serve's flags, which the root command takes too.
 func serveByDefault(cmd *cobra.Command, s streams, out *output) error {
-	return serve(cmd.Context(), s, nil, out)
+	return serve(cmd.Context(), s, cmd.Flags(), out)
 }
 
 // serve runs the API until ctx ends, then shuts down gracefully. flags may
@@ -93,7 +94,8 @@ func serveOn(ctx context.Context, s streams, flags *pflag.FlagSet, out *output, 
 	// The store's lock comes first: a second service on the same file
 	// stops here, before it listens or touches the first one's probes. A
 	// damaged file stops it too; a full disk does not: the store starts
-	// degraded, logs so, and readiness fails until it has room.
+	// degraded, logs so, and readiness fails until it has room. A
+	// PostgreSQL database that does not answer stops it, the cause named.
 	st, err := store.Open(ctx, cfg.DB, store.WithMaxDocumentBytes(cfg.Store.MaxDocumentBytes),
 		store.WithMaxBytes(cfg.Store.MaxBytes), store.WithLogger(logger))
 	if err != nil {
@@ -113,7 +115,7 @@ func serveOn(ctx context.Context, s streams, flags *pflag.FlagSet, out *output, 
 		return errors.Join(fmt.Errorf("auth.tokens: required: listen address %s is bound to %s, which is not a loopback address, so the API must ask for a bearer token (set auth.tokens or PLANNER_AUTH_TOKENS)", cfg.Listen, ln.Addr()),
 			ln.Close(), closeStore(st))
 	}
-	probes := jobs.New(st, jobs.Options{MaxRunning: cfg.Probe.MaxRunning, Logger: logger})
+	probes := jobs.New(st, jobs.Options{MaxRunning: cfg.Probe.MaxRunning, Lease: cfg.Probe.Lease, Logger: logger})
 	handler := api.New(api.Options{
 		Tiers:                 cfg.Tiers,
 		Tokens:                cfg.Auth.Tokens,

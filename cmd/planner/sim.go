@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,6 +35,8 @@ var simFlagErrors = []struct {
 	{fakeendpoint.ErrFailRate, "fail-rate"},
 	{fakeendpoint.ErrFailStatus, "fail-status"},
 	{fakeendpoint.ErrFailRetryAfter, "fail-retry-after"},
+	{fakeendpoint.ErrPrefixCache, "prefix-cache-tokens"},
+	{fakeendpoint.ErrPrefixCacheMin, "prefix-cache-min-tokens"},
 }
 
 // simFormats are the -o/--output formats of `planner sim`: its base URL
@@ -59,11 +62,15 @@ func newSimCmd(s streams) *cobra.Command {
 			"batch; optional RPM/TPM buckets\n" +
 			"answer 429 with retry-after and x-ratelimit-* headers; --fail-rate refuses that\n" +
 			"share of the requests at random, whatever the load, with --fail-status (429 or\n" +
-			"500), for rehearsing how a client or a probe judges them. It prints its base\n" +
+			"500), for rehearsing how a client or a probe judges them. --prefill-per-1k adds\n" +
+			"TTFT per 1,000 uncached prompt tokens, and --prefix-cache-tokens turns on a prefix\n" +
+			"cache that serves the leading blocks a prompt shares with earlier ones, reports\n" +
+			"them in usage.prompt_tokens_details.cached_tokens and skips their prefill. It prints its base\n" +
 			"URL (-o json: a JSON object with the URL and the configuration) and runs until\n" +
 			"interrupted.",
 		Example: "  planner sim --max-num-seqs 8 --ttft 200ms --itl 10ms\n" +
-			"  planner sim --fail-rate 0.1 --fail-status 429 -o json",
+			"  planner sim --fail-rate 0.1 --fail-status 429 -o json\n" +
+			"  planner sim --prefill-per-1k 20ms --prefix-cache-tokens 1000000 --prefix-cache-min-tokens 1024",
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := printAs.check(); err != nil {
@@ -111,12 +118,15 @@ func newSimCmd(s streams) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&listen, "listen", "127.0.0.1:8000", "address to listen on (port 0 picks a free port)")
 	f.StringVar(&cfg.Model, "model", fakeendpoint.DefaultModel, "model id served and echoed")
+	f.StringVar(&cfg.ServedModel, "served-model", "", "name the answers carry in their model field instead of --model (a versioned name, or another model to rehearse a silent switch)")
 	f.IntVar(&cfg.MaxNumSeqs, "max-num-seqs", fakeendpoint.DefaultMaxNumSeqs, "sequences decoding at once; the rest wait FIFO")
 	f.DurationVar(&cfg.TTFT, "ttft", fakeendpoint.DefaultTTFT, "base time to first token once admitted")
 	f.Float64Var(&cfg.TTFTGrowth, "ttft-growth", 0, "fractional TTFT growth per additional running sequence")
 	f.DurationVar(&cfg.ITL, "itl", fakeendpoint.DefaultITL, "base interval between output tokens")
 	f.Float64Var(&cfg.ITLGrowth, "itl-growth", fakeendpoint.DefaultITLGrowth, "fractional per-token interval growth per additional running sequence (0 for none)")
-	f.DurationVar(&cfg.PrefillPer1K, "prefill-per-1k", 0, "TTFT added per 1,000 prompt tokens")
+	f.DurationVar(&cfg.PrefillPer1K, "prefill-per-1k", 0, "TTFT added per 1,000 prompt tokens not served from the prefix cache")
+	f.IntVar(&cfg.PrefixCacheTokens, "prefix-cache-tokens", 0, "capacity of the prefix cache in tokens (0: no cache, and usage has no prompt_tokens_details)")
+	f.IntVar(&cfg.PrefixCacheMinTokens, "prefix-cache-min-tokens", 0, "the shortest cached prefix served (0: one block of 16 tokens; 1024 as OpenAI's cache)")
 	f.IntVar(&cfg.OutputTokens, "output-tokens", fakeendpoint.DefaultOutputTokens, "median output length without ignore_eos")
 	f.IntVar(&cfg.RPM, "rpm", 0, "requests per minute (0 = unlimited)")
 	f.IntVar(&cfg.TPM, "tpm", 0, "tokens per minute (0 = unlimited)")
@@ -145,8 +155,8 @@ func serveSim(ctx context.Context, s streams, listen string, srv *fakeendpoint.S
 	perr := printAs.write(s, func(w io.Writer) error {
 		if printAs.format == "json" {
 			// One line, so that a script reads it as it reads the URL.
-			return json.NewEncoder(w).Encode(simInfo{BaseURL: url, Model: cfg.Model, MaxNumSeqs: cfg.MaxNumSeqs, RPM: cfg.RPM, TPM: cfg.TPM,
-				FailRate: cfg.FailRate, FailStatus: cfg.FailStatus, Auth: cfg.APIKey != ""})
+			return json.NewEncoder(w).Encode(simInfo{BaseURL: url, Model: cfg.Model, ServedModel: cfg.ServedModel, MaxNumSeqs: cfg.MaxNumSeqs, RPM: cfg.RPM, TPM: cfg.TPM,
+				FailRate: cfg.FailRate, FailStatus: cfg.FailStatus, Auth: cfg.APIKey != "", PrefixCacheTokens: cfg.PrefixCacheTokens})
 		}
 		_, err := fmt.Fprintln(w, url)
 		return err
@@ -156,7 +166,7 @@ func serveSim(ctx context.Context, s streams, listen string, srv *fakeendpoint.S
 		return fmt.Errorf("printing the base URL: %w", perr)
 	}
 	slog.New(slog.NewTextHandler(s.err, nil)).Info("sim listening",
-		"url", url, "model", cfg.Model, "max_num_seqs", cfg.MaxNumSeqs,
+		"url", url, "model", cfg.Model, "served_model", cmp.Or(cfg.ServedModel, cfg.Model), "max_num_seqs", cfg.MaxNumSeqs,
 		"rpm", cfg.RPM, "tpm", cfg.TPM, "fail_rate", cfg.FailRate, "auth", cfg.APIKey != "")
 
 	select {
@@ -178,12 +188,17 @@ func serveSim(ctx context.Context, s streams, listen string, srv *fakeendpoint.S
 // simInfo is what `planner sim -o json` prints, on one line, once it
 // listens.
 type simInfo struct {
-	BaseURL    string  `json:"base_url"`
-	Model      string  `json:"model"`
-	MaxNumSeqs int     `json:"max_num_seqs"`
-	RPM        int     `json:"rpm"`
-	TPM        int     `json:"tpm"`
-	FailRate   float64 `json:"fail_rate"`
-	FailStatus int     `json:"fail_status"`
-	Auth       bool    `json:"auth"`
+	BaseURL string `json:"base_url"`
+	Model   string `json:"model"`
+	// ServedModel is the name the answers carry, when --served-model
+	// gives one other than the model's.
+	ServedModel string  `json:"served_model,omitempty"`
+	MaxNumSeqs  int     `json:"max_num_seqs"`
+	RPM         int     `json:"rpm"`
+	TPM         int     `json:"tpm"`
+	FailRate    float64 `json:"fail_rate"`
+	FailStatus  int     `json:"fail_status"`
+	Auth        bool    `json:"auth"`
+	// PrefixCacheTokens is the prefix cache's capacity, when it has one.
+	PrefixCacheTokens int `json:"prefix_cache_tokens,omitempty"`
 }

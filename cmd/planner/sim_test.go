@@ -108,6 +108,8 @@ func TestSimCommandBadFlags(t *testing.T) {
 		{"negative itl-growth", []string{"--itl-growth", "-0.1"}, "itl-growth"},
 		{"negative prefill", []string{"--prefill-per-1k", "-1ms"}, "prefill-per-1k"},
 		{"negative rpm", []string{"--rpm", "-5"}, "rpm"},
+		{"negative cache", []string{"--prefix-cache-tokens", "-5"}, "prefix-cache-tokens"},
+		{"a minimum without a cache", []string{"--prefix-cache-min-tokens", "1024"}, "prefix-cache-min-tokens"},
 		{"unknown accounting", []string{"--token-accounting", "guess"}, "token-accounting"},
 		{"unset key variable", []string{"--api-key-env", "PLANNER_TEST_SIM_UNSET"}, "api-key-env"},
 		{"positional argument", []string{"extra"}, "extra"},
@@ -167,5 +169,36 @@ func TestSimCommandInjectsFailures(t *testing.T) {
 		if code != exitUsage || !strings.Contains(errOut, tc.says) {
 			t.Errorf("%v: exit %d, stderr %q", tc.args, code, errOut)
 		}
+	}
+}
+
+// TestSimCommandPrefixCache: with --prefix-cache-tokens the same prompt
+// twice is served from the cache the second time, as usage says.
+func TestSimCommandPrefixCache(t *testing.T) {
+	url, cancel, _, _ := startSimCmd(t, "--ttft", "1ms", "--itl", "1ms", "--prefill-per-1k", "1ms", "--prefix-cache-tokens", "100000")
+	defer cancel()
+	body := `{"model":"sim-model","messages":[{"role":"user","content":"` + strings.Repeat("abcd", 1000) + `"}],"max_tokens":2,"ignore_eos":true}`
+	var cached []int
+	for range 2 {
+		resp, err := http.Post(url+"/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c struct {
+			Usage struct {
+				Details struct {
+					Cached int `json:"cached_tokens"`
+				} `json:"prompt_tokens_details"`
+			} `json:"usage"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&c)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cached = append(cached, c.Usage.Details.Cached)
+	}
+	if cached[0] != 0 || cached[1] != 992 {
+		t.Errorf("cached tokens %v, want [0 992]", cached)
 	}
 }

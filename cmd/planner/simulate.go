@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,7 +22,7 @@ import (
 )
 
 // Output formats of `planner simulate`.
-var simulateFormats = []string{"table", "json", "yaml", "markdown"}
+var simulateFormats = []string{report.FormatTable, report.FormatJSON, report.FormatYAML, report.FormatMarkdown, report.FormatCSV}
 
 // simulateFlags are the options of `planner simulate`.
 type simulateFlags struct {
@@ -36,7 +37,7 @@ type simulateFlags struct {
 func newSimulateCmd(s streams) *cobra.Command {
 	var f simulateFlags
 	cmd := &cobra.Command{
-		Use:   "simulate (-f FILE | --example NAME) [--duration 1h] [--seed N] [--no-pacing] [--aimd]",
+		Use:   "simulate (FILE | -f FILE | --example NAME) [--duration 1h] [--seed N] [--no-pacing] [--aimd]",
 		Short: "Watch a plan run against its quotas, bursts and retries",
 		Long: "Simulate plans a scenario (YAML or JSON; -f - reads standard input) and runs the\n" +
 			"plan as a seeded discrete-event simulation: each class's arrivals (Poisson at its\n" +
@@ -55,7 +56,6 @@ func newSimulateCmd(s streams) *cobra.Command {
 		Example: "  planner simulate --example backfill --no-pacing\n" +
 			"  planner simulate -f scenario.yaml --duration 4h --aimd -o json --out run.json\n" +
 			"  planner simulate -f scenario.yaml --replay chat=probe-out/requests.csv",
-		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts, err := f.options(cmd)
 			if err != nil {
@@ -72,7 +72,11 @@ func newSimulateCmd(s streams) *cobra.Command {
 			if opts.Replay, err = readReplays(s.in, f.replay); err != nil {
 				return err
 			}
-			r, err := newApp().Simulate(cmd.Context(), sc, opts)
+			a, err := newApp(cmd)
+			if err != nil {
+				return err
+			}
+			r, err := a.Simulate(cmd.Context(), sc, opts)
 			if err != nil {
 				return simulateError(err)
 			}
@@ -95,27 +99,31 @@ func newSimulateCmd(s streams) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&f.file, "file", "f", "", "scenario file (YAML or JSON); - for standard input")
-	fl.StringVar(&f.example, "example", "", "simulate a shipped example instead: "+strings.Join(planner.ExampleNames(), ", "))
+	addScenarioFlags(cmd, &f.file, &f.example, "simulate")
 	fl.DurationVar(&f.duration, "duration", time.Hour, "simulated time (at most a week)")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed of every random stream (default: the scenario's policy.seed, else 1)")
 	fl.BoolVar(&f.noPacing, "no-pacing", false, "turn the plan's pacing token bucket off")
 	fl.BoolVar(&f.aimd, "aimd", false, "let every client resize its pool with the plan's AIMD settings")
 	fl.StringVar(&f.refill, "refill", simulate.RefillContinuous, "how the provider refills per-minute limits: continuous (a bucket) or window (a counter reset every burst window)")
 	fl.BoolVar(&f.noRetryAfter, "no-retry-after", false, "the provider's 429s carry no Retry-After, so clients back off with jitter")
-	fl.DurationVar(&f.interval, "interval", 0, "width of one point of the time series (default: the duration / 240, in whole seconds)")
+	fl.DurationVar(&f.interval, "interval", 0, "width of one point of the time series (default: the duration / 240, in whole seconds); a series has at most "+strconv.Itoa(simulate.MaxIntervals)+" points, so 1s takes a --duration of at most "+strconv.Itoa(simulate.MaxIntervals)+"s")
 	fl.IntVar(&f.maxEvents, "max-events", simulate.DefaultMaxEvents, "stop a run that needs more events than this; it bounds the run's memory")
 	fl.StringArrayVar(&f.replay, "replay", nil, "CLASS=FILE: replay the start times of FILE (a probe's requests.csv or an imported result) as CLASS's arrivals; repeatable")
-	fl.StringVarP(&f.output, "output", "o", "table", "output format: "+strings.Join(simulateFormats, ", "))
+	fl.StringVarP(&f.output, "output", "o", report.FormatTable, "output format: "+report.DescribeFormats(simulateFormats))
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(simulateFormats, cobra.ShellCompDirectiveNoFileComp))
 	fl.StringVar(&f.out, "out", "", "write the output to this file instead of standard output")
 	return cmd
 }
 
-// options checks the flags and turns them into simulation options.
-func (f simulateFlags) options(cmd *cobra.Command) (simulate.Options, error) {
+// options checks the flags and turns them into simulation options; the
+// output format an alias names (md) takes its place.
+func (f *simulateFlags) options(cmd *cobra.Command) (simulate.Options, error) {
+	format, err := report.ParseFormat(f.output, simulateFormats)
+	if err != nil {
+		return simulate.Options{}, usageError{fmt.Errorf("-o/--output: %w", err)}
+	}
+	f.output = format
 	switch {
-	case !slices.Contains(simulateFormats, f.output):
-		return simulate.Options{}, usageError{fmt.Errorf("--output must be one of %s, got %q", strings.Join(simulateFormats, ", "), f.output)}
 	case f.refill != simulate.RefillContinuous && f.refill != simulate.RefillWindow:
 		return simulate.Options{}, usageError{fmt.Errorf("--refill must be %s or %s, got %q", simulate.RefillContinuous, simulate.RefillWindow, f.refill)}
 	case f.duration.Seconds() < simulate.MinDurationS || f.duration.Seconds() > simulate.MaxDurationS:
@@ -194,6 +202,8 @@ func writeSimulation(w io.Writer, r *simulate.Simulation, format string) error {
 		return report.WriteData(w, r, format)
 	case report.FormatMarkdown:
 		return report.WriteSimulationMarkdown(w, r)
+	case report.FormatCSV:
+		return report.WriteSimulationCSV(w, r)
 	}
 	return report.WriteSimulationTable(w, r)
 }

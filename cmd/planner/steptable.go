@@ -11,6 +11,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/importer"
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/report"
 )
 
@@ -22,7 +23,7 @@ import (
 const maxMeasurementBytes = 256 << 20
 
 // measurementFormats are the -o/--output formats of probe, knee and import.
-var measurementFormats = []string{"table", "json", "yaml"}
+var measurementFormats = []string{report.FormatTable, report.FormatJSON, report.FormatYAML, report.FormatCSV}
 
 // judgement holds the knee-rule flags (docs/probe.md).
 type judgement struct {
@@ -30,6 +31,7 @@ type judgement struct {
 	minGainPct           float64
 	maxP95Fraction       float64
 	collapseTolerancePct float64
+	slo                  string
 }
 
 func (j *judgement) addFlags(cmd *cobra.Command) {
@@ -37,6 +39,7 @@ func (j *judgement) addFlags(cmd *cobra.Command) {
 	cmd.Flags().Float64Var(&j.minGainPct, "min-gain-pct", analysis.DefaultMinGainPct, "knee: goodput must grow at least this many percent per step")
 	cmd.Flags().Float64Var(&j.maxP95Fraction, "max-p95-fraction", analysis.DefaultMaxP95Fraction, "knee: E2E p95 must stay under this fraction of the deadline")
 	cmd.Flags().Float64Var(&j.collapseTolerancePct, "collapse-tolerance-pct", analysis.DefaultCollapseTolerancePct, "goodput falls (collapse) only when it drops by more than this many percent and beyond its noise")
+	cmd.Flags().StringVar(&j.slo, "slo", "", "goodput counts only the requests that meet every target, e.g. ttft:500ms,tpot:50ms,e2e:10s (each step reports its attainment)")
 }
 
 // options checks the flags and returns them as analysis options.
@@ -51,12 +54,35 @@ func (j *judgement) options() (analysis.Options, error) {
 	case !(j.collapseTolerancePct > 0 && j.collapseTolerancePct < 100):
 		return analysis.Options{}, usageError{fmt.Errorf("--collapse-tolerance-pct must be above 0 and below 100, got %g", j.collapseTolerancePct)}
 	}
+	slo, err := sloFlag(j.slo)
+	if err != nil {
+		return analysis.Options{}, err
+	}
 	return analysis.Options{
 		DeadlineMs:           float64(j.deadline) / float64(time.Millisecond),
 		MinGainPct:           j.minGainPct,
 		MaxP95Fraction:       j.maxP95Fraction,
 		CollapseTolerancePct: j.collapseTolerancePct,
+		SLO:                  slo,
 	}, nil
+}
+
+// sloFlag reads --slo: no targets when it is empty, else targets that
+// measure.ParseTargets reads and measure.Targets.Check accepts.
+func sloFlag(text string) (measure.Targets, error) {
+	if text == "" {
+		return measure.Targets{}, nil
+	}
+	slo, err := measure.ParseTargets(text)
+	if err == nil {
+		if errs := slo.Check(""); len(errs) > 0 {
+			err = errs[0]
+		}
+	}
+	if err != nil {
+		return measure.Targets{}, usageError{fmt.Errorf("--slo: %w", err)}
+	}
+	return slo, nil
 }
 
 // readMeasurement reads one input file; "-" is standard input.
@@ -90,9 +116,13 @@ type importDocument struct {
 	RecordCount int `json:"record_count"`
 }
 
-// writeImport prints an import in one of measurementFormats.
+// writeImport prints an import in one of measurementFormats: CSV is its
+// step table alone.
 func writeImport(w io.Writer, imp *importer.Imported, format string) error {
-	if format != "table" {
+	if format == report.FormatCSV {
+		return report.WriteStepCSV(w, imp.Steps)
+	}
+	if format != report.FormatTable {
 		view := *imp
 		view.Records = nil
 		return report.WriteData(w, importDocument{Imported: &view, RecordCount: len(imp.Records)}, format)
@@ -118,5 +148,8 @@ func writeImport(w io.Writer, imp *importer.Imported, format string) error {
 	if err := report.WriteStepTable(w, imp.Steps); err != nil {
 		return err
 	}
-	return report.WriteAnalysis(w, imp.Analysis, append(imp.Notes, imp.Analysis.Notes...))
+	if err := report.WriteAnalysis(w, imp.Analysis, append(imp.Notes, imp.Analysis.Notes...)); err != nil {
+		return err
+	}
+	return writeSLO(w, imp.Analysis)
 }

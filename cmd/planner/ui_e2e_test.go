@@ -286,6 +286,102 @@ func TestUIEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("the editor shows the whole example, long lines wrapped", func(t *testing.T) {
+		type box struct {
+			Lines, Spans                     int
+			ScrollW, ClientW                 float64
+			ScrollH, ClientH, GutterH, RowPx float64
+			Tall                             int
+		}
+		measure := chromedp.Evaluate[box](`(() => {
+			const a = document.querySelector('#scenario-text'), g = document.querySelector('#scenario-gutter');
+			const spans = [...g.querySelectorAll('span')];
+			return { lines: a.value.split('\n').length, spans: spans.length, scrollw: a.scrollWidth, clientw: a.clientWidth,
+				scrollh: a.scrollHeight, clienth: a.clientHeight, gutterh: g.scrollHeight, rowpx: parseFloat(getComputedStyle(a).lineHeight),
+				tall: spans.filter((s) => s.getBoundingClientRect().height > 19).length };
+		})()`)
+		// The example of the page: 35 lines, all in view, none scrolling
+		// sideways.
+		b := read(t, tab, measure)
+		if b.Lines < 30 || b.ScrollH > b.ClientH+1 || b.ScrollW > b.ClientW+1 || b.Spans != b.Lines {
+			t.Errorf("%s: %+v; want every line in view, none wider than the editor, a number per line", e2eExample, b)
+		}
+		// The example with the longest lines: they wrap, their numbers
+		// stand as tall as their rows, and the numbers run as far as the
+		// text does.
+		do(t, tab,
+			script(`document.querySelector('#plan').dataset.status = 'reloading';`),
+			setSelect("#example-select", "measured-curve"),
+			chromedp.Click(chromedp.CSS("#example-load")),
+			waitFor(`document.querySelector('#plan').dataset.status === 'ready'`),
+		)
+		b = read(t, tab, measure)
+		if b.ScrollW > b.ClientW+1 || b.Tall == 0 || b.Spans != b.Lines || b.GutterH < b.ScrollH-2 || b.GutterH > b.ScrollH+2 || b.ClientH < 30*b.RowPx {
+			t.Errorf("measured-curve: %+v; want wrapped lines with tall numbers, the gutter as tall as the text, at least 30 rows in view", b)
+		}
+		do(t, tab,
+			script(`document.querySelector('#plan').dataset.status = 'reloading';`),
+			setSelect("#example-select", e2eExample),
+			chromedp.Click(chromedp.CSS("#example-load")),
+			waitFor(`document.querySelector('#plan').dataset.status === 'ready' && document.querySelector('#whatif').dataset.status === 'ready'`),
+		)
+	})
+
+	t.Run("the page has its icon and nothing missing", func(t *testing.T) {
+		href := read(t, tab, chromedp.Evaluate[string](`document.querySelector('link[rel=icon]').href`))
+		icon := read(t, tab, chromedp.Evaluate[string](fmt.Sprintf(`fetch(%q).then((r) => r.status + ' ' + r.headers.get('Content-Type'))`, href), chromedp.EvalAwaitPromise))
+		if icon != "200 image/svg+xml" {
+			t.Errorf("the icon %s: %s", href, icon)
+		}
+		if strings.Contains(srv.errOut.String(), `"status":404`) {
+			t.Errorf("the page asked for something the server does not have:\n%s", srv.errOut)
+		}
+	})
+
+	t.Run("the example box says what the editor holds", func(t *testing.T) {
+		type box struct{ Holds, Text string }
+		describe := chromedp.Evaluate[box](`(() => { const d = document.querySelector('#example-description'); return { holds: d.dataset.holds, text: d.textContent }; })()`)
+		wantDesc := read(t, tab, chromedp.Evaluate[string](fmt.Sprintf(`document.querySelector('#example-select option[value=%q]').dataset.description`, e2eExample)))
+		if got := read(t, tab, describe); got.Holds != "example" || got.Text != wantDesc || wantDesc == "" {
+			t.Errorf("with %s loaded: %+v; want its description %q", e2eExample, got, wantDesc)
+		}
+		// A scenario pasted (an input event, as a paste fires) is not the
+		// example any more.
+		pasted, _ := planner.Example("chat")
+		do(t, tab, script(fmt.Sprintf(`const a = document.querySelector('#scenario-text'); a.value = %q; a.dispatchEvent(new Event('input', { bubbles: true }));`, pasted)))
+		if got := read(t, tab, describe); got.Holds != "own" || !strings.HasPrefix(got.Text, "The editor holds a scenario of your own. Load puts "+e2eExample+" in its place") {
+			t.Errorf("after a paste: %+v", got)
+		}
+		do(t, tab,
+			script(`document.querySelector('#plan').dataset.status = 'reloading';`),
+			chromedp.Click(chromedp.CSS("#example-load")),
+			waitFor(`document.querySelector('#plan').dataset.status === 'ready' && document.querySelector('#whatif').dataset.status === 'ready'`),
+		)
+		if got := read(t, tab, describe); got.Holds != "example" || got.Text != wantDesc {
+			t.Errorf("after loading %s again: %+v", e2eExample, got)
+		}
+	})
+
+	t.Run("a class that no pool fits shows no latency, not an unbounded one", func(t *testing.T) {
+		chat, _ := planner.Example("chat")
+		none := strings.NewReplacer("slo: {ttft_p95_ms: 1500, e2e_p95_ms: 12000}", "slo: {ttft_p95_ms: 100}").Replace(string(chat))
+		defer do(t, tab,
+			script(`document.querySelector('#plan').dataset.status = 'reloading';`),
+			chromedp.Click(chromedp.CSS("#example-load")),
+			waitFor(`document.querySelector('#plan').dataset.status === 'ready' && document.querySelector('#whatif').dataset.status === 'ready'`),
+		)
+		do(t, tab,
+			script(`document.querySelector('#plan').dataset.status = 'reloading';`),
+			chromedp.SetValue(chromedp.CSS("#scenario-text"), none),
+			chromedp.Click(chromedp.CSS("#plan-button")),
+			waitFor(`document.querySelector('#plan').dataset.status === 'ready'`),
+		)
+		cells := read(t, tab, chromedp.Evaluate[[]string](`['pool', 'ttft', 'e2e'].map((f) => document.querySelector('#plan-body tbody[data-class=chat] [data-field=' + f + ']').textContent.trim())`))
+		if cells[0] != "0" || cells[1] != "no pool" || cells[2] != "no pool" {
+			t.Errorf("pool, TTFT p95, E2E p95 of a class with no pool: %q", cells)
+		}
+	})
+
 	t.Run("what-if slider follows the API", func(t *testing.T) {
 		const field = "/classes/0/slo/e2e_p95_ms"
 		before := want.Classes[0].BindingConstraint
@@ -341,6 +437,42 @@ func TestUIEndToEnd(t *testing.T) {
 			t.Error("the what-if chart marks no change of binding constraint")
 		}
 		do(t, tab, scrollTo("#whatif", "start"), screenshot(t, "whatif.png"))
+	})
+
+	t.Run("the what-if shows no class of the scenario before", func(t *testing.T) {
+		// Hold the page's what-if requests: until the new grid comes, the
+		// readout must show none of the previous example's classes.
+		do(t, tab,
+			script(`const fetchNow = window.fetch;
+				window.heldWhatIf = [];
+				window.fetch = (...args) => String(args[0]).includes('/v1/what-if')
+					? new Promise((resolve) => window.heldWhatIf.push(() => resolve(fetchNow(...args))))
+					: fetchNow(...args);
+				window.releaseWhatIf = () => { window.fetch = fetchNow; window.heldWhatIf.forEach((go) => go()); };`),
+			script(`document.querySelector('#plan').dataset.status = 'reloading';`),
+			setSelect("#example-select", "chat-and-batch"),
+			chromedp.Click(chromedp.CSS("#example-load")),
+			waitFor(`document.querySelector('#plan').dataset.status === 'ready' && window.heldWhatIf.length > 0`),
+		)
+		held := read(t, tab, readClasses("#wi-readout tr[data-class]"))
+		lines := read(t, tab, chromedp.Evaluate[int](`document.querySelectorAll('#wi-chart path.line').length`))
+		if len(held) != 0 || lines != 0 {
+			t.Errorf("while the new grid is asked for, the what-if shows %+v and %d lines", held, lines)
+		}
+		do(t, tab,
+			script(`window.releaseWhatIf();`),
+			waitFor(`document.querySelector('#whatif').dataset.status === 'ready'`),
+		)
+		got := read(t, tab, readClasses("#wi-readout tr[data-class]"))
+		if len(got) != 2 || got[0].Name != "chat" || got[1].Name != "enrich" {
+			t.Errorf("the what-if of chat-and-batch shows %+v", got)
+		}
+		do(t, tab,
+			script(`document.querySelector('#plan').dataset.status = 'reloading';`),
+			setSelect("#example-select", e2eExample),
+			chromedp.Click(chromedp.CSS("#example-load")),
+			waitFor(`document.querySelector('#plan').dataset.status === 'ready' && document.querySelector('#whatif').dataset.status === 'ready'`),
+		)
 	})
 
 	t.Run("simulate panel follows the API", func(t *testing.T) {
@@ -489,6 +621,24 @@ func TestUIEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("a priced plan shows what it costs", func(t *testing.T) {
+		load := func(name string) {
+			do(t, tab,
+				script(`document.querySelector('#plan').dataset.status = 'reloading';`),
+				setSelect("#example-select", name),
+				chromedp.Click(chromedp.CSS("#example-load")),
+				waitFor(`document.querySelector('#plan').dataset.status === 'ready'`),
+			)
+		}
+		load("priced")
+		total := read(t, tab, chromedp.Evaluate[string](`(document.querySelector('li[data-field=cost]') || {}).textContent || ''`))
+		key := read(t, tab, chromedp.Evaluate[string](`(document.querySelector('li[data-quota=payg]') || {}).textContent || ''`))
+		if !strings.Contains(total, "1,951.20\u00a0USD a day") || !strings.Contains(key, "1,663.20\u00a0USD a day") || !strings.Contains(key, "saves 583.20 a day") {
+			t.Errorf("the page's cost: %q and %q; want the plan's 1,951.20 and the key's 1,663.20 USD a day", total, key)
+		}
+		load(e2eExample)
+	})
+
 	hasProbes := postJSON(t, srv.url+"/v1/probes", map[string]any{}, nil) != http.StatusNotFound
 	t.Run("probe view", func(t *testing.T) {
 		if !hasProbes {
@@ -507,6 +657,9 @@ func TestUIEndToEnd(t *testing.T) {
 		if knee == "" || steps != 3 || kneeLines == 0 {
 			t.Fatalf("knee %q, %d steps shown, %d knee lines", knee, steps, kneeLines)
 		}
+		if lower := read(t, tab, chromedp.Evaluate[string](`document.querySelector('#probe-knee').dataset.kneeLowerBound`)); lower != "false" {
+			t.Errorf("a knee measured below a failing step is shown as a lower bound (%q)", lower)
+		}
 		// At 1280 px the step table, with its percentiles and intervals,
 		// needs no horizontal scroll.
 		if wide := read(t, tab, chromedp.Evaluate[bool](`(() => { const w = document.querySelector('#probe-steps-table .table-wrap'); return w.scrollWidth > w.clientWidth + 1; })()`)); wide {
@@ -514,6 +667,27 @@ func TestUIEndToEnd(t *testing.T) {
 		}
 		if ci := read(t, tab, chromedp.Evaluate[int](`document.querySelectorAll('#probe-steps-table td .ci').length`)); ci == 0 {
 			t.Error("the step table shows no intervals")
+		}
+		// Goodput equals throughput here (every answer within the
+		// deadline): goodput is drawn over throughput, dashed, and
+		// throughput under it wider, so that both show.
+		type line struct {
+			D, Dash string
+			Width   float64
+			Order   int
+		}
+		lines := read(t, tab, chromedp.Evaluate[map[string]line](`(() => {
+			const paths = [...document.querySelectorAll('#probe-charts path.line')];
+			const out = {};
+			paths.forEach((p, i) => { const cs = getComputedStyle(p); out[p.dataset.series] = { d: p.getAttribute('d'), dash: cs.strokeDasharray, width: parseFloat(cs.strokeWidth), order: i }; });
+			return out;
+		})()`))
+		g, th := lines["goodput"], lines["throughput"]
+		if g.D == "" || th.D == "" || g.Order < th.Order || g.Dash == "none" || th.Width <= g.Width {
+			t.Errorf("goodput %+v, throughput %+v: want goodput dashed over a wider throughput", g, th)
+		}
+		if g.D != th.D {
+			t.Logf("goodput and throughput differ in this run: %s / %s", g.D, th.D)
 		}
 
 		// One click puts the measured latency into the scenario and plans it.
@@ -544,6 +718,17 @@ func TestUIEndToEnd(t *testing.T) {
 		)
 		if msg := read(t, tab, chromedp.Text(chromedp.CSS("#probe-requests-error"))); !strings.Contains(msg, "max(40, 3c) = 40") {
 			t.Errorf("a step size of 16: %q", msg)
+		}
+
+		// A ladder whose every step passes never reaches the knee: the
+		// page says knee ≥ 2, a lower bound.
+		do(t, tab, chromedp.SetValue(chromedp.CSS("#probe-requests"), ""))
+		startProbe(t, tab, simulator(t), "1,2")
+		_, bound := finishProbe(t, tab)
+		lower := read(t, tab, chromedp.Evaluate[string](`document.querySelector('#probe-knee').dataset.kneeLowerBound`))
+		shown := read(t, tab, chromedp.Evaluate[string](`document.querySelector('#probe-knee').textContent`))
+		if bound != "2" || lower != "true" || !strings.HasPrefix(shown, "≥ 2 in flight (a lower bound") {
+			t.Errorf("a ladder 1, 2 on two slots: knee %q, lower bound %q, shown %q; want ≥ 2, a lower bound", bound, lower, shown)
 		}
 
 		// A knee search: the page shows its knee and the refined knee. (That

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -30,13 +31,13 @@ type validation struct {
 
 func (v *validation) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.BoolVar(&v.on, "validate", false, "after planning, validate the plan against --base-url: a short probe per class at its pool and 1.25 × it, compared with the model")
+	f.BoolVar(&v.on, "validate", false, "after planning, validate the plan against --base-url: the classes of each endpoint together, each a short probe at its pool and then at 1.25 × it, compared with the model")
 	f.StringVar(&v.opts.Probe.BaseURL, "base-url", "", "with --validate: API root of the endpoint, e.g. http://127.0.0.1:8000/v1")
 	f.StringVar(&v.opts.Probe.Model, "model", "", "with --validate: model (or Azure deployment) name")
 	f.StringVar(&v.apiKeyEnv, "api-key-env", defaultAPIKeyEnv, "with --validate: environment variable holding the API key (none is sent when it is unset)")
 	f.StringVar(&v.opts.Probe.APIKeyHeader, "api-key-header", probe.DefaultAPIKeyHeader, `with --validate: header carrying the key: "Authorization" (Bearer) or "api-key" (Azure OpenAI)`)
 	optionalInt(f, &v.opts.RequestsPerStep, "requests-per-step", 0, "with --validate: requests per step, warm-up included (default max(40, 3×concurrency) + concurrency; fewer than max(40, 3×concurrency) measured is refused)")
-	optionalFloat(f, &v.opts.TolerancePct, "tolerance-pct", verify.DefaultTolerancePct, "with --validate: throughput, TTFT p95 and E2E p95 must be within this many percent of the prediction")
+	optionalFloat(f, &v.opts.TolerancePct, "tolerance-pct", verify.DefaultTolerancePct, "with --validate: throughput, TTFT p95 and E2E p95 may lie this many percent of the prediction beyond their measured 95 % intervals")
 	optionalDuration(f, &v.opts.Probe.Deadline, "deadline", probe.DefaultDeadline, "with --validate: per-request deadline, retries included")
 	f.IntVar(&v.maxRequests, "max-requests", 0, "with --validate: budget of HTTP requests for the whole validation (0: only the steps bound them)")
 	optionalDuration(f, &v.opts.Probe.Budget.MaxDuration, "max-duration", probe.DefaultMaxDuration, "with --validate: budget of wall time for the whole validation")
@@ -90,10 +91,14 @@ type planAndValidation struct {
 }
 
 // writePlanValidation writes a plan and its validation in one of
-// report.PlanFormats.
+// report.PlanFormats; CSV is the validation's table alone (the plan's is
+// planner plan -o csv), as one CSV table holds one kind of row.
 func writePlanValidation(w io.Writer, p *plan.Plan, rep *verify.Report, format string) error {
-	if format == report.FormatJSON || format == report.FormatYAML {
+	switch format {
+	case report.FormatJSON, report.FormatYAML:
 		return report.WriteData(w, planAndValidation{Plan: p, Validation: rep}, format)
+	case report.FormatCSV:
+		return writeValidationCSV(w, rep)
 	}
 	if err := report.WritePlan(w, p, format); err != nil {
 		return err
@@ -107,18 +112,18 @@ func writeValidation(w io.Writer, rep *verify.Report, markdown bool) error {
 	var b strings.Builder
 	if markdown {
 		fmt.Fprintf(&b, "\n## Validation: %s\n\n%s.\n\n", rep.Verdict, upperFirst(rep.Summary))
-		b.WriteString("| class | pool | concurrency | throughput predicted / measured (req/s) | error | TTFT p95 predicted / measured (ms) | E2E p95 predicted / measured (ms) | 429s | verdict |\n")
-		b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("| class | pool | concurrency | in flight on the endpoint | throughput predicted / measured (req/s) | error | TTFT p95 predicted / measured (ms) | E2E p95 predicted / measured (ms) | 429s | verdict |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	} else {
 		fmt.Fprintf(&b, "\nVALIDATION: %s (%s)\n", strings.ToUpper(rep.Verdict), rep.Summary)
 	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	if !markdown {
-		fmt.Fprintln(tw, "CLASS\tPOOL\tCONC\tREQ/S PRED\tREQ/S MEAS\tERROR\tTTFT p95 PRED\tTTFT p95 MEAS\tE2E p95 PRED\tE2E p95 MEAS\t429s\tVERDICT")
+		fmt.Fprintln(tw, "CLASS\tPOOL\tCONC\tIN FLIGHT\tREQ/S PRED\tREQ/S MEAS\tERROR\tTTFT p95 PRED\tTTFT p95 MEAS\tE2E p95 PRED\tE2E p95 MEAS\t429s\tVERDICT")
 	}
 	for _, c := range rep.Classes {
 		if len(c.Points) == 0 {
-			row(tw, markdown, c.Class, fmt.Sprint(c.Pool), "-", "-", "-", "-", "-", "-", "-", "-", "-", c.Verdict)
+			row(tw, markdown, c.Class, fmt.Sprint(c.Pool), "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", c.Verdict)
 		}
 		for _, pt := range c.Points {
 			meas, errPct, ttft, e2e, limited := "-", "-", "-", "-", "-"
@@ -126,7 +131,7 @@ func writeValidation(w io.Writer, rep *verify.Report, markdown bool) error {
 				meas, ttft, e2e, limited = fmt.Sprintf("%.2f", m.ThroughputRPS), fmt.Sprintf("%.0f", m.TTFTP95Ms), fmt.Sprintf("%.0f", m.E2EP95Ms), fmt.Sprint(m.RateLimited)
 				errPct = fmt.Sprintf("%+.1f %%", pt.RelativeErrorPct.ThroughputRPS)
 			}
-			row(tw, markdown, c.Class, fmt.Sprint(c.Pool), fmt.Sprint(pt.Concurrency), fmt.Sprintf("%.2f", pt.Predicted.ThroughputRPS), meas, errPct,
+			row(tw, markdown, c.Class, fmt.Sprint(c.Pool), fmt.Sprint(pt.Concurrency), fmt.Sprint(pt.Load), fmt.Sprintf("%.2f", pt.Predicted.ThroughputRPS), meas, errPct,
 				fmt.Sprintf("%.0f", pt.Predicted.TTFTP95Ms), ttft, fmt.Sprintf("%.0f", pt.Predicted.E2EP95Ms), e2e, limited, c.Verdict)
 		}
 	}
@@ -143,12 +148,39 @@ func writeValidation(w io.Writer, rep *verify.Report, markdown bool) error {
 	return err
 }
 
+// validationCSVHeader are the columns of writeValidationCSV.
+var validationCSVHeader = []string{"class", "pool", "concurrency", "predicted_throughput_rps", "measured_throughput_rps",
+	"predicted_ttft_p95_ms", "measured_ttft_p95_ms", "predicted_e2e_p95_ms", "measured_e2e_p95_ms", "rate_limited", "verdict"}
+
+// writeValidationCSV writes a validation as CSV, one row per class and
+// concurrency as the table has them; a point the probe did not reach has
+// empty measured cells, and a class with no points one row without a
+// concurrency.
+func writeValidationCSV(w io.Writer, rep *verify.Report) error {
+	var rows [][]string
+	for _, c := range rep.Classes {
+		if len(c.Points) == 0 {
+			rows = append(rows, []string{c.Class, strconv.Itoa(c.Pool), "", "", "", "", "", "", "", "", c.Verdict})
+		}
+		for _, pt := range c.Points {
+			meas, ttft, e2e, limited := "", "", "", ""
+			if m := pt.Measured; m != nil {
+				meas, ttft, e2e, limited = report.CSVNumber(m.ThroughputRPS), report.CSVNumber(m.TTFTP95Ms), report.CSVNumber(m.E2EP95Ms), strconv.Itoa(m.RateLimited)
+			}
+			rows = append(rows, []string{c.Class, strconv.Itoa(c.Pool), strconv.Itoa(pt.Concurrency),
+				report.CSVNumber(pt.Predicted.ThroughputRPS), meas, report.CSVNumber(pt.Predicted.TTFTP95Ms), ttft,
+				report.CSVNumber(pt.Predicted.E2EP95Ms), e2e, limited, c.Verdict})
+		}
+	}
+	return report.WriteCSV(w, validationCSVHeader, rows)
+}
+
 // row writes one table row, as Markdown or tab-separated.
 func row(w io.Writer, markdown bool, cells ...string) {
 	if markdown {
 		// Markdown rows pair predicted and measured in one cell.
-		fmt.Fprintf(w, "| %s | %s | %s | %s / %s | %s | %s / %s | %s / %s | %s | %s |\n",
-			cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], cells[7], cells[8], cells[9], cells[10], cells[11])
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s / %s | %s | %s / %s | %s / %s | %s | %s |\n",
+			cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], cells[7], cells[8], cells[9], cells[10], cells[11], cells[12])
 		return
 	}
 	fmt.Fprintln(w, strings.Join(cells, "\t"))

@@ -11,57 +11,137 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/plannerdev/planner/internal/config"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/report"
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
 func newWhatIfCmd(s streams) *cobra.Command {
-	var file, example string
-	var vary []string
+	var file, example, tierPath string
+	var vary, tiers []string
 	cmd := &cobra.Command{
-		Use:   "what-if (-f FILE | --example NAME) --vary PATH=V1,V2,... [--vary ...] [-o FORMAT] [--out PATH]",
-		Short: "Compare plans over varied fields of a scenario",
+		Use:   "what-if (FILE | -f FILE | --example NAME) (--vary PATH=V1,V2,... | --tiers T1,T2,... --path /quotas/N) [--vary ...] [-o FORMAT] [--out PATH]",
+		Short: "Compare plans over varied fields of a scenario, or over quota tiers",
 		Long: "What-if plans every combination of one or two variations of a scenario and\n" +
 			"prints the grid that POST /v1/what-if returns: for each combination, every\n" +
-			"class's pool, binding constraint, min_pool and whether it fits. A variation is\n" +
-			"a JSON Pointer (RFC 6901) into the scenario and the values to put there,\n" +
-			"separated by commas: numbers, true or false, words, or JSON values such as\n" +
-			"{\"rps\": 2}. A value that makes the scenario invalid marks only its cell. At\n" +
-			"most " + strconv.Itoa(plan.MaxWhatIfCells) + " cells.",
+			"class's pool, binding constraint, min_pool and whether it fits, and what the\n" +
+			"plan costs a day when its keys have prices. A variation is a JSON Pointer\n" +
+			"(RFC 6901) into the scenario and the values to put there, separated by commas:\n" +
+			"numbers, true or false, words, or JSON values such as {\"rps\": 2}; or, with\n" +
+			"--tiers and --path, catalogue tiers put on the quota at the path (their limits,\n" +
+			"token accounting and price). A sweep over tiers alone ranks them by what the\n" +
+			"plan costs a day with each, names the cheapest in which every class fits, and\n" +
+			"says above which demand provisioned capacity is cheaper than pay as you go.\n" +
+			"A value that makes the scenario invalid marks only its cell; when no cell is\n" +
+			"valid, the grid is printed and the exit status is 1. A path that names no field\n" +
+			"of the scenario is a usage error (exit status 2). At most " + strconv.Itoa(plan.MaxWhatIfCells) + " cells.\n\n" +
+			catalogueHelp,
 		Example: "  planner what-if --example chat --vary /quotas/0/tpm=500000,1000000,2000000\n" +
-			"  planner what-if -f scenario.yaml --vary /quotas/0/tpm=1e6,2e6 --vary /classes/0/max_tokens=400,800 -o json",
-		Args: usageArgs(cobra.NoArgs),
+			"  planner what-if -f scenario.yaml --vary /quotas/0/tpm=1e6,2e6 --vary /classes/0/max_tokens=400,800 -o json\n" +
+			"  planner what-if --example priced --tiers example-medium,example-provisioned --path /quotas/1",
 	}
 	addScenarioFlags(cmd, &file, &example, "vary")
 	cmd.Flags().StringArrayVar(&vary, "vary", nil, "PATH=V1,V2,...: a JSON Pointer into the scenario and its values; once or twice")
+	cmd.Flags().StringSliceVar(&tiers, "tiers", nil, "T1,T2,...: catalogue tiers to put on the quota at --path (planner tiers lists them)")
+	cmd.Flags().StringVar(&tierPath, "path", "", "the quota the tiers go on, /quotas/N")
+	addCatalogueFlag(cmd)
 	out := addOutputFlags(cmd, report.PlanFormats...)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := out.check(); err != nil {
 			return err
 		}
-		vars, err := parseVariations(vary)
-		if err != nil {
-			return err
+		if (len(tiers) == 0) != (tierPath == "") {
+			return usageError{errors.New("give --tiers T1,T2,... and --path /quotas/N together")}
+		}
+		given := len(vary)
+		if len(tiers) > 0 {
+			given++
+		}
+		if given == 0 || given > 2 {
+			return usageError{fmt.Errorf("give --vary PATH=V1,V2,... once or twice, or --tiers T1,T2,... --path /quotas/N with at most one --vary: got %d variations", given)}
+		}
+		var vars []plan.Variation
+		if len(vary) > 0 {
+			var err error
+			if vars, err = parseVariations(vary); err != nil {
+				return err
+			}
 		}
 		sc, err := readScenario(s.in, file, example)
 		if err != nil {
 			return err
 		}
-		grid, err := newApp().WhatIf(cmd.Context(), sc, vars)
+		a, err := newApp(cmd)
 		if err != nil {
-			return variationError(err, vary)
+			return err
 		}
-		return out.write(s, func(w io.Writer) error { return report.WriteWhatIf(w, grid, out.format) })
+		if len(tiers) > 0 {
+			cat, err := catalogue(cmd)
+			if err != nil {
+				return err
+			}
+			v, errs := plan.TierVariation(sc, tierPath, tiers, config.Quotas(cat))
+			if len(errs) > 0 {
+				return tierVariationError(errs, tiers)
+			}
+			vars = append([]plan.Variation{v}, vars...)
+		}
+		var flags []string
+		if len(tiers) > 0 {
+			flags = append(flags, "--tiers "+strings.Join(tiers, ","))
+		}
+		for _, v := range vary {
+			flags = append(flags, fmt.Sprintf("--vary %q", v))
+		}
+		grid, err := a.WhatIf(cmd.Context(), sc, vars)
+		if err != nil {
+			return variationError(err, flags)
+		}
+		if err := out.write(s, func(w io.Writer) error { return report.WriteWhatIf(w, grid, out.format) }); err != nil {
+			return err
+		}
+		return noValidCell(grid)
 	}
 	return cmd
 }
 
+// tierVariationError names the flag a tier variation's problem is about,
+// as a usage error.
+func tierVariationError(errs scenario.Errors, tiers []string) error {
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		where := "--path"
+		if e.Path != "path" {
+			where = "--tiers"
+			var j int
+			if _, err := fmt.Sscanf(e.Path, "tiers[%d]", &j); err == nil && j < len(tiers) {
+				where = fmt.Sprintf("--tiers %s", tiers[j])
+			}
+			e.Message += "; planner tiers lists the catalogue"
+		}
+		msgs[i] = where + ": " + e.Message
+	}
+	return usageError{errors.New(strings.Join(msgs, "; "))}
+}
+
+// noValidCell is the outcome of a grid in which every cell's values make
+// the scenario invalid: nothing was planned, and the exit status says so.
+func noValidCell(g *plan.WhatIf) error {
+	for _, c := range g.Cells {
+		if len(c.Errors) == 0 {
+			return nil
+		}
+	}
+	first := ""
+	if len(g.Cells) > 0 && len(g.Cells[0].Errors) > 0 {
+		first = " (the first: " + g.Cells[0].Errors[0].Error() + ")"
+	}
+	return fmt.Errorf("no cell of the grid is valid: the values of all %d cells make the scenario invalid%s", len(g.Cells), first)
+}
+
 // parseVariations reads the --vary flags: PATH=V1,V2,... each.
 func parseVariations(vary []string) ([]plan.Variation, error) {
-	if len(vary) == 0 || len(vary) > 2 {
-		return nil, usageError{fmt.Errorf("give --vary PATH=V1,V2,... once or twice, got %d", len(vary))}
-	}
 	vars := make([]plan.Variation, len(vary))
 	for i, arg := range vary {
 		path, list, ok := strings.Cut(arg, "=")
@@ -98,9 +178,9 @@ func parseValues(list string) []any {
 // variationAt locates a problem at the i-th variation.
 var variationAt = regexp.MustCompile(`^variations\[(\d+)\]`)
 
-// variationError names the --vary flag a sweep's problem is about, as a
-// usage error; other errors pass through.
-func variationError(err error, vary []string) error {
+// variationError names the flag a sweep's problem is about (flags: each
+// variation's, in order), as a usage error; other errors pass through.
+func variationError(err error, flags []string) error {
 	var errs scenario.Errors
 	if !errors.As(err, &errs) {
 		return err
@@ -109,8 +189,8 @@ func variationError(err error, vary []string) error {
 	for i, e := range errs {
 		where := "--vary"
 		if m := variationAt.FindStringSubmatch(e.Path); m != nil {
-			if n, _ := strconv.Atoi(m[1]); n < len(vary) {
-				where = fmt.Sprintf("--vary %q", vary[n])
+			if n, _ := strconv.Atoi(m[1]); n < len(flags) {
+				where = flags[n]
 			}
 		}
 		msgs[i] = where + ": " + e.Message

@@ -112,3 +112,20 @@ func TestWhatIfValuesAndErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestWhatIfWithNoValidCell: a grid whose every cell is invalid is
+// printed, and the exit status is 1; a path that names no field is a usage
+// error before anything is planned; one valid cell is enough for 0.
+func TestWhatIfWithNoValidCell(t *testing.T) {
+	code, out, errOut := execute(t, "", "what-if", "--example", "chat", "--vary", "/classes/0/max_tokens=-1,-2")
+	if code != exitError || !strings.Contains(out, "invalid: classes[0].max_tokens") || !strings.Contains(errOut, "no cell of the grid is valid") {
+		t.Errorf("every cell invalid: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = execute(t, "", "what-if", "--example", "chat", "--vary", "/classes/0/nope=1,2")
+	if code != exitUsage || out != "" || !strings.Contains(errOut, "no field at /classes/0/nope") {
+		t.Errorf("a path to no field: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := execute(t, "", "what-if", "--example", "chat", "--vary", "/classes/0/max_tokens=-1,700"); code != exitOK {
+		t.Errorf("one valid cell: exit %d %s", code, errOut)
+	}
+}

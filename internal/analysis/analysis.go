@@ -29,7 +29,15 @@ type Options struct {
 	// the previous step's, beyond both steps' intervals, to count as a
 	// fall (default 5).
 	CollapseTolerancePct float64
+	// SLO, when it gives targets, narrows goodput to the requests that
+	// met every target at once, within the deadline (vLLM's and AIPerf's
+	// --goodput); each step then reports its attainment (measure.SLOStats)
+	// and the knee's gain rule judges that goodput.
+	SLO measure.Targets
 }
+
+// Goal is what makes a request good under o: the deadline and the SLO.
+func (o Options) Goal() measure.Goal { return measure.Goal{DeadlineMs: o.DeadlineMs, SLO: o.SLO} }
 
 // Default judgement settings (docs/probe.md).
 const (
@@ -157,7 +165,7 @@ func Provisional(c int, records []measure.Record, opts Options) measure.Step {
 		}
 	}
 	if a, b, ok := window(rs, c, true); ok {
-		st := measureWindow(rs, c, a, b, opts.DeadlineMs)
+		st := measureWindow(rs, c, a, b, opts.Goal())
 		s.WallS, s.GoodputRPS, s.ThroughputRPS, s.GoodputCI, s.Requests = b-a, st.goodput, st.throughput, st.goodputCI, st.measured
 	}
 	return s
@@ -190,7 +198,7 @@ func summarizeStep(c int, rs []measure.Record, opts Options, wallS float64, clos
 			if v, ok := r.TPOTMs(); ok {
 				tpot = append(tpot, v)
 			}
-			if r.Good(opts.DeadlineMs) {
+			if opts.Goal().Good(r) {
 				good++
 			}
 		case r.ErrorClass == measure.ErrRateLimited || r.Status == 429:
@@ -205,7 +213,7 @@ func summarizeStep(c int, rs []measure.Record, opts Options, wallS float64, clos
 	s.WallS = wallS
 	steadyMeasured := false
 	if closed {
-		st, ok := steadyState(rs, c, opts.DeadlineMs)
+		st, ok := steadyState(rs, c, opts.Goal())
 		s.TooShort = !ok || s.Requests < MinAdaptive(c)
 		if ok {
 			steadyMeasured = true
@@ -229,6 +237,9 @@ func summarizeStep(c int, rs []measure.Record, opts Options, wallS float64, clos
 	if retried {
 		_, _, s.E2EWithRetriesP95Ms, _, _ = percentiles(withRetries)
 	}
+	if !opts.SLO.IsZero() {
+		s.SLO = &measure.SLOStats{Met: good, Attainment: round(float64(good)/float64(s.Requests), 4), AttainmentCI: wilson(good, s.Requests)}
+	}
 	return s, true
 }
 
@@ -248,10 +259,17 @@ func percentiles(xs []float64) (p50, p90, p95, p99 float64, ci95 *measure.Interv
 
 // Analyze judges a ramp's steps. A step passes when its goodput grew by
 // at least MinGainPct over the previous step (the first step is exempt)
-// and its E2E p95 stayed under MaxP95Fraction of the deadline; a step with
+// and its E2E p95 stayed under MaxP95Fraction of the deadline, goodput
+// counting the requests within the deadline that, when an SLO is given,
+// also met every one of its targets (the p95 rule stays the deadline's
+// alone); a step with
 // no successful response never passes (a step whose counts are unknown
 // passes on its goodput alone). The knee is the last step before the
-// first failing one, and later passing steps do not move it. A step falls
+// first failing one, and later passing steps do not move it; when no step
+// fails, the knee is the last step and a lower bound (KneeLowerBound),
+// and when the steps judged measure one concurrency only there is none.
+// knee_refined is sought only when the first failing step failed on its
+// gain alone: then its throughput is the plateau. A step falls
 // when its goodput is below the previous step's by more than
 // CollapseTolerancePct and by more than both steps' intervals allow; the
 // collapse point is the first step that falls. Steps too short for a
@@ -263,6 +281,9 @@ func Analyze(steps []measure.Step, opts Options) measure.Result {
 	ss := slices.Clone(steps)
 	slices.SortStableFunc(ss, func(a, b measure.Step) int { return cmp.Compare(a.Concurrency, b.Concurrency) })
 	res := measure.Result{Steps: ss}
+	if !opts.SLO.IsZero() {
+		res.SLO = &opts.SLO
+	}
 	if len(ss) == 0 {
 		res.Notes = append(res.Notes, "no steps to analyse")
 		return res
@@ -284,24 +305,29 @@ func Analyze(steps []measure.Step, opts Options) measure.Result {
 		res.Notes = append(res.Notes, "no step was measured in a steady state: no knee")
 		return res
 	}
-	failed := -1
+	failed, plateau := -1, false
 	for i, s := range judged {
 		pass := (s.OK > 0 || s.CountsUnknown) && s.GoodputRPS > 0
+		gained := true
 		if i > 0 {
 			prev := judged[i-1]
 			need := prev.GoodputRPS * (1 + opts.MinGainPct/100)
 			if s.GoodputRPS < need {
-				pass = false
+				pass, gained = false, false
 			}
 			if gainAmbiguous(prev, s, opts.MinGainPct) {
 				res.Ambiguous = ptr(s.Concurrency)
 			}
 		}
-		if opts.DeadlineMs > 0 && !(s.E2EP95Ms < opts.MaxP95Fraction*opts.DeadlineMs) {
+		inTime := opts.DeadlineMs <= 0 || s.E2EP95Ms < opts.MaxP95Fraction*opts.DeadlineMs
+		if !inTime {
 			pass = false
 		}
 		if !pass {
 			failed = i
+			// Its throughput is a plateau when it failed on the gain
+			// alone; a step that failed on its p95 may still be growing.
+			plateau = !gained && inTime && (s.OK > 0 || s.CountsUnknown)
 			break
 		}
 	}
@@ -311,8 +337,11 @@ func Analyze(steps []measure.Step, opts Options) measure.Result {
 		// throughput stops growing, may lie anywhere.
 		res.Notes = append(res.Notes, fmt.Sprintf("one concurrency only (%d): no knee; a knee needs a ramp of two concurrencies or more", judged[0].Concurrency))
 	case failed == -1:
-		res.Knee = ptr(judged[len(judged)-1].Concurrency)
-		res.Notes = append(res.Notes, "every step passed: the knee is at or above the last step; extend the ramp to find it")
+		// No step failed: the knee was not reached, only passed by every
+		// step measured, so it is a lower bound.
+		last := judged[len(judged)-1].Concurrency
+		res.Knee, res.KneeLowerBound = ptr(last), true
+		res.Notes = append(res.Notes, fmt.Sprintf("no step failed the knee rule: the knee is a lower bound, knee ≥ %d; probe to higher concurrency to find it", last))
 	case failed > 0:
 		res.Knee = ptr(judged[failed-1].Concurrency)
 		res.FirstFailing = ptr(judged[failed].Concurrency)
@@ -325,15 +354,20 @@ func Analyze(steps []measure.Step, opts Options) measure.Result {
 			break
 		}
 	}
-	if failed > 0 {
+	if failed > 0 && plateau {
 		refineKnee(&res, measured, judged[failed])
 	}
 	judgeQuota(&res, judged, failed)
 	if fit, ok := fitUSL(judged); ok {
+		top := slices.MaxFunc(judged, func(a, b measure.Step) int { return cmp.Compare(a.Concurrency, b.Concurrency) }).Concurrency
+		fit.PeakBeyondRange = fit.Peak != nil && *fit.Peak > measure.PeakRangeFactor*float64(top)
 		res.USL = &fit
 	}
-	if opts.DeadlineMs <= 0 {
+	switch {
+	case opts.DeadlineMs <= 0 && opts.SLO.IsZero():
 		res.Notes = append(res.Notes, "no deadline given: goodput counts every successful response and the knee ignores p95")
+	case opts.DeadlineMs <= 0:
+		res.Notes = append(res.Notes, "no deadline given: goodput counts the successful responses that met every SLO target, and the knee ignores p95")
 	}
 	return res
 }
@@ -468,6 +502,17 @@ func NextRefinement(res measure.Result) (int, bool) {
 	return (b.lo + b.hi + 1) / 2, true
 }
 
+// SearchRefined is the knee_refined of a knee search, with its
+// resolution: nil for a ramp without refinement steps, whose knee_refined
+// is only as fine as its steps, which its knee already says. It is the
+// refined knee that the latency block and the record card carry.
+func SearchRefined(r measure.Result) (knee, resolution *int) {
+	if r.KneeRefined == nil || !slices.ContainsFunc(r.Steps, func(s measure.Step) bool { return s.Refine }) {
+		return nil, nil
+	}
+	return r.KneeRefined, r.KneeResolution
+}
+
 // GainAmbiguous reports whether the gain rule's threshold lies inside the
 // range the two steps' intervals allow for the gain: the verdict rests on
 // noise, and measuring s longer may change it.
@@ -523,12 +568,23 @@ func curveSteps(r measure.Result) []measure.Step {
 }
 
 // Latency converts the result into a scenario latency block: one curve
-// point per step that curveSteps keeps, and the knee. Each latency series
+// point per step that curveSteps keeps, the knee (marked as a lower bound
+// when no step failed) and a search's knee_refined. Each latency series
 // is made non-decreasing over concurrency by isotonic regression weighted
 // by the step's successful requests (one for a step without counts): the
 // least-squares monotone fit, so that a noisy step is averaged with its
 // neighbours instead of lifting every later one.
+//
+// A result of a mode that measures a prompt's cost (Mode set) gives no
+// curve, its steps mixing prompts of several shapes: its block is
+// PromptLatency's.
 func Latency(r measure.Result) (scenario.Latency, error) {
+	if r.Mode != "" {
+		if l, ok := PromptLatency(r); ok {
+			return l, nil
+		}
+		return scenario.Latency{}, fmt.Errorf("the %s run measured no prompt cost to give a scenario", r.Mode)
+	}
 	var l scenario.Latency
 	ss := curveSteps(r)
 	if len(ss) == 0 {
@@ -565,7 +621,8 @@ func Latency(r measure.Result) (scenario.Latency, error) {
 			Requests:        s.Requests,
 		})
 	}
-	l.Knee = r.Knee
+	l.Knee, l.KneeLowerBound = r.Knee, r.KneeLowerBound && r.Knee != nil
+	l.KneeRefined, _ = SearchRefined(r)
 	return l, nil
 }
 

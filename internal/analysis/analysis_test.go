@@ -130,10 +130,47 @@ func TestAmbiguousGain(t *testing.T) {
 	}
 }
 
-func TestKneeAtTheEndOfTheRampIsNoted(t *testing.T) {
-	res := Analyze(steps([3]float64{1, 1, 100}, [3]float64{2, 2, 100}, [3]float64{4, 4, 100}), Options{DeadlineMs: 1000})
-	if res.Knee == nil || *res.Knee != 4 || len(res.Notes) == 0 {
-		t.Fatalf("knee %v notes %v: want knee 4 with a note to extend the ramp", deref(res.Knee), res.Notes)
+// TestKneeAtTheEndOfTheRampIsALowerBound: a ramp whose every step passes
+// never reached its knee: the knee is its last step, marked as a lower
+// bound in the result and in the latency block, with a note; a ramp with a
+// failing step has a measured knee.
+func TestKneeAtTheEndOfTheRampIsALowerBound(t *testing.T) {
+	ss := steps([3]float64{1, 1, 100}, [3]float64{2, 2, 100}, [3]float64{4, 4, 100})
+	for i := range ss {
+		ss[i].TTFTP50Ms, ss[i].TTFTP95Ms, ss[i].TPOTP50Ms, ss[i].TPOTP95Ms = 50, 60, 5, 6
+	}
+	res := Analyze(ss, Options{DeadlineMs: 1000})
+	if res.Knee == nil || *res.Knee != 4 || !res.KneeLowerBound || res.FirstFailing != nil ||
+		!slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "knee ≥ 4; probe to higher concurrency") }) {
+		t.Fatalf("knee %v, lower bound %v, notes %v: want knee ≥ 4 with a note to probe further", deref(res.Knee), res.KneeLowerBound, res.Notes)
+	}
+	l, err := Latency(res)
+	if err != nil || l.Knee == nil || *l.Knee != 4 || !l.KneeLowerBound || l.KneeRefined != nil {
+		t.Fatalf("latency block %+v, %v: want knee 4 as a lower bound", l, err)
+	}
+	file, err := CurveFile(l, res.Steps, nil)
+	if err != nil || !strings.Contains(string(file), "  knee: 4\n") || !strings.Contains(string(file), "  knee_lower_bound: true\n") {
+		t.Fatalf("curve file %s, %v", file, err)
+	}
+	measured := Analyze(append(ss, steps([3]float64{8, 4.1, 100})...), Options{DeadlineMs: 1000})
+	if measured.Knee == nil || *measured.Knee != 4 || measured.KneeLowerBound {
+		t.Errorf("knee %v, lower bound %v: want a measured knee of 4", deref(measured.Knee), measured.KneeLowerBound)
+	}
+}
+
+// TestKneeRefinedNeedsAPlateau: knee_refined places the knee on the first
+// failing step's plateau, so a step that failed on its p95 while its
+// throughput still grew gives none (it would place the knee at the step
+// that broke the latency rule), and one that failed on its gain does.
+func TestKneeRefinedNeedsAPlateau(t *testing.T) {
+	opts := Options{DeadlineMs: 10000}
+	late := Analyze(steps([3]float64{1, 1, 1000}, [3]float64{2, 2, 2000}, [3]float64{4, 4, 4000}, [3]float64{8, 8, 7000}), opts)
+	if deref(late.Knee) != 4 || deref(late.FirstFailing) != 8 || late.KneeRefined != nil || late.KneeLowerBound {
+		t.Errorf("p95 failure: knee %v, first failing %v, refined %v; want 4, 8 and none", deref(late.Knee), deref(late.FirstFailing), deref(late.KneeRefined))
+	}
+	flat := Analyze(steps([3]float64{1, 1, 1000}, [3]float64{2, 2, 1000}, [3]float64{4, 4, 1000}, [3]float64{8, 4.1, 2000}), opts)
+	if deref(flat.Knee) != 4 || deref(flat.FirstFailing) != 8 || deref(flat.KneeRefined) != 4 {
+		t.Errorf("gain failure: knee %v, first failing %v, refined %v; want 4, 8, 4", deref(flat.Knee), deref(flat.FirstFailing), deref(flat.KneeRefined))
 	}
 }
 
@@ -205,6 +242,15 @@ func TestAnalyzeFitsUSL(t *testing.T) {
 	if res.USL.R2 < 0.95 {
 		t.Errorf("R² = %g", res.USL.R2)
 	}
+	if res.USL.PeakBeyondRange {
+		t.Errorf("a peak of %g within a ramp to 32 is marked beyond its range", *res.USL.Peak)
+	}
+	// A ramp that still grows almost linearly at its top step fits a peak
+	// far beyond it: marked, for every reader to show as an extrapolation.
+	linear := Analyze(steps([3]float64{1, 1, 100}, [3]float64{2, 1.99, 100}, [3]float64{4, 3.96, 100}), Options{})
+	if u := linear.USL; u == nil || u.Peak == nil || *u.Peak <= measure.PeakRangeFactor*4 || !u.PeakBeyondRange {
+		t.Errorf("a near-linear ramp to 4: USL %+v; want a peak beyond 16 marked beyond the measured range", u)
+	}
 }
 
 func TestSummarizeOverKnownNumbers(t *testing.T) {
@@ -269,7 +315,7 @@ func TestSteadyStateByHand(t *testing.T) {
 			idx++
 		}
 	}
-	st, ok := steadyState(recs, 2, 0)
+	st, ok := steadyState(recs, 2, measure.Goal{})
 	if !ok || st.a != 1.5 || st.b != 4 {
 		t.Fatalf("window [%g, %g] (%v), want [1.5, 4]", st.a, st.b, ok)
 	}

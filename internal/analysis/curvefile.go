@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -62,6 +63,13 @@ func CurveFile(lat scenario.Latency, steps []measure.Step, header []string) ([]b
 	if lat.Knee != nil {
 		fmt.Fprintf(&b, "  knee: %d\n", *lat.Knee)
 	}
+	if lat.KneeLowerBound {
+		b.WriteString("  # No step failed the knee rule: the knee is a lower bound; probe to higher concurrency to find it.\n")
+		b.WriteString("  knee_lower_bound: true\n")
+	}
+	if lat.KneeRefined != nil {
+		fmt.Fprintf(&b, "  knee_refined: %d\n", *lat.KneeRefined)
+	}
 	for _, key := range []struct {
 		name string
 		d    *scenario.Dist
@@ -96,4 +104,43 @@ func pointMarks(s measure.Step) string {
 		parts = append(parts, "a refinement step of the knee search")
 	}
 	return strings.Join(parts, "; ")
+}
+
+// PromptFileUsage says how a prompt file is used; every prompt file
+// carries it, and docs/probe.md says the same.
+const PromptFileUsage = "Use: add the keys under latency to a scenario's latency block, or append them to a curve.yaml " +
+	"(grep -v '^latency:' prefill.yaml >> curve.yaml), whose latency block they then extend."
+
+// PromptFile renders the latency keys that a prompt's cost gives
+// (PromptLatency) as the file that planner probe writes for its prefill,
+// cache and conversation modes (prefill.yaml): a scenario fragment whose
+// only key is latency, holding prefill_ms_per_1k_tokens and cache, under
+// comment lines: the header and the usage. Its keys sit two spaces in,
+// as a curve file's do, so that they extend a curve file's latency block
+// when appended to it without their latency line.
+func PromptFile(lat scenario.Latency, header []string) ([]byte, error) {
+	var b bytes.Buffer
+	for _, h := range header {
+		fmt.Fprintf(&b, "# %s\n", h)
+	}
+	fmt.Fprintf(&b, "# %s\n", PromptFileUsage)
+	b.WriteString("latency:\n")
+	keys := map[string]any{}
+	if lat.PrefillMsPer1K > 0 {
+		keys["prefill_ms_per_1k_tokens"] = lat.PrefillMsPer1K
+	}
+	if lat.Cache != nil {
+		keys["cache"] = lat.Cache
+	}
+	if len(keys) == 0 {
+		return nil, errors.New("no prompt cost to write: neither prefill_ms_per_1k_tokens nor cache")
+	}
+	body, err := yaml.Marshal(keys)
+	if err != nil {
+		return nil, fmt.Errorf("rendering the prompt's latency keys: %w", err)
+	}
+	for _, line := range strings.Split(strings.TrimRight(string(body), "\n"), "\n") {
+		b.WriteString("  " + line + "\n")
+	}
+	return b.Bytes(), nil
 }

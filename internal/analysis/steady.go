@@ -72,12 +72,12 @@ type steady struct {
 // steadyState measures a closed-loop step of concurrency c over its
 // window; false when the rows never had c requests in flight after their
 // warm-up (too few rows, or a step cut short).
-func steadyState(rows []measure.Record, c int, deadlineMs float64) (steady, bool) {
+func steadyState(rows []measure.Record, c int, goal measure.Goal) (steady, bool) {
 	a, b, ok := window(rows, c, false)
 	if !ok {
 		return steady{}, false
 	}
-	return measureWindow(rows, c, a, b, deadlineMs), true
+	return measureWindow(rows, c, a, b, goal), true
 }
 
 // window finds [a, b]. With running set, the step is still sending: b is
@@ -135,7 +135,7 @@ func fraction(r measure.Record, a, b float64) float64 {
 
 // measureWindow counts the requests' fractions inside [a, b] and the goodput
 // interval by batch means.
-func measureWindow(rows []measure.Record, c int, a, b, deadlineMs float64) steady {
+func measureWindow(rows []measure.Record, c int, a, b float64, goal measure.Goal) steady {
 	st := steady{a: a, b: b}
 	w := b - a
 	type part struct {
@@ -154,7 +154,7 @@ func measureWindow(rows []measure.Record, c int, a, b, deadlineMs float64) stead
 			ok += f
 			tokens += f * float64(r.OutputTokens)
 		}
-		g := r.Good(deadlineMs)
+		g := goal.Good(r)
 		if g {
 			good += f
 		}
@@ -200,12 +200,12 @@ func measureWindow(rows []measure.Record, c int, a, b, deadlineMs float64) stead
 // goodput interval over what has completed so far, and the requests
 // measured. The knee search ends a step once it is within
 // TargetPrecision and the step has MinAdaptive(c) measured requests.
-func Precision(rows []measure.Record, c int, deadlineMs float64) (rel float64, measured int) {
+func Precision(rows []measure.Record, c int, goal measure.Goal) (rel float64, measured int) {
 	a, b, ok := window(rows, c, true)
 	if !ok {
 		return math.Inf(1), 0
 	}
-	st := measureWindow(rows, c, a, b, deadlineMs)
+	st := measureWindow(rows, c, a, b, goal)
 	return st.goodputCI.HalfWidthRel(st.goodput), st.measured
 }
 
@@ -242,4 +242,24 @@ func quantileCI(sorted []float64, q float64) *measure.Interval {
 		lo = sorted[l-1]
 	}
 	return &measure.Interval{Lo: lo, Hi: sorted[u-1]}
+}
+
+// wilson is the Wilson score interval of a proportion k/n at 95 %
+// (Wilson, "Probable inference, the law of succession, and statistical
+// inference", JASA 1927): with z the normal quantile,
+//
+//	(p + z²/2n ± z·√(p(1−p)/n + z²/4n²)) / (1 + z²/n)
+//
+// which, unlike p ± z·√(p(1−p)/n), stays within [0, 1] and does not
+// collapse to a point at k = 0 or k = n. nil for n = 0.
+func wilson(k, n int) *measure.Interval {
+	if n <= 0 {
+		return nil
+	}
+	z := distuv.UnitNormal.Quantile(1 - (1-confidence)/2)
+	p, nf := float64(k)/float64(n), float64(n)
+	centre := p + z*z/(2*nf)
+	half := z * math.Sqrt(p*(1-p)/nf+z*z/(4*nf*nf))
+	den := 1 + z*z/nf
+	return &measure.Interval{Lo: round(math.Max(0, (centre-half)/den), 4), Hi: round(math.Min(1, (centre+half)/den), 4)}
 }

@@ -61,9 +61,16 @@ func (a *App) Plan(ctx context.Context, s scenario.Scenario) (*plan.Plan, error)
 
 // WhatIf plans every combination of one or two variations of a valid
 // scenario (plan.Engine.Sweep), with Plan's errors; a variation's problems
-// are scenario.Errors at "variations[i]...".
+// are scenario.Errors at "variations[i]...". A sweep over catalogue tiers
+// alone (plan.TierVariation) ranks them by cost (plan.RankTiers), once its
+// cells are final.
 func (a *App) WhatIf(ctx context.Context, s scenario.Scenario, vars []plan.Variation) (*plan.WhatIf, error) {
-	return a.eng.Sweep(ctx, s, vars)
+	g, err := a.eng.Sweep(ctx, s, vars)
+	if err != nil {
+		return nil, err
+	}
+	g.Ranking = plan.RankTiers(s, g)
+	return g, nil
 }
 
 // Simulate runs the plan of a valid scenario as a simulation

@@ -55,6 +55,7 @@ const (
 	DefaultProbeMaxTokens      = 5_000_000
 	DefaultProbeMaxDuration    = 30 * time.Minute
 	DefaultProbeMaxRunning     = 2
+	DefaultProbeLease          = 30 * time.Second
 	// DefaultStoreMaxDocumentBytes caps one stored document (section
 	// store): the store's own default.
 	DefaultStoreMaxDocumentBytes = store.DefaultMaxDocumentBytes
@@ -74,7 +75,9 @@ const (
 type Config struct {
 	// Listen is the address to serve on, host:port.
 	Listen string `mapstructure:"listen" validate:"required,listen"`
-	// DB is the SQLite file of the store.
+	// DB is the store: a SQLite file (the default), or a PostgreSQL
+	// database that several services share, named by a postgres:// or
+	// postgresql:// URL (docs/deploy.md).
 	DB string `mapstructure:"db" validate:"required"`
 	// AllowedHosts are names, besides the listen address, its bound
 	// address and the loopback forms, that the Host header of a request
@@ -151,8 +154,14 @@ type Probe struct {
 	MaxTokens int `mapstructure:"max_tokens" validate:"probe_tokens"`
 	// MaxDuration caps the wall time of one probe.
 	MaxDuration time.Duration `mapstructure:"max_duration" validate:"probe_duration"`
-	// MaxRunning caps the probes (and plan validations) running at once.
+	// MaxRunning caps the probes (and plan validations) running at once,
+	// across every service on the store's database.
 	MaxRunning int `mapstructure:"max_running" validate:"min=1,max=64"`
+	// Lease is how long a service's hold on a running probe or validation
+	// lasts without a renewal (every third of it): on a shared database,
+	// another service marks the probes of a service that stopped renewing
+	// interrupted once it has passed.
+	Lease time.Duration `mapstructure:"lease" validate:"min=1000000000,max=600000000000"`
 }
 
 // DefaultProbe is the probe section of a configuration that sets none:
@@ -166,6 +175,7 @@ func DefaultProbe() Probe {
 		MaxTokens:      DefaultProbeMaxTokens,
 		MaxDuration:    DefaultProbeMaxDuration,
 		MaxRunning:     DefaultProbeMaxRunning,
+		Lease:          DefaultProbeLease,
 	}
 }
 
@@ -228,6 +238,7 @@ func Load(flags *pflag.FlagSet) (Config, error) {
 	v.SetDefault("probe.max_tokens", pd.MaxTokens)
 	v.SetDefault("probe.max_duration", pd.MaxDuration)
 	v.SetDefault("probe.max_running", pd.MaxRunning)
+	v.SetDefault("probe.lease", pd.Lease)
 	v.SetEnvPrefix(EnvPrefix)
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
 	v.AutomaticEnv()
@@ -332,7 +343,8 @@ func trimmedLower(list []string) []string {
 
 // Validate returns every problem in the configuration: the field rules of
 // the struct tags and the rules that span fields (unique tier names, a limit
-// on every tier, tokens on a non-loopback address).
+// on every tier, a tier's price in one of its forms, tokens on a
+// non-loopback address).
 func (c Config) Validate() Problems {
 	var fields, ps Problems
 	var verrs validator.ValidationErrors
@@ -354,6 +366,9 @@ func (c Config) Validate() Problems {
 		if !t.HasLimit() {
 			ps = append(ps, fieldpath.Error{Path: p, Message: scenario.NoLimit})
 		}
+		if t.Price != nil {
+			ps = append(ps, scenario.CheckPrice(p+".price", *t.Price)...)
+		}
 	}
 	for i, entry := range c.Probe.Allow {
 		if _, err := target.ParseRule(entry); err != nil {
@@ -371,6 +386,9 @@ func (c Config) Validate() Problems {
 	if doc := cmp.Or(c.Store.MaxDocumentBytes, DefaultStoreMaxDocumentBytes); c.Store.MaxBytes > 0 && c.Store.MaxBytes < 4*doc {
 		ps = append(ps, fieldpath.Error{Path: "store.max_bytes", Message: fmt.Sprintf(
 			"at least 4 × store.max_document_bytes (%d): the store keeps room for twice the largest document besides what it holds", 4*doc)})
+	}
+	if c.Store.MaxBytes > 0 && store.IsPostgres(c.DB) {
+		ps = append(ps, fieldpath.Error{Path: "store.max_bytes", Message: "applies to a SQLite file; a PostgreSQL database (db) is bounded by its server"})
 	}
 	if len(c.Auth.Tokens) == 0 && c.Listen != "" && !IsLoopback(c.Listen) && !listensOnName(c.Listen) {
 		ps = append(ps, fieldpath.Error{Path: "auth.tokens", Message: fmt.Sprintf("required: listen address %s is not a loopback address, so the API must ask for a bearer token", c.Listen)})
@@ -413,6 +431,10 @@ func unknownKeys(settings map[string]any, t reflect.Type, path string) Problems 
 	fields := map[string]reflect.Type{}
 	for f := range t.Fields() {
 		name, opts, _ := strings.Cut(f.Tag.Get("mapstructure"), ",")
+		if name == "" && opts == "" {
+			// A scenario type (a tier's price) has JSON names only.
+			name, _, _ = strings.Cut(f.Tag.Get("json"), ",")
+		}
 		if opts == "squash" && f.Type == reflect.TypeFor[scenario.Quota]() {
 			quota := structFieldsByJSON(f.Type)
 			for _, k := range TierQuotaKeys {
@@ -450,6 +472,9 @@ func structFieldsByJSON(t reflect.Type) map[string]reflect.Type {
 
 // unknownIn applies unknownKeys to a value that should decode into t.
 func unknownIn(value any, t reflect.Type, path string) Problems {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
 	switch {
 	case t.Kind() == reflect.Struct:
 		if m, ok := value.(map[string]any); ok {

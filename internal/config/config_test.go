@@ -4,12 +4,15 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
 
+	"github.com/plannerdev/planner/configs"
 	"github.com/plannerdev/planner/internal/fieldpath"
 	"github.com/plannerdev/planner/internal/scenario"
 )
@@ -58,7 +61,7 @@ func TestLoadDefaults(t *testing.T) {
 	if cfg.Listen != DefaultListen || cfg.DB != DefaultDB || cfg.Limits.MaxBodyBytes != DefaultMaxBodyBytes || len(cfg.Auth.Tokens) != 0 {
 		t.Errorf("defaults: got %+v", cfg)
 	}
-	if len(cfg.Tiers) == 0 || !slices.Equal(cfg.Tiers, defaults) {
+	if len(cfg.Tiers) == 0 || !reflect.DeepEqual(cfg.Tiers, defaults) {
 		t.Errorf("tiers: got %v, want the default catalogue %v", cfg.Tiers, defaults)
 	}
 	if _, err := Load(nil); err != nil {
@@ -77,6 +80,13 @@ func TestDefaultTiersAreLabelledExamples(t *testing.T) {
 		if !strings.HasPrefix(tier.Name, "example-") || !strings.Contains(strings.ToLower(tier.Description), "example") {
 			t.Errorf("tier %q is not labelled as an example: %q", tier.Name, tier.Description)
 		}
+		// Example prices say when they were written: prices change.
+		if tier.Price == nil || !regexp.MustCompile(`not a real .*price.*written \d{4}-\d{2}-\d{2}`).MatchString(tier.Description) {
+			t.Errorf("tier %q has no price marked as an example with its date: %q", tier.Name, tier.Description)
+		}
+	}
+	if !strings.Contains(string(configs.Tiers), "PRICES ARE EXAMPLE\n# PRICES WRITTEN ON 2026-12-01") {
+		t.Error("configs/tiers.yaml does not say that its prices are examples, and when they were written")
 	}
 	if ps := (Config{Listen: DefaultListen, DB: DefaultDB, Limits: Limits{MaxBodyBytes: DefaultMaxBodyBytes, PlanTimeout: DefaultPlanTimeout}, Probe: DefaultProbe(), Tiers: tiers}).Validate(); len(ps) > 0 {
 		t.Errorf("default catalogue is invalid: %v", ps)
@@ -148,7 +158,7 @@ func TestLoadExampleFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.Tiers) != 2 || cfg.Listen != DefaultListen {
+	if len(cfg.Tiers) != 3 || cfg.Tiers[2].Price == nil || !cfg.Tiers[2].Price.Provisioned() || cfg.Listen != DefaultListen {
 		t.Errorf("got %+v", cfg)
 	}
 }
@@ -379,5 +389,80 @@ tiers:
 	want2 := []string{"tiers[0].active_hours: unknown setting", "tiers[0].burst_window_s: unknown setting", "tiers[0].cached_input_free: unknown setting", "tiers[0].headroom: unknown setting"}
 	if !slices.Equal(got, want2) {
 		t.Errorf("problems %q, want %q", got, want2)
+	}
+}
+
+// TestTierPrice: a tier's price is a quota's, read by its JSON names and
+// checked by the scenario's rules for a price: per token or per hour, its
+// numbers within their bounds, no other key.
+func TestTierPrice(t *testing.T) {
+	cleanEnv(t)
+	file := writeFile(t, `
+tiers:
+  - {name: payg, description: a, rpm: 1, price: {currency: EUR, input_per_mtok: 2.5, cached_input_per_mtok: 0.25, output_per_mtok: 10}}
+  - {name: hourly, description: b, rpm: 1, price: {per_hour: 12}}
+`)
+	cfg, err := Load(serveFlags(t, "--config", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, quarter, ten, twelve := 2.5, 0.25, 10.0, 12.0
+	want := []*scenario.Price{{Currency: "EUR", InputPerMtok: &two, CachedInputPerMtok: &quarter, OutputPerMtok: &ten}, {PerHour: &twelve}}
+	for i, w := range want {
+		if !reflect.DeepEqual(cfg.Tiers[i].Price, w) {
+			t.Errorf("tiers[%d].price %+v, want %+v", i, cfg.Tiers[i].Price, w)
+		}
+	}
+	file = writeFile(t, `
+tiers:
+  - {name: a, description: a, rpm: 1, price: {input_per_mtok: 2.5}}
+  - {name: b, description: b, rpm: 1, price: {per_hour: 1, output_per_mtok: 1}}
+  - {name: c, description: c, rpm: 1, price: {per_hour: -1}}
+  - {name: d, description: d, rpm: 1, price: {per_minute: 1}}
+`)
+	_, err = Load(serveFlags(t, "--config", file))
+	var ps Problems
+	if !errors.As(err, &ps) {
+		t.Fatalf("want Problems, got %v", err)
+	}
+	var paths []string
+	for _, p := range ps {
+		paths = append(paths, p.Path)
+	}
+	wantPaths := []string{"tiers[0].price.output_per_mtok", "tiers[1].price", "tiers[2].price.per_hour", "tiers[3].price.per_minute"}
+	if !slices.Equal(paths, wantPaths) {
+		t.Errorf("problems at %q, want %q:\n%v", paths, wantPaths, err)
+	}
+}
+
+// TestLoadTiers: the commands that need only the catalogue read the
+// configuration file's tiers, or the built-in ones without a file, and a
+// problem elsewhere in the file does not refuse them; one in the tiers
+// does.
+func TestLoadTiers(t *testing.T) {
+	cleanEnv(t)
+	defaults, err := DefaultTiers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := LoadTiers(nil); err != nil || !reflect.DeepEqual(got, defaults) {
+		t.Errorf("without a file: %v, %v", got, err)
+	}
+	flags := func(file string) *pflag.FlagSet {
+		fs := pflag.NewFlagSet("tiers", pflag.ContinueOnError)
+		fs.String("config", "", "")
+		if err := fs.Parse([]string{"--config", file}); err != nil {
+			t.Fatal(err)
+		}
+		return fs
+	}
+	got, err := LoadTiers(flags(writeFile(t, "listen: 0.0.0.0:80\ntiers:\n  - {name: mine, description: mine, rpm: 10, price: {per_hour: 2}}\n")))
+	if err != nil || len(got) != 1 || got[0].Name != "mine" || *got[0].Price.PerHour != 2 || got[0].TokenAccounting != "actual" {
+		t.Errorf("the file's tiers: %+v, %v", got, err)
+	}
+	_, err = LoadTiers(flags(writeFile(t, "tiers:\n  - {name: mine, description: mine, rpm: -1}\n")))
+	var ps Problems
+	if !errors.As(err, &ps) || len(ps) != 1 || ps[0].Path != "tiers[0].rpm" {
+		t.Errorf("a bad tier: %v", err)
 	}
 }

@@ -52,6 +52,8 @@ var (
 	ErrFailRate        = errors.New("fail_rate must be between 0 and 1")
 	ErrFailStatus      = errors.New("fail_status must be 429 or 500")
 	ErrFailRetryAfter  = errors.New("fail_retry_after must not be negative")
+	ErrPrefixCache     = errors.New("prefix_cache_tokens must not be negative")
+	ErrPrefixCacheMin  = errors.New("prefix_cache_min_tokens must not be negative, and needs prefix_cache_tokens")
 )
 
 // Config describes the simulated endpoint: its batching, latency, output
@@ -59,6 +61,12 @@ var (
 type Config struct {
 	// Model is the model id served and echoed; default "sim-model".
 	Model string
+	// ServedModel, when set, is the name the answers carry in their model
+	// field (and /v1/models as the model's root) instead of Model, which
+	// requests must still name: it rehearses a provider that answers with
+	// a versioned name (asked gpt-4o, served gpt-4o-2024-08-06), the
+	// model behind a deployment, or a silent switch to another model.
+	ServedModel string
 	// MaxNumSeqs is how many sequences decode at once (default 16); the rest
 	// wait FIFO, and that wait shows in TTFT.
 	MaxNumSeqs int
@@ -67,9 +75,11 @@ type Config struct {
 	TTFT time.Duration
 	// TTFTGrowth is the fractional growth of TTFT per additional running
 	// sequence (default 0): ttft = TTFT*(1+TTFTGrowth*(running-1)) +
-	// PrefillPer1K*inputTokens/1000.
+	// PrefillPer1K*uncachedInputTokens/1000, the uncached input being the
+	// prompt less what the prefix cache served.
 	TTFTGrowth float64
-	// PrefillPer1K is the TTFT added per 1,000 input tokens (default 0).
+	// PrefillPer1K is the TTFT added per 1,000 uncached input tokens
+	// (default 0).
 	PrefillPer1K time.Duration
 	// ITL is the base per-output-token interval (default 20ms).
 	ITL time.Duration
@@ -104,6 +114,18 @@ type Config struct {
 	FailStatus int
 	// FailRetryAfter is the wait an injected 429 asks for (default 10ms).
 	FailRetryAfter time.Duration
+	// PrefixCacheTokens, when positive, turns on the prefix cache
+	// (cache.go) and is its capacity in tokens; 0, the default, has none,
+	// and usage carries no prompt_tokens_details. A request whose prompt
+	// starts with blocks an earlier one computed is told how many of its
+	// tokens were cached (usage.prompt_tokens_details.cached_tokens) and
+	// skips their prefill: its TTFT counts PrefillPer1K for the uncached
+	// tokens only.
+	PrefixCacheTokens int
+	// PrefixCacheMinTokens is the shortest cached prefix that counts: a
+	// request served fewer cached tokens is served none (0, the default:
+	// one block of 16 tokens; 1024 rehearses OpenAI's prompt cache).
+	PrefixCacheMinTokens int
 	// TimersOnly waits for every token on a timer, without the short busy
 	// wait that otherwise makes the first and last tokens punctual to a
 	// few microseconds on an idle machine. Tests under testing/synctest
@@ -133,6 +155,8 @@ func (c Config) withDefaults() (Config, error) {
 		{!(c.FailRate >= 0 && c.FailRate <= 1), ErrFailRate, c.FailRate},
 		{c.FailStatus != 0 && c.FailStatus != 429 && c.FailStatus != 500, ErrFailStatus, c.FailStatus},
 		{c.FailRetryAfter < 0, ErrFailRetryAfter, c.FailRetryAfter},
+		{c.PrefixCacheTokens < 0, ErrPrefixCache, c.PrefixCacheTokens},
+		{c.PrefixCacheMinTokens < 0 || c.PrefixCacheMinTokens > 0 && c.PrefixCacheTokens == 0, ErrPrefixCacheMin, c.PrefixCacheMinTokens},
 	}
 	for _, ch := range checks {
 		if ch.bad {
@@ -141,6 +165,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Model == "" {
 		c.Model = DefaultModel
+	}
+	if c.ServedModel == "" {
+		c.ServedModel = c.Model
 	}
 	if c.MaxNumSeqs == 0 {
 		c.MaxNumSeqs = DefaultMaxNumSeqs

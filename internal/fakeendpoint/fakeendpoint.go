@@ -9,8 +9,10 @@
 // request is admitted on arrival when a slot is free, else when the slot it
 // waited for frees; it then sees its first token after
 //
-//	TTFT*(1+TTFTGrowth*(running-1)) + PrefillPer1K*promptTokens/1000
+//	TTFT*(1+TTFTGrowth*(running-1)) + PrefillPer1K*uncachedTokens/1000
 //
+// (the prompt's tokens less those an optional prefix cache served:
+// cache.go)
 // and each further token ITL*(1+ITLGrowth*(running-1)) later, with running
 // read at every token. Deadlines are absolute (admission time plus the
 // accumulated intervals), so timing does not drift with the load.
@@ -22,7 +24,10 @@
 // Optional RPM and TPM token buckets answer 429 with honest retry-after and
 // retry-after-ms headers, and every admitted or refused request carries
 // OpenAI's x-ratelimit-* headers for the configured buckets. Optional
-// random failures (FailRate) answer 429 or 500 whatever the load.
+// random failures (FailRate) answer 429 or 500 whatever the load. An
+// optional prefix cache (PrefixCacheTokens) serves the leading blocks a
+// prompt shares with earlier ones, reports them in
+// usage.prompt_tokens_details.cached_tokens and skips their prefill.
 package fakeendpoint
 
 import (
@@ -86,11 +91,12 @@ type Arrival struct {
 // concurrent use.
 type Server struct {
 	cfg       Config
-	modelJSON []byte // cfg.Model as a JSON string
+	modelJSON []byte // cfg.ServedModel as a JSON string, the model field of the answers
 	created   int64
 	batch     *batcher
 	limits    *limiter
 	metrics   *metrics
+	cache     *prefixCache // nil without a prefix cache
 
 	rngMu   sync.Mutex
 	lengths *rand.Rand
@@ -109,7 +115,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	modelJSON, err := json.Marshal(cfg.Model)
+	modelJSON, err := json.Marshal(cfg.ServedModel)
 	if err != nil {
 		return nil, fmt.Errorf("sim: encoding model id: %w", err)
 	}
@@ -121,7 +127,8 @@ func New(cfg Config) (*Server, error) {
 		created:   now.Unix(),
 		batch:     batch,
 		limits:    newLimiter(cfg.RPM, cfg.TPM, now),
-		metrics:   newMetrics(cfg.Model, batch),
+		metrics:   newMetrics(cfg.Model, batch, cfg.PrefixCacheTokens > 0),
+		cache:     newPrefixCache(cfg.PrefixCacheTokens, cfg.PrefixCacheMinTokens),
 		lengths:   rand.New(rand.NewPCG(cfg.Seed, 0x6c656e67746873)),
 		ids:       rand.New(rand.NewPCG(cfg.Seed, 0x696473)),
 		fails:     rand.New(rand.NewPCG(cfg.Seed, 0x6661696c73)),
@@ -225,7 +232,7 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, modelList{Object: "list", Data: []modelInfo{{
-		ID: s.cfg.Model, Object: "model", Created: s.created, OwnedBy: "planner-sim", Root: s.cfg.Model,
+		ID: s.cfg.Model, Object: "model", Created: s.created, OwnedBy: "planner-sim", Root: s.cfg.ServedModel,
 	}}})
 }
 
@@ -351,10 +358,11 @@ func (s *Server) newID(prefix string, length int) string {
 	return b.String()
 }
 
-// ttft is the time from admission to the first token.
-func (s *Server) ttft(running, promptTokens int) time.Duration {
+// ttft is the time from admission to the first token, for a prompt of
+// uncached tokens to prefill.
+func (s *Server) ttft(running, uncached int) time.Duration {
 	base := float64(s.cfg.TTFT) * (1 + s.cfg.TTFTGrowth*float64(running-1))
-	return time.Duration(base + float64(s.cfg.PrefillPer1K)*float64(promptTokens)/1000)
+	return time.Duration(base + float64(s.cfg.PrefillPer1K)*float64(uncached)/1000)
 }
 
 // itl is the interval to the next token with running sequences decoding.
@@ -410,13 +418,23 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p parsed, arri
 		}
 	}
 
+	var blocks []uint64
+	if s.cache != nil {
+		blocks = s.cache.hashes(p)
+	}
 	adm, err := s.batch.acquire(ctx, arrived)
 	if err != nil {
 		return
 	}
 	s.metrics.admitted(adm.at.Sub(arrived))
 	timing := s.metrics.request(arrived)
-	emitted := s.decode(ctx, adm.at.Add(s.ttft(adm.running, p.promptTokens)), out.tokens, emit, timing.token)
+	first := func(cached int) time.Time { return adm.at.Add(s.ttft(adm.running, p.promptTokens-cached)) }
+	cached := 0
+	if s.cache != nil {
+		cached = s.cache.admit(blocks, adm.at, first)
+		s.metrics.prefixCache(p.promptTokens, cached)
+	}
+	emitted := s.decode(ctx, first(cached), out.tokens, emit, timing.token)
 	s.batch.release()
 	if s.cfg.TokenAccounting == AccountingActual {
 		s.limits.charge(time.Now(), emitted*p.choices)
@@ -425,6 +443,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p parsed, arri
 		return // the client went away
 	}
 	u := newUsage(p.promptTokens, out.tokens*p.choices)
+	if s.cache != nil {
+		u.PromptTokensDetails = &promptDetails{CachedTokens: cached}
+	}
 	timing.finished(out.finish, u)
 
 	if p.req.Stream {
@@ -444,7 +465,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p parsed, arri
 		for c := range choices {
 			choices[c] = textChoice{Index: c, Text: text, FinishReason: out.finish}
 		}
-		writeJSON(w, textCompletion{ID: id, Object: "text_completion", Created: created, Model: s.cfg.Model, Choices: choices, Usage: u})
+		writeJSON(w, textCompletion{ID: id, Object: "text_completion", Created: created, Model: s.cfg.ServedModel, Choices: choices, Usage: u})
 		return
 	}
 	choices := make([]completionChoice, p.choices)
@@ -452,7 +473,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p parsed, arri
 		choices[c] = completionChoice{Index: c, Message: completionMessage{Role: "assistant", Content: text}, FinishReason: out.finish}
 	}
 	writeJSON(w, completion{
-		ID: id, Object: "chat.completion", Created: created, Model: s.cfg.Model,
+		ID: id, Object: "chat.completion", Created: created, Model: s.cfg.ServedModel,
 		Choices: choices, Usage: u,
 	})
 }

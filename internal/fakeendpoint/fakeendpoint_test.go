@@ -50,7 +50,7 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Config{Model: "sim-model", MaxNumSeqs: 16, TTFT: 200 * time.Millisecond, ITL: 20 * time.Millisecond,
+	want := Config{Model: "sim-model", ServedModel: "sim-model", MaxNumSeqs: 16, TTFT: 200 * time.Millisecond, ITL: 20 * time.Millisecond,
 		ITLGrowth: 0.02, OutputTokens: 128, TokenAccounting: AccountingActual, FailStatus: 429, FailRetryAfter: DefaultFailRetryAfter}
 	if srv.cfg != want {
 		t.Fatalf("defaults = %+v, want %+v", srv.cfg, want)
@@ -569,5 +569,48 @@ func TestInjectedFailures(t *testing.T) {
 		if failed < 70 || failed > 130 {
 			t.Errorf("%d of 400 requests failed with %d, want about 100", failed, status)
 		}
+	}
+}
+
+// TestServedModel: with ServedModel, requests still name Model, and every
+// answer (each streamed chunk, the usage chunk, a whole answer) and the
+// model's root in /v1/models name ServedModel.
+func TestServedModel(t *testing.T) {
+	cfg := fast
+	cfg.Model, cfg.ServedModel = "gpt-4o", "gpt-4o-mini"
+	_, base := startSim(t, cfg)
+	s := stream(t, base, chatBody("gpt-4o", 3, true, true, true))
+	chunks := 0
+	for _, ev := range s.events[:len(s.events)-1] {
+		var c testChunk
+		if err := json.Unmarshal([]byte(ev), &c); err != nil {
+			t.Fatal(err)
+		}
+		if c.Model != "gpt-4o-mini" {
+			t.Errorf("chunk names %q: %s", c.Model, ev)
+		}
+		chunks++
+	}
+	if chunks < 4 || !strings.Contains(s.events[len(s.events)-2], `"usage":{`) {
+		t.Errorf("%d chunks, the last %s", chunks, s.events[len(s.events)-2])
+	}
+	var whole struct {
+		Model string `json:"model"`
+	}
+	decodeJSON(t, post(t, base, chatBody("gpt-4o", 3, false, false, true)), &whole)
+	if whole.Model != "gpt-4o-mini" {
+		t.Errorf("a whole answer names %q", whole.Model)
+	}
+	if resp := post(t, base, chatBody("gpt-4o-mini", 3, false, false, true)); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a request naming the served model: %d, want 404 (requests name the model)", resp.StatusCode)
+	}
+	resp, err := http.Get(base + "/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var models modelList
+	decodeJSON(t, resp, &models)
+	if m := models.Data[0]; m.ID != "gpt-4o" || m.Root != "gpt-4o-mini" {
+		t.Errorf("/v1/models lists %+v", m)
 	}
 }

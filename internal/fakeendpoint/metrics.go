@@ -13,8 +13,9 @@ import (
 // model_name and engine as vLLM's are: the sequences decoding and waiting
 // for a slot, each request's queue time, TTFT, inter-token latency and
 // end-to-end latency (from its arrival, as the server sees it), its
-// prompt and generation tokens, and the requests finished by reason.
-// KV-cache, prefix-cache and preemption metrics are not simulated and not
+// prompt and generation tokens, the requests finished by reason, and,
+// with the prefix cache on, the prompt tokens it was asked for and those
+// it served. KV-cache and preemption metrics are not simulated and not
 // exported.
 type metrics struct {
 	registry       *prometheus.Registry
@@ -25,6 +26,8 @@ type metrics struct {
 	reqPrompt      prometheus.Observer
 	reqGen         prometheus.Observer
 	success        *prometheus.CounterVec
+	cacheQueries   prometheus.Counter // nil without a prefix cache
+	cacheHits      prometheus.Counter
 }
 
 // Histogram buckets of vLLM's latency metrics, in seconds.
@@ -35,7 +38,7 @@ var (
 	tokenBuckets   = prometheus.ExponentialBuckets(1, 2, 20)
 )
 
-func newMetrics(model string, b *batcher) *metrics {
+func newMetrics(model string, b *batcher, prefixCache bool) *metrics {
 	labels := prometheus.Labels{"model_name": model, "engine": "0"}
 	reg := prometheus.NewRegistry()
 	hist := func(name, help string, buckets []float64) prometheus.Observer {
@@ -66,7 +69,18 @@ func newMetrics(model string, b *batcher) *metrics {
 			func() float64 { return float64(b.current()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "vllm:num_requests_waiting", Help: "Requests waiting for a slot of the batch.", ConstLabels: labels},
 			func() float64 { return float64(b.waiting()) }))
+	if prefixCache {
+		m.cacheQueries = counter("vllm:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.")
+		m.cacheHits = counter("vllm:prefix_cache_hits_total", "Prompt tokens served from the prefix cache.")
+	}
 	return m
+}
+
+// prefixCache counts a lookup of the prefix cache: the prompt's tokens and
+// those served.
+func (m *metrics) prefixCache(queried, hits int) {
+	m.cacheQueries.Add(float64(queried))
+	m.cacheHits.Add(float64(hits))
 }
 
 // serve answers GET /metrics in Prometheus' text format.

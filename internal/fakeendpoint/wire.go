@@ -36,12 +36,13 @@ type chatRequest struct {
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	IgnoreEOS bool `json:"ignore_eos"`
+	IgnoreEOS bool   `json:"ignore_eos"`
+	CacheSalt string `json:"cache_salt"`
 }
 
 // Options of a request besides the simulated ones (model, messages or
 // prompt, max_tokens, max_completion_tokens, min_tokens, n, stop, stream,
-// stream_options, ignore_eos). Inert options change only what the
+// stream_options, ignore_eos, cache_salt). Inert options change only what the
 // simulator does not model (the sampling of the words, the template, the
 // scheduling priority) and are accepted; an option with no effect at the
 // value given (logprobs false) is accepted too; any other is refused
@@ -49,14 +50,14 @@ type chatRequest struct {
 var (
 	simulatedOptions = map[string]bool{
 		"model": true, "max_tokens": true, "min_tokens": true, "n": true, "stop": true,
-		"stream": true, "stream_options": true, "ignore_eos": true,
+		"stream": true, "stream_options": true, "ignore_eos": true, "cache_salt": true,
 	}
 	inertOptions = map[string]bool{
 		"temperature": true, "top_p": true, "top_k": true, "min_p": true, "seed": true,
 		"frequency_penalty": true, "presence_penalty": true, "repetition_penalty": true,
 		"user": true, "metadata": true, "store": true, "priority": true, "request_id": true,
 		"skip_special_tokens": true, "spaces_between_special_tokens": true,
-		"add_generation_prompt": true, "chat_template_kwargs": true, "cache_salt": true,
+		"add_generation_prompt": true, "chat_template_kwargs": true,
 	}
 	// idleValues are the values at which an option that is not simulated
 	// has no effect.
@@ -95,8 +96,10 @@ func checkOptions(body []byte, chat bool) *apiError {
 }
 
 // chatMessage is one message; Content is a string, an array of parts, or
-// null. Only the content counts towards the prompt.
+// null. Only the content counts towards the prompt's length; the prefix
+// cache hashes the role too.
 type chatMessage struct {
+	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
 }
 
@@ -430,6 +433,11 @@ func (e *chunkEncoder) usageChunk(u usage) {
 	e.buf = strconv.AppendInt(e.buf, int64(u.CompletionTokens), 10)
 	e.buf = append(e.buf, `,"total_tokens":`...)
 	e.buf = strconv.AppendInt(e.buf, int64(u.TotalTokens), 10)
+	if d := u.PromptTokensDetails; d != nil {
+		e.buf = append(e.buf, `,"prompt_tokens_details":{"cached_tokens":`...)
+		e.buf = strconv.AppendInt(e.buf, int64(d.CachedTokens), 10)
+		e.buf = append(e.buf, '}')
+	}
 	e.buf = append(e.buf, "}}\n\n"...)
 }
 
@@ -438,11 +446,18 @@ func (e *chunkEncoder) done() {
 	e.buf = append(e.buf, "data: [DONE]\n\n"...)
 }
 
-// usage is OpenAI's usage object.
+// usage is OpenAI's usage object; prompt_tokens_details only with the
+// prefix cache on, as vLLM sends it only when asked to.
 type usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens        int            `json:"prompt_tokens"`
+	CompletionTokens    int            `json:"completion_tokens"`
+	TotalTokens         int            `json:"total_tokens"`
+	PromptTokensDetails *promptDetails `json:"prompt_tokens_details,omitempty"`
+}
+
+// promptDetails is usage.prompt_tokens_details.
+type promptDetails struct {
+	CachedTokens int `json:"cached_tokens"`
 }
 
 func newUsage(prompt, completion int) usage {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/measure"
@@ -200,6 +201,9 @@ func (r *run) stepFromRecords(c int, opts analysis.Options) (measure.Step, error
 		return measure.Step{}, errors.New("has no measured requests (only warm-up rows)")
 	}
 	st := steps[0]
+	if r.probeLoop != "" {
+		st.Connections = measure.SummarizeConns(r.records) // the probe's own rows say how each request got its connection
+	}
 	if !r.recordsTimed && r.wallS <= 0 {
 		st.WallS, st.ThroughputRPS, st.GoodputRPS, st.OutputTPS = 0, 0, 0, 0
 	}
@@ -246,6 +250,9 @@ func (r *run) stepFromSummary(opts analysis.Options) (measure.Step, []string, er
 		notes = append(notes, "the file gives no request counts: requests, ok and errors are unknown (0)")
 	}
 	st.GoodputRPS = st.ThroughputRPS
+	if !opts.SLO.IsZero() && st.ThroughputRPS > 0 {
+		return st, append(notes, r.sloGoodput(&st, opts)...), nil
+	}
 	if opts.DeadlineMs <= 0 || st.ThroughputRPS == 0 {
 		return st, notes, nil
 	}
@@ -274,6 +281,74 @@ func (r *run) stepFromSummary(opts analysis.Options) (measure.Step, []string, er
 		st.GoodputEstimated = true
 	}
 	return st, notes, nil
+}
+
+// sloGoodput sets the goodput and the SLO attainment of a step read from a
+// summary, under an SLO: without per-request rows the requests that met
+// every target at once cannot be counted, so the share is the smallest
+// of the shares within each bound (the deadline and each target, each
+// read off its metric's distribution as the deadline's is): an upper
+// bound, exact only when the rows of E2E alone judge every bound, or
+// when a share is exactly 0. The goodput and the attainment are marked
+// estimated otherwise, and a note says how they were read.
+func (r *run) sloGoodput(st *measure.Step, opts analysis.Options) []string {
+	type bound struct {
+		name    string
+		s       summary
+		samples []float64
+		limit   float64
+	}
+	var bounds []bound
+	if opts.DeadlineMs > 0 {
+		bounds = append(bounds, bound{"the deadline", r.e2e, r.e2eSamples, opts.DeadlineMs})
+	}
+	for _, b := range []bound{{"the TTFT target", r.ttft, nil, opts.SLO.TTFTMs}, {"the TPOT target", r.tpot, nil, opts.SLO.TPOTMs}, {"the E2E target", r.e2e, r.e2eSamples, opts.SLO.E2EMs}} {
+		if b.limit > 0 {
+			bounds = append(bounds, b)
+		}
+	}
+	var notes, read []string
+	share, exact, judged := 1.0, true, 0
+	for _, b := range bounds {
+		frac, ex, ok := b.s.fractionWithin(b.limit)
+		if len(b.samples) > 0 {
+			within := 0
+			for _, x := range b.samples {
+				if x <= b.limit {
+					within++
+				}
+			}
+			frac, ex, ok = float64(within)/float64(len(b.samples)), true, true
+		}
+		if !ok {
+			exact = false
+			notes = append(notes, fmt.Sprintf("the file gives no distribution to judge %s (%.0f ms) by: goodput ignores it", b.name, b.limit))
+			continue
+		}
+		judged++
+		exact = exact && ex
+		share = math.Min(share, frac)
+		read = append(read, fmt.Sprintf("%.1f %% within %s", 100*frac, b.name))
+	}
+	// Bounds judged on one metric's exact rows together are exact; the
+	// metrics' joint distribution is unknown otherwise.
+	sameRows := judged <= 1 || (opts.SLO.TTFTMs == 0 && opts.SLO.TPOTMs == 0 && len(r.e2eSamples) > 0)
+	exact = share == 0 || (exact && sameRows)
+	st.GoodputRPS = st.ThroughputRPS * share
+	attainment := share
+	if st.Requests > 0 {
+		attainment = share * float64(st.OK) / float64(st.Requests)
+	}
+	st.SLO = &measure.SLOStats{Met: int(math.Round(share * float64(st.OK))), Attainment: math.Round(attainment*1e4) / 1e4, Estimated: !exact}
+	if r.e2eDerived {
+		st.GoodputEstimated = true
+	}
+	if !exact {
+		st.GoodputEstimated = true
+		notes = append(notes, fmt.Sprintf("goodput estimated as throughput × %.1f %%, the smallest of the shares read off the file's percentiles (%s): an upper bound, since the file has no per-request rows to count the requests that met every target at once",
+			100*share, strings.Join(read, ", ")))
+	}
+	return notes
 }
 
 // checkStep rejects figures that are negative or not finite, which only a

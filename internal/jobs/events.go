@@ -1,7 +1,9 @@
 package jobs
 
 import (
-	"sync"
+	"context"
+	"encoding/json"
+	"fmt"
 
 	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/store"
@@ -10,9 +12,9 @@ import (
 // EventKind names an event of a job.
 type EventKind string
 
-// The events of a job, in the order a subscriber sees them: status
+// The events of a job, in the order a follower sees them: status
 // (running), then for each step progress events and the step's summary,
-// then status (the final one) and done, after which the channel closes.
+// then status (the final one) and done, the last.
 const (
 	EventStatus   EventKind = "status"
 	EventProgress EventKind = "progress"
@@ -53,78 +55,112 @@ func (p *Progress) add(r measure.Record) {
 	}
 }
 
-// Subscription receives a job's events on C. A subscriber that falls
-// subscriberBuffer events behind is dropped: C closes without a done
-// event, and Dropped reports true; it may subscribe again.
-type Subscription struct {
-	// C delivers the events; it closes after done, or when dropped.
-	C <-chan Event
-	c chan Event
-	j *job
-
-	once    sync.Once
-	dropped bool
-}
-
-// Dropped reports whether the subscription was dropped for falling behind;
-// read it after C has closed.
-func (s *Subscription) Dropped() bool { return s.dropped }
-
-// Close ends the subscription; C closes.
-func (s *Subscription) Close() {
-	s.j.mu.Lock()
-	defer s.j.mu.Unlock()
-	if s.j.subs != nil {
-		delete(s.j.subs, s)
+// Follow calls fn with the events of a probe run as they are stored, by
+// this service or any other on the store's database: first the run's
+// current status and the summaries of the steps it finished, so that a
+// late follower misses nothing it needs, then each event as it comes, up
+// to the final status and done. A run that has already ended gives only
+// done. It returns when done was given (nil), when fn fails (its error),
+// or when ctx ends. A follower that reads slowly only falls behind: the
+// probe never waits for it.
+func (m *Manager) Follow(ctx context.Context, id string, fn func(Event) error) error {
+	wake, stop := m.st.WatchEvents(id)
+	defer stop()
+	run, err := m.st.GetProbe(ctx, id)
+	if err != nil {
+		return err
 	}
-	s.close(false)
-}
-
-// close closes C once; the job's mu is held.
-func (s *Subscription) close(dropped bool) {
-	s.once.Do(func() {
-		s.dropped = dropped
-		close(s.c)
-	})
-}
-
-// Subscribe follows a queued or running job. The subscription starts with
-// the job's current status and the summaries of the steps it finished, so
-// that a late subscriber misses nothing it needs. ok is false when no such
-// job runs here (it ended, or never existed); the store has its state.
-func (m *Manager) Subscribe(id string) (sub *Subscription, ok bool) {
-	m.mu.Lock()
-	j, ok := m.jobs[id]
-	m.mu.Unlock()
-	if !ok {
-		return nil, false
+	if run.Status.Ended() {
+		return fn(Event{Kind: EventDone, Status: run.Status})
 	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.subs == nil { // ended between the two locks
-		return nil, false
-	}
-	c := make(chan Event, subscriberBuffer+len(j.steps)+1)
-	sub = &Subscription{C: c, c: c, j: j}
-	c <- Event{Kind: EventStatus, Status: j.status}
-	for _, s := range j.steps {
-		c <- Event{Kind: EventStep, Step: s}
-	}
-	j.subs[sub] = struct{}{}
-	return sub, true
-}
-
-// publish hands an event to every subscriber without waiting: one whose
-// buffer is full is dropped.
-func (j *job) publish(ev Event) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	for s := range j.subs {
+	var pos int64
+	first := true
+	for {
+		evs, last, err := m.readAll(ctx, id, pos)
+		if err != nil {
+			return err
+		}
+		pos = last
+		if first {
+			first = false
+			evs = catchUp(run.Status, evs)
+		}
+		for _, ev := range evs {
+			if err := fn(ev); err != nil {
+				return err
+			}
+			if ev.Kind == EventStatus && ev.Status.Ended() {
+				return fn(Event{Kind: EventDone, Status: ev.Status})
+			}
+		}
 		select {
-		case s.c <- ev:
-		default:
-			delete(j.subs, s)
-			s.close(true)
+		case <-wake:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
+}
+
+// readAll reads the events stored after pos, page after page, and
+// returns them with the number of the last one (pos when none).
+func (m *Manager) readAll(ctx context.Context, id string, pos int64) ([]Event, int64, error) {
+	var out []Event
+	for {
+		evs, err := m.st.Events(ctx, id, pos)
+		if err != nil {
+			return nil, pos, err
+		}
+		if len(evs) == 0 {
+			return out, pos, nil
+		}
+		for _, se := range evs {
+			ev, err := decode(se)
+			if err != nil {
+				m.log.Error("decode a stored event", "probe", id, "n", se.N, "error", err)
+				continue
+			}
+			out = append(out, ev)
+		}
+		pos = evs[len(evs)-1].N
+	}
+}
+
+// catchUp turns the events stored before a follower came into what it
+// needs: the latest status (status, the run's as read, when none is
+// stored), then every step's summary; the progress of earlier moments is
+// dropped. A final status stays last.
+func catchUp(status store.Status, evs []Event) []Event {
+	var steps []Event
+	for _, ev := range evs {
+		switch ev.Kind {
+		case EventStatus:
+			status = ev.Status
+		case EventStep:
+			steps = append(steps, ev)
+		}
+	}
+	out := []Event{{Kind: EventStatus, Status: status}}
+	if status.Ended() {
+		return append(append(out[:0], steps...), out[0])
+	}
+	return append(out, steps...)
+}
+
+// decode reads a stored event.
+func decode(se store.ProbeEvent) (Event, error) {
+	ev := Event{Kind: EventKind(se.Kind)}
+	var err error
+	switch ev.Kind {
+	case EventStatus:
+		var st store.StatusEvent
+		err = json.Unmarshal(se.Data, &st)
+		ev.Status = st.Status
+	case EventProgress:
+		err = json.Unmarshal(se.Data, &ev.Progress)
+	case EventStep:
+		err = json.Unmarshal(se.Data, &ev.Step)
+	default:
+		err = fmt.Errorf("unknown kind %q", se.Kind)
+	}
+	return ev, err
 }

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -20,6 +21,7 @@ import (
 type job struct {
 	m      *Manager
 	id     string
+	lease  store.Lease // the job's place
 	cfg    probe.Config
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -33,26 +35,34 @@ type job struct {
 	failing bool
 
 	mu       sync.Mutex
-	status   store.Status
-	pending  []measure.Record // measured, not yet written
-	steps    []measure.Step   // finished steps
-	saveStep bool             // steps changed since the last partial save
-	progress Progress         // the current step's counts
+	pending  []measure.Record   // measured, not yet written
+	events   []store.ProbeEvent // happened, not yet written
+	steps    []measure.Step     // finished steps
+	saveStep bool               // steps changed since the last partial save
+	progress Progress           // the current step's counts
 	inStep   bool
 	changed  bool // progress changed since the last progress event
-	subs     map[*Subscription]struct{}
 }
 
-// run runs the probe and records its life in the store.
+// run runs the probe and records its life in the store. A cancel asked on
+// any service (store.RequestCancel) stops it.
 func (j *job) run() {
 	defer j.m.finish(j)
+	cancelled, stopWatch := j.m.st.WatchCancel(j.id)
+	defer stopWatch()
+	go func() {
+		select {
+		case <-cancelled:
+			j.cancel(errCancelled)
+		case <-j.ctx.Done():
+		}
+	}()
 	if err := j.write(func(ctx context.Context) error {
 		return j.m.st.SetProbeStatus(ctx, j.id, store.StatusRunning, "")
 	}); err != nil {
 		j.end(nil, err)
 		return
 	}
-	j.setStatus(store.StatusRunning)
 
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -64,7 +74,8 @@ func (j *job) run() {
 	j.end(res, err) // it writes what arrived after the writer's last pass
 }
 
-// end records the end of the run (record), then tells the subscribers.
+// end records the end of the run (record), whose status event ends the
+// run's stream.
 func (j *job) end(res *probe.Result, runErr error) {
 	status, msg := store.StatusSucceeded, ""
 	switch cause := context.Cause(j.ctx); {
@@ -72,6 +83,9 @@ func (j *job) end(res *probe.Result, runErr error) {
 		status, msg = store.StatusFailed, runErr.Error()
 	case errors.Is(cause, errShutdown):
 		status, msg = store.StatusInterrupted, "the service shut down before the run finished; the rows written until then are kept"
+	case errors.Is(cause, errLeaseLost):
+		status, msg = store.StatusInterrupted, "the service running the probe lost its lease (it could not reach the store for longer "+
+			"than a lease) before the run finished; the rows written until then are kept"
 	case errors.Is(cause, errCancelled):
 		status, msg = store.StatusCancelled, "cancelled by a client"
 	case res != nil && res.Failure() != nil:
@@ -85,14 +99,11 @@ func (j *job) end(res *probe.Result, runErr error) {
 		}
 		result = &store.ProbeResult{Analysis: res.Analysis, RateLimits: limits, StopReason: res.StopReason, StopDetail: j.redact.String(res.StopDetail)}
 	}
-	status = j.record(result, status, j.redact.String(msg))
-	j.setStatus(status)
-	j.publish(Event{Kind: EventDone, Status: status})
+	j.record(result, status, j.redact.String(msg))
+	// Whatever never reached the store stays out of it: the run's stream
+	// ends with its status.
 	j.mu.Lock()
-	for s := range j.subs {
-		s.close(false)
-	}
-	j.subs = nil
+	j.events = nil
 	j.mu.Unlock()
 }
 
@@ -110,13 +121,14 @@ const (
 // service shuts down. Once that has happened, the end is recorded as
 // failed, saying so: the store did not hold the run's end when it ended.
 // A result the store never takes (larger than its cap) fails the run too.
-func (j *job) record(result *store.ProbeResult, status store.Status, msg string) store.Status {
+// The status, once stored, is the run's last event.
+func (j *job) record(result *store.ProbeResult, status store.Status, msg string) {
 	delay := retryFirst
 	refused := false
 	for {
 		err := j.recordOnce(&result, &status, &msg)
 		if err == nil || !transient(err) {
-			return status
+			return
 		}
 		if !refused {
 			refused = true
@@ -136,7 +148,7 @@ func (j *job) record(result *store.ProbeResult, status store.Status, msg string)
 			if err := j.recordOnce(&result, &status, &msg); err != nil {
 				j.m.log.Error("the end of the run could not be recorded before the shutdown", "probe", j.id, "error", err)
 			}
-			return status
+			return
 		}
 		delay = min(2*delay, retryLast)
 	}
@@ -206,11 +218,12 @@ func (j *job) write(fn func(ctx context.Context) error) error {
 	return nil
 }
 
-// finish removes the job from the manager and frees its slot.
+// finish frees the job's place and removes the job from the manager.
 func (m *Manager) finish(j *job) {
+	j.cancel(context.Canceled)
+	m.release(j.lease)
 	m.mu.Lock()
 	delete(m.jobs, j.id)
-	m.running--
 	m.mu.Unlock()
 	close(j.done)
 	m.wg.Done()
@@ -233,13 +246,13 @@ func (j *job) writer(stop <-chan struct{}) {
 	}
 }
 
-// writeRecords writes the pending rows and, when a step ended since the
-// last write, the analysis of the steps so far. What the store refuses
-// for a while stays pending for the next write.
+// writeRecords writes the pending rows, then the pending events and, when
+// a step ended since the last write, the analysis of the steps so far.
+// What the store refuses for a while stays pending for the next write.
 func (j *job) writeRecords() error {
 	j.mu.Lock()
-	recs := j.pending
-	j.pending = nil
+	recs, evs := j.pending, j.events
+	j.pending, j.events = nil, nil
 	var steps []measure.Step
 	if j.saveStep {
 		steps = append(steps, j.steps...)
@@ -253,6 +266,18 @@ func (j *job) writeRecords() error {
 				// max_requests rows, which bounds what waits here.
 				j.mu.Lock()
 				j.pending = append(recs, j.pending...)
+				j.events = append(evs, j.events...)
+				j.saveStep = j.saveStep || steps != nil
+				j.mu.Unlock()
+			}
+			return err
+		}
+	}
+	if len(evs) > 0 {
+		if err := j.write(func(ctx context.Context) error { return j.m.st.AppendEvents(ctx, j.id, evs) }); err != nil {
+			if transient(err) {
+				j.mu.Lock()
+				j.events = append(evs, j.events...)
 				j.saveStep = j.saveStep || steps != nil
 				j.mu.Unlock()
 			}
@@ -289,7 +314,7 @@ func (j *job) ticker(stop <-chan struct{}) {
 		j.changed = false
 		j.mu.Unlock()
 		if send {
-			j.publish(Event{Kind: EventProgress, Progress: p})
+			j.publish(EventProgress, p)
 		}
 	}
 }
@@ -323,8 +348,8 @@ func (j *job) StepDone(s measure.Step) {
 	j.saveStep = true
 	j.inStep, j.changed = false, false
 	j.mu.Unlock()
+	j.publish(EventStep, s)
 	j.wake()
-	j.publish(Event{Kind: EventStep, Step: s})
 }
 
 func (j *job) wake() {
@@ -334,9 +359,20 @@ func (j *job) wake() {
 	}
 }
 
-func (j *job) setStatus(st store.Status) {
+// publish queues an event for the writer. A progress event replaces one
+// still waiting: only the latest counts matter.
+func (j *job) publish(kind EventKind, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		j.m.log.Error("encode an event", "probe", j.id, "kind", kind, "error", err)
+		return
+	}
+	ev := store.ProbeEvent{Kind: string(kind), Data: data}
 	j.mu.Lock()
-	j.status = st
-	j.mu.Unlock()
-	j.publish(Event{Kind: EventStatus, Status: st})
+	defer j.mu.Unlock()
+	if n := len(j.events); kind == EventProgress && n > 0 && j.events[n-1].Kind == string(EventProgress) {
+		j.events[n-1] = ev
+		return
+	}
+	j.events = append(j.events, ev)
 }

@@ -60,13 +60,29 @@ func start(m *Manager, s Spec) (store.ProbeRun, error) {
 	return slot.Start(s)
 }
 
-// collect reads a subscription until it closes.
-func collect(sub *Subscription) []Event {
+// follow collects a probe's events until done.
+func follow(t *testing.T, m *Manager, id string) []Event {
+	t.Helper()
 	var evs []Event
-	for ev := range sub.C {
-		evs = append(evs, ev)
+	if err := m.Follow(context.Background(), id, func(ev Event) error { evs = append(evs, ev); return nil }); err != nil {
+		t.Fatal(err)
 	}
 	return evs
+}
+
+// followLater follows a probe in the background; the channel delivers its
+// events once done came.
+func followLater(t *testing.T, m *Manager, id string) <-chan []Event {
+	out := make(chan []Event, 1)
+	go func() {
+		var evs []Event
+		err := m.Follow(context.Background(), id, func(ev Event) error { evs = append(evs, ev); return nil })
+		if err != nil {
+			t.Error(err)
+		}
+		out <- evs
+	}()
+	return out
 }
 
 // stored returns the probe as the store holds it.
@@ -92,14 +108,7 @@ func TestJobRunsAndReports(t *testing.T) {
 		if started.Status != store.StatusQueued || started.CreatedAt.IsZero() {
 			t.Fatalf("Start returned %+v, want the probe as accepted: queued", started)
 		}
-		sub, ok := m.Subscribe(id)
-		if !ok {
-			t.Fatal("a job just started is not running")
-		}
-		evs := collect(sub)
-		if sub.Dropped() {
-			t.Fatal("a reading subscriber was dropped")
-		}
+		evs := follow(t, m, id)
 		var kinds []EventKind
 		var steps []int
 		progress := 0
@@ -131,8 +140,8 @@ func TestJobRunsAndReports(t *testing.T) {
 			t.Fatalf("stored run %+v result %+v", run, run.Result)
 		}
 		synctest.Wait() // the job has left the manager
-		if _, ok := m.Subscribe(id); ok {
-			t.Error("an ended job still takes subscribers")
+		if evs := follow(t, m, id); len(evs) != 1 || evs[0].Kind != EventDone || evs[0].Status != store.StatusSucceeded {
+			t.Errorf("following an ended job: %+v", evs)
 		}
 		if m.Running(id) {
 			t.Error("an ended job still runs")
@@ -159,17 +168,15 @@ func TestRowsArriveWhileRunning(t *testing.T) {
 		if run.Counts.Records < 2 || run.Status != store.StatusRunning {
 			t.Fatalf("after half a second: status %s with %d rows", run.Status, run.Counts.Records)
 		}
-		done, err := m.Cancel(id)
-		if err != nil {
+		if err := m.Cancel(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
-		<-done
 		run = stored(t, st, id)
 		recs, err := st.Records(context.Background(), id)
 		if run.Status != store.StatusCancelled || err != nil || len(recs) != run.Counts.Records || len(recs) < 2 {
 			t.Fatalf("status %s; %d rows stored, counts %d: %v", run.Status, len(recs), run.Counts.Records, err)
 		}
-		if _, err := m.Cancel(id); !errors.Is(err, ErrNotRunning) {
+		if err := m.Cancel(context.Background(), id); !errors.Is(err, ErrNotRunning) {
 			t.Errorf("cancel of an ended job: %v", err)
 		}
 	})
@@ -191,20 +198,20 @@ func TestMaxRunning(t *testing.T) {
 		if _, err := m.Acquire(context.Background()); !errors.As(err, &busy) {
 			t.Fatalf("acquire beside a running job: %v", err)
 		}
-		done, err := m.Cancel(started.ID)
-		if err != nil {
+		if err := m.Cancel(context.Background(), started.ID); err != nil {
 			t.Fatal(err)
 		}
-		<-done
 		slot, err := m.Acquire(context.Background())
 		if err != nil {
 			t.Fatalf("acquire once the job ended: %v", err)
 		}
 		slot.Release()
 		slot.Release() // a second release frees nothing more
-		if m.running != 0 {
-			t.Fatalf("%d slots taken after release", m.running)
+		again, err := m.Acquire(context.Background())
+		if err != nil {
+			t.Fatalf("acquire after the release: %v", err)
 		}
+		again.Release()
 		if _, err := slot.Start(spec(n, []int{1}, 1)); !errors.Is(err, errSlotUsed) {
 			t.Fatalf("start in a released slot: %v", err)
 		}
@@ -220,7 +227,7 @@ func TestShutdownInterrupts(t *testing.T) {
 			t.Fatal(err)
 		}
 		id := started.ID
-		sub, _ := m.Subscribe(id)
+		followed := followLater(t, m, id)
 		time.Sleep(300 * time.Millisecond) // the bubble's clock: the first request has ended
 		synctest.Wait()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -232,7 +239,7 @@ func TestShutdownInterrupts(t *testing.T) {
 		if run.Status != store.StatusInterrupted || run.Counts.Records == 0 || run.Result == nil || run.Result.StopReason != probe.StopCancelled || run.FinishedAt.IsZero() {
 			t.Fatalf("interrupted run %+v", run)
 		}
-		evs := collect(sub)
+		evs := <-followed
 		if last := evs[len(evs)-1]; last.Kind != EventDone || last.Status != store.StatusInterrupted {
 			t.Fatalf("last event %+v", last)
 		}
@@ -242,10 +249,11 @@ func TestShutdownInterrupts(t *testing.T) {
 	})
 }
 
-// TestSlowSubscriberIsDropped follows a job with a subscriber that never
-// reads: the job runs to its end at its own pace, and the subscriber is
-// dropped rather than waited for, while one that reads gets every event.
-func TestSlowSubscriberIsDropped(t *testing.T) {
+// TestSlowFollowerDoesNotHoldTheProbe follows a job with a follower that
+// takes nothing until the job has ended: the job runs to its end at its
+// own pace, and the follower then reads the rest from the store, every
+// step and the final status included, up to done.
+func TestSlowFollowerDoesNotHoldTheProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := openStore(t)
 		m := New(st, Options{ProgressInterval: time.Millisecond})
@@ -255,24 +263,38 @@ func TestSlowSubscriberIsDropped(t *testing.T) {
 			t.Fatal(err)
 		}
 		id := started.ID
-		stuck, _ := m.Subscribe(id)
-		reader, _ := m.Subscribe(id)
-		evs := collect(reader)
-		if reader.Dropped() || evs[len(evs)-1].Kind != EventDone {
-			t.Fatalf("the reading subscriber: dropped %v, %d events", reader.Dropped(), len(evs))
-		}
-		if len(evs) <= subscriberBuffer+1 {
-			t.Fatalf("only %d events: too few to overflow a subscriber", len(evs))
+		ended := make(chan struct{})
+		var evs []Event
+		followed := make(chan error, 1)
+		go func() {
+			followed <- m.Follow(context.Background(), id, func(ev Event) error {
+				if len(evs) == 0 {
+					<-ended // stuck on its first event until the job has ended
+				}
+				evs = append(evs, ev)
+				return nil
+			})
+		}()
+		for m.Running(id) {
+			time.Sleep(10 * time.Millisecond)
 		}
 		if run := stored(t, st, id); run.Status != store.StatusSucceeded {
 			t.Fatalf("status %s", run.Status)
 		}
-		n := 0
-		for range stuck.C {
-			n++
+		close(ended)
+		if err := <-followed; err != nil {
+			t.Fatal(err)
 		}
-		if !stuck.Dropped() || n > subscriberBuffer+1 {
-			t.Fatalf("the stuck subscriber: dropped %v after %d events (%d delivered to the reader)", stuck.Dropped(), n, len(evs))
+		var steps []int
+		for _, ev := range evs {
+			if ev.Kind == EventStep {
+				steps = append(steps, ev.Step.Concurrency)
+			}
+		}
+		n := len(evs)
+		if n < 3 || evs[n-1].Kind != EventDone || evs[n-2].Kind != EventStatus || evs[n-2].Status != store.StatusSucceeded ||
+			len(steps) != 2 || steps[0] != 8 || steps[1] != 16 {
+			t.Fatalf("the slow follower got %d events, steps %v, ending %+v", n, steps, evs[max(n-2, 0):])
 		}
 	})
 }
@@ -301,11 +323,9 @@ func TestSlotPassesToTheJob(t *testing.T) {
 		if _, err := m.Acquire(context.Background()); !errors.As(err, &busy) {
 			t.Fatalf("acquire while the job holds the only slot: %v", err)
 		}
-		done, err := m.Cancel(started.ID)
-		if err != nil {
+		if err := m.Cancel(context.Background(), started.ID); err != nil {
 			t.Fatal(err)
 		}
-		<-done
 		next, err := m.Acquire(context.Background())
 		if err != nil {
 			t.Fatalf("acquire once the job ended: %v", err)

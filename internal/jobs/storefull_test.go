@@ -42,6 +42,13 @@ func (f *fillingStore) AppendRecords(ctx context.Context, id string, recs []meas
 	return f.Store.AppendRecords(ctx, id, recs)
 }
 
+func (f *fillingStore) AppendEvents(ctx context.Context, id string, evs []store.ProbeEvent) error {
+	if err := f.refuse("append events"); err != nil {
+		return err
+	}
+	return f.Store.AppendEvents(ctx, id, evs)
+}
+
 func (f *fillingStore) SaveProbeResult(ctx context.Context, id string, r store.ProbeResult) error {
 	if err := f.refuse("save probe result"); err != nil {
 		return err
@@ -63,7 +70,7 @@ func TestFullStoreEndsTheRunFailedOnceItCanWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 		id := started.ID
-		sub, _ := m.Subscribe(id)
+		followed := followLater(t, m, id)
 		time.Sleep(time.Second) // a few rows written
 		synctest.Wait()
 		if run := stored(t, st.Store, id); run.Counts.Records == 0 {
@@ -78,7 +85,7 @@ func TestFullStoreEndsTheRunFailedOnceItCanWrite(t *testing.T) {
 		}
 
 		st.full.Store(false)
-		evs := collect(sub)
+		evs := <-followed
 		run = stored(t, st.Store, id)
 		if run.Status != store.StatusFailed || run.Counts.Records != 84 || run.Result == nil || len(run.Result.Analysis.Steps) != 2 || run.FinishedAt.IsZero() {
 			t.Fatalf("once the store can write: %+v", run)

@@ -11,10 +11,21 @@ import (
 
 // CSVHeader is the column layout of a probe's requests.csv, one row per
 // request: Record's fields, with n429, the 429 answers the request met
-// (Record.RateLimitedAnswers), after e2e_with_retries_ms. Times are
-// written to the nanosecond, so that a file read back measures exactly
-// what the run measured.
-var CSVHeader = append(slices.Clone(csvHeaderV1), "e2e_with_retries_ms", "n429", "rate_rps", "refine")
+// (Record.RateLimitedAnswers), after e2e_with_retries_ms, then the served
+// model and connection columns, and the prompt cache and conversation
+// columns last. Times are written to the nanosecond, so that a file read
+// back measures exactly what the run measured.
+var CSVHeader = append(slices.Clone(csvHeaderV3), "cached_tokens", "prefix_tokens", "task", "call")
+
+// csvHeaderV3 is the layout of the files written before the prompt cache
+// and conversation columns existed; they are still read, those fields 0.
+var csvHeaderV3 = append(slices.Clone(csvHeaderV2),
+	"served_model", "conn", "conn_wait_ms", "dns_ms", "connect_ms", "tls_ms", "ttfb_ms")
+
+// csvHeaderV2 is the layout of the files written before the served model
+// and connection columns existed; they are still read, those fields
+// empty.
+var csvHeaderV2 = append(slices.Clone(csvHeaderV1), "e2e_with_retries_ms", "n429", "rate_rps", "refine")
 
 // csvHeaderV1 is the layout of the files written before the retry columns
 // existed; they are still read, their E2E taken as the time with retries.
@@ -33,6 +44,8 @@ func (r Record) CSVRow() []string {
 		strconv.Itoa(r.Attempts), f(r.RetryAfterMs), strconv.FormatBool(r.OK), strconv.FormatBool(r.Warmup),
 		f(r.SlotMs()), strconv.Itoa(r.RateLimitedAnswers()),
 		strconv.FormatFloat(r.RateRPS, 'f', -1, 64), strconv.FormatBool(r.Refine),
+		r.ServedModel, r.Conn, f(r.ConnWaitMs), f(r.DNSMs), f(r.ConnectMs), f(r.TLSMs), f(r.TTFBMs),
+		strconv.Itoa(r.CachedTokens), strconv.Itoa(r.PrefixTokens), strconv.Itoa(r.Task), strconv.Itoa(r.Call),
 	}
 }
 
@@ -54,11 +67,18 @@ func WriteCSV(w io.Writer, records []Record) error {
 // IsProbeCSVHeader reports whether a header row is CSVHeader, or the
 // layout of older files.
 func IsProbeCSVHeader(header []string) bool {
-	return slices.Equal(header, CSVHeader) || slices.Equal(header, csvHeaderV1)
+	for _, h := range [][]string{CSVHeader, csvHeaderV3, csvHeaderV2, csvHeaderV1} {
+		if slices.Equal(header, h) {
+			return true
+		}
+	}
+	return false
 }
 
 // ReadCSV reads a requests.csv written by WriteCSV, in the current layout
-// or the older one without the retry columns.
+// or an older one: without the prompt cache and conversation columns,
+// without the served model and connection columns too, or without the
+// retry columns too.
 func ReadCSV(r io.Reader) ([]Record, error) {
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = -1
@@ -116,10 +136,28 @@ func parseRow(row []string) (Record, error) {
 		OutputTokens: i(6), InputTokens: i(7), OutputEstimated: b(8), Status: i(9), ErrorClass: row[10],
 		Attempts: i(11), RetryAfterMs: f(12), OK: b(13), Warmup: b(14),
 	}
-	if len(row) == len(CSVHeader) {
+	if len(row) >= len(csvHeaderV2) {
 		r.E2EWithRetriesMs, r.RateRPS, r.Refine = f(15), f(17), b(18)
 		if n := i(16); len(errs) == 0 && n != r.RateLimitedAnswers() {
 			errs = append(errs, fmt.Errorf("n429: %d, but attempts and error say %d", n, r.RateLimitedAnswers()))
+		}
+	}
+	if len(row) >= len(csvHeaderV3) {
+		r.ServedModel, r.Conn = row[19], row[20]
+		r.ConnWaitMs, r.DNSMs, r.ConnectMs, r.TLSMs, r.TTFBMs = f(21), f(22), f(23), f(24), f(25)
+		if r.Conn != "" && r.Conn != ConnNew && r.Conn != ConnReused {
+			errs = append(errs, fmt.Errorf("conn: %q is neither %q nor %q", r.Conn, ConnNew, ConnReused))
+		}
+	}
+	if len(row) == len(CSVHeader) {
+		r.CachedTokens, r.PrefixTokens, r.Task, r.Call = i(26), i(27), i(28), i(29)
+		for _, c := range []struct {
+			col int
+			v   int
+		}{{26, r.CachedTokens}, {27, r.PrefixTokens}, {28, r.Task}, {29, r.Call}} {
+			if c.v < 0 {
+				errs = append(errs, fmt.Errorf("%s: %d is negative", CSVHeader[c.col], c.v))
+			}
 		}
 	}
 	return r, errors.Join(errs...)

@@ -1,6 +1,9 @@
 package measure
 
-import "math"
+import (
+	"math"
+	"strings"
+)
 
 // Error classes of a failed request (docs/probe.md).
 const (
@@ -44,7 +47,68 @@ type Record struct {
 	RateRPS float64 `json:"rate_rps,omitempty"`
 	// Refine marks a request of a knee search's refinement step.
 	Refine bool `json:"refine,omitempty"`
+
+	// ServedModel is what the answer's chunks named in their model field:
+	// one name, or the distinct names in the order they came, joined by
+	// "|" when one stream named several (ServedModels splits them); ""
+	// when no chunk named one.
+	ServedModel string `json:"served_model,omitempty"`
+	// Conn is how the attempt that the times are measured from got its
+	// connection: ConnNew when it waited for a connection set up for it,
+	// ConnReused when it took one kept alive in the pool (a connection
+	// that another request's dial set up and pooled unused counts as
+	// reused); "" when it got none (a failed dial) or the row predates
+	// the column.
+	Conn string `json:"conn,omitempty"`
+	// ConnWaitMs is the time from asking the pool for a connection to
+	// getting one: a new connection's whole set-up (DNS, connect, TLS), a
+	// reused one's wait for an idle connection (about 0).
+	ConnWaitMs float64 `json:"conn_wait_ms,omitempty"`
+	// DNSMs, ConnectMs and TLSMs are the phases of a new connection's
+	// set-up, each from its first start to its last end; 0 on a reused
+	// connection, and when the dialer does not report the phase.
+	DNSMs     float64 `json:"dns_ms,omitempty"`
+	ConnectMs float64 `json:"connect_ms,omitempty"`
+	TLSMs     float64 `json:"tls_ms,omitempty"`
+	// TTFBMs is the time from the send to the first byte of the answer
+	// (its status line), connection set-up included; 0 without an answer.
+	TTFBMs float64 `json:"ttfb_ms,omitempty"`
+
+	// CachedTokens is usage.prompt_tokens_details.cached_tokens: the
+	// input tokens the endpoint served from its prompt cache; 0 when it
+	// reported none.
+	CachedTokens int `json:"cached_tokens,omitempty"`
+	// PrefixTokens is how many tokens at the start of the prompt an
+	// earlier request of the run had already sent, as the probe built it:
+	// a repeated prefix of the cache comparison (its share of the prompt's
+	// characters, in the prompt's tokens), or a conversation call's earlier
+	// context (the input and output tokens of the call before). It is what
+	// a prompt cache could serve; 0 for a prompt that starts uniquely.
+	PrefixTokens int `json:"prefix_tokens,omitempty"`
+	// Task and Call place a request of a conversation (docs/probe.md,
+	// "Conversations"): the task's number and the call's within it, both
+	// from 1; 0 outside a conversation.
+	Task int `json:"task,omitempty"`
+	Call int `json:"call,omitempty"`
 }
+
+// How a request got its connection (Record.Conn).
+const (
+	ConnNew    = "new"
+	ConnReused = "reused"
+)
+
+// ServedModels are the model names a request's answer carried, in order.
+func (r Record) ServedModels() []string {
+	if r.ServedModel == "" {
+		return nil
+	}
+	return strings.Split(r.ServedModel, ServedModelSep)
+}
+
+// ServedModelSep separates the names of a stream that named several
+// models (Record.ServedModel).
+const ServedModelSep = "|"
 
 // TPOTMs is (E2E − TTFT)/(output tokens − 1), or false with fewer than two
 // output tokens.
@@ -81,3 +145,7 @@ func (r Record) EndS() float64 { return r.StartS + r.SlotMs()/1000 }
 func (r Record) Good(deadlineMs float64) bool {
 	return r.OK && (deadlineMs <= 0 || r.E2EMs <= deadlineMs)
 }
+
+// UncachedInputTokens is the input the endpoint had to prefill: the
+// input tokens less those it served from its cache.
+func (r Record) UncachedInputTokens() int { return max(0, r.InputTokens-r.CachedTokens) }

@@ -43,6 +43,9 @@ type Step struct {
 	TPOTP95Ms float64   `json:"tpot_p95_ms"`
 	TPOTP99Ms float64   `json:"tpot_p99_ms,omitempty"`
 	TPOTP95CI *Interval `json:"tpot_p95_ci,omitempty" doc:"95 % interval of the TPOT p95 (order statistics)."`
+	// SLO is how the step's measured requests met the analysis's SLO
+	// targets; nil without targets.
+	SLO *SLOStats `json:"slo,omitempty" doc:"How the step's measured requests met the SLO targets given (docs/probe.md, \"SLO goodput\"): goodput_rps then counts only the requests that met every target at once."`
 	// E2EWithRetriesP95Ms is the p95 of the time from the first send,
 	// waits before retries included; set when a request was retried.
 	E2EWithRetriesP95Ms float64 `json:"e2e_with_retries_p95_ms,omitempty"`
@@ -61,6 +64,10 @@ type Step struct {
 	// after its warm-up: its throughput is not a steady-state figure, and
 	// the knee and collapse rules leave it out.
 	TooShort bool `json:"too_short,omitempty"`
+
+	// Connections is how the step's requests got their connections; nil
+	// when its rows do not say (docs/probe.md, "Connections").
+	Connections *ConnStats `json:"connections,omitempty" doc:"How the step's requests got their connections, new or reused, and what a new one cost."`
 
 	// Set by importers when a figure was not measured but derived.
 	ConcurrencyEstimated bool `json:"concurrency_estimated,omitempty"` // from Little's Law, throughput × mean E2E

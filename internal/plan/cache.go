@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"sync"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -45,6 +46,8 @@ type Engine struct {
 	// need at once (classes prepared in parallel, concurrent plans).
 	inflight singleflight.Group
 	limits   *limits
+	// tiers is the catalogue that remedies name tiers from (Options.Tiers).
+	tiers []scenario.Quota
 }
 
 // Cache bounds. With the default 20,000 draws, the draws take about
@@ -69,6 +72,7 @@ const (
 func New(opts Options) *Engine {
 	return &Engine{
 		limits:      newLimits(opts),
+		tiers:       slices.Clone(opts.Tiers),
 		draws:       newSizedCache[drawKey](drawCacheBytes, drawsBytes),
 		tails:       newSizedCache[tailKey](tailCacheBytes, tailBytes),
 		percentiles: must(lru.New[percentileKey, float64](percentileCacheEntries)),

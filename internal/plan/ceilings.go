@@ -90,19 +90,21 @@ func (r *run) quotaCeiling(i int, mb membership) Ceiling {
 }
 
 // kneeCeiling is the class's share of its endpoint's knee budget
-// ⌊s·knee⌋, s the smallest knee safety among the endpoint's classes.
+// ⌊s·knee⌋, s the smallest knee safety among the endpoint's classes and
+// knee the endpoint's knee_refined when given, else its knee.
 func (r *run) kneeCeiling(i int, mb membership) Ceiling {
 	m := r.models[i]
 	e := mb.res.ep
 	share := r.ceilingShare(mb)
 	c := r.ceil(mb.res, i, share)
+	knee, caveat := e.kneeText()
 	if len(e.members) == 1 {
 		return Ceiling{Constraint: ConstraintKnee, MaxPool: intPtr(c),
-			Detail: fmt.Sprintf("knee: %s safety %s × measured knee %d = %d", m.spec.Mode, num(e.safety), *e.knee, e.kneeBudget)}
+			Detail: fmt.Sprintf("knee: %s safety %s × %s = %d%s", m.spec.Mode, num(e.safety), knee, e.kneeBudget, caveat)}
 	}
 	return Ceiling{Constraint: ConstraintKnee, MaxPool: intPtr(c),
-		Detail: fmt.Sprintf("knee: endpoint %s holds ⌊%s × measured knee %d⌋ = %d in flight for its %d classes (the smallest knee safety among them); this class's share is %s → %d",
-			e.displayName(), num(e.safety), *e.knee, e.kneeBudget, len(e.members), num(share), c)}
+		Detail: fmt.Sprintf("knee: endpoint %s holds ⌊%s × %s⌋ = %d in flight for its %d classes (the smallest knee safety among them); this class's share is %s → %d%s",
+			e.displayName(), num(e.safety), knee, e.kneeBudget, len(e.members), num(share), c, caveat)}
 }
 
 // sloCeiling is the class's SLO ceiling on one metric, or nil when neither

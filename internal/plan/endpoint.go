@@ -14,13 +14,19 @@ import (
 // for all of them, and with a measured curve their latency follows the
 // total in flight on it.
 type endpoint struct {
-	name    string
-	own     bool   // a class's own latency profile: no other class shares it
-	path    string // JSON Pointer of its latency block in the scenario
-	knee    *int
-	safety  float64 // the smallest knee safety among its classes
-	members []int   // indices of its classes, in priority order
-	curve   bool
+	name string
+	own  bool   // a class's own latency profile: no other class shares it
+	path string // JSON Pointer of its latency block in the scenario
+	// knee is the knee its budget uses: knee_refined when the latency
+	// block gives one, else knee (kneeField names which); lowerBound marks
+	// a knee the probe never reached, which the plan holds pools to but
+	// never asks to add serving capacity for.
+	knee       *int
+	kneeField  string
+	lowerBound bool
+	safety     float64 // the smallest knee safety among its classes
+	members    []int   // indices of its classes, in priority order
+	curve      bool
 
 	kneeBudget int // ⌊safety·knee⌋; −1 without a knee
 	slo        [2]sloBudget
@@ -85,7 +91,11 @@ func endpointsOf(s scenario.Scenario, models []*classModel, order []int) []*endp
 		}
 		e, ok := byName[name]
 		if !ok {
-			e = &endpoint{name: name, own: own, path: paths[name], knee: c.Latency.Knee, safety: 1, curve: models[i].loadDependent(), kneeBudget: -1}
+			e = &endpoint{name: name, own: own, path: paths[name], knee: c.Latency.PlanningKnee(), kneeField: KneeFieldKnee,
+				lowerBound: c.Latency.KneeLowerBound, safety: 1, curve: models[i].loadDependent(), kneeBudget: -1}
+			if c.Latency.KneeRefined != nil {
+				e.kneeField = KneeFieldRefined
+			}
 			if own {
 				e.path = fmt.Sprintf("/classes/%d/latency", i)
 			}
@@ -102,6 +112,28 @@ func endpointsOf(s scenario.Scenario, models []*classModel, order []int) []*endp
 	}
 	return out
 }
+
+// The latency block's fields that an endpoint's knee budget can use.
+const (
+	KneeFieldKnee    = "knee"
+	KneeFieldRefined = "knee_refined"
+)
+
+// kneeText names the knee that the endpoint's budget uses, for the
+// ceilings' details: measured, refined by a knee search, or a lower bound;
+// caveat follows the detail for a lower bound.
+func (e *endpoint) kneeText() (name, caveat string) {
+	switch {
+	case e.lowerBound:
+		return fmt.Sprintf("knee %d", *e.knee), fmt.Sprintf(" (knee ≥ %d: a lower bound, the probe never reached the knee)", *e.knee)
+	case e.kneeField == KneeFieldRefined:
+		return fmt.Sprintf("refined knee %d (knee_refined)", *e.knee), ""
+	}
+	return fmt.Sprintf("measured knee %d", *e.knee), ""
+}
+
+// kneePath is the JSON Pointer of the field that holds the endpoint's knee.
+func (e *endpoint) kneePath() string { return e.path + "/" + e.kneeField }
 
 // hopeless reports whether a class's target on the metric fails even with
 // one request in flight and no queue: no pool meets it, so its SLO ceiling

@@ -96,6 +96,7 @@ func (e *Engine) plan(ctx context.Context, in scenario.Scenario, withRemedies bo
 	for ki := range r.keys {
 		p.Quotas = append(p.Quotas, r.quotaPlan(ki))
 	}
+	r.setCosts(p)
 	for _, ep := range r.endpoints {
 		epl, err := r.endpointPlan(ctx, ep)
 		if err != nil {
@@ -110,6 +111,9 @@ func (e *Engine) plan(ctx context.Context, in scenario.Scenario, withRemedies bo
 				continue
 			}
 			if cp.Remedies, err = r.remedies(ctx, in, i, cp); err != nil {
+				return nil, err
+			}
+			if err := r.costRemedies(ctx, in, i, cp.Remedies, p); err != nil {
 				return nil, err
 			}
 			cp.Warnings = append(cp.Warnings, r.unliftable[i]...)
@@ -418,6 +422,7 @@ func (r *run) endpointPlan(ctx context.Context, e *endpoint) (EndpointPlan, erro
 	ep := EndpointPlan{Name: e.displayName(), Safety: e.safety, Allocations: []EndpointAllocation{}}
 	if e.knee != nil {
 		ep.Knee = intPtr(*e.knee) // a copy: the plan is cached, the scenario is the caller's
+		ep.KneeField, ep.KneeLowerBound = e.kneeField, e.lowerBound
 	}
 	if b := e.budget(); b >= 0 {
 		ep.Budget = intPtr(b)

@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/plannerdev/planner/internal/model"
@@ -20,6 +21,9 @@ func (r *run) explain(i int, cp ClassPlan) string {
 		fmt.Fprintf(&b, "%s gets no pool: %s is 0 (%s).", cp.Name, cp.BindingConstraint, bound.Detail)
 	} else {
 		fmt.Fprintf(&b, "%s gets a pool of %d on key %s, bound by %s (%s).", cp.Name, cp.Pool, cp.Quota, cp.BindingConstraint, bound.Detail)
+	}
+	if v := r.probeFurther(i, cp); v != "" {
+		b.WriteString(" " + v)
 	}
 	hasSLO := m.hasSLO(metricTTFT) || m.hasSLO(metricE2E)
 	switch {
@@ -64,6 +68,21 @@ func (r *run) explain(i int, cp ClassPlan) string {
 		b.WriteString(" " + v)
 	}
 	return b.String()
+}
+
+// probeFurther says, for a class bound by a knee that is a lower bound,
+// that the knee was never reached and how far to probe to find it: to
+// twice the bound, a ladder's next step. Empty otherwise, and when a
+// remedy already names the knee to probe to.
+func (r *run) probeFurther(i int, cp ClassPlan) string {
+	e := r.byClass[i]
+	if cp.BindingConstraint != ConstraintKnee || !e.lowerBound || e.knee == nil ||
+		slices.ContainsFunc(cp.Remedies, func(rm Remedy) bool { return rm.Constraint == ConstraintKnee }) {
+		return ""
+	}
+	to := 2 * *e.knee
+	return fmt.Sprintf("Endpoint %s's knee ≥ %d is a lower bound, never reached by its probe: probe it further, to at least %d in flight, to find the knee the pool may grow to.",
+		e.displayName(), *e.knee, to)
 }
 
 // batchVerdict says in words when a batch ends against its window and

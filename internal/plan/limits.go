@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 	"time"
+
+	"github.com/plannerdev/planner/internal/scenario"
 )
 
 // Options are an engine's limits on the computations it runs (plans,
@@ -28,6 +30,11 @@ type Options struct {
 	// when every one is taken; more are refused with ErrBusy. 0 means
 	// twice MaxConcurrent.
 	MaxQueued int
+	// Tiers is the quota-tier catalogue that remedies name a tier from
+	// (the limits and price of each, named by the tier): a remedy that
+	// raises a key's limit names the cheapest tier in which the class
+	// fits and what the change costs (docs/concepts.md, "Cost").
+	Tiers []scenario.Quota
 }
 
 // Errors of a computation that did not run to its end.

@@ -42,11 +42,11 @@ func TestSweepCellProblems(t *testing.T) {
 	}
 	want := [][]scenario.FieldError{
 		{{Path: "classes[0].demand.rps", Message: "no field at /classes/0/demand/rps in the scenario"}},
-		{{Path: "classes[0].demand.rps", Message: "expected number >= 0"}},
+		{{Path: "classes[0].demand.rps", Message: "expected number > 0"}},
 		nil,
-		{{Path: "classes[0].demand.rps", Message: "expected number >= 0"}},
+		{{Path: "classes[0].demand.rps", Message: "expected number > 0"}},
 		{{Path: "classes[0].demand", Message: "expected object"}},
-		{{Path: "classes[0].demand", Message: "expected object"}, {Path: "classes[0].demand.rps", Message: "expected number >= 0"}},
+		{{Path: "classes[0].demand", Message: "expected object"}, {Path: "classes[0].demand.rps", Message: "expected number > 0"}},
 	}
 	for i, c := range w.Cells {
 		if !slices.Equal(c.Errors, want[i]) {

@@ -85,6 +85,7 @@ func (e *Engine) planRun(ctx context.Context, s scenario.Scenario) (*run, *Plan,
 			return nil, nil, err
 		}
 	}
+	r.setCosts(p)
 	return r, p, nil
 }
 
@@ -172,8 +173,7 @@ func (r *run) remediesFor(ctx context.Context, i int, cp ClassPlan, pessimistic 
 			for k < maxKnee && math.Floor(e.safety*float64(k)+tolerance) < need {
 				k++ // at most a step or two: kf is the exact quotient, rounded
 			}
-			out = append(out, Remedy{Constraint: c.Constraint, Value: float64(k), Path: e.path + "/knee",
-				Change: fmt.Sprintf("serve a knee of at least %d in flight on endpoint %s (measured %d): add serving capacity and measure again", k, e.displayName(), *e.knee)})
+			out = append(out, Remedy{Constraint: c.Constraint, Value: float64(k), Path: e.kneePath(), Change: e.kneeChange(k)})
 		case ConstraintSLOTTFT, ConstraintSLOE2E:
 			rs, err := r.sloRemedies(ctx, i, c.Constraint, target, pessimistic)
 			if err != nil {
@@ -261,6 +261,20 @@ func (r *run) noFiniteRemedy(i int, warning string) {
 	if !slices.Contains(r.unliftable[i], warning) {
 		r.unliftable[i] = append(r.unliftable[i], warning)
 	}
+}
+
+// kneeChange says how to get a knee of k on the endpoint: serving capacity
+// for a knee that was measured, and for a lower bound, a probe to higher
+// concurrency, since the endpoint may already serve k in flight.
+func (e *endpoint) kneeChange(k int) string {
+	switch {
+	case e.lowerBound:
+		return fmt.Sprintf("probe endpoint %s further, to at least %d in flight (planner probe --search --max-concurrency %d): its knee ≥ %d is a lower bound, never reached, and a knee of %d is what this class needs",
+			e.displayName(), k, k, *e.knee, k)
+	case e.kneeField == KneeFieldRefined:
+		return fmt.Sprintf("serve a knee of at least %d in flight on endpoint %s (knee_refined %d): add serving capacity and measure again", k, e.displayName(), *e.knee)
+	}
+	return fmt.Sprintf("serve a knee of at least %d in flight on endpoint %s (measured %d): add serving capacity and measure again", k, e.displayName(), *e.knee)
 }
 
 // neededCapacity is the capacity of a resource at which class i's share

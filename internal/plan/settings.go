@@ -193,7 +193,7 @@ func (r *run) batch(i, pool int, allot quota.Vector) *BatchPlan {
 		b.CompletionHours = msPtrHours(h)
 		b.MeetsWindow = h <= d.WithinHours
 	}
-	days := math.Max(1, math.Ceil(d.WithinHours/24))
+	days := batchDays(*d)
 	for _, dim := range []scenario.Dimension{scenario.RPD, scenario.TPD} {
 		if m.key.Limit(dim) <= 0 {
 			continue

@@ -24,7 +24,9 @@ type Plan struct {
 	Classes   []ClassPlan    `json:"classes"`
 	Quotas    []QuotaPlan    `json:"quotas"`
 	Endpoints []EndpointPlan `json:"endpoints"`
-	Warnings  []string       `json:"warnings"`
+	// Cost is nil when no key of the scenario has a price.
+	Cost     *Cost    `json:"cost,omitempty" doc:"What the plan costs a day at its demand, over every key with a price; absent when no key has one."`
+	Warnings []string `json:"warnings"`
 }
 
 // ClassPlan is the plan for one task class.
@@ -48,6 +50,7 @@ type ClassPlan struct {
 	Batch             *BatchPlan `json:"batch,omitempty"`
 	Shed              *Shed      `json:"shed,omitempty"`
 	Remedies          []Remedy   `json:"remedies"`
+	Cost              *Cost      `json:"cost,omitempty" doc:"What the class costs at its demand (at its pool's rate without a demand), whether or not its pool serves it; absent when its key has no price."`
 	Explanation       string     `json:"explanation"`
 	Warnings          []string   `json:"warnings"`
 }
@@ -160,6 +163,45 @@ type Remedy struct {
 	Value      float64 `json:"value" doc:"The new limit or setting."`
 	Path       string  `json:"path" doc:"JSON Pointer of the scenario field to set to value."`
 	Class      string  `json:"class,omitempty" doc:"The class whose target the remedy relaxes, when it is another class sharing the endpoint."`
+	// Cost is set on a remedy that raises a key's limit when the key or
+	// a tier of the catalogue that gives the limit has a price.
+	Cost *RemedyCost `json:"cost,omitempty" doc:"What the change costs: the catalogue tier that gives it, or the key with the limit raised, and the plan's cost a day with it."`
+}
+
+// Cost is what serving a class, a key or the whole plan costs at the
+// stated demand (docs/concepts.md, "Cost"), in the scenario's currency:
+// pay as you go, the tokens its requests use at the key's prices;
+// provisioned, the key's price per hour for each of its active hours,
+// shared among its classes by the tokens they use.
+type Cost struct {
+	Currency string  `json:"currency" doc:"ISO 4217 code of the amounts."`
+	Pricing  string  `json:"pricing" enum:"pay_as_you_go,provisioned,mixed" doc:"How the cost is billed: per token, per hour of capacity, or both (a plan over keys of both kinds)."`
+	PerHour  float64 `json:"per_hour" doc:"The cost of an hour in which it runs (every class of a key or plan at once)."`
+	PerDay   float64 `json:"per_day" doc:"The cost of a day: over the key's active_hours, a batch once in each of its days."`
+	// RequestsPerDay is what PerDay pays for.
+	RequestsPerDay float64  `json:"requests_per_day" doc:"Requests a day at the demand."`
+	Per1KRequests  *float64 `json:"per_1k_requests" doc:"The cost of 1,000 requests; null when none is made."`
+	PerBatch       *float64 `json:"per_batch,omitempty" doc:"A batch class's: the cost of the whole batch."`
+	// CacheSavingPerDay is the cost with every input token billed at
+	// input_per_mtok, less PerDay.
+	CacheSavingPerDay float64  `json:"cache_saving_per_day" doc:"What the prompt cache saves a day: the cost with no input read from or written into the cache, less per_day; negative when writes cost more than reads save, 0 for provisioned capacity."`
+	Unpriced          []string `json:"unpriced,omitempty" doc:"The plan's: keys without a price, whose classes are not in its cost."`
+}
+
+// Pricing kinds of a Cost.
+const (
+	PricingPayAsYouGo  = "pay_as_you_go"
+	PricingProvisioned = "provisioned"
+	PricingMixed       = "mixed"
+)
+
+// RemedyCost is what a remedy that raises a key's limit costs.
+type RemedyCost struct {
+	Tier     string   `json:"tier,omitempty" doc:"The catalogue tier that gives the limit (and the class's other limits on the key), found by planning with it; empty when none does and the key is raised to the limit at its own prices (provisioned capacity in proportion to the limit)."`
+	Currency string   `json:"currency,omitempty"`
+	PerDay   *float64 `json:"per_day" doc:"What the key costs a day after the change; null when the tier has no price."`
+	// ChangePerDay is PerDay less the key's cost a day today.
+	ChangePerDay *float64 `json:"change_per_day" doc:"How much more the key costs a day after the change (negative: less); null when the key or the tier has no price."`
 }
 
 // QuotaPlan shows how one key is divided and how much of it is used.
@@ -170,12 +212,15 @@ type QuotaPlan struct {
 	Allocations []Allocation       `json:"allocations"`
 	Utilization map[string]float64 `json:"utilization" doc:"Expected share of each limit used at the stated demand (pools flat out for classes without demand)."`
 	Pacing      []KeyPacing        `json:"pacing" doc:"The key's pacing buckets, one for each per-minute limit, that every client of the key paces its sends with."`
+	Cost        *Cost              `json:"cost,omitempty" doc:"What the key costs at the stated demand; absent without a price."`
 }
 
 // EndpointPlan shows how one endpoint's in-flight budget is divided.
 type EndpointPlan struct {
 	Name             string               `json:"name"`
-	Knee             *int                 `json:"knee,omitempty" doc:"The measured knee."`
+	Knee             *int                 `json:"knee,omitempty" doc:"The knee its budget uses: the latency block's knee_refined when given, else its knee."`
+	KneeField        string               `json:"knee_field,omitempty" enum:"knee,knee_refined" doc:"Which field of the latency block knee is: knee_refined (a knee search's refinement) or knee; absent without a knee."`
+	KneeLowerBound   bool                 `json:"knee_lower_bound,omitempty" doc:"The knee is a lower bound the probe never reached: the budget holds pools to it, and where it binds the plan says to probe further, not to add serving capacity."`
 	Safety           float64              `json:"safety" doc:"The smallest knee safety among the endpoint's classes."`
 	Budget           *int                 `json:"budget" doc:"The most its classes' pools may add up to: the knee budget ⌊safety·knee⌋ or, with a curve, the SLO budget when smaller; null when nothing bounds it."`
 	BudgetConstraint string               `json:"budget_constraint,omitempty" doc:"What sets the budget: knee, slo_ttft or slo_e2e."`

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 
 	"golang.org/x/sync/errgroup"
 
@@ -17,8 +18,12 @@ const MaxWhatIfCells = 400
 
 // Variation varies one field of a scenario over a list of values.
 type Variation struct {
-	Path   string `json:"path"`   // a JSON Pointer (RFC 6901) into the scenario
-	Values []any  `json:"values"` // one grid row or column each
+	Path   string `json:"path"`             // a JSON Pointer (RFC 6901) into the scenario
+	Values []any  `json:"values,omitempty"` // one grid row or column each
+	// Tiers name the catalogue tiers whose quotas Values are
+	// (TierVariation): the grid shows each cell's tier by its name, and
+	// the variation by its tiers rather than the quotas they give.
+	Tiers []string `json:"tiers,omitempty"`
 }
 
 // WhatIf is the grid of a what-if sweep: one cell per combination of the
@@ -26,6 +31,9 @@ type Variation struct {
 type WhatIf struct {
 	Variations []Variation `json:"variations"`
 	Cells      []Cell      `json:"cells"`
+	// Ranking ranks the tiers of a sweep over catalogue tiers alone by
+	// cost (RankTiers); nil for any other sweep.
+	Ranking *TierRanking `json:"ranking,omitempty"`
 }
 
 // Cell is one combination of values and the plan's essentials for it, or
@@ -34,6 +42,9 @@ type Cell struct {
 	Values  []any                 `json:"values"`
 	Classes []CellClass           `json:"classes,omitempty"`
 	Errors  []scenario.FieldError `json:"errors,omitempty"`
+	// Cost and QuotaCosts are the plan's cost and each priced key's.
+	Cost       *Cost           `json:"cost,omitempty" doc:"What the cell's plan costs at the demand, over every key with a price."`
+	QuotaCosts map[string]Cost `json:"quota_costs,omitempty" doc:"What each key with a price costs, by its name."`
 }
 
 // CellClass is one class's outcome in a cell.
@@ -83,7 +94,30 @@ func (e *Engine) Sweep(ctx context.Context, base scenario.Scenario, vars []Varia
 	if err != nil {
 		return nil, err
 	}
+	out.nameTiers()
 	return out, nil
+}
+
+// nameTiers shows each tier variation by its tiers, and its value in each
+// cell as the tier's name rather than the quota it gives.
+func (w *WhatIf) nameTiers() {
+	vars := w.Variations
+	for i := range w.Cells {
+		rest := i
+		for j := len(vars) - 1; j >= 0; j-- {
+			n := len(vars[j].Values)
+			if len(vars[j].Tiers) == n {
+				w.Cells[i].Values[j] = vars[j].Tiers[rest%n]
+			}
+			rest /= n
+		}
+	}
+	w.Variations = slices.Clone(vars)
+	for j, v := range w.Variations {
+		if len(v.Tiers) == len(v.Values) {
+			w.Variations[j].Values = nil
+		}
+	}
 }
 
 // sweep computes the cells of a grid with cell, in the caller's slot and in
@@ -145,6 +179,18 @@ func (e *Engine) planCell(ctx context.Context, base scenario.Scenario, ptrs []sc
 	if err == nil {
 		for _, c := range p.Classes {
 			cell.Classes = append(cell.Classes, CellClass{Name: c.Name, Pool: c.Pool, BindingConstraint: c.BindingConstraint, MinPool: c.MinPool, Feasible: c.Feasible})
+		}
+		if p.Cost != nil {
+			c := *p.Cost // the plan may be shared: the cell's is its own
+			cell.Cost = &c
+		}
+		for _, q := range p.Quotas {
+			if q.Cost != nil {
+				if cell.QuotaCosts == nil {
+					cell.QuotaCosts = map[string]Cost{}
+				}
+				cell.QuotaCosts[q.Name] = *q.Cost
+			}
 		}
 		return cell
 	}

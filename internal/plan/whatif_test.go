@@ -69,12 +69,12 @@ func TestSweepRejectsBadVariations(t *testing.T) {
 		path string
 	}{
 		{"none", nil, "variations"},
-		{"three", []Variation{{"/quotas/0/rpm", []any{1}}, {"/quotas/0/rpm", []any{1}}, {"/quotas/0/rpm", []any{1}}}, "variations"},
-		{"missing array element", []Variation{{"/quotas/3/rpm", []any{1}}}, "variations[0].path"},
-		{"no leading slash", []Variation{{"quotas/0/rpm", []any{1}}}, "variations[0].path"},
-		{"insert into array", []Variation{{"/classes/1", []any{1}}}, "variations[0].path"},
-		{"no values", []Variation{{"/quotas/0/rpm", nil}}, "variations[0].values"},
-		{"too big", []Variation{{"/quotas/0/rpm", many}, {"/latency/knee", many}}, "variations"},
+		{"three", []Variation{{Path: "/quotas/0/rpm", Values: []any{1}}, {Path: "/quotas/0/rpm", Values: []any{1}}, {Path: "/quotas/0/rpm", Values: []any{1}}}, "variations"},
+		{"missing array element", []Variation{{Path: "/quotas/3/rpm", Values: []any{1}}}, "variations[0].path"},
+		{"no leading slash", []Variation{{Path: "quotas/0/rpm", Values: []any{1}}}, "variations[0].path"},
+		{"insert into array", []Variation{{Path: "/classes/1", Values: []any{1}}}, "variations[0].path"},
+		{"no values", []Variation{{Path: "/quotas/0/rpm", Values: nil}}, "variations[0].values"},
+		{"too big", []Variation{{Path: "/quotas/0/rpm", Values: many}, {Path: "/latency/knee", Values: many}}, "variations"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -42,6 +42,12 @@ func (c Config) WithinCaps(caps Caps) (Config, []fieldpath.Error) {
 		} else if top > caps.MaxConcurrency {
 			above("search_max_concurrency", top, "max_concurrency", caps.MaxConcurrency)
 		}
+	case c.Conversation != nil:
+		if n := c.Conversation.inFlight(); n > caps.MaxConcurrency {
+			above("conversation.tasks_in_flight", n, "max_concurrency", caps.MaxConcurrency)
+		}
+	case c.Prefill != nil || c.Cache != nil:
+		// One request at a time, within any cap.
 	case c.Steps == nil:
 		for _, s := range DefaultSteps {
 			if s <= caps.MaxConcurrency {

@@ -20,14 +20,16 @@ type chunkInfo struct {
 	usage      bool // the chunk has a usage object
 	prompt     int  // usage.prompt_tokens
 	completion int  // usage.completion_tokens
+	cached     int  // usage.prompt_tokens_details.cached_tokens
 	hasError   bool // the chunk is an error object
 	errCode    int  // error.code or error.status when numeric, else 0
 	errType    []byte
 	errMessage []byte // raw JSON string contents, escapes not decoded
+	model      []byte // the top-level model string, raw (escapes not decoded); nil when absent
 }
 
 // scanChunk reads a chunk with a purpose-built validating scanner: it walks
-// the JSON once, looks only at choices[].delta, usage and error, and skips
+// the JSON once, looks only at choices[].delta, usage, error and model, and skips
 // everything else without allocating, so that per-chunk work stays small
 // when a thousand streams are open. Keys are compared byte for byte (JSON
 // keys are case-sensitive; an escaped key does not match).
@@ -47,6 +49,12 @@ func scanChunk(b []byte) (chunkInfo, error) {
 			s.usage(&info)
 		case "error":
 			s.errorValue(&info)
+		case "model":
+			if s.peek() == '"' {
+				info.model = s.str()
+			} else {
+				s.skip(1)
+			}
 		default:
 			s.skip(1)
 		}
@@ -361,8 +369,27 @@ func (s *jscan) usage(info *chunkInfo) {
 			info.prompt = s.count()
 		case "completion_tokens":
 			info.completion = s.count()
+		case "prompt_tokens_details":
+			s.promptDetails(info)
 		default:
 			s.skip(2)
+		}
+	}
+}
+
+// promptDetails reads usage.prompt_tokens_details.cached_tokens (null, or
+// an object without it, is none).
+func (s *jscan) promptDetails(info *chunkInfo) {
+	if s.peek() != '{' {
+		s.skip(2)
+		return
+	}
+	s.i++
+	for first := true; s.more('}', &first); {
+		if string(s.key()) == "cached_tokens" {
+			info.cached = s.count()
+		} else {
+			s.skip(3)
 		}
 	}
 }

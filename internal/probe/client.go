@@ -3,12 +3,14 @@ package probe
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"time"
 
@@ -31,7 +33,7 @@ const maxErrorText = 200
 // An answer's headers are bounded as the preflight's are
 // (target.MaxResponseHeaderBytes). With dial set, connections go through
 // it and never through a proxy.
-func newTransport(maxConcurrency int, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Transport {
+func newTransport(maxConcurrency int, dial func(ctx context.Context, network, addr string) (net.Conn, error), tlsConfig *tls.Config) *http.Transport {
 	proxy := http.ProxyFromEnvironment
 	if dial == nil {
 		dial = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
@@ -44,6 +46,7 @@ func newTransport(maxConcurrency int, dial func(ctx context.Context, network, ad
 		MaxIdleConns:           maxConcurrency + 16,
 		MaxIdleConnsPerHost:    maxConcurrency + 16,
 		IdleConnTimeout:        90 * time.Second,
+		TLSClientConfig:        tlsConfig,
 		TLSHandshakeTimeout:    10 * time.Second,
 		ExpectContinueTimeout:  time.Second,
 		DisableCompression:     true,
@@ -92,6 +95,7 @@ type reply struct {
 	attempts   int
 	retryAfter time.Duration // the longest wait a 429 asked for
 	end        time.Duration // when the request ended, from the first send
+	conn       connTiming    // how the last attempt got its connection
 }
 
 // lastAttempt is how long the last attempt took, to its end.
@@ -149,7 +153,10 @@ func (s *sender) attempt(runCtx, ctx context.Context, body []byte, r *reply) (wa
 	if s.keyHeader != "" {
 		req.Header.Set(s.keyHeader, s.keyValue)
 	}
+	trace := &connTrace{}
+	req = req.WithContext(httptrace.WithClientTrace(ctx, trace.hooks()))
 	resp, err := s.client.Do(req)
+	r.conn = trace.timing(r.last)
 	if err != nil {
 		r.class, r.msg = failureClass(runCtx, ctx), s.redact.Clip(err.Error(), maxErrorText)
 		r.end = time.Since(r.start)

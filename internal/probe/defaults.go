@@ -30,15 +30,30 @@ func (c Config) collapseTolerancePct() float64 {
 	return c.CollapseTolerancePct.Or(analysis.DefaultCollapseTolerancePct)
 }
 
-func (c Config) pause() time.Duration       { return c.Pause.Or(DefaultPause) }
-func (c Config) deadline() time.Duration    { return c.Deadline.Or(DefaultDeadline) }
-func (c Config) maxTokens() int             { return c.MaxTokens.Or(DefaultMaxTokens) }
-func (c Config) inputTokens() int           { return c.InputTokens.Or(DefaultInputTokens) }
+func (c Config) pause() time.Duration    { return c.Pause.Or(DefaultPause) }
+func (c Config) deadline() time.Duration { return c.Deadline.Or(DefaultDeadline) }
+func (c Config) maxTokens() int          { return c.MaxTokens.Or(DefaultMaxTokens) }
+func (c Config) inputTokens() int {
+	if c.Cache != nil && c.Open == nil {
+		return c.InputTokens.Or(DefaultCacheInputTokens)
+	}
+	return c.InputTokens.Or(DefaultInputTokens)
+}
 func (c Config) max429Ratio() float64       { return c.Max429Ratio.Or(DefaultMax429Ratio) }
 func (c Config) maxAttempts() int           { return c.MaxAttempts.Or(DefaultMaxAttempts) }
 func (c Config) backoffBase() time.Duration { return c.BackoffBase.Or(DefaultBackoffBase) }
 func (c Config) backoffCap() time.Duration  { return c.BackoffCap.Or(DefaultBackoffCap) }
 func (b Budget) maxDuration() time.Duration { return b.MaxDuration.Or(DefaultMaxDuration) }
+
+func (l PrefillLadder) requests() int          { return l.Requests.Or(DefaultPrefillRequests) }
+func (k CacheComparison) requests() int        { return k.Requests.Or(DefaultCacheRequests) }
+func (v Conversation) inFlight() int           { return v.InFlight.Or(1) }
+func (v Conversation) toolTime() time.Duration { return v.ToolTime.Or(0) }
+func (v Conversation) toolResultTokens() int   { return v.ToolResultTokens.Or(DefaultToolResultTokens) }
+
+// tasks is the number of a conversation's tasks: ten measured and one
+// round of warm-up unless set.
+func (v Conversation) tasks() int { return v.Tasks.Or(DefaultConversationTasks + v.inFlight()) }
 
 // requests is the number of arrivals per rate.
 func (o OpenLoop) requests() int {
@@ -70,15 +85,31 @@ func (c Config) warmupFor(conc, n int) int {
 // concurrency (requestsFor, warmupFor), stay unset, and so do the request
 // and token budgets, which are unbounded unless set. The ladder is set
 // only for a ladder and the search's top only for a search, so that c and
-// its defaults validate alike.
+// its defaults validate alike; so is a prompt-cost mode's own shape, but
+// not its size (requests, tasks), whose default leaves a warm-up's
+// problem at warmup, as a step's does, and a prefill ladder takes no
+// input_tokens.
 func (c Config) WithDefaults() Config {
 	c.APIKeyHeader = c.apiKeyHeader()
+	prefill := c.Prefill != nil && c.Open == nil
 	switch {
 	case c.Open != nil:
 		o := *c.Open
 		o.Requests = optional.Of(o.requests())
 		o.Rates = slices.Clone(o.Rates)
 		c.Open = &o
+	case c.Prefill != nil:
+		l := *c.Prefill
+		l.InputTokens = slices.Clone(l.InputTokens)
+		c.Prefill = &l
+	case c.Cache != nil:
+		k := *c.Cache
+		c.Cache = &k
+	case c.Conversation != nil:
+		v := *c.Conversation
+		v.InFlight = optional.Of(v.inFlight())
+		v.ToolTime, v.ToolResultTokens = optional.Of(v.toolTime()), optional.Of(v.toolResultTokens())
+		c.Conversation = &v
 	case c.Search:
 		c.SearchMax = optional.Of(c.searchMax())
 	default:
@@ -88,7 +119,9 @@ func (c Config) WithDefaults() Config {
 	c.Pause = optional.Of(c.pause())
 	c.Deadline = optional.Of(c.deadline())
 	c.MaxTokens = optional.Of(c.maxTokens())
-	c.InputTokens = optional.Of(c.inputTokens())
+	if !prefill {
+		c.InputTokens = optional.Of(c.inputTokens()) // a prefill ladder's lengths are its own
+	}
 	c.Max429Ratio = optional.Of(c.max429Ratio())
 	c.MaxAttempts = optional.Of(c.maxAttempts())
 	c.BackoffBase = optional.Of(c.backoffBase())
@@ -97,8 +130,8 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// AnalysisOptions are the judgement settings of the run: its deadline
-// defines goodput, and the collapse tolerance.
+// AnalysisOptions are the judgement settings of the run: its deadline and
+// its SLO define goodput, and the collapse tolerance.
 func (c Config) AnalysisOptions() analysis.Options {
-	return analysis.Options{DeadlineMs: ms(c.deadline()), CollapseTolerancePct: c.collapseTolerancePct()}
+	return analysis.Options{DeadlineMs: ms(c.deadline()), CollapseTolerancePct: c.collapseTolerancePct(), SLO: c.SLO}
 }

@@ -8,6 +8,10 @@
 // after the wait the endpoint asked for, and timed from the attempt that
 // succeeded; the run stops by itself on too many 429s, on falling
 // goodput, on a spent budget or on cancel, and keeps what it measured.
+// Each answer's model field is recorded and checked against the model
+// asked (measure.ModelMatches), and each request's connection set-up is
+// timed (net/http/httptrace), with a warning when connections are not
+// kept alive.
 // The records are judged by package analysis (steady state, intervals,
 // knee, collapse, quota_limited, USL fit) and written as requests.csv,
 // steps.json and a curve.yaml that a scenario takes as it is.
@@ -16,19 +20,26 @@
 // (defaults.go), its rules are checked in one place (validate.go), each
 // problem located at its field so that the command line and the service
 // name it as a flag or a body location, and a service's caps apply on top
-// (caps.go). The run modes, the ladder, the knee search and the open loop,
-// are one file each behind one interface (mode.go).
+// (caps.go). The run modes, the ladder, the knee search, the open loop,
+// and the modes that measure a prompt's cost (the prefill ladder, the
+// cache comparison and the conversation), are one file each behind one
+// interface (mode.go). Goodput may count only the requests that meet
+// every target of an SLO (Config.SLO).
 package probe
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/optional"
 	"github.com/plannerdev/planner/internal/redact"
 )
@@ -49,6 +60,35 @@ const (
 	// DefaultSearchMax is the highest concurrency a knee search tries
 	// unless told.
 	DefaultSearchMax = 64
+	// DefaultPrefillRequests is the requests per length of a prefill
+	// ladder, DefaultCacheRequests those of each kind of a cache
+	// comparison, warm-up included.
+	DefaultPrefillRequests = 11
+	DefaultCacheRequests   = 21
+	// DefaultCacheInputTokens is the prompt length of a cache comparison:
+	// long enough for the providers' caches, which serve prompts from
+	// 1,024 tokens.
+	DefaultCacheInputTokens = 2048
+	// DefaultConversationTasks is the measured tasks of a conversation,
+	// DefaultToolResultTokens the length of each tool result.
+	DefaultConversationTasks = 10
+	DefaultToolResultTokens  = 256
+)
+
+// Bounds on the prompt-cost modes.
+const (
+	// MinPrefillMeasured and MinCacheMeasured are the fewest measured
+	// requests a prefill ladder may have at each length and a cache
+	// comparison of each kind.
+	MinPrefillMeasured = 2
+	MinCacheMeasured   = 5
+	// MinCacheInputTokens is the shortest prompt of a cache comparison:
+	// its unique tail (at least 16 tokens) leaves a prefix to repeat.
+	MinCacheInputTokens = 128
+	// MaxCalls bounds a conversation's calls per task, MaxToolTime its
+	// wait between calls.
+	MaxCalls    = 100
+	MaxToolTime = 10 * time.Minute
 )
 
 // Bounds on a probe's shape, so that a typo cannot start a flood. They are
@@ -112,6 +152,9 @@ type Config struct {
 	// http.Client's; the service refuses every redirect with it, so that an
 	// endpoint cannot send the probe and its key elsewhere.
 	CheckRedirect func(req *http.Request, via []*http.Request) error
+	// tlsConfig is the TLS settings of the run's connections; nil selects
+	// the system's. Tests set it to trust their own TLS server.
+	tlsConfig *tls.Config
 
 	// Steps is the ladder of concurrencies, strictly ascending; nil selects
 	// DefaultSteps. Only a ladder takes it.
@@ -179,8 +222,67 @@ type Config struct {
 	// Open, when set, runs open-loop steps, one per rate, instead of the
 	// ramp (openloop.go).
 	Open *OpenLoop
+	// Prefill, Cache and Conversation, when one is set, measure a
+	// prompt's cost instead of a concurrency ramp (docs/probe.md,
+	// "Prefill and the prompt cache"): a ladder of input lengths
+	// (prefill.go), a repeated prefix against fresh prompts (cache.go),
+	// or multi-call tasks whose context grows (conversation.go).
+	Prefill      *PrefillLadder
+	Cache        *CacheComparison
+	Conversation *Conversation
+	// SLO, when it gives targets, narrows goodput to the requests that
+	// met every one of them (docs/probe.md, "SLO goodput").
+	SLO measure.Targets
 	// Seed seeds the backoff jitter and the open-loop arrivals.
 	Seed uint64
+}
+
+// PrefillLadder measures prefill per 1,000 input tokens: rounds of one
+// request at each input length in turn, at concurrency 1, each prompt
+// unique from its start so that no cache serves it, and the line TTFT =
+// base + slope · uncached input / 1000 fitted to them
+// (analysis.FitPrefill).
+type PrefillLadder struct {
+	// InputTokens are the lengths, strictly ascending, at least two.
+	InputTokens []int `json:"input_tokens"`
+	// Requests is the number of requests at each length, warm-up
+	// included (default DefaultPrefillRequests: one round of warm-up, ten
+	// measured).
+	Requests optional.Value[int] `json:"requests"`
+}
+
+// CacheComparison measures the prompt cache's effect: at concurrency 1,
+// requests alternate between prompts that repeat one long prefix (then a
+// short unique tail) and fresh prompts of the same length, and the TTFTs
+// and the cached tokens read back are compared (analysis.MeasureCache).
+// The prompt's length is Config.InputTokens (default
+// DefaultCacheInputTokens).
+type CacheComparison struct {
+	// Requests is the number of requests of each kind, warm-up included
+	// (default DefaultCacheRequests: one of each kind of warm-up, the
+	// first of which fills the cache, and twenty measured).
+	Requests optional.Value[int] `json:"requests"`
+}
+
+// Conversation replays multi-call tasks (agent loops): each task makes
+// Calls serial calls, call i's messages the first input (Config.InputTokens,
+// unique to the task) and, for every earlier call, its answer (sent back as
+// text of its output's length) and a tool result of ToolResultTokens, with
+// ToolTime between calls; InFlight tasks run at once. Per call and per
+// task times are measured (analysis.MeasureConversation).
+type Conversation struct {
+	Calls int `json:"calls"`
+	// Tasks is the number of tasks, warm-up included (default
+	// DefaultConversationTasks + InFlight: one round of warm-up).
+	Tasks optional.Value[int] `json:"tasks"`
+	// InFlight is the number of tasks at once (default 1).
+	InFlight optional.Value[int] `json:"tasks_in_flight"`
+	// ToolTime is the wait between a call's end and the next call's send
+	// (default 0).
+	ToolTime optional.Value[time.Duration] `json:"tool_time"`
+	// ToolResultTokens is the length of each tool result (default
+	// DefaultToolResultTokens).
+	ToolResultTokens optional.Value[int] `json:"tool_result_tokens"`
 }
 
 // Budget bounds a run's spend. When a budget is spent the run stops: the
@@ -229,6 +331,33 @@ func (c Config) endpoint() (string, error) {
 	return u.JoinPath("chat/completions").String(), nil
 }
 
+// deployment reports whether Model names a deployment rather than a model
+// (Azure OpenAI), whose answers name the model behind it: the base URL is
+// an Azure OpenAI host or has a deployments/NAME path, or the key goes in
+// api-key, the header of Azure OpenAI keys.
+func (c Config) deployment() bool {
+	if strings.EqualFold(c.APIKeyHeader, "api-key") {
+		return true
+	}
+	u, err := url.Parse(c.BaseURL)
+	if err != nil {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	for _, suffix := range []string{".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com"} {
+		if strings.HasSuffix(host, suffix) {
+			return true
+		}
+	}
+	segs := strings.Split(strings.Trim(u.Path, "/"), "/")
+	i := slices.Index(segs, "deployments")
+	return i >= 0 && i+1 < len(segs) && segs[i+1] != ""
+}
+
+// DisplayURL is the base URL as the outputs show it: without user
+// information, and every query value but api-version redacted.
+func (c Config) DisplayURL() string { return redact.URL(c.BaseURL) }
+
 // MarshalJSON renders the configuration for the outputs under the names
 // its problems are located by (Validate): durations as Go duration
 // strings, the base URL without credentials, prompts counted, and never
@@ -241,30 +370,34 @@ func (c Config) MarshalJSON() ([]byte, error) {
 	}
 	duration := func(d optional.Value[time.Duration]) string { return d.Or(0).String() }
 	view := struct {
-		BaseURL         string    `json:"base_url"`
-		Model           string    `json:"model"`
-		APIKeySet       bool      `json:"api_key_set"`
-		Steps           []int     `json:"steps,omitempty"`
-		Search          bool      `json:"search,omitempty"`
-		SearchMax       int       `json:"search_max_concurrency,omitempty"`
-		RequestsPerStep *int      `json:"requests_per_step,omitempty"`
-		Warmup          *int      `json:"warmup,omitempty"`
-		CollapseTol     float64   `json:"collapse_tolerance_pct"`
-		Exact           bool      `json:"exact,omitempty"`
-		Pause           string    `json:"pause"`
-		Deadline        string    `json:"deadline"`
-		MaxTokens       int       `json:"max_tokens"`
-		IgnoreEOS       bool      `json:"ignore_eos"`
-		InputTokens     int       `json:"input_tokens,omitempty"`
-		Prompts         int       `json:"prompts,omitempty"`
-		PromptsSource   string    `json:"prompts_source,omitempty"`
-		Max429Ratio     float64   `json:"max_429_ratio"`
-		MaxAttempts     int       `json:"max_attempts"`
-		BackoffBase     string    `json:"backoff_base"`
-		BackoffCap      string    `json:"backoff_cap"`
-		Budget          budget    `json:"budget"`
-		Open            *OpenLoop `json:"open_loop,omitempty"`
-		Seed            uint64    `json:"seed"`
+		BaseURL         string            `json:"base_url"`
+		Model           string            `json:"model"`
+		APIKeySet       bool              `json:"api_key_set"`
+		Steps           []int             `json:"steps,omitempty"`
+		Search          bool              `json:"search,omitempty"`
+		SearchMax       int               `json:"search_max_concurrency,omitempty"`
+		RequestsPerStep *int              `json:"requests_per_step,omitempty"`
+		Warmup          *int              `json:"warmup,omitempty"`
+		CollapseTol     float64           `json:"collapse_tolerance_pct"`
+		Exact           bool              `json:"exact,omitempty"`
+		Pause           string            `json:"pause"`
+		Deadline        string            `json:"deadline"`
+		MaxTokens       int               `json:"max_tokens"`
+		IgnoreEOS       bool              `json:"ignore_eos"`
+		InputTokens     int               `json:"input_tokens,omitempty"`
+		Prompts         int               `json:"prompts,omitempty"`
+		PromptsSource   string            `json:"prompts_source,omitempty"`
+		Max429Ratio     float64           `json:"max_429_ratio"`
+		MaxAttempts     int               `json:"max_attempts"`
+		BackoffBase     string            `json:"backoff_base"`
+		BackoffCap      string            `json:"backoff_cap"`
+		Budget          budget            `json:"budget"`
+		Open            *OpenLoop         `json:"open_loop,omitempty"`
+		Prefill         *PrefillLadder    `json:"prefill,omitempty"`
+		Cache           *CacheComparison  `json:"cache,omitempty"`
+		Conversation    *conversationView `json:"conversation,omitempty"`
+		SLO             *measure.Targets  `json:"slo,omitempty"`
+		Seed            uint64            `json:"seed"`
 	}{
 		BaseURL: redact.URL(c.BaseURL), Model: c.Model, APIKeySet: c.APIKey != "",
 		Steps: c.Steps, Search: c.Search, RequestsPerStep: pointer(c.RequestsPerStep), Warmup: pointer(c.Warmup),
@@ -275,16 +408,41 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		Budget: budget{c.Budget.MaxRequests.Or(0), c.Budget.MaxTokens.Or(0), duration(c.Budget.MaxDuration)},
 		Open:   c.Open, Seed: c.Seed,
 	}
+	// A prompt-cost mode's size shows as the run takes it, default or not.
+	if l := c.Prefill; l != nil {
+		view.Prefill = &PrefillLadder{InputTokens: l.InputTokens, Requests: optional.Of(l.requests())}
+	}
+	if k := c.Cache; k != nil {
+		view.Cache = &CacheComparison{Requests: optional.Of(k.requests())}
+	}
+	if cv := c.Conversation; cv != nil {
+		tasks := cv.tasks()
+		view.Conversation = &conversationView{Calls: cv.Calls, Tasks: &tasks, InFlight: pointer(cv.InFlight),
+			ToolTime: duration(cv.ToolTime), ToolResultTokens: pointer(cv.ToolResultTokens)}
+	}
+	if !c.SLO.IsZero() {
+		view.SLO = &c.SLO
+	}
 	if len(c.Prompts) == 0 {
 		view.InputTokens = c.InputTokens.Or(0)
 	}
 	if c.Search {
 		view.Steps, view.SearchMax = nil, c.SearchMax.Or(0)
 	}
-	if c.Open != nil {
+	if c.Open != nil || c.promptMode() != "" {
 		view.Steps = nil
 	}
 	return json.Marshal(view)
+}
+
+// conversationView is a Conversation as the outputs show it, its tool
+// time a Go duration string.
+type conversationView struct {
+	Calls            int    `json:"calls"`
+	Tasks            *int   `json:"tasks,omitempty"`
+	InFlight         *int   `json:"tasks_in_flight,omitempty"`
+	ToolTime         string `json:"tool_time"`
+	ToolResultTokens *int   `json:"tool_result_tokens,omitempty"`
 }
 
 // pointer is a set value's address, nil for an unset one.

@@ -152,14 +152,79 @@ func newPrompts(fixed []Prompt, target int, runID string) *prompts {
 	return &prompts{fixed: fixed, target: target, runID: runID, chars: target * charsPerToken}
 }
 
-// input is one request's messages and, for a synthetic prompt, its text
-// length (0 for a prompt from a file). A synthetic input's messages are
-// built only once the budget has admitted its size (build).
+// input is one request's messages and, for a synthetic prompt of one
+// message, its text length, by which the length is calibrated (0 for a
+// prompt from a file or of several messages). A synthetic input's
+// messages are built only once the budget has admitted its size (build).
 type input struct {
 	messages json.RawMessage
 	chars    int
 	seq      int
-	size     int // bytes of messages, known before they are built
+	size     int    // bytes of messages, known before they are built
+	turns    []turn // a shaped prompt's messages, to build; nil for a plain synthetic one
+	// prefixTokens is the tokens at the prompt's start that an earlier
+	// request sent (measure.Record.PrefixTokens), when known before it
+	// is sent; prefixShare the share of its characters that repeat an
+	// earlier prompt's, whose tokens are counted once the endpoint has
+	// counted the prompt's.
+	prefixTokens int
+	prefixShare  float64
+}
+
+// segment is synthetic text of n characters (at least its head): head,
+// then lead, then filler words.
+type segment struct {
+	head, lead string
+	n          int
+}
+
+// text renders the segment.
+func (s segment) text() string {
+	var b strings.Builder
+	b.Grow(max(s.n, len(s.head)))
+	b.WriteString(s.head)
+	body := s.lead
+	for b.Len() < s.n {
+		rest := s.n - b.Len()
+		if body == "" {
+			body = filler
+		}
+		if len(body) > rest {
+			body = body[:rest]
+		}
+		b.WriteString(body)
+		body = filler
+	}
+	return b.String()
+}
+
+// chars is the segment's length.
+func (s segment) chars() int { return max(s.n, len(s.head)) }
+
+// turn is one message of a shaped prompt: its role and its text, the
+// segments in order. Its text is fixed when it is made, so that a prompt
+// that repeats it repeats it byte for byte, as a prompt cache needs.
+type turn struct {
+	role string
+	segs []segment
+}
+
+// shaped is the input of a prompt of the given messages.
+func shaped(turns []turn, seq int) input {
+	empty := make([]message, len(turns))
+	chars := 0
+	for i, t := range turns {
+		empty[i].Role = t.role
+		for _, s := range t.segs {
+			chars += s.chars()
+		}
+	}
+	b, _ := json.Marshal(empty) // roles are plain ASCII
+	in := input{turns: turns, seq: seq, size: len(b) + chars}
+	if len(turns) == 1 {
+		in.chars = chars
+	}
+	return in
 }
 
 // next returns the input of request seq (0, 1, ...) of the run: a prompt
@@ -182,7 +247,18 @@ func (p *prompts) build(in input) (input, error) {
 	if in.messages != nil {
 		return in, nil
 	}
-	m, err := json.Marshal([]message{{Role: "user", Content: syntheticText(p.runID, in.seq, in.chars)}})
+	msgs := []message{{Role: "user", Content: syntheticText(p.runID, in.seq, in.chars)}}
+	if in.turns != nil {
+		msgs = make([]message, len(in.turns))
+		for i, t := range in.turns {
+			var b strings.Builder
+			for _, s := range t.segs {
+				b.WriteString(s.text())
+			}
+			msgs[i] = message{Role: t.role, Content: b.String()}
+		}
+	}
+	m, err := json.Marshal(msgs)
 	if err != nil {
 		return input{}, fmt.Errorf("synthetic prompt: %w", err)
 	}
@@ -217,6 +293,66 @@ func (p *prompts) length() int {
 	return p.chars
 }
 
+// charsFor is the synthetic text length of a prompt of tokens tokens, at
+// the characters per token calibrated so far: within 1 and 8 characters
+// a token, as the calibrated length is (observe).
+func (p *prompts) charsFor(tokens int) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return max(1, int(float64(p.chars)*float64(tokens)/float64(p.target)+0.5))
+}
+
+// sized is the input of request seq: a synthetic prompt of one message,
+// unique from its start, of tokens tokens (a prefill ladder's length).
+func (p *prompts) sized(seq, tokens int) input {
+	return shaped([]turn{p.opening(seq, tokens)}, seq)
+}
+
+// opening is a user message of tokens tokens that starts with the unique
+// head of request (or task) seq and asks for a long answer: a plain
+// synthetic prompt as a turn.
+func (p *prompts) opening(seq, tokens int) turn {
+	return turn{role: "user", segs: []segment{{head: syntheticHead(p.runID, seq), lead: instruction, n: p.charsFor(tokens)}}}
+}
+
+// sharedHead starts the prefix that the cache comparison's repeated
+// prompts share, unique to the run so that no earlier run's cache serves
+// it.
+func sharedHead(runID string) string { return "[" + runID + "-shared] " }
+
+// repeat is the input of request seq of a cache comparison that repeats
+// the run's shared prefix: one user message of chars characters, the
+// shared prefix (the run's shared head, the instruction and filler) and
+// then a unique tail of tail characters, so that no two prompts are the
+// same.
+func (p *prompts) repeat(seq, chars, tail int) input {
+	in := shaped([]turn{{role: "user", segs: []segment{
+		{head: sharedHead(p.runID), lead: instruction, n: chars - tail},
+		{head: " " + syntheticHead(p.runID, seq), n: tail},
+	}}}, seq)
+	in.prefixShare = float64(chars-tail) / float64(in.chars)
+	return in
+}
+
+// fresh is the input of request seq of a cache comparison that repeats
+// nothing: chars characters from a unique start.
+func (p *prompts) fresh(seq, chars int) input {
+	return shaped([]turn{{role: "user", segs: []segment{{head: syntheticHead(p.runID, seq), lead: instruction, n: chars}}}}, seq)
+}
+
+// answer stands for an answer of tokens tokens that a conversation sends
+// back as the assistant's message: filler words of the length such an
+// answer has (the answer's own words are not kept).
+func (p *prompts) answer(task, call, tokens int) turn {
+	return turn{role: "assistant", segs: []segment{{head: "Answer " + strconv.Itoa(call) + " of task " + strconv.Itoa(task) + ": ", n: p.charsFor(tokens)}}}
+}
+
+// toolResult is a conversation's tool result after call call: a user
+// message of tokens tokens.
+func (p *prompts) toolResult(task, call, tokens int) turn {
+	return turn{role: "user", segs: []segment{{head: "Tool result " + strconv.Itoa(call) + " of task " + strconv.Itoa(task) + ": ", n: p.charsFor(tokens)}}}
+}
+
 // syntheticHead is the unique start of request seq's synthetic text.
 func syntheticHead(runID string, seq int) string {
 	return "[" + runID + "-" + strconv.Itoa(seq) + "] "
@@ -225,18 +361,5 @@ func syntheticHead(runID string, seq int) string {
 // syntheticText is n characters (at least the unique head): a head that
 // names the run and request, the instruction, then filler words.
 func syntheticText(runID string, seq, n int) string {
-	head := syntheticHead(runID, seq)
-	var b strings.Builder
-	b.Grow(max(n, len(head)))
-	b.WriteString(head)
-	body := instruction
-	for b.Len() < n {
-		rest := n - b.Len()
-		if len(body) > rest {
-			body = body[:rest]
-		}
-		b.WriteString(body)
-		body = filler
-	}
-	return b.String()
+	return segment{head: syntheticHead(runID, seq), lead: instruction, n: n}.text()
 }

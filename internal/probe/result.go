@@ -54,7 +54,7 @@ type Summary struct {
 // Spend is what one part of a run used: the ladder (or a search's
 // doubling steps) and a search's refinement, counted apart.
 type Spend struct {
-	Part     string  `json:"part" enum:"ladder,search,refine,open_loop"`
+	Part     string  `json:"part" enum:"ladder,search,refine,open_loop,prefill,cache,conversation"`
 	Steps    int     `json:"steps"`
 	Requests int     `json:"requests" doc:"HTTP requests sent, retries included."`
 	Tokens   int     `json:"tokens" doc:"Input plus output tokens reported (counted from chunks without usage)."`
@@ -74,10 +74,12 @@ func (r *Result) Summary() Summary {
 func (r *Result) Spent() []Spend {
 	main := "ladder"
 	switch {
-	case r.Config.Search:
-		main = "search"
 	case r.Config.Open != nil:
 		main = "open_loop"
+	case r.Config.promptMode() != "":
+		main = r.Config.promptMode()
+	case r.Config.Search:
+		main = "search"
 	}
 	parts := []Spend{{Part: main}}
 	if r.Config.Search {
@@ -166,8 +168,16 @@ func (r *runner) result(reason, detail string) *Result {
 		steps = analysis.Summarize(recs, r.opts)
 	}
 	an := analysis.Analyze(steps, r.opts)
+	if j, ok := r.cfg.mode().(judge); ok {
+		an.Mode = r.cfg.promptMode()
+		j.judge(recs, &an)
+	}
+	withConnections(an.Steps, recs)
+	an.Served = measure.SummarizeServed(r.cfg.Model, r.cfg.deployment(), recs)
+	an.Connections = measure.SummarizeConns(recs)
 	limits := r.sender.limits.snapshot()
 	an.Notes = append(an.Notes, r.notes(recs, &an, limits, reason)...)
+	an.Notes = append(an.Notes, an.Warnings()...)
 	sent, tokens := r.budget.used()
 	return &Result{
 		Config: r.cfg, Records: recs, Analysis: an, RateLimits: limits,
@@ -218,7 +228,7 @@ func (r *runner) notes(recs []measure.Record, an *measure.Result, limits RateLim
 	if estimated > 0 {
 		notes = append(notes, fmt.Sprintf("successful responses without usage, whose output tokens are counted from chunks (output_estimated): %d", estimated))
 	}
-	if len(r.cfg.Prompts) == 0 {
+	if len(r.cfg.Prompts) == 0 && r.cfg.Prefill == nil && r.cfg.Conversation == nil {
 		var sum, n int
 		for _, rec := range recs {
 			if rec.InputTokens > 0 && !rec.Warmup {
@@ -236,3 +246,18 @@ func (r *runner) notes(recs []measure.Record, an *measure.Result, limits RateLim
 	}
 	return notes
 }
+
+// withConnections sets each step's connection summary from its records.
+func withConnections(steps []measure.Step, recs []measure.Record) {
+	by := map[stepKey][]measure.Record{}
+	for _, rec := range recs {
+		by[stepKey{rec.Step, rec.RateRPS}] = append(by[stepKey{rec.Step, rec.RateRPS}], rec)
+	}
+	for i := range steps {
+		steps[i].Connections = measure.SummarizeConns(by[stepKey{steps[i].Concurrency, steps[i].RateRPS}])
+	}
+}
+
+// Warnings are what an operator must know of the run beyond its
+// verdicts (measure.Result.Warnings); they are among the notes too.
+func (r *Result) Warnings() []string { return r.Analysis.Warnings() }

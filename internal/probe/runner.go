@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,7 +65,7 @@ func Run(ctx context.Context, cfg Config, obs Observer) (*Result, error) {
 	}
 	m := cfg.mode()
 	concs := m.concurrencies()
-	tr := newTransport(concs[len(concs)-1], cfg.DialContext)
+	tr := newTransport(concs[len(concs)-1], cfg.DialContext, cfg.tlsConfig)
 	defer tr.CloseIdleConnections()
 
 	t0 := time.Now()
@@ -196,7 +197,7 @@ func (s *stepState) admit() (int, bool) {
 	}
 	i := s.next
 	if s.spec.adaptive && i >= s.warmup+analysis.MinAdaptive(s.c) {
-		if rel, _ := analysis.Precision(s.recs, s.c, s.r.opts.DeadlineMs); rel <= analysis.TargetPrecision {
+		if rel, _ := analysis.Precision(s.recs, s.c, s.r.opts.Goal()); rel <= analysis.TargetPrecision {
 			s.stopped, s.precise = true, true
 			return 0, false
 		}
@@ -258,12 +259,21 @@ func (r *runner) plan(k stepKey, n int) {
 // when the budget refused to send it (nothing is recorded).
 func (r *runner) request(ctx context.Context, k stepKey, idx int, warmup, refine bool) (rec measure.Record, ok bool) {
 	base := measure.Record{Step: k.c, RateRPS: k.rate, Index: idx, Warmup: warmup, Refine: refine}
-	seq := int(r.seq.Add(1) - 1)
-	in, err := r.prompts.next(seq)
+	in, err := r.prompts.next(r.nextSeq())
 	if err != nil {
 		base.ErrorClass, base.StartS = measure.ErrClient, time.Since(r.t0).Seconds()
 		return r.keep(base, err.Error()), true
 	}
+	return r.send(ctx, base, in)
+}
+
+// nextSeq numbers the requests of the run in the order they are made.
+func (r *runner) nextSeq() int { return int(r.seq.Add(1) - 1) }
+
+// send sends input in as the request that base places (its step, index
+// and flags) and records it. ok is false when the budget refused to send
+// it (nothing is recorded).
+func (r *runner) send(ctx context.Context, base measure.Record, in input) (rec measure.Record, ok bool) {
 	// An upper estimate of the input (at least 2 bytes of JSON per token,
 	// plus the chat template), plus the most output the request may get,
 	// reserved before the prompt is built: a request the budget refuses
@@ -284,13 +294,20 @@ func (r *runner) request(ctx context.Context, k stepKey, idx int, warmup, refine
 	rec.Status, rec.ErrorClass, rec.Attempts = rep.status, rep.class, rep.attempts
 	rec.RetryAfterMs, rec.OK = ms(rep.retryAfter), rep.class == ""
 	rec.E2EMs, rec.E2EWithRetriesMs = ms(rep.lastAttempt()), ms(rep.end)
+	c := rep.conn
+	rec.Conn, rec.ConnWaitMs, rec.DNSMs, rec.ConnectMs, rec.TLSMs, rec.TTFBMs = c.conn, ms(c.wait), ms(c.dns), ms(c.connect), ms(c.tls), ms(c.ttfb)
 	st := rep.stream
 	used := 0
 	if rep.status == http.StatusOK {
 		rec.AckMs = ms(st.ack)
 		rec.TTFTMs = ms(st.ttft)
 		rec.OutputTokens, rec.OutputEstimated = st.outputTokens()
-		rec.InputTokens = st.prompt
+		rec.InputTokens, rec.CachedTokens = st.prompt, st.cached
+		rec.PrefixTokens = in.prefixTokens
+		if in.prefixShare > 0 {
+			rec.PrefixTokens = int(in.prefixShare*float64(st.prompt) + 0.5)
+		}
+		rec.ServedModel = r.sender.redact.String(strings.Join(st.servedModels(), measure.ServedModelSep))
 		used = reserve - r.cfg.maxTokens() + rec.OutputTokens
 		if st.usage {
 			used = st.prompt + st.completion
@@ -347,6 +364,7 @@ func (r *runner) finishStep(c int, rate float64, recs []measure.Record) {
 		return
 	}
 	s := steps[0]
+	s.Connections = measure.SummarizeConns(recs)
 	r.mu.Lock()
 	r.steps = append(r.steps, s)
 	r.mu.Unlock()

@@ -2,10 +2,14 @@ package probe
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/plannerdev/planner/internal/measure"
 )
@@ -20,9 +24,56 @@ type streamResult struct {
 	usage          bool          // a usage object arrived
 	prompt         int           // usage.prompt_tokens
 	completion     int           // usage.completion_tokens
+	cached         int           // usage.prompt_tokens_details.cached_tokens
 	done           bool          // the [DONE] sentinel arrived
 	errClass       string        // "" or an analysis error class
 	errMsg         string
+	models         []string // the distinct model names the chunks carried, in order (at most maxServedNames)
+}
+
+// maxServedNames bounds the distinct model names kept of one stream, and
+// maxServedName the bytes of each, so that a hostile stream cannot grow a
+// row without bound.
+const (
+	maxServedNames = 4
+	maxServedName  = 200
+)
+
+// servedName notes the model name of a chunk (raw JSON string contents,
+// cut to maxServedName bytes) unless the stream already named it; only a
+// new name allocates.
+func (r *streamResult) servedName(raw []byte) {
+	if len(raw) == 0 || len(r.models) >= maxServedNames {
+		return
+	}
+	if len(raw) > maxServedName {
+		n := maxServedName
+		for n > 0 && !utf8.RuneStart(raw[n]) {
+			n--
+		}
+		raw = raw[:n]
+	}
+	for _, m := range r.models {
+		if string(raw) == m {
+			return
+		}
+	}
+	r.models = append(r.models, string(raw))
+}
+
+// servedModels are the names the stream carried, escapes decoded.
+func (r streamResult) servedModels() []string {
+	out := make([]string, 0, len(r.models))
+	for _, m := range r.models {
+		name := m
+		if strings.IndexByte(m, '\\') >= 0 && json.Unmarshal([]byte(`"`+m+`"`), &name) != nil {
+			name = m // cut inside an escape: kept as it came
+		}
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // ok reports whether the stream is a success: it finished with [DONE],
@@ -102,8 +153,9 @@ func readStream(body io.Reader, sent time.Time) (streamResult, error) {
 			res.outputChunks++
 		}
 		if info.usage {
-			res.usage, res.prompt, res.completion = true, info.prompt, info.completion
+			res.usage, res.prompt, res.completion, res.cached = true, info.prompt, info.completion, info.cached
 		}
+		res.servedName(info.model)
 	}
 }
 

@@ -191,6 +191,9 @@ func TestScanChunk(t *testing.T) {
 		{"empty tool calls are not output", `{"choices":[{"delta":{"tool_calls":[]}}]}`, chunkInfo{}, true},
 		{"usage with decimals and extra fields", `{"usage":{"prompt_tokens":7.0,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":0}}}`,
 			chunkInfo{usage: true, prompt: 7, completion: 2}, true},
+		{"cached tokens", `{"usage":{"prompt_tokens":2048,"completion_tokens":2,"prompt_tokens_details":{"audio_tokens":0,"cached_tokens":1920}}}`,
+			chunkInfo{usage: true, prompt: 2048, completion: 2, cached: 1920}, true},
+		{"prompt details null", `{"usage":{"prompt_tokens":5,"prompt_tokens_details":null}}`, chunkInfo{usage: true, prompt: 5}, true},
 		{"usage null", `{"usage":null}`, chunkInfo{}, true},
 		{"error null is no error", `{"error":null,"choices":[]}`, chunkInfo{}, true},
 		{"error string", `{"error":"boom"}`, chunkInfo{hasError: true, errMessage: []byte("boom")}, true},
@@ -219,7 +222,7 @@ func TestScanChunk(t *testing.T) {
 			}
 			got.errMessage, tc.want.errMessage = nil, nil
 			if got.output != tc.want.output || got.usage != tc.want.usage || got.prompt != tc.want.prompt ||
-				got.completion != tc.want.completion || got.hasError != tc.want.hasError {
+				got.completion != tc.want.completion || got.cached != tc.want.cached || got.hasError != tc.want.hasError {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}
 		})

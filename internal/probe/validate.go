@@ -30,6 +30,13 @@ func (c Config) Validate() []fieldpath.Error {
 	if h := c.apiKeyHeader(); h != "Authorization" && h != "api-key" {
 		p.add("api_key_header", `%q is neither "Authorization" nor "api-key"`, h)
 	}
+	if ms := c.promptModes(); len(ms) > 1 || len(ms) == 1 && c.Open != nil {
+		other := "open_loop"
+		if len(ms) > 1 {
+			other = ms[0]
+		}
+		p.add(ms[len(ms)-1], "is a mode of its own: give %s or %s, not both", other, ms[len(ms)-1])
+	}
 	c.mode().check(c, &p)
 	if w, ok := c.Warmup.Get(); ok && (w < 0 || w > MaxRequestsPerStep) {
 		p.add("warmup", "%d warm-up requests per step is outside 0..%d (0: none)", w, MaxRequestsPerStep)
@@ -54,6 +61,7 @@ func (c Config) Validate() []fieldpath.Error {
 	between(&p, "max_attempts", c.maxAttempts(), 1, MaxAttemptsBound, "sends")
 	positive(&p, "backoff_base", c.backoffBase())
 	positive(&p, "backoff_cap", c.backoffCap())
+	p = append(p, c.SLO.Check("slo")...)
 	atLeastOne(&p, "budget.max_requests", c.Budget.MaxRequests, "requests")
 	atLeastOne(&p, "budget.max_tokens_total", c.Budget.MaxTokens, "tokens")
 	positive(&p, "budget.max_duration", c.Budget.maxDuration())
@@ -128,4 +136,41 @@ func notSearch(c Config, p *problems) {
 	if c.SearchMax.IsSet() {
 		p.add("search_max_concurrency", "bounds a knee search, and this run is none (a ladder's top is its last step)")
 	}
+}
+
+// notRamp refuses, in a mode that measures a prompt's cost (what, "a
+// prefill ladder"), the settings of a concurrency ramp and prompts from a
+// file: the mode runs at its own load and builds its own prompts.
+func notRamp(c Config, p *problems, what, mode string) {
+	notSearch(c, p)
+	if c.Search {
+		p.add("search", "%s runs at a load of its own: it cannot run with a knee search", what)
+	}
+	if c.Steps != nil {
+		p.add("steps", "%s runs at a load of its own: give steps or %s, not both", what, mode)
+	}
+	if c.RequestsPerStep.IsSet() {
+		p.add("requests_per_step", "%s's size is %s.requests (or %s.tasks): set that instead", what, mode, mode)
+	}
+	if len(c.Prompts) > 0 {
+		p.add("prompts", "%s builds its own prompts, to shapes it controls: leave the prompts out", what)
+	}
+}
+
+// checkMeasured refuses a prompt-cost mode's size of n, warm-up included,
+// that leaves fewer than least measured (the warm-up being warmupFor(conc,
+// n)), located at path when the size is set, else at warmup.
+func (c Config) checkMeasured(p *problems, path string, set bool, conc, n, least int, unit string) {
+	if n < 1 || n > MaxRequestsPerStep {
+		p.add(path, "%d %s is outside 1..%d", n, unit, MaxRequestsPerStep)
+		return
+	}
+	w := c.warmupFor(conc, n)
+	if n-w >= least {
+		return
+	}
+	if !set {
+		path = "warmup"
+	}
+	p.add(path, "%d %s with %d of warm-up leave %d measured, fewer than the %d it needs", n, unit, w, n-w, least)
 }

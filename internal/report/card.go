@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strings"
 	"time"
 
+	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
@@ -28,6 +28,9 @@ type RecordCard struct {
 	// Knee is the knee concurrency; null when no step was measured in a
 	// steady state or the first one already failed.
 	Knee *int `json:"knee"`
+	// KneeLowerBound marks a knee the probe never reached: no step failed
+	// the knee rule, so the knee lies at or above it ("knee ≥ 4").
+	KneeLowerBound bool `json:"knee_lower_bound" doc:"The knee is a lower bound: no step failed the knee rule (every step passed, or the probe stopped first), so the knee lies at or above it; probe to higher concurrency to find it."`
 	// KneeRefined is where a knee search placed the knee between two
 	// measured steps, and KneeResolution how finely (docs/probe.md, "The
 	// knee"); absent for a probe that did not search.
@@ -38,6 +41,23 @@ type RecordCard struct {
 	// Collapse is the first concurrency whose goodput fell; null when none did.
 	Collapse     *int `json:"collapse"`
 	QuotaLimited bool `json:"quota_limited"`
+	// Served is what the probe's answers named as their model, against
+	// the model asked for; Connections how its requests got their
+	// connections. Absent for a probe whose rows do not say.
+	Served      *measure.Served    `json:"served,omitempty"`
+	Connections *measure.ConnStats `json:"connections,omitempty"`
+	// Warnings are what the on-call engineer must know beyond the
+	// verdicts (measure.Result.Warnings): answers that named another
+	// model than the one asked, connections that were not reused.
+	Warnings []string `json:"warnings,omitempty"`
+	// USLPeak is where the Universal Scalability Law fit of the throughput
+	// peaks, and USLPeakBeyondRange marks a peak far beyond the
+	// concurrencies measured (measure.PeakRangeFactor times the highest),
+	// an extrapolation rather than a peak the probe saw.
+	USLPeak            *float64 `json:"usl_peak,omitempty" doc:"Where the USL fit of the throughput peaks, in flight; absent without a fit that peaks."`
+	USLPeakBeyondRange bool     `json:"usl_peak_beyond_range,omitempty" doc:"The USL peak lies more than 4 times above the highest concurrency measured: the fit's extrapolation, not a peak the probe saw."`
+	// MeasuredUpTo is the highest concurrency the probe measured.
+	MeasuredUpTo int `json:"measured_up_to,omitempty" doc:"The highest concurrency the probe measured."`
 	// Pools are the plan's classes; empty when no plan is linked.
 	Pools     []CardPool `json:"pools"`
 	Decisions []Decision `json:"decisions"`
@@ -113,14 +133,15 @@ func NewRecordCard(in CardInput) RecordCard {
 	card := RecordCard{
 		ProbeID: in.ProbeID, PlanID: in.PlanID, Endpoint: in.Probe.Endpoint, Model: in.Probe.Model,
 		Date: in.Probe.Date.UTC(), DeadlineMs: in.Probe.DeadlineMs,
-		Knee: r.Knee, Collapse: r.Collapse, QuotaLimited: r.QuotaLimited, Pools: []CardPool{},
+		Knee: r.Knee, KneeLowerBound: r.KneeLowerBound && r.Knee != nil, Collapse: r.Collapse, QuotaLimited: r.QuotaLimited, Pools: []CardPool{},
+		Served: r.Served, Connections: r.Connections, Warnings: r.Warnings(),
 	}
-	if slices.ContainsFunc(r.Steps, func(s measure.Step) bool { return s.Refine }) {
-		// A knee search refined it; a ladder's knee_refined is only as
-		// fine as its steps, which the card's knee already says.
-		card.KneeRefined, card.KneeResolution = r.KneeRefined, r.KneeResolution
+	card.MeasuredUpTo = measuredTop(r)
+	if u := r.USL; u != nil && u.Peak != nil && finite(*u.Peak) {
+		card.USLPeak, card.USLPeakBeyondRange = ptr(*u.Peak), u.PeakBeyondRange
 	}
-	if k, ok := kneeStep(r); ok {
+	card.KneeRefined, card.KneeResolution = analysis.SearchRefined(r)
+	if k, ok := r.KneeStep(); ok {
 		card.AtKnee = &KneePoint{E2EP95Ms: k.E2EP95Ms, E2EP95CI: k.E2EP95CI, TTFTP95Ms: k.TTFTP95Ms, TTFTP95CI: k.TTFTP95CI,
 			GoodputRPS: k.GoodputRPS, GoodputCI: k.GoodputCI, OutputTPS: k.OutputTPS}
 	}
@@ -162,6 +183,15 @@ func NewRecordCard(in CardInput) RecordCard {
 
 func ptr[T any](v T) *T { return &v }
 
+// kneeText is the knee as the card says it: "4", or "≥ 4" for a lower
+// bound; the card must have a knee.
+func (c RecordCard) kneeText() string {
+	if c.KneeLowerBound {
+		return fmt.Sprintf("≥ %d", *c.Knee)
+	}
+	return fmt.Sprint(*c.Knee)
+}
+
 // modes in the order a plan serves them.
 var modes = []string{scenario.ModeInteractive, scenario.ModeSemi, scenario.ModeBatch}
 
@@ -201,13 +231,13 @@ func (c RecordCard) on429() []string {
 	}
 	switch {
 	case c.QuotaLimited && c.Knee != nil:
-		do = append(do, fmt.Sprintf("This endpoint answered 429 at or below its knee of %d in flight: the quota is the bottleneck, not the model. Raise the tier or split the load across keys.", *c.Knee))
+		do = append(do, fmt.Sprintf("This endpoint answered 429 at or below its knee of %s in flight: the quota is the bottleneck, not the model. Raise the tier or split the load across keys.", c.kneeText()))
 	case c.QuotaLimited:
 		do = append(do, "This endpoint answered 429 from the first step: the quota is the bottleneck, not the model. Raise the tier or split the load across keys.")
 	case c.Knee != nil && len(c.Pools) > 0:
-		do = append(do, fmt.Sprintf("If the 429s come at or below the knee (%d in flight), the quota is the bottleneck: raise the tier or split the load across keys. Above the knee, bring the pools back to the plan.", *c.Knee))
+		do = append(do, fmt.Sprintf("If the 429s come at or below the knee (%s in flight), the quota is the bottleneck: raise the tier or split the load across keys. Above the knee, bring the pools back to the plan.", c.kneeText()))
 	case c.Knee != nil:
-		do = append(do, fmt.Sprintf("If the 429s come at or below the knee (%d in flight), the quota is the bottleneck: raise the tier or split the load across keys. Above the knee, bring the requests in flight back under it.", *c.Knee))
+		do = append(do, fmt.Sprintf("If the 429s come at or below the knee (%s in flight), the quota is the bottleneck: raise the tier or split the load across keys. Above the knee, bring the requests in flight back under it.", c.kneeText()))
 	default:
 		do = append(do, "If the 429s come at low concurrency, the quota is the bottleneck: raise the tier or split the load across keys.")
 	}
@@ -231,7 +261,7 @@ func (c RecordCard) onSLO() []string {
 		do = append(do, "Shed requests that wait for a slot longer than the SLO minus the p95 service time, with 429 and Retry-After.")
 	}
 	if c.Knee != nil {
-		s := fmt.Sprintf("Reduce the pool toward the knee (%d in flight", *c.Knee)
+		s := fmt.Sprintf("Reduce the pool toward the knee (%s in flight", c.kneeText())
 		if c.AtKnee != nil {
 			s += fmt.Sprintf(", where E2E p95 was %s ms and TTFT p95 %s ms", fmtNum(c.AtKnee.E2EP95Ms), fmtNum(c.AtKnee.TTFTP95Ms))
 		}
@@ -269,6 +299,9 @@ func (c RecordCard) onGoodputFall(safety map[string]float64) []string {
 	}
 	k := *c.Knee
 	past := fmt.Sprintf("You are past the knee: goodput peaks around %d in flight", k)
+	if c.KneeLowerBound {
+		past = fmt.Sprintf("The probe never reached the knee (knee ≥ %d): goodput still grew at its last step, %d in flight", k, k)
+	}
 	if c.AtKnee != nil {
 		past += fmt.Sprintf(" (%s req/s", fmtNum(c.AtKnee.GoodputRPS))
 		if c.DeadlineMs > 0 {
@@ -278,6 +311,13 @@ func (c RecordCard) onGoodputFall(safety map[string]float64) []string {
 	}
 	if c.Collapse != nil {
 		past += fmt.Sprintf(" and fell at %d", *c.Collapse)
+	}
+	if c.KneeLowerBound {
+		past += fmt.Sprintf(". A fall at or below %d in flight is not this endpoint's knee: look for what changed (the endpoint, the model, the token sizes, other traffic), and probe to higher concurrency to find the knee", k)
+	}
+	if c.KneeRefined != nil {
+		// A plan budgets with the refined knee (docs/concepts.md).
+		k = *c.KneeRefined
 	}
 	if len(c.Pools) > 0 {
 		// The plan's classes share the endpoint: one budget, at the
@@ -308,8 +348,9 @@ func (c RecordCard) onGoodputFall(safety map[string]float64) []string {
 	}
 }
 
-// WriteRecordCardMarkdown writes a record card as Markdown: the facts, the
-// pools, the shedding rule and the decision table.
+// WriteRecordCardMarkdown writes a record card as Markdown: the facts (the
+// served model and the connections among them), the warnings, the pools,
+// the shedding rule and the decision table.
 func WriteRecordCardMarkdown(w io.Writer, c RecordCard) error {
 	ew := &errWriter{w: w}
 	fmt.Fprintf(ew, "# Record card: %s\n\n", mdText(orNone(c.Model, "unnamed model")))
@@ -324,9 +365,12 @@ func WriteRecordCardMarkdown(w io.Writer, c RecordCard) error {
 	}
 	row("Date", date)
 	row("Deadline", msText(c.DeadlineMs))
-	if c.Knee != nil {
+	switch {
+	case c.Knee != nil && c.KneeLowerBound:
+		row("Knee", fmt.Sprintf("≥ %d in flight (a lower bound: no step failed the knee rule; probe to higher concurrency to find it)", *c.Knee))
+	case c.Knee != nil:
 		row("Knee", fmt.Sprintf("%d in flight", *c.Knee))
-	} else {
+	default:
 		row("Knee", "none (no step measured in a steady state, or the first one already failed)")
 	}
 	if c.KneeRefined != nil && c.KneeResolution != nil {
@@ -340,16 +384,35 @@ func WriteRecordCardMarkdown(w io.Writer, c RecordCard) error {
 	if c.Collapse != nil {
 		row("Goodput fell at", fmt.Sprintf("%d in flight", *c.Collapse))
 	}
+	if c.USLPeak != nil {
+		row("USL peak", uslPeakText(*c.USLPeak, c.USLPeakBeyondRange, c.MeasuredUpTo))
+	}
 	if c.QuotaLimited {
 		row("Quota limited", "yes: the share of 429s rose with concurrency, or the key ran out")
 	} else {
 		row("Quota limited", "no")
+	}
+	if c.Served != nil {
+		served := mdText(c.Served.Sentence())
+		if c.Served.Switched() {
+			served = "**" + served + "**"
+		}
+		row("Served model", served)
+	}
+	if c.Connections != nil {
+		row("Connections", mdText(connText(c.Connections)))
 	}
 	if c.ProbeID != "" {
 		row("Probe", mdText(c.ProbeID))
 	}
 	if c.PlanID != "" {
 		row("Plan", mdText(c.PlanID))
+	}
+	if len(c.Warnings) > 0 {
+		fmt.Fprint(ew, "\n## Warnings\n\n")
+		for _, w := range c.Warnings {
+			fmt.Fprintf(ew, "- %s\n", mdText(w))
+		}
 	}
 	if len(c.Pools) > 0 {
 		fmt.Fprint(ew, "\n## Pools\n\n")
@@ -377,6 +440,15 @@ func WriteRecordCardMarkdown(w io.Writer, c RecordCard) error {
 		}
 	}
 	return ew.err
+}
+
+// uslPeakText says where a USL fit peaks, with the caveat of a peak
+// beyond the measured range (up to top in flight).
+func uslPeakText(peak float64, beyond bool, top int) string {
+	if beyond {
+		return fmt.Sprintf("%s in flight, beyond the measured range (up to %d in flight): the fit's extrapolation, not a peak the probe saw", fmtNum(peak), top)
+	}
+	return fmt.Sprintf("%s in flight", fmtNum(peak))
 }
 
 func msText(v float64) string {

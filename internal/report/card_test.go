@@ -269,3 +269,49 @@ func TestMarkdownInjectionIsEscaped(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordCardServedModelAndConnections: a probe whose answers named
+// another model and whose connections were not reused gets both on its
+// card, as fields and as lines of its Markdown, with the warnings; one
+// that served a snapshot of its model says so without a warning.
+func TestRecordCardServedModelAndConnections(t *testing.T) {
+	in := exampleCardInput(t)
+	var recs []measure.Record
+	for i := range 40 {
+		recs = append(recs, measure.Record{ServedModel: "gpt-4o-mini", Conn: measure.ConnNew, ConnWaitMs: 30, ConnectMs: 5, TLSMs: 25, TTFBMs: 80, Warmup: i < 2})
+	}
+	r := &in.Probe.Result
+	r.Served = measure.SummarizeServed("gpt-4o", false, recs)
+	r.Connections = measure.SummarizeConns(recs)
+	r.Steps[0].Connections = measure.SummarizeConns(recs)
+	card := NewRecordCard(in)
+	if !card.Served.Switched() || card.Connections.New != 40 || len(card.Warnings) != 2 {
+		t.Fatalf("served %+v, connections %+v, warnings %q", card.Served, card.Connections, card.Warnings)
+	}
+	var md bytes.Buffer
+	if err := WriteRecordCardMarkdown(&md, card); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| Served model | **WARNING: the answers named another model than the one asked (gpt-4o): gpt-4o-mini (40 of 40 answers)** |",
+		"| Connections | 40 new, 0 reused of 40 requests; a new one took 30 ms to set up (mean; DNS -, connect 5, TLS 25 ms); first byte p50 80 ms on a new connection, - on a reused one |",
+		"## Warnings\n\n- WARNING: the answers named another model",
+		"- WARNING: connections were not reused: measured requests that opened a new connection after the warm-up, at concurrency 1 (38 of 38); a new connection took 30.0 ms to set up",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("the card lacks %q:\n%s", want, md.String())
+		}
+	}
+
+	r.Served = measure.SummarizeServed("gpt-4o-mini", false, recs[:1])
+	r.Connections, r.Steps[0].Connections = nil, nil
+	card = NewRecordCard(in)
+	md.Reset()
+	if err := WriteRecordCardMarkdown(&md, card); err != nil {
+		t.Fatal(err)
+	}
+	if len(card.Warnings) != 0 || !strings.Contains(md.String(), "| Served model | served gpt-4o-mini |") || strings.Contains(md.String(), "Warnings") ||
+		strings.Contains(md.String(), "| Connections |") {
+		t.Errorf("warnings %q:\n%s", card.Warnings, md.String())
+	}
+}

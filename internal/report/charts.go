@@ -296,12 +296,17 @@ func (pn *panel) line(name string, xys plotter.XYs, c color.Color, dashes []vg.L
 	pn.leg.Add(name, line, points)
 }
 
-// marks draws the knee and the collapse point of a ramp as vertical lines,
-// labelled at the bottom of the plot when low is set (where rising
-// throughput curves leave room) and at the top otherwise.
+// marks draws the knee ("knee ≥ 4" for a lower bound) and the collapse
+// point of a ramp as vertical lines, labelled at the bottom of the plot
+// when low is set (where rising throughput curves leave room) and at the
+// top otherwise.
 func (pn *panel) marks(r measure.Result, low bool) {
 	if r.Knee != nil {
-		knee := &vLine{x: float64(*r.Knee), label: "knee " + strconv.Itoa(*r.Knee), color: colorMarker, dashes: []vg.Length{vg.Points(6), vg.Points(3)}, low: low}
+		label := "knee " + strconv.Itoa(*r.Knee)
+		if r.KneeLowerBound {
+			label = "knee ≥ " + strconv.Itoa(*r.Knee)
+		}
+		knee := &vLine{x: float64(*r.Knee), label: label, color: colorMarker, dashes: []vg.Length{vg.Points(6), vg.Points(3)}, low: low}
 		pn.p.Add(knee)
 		pn.leg.Add("knee", knee)
 	}

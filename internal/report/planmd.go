@@ -10,8 +10,8 @@ import (
 )
 
 // WriteMarkdown writes a plan as a Markdown document: a summary table, then
-// for each class its explanation, ceilings, remedies and warnings, then the
-// division of each key.
+// for each class its explanation, ceilings, remedies (with what they cost)
+// and warnings, then the division of each key and, with prices, the cost.
 func WriteMarkdown(w io.Writer, p *plan.Plan) error {
 	ew := &errWriter{w: w}
 	fmt.Fprintln(ew, "# Capacity plan")
@@ -43,7 +43,7 @@ func WriteMarkdown(w io.Writer, p *plan.Plan) error {
 		if len(c.Remedies) > 0 {
 			fmt.Fprintln(ew, "\nTo make it fit:")
 			for _, r := range c.Remedies {
-				fmt.Fprintf(ew, "- %s\n", mdText(r.Change))
+				fmt.Fprintf(ew, "- %s\n", mdText(remedyWords(r)))
 			}
 		}
 		if len(c.Warnings) > 0 {
@@ -61,6 +61,7 @@ func WriteMarkdown(w io.Writer, p *plan.Plan) error {
 			fmt.Fprintf(ew, "| %s | %s | %s |\n", mdText(a.Class), limits(a.Allotted), limits(a.Reserved))
 		}
 	}
+	writeCostMarkdown(ew, p)
 	if len(p.Warnings) > 0 {
 		fmt.Fprintln(ew, "\n## Warnings")
 		fmt.Fprintln(ew)

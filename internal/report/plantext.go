@@ -44,14 +44,24 @@ func WriteTable(w io.Writer, p *plan.Plan) error {
 			wrapIndent(ew, "    "+ce.Constraint+" "+v+": ", "      ", strings.TrimPrefix(ce.Detail, ce.Constraint+": "))
 		}
 		for _, r := range c.Remedies {
-			wrap(ew, "  remedy: ", r.Change)
+			wrap(ew, "  remedy: ", remedyWords(r))
 		}
 		for _, warn := range c.Warnings {
 			wrap(ew, "  warning: ", warn)
 		}
+		if c.Cost != nil {
+			wrap(ew, "  cost: ", costWords(c.Cost))
+		}
 	}
 	for _, q := range p.Quotas {
 		fmt.Fprintf(ew, "\nkey %s: %s\n", q.Name, utilization(q.Utilization))
+		if q.Cost != nil {
+			wrap(ew, "  cost: ", costWords(q.Cost))
+		}
+	}
+	if p.Cost != nil {
+		fmt.Fprintln(ew)
+		wrap(ew, "cost: ", strings.TrimPrefix(totalWords(p.Cost), "the plan costs "))
 	}
 	for _, warn := range p.Warnings {
 		wrap(ew, "warning: ", warn)

@@ -124,16 +124,22 @@ func num(v float64, d int) string {
 }
 
 // WriteAnalysis prints the verdicts of a ramp under its step table: the
-// knee (and knee_refined with its resolution), the first failing step,
+// knee ("≥ 4" for a lower bound; and knee_refined with its resolution),
+// the first failing step,
 // the collapse point, whether the quota bound it, the Universal
-// Scalability Law fit and the notes.
+// Scalability Law fit, what the answers named as their model and how the
+// requests got their connections (a probe's), and the notes.
 func WriteAnalysis(w io.Writer, res measure.Result, notes []string) error {
 	var b strings.Builder
 	quota := "no"
 	if res.QuotaLimited {
 		quota = "yes (the share of 429s rises with concurrency, or the key ran out: the quota binds, not the model)"
 	}
-	fmt.Fprintf(&b, "\nknee: %s", intOrNone(res.Knee))
+	knee := intOrNone(res.Knee)
+	if res.KneeLowerBound && res.Knee != nil {
+		knee = fmt.Sprintf("≥ %d (a lower bound: no step failed the knee rule; probe to higher concurrency to find it)", *res.Knee)
+	}
+	fmt.Fprintf(&b, "\nknee: %s", knee)
 	if res.KneeRefined != nil {
 		fmt.Fprintf(&b, "   knee_refined: %d (resolution %d)", *res.KneeRefined, *res.KneeResolution)
 	}
@@ -142,10 +148,19 @@ func WriteAnalysis(w io.Writer, res measure.Result, notes []string) error {
 		peak := "none (throughput does not turn down)"
 		if u.Peak != nil {
 			peak = strconv.FormatFloat(*u.Peak, 'f', 1, 64)
+			if u.PeakBeyondRange {
+				peak += fmt.Sprintf(" (beyond the measured range, up to %d in flight: an extrapolation, not a peak)", measuredTop(res))
+			}
 		}
 		fmt.Fprintf(&b, "USL: alpha=%.4g beta=%.4g gamma=%.4g R²=%.3f peak N*=%s\n", u.Alpha, u.Beta, u.Gamma, u.R2, peak)
 	} else {
 		b.WriteString("USL: not fitted (it needs throughput at three or more concurrencies)\n")
+	}
+	if s := res.Served; s != nil {
+		fmt.Fprintf(&b, "served model: %s\n", s.Sentence())
+	}
+	if c := res.Connections; c != nil {
+		fmt.Fprintf(&b, "connections: %s\n", connText(c))
 	}
 	if len(notes) > 0 {
 		b.WriteString("notes:\n")
@@ -162,4 +177,25 @@ func intOrNone(p *int) string {
 		return "none"
 	}
 	return strconv.Itoa(*p)
+}
+
+// connText says in one line how requests got their connections: how many
+// opened a new one, what its set-up cost and its phases, and the time to
+// the first byte on each kind.
+func connText(c *measure.ConnStats) string {
+	s := fmt.Sprintf("%d new, %d reused of %d requests", c.New, c.Reused, c.Requests)
+	if c.SetupMeanMs > 0 {
+		phase := func(v float64) string {
+			if v <= 0 {
+				return "-" // not reported, or none (no TLS over http, no DNS for an address)
+			}
+			return fmtNum(v)
+		}
+		s += fmt.Sprintf("; a new one took %s ms to set up (mean; DNS %s, connect %s, TLS %s ms)",
+			fmtNum(c.SetupMeanMs), phase(c.DNSMeanMs), phase(c.ConnectMeanMs), phase(c.TLSMeanMs))
+	}
+	if c.TTFBNewP50Ms > 0 || c.TTFBReusedP50Ms > 0 {
+		s += fmt.Sprintf("; first byte p50 %s on a new connection, %s on a reused one", msText(c.TTFBNewP50Ms), msText(c.TTFBReusedP50Ms))
+	}
+	return s
 }

@@ -157,11 +157,14 @@ func writeStepsMarkdown(w io.Writer, r measure.Result) {
 	}
 }
 
-// stepLabel is a step's concurrency, marked when it is the knee or the
-// collapse point.
+// stepLabel is a step's concurrency, marked when it is the knee (or its
+// lower bound) or the collapse point.
 func stepLabel(s measure.Step, r measure.Result) string {
 	l := fmt.Sprint(s.Concurrency)
-	if r.Knee != nil && *r.Knee == s.Concurrency {
+	switch {
+	case r.Knee != nil && *r.Knee == s.Concurrency && r.KneeLowerBound:
+		l += " (knee ≥, a lower bound)"
+	case r.Knee != nil && *r.Knee == s.Concurrency:
 		l += " (knee)"
 	}
 	if r.Collapse != nil && *r.Collapse == s.Concurrency {
@@ -186,6 +189,8 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 	"classFacts":     classFacts,
 	"keyFacts":       keyFacts,
 	"settingsLine":   func(s simulate.SimulationSettings) string { return upperFirst(settingsLine(s)) },
+	"remedy":         remedyWords,
+	"join":           func(s []string) string { return strings.Join(s, ", ") },
 }).Parse(reportTemplateText))
 
 // htmlReport is the data of report.html.tmpl.
@@ -194,6 +199,7 @@ type htmlReport struct {
 	Words            scenarioWords
 	Plan             *plan.Plan
 	Classes          []htmlClass
+	Costs            []costRow
 	Probe            *htmlProbe
 	Simulation       *htmlSimulation
 }
@@ -232,7 +238,7 @@ func WriteReportHTML(w io.Writer, in ReportInput) error {
 	if err := in.check(); err != nil {
 		return err
 	}
-	view := htmlReport{Title: in.title(), Words: describeScenario(in.Scenario), Plan: in.Plan}
+	view := htmlReport{Title: in.title(), Words: describeScenario(in.Scenario), Plan: in.Plan, Costs: costRows(in.Plan)}
 	if !in.Generated.IsZero() {
 		view.Generated = in.Generated.UTC().Format(timeLayout)
 	}

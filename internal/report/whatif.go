@@ -14,12 +14,16 @@ import (
 // WriteWhatIf writes a what-if grid in one of PlanFormats. The table and
 // the Markdown table have one row per cell and class: the cell's values
 // (one column per variation, headed by its path), then the class's pool,
-// binding constraint, min_pool and whether it fits; a cell whose values
-// make the scenario invalid has one row with its problems. JSON and YAML
+// binding constraint, min_pool and whether it fits, and with prices what
+// the cell's plan costs a day; a cell whose values make the scenario
+// invalid has one row with its problems. A sweep over tiers adds their
+// ranking by cost. CSV has the same rows (writeWhatIfCSV). JSON and YAML
 // are the grid as POST /v1/what-if returns it.
 func WriteWhatIf(w io.Writer, g *plan.WhatIf, format string) error {
 	switch format {
 	case FormatTable, FormatMarkdown:
+	case FormatCSV:
+		return writeWhatIfCSV(w, g)
 	default:
 		return WriteData(w, g, format)
 	}
@@ -31,6 +35,10 @@ func WriteWhatIf(w io.Writer, g *plan.WhatIf, format string) error {
 		head = append(head, v.Path)
 	}
 	head = append(head, "CLASS", "POOL", "BINDING", "MIN", "FITS")
+	priced := slices.ContainsFunc(g.Cells, func(c plan.Cell) bool { return c.Cost != nil })
+	if priced {
+		head = append(head, "PLAN/DAY")
+	}
 	for _, c := range g.Cells {
 		values := make([]string, len(c.Values))
 		for i, v := range c.Values {
@@ -41,17 +49,30 @@ func WriteWhatIf(w io.Writer, g *plan.WhatIf, format string) error {
 			for i, e := range c.Errors {
 				msgs[i] = e.Error()
 			}
-			rows = append(rows, append(values, "invalid: "+strings.Join(msgs, "; "), "", "", "", ""))
+			row := append(values, "invalid: "+strings.Join(msgs, "; "), "", "", "", "")
+			if priced {
+				row = append(row, "")
+			}
+			rows = append(rows, row)
 			continue
 		}
 		for _, cl := range c.Classes {
-			rows = append(rows, append(slices.Clone(values), cl.Name, fmt.Sprint(cl.Pool), cl.BindingConstraint, intOrDash(cl.MinPool), yesNo(cl.Feasible)))
+			row := append(slices.Clone(values), cl.Name, fmt.Sprint(cl.Pool), cl.BindingConstraint, intOrDash(cl.MinPool), yesNo(cl.Feasible))
+			if priced {
+				row = append(row, cellCost(c))
+			}
+			rows = append(rows, row)
 		}
 	}
 	if md {
 		fmt.Fprintf(ew, "| %s |\n|%s\n", strings.Join(mdCells(head), " | "), strings.Repeat("---|", len(head)))
 		for _, r := range rows {
 			fmt.Fprintf(ew, "| %s |\n", strings.Join(mdCells(r), " | "))
+		}
+		if g.Ranking != nil {
+			if err := writeRanking(ew, g.Ranking, true); err != nil {
+				return err
+			}
 		}
 		return ew.err
 	}
@@ -63,7 +84,20 @@ func WriteWhatIf(w io.Writer, g *plan.WhatIf, format string) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if g.Ranking != nil {
+		if err := writeRanking(ew, g.Ranking, false); err != nil {
+			return err
+		}
+	}
 	return ew.err
+}
+
+// cellCost is what a cell's plan costs a day, "-" without a price.
+func cellCost(c plan.Cell) string {
+	if c.Cost == nil {
+		return "-"
+	}
+	return fmtMoney(c.Cost.PerDay) + " " + c.Cost.Currency
 }
 
 // cellValue shows a varied value: a number or string as it is, anything

@@ -86,7 +86,12 @@ func describeLatency(l scenario.Latency) string {
 			parts = append(parts, fmt.Sprintf("prefill adds %s ms per 1,000 input tokens", fmtNum(l.PrefillMsPer1K)))
 		}
 	}
-	if l.Knee != nil {
+	switch {
+	case l.Knee != nil && l.KneeLowerBound:
+		parts = append(parts, fmt.Sprintf("knee ≥ %d in flight, a lower bound: the probe never reached it", *l.Knee))
+	case l.Knee != nil && l.KneeRefined != nil:
+		parts = append(parts, fmt.Sprintf("measured knee at %d in flight, refined to %d (knee_refined, which the plan budgets with)", *l.Knee, *l.KneeRefined))
+	case l.Knee != nil:
 		parts = append(parts, fmt.Sprintf("measured knee at %d in flight", *l.Knee))
 	}
 	if len(parts) == 0 {
@@ -192,19 +197,6 @@ func orNone(s, none string) string {
 	return s
 }
 
-// kneeStep returns the step at the knee, if the ramp has a knee.
-func kneeStep(r measure.Result) (measure.Step, bool) {
-	if r.Knee == nil {
-		return measure.Step{}, false
-	}
-	for _, s := range r.Steps {
-		if s.Concurrency == *r.Knee {
-			return s, true
-		}
-	}
-	return measure.Step{}, false
-}
-
 // describeProbe tells what a probe measured, in sentences.
 func describeProbe(p ProbeData) []string {
 	r := p.Result
@@ -220,9 +212,14 @@ func describeProbe(p ProbeData) []string {
 	if p.Source != "" {
 		out = append(out, p.Source)
 	}
-	if k, ok := kneeStep(r); ok {
+	if k, ok := r.KneeStep(); ok && r.KneeLowerBound {
+		out = append(out, fmt.Sprintf("Knee: ≥ %d requests in flight, a lower bound: no step failed the knee rule, so the probe never reached the knee; probe to higher concurrency to find it. At %d, E2E p95 was %s ms, TTFT p95 %s ms and goodput %s req/s.",
+			k.Concurrency, k.Concurrency, fmtNum(k.E2EP95Ms), fmtNum(k.TTFTP95Ms), fmtNum(k.GoodputRPS)))
+	} else if ok {
 		out = append(out, fmt.Sprintf("Knee: %d requests in flight, where E2E p95 was %s ms, TTFT p95 %s ms and goodput %s req/s.",
 			k.Concurrency, fmtNum(k.E2EP95Ms), fmtNum(k.TTFTP95Ms), fmtNum(k.GoodputRPS)))
+	} else if r.Knee != nil && r.KneeLowerBound {
+		out = append(out, fmt.Sprintf("Knee: ≥ %d requests in flight, a lower bound.", *r.Knee))
 	} else if r.Knee != nil {
 		out = append(out, fmt.Sprintf("Knee: %d requests in flight.", *r.Knee))
 	} else {
@@ -237,12 +234,24 @@ func describeProbe(p ProbeData) []string {
 	if u := r.USL; u != nil && finite(u.Alpha, u.Beta, u.Gamma, u.R2) {
 		s := fmt.Sprintf("Universal Scalability Law fit to the throughput: α %s, β %s, γ %s req/s, R² %s",
 			fmtSig(u.Alpha), fmtSig(u.Beta), fmtSig(u.Gamma), fmtSig(u.R2))
-		if u.Peak != nil && finite(*u.Peak) {
+		switch {
+		case u.Peak != nil && finite(*u.Peak) && u.PeakBeyondRange:
+			s += fmt.Sprintf("; the fit peaks at %s in flight, beyond the measured range (up to %d in flight): an extrapolation, not a peak the probe saw", fmtNum(*u.Peak), measuredTop(r))
+		case u.Peak != nil && finite(*u.Peak):
 			s += fmt.Sprintf("; the model peaks at %s in flight", fmtNum(*u.Peak))
 		}
 		out = append(out, s+".")
 	}
 	return out
+}
+
+// measuredTop is the highest concurrency a ramp measured.
+func measuredTop(r measure.Result) int {
+	top := 0
+	for _, s := range r.Steps {
+		top = max(top, s.Concurrency)
+	}
+	return top
 }
 
 func finite(vs ...float64) bool {

@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"math"
+	"reflect"
 
 	"github.com/plannerdev/planner/internal/fieldpath"
 )
@@ -35,6 +36,7 @@ func (s Scenario) Check() Errors {
 		c.add("classes", "give at least one class")
 	}
 	quotas := map[string]Quota{}
+	currency := ""
 	for i, q := range s.Quotas {
 		p := fmt.Sprintf("quotas[%d]", i)
 		if _, dup := quotas[q.Name]; dup && q.Name != "" {
@@ -45,6 +47,15 @@ func (s Scenario) Check() Errors {
 			c.add(p, "%s", NoLimit)
 		}
 		c.dailyRates(p, q)
+		if q.Price != nil {
+			c.price(p+".price", *q.Price)
+			switch cur := q.Price.CurrencyOr(); {
+			case currency == "":
+				currency = cur
+			case cur != currency:
+				c.add(p+".price.currency", "every price of a scenario is in one currency, and an earlier quota's is %s, not %s", currency, cur)
+			}
+		}
 	}
 	if !s.Latency.IsZero() {
 		c.latency("latency", s.Latency)
@@ -82,6 +93,9 @@ func (s Scenario) Check() Errors {
 		}
 		if cl.Demand != nil {
 			c.demand(p+".demand", *cl.Demand)
+		}
+		if sum := cl.CachedInputFraction + cl.CacheWriteFraction; sum > 1 {
+			c.add(p+".cache_write_fraction", "cached_input_fraction and cache_write_fraction are shares of the same input and come to %g, more than 1", sum)
 		}
 		c.dist(p+".input_tokens", cl.InputTokens)
 		c.dist(p+".output_tokens", cl.OutputTokens)
@@ -128,6 +142,40 @@ func (c *checker) dailyRates(p string, q Quota) {
 	}
 }
 
+// price requires one form of a price: per-token prices for input and
+// output (pay as you go), or per_hour (provisioned), not both.
+func (c *checker) price(p string, pr Price) {
+	perToken := pr.InputPerMtok != nil || pr.CachedInputPerMtok != nil || pr.CacheWritePerMtok != nil || pr.OutputPerMtok != nil
+	switch {
+	case perToken && pr.PerHour != nil:
+		c.add(p, "give per-token prices (pay as you go) or per_hour (provisioned capacity), not both")
+	case !perToken && pr.PerHour == nil:
+		c.add(p, "give input_per_mtok and output_per_mtok (pay as you go) or per_hour (provisioned capacity)")
+	case perToken:
+		if pr.InputPerMtok == nil {
+			c.add(p+".input_per_mtok", "required with per-token prices: every request has input")
+		}
+		if pr.OutputPerMtok == nil {
+			c.add(p+".output_per_mtok", "required with per-token prices: every request has output")
+		}
+	}
+}
+
+// CheckPrice returns the problems of a price given apart from a
+// scenario, such as a tier's in the catalogue, located under path: the
+// field rules of a scenario's price (the tags of Price) and its form.
+func CheckPrice(path string, pr Price) Errors {
+	var v validator
+	doc, err := generic(pr)
+	if err != nil {
+		return Errors{{Path: path, Message: err.Error()}}
+	}
+	v.value(path, doc, reflect.TypeFor[Price](), "")
+	var c checker
+	c.price(path, pr)
+	return append(v.errs, onlyNewPaths(v.errs, c.errs)...)
+}
+
 // profile requires a usable latency model: a curve, or both TTFT and TPOT.
 func (c *checker) profile(p string, l Latency) {
 	if len(l.Curve) > 0 {
@@ -142,6 +190,15 @@ func (c *checker) profile(p string, l Latency) {
 }
 
 func (c *checker) latency(p string, l Latency) {
+	if l.Knee == nil && l.KneeLowerBound {
+		c.add(p+".knee_lower_bound", "requires knee: it says the knee is a lower bound")
+	}
+	if l.Knee == nil && l.KneeRefined != nil {
+		c.add(p+".knee_refined", "requires knee: a refined knee comes from a probe that measured one")
+	}
+	if l.KneeLowerBound && l.KneeRefined != nil {
+		c.add(p+".knee_refined", "a refined knee lies below a step that failed the knee rule, so the knee is measured: drop knee_lower_bound or knee_refined")
+	}
 	if l.TTFTMs != nil {
 		c.dist(p+".ttft_ms", *l.TTFTMs)
 	}

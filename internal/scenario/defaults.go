@@ -16,6 +16,7 @@ const (
 	DefaultSafetyInteractive = 0.7
 	DefaultSafetySemi        = 0.8
 	DefaultSafetyBatch       = 1.0
+	DefaultCurrency          = "USD"
 )
 
 // Enumerated values of the scenario.
@@ -43,6 +44,11 @@ func (s Scenario) WithDefaults() Scenario {
 		setDefault(&q.ActiveHours, DefaultActiveHours)
 		if q.TokenAccounting == "" {
 			q.TokenAccounting = DefaultTokenAccounting
+		}
+		if q.Price != nil && q.Price.Currency == "" {
+			pr := *q.Price
+			pr.Currency = pr.CurrencyOr()
+			q.Price = &pr
 		}
 		out.Quotas[i] = q
 	}

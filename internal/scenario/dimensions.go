@@ -150,13 +150,15 @@ func (q Quota) HasLimit() bool {
 	return false
 }
 
-// WithLimitsOf is q with the limits and the token accounting of t, its
-// name, headroom and other settings kept: what moving q's key to the tier
-// t would give.
+// WithLimitsOf is q with the limits, the token accounting and the price
+// of t, its name, headroom and other settings kept: what moving q's key
+// to the tier t would give (a tier without a price leaves the key
+// without one: its cost is not known).
 func (q Quota) WithLimitsOf(t Quota) Quota {
 	for d := range NumDimensions {
 		q.SetLimit(d, t.Limit(d))
 	}
 	q.TokenAccounting = t.TokenAccounting
+	q.Price = t.Price
 	return q
 }

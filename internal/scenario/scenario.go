@@ -8,9 +8,9 @@ package scenario
 
 // Scenario is everything a plan needs.
 type Scenario struct {
-	Quotas  []Quota `json:"quotas" minItems:"1" maxItems:"32" doc:"One entry per API key or deployment."`
+	Quotas  []Quota `json:"quotas" nullable:"false" minItems:"1" maxItems:"32" doc:"One entry per API key or deployment."`
 	Latency Latency `json:"latency,omitzero" doc:"Default latency profile; a class may carry its own."`
-	Classes []Class `json:"classes" minItems:"1" maxItems:"32" doc:"Task classes, each with its own pool."`
+	Classes []Class `json:"classes" nullable:"false" minItems:"1" maxItems:"32" doc:"Task classes, each with its own pool."`
 	Policy  Policy  `json:"policy,omitzero" doc:"How quotas are shared and how the plan is computed."`
 	// Endpoints are serving endpoints besides the default one (the
 	// top-level latency); classes that name the same endpoint share its
@@ -45,22 +45,73 @@ type Quota struct {
 	BurstWindowS    float64 `json:"burst_window_s,omitempty" exclusiveMinimum:"0" maximum:"3600" default:"1" doc:"Window, in seconds, over which the provider enforces per-minute limits: one window allows limit × burst_window_s / 60, and the plan paces each key with a bucket that holds headroom × that. A request whose charge is more than that can never pass without waiting: the class does not fit. OpenAI enforces per-minute limits over about 1 s; Azure OpenAI over 1 or 10 s (see the deployment's rate limits); Anthropic refills a token bucket continuously without publishing its depth. When unknown, use 1: the shortest window is the safe side."`
 	ActiveHours     float64 `json:"active_hours,omitempty" exclusiveMinimum:"0" maximum:"24" default:"24" doc:"Hours a day the key is used, over which daily limits are spread."`
 	CachedInputFree bool    `json:"cached_input_free,omitempty" doc:"Cached input tokens do not count against itpm."`
+	// Price is what the key costs; without it the plan has no cost for
+	// the key's classes (docs/concepts.md, "Cost").
+	Price *Price `json:"price,omitempty" doc:"What the key costs: per-token prices (pay as you go) or a price per hour (provisioned capacity). Without it the plan states no cost for the key."`
+}
+
+// Price is what a key costs, in one of two forms: pay as you go, billed
+// on the tokens the requests use (whatever the key's token_accounting
+// counts against its limits), with input_per_mtok and output_per_mtok
+// and optionally the prompt cache's own prices; or provisioned capacity,
+// per_hour for every active hour of the key whatever it carries.
+type Price struct {
+	Currency           string   `json:"currency,omitempty" pattern:"^[A-Z]{3}$" default:"USD" doc:"ISO 4217 code of the currency of every price of the scenario."`
+	InputPerMtok       *float64 `json:"input_per_mtok,omitempty" minimum:"0" maximum:"1e6" doc:"Price of one million input tokens (pay as you go)."`
+	CachedInputPerMtok *float64 `json:"cached_input_per_mtok,omitempty" minimum:"0" maximum:"1e6" doc:"Price of one million input tokens read from the prompt cache (a class's cached_input_fraction); without it they cost input_per_mtok."`
+	CacheWritePerMtok  *float64 `json:"cache_write_per_mtok,omitempty" minimum:"0" maximum:"1e6" doc:"Price of one million input tokens written into the prompt cache (a class's cache_write_fraction); without it they cost input_per_mtok."`
+	OutputPerMtok      *float64 `json:"output_per_mtok,omitempty" minimum:"0" maximum:"1e6" doc:"Price of one million output tokens (pay as you go)."`
+	PerHour            *float64 `json:"per_hour,omitempty" minimum:"0" maximum:"1e9" doc:"Price of one hour of provisioned capacity, paid for each of the key's active_hours whatever it carries."`
+}
+
+// Provisioned reports whether the price is per hour of capacity rather
+// than per token.
+func (p Price) Provisioned() bool { return p.PerHour != nil }
+
+// CurrencyOr is the price's currency, DefaultCurrency when it names none.
+func (p Price) CurrencyOr() string {
+	if p.Currency == "" {
+		return DefaultCurrency
+	}
+	return p.Currency
 }
 
 // Latency is a latency profile: TTFT and TPOT distributions, or a measured
 // latency-versus-concurrency curve (which then takes precedence), and the
-// measured knee.
+// measured knee: a lower bound when the probe never reached it, and the
+// refined knee when a knee search gave one.
 type Latency struct {
-	TTFTMs         *Dist        `json:"ttft_ms,omitempty" doc:"Time to first token, milliseconds (load independent)."`
-	TPOTMs         *Dist        `json:"tpot_ms,omitempty" doc:"Time per output token after the first, milliseconds (load independent)."`
-	PrefillMsPer1K float64      `json:"prefill_ms_per_1k_tokens,omitempty" minimum:"0" maximum:"1e6" doc:"Extra TTFT per 1,000 input tokens, milliseconds; used without a curve."`
-	Curve          []CurvePoint `json:"curve,omitempty" maxItems:"256" doc:"Measured points by concurrency; when present, TTFT and TPOT follow it."`
-	Knee           *int         `json:"knee,omitempty" minimum:"1" maximum:"100000" doc:"Measured knee concurrency."`
+	TTFTMs         *Dist         `json:"ttft_ms,omitempty" doc:"Time to first token, milliseconds (load independent)."`
+	TPOTMs         *Dist         `json:"tpot_ms,omitempty" doc:"Time per output token after the first, milliseconds (load independent)."`
+	PrefillMsPer1K float64       `json:"prefill_ms_per_1k_tokens,omitempty" minimum:"0" maximum:"1e6" doc:"Extra TTFT per 1,000 input tokens, milliseconds; used without a curve."`
+	Curve          []CurvePoint  `json:"curve,omitempty" maxItems:"256" doc:"Measured points by concurrency; when present, TTFT and TPOT follow it."`
+	Knee           *int          `json:"knee,omitempty" minimum:"1" maximum:"100000" doc:"Measured knee concurrency."`
+	KneeLowerBound bool          `json:"knee_lower_bound,omitempty" doc:"The knee is a lower bound: the probe never reached it (every step passed, or it stopped before a step failed). A plan holds pools to it, but never names it as a limit to add serving capacity for: it says to probe further."`
+	KneeRefined    *int          `json:"knee_refined,omitempty" minimum:"1" maximum:"100000" doc:"Where a probe's refinement placed the knee between two measured steps (planner probe --search); when given, the plan's knee budget uses it instead of knee."`
+	Cache          *CacheProfile `json:"cache,omitempty" doc:"What the endpoint's prompt cache does, as a probe measured it (planner probe --cache or --conversation-calls)."`
+}
+
+// CacheProfile is what an endpoint's prompt cache does to a prompt whose
+// start an earlier request already sent, as the probe measures it
+// (docs/probe.md, "Prefill and the prompt cache").
+type CacheProfile struct {
+	HitRate           float64 `json:"hit_rate,omitempty" minimum:"0" maximum:"1" doc:"Share of a repeated prefix that the endpoint served from its cache (usage.prompt_tokens_details.cached_tokens over the prefix's tokens)."`
+	TTFTSavingMsPer1K float64 `json:"ttft_saving_ms_per_1k,omitempty" minimum:"0" maximum:"1e6" doc:"TTFT saved per 1,000 cached input tokens, milliseconds; about prefill_ms_per_1k_tokens when a cached token costs no prefill."`
 }
 
 // IsZero reports whether no profile is given.
 func (l Latency) IsZero() bool {
-	return l.TTFTMs == nil && l.TPOTMs == nil && l.PrefillMsPer1K == 0 && len(l.Curve) == 0 && l.Knee == nil
+	return l.TTFTMs == nil && l.TPOTMs == nil && l.PrefillMsPer1K == 0 && len(l.Curve) == 0 && l.Knee == nil &&
+		!l.KneeLowerBound && l.KneeRefined == nil && l.Cache == nil
+}
+
+// PlanningKnee is the knee a plan budgets with: knee_refined when given,
+// else knee; nil without either.
+func (l Latency) PlanningKnee() *int {
+	if l.KneeRefined != nil {
+		return l.KneeRefined
+	}
+	return l.Knee
 }
 
 // CurvePoint is one measured step of a ramp (docs/probe.md).
@@ -107,7 +158,8 @@ type Class struct {
 	Latency             *Latency `json:"latency,omitempty" doc:"A latency profile of this class's own: an endpoint that no other class shares. Give endpoint or latency, not both."`
 	Weight              float64  `json:"weight,omitempty" exclusiveMinimum:"0" maximum:"1e6" default:"1" doc:"Share of a quota among classes of equal standing."`
 	Priority            int      `json:"priority,omitempty" minimum:"-1000" maximum:"1000" doc:"Order within a mode under priority allocation; lower goes first."`
-	CachedInputFraction float64  `json:"cached_input_fraction,omitempty" minimum:"0" maximum:"1" doc:"Fraction of input tokens served from the provider's prompt cache."`
+	CachedInputFraction float64  `json:"cached_input_fraction,omitempty" minimum:"0" maximum:"1" doc:"Fraction of input tokens served from the provider's prompt cache: not counted against itpm where the key's cached_input_free says so, and billed at its price's cached_input_per_mtok."`
+	CacheWriteFraction  float64  `json:"cache_write_fraction,omitempty" minimum:"0" maximum:"1" doc:"Fraction of input tokens written into the provider's prompt cache, billed at the key's cache_write_per_mtok; with cached_input_fraction at most 1. It changes the cost only."`
 	ArrivalSCV          *float64 `json:"arrival_scv,omitempty" minimum:"0" maximum:"100" doc:"Squared coefficient of variation of the gaps between arrivals, a renewal process: 1 (the default) for Poisson arrivals, 0 for evenly spaced ones, and otherwise gamma-distributed gaps of shape 1/arrival_scv (smoother than Poisson below 1, in clumps above 1), as planner simulate draws them. Above 1 the plan takes the worse of gamma and two-phase hyperexponential gaps, so that it holds for either."`
 }
 
@@ -116,10 +168,10 @@ type Class struct {
 // over time for simulations (docs/simulate.md); a plan is computed for the
 // steady rate.
 type Demand struct {
-	RPS         float64        `json:"rps,omitempty" minimum:"0" maximum:"1e7"`
+	RPS         float64        `json:"rps,omitempty" exclusiveMinimum:"0" maximum:"1e7"`
 	RPM         float64        `json:"rpm,omitempty" exclusiveMinimum:"0" maximum:"1e9"`
-	Requests    float64        `json:"requests,omitempty" minimum:"0" maximum:"1e12"`
-	WithinHours float64        `json:"within_hours,omitempty" minimum:"0" maximum:"8760"`
+	Requests    float64        `json:"requests,omitempty" exclusiveMinimum:"0" maximum:"1e12"`
+	WithinHours float64        `json:"within_hours,omitempty" exclusiveMinimum:"0" maximum:"8760"`
 	Profile     []DemandWindow `json:"profile,omitempty" maxItems:"64" doc:"Windows of simulated time in which the rate is multiplied by a factor, such as a peak hour or a burst that doubles the rate for five minutes; in order of start_s, not overlapping. Simulations follow it; a plan is computed for the steady rate."`
 }
 

@@ -95,6 +95,10 @@ func TestCheckRules(t *testing.T) {
 		{"profile overlap", "demand: {rps: 3}", "demand: {rps: 3, profile: [{start_s: 600, duration_s: 300, factor: 2}, {start_s: 800, duration_s: 60, factor: 3}]}", "classes[0].demand.profile[1].start_s"},
 		{"profile order", "demand: {rps: 3}", "demand: {rps: 3, profile: [{start_s: 600, duration_s: 60, factor: 2}, {start_s: 0, duration_s: 60, factor: 3}]}", "classes[0].demand.profile[1].start_s"},
 		{"profile factor", "demand: {rps: 3}", "demand: {rps: 3, profile: [{start_s: 600, duration_s: 60}]}", "classes[0].demand.profile[0]"},
+		{"lower bound without a knee", "  tpot_ms: {p50: 22, p95: 35}\n", "  tpot_ms: {p50: 22, p95: 35}\n  knee_lower_bound: true\n", "latency.knee_lower_bound"},
+		{"refined without a knee", "  tpot_ms: {p50: 22, p95: 35}\n", "  tpot_ms: {p50: 22, p95: 35}\n  knee_refined: 12\n", "latency.knee_refined"},
+		{"refined beside a lower bound", "  tpot_ms: {p50: 22, p95: 35}\n", "  tpot_ms: {p50: 22, p95: 35}\n  knee: 16\n  knee_refined: 12\n  knee_lower_bound: true\n", "latency.knee_refined"},
+		{"refined knee of 0", "  tpot_ms: {p50: 22, p95: 35}\n", "  tpot_ms: {p50: 22, p95: 35}\n  knee: 16\n  knee_refined: 0\n", "latency.knee_refined"},
 		{"curve p95", "  tpot_ms: {p50: 22, p95: 35}\n", "  tpot_ms: {p50: 22, p95: 35}\n  curve:\n    - {concurrency: 1, ttft_p50_ms: 5, ttft_p95_ms: 2, tpot_p50_ms: 1, tpot_p95_ms: 1}\n", "latency.curve[0].ttft_p95_ms"},
 	}
 	for _, tt := range tests {

@@ -16,8 +16,9 @@ import (
 // The scenario's field rules, its shapes and ranges, are declared once, in
 // the struct tags of its types (minimum, maximum, exclusiveMinimum,
 // exclusiveMaximum, minLength, maxLength, pattern, enum, minItems,
-// maxItems, and required unless the JSON name says omitempty or
-// omitzero), and every check reads them there:
+// maxItems, nullable:"false" on a list that null may not stand for, and
+// required unless the JSON name says omitempty or omitzero), and every
+// check reads them there:
 //
 //   - the API publishes and enforces them as its JSON Schema (huma);
 //   - validateDocument enforces them on a decoded YAML or JSON document
@@ -115,8 +116,8 @@ func (v *validator) object(path string, obj map[string]any, t reflect.Type) {
 			v.add(join(path, k), "unexpected property")
 			continue
 		}
-		if obj[k] == nil && (!fields.isRequired(k) || f.Type.Kind() == reflect.Slice) {
-			continue // an optional member, or a list, given as null is absent
+		if obj[k] == nil && (!fields.isRequired(k) || f.Type.Kind() == reflect.Slice && f.Tag.Get("nullable") != "false") {
+			continue // an optional member, or a list that may be null, given as null is absent
 		}
 		v.value(join(path, k), obj[k], f.Type, f.Tag)
 	}

@@ -47,9 +47,18 @@ var notes = map[string]string{
 	"Quota": "Give at least one limit. Output tokens count against `tpm`, `otpm` and `tpd` as `token_accounting` says; " +
 		"`headroom` applies to every limit of the key. Daily limits are spread over `active_hours`, and may not " +
 		"come to more a second than the per-minute limits may state (`rpd` as `rpm`, `tpd` as `tpm`).",
+	"Price": "Give `input_per_mtok` and `output_per_mtok` (pay as you go: billed on the tokens the requests use, " +
+		"output capped at `max_tokens`, whatever `token_accounting` counts against the limits; the prompt cache's reads " +
+		"and writes at their own prices when given), or `per_hour` alone (provisioned capacity, paid for each of the " +
+		"key's `active_hours`). Every price of a scenario is in one currency. How the cost is computed is in " +
+		"[concepts.md](concepts.md#cost).",
 	"Latency": "Give `ttft_ms` and `tpot_ms`, or a measured `curve` (then they follow the curve), here or in a " +
-		"class's own `latency`. `knee` caps each class at its mode's `knee_safety` share of it.",
-	"Class": "`max_tokens` is required when the class's quota counts `max_tokens`.",
+		"class's own `latency`. `knee` caps each class at its mode's `knee_safety` share of it, or of " +
+		"`knee_refined` when given. With `knee_lower_bound` the knee is one the probe never reached: the plan " +
+		"holds pools to it, and where it binds it says to probe to higher concurrency rather than to add " +
+		"serving capacity.",
+	"Class": "`max_tokens` is required when the class's quota counts `max_tokens`. `cached_input_fraction` and " +
+		"`cache_write_fraction` are shares of the same input and add up to at most 1.",
 	"Dist": "A distribution is given in exactly one of four forms: `fixed`; `p50` and `p95` (a lognormal with " +
 		"mu = ln p50 and sigma = ln(p95/p50) / 1.6449, so p95 must be at least p50); `mean` and `stddev` (a " +
 		"lognormal with those moments; stddev 0 is fixed); or `samples` (the measured values, drawn with equal " +
@@ -57,11 +66,15 @@ var notes = map[string]string{
 		"`input_tokens` and `output_tokens`, milliseconds for `ttft_ms` and `tpot_ms`. Output tokens are also " +
 		"clipped at the class's `max_tokens`.",
 	"Demand": "Give exactly one of `rps`, `rpm`, or `requests` with `within_hours` (a batch that must finish in " +
-		"that time). Without a demand the class runs as fast as its share of the quota allows. A batch comes to " +
+		"that time), each above 0. Without a demand the class runs as fast as its share of the quota allows; a " +
+		"demand of 0 is refused, as a plan has nothing to size for it (leave the class out, or pause it for a " +
+		"while in a simulation with a `profile` window of `factor` 0). A batch comes to " +
 		"`requests / (within_hours × 3600)` requests per second, which may not exceed what `rpm` may state at " +
 		"most (1e9 a minute, about 1.67e7 a second).",
 	"DemandWindow": "A window of simulated time in which the class's rate is multiplied by `factor`; planner simulate " +
 		"and POST /v1/simulations follow the profile, while a plan is computed for the steady rate.",
+	"CacheProfile": "What the endpoint's prompt cache does, as `planner probe --cache` (both fields) or " +
+		"`--conversation-calls` (the hit rate) measures it, in the probe's prefill.yaml.",
 	"CurvePoint": "One measured step: what `planner probe` writes in its curve.yaml, or `planner import` from " +
 		"other tools' results.",
 	"KneeSafety": "The fraction of the measured knee that a class of each mode may use as its pool.",
@@ -72,6 +85,12 @@ func unit(name string) string {
 	switch {
 	case name == "prefill_ms_per_1k_tokens":
 		return "ms per 1,000 input tokens"
+	case strings.HasSuffix(name, "_per_mtok"):
+		return "currency per 1,000,000 tokens"
+	case name == "per_hour":
+		return "currency per hour"
+	case name == "ttft_saving_ms_per_1k":
+		return "ms per 1,000 cached tokens"
 	case strings.HasSuffix(name, "_ms"):
 		return "ms"
 	case strings.HasSuffix(name, "_s"):
@@ -94,7 +113,7 @@ func unit(name string) string {
 	}
 	return map[string]string{
 		"requests": "requests",
-		"knee":     "requests in flight", "concurrency": "requests in flight", "max_pool": "requests in flight",
+		"knee":     "requests in flight", "knee_refined": "requests in flight", "concurrency": "requests in flight", "max_pool": "requests in flight",
 		"monte_carlo_draws": "draws",
 	}[name]
 }
@@ -153,7 +172,7 @@ func Write(w io.Writer, doc *huma.OpenAPI) error {
 
 // sectionOrder is the order of the sections: the scenario's own order,
 // each type after the one that holds it.
-var sectionOrder = []string{"Scenario", "Quota", "Latency", "Dist", "CurvePoint", "Endpoint", "Class", "Demand", "DemandWindow", "SLO", "Policy", "KneeSafety"}
+var sectionOrder = []string{"Scenario", "Quota", "Price", "Latency", "Dist", "CurvePoint", "Endpoint", "Class", "Demand", "DemandWindow", "SLO", "Policy", "KneeSafety"}
 
 // collect walks the schema from the root and returns each object type
 // once, with every path it appears at, in sectionOrder (types it does not
@@ -276,10 +295,21 @@ func typeOf(reg huma.Registry, f *huma.Schema) string {
 }
 
 func defaultOf(s *huma.Schema) string {
-	if s.Default == nil {
+	d := defaultValue(s)
+	if d == nil {
 		return ""
 	}
-	return "`" + value(s.Default) + "`"
+	return "`" + value(d) + "`"
+}
+
+// defaultValue is a field's default: its schema's default keyword or, in
+// the schemas of request bodies, which state their defaults without the
+// keyword so that generators keep the fields optional, its x-default.
+func defaultValue(s *huma.Schema) any {
+	if s.Default != nil {
+		return s.Default
+	}
+	return s.Extensions["x-default"]
 }
 
 // limits says which values a field allows.
@@ -390,30 +420,36 @@ const maxExample = 60
 // whose schema has no default or example. Write checks them against the
 // field's limits.
 var handExamples = map[string]any{
-	"Quota.cached_input_free":          true,
-	"Quota.itpm":                       800000,
-	"Quota.otpm":                       200000,
-	"Quota.tpd":                        50000000,
-	"Latency.prefill_ms_per_1k_tokens": 40,
-	"Dist.fixed":                       400,
-	"Dist.max":                         4000,
-	"Dist.mean":                        600,
-	"Dist.stddev":                      250,
-	"Dist.samples":                     []any{420, 515, 610},
-	"CurvePoint.error_rate":            0.01,
-	"CurvePoint.goodput_rps":           4.95,
-	"CurvePoint.output_tps":            333,
-	"CurvePoint.rate_limited_rate":     0,
-	"CurvePoint.requests":              40,
-	"DemandWindow.start_s":             3600,
-	"DemandWindow.duration_s":          300,
-	"DemandWindow.factor":              2,
-	"Class.arrival_scv":                0,
-	"Class.endpoint":                   "big-gpu",
-	"Class.cached_input_fraction":      0.5,
-	"Class.priority":                   1,
-	"Class.weight":                     2,
-	"Policy.seed":                      7,
+	"Quota.cached_input_free":            true,
+	"Quota.itpm":                         800000,
+	"Quota.otpm":                         200000,
+	"Quota.tpd":                          50000000,
+	"Latency.prefill_ms_per_1k_tokens":   40,
+	"Latency.knee_lower_bound":           true,
+	"Latency.knee_refined":               12,
+	"CacheProfile.hit_rate":              0.94,
+	"CacheProfile.ttft_saving_ms_per_1k": 38,
+	"Dist.fixed":                         400,
+	"Dist.max":                           4000,
+	"Dist.mean":                          600,
+	"Dist.stddev":                        250,
+	"Dist.samples":                       []any{420, 515, 610},
+	"CurvePoint.error_rate":              0.01,
+	"CurvePoint.goodput_rps":             4.95,
+	"CurvePoint.output_tps":              333,
+	"CurvePoint.rate_limited_rate":       0,
+	"CurvePoint.requests":                40,
+	"DemandWindow.start_s":               3600,
+	"DemandWindow.duration_s":            300,
+	"DemandWindow.factor":                2,
+	"Class.arrival_scv":                  0,
+	"Class.endpoint":                     "big-gpu",
+	"Class.cached_input_fraction":        0.5,
+	"Class.cache_write_fraction":         0.05,
+	"Price.cache_write_per_mtok":         3.125,
+	"Class.priority":                     1,
+	"Class.weight":                       2,
+	"Policy.seed":                        7,
 }
 
 // example is the first value a shipped example scenario sets for the field
@@ -441,8 +477,8 @@ func example(docs []any, s *section, name string, f, target *huma.Schema) (strin
 	switch {
 	case len(target.Examples) > 0:
 		return "`" + value(target.Examples[0]) + "`", nil
-	case target.Default != nil:
-		return "`" + value(target.Default) + "`", nil
+	case defaultValue(target) != nil:
+		return "`" + value(defaultValue(target)) + "`", nil
 	}
 	if v, ok := handExamples[s.name+"."+name]; ok {
 		if err := check(target, v); err != nil {

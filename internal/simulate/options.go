@@ -75,7 +75,7 @@ type Options struct {
 // start of the run, such as the start_s column of a probe's requests.csv.
 type Replay struct {
 	Class  string    `json:"class" minLength:"1" maxLength:"64" doc:"The class whose arrivals these are; its demand is then ignored."`
-	StartS []float64 `json:"start_s" minItems:"1" maxItems:"20000" doc:"Arrival times, seconds from the start of the run (any order; times beyond duration_s are ignored)."`
+	StartS []float64 `json:"start_s" nullable:"false" minItems:"1" maxItems:"20000" doc:"Arrival times, seconds from the start of the run (any order; times beyond duration_s are ignored)."`
 }
 
 // OptionErrors are problems with the options, each located by the option's

@@ -11,10 +11,11 @@ import (
 
 // Thresholds of the verdict (docs/simulate.md, "Verdict").
 const (
-	// maxLimitedShare is the share of sends answered 429 above which the
+	// MaxLimitedShare is the share of sends answered 429 above which the
 	// 429s are more than incidental: even a start-up burst that clears
-	// costs requests retried, delayed or given up.
-	maxLimitedShare = 0.01
+	// costs requests retried, delayed or given up. The alerting rules of
+	// an exported plan (package export) fire above it too.
+	MaxLimitedShare = 0.01
 	// maxLostShare is the share of requests shed or given up that a plan
 	// may lose and still hold.
 	maxLostShare = 0.01
@@ -61,7 +62,7 @@ func (c *client) verdict(sm Simulated) SimulationVerdict {
 	switch share := ratio(sm.RateLimited, sends); {
 	case sm.RateLimited == 0:
 		add(true, "", "no 429s")
-	case share <= maxLimitedShare:
+	case share <= MaxLimitedShare:
 		add(true, "", "%s of %s sends answered 429 (%s, at most 1 %%), %s", count(sm.RateLimited), count(sends), pct(share), c.limitedSpan())
 	default:
 		add(false, "429s on "+pct(share)+" of sends", "%s of %s sends answered 429 (%s, over 1 %%), %s", count(sm.RateLimited), count(sends), pct(share), c.limitedSpan())

@@ -88,7 +88,7 @@ func TestFullStoreRefusesAndRecovers(t *testing.T) {
 	if _, err := s.GetPlan(ctx, acked[0]); err != nil {
 		t.Errorf("a read on a full store: %v", err)
 	}
-	if _, err := s.CreateProbe(ctx, ProbeRun{BaseURL: "http://127.0.0.1:1/v1", Model: "m", Config: []byte(`{"x":"` + strings.Repeat("y", 8000) + `"}`)}); !errors.Is(err, ErrFull) {
+	if _, err := s.CreateProbe(ctx, ProbeRun{BaseURL: "http://127.0.0.1:1/v1", Model: "m", Config: []byte(`{"x":"` + strings.Repeat("y", 20000) + `"}`)}); !errors.Is(err, ErrFull) {
 		t.Errorf("a probe created on a full store: %v", err)
 	}
 
@@ -345,12 +345,12 @@ func TestOpenRefusesDamagedFile(t *testing.T) {
 // result over the cap with a *TooLargeError naming the document and both
 // sizes, and stores them under it.
 func TestDocumentCap(t *testing.T) {
+	eachBackend(t, testDocumentCap)
+}
+
+func testDocumentCap(t *testing.T, db string) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "planner.db"), WithMaxDocumentBytes(testMaxDoc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openDB(t, db, WithMaxDocumentBytes(testMaxDoc))
 	big := strings.Repeat("n", testMaxDoc)
 	var tooLarge *TooLargeError
 
@@ -382,11 +382,8 @@ func TestDocumentCap(t *testing.T) {
 		t.Errorf("message %q", msg)
 	}
 
-	d, err := Open(ctx, filepath.Join(t.TempDir(), "planner.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	s.Close()
+	d := openDB(t, db)
 	if d.maxDoc != DefaultMaxDocumentBytes || DefaultMaxDocumentBytes != 512<<10 {
 		t.Errorf("default cap %d", d.maxDoc)
 	}

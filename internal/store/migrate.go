@@ -14,11 +14,14 @@ import (
 	"time"
 )
 
-// migrationFS holds the schema changes, one file per version, named
-// NNNN_what.sql and numbered from 0001 without gaps. A released migration is
-// never edited; a change to the schema is a new file.
+// migrationFS holds the schema changes of each backend, in
+// migrations/sqlite and migrations/postgres: one file per version, named
+// NNNN_what.sql and numbered from 0001 without gaps, the same versions
+// with the same names in both folders (TestMigrationsMatch), each written
+// in its database's SQL. A released migration is never edited; a change to
+// the schema is a new file in each folder.
 //
-//go:embed migrations/*.sql
+//go:embed migrations/sqlite/*.sql migrations/postgres/*.sql
 var migrationFS embed.FS
 
 // migration is one numbered schema change.
@@ -30,10 +33,11 @@ type migration struct {
 
 var migrationName = regexp.MustCompile(`^(\d{4})_([a-z0-9_]+)\.sql$`)
 
-// loadMigrations reads migrations/*.sql from fsys, in version order, and
-// checks that the versions run 1, 2, 3, ... without gaps or repeats.
-func loadMigrations(fsys fs.FS) ([]migration, error) {
-	names, err := fs.Glob(fsys, "migrations/*.sql")
+// loadMigrations reads migrations/DIALECT/*.sql from fsys, in version
+// order, and checks that the versions run 1, 2, 3, ... without gaps or
+// repeats.
+func loadMigrations(fsys fs.FS, dialect string) ([]migration, error) {
+	names, err := fs.Glob(fsys, "migrations/"+dialect+"/*.sql")
 	if err != nil {
 		return nil, fmt.Errorf("list migrations: %w", err)
 	}
@@ -60,21 +64,19 @@ func loadMigrations(fsys fs.FS) ([]migration, error) {
 	return ms, nil
 }
 
-// migrate applies the migrations of fsys that the database has not seen,
-// each in its own transaction together with its row in schema_migrations,
-// so that a failed migration leaves the schema as it was. Running it again
-// applies nothing. A database that has versions this binary does not know
-// (written by a newer release) is refused rather than used.
-func migrate(ctx context.Context, db *sql.DB, fsys fs.FS) error {
-	ms, err := loadMigrations(fsys)
+// migrate applies the migrations of fsys for the database's dialect that
+// the database has not seen, each in its own transaction together with
+// its row in schema_migrations, so that a failed migration leaves the
+// schema as it was. Running it again applies nothing. A database that has
+// versions this binary does not know (written by a newer release) is
+// refused rather than used. Two services migrating one database at once
+// are kept apart by the backend (lockMigrations).
+func migrate(ctx context.Context, db *db, fsys fs.FS) error {
+	ms, err := loadMigrations(fsys, db.d.name)
 	if err != nil {
 		return err
 	}
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version    INTEGER PRIMARY KEY,
-		name       TEXT    NOT NULL,
-		applied_ns INTEGER NOT NULL
-	)`); err != nil {
+	if _, err := db.ExecContext(ctx, db.d.migrationsTable); err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
 	var newest sql.NullInt64
@@ -95,7 +97,7 @@ func migrate(ctx context.Context, db *sql.DB, fsys fs.FS) error {
 // apply runs one migration unless it is recorded already. The check is
 // inside the write transaction, so two processes opening the same new file
 // at once apply each migration once.
-func apply(ctx context.Context, db *sql.DB, m migration) (err error) {
+func apply(ctx context.Context, db *db, m migration) (err error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("migration %04d_%s: begin: %w", m.version, m.name, err)

@@ -65,7 +65,7 @@ func (s *Store) SavePlan(ctx context.Context, p StoredPlan) (id string, err erro
 		created = s.now()
 	}
 	id = newID()
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *tx) error {
 		probe := sql.NullString{String: p.ProbeID, Valid: p.ProbeID != ""}
 		if probe.Valid {
 			if _, err := probeSeq(ctx, tx, p.ProbeID); err != nil {

@@ -100,30 +100,44 @@ type ProbeResult struct {
 // CreateProbe stores a new probe run and returns its id. The status must be
 // queued (the default) or running. ErrSecret means that the configuration
 // or the base URL carries a credential; a *TooLargeError that the
-// configuration is larger than the store takes.
+// configuration is larger than the store takes. The service's own runs
+// are created in their place instead (StartProbe).
 func (s *Store) CreateProbe(ctx context.Context, p ProbeRun) (id string, err error) {
 	defer s.classifyErr(&err)
+	id, ins, err := s.newProbe(p)
+	if err != nil {
+		return "", fmt.Errorf("create probe: %w", err)
+	}
+	if err := s.write(ctx, func(t *tx) error { _, err := ins(ctx, t); return err }); err != nil {
+		return "", fmt.Errorf("create probe: %w", err)
+	}
+	return id, nil
+}
+
+// newProbe checks a new run and returns its id and the insert that
+// stores it, with its first status event, and returns its key.
+func (s *Store) newProbe(p ProbeRun) (string, func(context.Context, *tx) (int64, error), error) {
 	if p.Status == "" {
 		p.Status = StatusQueued
 	}
 	if p.Status != StatusQueued && p.Status != StatusRunning {
-		return "", fmt.Errorf("create probe: a run starts queued or running, not %q", p.Status)
+		return "", nil, fmt.Errorf("a run starts queued or running, not %q", p.Status)
 	}
 	if err := checkText("base_url", p.BaseURL); err != nil {
-		return "", fmt.Errorf("create probe: %w", err)
+		return "", nil, err
 	}
 	if err := checkText("label", p.Label); err != nil {
-		return "", fmt.Errorf("create probe: %w", err)
+		return "", nil, err
 	}
 	config := p.Config
 	if len(config) == 0 {
 		config = json.RawMessage("{}")
 	}
 	if err := checkDocument("config", config); err != nil {
-		return "", fmt.Errorf("create probe: %w", err)
+		return "", nil, err
 	}
 	if err := s.checkSize("probe configuration", len(config)+len(p.Label)+len(p.BaseURL)+len(p.Model)); err != nil {
-		return "", fmt.Errorf("create probe: %w", err)
+		return "", nil, err
 	}
 	created := p.CreatedAt
 	if created.IsZero() {
@@ -133,52 +147,45 @@ func (s *Store) CreateProbe(ctx context.Context, p ProbeRun) (id string, err err
 	if p.Status == StatusRunning && started.IsZero() {
 		started = s.now()
 	}
-	id = newID()
-	err = s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO probes (id, status, label, base_url, model, config, created_ns, started_ns)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			id, p.Status, p.Label, p.BaseURL, p.Model, string(config), created.UnixNano(), timeNs(started))
-		return err
-	})
-	if err != nil {
-		return "", fmt.Errorf("create probe: %w", err)
-	}
-	return id, nil
+	id := newID()
+	return id, func(ctx context.Context, t *tx) (int64, error) {
+		var seq int64
+		err := t.QueryRowContext(ctx, `INSERT INTO probes (id, status, label, base_url, model, config, created_ns, started_ns)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
+			id, p.Status, p.Label, p.BaseURL, p.Model, string(config), created.UnixNano(), timeNs(started)).Scan(&seq)
+		if err != nil {
+			return 0, err
+		}
+		return seq, addStatus(ctx, t, seq, id, p.Status, s.now().UnixNano())
+	}, nil
 }
 
 // SetProbeStatus moves a run to a new status and records errMsg (tokens
-// redacted) as its error. Turning running sets the start time; ending sets
-// the finish time. A run that has ended cannot change (ErrFinished), and no
-// run goes back to queued.
+// redacted) as its error, with the status event. Turning running sets the
+// start time; ending sets the finish time. A run that has ended cannot
+// change (ErrFinished), and no run goes back to queued.
 func (s *Store) SetProbeStatus(ctx context.Context, id string, status Status, errMsg string) (err error) {
 	defer s.classifyErr(&err)
 	if !status.Valid() || status == StatusQueued {
 		return fmt.Errorf("set probe %s status: %q is not a status a run can move to", id, status)
 	}
 	now := s.now().UnixNano()
-	err = s.write(ctx, func(tx *sql.Tx) error {
-		var cur Status
-		err := tx.QueryRowContext(ctx, `SELECT status FROM probes WHERE id = ?`, id).Scan(&cur)
-		if errors.Is(err, sql.ErrNoRows) {
-			return ErrNotFound
-		}
+	err = s.write(ctx, func(t *tx) error {
+		seq, cur, err := lockProbe(ctx, t, id)
 		if err != nil {
 			return err
 		}
 		if cur.Ended() {
 			return fmt.Errorf("%w (%s)", ErrFinished, cur)
 		}
-		var started, finished sql.NullInt64
-		if status == StatusRunning {
-			started = sql.NullInt64{Int64: now, Valid: true}
-		}
 		if status.Ended() {
-			finished = sql.NullInt64{Int64: now, Valid: true}
+			return endRun(ctx, t, seq, id, status, errMsg, now)
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE probes SET status = ?, error = ?,
-			started_ns = coalesce(started_ns, ?), finished_ns = coalesce(finished_ns, ?) WHERE id = ?`,
-			status, redact.Tokens(errMsg), started, finished, id)
-		return err
+		if _, err = t.ExecContext(ctx, `UPDATE probes SET status = ?, error = ?, started_ns = coalesce(started_ns, ?) WHERE seq = ?`,
+			status, redact.Tokens(errMsg), now, seq); err != nil {
+			return err
+		}
+		return addStatus(ctx, t, seq, id, status, now)
 	})
 	if err != nil {
 		return fmt.Errorf("set probe %s status %s: %w", id, status, err)
@@ -188,25 +195,31 @@ func (s *Store) SetProbeStatus(ctx context.Context, id string, status Status, er
 
 // AppendRecords adds request rows to a run in one transaction: one insert
 // per row and one update of the run's counts, cheap enough to call for
-// every small batch while the run measures. ErrNotFound means no such run.
+// every small batch while the run measures. ErrNotFound means no such run,
+// ErrFinished that it has ended: its rows are complete.
 func (s *Store) AppendRecords(ctx context.Context, probeID string, recs []measure.Record) (err error) {
 	defer s.classifyErr(&err)
 	if len(recs) == 0 {
 		return nil
 	}
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *tx) error {
 		var seq, n int64
-		err := tx.QueryRowContext(ctx, `SELECT seq, n_records FROM probes WHERE id = ?`, probeID).Scan(&seq, &n)
+		var status Status
+		err := tx.QueryRowContext(ctx, `SELECT seq, n_records, status FROM probes WHERE id = ?`+tx.db.d.forUpdate, probeID).Scan(&seq, &n, &status)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNotFound
 		}
 		if err != nil {
 			return err
 		}
+		if status.Ended() {
+			return fmt.Errorf("%w (%s)", ErrFinished, status)
+		}
 		stmt, err := tx.PrepareContext(ctx, `INSERT INTO probe_records (probe, step, idx, seq, start_s, ack_ms, ttft_ms, e2e_ms,
 			output_tokens, input_tokens, output_estimated, status, error, attempts, retry_after_ms, ok, warmup,
-			e2e_with_retries_ms, rate_rps, refine)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+			e2e_with_retries_ms, rate_rps, refine, served_model, conn, conn_wait_ms, dns_ms, connect_ms, tls_ms, ttfb_ms,
+			cached_tokens, prefix_tokens, task, task_call)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
@@ -215,7 +228,9 @@ func (s *Store) AppendRecords(ctx context.Context, probeID string, recs []measur
 		for i, r := range recs {
 			if _, err := stmt.ExecContext(ctx, seq, r.Step, r.Index, n+int64(i), r.StartS, r.AckMs, r.TTFTMs, r.E2EMs,
 				r.OutputTokens, r.InputTokens, r.OutputEstimated, r.Status, r.ErrorClass, r.Attempts, r.RetryAfterMs,
-				r.OK, r.Warmup, r.E2EWithRetriesMs, r.RateRPS, r.Refine); err != nil {
+				r.OK, r.Warmup, r.E2EWithRetriesMs, r.RateRPS, r.Refine,
+				r.ServedModel, r.Conn, r.ConnWaitMs, r.DNSMs, r.ConnectMs, r.TLSMs, r.TTFBMs,
+				r.CachedTokens, r.PrefixTokens, r.Task, r.Call); err != nil {
 				return fmt.Errorf("row %d: %w", i, err)
 			}
 			c.add(r)
@@ -265,7 +280,7 @@ func (s *Store) SaveProbeResult(ctx context.Context, id string, r ProbeResult) (
 	if err := s.checkSize("probe result", len(analysisJSON)+len(limits.String)+len(r.StopReason)+len(detail)); err != nil {
 		return fmt.Errorf("save probe %s result: %w", id, err)
 	}
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE probes SET result = ?, rate_limits = ?, stop_reason = ?, stop_detail = ? WHERE id = ?`,
 			string(analysisJSON), limits, r.StopReason, detail, id)
 		if err != nil {
@@ -375,7 +390,7 @@ func scanProbe(sc scanner) (ProbeRun, cursor, error) {
 	return p, key, nil
 }
 
-// querier is a *sql.DB or a *sql.Tx.
+// querier is a *db or a *tx.
 type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
@@ -446,7 +461,8 @@ func (s *Store) eachRecord(ctx context.Context, probeID string, fn func(measure.
 		return err
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT step, idx, start_s, ack_ms, ttft_ms, e2e_ms, output_tokens, input_tokens,
-		output_estimated, status, error, attempts, retry_after_ms, ok, warmup, e2e_with_retries_ms, rate_rps, refine
+		output_estimated, status, error, attempts, retry_after_ms, ok, warmup, e2e_with_retries_ms, rate_rps, refine,
+		served_model, conn, conn_wait_ms, dns_ms, connect_ms, tls_ms, ttfb_ms, cached_tokens, prefix_tokens, task, task_call
 		FROM probe_records WHERE probe = ? ORDER BY step, rate_rps, idx, seq`, seq)
 	if err != nil {
 		return err
@@ -456,7 +472,9 @@ func (s *Store) eachRecord(ctx context.Context, probeID string, fn func(measure.
 		var r measure.Record
 		if err := rows.Scan(&r.Step, &r.Index, &r.StartS, &r.AckMs, &r.TTFTMs, &r.E2EMs, &r.OutputTokens, &r.InputTokens,
 			&r.OutputEstimated, &r.Status, &r.ErrorClass, &r.Attempts, &r.RetryAfterMs, &r.OK, &r.Warmup,
-			&r.E2EWithRetriesMs, &r.RateRPS, &r.Refine); err != nil {
+			&r.E2EWithRetriesMs, &r.RateRPS, &r.Refine,
+			&r.ServedModel, &r.Conn, &r.ConnWaitMs, &r.DNSMs, &r.ConnectMs, &r.TLSMs, &r.TTFBMs,
+			&r.CachedTokens, &r.PrefixTokens, &r.Task, &r.Call); err != nil {
 			return err
 		}
 		if err := fn(r); err != nil {

@@ -18,9 +18,10 @@ import (
 
 // backend is what the store needs of its database beyond SQL: how it is
 // set up and checked before its first use, whether a write would still
-// land where the next start reads, how much room is left, and which of its
-// errors mean full, unavailable or damaged. sqliteFile is the one there is;
-// a database server would be a second one beside it, with its own checks.
+// land where the next start reads, how much room is left, which of its
+// errors mean full, unavailable or damaged, and whether other services
+// share it. sqliteFile is the embedded one, pgServer (postgres.go) the
+// shared one.
 type backend interface {
 	// prepare readies the database for the migrations: it is run again,
 	// after a failure, until it succeeds. An error wrapping ErrCorrupt
@@ -34,6 +35,12 @@ type backend interface {
 	// classify wraps err with ErrFull, ErrUnavailable or ErrCorrupt when the
 	// database says so, and returns other errors as they are.
 	classify(err error) error
+	// shared reports whether other services may use the database at the
+	// same time.
+	shared() bool
+	// lockMigrations keeps other services from migrating the database
+	// until release is called.
+	lockMigrations(ctx context.Context) (release func(), err error)
 	// close releases the database; the store is not used afterwards.
 	close() error
 }
@@ -61,6 +68,16 @@ type sqliteFile struct {
 type openFile struct {
 	path string
 	info os.FileInfo
+}
+
+// sqliteDialect is SQLite's SQL, for a store that one process owns.
+var sqliteDialect = dialect{
+	name: "sqlite",
+	migrationsTable: `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT    NOT NULL,
+		applied_ns INTEGER NOT NULL
+	)`,
 }
 
 // pageBytes is the page size of the files the store creates (SQLite's
@@ -262,6 +279,13 @@ func (f *sqliteFile) classify(err error) error {
 	}
 	return err
 }
+
+// shared: the file is this process's alone (lock.go).
+func (f *sqliteFile) shared() bool { return false }
+
+// lockMigrations has nothing to do: the file's lock keeps every other
+// process out.
+func (f *sqliteFile) lockMigrations(context.Context) (func(), error) { return func() {}, nil }
 
 // close closes the pinned connection, then the pool, and releases the lock.
 func (f *sqliteFile) close() error {

@@ -1,27 +1,32 @@
 // Package store keeps what the service must remember across restarts and
 // kills (docs/service-probes.md, "A probe's life"; docs/security.md, "The
-// store"): stored plans with their scenarios, probe runs with
-// their configuration, status and result, and every request row a probe
-// measured, written as it arrives. It is a single SQLite file in WAL mode
-// (modernc.org/sqlite, pure Go; sqlite.go holds what is SQLite's own); the
-// schema is applied by embedded, numbered migrations when the store opens.
-// A plan and a probe's analysis are kept as JSON documents of the engine's
-// types in an envelope that carries a schema_version (documents.go), so
-// that every field the engine adds is kept, and documents that earlier
-// releases stored still read.
+// store"; docs/deploy.md): stored plans with their scenarios, probe runs
+// with their configuration, status and result, every request row and
+// event a probe produced, written as they arrive, and the places of the
+// probes and validations running at once (leases.go). It is a single
+// SQLite file in WAL mode by default (modernc.org/sqlite, pure Go;
+// sqlite.go holds what is SQLite's own), or a PostgreSQL database that
+// several services share (pgx; postgres.go). The schema is applied by
+// embedded, numbered migrations, one set per database with the same
+// versions, when the store opens. A plan and a probe's analysis are kept
+// as JSON documents of the engine's types in an envelope that carries a
+// schema_version (documents.go), so that every field the engine adds is
+// kept, and documents that earlier releases stored still read.
 //
-// One service process owns a database file: Open takes an exclusive lock
-// on it and fails at once with a *LockedError while another process holds
+// One service process owns a SQLite file: Open takes an exclusive lock on
+// it and fails at once with a *LockedError while another process holds
 // it; it refuses a damaged file (ErrCorrupt); then it marks every probe
 // run that a previous process left queued or running as interrupted,
-// since nothing is executing it any more.
+// since nothing is executing it any more. A PostgreSQL database is shared:
+// there, a run whose service stopped is marked interrupted by another
+// service once the lease of its place has expired (ReapLeases).
 //
-// A write is acknowledged only once it is committed to the file that the
-// next start will open: a full disk or file cap fails it with ErrFull, a
-// file removed or replaced under the store with ErrGone, and either leaves
-// nothing of it behind. A start-up that finds no room to write starts
-// degraded instead of failing, and completes at a later readiness check or
-// write (ErrStarting until then).
+// A write is acknowledged only once it is committed to the database that
+// the next start will open: a full disk or file cap fails it with ErrFull,
+// a file removed or replaced under the store with ErrGone, and either
+// leaves nothing of it behind. A start-up that finds no room to write
+// starts degraded instead of failing, and completes at a later readiness
+// check or write (ErrStarting until then).
 package store
 
 import (
@@ -79,8 +84,11 @@ var (
 	// process are marked interrupted too.
 	ErrStarting = errors.New("the store's start-up has not completed")
 	// ErrUnavailable is returned when the database cannot read, write or
-	// lock its file (an I/O error, a read-only file system).
-	ErrUnavailable = errors.New("the store cannot use its file")
+	// lock its file (an I/O error, a read-only file system) or, on
+	// PostgreSQL, when the server cannot be reached or does not take the
+	// write now (a lost connection, a server shutting down, a read-only
+	// standby).
+	ErrUnavailable = errors.New("the store cannot use its database")
 	// ErrCorrupt is returned when the store's file is damaged: Open
 	// refuses such a file.
 	ErrCorrupt = errors.New("the store's file is damaged")
@@ -102,9 +110,12 @@ func (e *TooLargeError) Error() string {
 
 // Store is an open database. Its methods are safe for concurrent use.
 type Store struct {
-	db     *sql.DB
-	be     backend
-	path   string
+	db *db
+	be backend
+	// name is the file's path, or the database's address without
+	// credentials: what the log names.
+	name   string
+	hub    *hub
 	now    func() time.Time
 	log    *slog.Logger
 	maxDoc int64
@@ -121,6 +132,8 @@ type Store struct {
 	repairBefore int64
 	// goneLogged is set once the removal of the file has been logged.
 	goneLogged atomic.Bool
+	// slots is the number of running places known to be in the table.
+	slots atomic.Int64
 }
 
 // busyTimeout is how long a statement waits for another connection's write
@@ -165,17 +178,31 @@ func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.log = l }
 }
 
-// Open opens the database file at path, creating it when it does not exist,
-// takes its exclusive lock (a *LockedError when another process holds it),
-// checks the file (ErrCorrupt when PRAGMA quick_check finds it damaged),
-// applies the pending migrations and marks the probe runs that a previous
-// process left queued or running as interrupted.
+// IsPostgres reports whether db names a PostgreSQL database (a
+// postgres:// or postgresql:// URL) rather than a SQLite file.
+func IsPostgres(db string) bool {
+	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
+}
+
+// Open opens the store that db names: a PostgreSQL database for a
+// postgres:// or postgresql:// URL (IsPostgres), else the SQLite file at
+// that path.
 //
-// When the file has no room for those writes (ErrFull), the store opens
-// degraded rather than failing, logs so, and retries the start-up at
-// every Ready and write: reads answer once the schema is in place, and
-// Ready fails with ErrStarting until everything is done.
-func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+// A SQLite file is created when it does not exist; Open takes its
+// exclusive lock (a *LockedError when another process holds it), checks
+// the file (ErrCorrupt when PRAGMA quick_check finds it damaged), applies
+// the pending migrations and marks the probe runs that a previous process
+// left queued or running as interrupted. When the file has no room for
+// those writes (ErrFull), the store opens degraded rather than failing,
+// logs so, and retries the start-up at every Ready and write: reads
+// answer once the schema is in place, and Ready fails with ErrStarting
+// until everything is done.
+//
+// A PostgreSQL database must answer at once: Open fails, naming the
+// cause, when it cannot be reached or refuses the connection; then it
+// applies the pending migrations. The error and the log name the database
+// by its address without its password.
+func Open(ctx context.Context, db string, opts ...Option) (*Store, error) {
 	o := options{maxDocument: DefaultMaxDocumentBytes}
 	for _, opt := range opts {
 		opt(&o)
@@ -183,25 +210,45 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if o.log == nil {
 		o.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	be, err := openSQLite(path, o.maxBytes)
-	if err != nil {
-		return nil, err
+	h := newHub()
+	var s *Store
+	if IsPostgres(db) {
+		if o.maxBytes > 0 {
+			return nil, errors.New("open store: a cap on the store's size (store.max_bytes) applies to a SQLite file; " +
+				"a PostgreSQL database is bounded by its server")
+		}
+		pg, err := openPostgres(db, h, o.log)
+		if err != nil {
+			return nil, err
+		}
+		s = &Store{db: newDB(pg.pool, &postgresDialect), be: pg, name: pg.name, hub: h}
+	} else {
+		f, err := openSQLite(db, o.maxBytes)
+		if err != nil {
+			return nil, err
+		}
+		s = &Store{db: newDB(f.db, &sqliteDialect), be: f, name: db, hub: h}
 	}
-	s := &Store{db: be.db, be: be, path: path, log: o.log, maxDoc: o.maxDocument, now: func() time.Time { return time.Now().UTC() }}
+	s.log, s.maxDoc, s.now = o.log, o.maxDocument, func() time.Time { return time.Now().UTC() }
 	if err := s.start(ctx); err != nil {
 		if errors.Is(err, ErrCorrupt) {
 			return nil, errors.Join(fmt.Errorf("open store %s: the file is damaged (%w); restore it from a backup, "+
-				"or move it aside to start with an empty store", path, err), be.close())
+				"or move it aside to start with an empty store", s.name, err), s.be.close())
 		}
-		if !errors.Is(err, ErrFull) {
-			return nil, errors.Join(fmt.Errorf("open store %s: %w", path, err), be.close())
+		if !errors.Is(err, ErrFull) || s.be.shared() {
+			return nil, errors.Join(fmt.Errorf("open store %s: %w", s.name, err), s.be.close())
 		}
 		s.log.Warn("the store started degraded: it has no room to complete its start-up; "+
 			"readiness fails until it does, and it is tried again at each readiness check and write",
-			"path", path, "error", err)
+			"path", s.name, "error", err)
 	}
 	return s, nil
 }
+
+// Shared reports whether other services may use the store's database at
+// the same time (PostgreSQL), so that their leases must be watched
+// (RenewLeases, ReapLeases); a SQLite file is this process's alone.
+func (s *Store) Shared() bool { return s.be.shared() }
 
 // start runs the start-up steps that have not succeeded yet: prepare the
 // file, migrate, and mark the runs of earlier processes interrupted.
@@ -214,7 +261,7 @@ func (s *Store) start(ctx context.Context) error {
 	}
 	if s.degraded {
 		s.degraded = false
-		s.log.Info("the store completed its start-up", "path", s.path)
+		s.log.Info("the store completed its start-up", "path", s.name)
 	}
 	return nil
 }
@@ -224,7 +271,7 @@ func (s *Store) startLocked(ctx context.Context) error {
 		if err := s.be.prepare(ctx); err != nil {
 			return err
 		}
-		if err := migrate(ctx, s.db, migrationFS); err != nil {
+		if err := s.migrate(ctx); err != nil {
 			return s.be.classify(err)
 		}
 		if err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM probes`).Scan(&s.repairBefore); err != nil {
@@ -233,15 +280,63 @@ func (s *Store) startLocked(ctx context.Context) error {
 		s.started.Store(true)
 	}
 	if !s.repaired.Load() {
-		_, err := s.db.ExecContext(ctx,
-			`UPDATE probes SET status = ?, error = ?, finished_ns = ? WHERE status IN (?, ?) AND seq <= ?`,
-			StatusInterrupted, interruptedMessage, s.now().UnixNano(), StatusQueued, StatusRunning, s.repairBefore)
-		if err != nil {
-			return fmt.Errorf("mark unfinished probe runs interrupted: %w", s.be.classify(err))
+		// A shared database's unfinished runs may be running on other
+		// services: those are left to the leases.
+		if !s.be.shared() {
+			if err := s.inTx(ctx, s.repair); err != nil {
+				return fmt.Errorf("mark unfinished probe runs interrupted: %w", err)
+			}
 		}
 		s.repaired.Store(true)
 	}
 	return nil
+}
+
+// migrate applies the pending migrations, one service at a time.
+func (s *Store) migrate(ctx context.Context) error {
+	release, err := s.be.lockMigrations(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return migrate(ctx, s.db, migrationFS)
+}
+
+// repair marks the runs that an earlier process left queued or running
+// as interrupted, each with its status event, and frees every place that
+// process held: nothing runs them any more.
+func (s *Store) repair(t *tx) error {
+	ctx := context.Background()
+	rows, err := t.QueryContext(ctx, `SELECT seq, id FROM probes WHERE status IN (?, ?) AND seq <= ?`,
+		StatusQueued, StatusRunning, s.repairBefore)
+	if err != nil {
+		return err
+	}
+	type run struct {
+		seq int64
+		id  string
+	}
+	var runs []run
+	for rows.Next() {
+		var r run
+		if err := rows.Scan(&r.seq, &r.id); err != nil {
+			rows.Close()
+			return err
+		}
+		runs = append(runs, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	now := s.now().UnixNano()
+	for _, r := range runs {
+		if err := endRun(ctx, t, r.seq, r.id, StatusInterrupted, interruptedMessage, now); err != nil {
+			return err
+		}
+	}
+	_, err = t.ExecContext(ctx, `UPDATE job_slots SET lease = NULL, replica = '', probe = NULL, cancel = FALSE WHERE lease IS NOT NULL`)
+	return err
 }
 
 // usable returns nil once the schema is in place, trying the start-up
@@ -278,7 +373,7 @@ func (s *Store) Ready(ctx context.Context) error {
 	if reserve := 2 * s.maxDoc; room < reserve {
 		return fmt.Errorf("store: %w: %d bytes of room, less than the %d it keeps free (twice the largest document)", ErrFull, room, reserve)
 	}
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE readiness SET checked_ns = ? WHERE id = 1`, s.now().UnixNano())
 		return err
 	})
@@ -294,7 +389,7 @@ func (s *Store) check() error {
 	err := s.be.check()
 	if err != nil && errors.Is(err, ErrGone) && !s.goneLogged.Swap(true) {
 		s.log.Error("the store's file was removed or replaced while the service ran: writes are refused and readiness fails "+
-			"until the service is restarted", "path", s.path, "error", err)
+			"until the service is restarted", "path", s.name, "error", err)
 	}
 	return err
 }
@@ -304,7 +399,7 @@ func (s *Store) check() error {
 // checks the files again after the commit, so that a commit that went to
 // a removed file is not acknowledged either. A start-up repair still
 // pending is tried first.
-func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
+func (s *Store) write(ctx context.Context, fn func(*tx) error) error {
 	if err := s.usable(ctx); err != nil {
 		return err
 	}
@@ -325,11 +420,12 @@ func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
 	return nil
 }
 
-// inTx runs fn in a write transaction and commits it when fn succeeds.
-// Errors are classified (ErrFull, ErrUnavailable) first: on those the
-// database may have rolled the transaction back itself, so that the
-// rollback's own error says nothing more.
-func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) (err error) {
+// inTx runs fn in a write transaction and commits it when fn succeeds,
+// then wakes the watchers of what fn changed (tx.notify). Errors are
+// classified (ErrFull, ErrUnavailable) first: on those the database may
+// have rolled the transaction back itself, so that the rollback's own
+// error says nothing more.
+func (s *Store) inTx(ctx context.Context, fn func(*tx) error) (err error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", s.be.classify(err))
@@ -348,6 +444,12 @@ func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) (err error) {
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", s.be.classify(err))
+	}
+	for _, k := range tx.keys {
+		s.hub.notify(k)
+	}
+	for _, fn := range tx.after {
+		fn()
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +28,8 @@ var (
 // non-zero values (floats with a fraction), strings to their field's name
 // and a number, bools to true, times to distinct whole seconds in UTC,
 // json.RawMessage to a JSON number, an interface of type any to a
-// string. Pointers point to filled values, slices hold one filled element
+// string, all within a field's enum and maximum tags, as its schema
+// allows. Pointers point to filled values, slices hold one filled element
 // and maps one filled entry; embedded structs are filled field by field,
 // exported or not, and blank (_) fields, which hold no data, are left
 // alone. A struct type met again inside itself is left zero. Fill fails
@@ -136,6 +138,56 @@ func (f *filler) fillStruct(v reflect.Value, path string) {
 			f.t.Errorf("%s: an unexported field, which no JSON document carries", p)
 		default:
 			f.fill(v.Field(i), p)
+			if enum := sf.Tag.Get("enum"); enum != "" {
+				f.pickEnum(v.Field(i), strings.Split(enum, ","))
+			}
+			if hi, err := strconv.ParseFloat(sf.Tag.Get("maximum"), 64); err == nil {
+				lo, _ := strconv.ParseFloat(sf.Tag.Get("minimum"), 64)
+				f.bound(v.Field(i), lo, hi)
+			}
+		}
+	}
+}
+
+// pickEnum replaces the strings that fill gave a field with an enum tag
+// (a string, or a pointer or slice of them) with one of its values, as
+// the field's schema allows.
+func (f *filler) pickEnum(v reflect.Value, values []string) {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(values[f.next()%len(values)])
+	case reflect.Pointer:
+		if !v.IsNil() {
+			f.pickEnum(v.Elem(), values)
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			f.pickEnum(v.Index(i), values)
+		}
+	}
+}
+
+// bound brings the numbers that fill gave a field with a maximum tag (a
+// number, or a pointer or slice of them) within [lo, hi], as the field's
+// schema allows: floats strictly inside, ints from lo+1, still distinct
+// for the first thousand values.
+func (f *filler) bound(v reflect.Value, lo, hi float64) {
+	switch v.Kind() {
+	case reflect.Float32, reflect.Float64:
+		if v.Float() > hi {
+			v.SetFloat(lo + (hi-lo)*float64(f.next()%1000+1)/1002)
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if span := int64(hi - lo); float64(v.Int()) > hi && span > 0 {
+			v.SetInt(int64(lo) + 1 + int64(f.next())%span)
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			f.bound(v.Elem(), lo, hi)
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			f.bound(v.Index(i), lo, hi)
 		}
 	}
 }

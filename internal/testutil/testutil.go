@@ -99,8 +99,12 @@ func CallJSON(t testing.TB, method, url string, body any, header ...string) (int
 // InsertRows inserts into db the rows of a fixture file, a JSON object of
 // table names to lists of rows (column → value), table by table in the
 // order given: rows as an earlier release stored them, for the tests that
-// read them back. Numbers keep their exact digits (nanosecond times).
-func InsertRows(t testing.TB, db *sql.DB, path string, tables ...string) {
+// read them back. Numbers keep their exact digits (nanosecond times). db
+// is a *sql.DB, or anything that runs a statement with ? for its
+// arguments as one does.
+func InsertRows(t testing.TB, db interface {
+	Exec(query string, args ...any) (sql.Result, error)
+}, path string, tables ...string) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -8,7 +8,7 @@
 //
 //	/                            the page
 //	/ui/                         the page
-//	/ui/{file...}                scripts, styles, vendored libraries
+//	/ui/{file...}                scripts, styles, the icon, vendored libraries
 //	/ui/examples/                the example scenarios, as JSON
 //	/ui/examples/{name}.yaml     one example scenario, as YAML
 //
@@ -48,6 +48,7 @@ var contentTypes = map[string]string{
 	".md":      "text/markdown; charset=utf-8",
 	".LICENSE": "text/plain; charset=utf-8",
 	".yaml":    "application/yaml; charset=utf-8",
+	".svg":     "image/svg+xml",
 }
 
 // ContentType is the media type the handler serves a file name with.

@@ -53,6 +53,7 @@ func TestEveryAssetIsServedWithItsType(t *testing.T) {
 		".mjs":     "text/javascript; charset=utf-8",
 		".md":      "text/markdown; charset=utf-8",
 		".LICENSE": "text/plain; charset=utf-8",
+		".svg":     "image/svg+xml",
 	}
 	files := embedded(t)
 	if len(files) < 10 {

@@ -1,10 +1,12 @@
 // Package verify checks a plan against the endpoint it was made for
-// (docs/service-probes.md, "Validating a plan"): for each class it runs a
-// short closed-loop probe at the class's pool and at 1.25 times it, with
-// requests shaped like the class's, and compares what it measures with
-// what the model predicts at the same concurrencies (plan.PredictAt):
-// throughput, TTFT p95, E2E p95 and 429s, with the relative errors and a
-// verdict.
+// (docs/service-probes.md, "Validating a plan"): on each of the plan's
+// endpoints it runs every class that has a pool at once, each a short
+// closed-loop probe at its pool with requests shaped like the class's, so
+// that the endpoint carries the plan's total, and then every class at 1.25
+// times its pool together; it compares what it measures with what the
+// model predicts for the same concurrencies at the same total
+// (plan.PredictShared): throughput, TTFT p95, E2E p95 and 429s, with the
+// relative errors, the measurement's 95 % intervals and a verdict.
 //
 // Request shape: each request's prompt is the class's input length p50
 // (synthetic text, calibrated on the answers) and its output is fixed with
@@ -13,20 +15,34 @@
 // is TTFT + TPOT·(E[out] − 1), the model's E[S] up to the rounding, so the
 // measured throughput c/E[S] is comparable with the model's. The
 // predictions are made for that same shape (a copy of the scenario whose
-// class has these fixed lengths), so that the p95s compare like with like;
-// a class whose output varies has wider p95s in production than here.
+// classes have these fixed lengths), so that the p95s compare like with
+// like; a class whose output varies has wider p95s in production than here.
 //
-// Verdicts, with a tolerance of 25 % of the prediction unless set:
+// Together: the classes of one endpoint start at once, and each keeps its
+// pool full until every one of them has measured its step (N requests
+// after its warm-up), so that every measured request ran with the whole
+// endpoint's total in flight; then they all stop. A class alone on its
+// endpoint runs its step of N as a probe does.
+//
+// Verdicts compare each prediction with the measurement's 95 % interval
+// (the goodput interval, relative, for the throughput, and the order
+// statistics' interval of each p95, as package analysis computes them):
+// a figure is off by the distance from the prediction to the nearest end
+// of its interval, in percent of the prediction (0 when the interval holds
+// it), and holds while that is within the tolerance, an allowance for the
+// model's own error on top of the sampling noise (25 % unless set).
 //   - fails: at the pool, no successful step, any 429 or other error; at
 //     the pool or at 1.25 × it, the throughput, the TTFT p95 or the E2E p95
-//     outside the tolerance, in either direction; at the pool, a p95 above
-//     the class's SLO, and at 1.25 × it, a p95 above the SLO that the
-//     model predicted under it. The reasons say which. The plan does not
-//     hold: its pool, or the model behind it, is wrong.
-//   - degraded: nothing measured at 1.25 × the pool, or 429s there when
-//     the pool is not bound by a quota (there is less headroom above the
-//     pool than the plan assumes). 429s above a pool that a quota binds are
-//     expected and only noted.
+//     off by more than the tolerance, in either direction; at the pool, a
+//     p95 whose interval lies above the class's SLO, and at 1.25 × it, one
+//     above the SLO that the model predicted under it. The reasons say
+//     which. The plan does not hold: its pools, or the model behind them,
+//     are wrong.
+//   - degraded: nothing measured at 1.25 × the pool, 429s there when the
+//     pool is not bound by a quota (there is less headroom above the pool
+//     than the plan assumes), or a p95 above the SLO at the pool whose
+//     interval still reaches under it. 429s above a pool that a quota
+//     binds are expected and only noted.
 //   - ok: neither.
 //
 // The overall verdict is the worst of the classes validated.
@@ -48,16 +64,17 @@ import (
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
-// DefaultTolerancePct is the relative error, in percent of the
-// prediction, within which the model holds; MaxTolerancePct is the most a
-// validation may be told.
+// DefaultTolerancePct is how far, in percent of the prediction, a
+// measurement's 95 % interval may lie from the prediction while the model
+// holds; MaxTolerancePct is the most a validation may be told.
 const (
 	DefaultTolerancePct = 25.0
 	MaxTolerancePct     = 999.0
 )
 
-// DefaultPause separates a validation's two steps unless its probe says
-// otherwise: a closed loop leaves no queue behind, so a short pause does.
+// DefaultPause separates a validation's two steps, and its endpoints,
+// unless its probe says otherwise: a closed loop leaves no queue behind,
+// so a short pause does.
 const DefaultPause = 500 * time.Millisecond
 
 // HeadroomFactor is the concurrency above the pool that is also tried.
@@ -86,8 +103,10 @@ type Options struct {
 	// class whose mean output is longer is validated, and predicted, at
 	// this length.
 	MaxTokens optional.Value[int]
-	// TolerancePct is the relative error, in percent of each prediction,
-	// within which the model holds (default 25, at most 999).
+	// TolerancePct is how far, in percent of each prediction, the
+	// measurement's 95 % interval may lie from it while the model holds:
+	// an allowance for the model's own error on top of the sampling noise
+	// (default 25, at most 999).
 	TolerancePct optional.Value[float64]
 	// Caps, when set, are the service's limits on its probes: the budget
 	// defaults to them, and each class's probe must keep within them. The
@@ -155,12 +174,12 @@ func Check(sc scenario.Scenario, p *plan.Plan, o Options) []fieldpath.Error {
 	return errs
 }
 
-// classProbe is one class's validation probe, as Run sends it.
+// classProbe is one class's validation probe: its configuration at both
+// concurrencies, as Check judges it (Run sends one step at a time).
 type classProbe struct {
 	cfg     probe.Config
-	in, out int               // prompt and answer lengths in tokens
-	shaped  scenario.Scenario // the scenario whose class has these fixed lengths, for the predictions
-	capped  string            // a reason to give when the output was capped
+	in, out int    // prompt and answer lengths in tokens
+	capped  string // a reason to give when the output was capped
 }
 
 // prepare builds every class's probe (nil for a class without a pool)
@@ -265,7 +284,6 @@ func classProbeOf(sc scenario.Scenario, cp plan.ClassPlan, base probe.Config, o 
 		errs = append(errs, capped...)
 	}
 	c.cfg = cfg
-	c.shaped = shape(sc, cp.Name, c.in, c.out)
 	return c, errs
 }
 
@@ -273,52 +291,69 @@ func classProbeOf(sc scenario.Scenario, cp plan.ClassPlan, base probe.Config, o 
 type Report struct {
 	Verdict      string        `json:"verdict" enum:"ok,degraded,fails" doc:"The worst verdict of the classes validated."`
 	Summary      string        `json:"summary"`
-	TolerancePct float64       `json:"tolerance_pct" doc:"Relative error of throughput, TTFT p95 and E2E p95, in percent of the prediction, within which the model holds."`
+	TolerancePct float64       `json:"tolerance_pct" doc:"How far, in percent of the prediction, throughput, TTFT p95 and E2E p95 may lie beyond the measurement's 95 % interval: an allowance for the model's own error on top of the sampling noise."`
 	Classes      []ClassReport `json:"classes"`
 }
 
 // ClassReport is one class's validation.
 type ClassReport struct {
 	Class             string   `json:"class"`
+	Endpoint          string   `json:"endpoint" doc:"The plan's endpoint of the class; its classes are validated together."`
 	Pool              int      `json:"pool"`
 	BindingConstraint string   `json:"binding_constraint"`
 	Verdict           string   `json:"verdict" enum:"ok,degraded,fails,skipped"`
 	Reasons           []string `json:"reasons" doc:"Why the verdict, in words and numbers."`
 	InputTokens       int      `json:"input_tokens" doc:"Prompt length sent: the class's input p50."`
 	OutputTokens      int      `json:"output_tokens" doc:"Output length asked with ignore_eos: the class's mean output, rounded."`
-	Points            []Point  `json:"points" doc:"At the pool and at 1.25 times it."`
-	StopReason        string   `json:"stop_reason,omitempty" doc:"Why the class's probe stopped."`
+	Together          []string `json:"together,omitempty" doc:"The other classes of its endpoint, in flight at the same time."`
+	Points            []Point  `json:"points" doc:"At the pool and at 1.25 times it, every class of the endpoint at the same time."`
+	StopReason        string   `json:"stop_reason,omitempty" doc:"Why the class's probe at its pool stopped: completed once every class of the endpoint had measured its step."`
 }
 
 // Point compares the prediction and the measurement at one concurrency.
 type Point struct {
-	Concurrency int             `json:"concurrency"`
-	Predicted   plan.Prediction `json:"predicted"`
+	Concurrency int `json:"concurrency"`
+	// Load is the total in flight on the class's endpoint: every class of
+	// it at its own concurrency.
+	Load      int             `json:"load" doc:"Requests in flight on the endpoint, every class's together."`
+	Predicted plan.Prediction `json:"predicted"`
 	// Measured is null when the probe did not reach this concurrency.
 	Measured *Measured `json:"measured"`
 	// RelativeErrorPct is (measured − predicted) / predicted × 100; null
 	// without a measurement.
 	RelativeErrorPct *Errors `json:"relative_error_pct"`
+	// IntervalErrorPct is how far the measurement's 95 % interval lies
+	// from the prediction, in percent of it: 0 when it holds the
+	// prediction, else (nearest end − predicted) / predicted × 100; null
+	// without a measurement. The verdict compares it with the tolerance.
+	IntervalErrorPct *Errors `json:"interval_error_pct" doc:"(nearest end of the measured 95 % interval − predicted) / predicted × 100, 0 when the interval holds the prediction; the verdict compares it with tolerance_pct."`
 }
 
 // Measured is what the probe measured at one concurrency (warm-up
-// excluded, except RateLimited, which counts every 429 answer). A point
-// the probe did not reach sends null (the _ field's tag says so in the
-// OpenAPI document).
+// excluded, except RateLimited, which counts every 429 answer), with the
+// 95 % intervals of the throughput (the goodput interval's relative
+// width) and of the p95s. A point the probe did not reach sends null (the
+// _ field's tag says so in the OpenAPI document).
 type Measured struct {
-	_                struct{} `nullable:"true"`
-	Requests         int      `json:"requests"`
-	OK               int      `json:"ok"`
-	Errors           int      `json:"errors" doc:"Failures other than 429."`
-	RateLimited      int      `json:"rate_limited" doc:"429 answers, retried ones and warm-up included."`
-	ThroughputRPS    float64  `json:"throughput_rps"`
-	TTFTP95Ms        float64  `json:"ttft_p95_ms"`
-	E2EP95Ms         float64  `json:"e2e_p95_ms"`
-	MeanOutputTokens float64  `json:"mean_output_tokens"`
+	_                struct{}          `nullable:"true"`
+	Requests         int               `json:"requests"`
+	OK               int               `json:"ok"`
+	Errors           int               `json:"errors" doc:"Failures other than 429."`
+	RateLimited      int               `json:"rate_limited" doc:"429 answers, retried ones and warm-up included."`
+	ThroughputRPS    float64           `json:"throughput_rps"`
+	ThroughputCI     *measure.Interval `json:"throughput_ci,omitempty" doc:"95 % interval of the throughput: the goodput interval's relative width around it."`
+	TTFTP95Ms        float64           `json:"ttft_p95_ms"`
+	TTFTP95CI        *measure.Interval `json:"ttft_p95_ci,omitempty" doc:"95 % interval of the TTFT p95 (order statistics)."`
+	E2EP95Ms         float64           `json:"e2e_p95_ms"`
+	E2EP95CI         *measure.Interval `json:"e2e_p95_ci,omitempty" doc:"95 % interval of the E2E p95 (order statistics)."`
+	MeanOutputTokens float64           `json:"mean_output_tokens"`
+	// SLO is how the class's measured requests met its SLO's targets all
+	// at once: nil for a class without an SLO.
+	SLO *measure.SLOStats `json:"slo,omitempty" doc:"How the class's measured requests met its SLO's targets (TTFT and E2E) all at once, each request judged against them, as the probe's SLO goodput counts them: where at least 95 % did, the p95s hold. Absent for a class without an SLO."`
 }
 
-// Errors are the relative errors of a measurement, in percent; null
-// without a measurement (the _ field's tag).
+// Errors are the errors of a measurement, in percent; null without a
+// measurement (the _ field's tag).
 type Errors struct {
 	_             struct{} `nullable:"true"`
 	ThroughputRPS float64  `json:"throughput_rps"`
@@ -331,10 +366,11 @@ func Concurrencies(pool int) []int {
 	return []int{pool, int(math.Ceil(HeadroomFactor * float64(pool)))}
 }
 
-// Run validates a plan of sc against the endpoint of opts.Probe. The
-// error is for options or a plan that Check refuses (a fieldpath.Errors),
-// checked before anything is sent, or for a probe that cannot run; an
-// endpoint that fails is a verdict, not an error.
+// Run validates a plan of sc against the endpoint of opts.Probe, the
+// classes of each of the plan's endpoints together, one endpoint after the
+// other. The error is for options or a plan that Check refuses (a
+// fieldpath.Errors), checked before anything is sent, or for a probe that
+// cannot run; an endpoint that fails is a verdict, not an error.
 func Run(ctx context.Context, sc scenario.Scenario, p *plan.Plan, opts Options) (*Report, error) {
 	probes, errs := prepare(sc, p, opts)
 	if len(errs) > 0 {
@@ -345,25 +381,29 @@ func Run(ctx context.Context, sc scenario.Scenario, p *plan.Plan, opts Options) 
 		capped, _ := opts.Probe.WithinCaps(*opts.Caps)
 		budget = capped.Budget
 	}
-	tol := opts.tolerancePct()
-	rep := &Report{TolerancePct: tol, Classes: []ClassReport{}}
-	sp := &spend{start: time.Now()}
+	rep := &Report{TolerancePct: opts.tolerancePct(), Classes: make([]ClassReport, len(p.Classes))}
 	for i, cp := range p.Classes {
-		cr := ClassReport{Class: cp.Name, Pool: cp.Pool, BindingConstraint: cp.BindingConstraint, Points: []Point{}, Reasons: []string{}}
-		left, spent := sp.left(budget)
-		switch {
-		case probes[i] == nil:
-			cr.Verdict = VerdictSkipped
-			cr.Reasons = append(cr.Reasons, "the class has no pool that fits, so there is nothing to validate")
-		case spent != "":
-			cr.Verdict = VerdictSkipped
-			cr.Reasons = append(cr.Reasons, "not run: "+spent)
-		default:
-			if err := runClass(ctx, sc, cp, probes[i], left, tol, &cr, sp); err != nil {
-				return nil, fmt.Errorf("class %s: %w", cp.Name, err)
-			}
+		rep.Classes[i] = ClassReport{Class: cp.Name, Endpoint: cp.Endpoint, Pool: cp.Pool, BindingConstraint: cp.BindingConstraint, Points: []Point{}, Reasons: []string{}}
+		if probes[i] == nil {
+			rep.Classes[i].Verdict = VerdictSkipped
+			rep.Classes[i].Reasons = append(rep.Classes[i].Reasons, "the class has no pool that fits, so there is nothing to validate")
 		}
-		rep.Classes = append(rep.Classes, cr)
+	}
+	v := &validation{sc: sc, shaped: shapeAll(sc, p, probes), plan: p, probes: probes, opts: opts, budget: budget,
+		rep: rep, spend: spend{start: time.Now()}}
+	for gi, g := range groups(p, probes) {
+		if gi > 0 && !sleep(ctx, probes[g[0]].cfg.Pause.Or(DefaultPause)) {
+			break
+		}
+		if err := v.runGroup(ctx, g); err != nil {
+			return nil, err
+		}
+	}
+	for i := range rep.Classes {
+		if rep.Classes[i].Verdict == "" {
+			rep.Classes[i].Verdict = VerdictSkipped
+			rep.Classes[i].Reasons = append(rep.Classes[i].Reasons, "not run: the validation was stopped")
+		}
 	}
 	rep.Verdict, rep.Summary = overall(rep.Classes)
 	return rep, nil
@@ -396,259 +436,46 @@ func (sp *spend) left(b probe.Budget) (probe.Budget, string) {
 	return l, ""
 }
 
-// runClass probes one class and judges it, adding what it used to sp.
-func runClass(ctx context.Context, sc scenario.Scenario, cp plan.ClassPlan, c *classProbe, left probe.Budget, tol float64, cr *ClassReport, sp *spend) error {
-	if c.capped != "" {
-		cr.Reasons = append(cr.Reasons, c.capped)
-	}
-	cr.InputTokens, cr.OutputTokens = c.in, c.out
-	cfg := c.cfg
-	cfg.Budget = left
-	res, err := probe.Run(ctx, cfg, nil)
-	if err != nil {
-		return err
-	}
-	sp.requests += res.Sent
-	sp.tokens += res.TokensUsed
-	cr.StopReason = res.StopReason
-	for _, conc := range cfg.Steps {
-		pred, err := plan.PredictAt(c.shaped, cp.Name, conc)
-		if err != nil {
-			return err
-		}
-		pt := Point{Concurrency: conc, Predicted: pred}
-		if m, ok := measuredAt(res, conc); ok {
-			pt.Measured = &m
-			pt.RelativeErrorPct = &Errors{
-				ThroughputRPS: relPct(m.ThroughputRPS, pred.ThroughputRPS),
-				TTFTP95Ms:     relPct(m.TTFTP95Ms, pred.TTFTP95Ms),
-				E2EP95Ms:      relPct(m.E2EP95Ms, pred.E2EP95Ms),
-			}
-		}
-		cr.Points = append(cr.Points, pt)
-	}
-	judge(sc, cp, cr, tol)
-	return nil
-}
-
-// shape is a copy of sc whose class has a fixed input and output length,
-// as the validation probe sends them.
-func shape(sc scenario.Scenario, class string, in, out int) scenario.Scenario {
+// shapeAll is a copy of sc whose classes with a validation probe have the
+// fixed input and output lengths that their probes send.
+func shapeAll(sc scenario.Scenario, p *plan.Plan, probes []*classProbe) scenario.Scenario {
 	c := sc
 	c.Classes = slices.Clone(sc.Classes)
-	for i := range c.Classes {
-		if c.Classes[i].Name != class {
+	for i, cp := range p.Classes {
+		pr := probes[i]
+		if pr == nil {
 			continue
 		}
-		fi, fo := float64(in), float64(out)
-		c.Classes[i].InputTokens = scenario.Dist{Fixed: &fi}
-		c.Classes[i].OutputTokens = scenario.Dist{Fixed: &fo}
-		c.Classes[i].MaxTokens = out
+		for k := range c.Classes {
+			if c.Classes[k].Name != cp.Name {
+				continue
+			}
+			fi, fo := float64(pr.in), float64(pr.out)
+			c.Classes[k].InputTokens = scenario.Dist{Fixed: &fi}
+			c.Classes[k].OutputTokens = scenario.Dist{Fixed: &fo}
+			c.Classes[k].MaxTokens = pr.out
+		}
 	}
 	return c
 }
 
-// measuredAt is the measurement at concurrency c, false when the probe has
-// no summary of that step.
-func measuredAt(res *probe.Result, c int) (Measured, bool) {
-	i := slices.IndexFunc(res.Analysis.Steps, func(s measure.Step) bool { return s.Concurrency == c })
-	if i < 0 {
-		return Measured{}, false
-	}
-	s := res.Analysis.Steps[i]
-	m := Measured{
-		Requests: s.Requests, OK: s.OK, Errors: s.Errors, ThroughputRPS: round(s.ThroughputRPS, 4),
-		TTFTP95Ms: round(s.TTFTP95Ms, 1), E2EP95Ms: round(s.E2EP95Ms, 1),
-	}
-	if s.ThroughputRPS > 0 {
-		m.MeanOutputTokens = round(s.OutputTPS/s.ThroughputRPS, 2)
-	}
-	for _, r := range res.Records {
-		if r.Step != c || r.ErrorClass == measure.ErrCancelled {
-			continue
-		}
-		m.RateLimited += max(0, r.Attempts-1)
-		if r.ErrorClass == measure.ErrRateLimited {
-			m.RateLimited++
-		}
-	}
-	return m, true
-}
-
-// judge sets a class's verdict and reasons from its points; tol is the
-// tolerance in percent.
-func judge(sc scenario.Scenario, cp plan.ClassPlan, cr *ClassReport, tol float64) {
-	var fails, degraded []string
-	at, above := cr.Points[0], cr.Points[1]
-	quotaBound := isQuotaDimension(cp.BindingConstraint)
-	if at.Measured == nil || at.Measured.OK == 0 {
-		fails = append(fails, fmt.Sprintf("nothing succeeded at the pool of %d (probe stopped: %s)", cr.Pool, cr.StopReason))
-	} else {
-		m := at.Measured
-		if m.RateLimited > 0 {
-			fails = append(fails, fmt.Sprintf("%d 429 answers at the pool of %d: the quota is tighter than the plan assumes", m.RateLimited, cr.Pool))
-		}
-		if m.Errors > 0 {
-			fails = append(fails, fmt.Sprintf("%d failed requests at the pool of %d", m.Errors, cr.Pool))
-		}
-		f, ok := offPrediction(at, fmt.Sprintf("at the pool of %d", cr.Pool), tol)
-		fails, cr.Reasons = append(fails, f...), append(cr.Reasons, ok...)
-		fails = append(fails, sloBreaches(sc, cp.Name, at, "at the pool", false)...)
-		if m.MeanOutputTokens > 0 && math.Abs(m.MeanOutputTokens-float64(cr.OutputTokens)) > 0.1*float64(cr.OutputTokens) {
-			cr.Reasons = append(cr.Reasons, fmt.Sprintf("answers had %.1f output tokens on average, not the %d asked: the endpoint may ignore ignore_eos, which skews the comparison", m.MeanOutputTokens, cr.OutputTokens))
-		}
-	}
-	where := fmt.Sprintf("at %d (1.25 × the pool)", above.Concurrency)
-	switch m := above.Measured; {
-	case m == nil || m.OK == 0:
-		degraded = append(degraded, fmt.Sprintf("nothing was measured at %d (1.25 × the pool)", above.Concurrency))
-	default:
-		if m.RateLimited > 0 && quotaBound {
-			cr.Reasons = append(cr.Reasons, fmt.Sprintf("%d 429 answers %s, as expected: %s binds the pool", m.RateLimited, where, cp.BindingConstraint))
-		} else if m.RateLimited > 0 {
-			degraded = append(degraded, fmt.Sprintf("%d 429 answers %s: the quota leaves less headroom above the pool than the plan assumes", m.RateLimited, where))
-		}
-		if m.RateLimited == 0 || !quotaBound {
-			f, ok := offPrediction(above, where, tol)
-			fails, cr.Reasons = append(fails, f...), append(cr.Reasons, ok...)
-		}
-		fails = append(fails, sloBreaches(sc, cp.Name, above, where, true)...)
-	}
-	switch {
-	case len(fails) > 0:
-		cr.Verdict = VerdictFails
-	case len(degraded) > 0:
-		cr.Verdict = VerdictDegraded
-	default:
-		cr.Verdict = VerdictOK
-	}
-	cr.Reasons = slices.Concat(fails, degraded, cr.Reasons)
-}
-
-// offPrediction compares throughput, TTFT p95 and E2E p95 at a point with
-// the model's prediction: each one outside tol percent of it is a failure
-// reason; the rest are said to hold.
-func offPrediction(pt Point, where string, tol float64) (fails, ok []string) {
-	m, e := pt.Measured, pt.RelativeErrorPct
-	var within []string
-	for _, f := range []struct {
-		name, unit         string
-		meas, pred, errPct float64
-		slower, faster     string
-	}{
-		{"throughput", "req/s", m.ThroughputRPS, pt.Predicted.ThroughputRPS, e.ThroughputRPS,
-			"the endpoint serves less than the scenario's latency allows", "the endpoint is faster than the scenario says, so the pool may be smaller than it could be"},
-		{"TTFT p95", "ms", m.TTFTP95Ms, pt.Predicted.TTFTP95Ms, e.TTFTP95Ms,
-			"the model under-predicts the time to first token", "the model over-predicts the time to first token"},
-		{"E2E p95", "ms", m.E2EP95Ms, pt.Predicted.E2EP95Ms, e.E2EP95Ms,
-			"the model under-predicts the request time", "the model over-predicts the request time"},
-	} {
-		if f.pred <= 0 {
-			continue
-		}
-		if math.Abs(f.errPct) <= tol {
-			within = append(within, fmt.Sprintf("%s %+.1f %%", f.name, f.errPct))
-			continue
-		}
-		why := f.faster
-		if (f.name == "throughput") == (f.errPct < 0) {
-			why = f.slower
-		}
-		fails = append(fails, fmt.Sprintf("%s %s is %.1f %s, %+.0f %% off the predicted %.1f %s (tolerance %g %%): %s",
-			f.name, where, f.meas, f.unit, f.errPct, f.pred, f.unit, tol, why))
-	}
-	if len(within) > 0 {
-		ok = append(ok, fmt.Sprintf("%s, within %g %% of the prediction: %s", where, tol, strings.Join(within, ", ")))
-	}
-	return fails, ok
-}
-
-// sloBreaches lists the class's SLOs that the measurement at pt breaks;
-// above the pool (onlyPredicted), only those the model predicted to hold
-// there.
-func sloBreaches(sc scenario.Scenario, class string, pt Point, where string, onlyPredicted bool) []string {
-	var out []string
-	m := pt.Measured
-	for _, c := range sc.Classes {
-		if c.Name != class || c.SLO == nil {
-			continue
-		}
-		for _, x := range []struct {
-			name            string
-			slo, meas, pred float64
-		}{
-			{"E2E p95", c.SLO.E2EP95Ms, m.E2EP95Ms, pt.Predicted.E2EP95Ms},
-			{"TTFT p95", c.SLO.TTFTP95Ms, m.TTFTP95Ms, pt.Predicted.TTFTP95Ms},
-		} {
-			if x.slo > 0 && x.meas > x.slo && (!onlyPredicted || x.pred <= x.slo) {
-				out = append(out, fmt.Sprintf("%s %s is %.0f ms, above the SLO of %.0f ms", x.name, where, x.meas, x.slo))
-			}
-		}
-	}
-	return out
-}
-
-// overall is the worst verdict of the classes validated, and a sentence.
-func overall(classes []ClassReport) (verdict, summary string) {
-	rank := map[string]int{VerdictOK: 1, VerdictDegraded: 2, VerdictFails: 3}
-	verdict = ""
-	var validated, worst []string
-	for _, c := range classes {
-		if c.Verdict == VerdictSkipped {
-			continue
-		}
-		validated = append(validated, c.Class)
-		switch {
-		case rank[c.Verdict] > rank[verdict]:
-			verdict, worst = c.Verdict, []string{c.Class}
-		case c.Verdict == verdict:
-			worst = append(worst, c.Class)
-		}
-	}
-	switch verdict {
-	case "":
-		return VerdictFails, "no class could be validated"
-	case VerdictOK:
-		return verdict, fmt.Sprintf("the plan holds: every class validated (%d) measured throughput, TTFT p95 and E2E p95 within the tolerance of the model at its pool and 1.25 × it, without 429s at the pool", len(validated))
-	}
-	return verdict, fmt.Sprintf("%s: %s (see each class's reasons)", verdict, joinNames(worst))
-}
-
-func joinNames(names []string) string {
-	if len(names) == 1 {
-		return "class " + names[0]
-	}
-	out := "classes "
-	for i, n := range names {
-		if i > 0 {
-			out += ", "
-		}
-		out += n
-	}
-	return out
-}
-
-// relPct is (measured − predicted)/predicted in percent, 0 without a
-// prediction.
-func relPct(measured, predicted float64) float64 {
-	if predicted <= 0 {
-		return 0
-	}
-	return round((measured-predicted)/predicted*100, 1)
-}
-
+// round keeps d decimals.
 func round(v float64, d int) float64 {
 	p := math.Pow(10, float64(d))
 	return math.Round(v*p) / p
 }
 
-// isQuotaDimension reports whether a constraint is a quota limit (rpm,
-// tpm, itpm, otpm, rpd, tpd).
-func isQuotaDimension(constraint string) bool {
-	for d := range scenario.NumDimensions {
-		if d.String() == constraint {
-			return true
-		}
+// sleep waits d, or until ctx ends; false when ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
 	}
-	return false
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

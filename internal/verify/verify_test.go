@@ -10,6 +10,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/fakeendpoint"
 	"github.com/plannerdev/planner/internal/fieldpath"
+	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/optional"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/probe"
@@ -67,7 +68,7 @@ func run(t *testing.T, text string, cfg fakeendpoint.Config) *Report {
 	synctest.Test(t, func(t *testing.T) {
 		sc, p := planOf(t, text)
 		var err error
-		rep, err = Run(context.Background(), sc, p, Options{Probe: simProbe(t, cfg, probe.Budget{MaxRequests: optional.Of(200)})})
+		rep, err = Run(context.Background(), sc, p, Options{Probe: simProbe(t, cfg, probe.Budget{MaxRequests: optional.Of(500)})})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,6 +205,9 @@ func TestOverall(t *testing.T) {
 	}
 }
 
+// TestBudgetSkipsClasses: two classes on one endpoint run together, so a
+// budget that cannot pay for both steps at their pools skips both, saying
+// how many requests they needed.
 func TestBudgetSkipsClasses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		two := strings.Replace(matched, "classes:\n", "classes:\n  - {name: first, quota: k, mode: batch, input_tokens: {fixed: 64}, output_tokens: {fixed: 8}, max_tokens: 8}\n", 1)
@@ -213,8 +217,14 @@ func TestBudgetSkipsClasses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rep.Classes) != 2 || rep.Classes[1].Verdict != VerdictSkipped || !strings.Contains(rep.Classes[1].Reasons[0], "request budget") {
-			t.Fatalf("classes %+v", rep.Classes)
+		want := "not run: the validation's request budget has 30 requests left, fewer than the 84 a step of classes first, jobs together needs"
+		if len(rep.Classes) != 2 || rep.Verdict != VerdictFails {
+			t.Fatalf("verdict %s, classes %+v", rep.Verdict, rep.Classes)
+		}
+		for _, c := range rep.Classes {
+			if c.Verdict != VerdictSkipped || len(c.Reasons) != 1 || c.Reasons[0] != want || len(c.Points) != 0 {
+				t.Errorf("class %s: %s %q, %d points; want skipped: %s", c.Class, c.Verdict, c.Reasons, len(c.Points), want)
+			}
 		}
 	})
 }
@@ -280,5 +290,149 @@ func TestClassSizesAreBounded(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// shared is two classes on the default endpoint whose knee budget of 8
+// they share, 4 each: with latency that does not follow the load, TTFT
+// 100 ms and TPOT 10 ms, answers of 8 and 16 tokens.
+const shared = `
+quotas: [{name: k, rpm: 100000}]
+latency: {ttft_ms: {fixed: 100}, tpot_ms: {fixed: 10}, knee: 8}
+classes:
+  - {name: jobs, quota: k, mode: batch, input_tokens: {fixed: 64}, output_tokens: {fixed: 8}, max_tokens: 8}
+  - {name: docs, quota: k, mode: batch, input_tokens: {fixed: 32}, output_tokens: {fixed: 16}, max_tokens: 16}
+`
+
+// TestClassesRunTogether validates the two classes of one endpoint at
+// once, at the endpoint's planned total of 8 (10 at 1.25 × the pools).
+// Against 64 slots the measurement is the model's, for each class with
+// its own request shape. Against 4 slots, each class alone (4 in flight)
+// would fit them, so validating one class at a time passed this plan;
+// together they queue for the slots, and the verdict fails, saying at
+// which total.
+func TestClassesRunTogether(t *testing.T) {
+	rep := run(t, shared, fakeendpoint.Config{MaxNumSeqs: 64, TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth})
+	if rep.Verdict != VerdictOK || len(rep.Classes) != 2 {
+		t.Fatalf("verdict %s, classes %+v", rep.Verdict, rep.Classes)
+	}
+	for k, c := range rep.Classes {
+		other := rep.Classes[1-k].Class
+		if c.Pool != 4 || c.Endpoint != "default" || len(c.Together) != 1 || c.Together[0] != other || c.StopReason != probe.StopCompleted {
+			t.Errorf("class %s: pool %d, endpoint %s, together %v, stop %s", c.Class, c.Pool, c.Endpoint, c.Together, c.StopReason)
+		}
+		for i, pt := range c.Points {
+			if want := []int{8, 10}[i]; pt.Load != want || pt.Predicted.Load != want || pt.Measured == nil {
+				t.Fatalf("class %s point %d: load %d, measured %v; want %d in flight", c.Class, i, pt.Load, pt.Measured, want)
+			}
+			if e := pt.RelativeErrorPct; e.ThroughputRPS != 0 || e.TTFTP95Ms != 0 || e.E2EP95Ms != 0 {
+				t.Errorf("class %s at %d: errors %+v, want none", c.Class, pt.Concurrency, e)
+			}
+			if pt.Measured.Requests < 40 || pt.Measured.MeanOutputTokens != float64(c.OutputTokens) {
+				t.Errorf("class %s at %d: %+v", c.Class, pt.Concurrency, pt.Measured)
+			}
+		}
+	}
+	if rep.Classes[0].OutputTokens != 8 || rep.Classes[1].OutputTokens != 16 {
+		t.Errorf("output lengths %d and %d, want each class's own", rep.Classes[0].OutputTokens, rep.Classes[1].OutputTokens)
+	}
+
+	rep = run(t, shared, fakeendpoint.Config{MaxNumSeqs: 4, TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth})
+	if rep.Verdict != VerdictFails {
+		t.Fatalf("8 in flight on 4 slots: verdict %s, %+v", rep.Verdict, rep.Classes)
+	}
+	for _, c := range rep.Classes {
+		if c.Verdict != VerdictFails || !strings.Contains(strings.Join(c.Reasons, "\n"), "at the pool of 4 (8 in flight on its endpoint) is") {
+			t.Errorf("class %s: %s %v", c.Class, c.Verdict, c.Reasons)
+		}
+	}
+}
+
+// TestLatencyAtThePlannedTotal: on an endpoint whose TTFT grows with what
+// is in flight (half the base per request beyond the first, as the curve
+// says), the classes' latency is predicted at their total, 450 ms at 8
+// where each class's own 4 would give 250 ms, and measured there.
+func TestLatencyAtThePlannedTotal(t *testing.T) {
+	curve := strings.Replace(shared, "latency: {ttft_ms: {fixed: 100}, tpot_ms: {fixed: 10}, knee: 8}", `latency:
+  knee: 8
+  curve:
+    - {concurrency: 1, ttft_p50_ms: 100, ttft_p95_ms: 100, tpot_p50_ms: 10, tpot_p95_ms: 10}
+    - {concurrency: 4, ttft_p50_ms: 250, ttft_p95_ms: 250, tpot_p50_ms: 10, tpot_p95_ms: 10}
+    - {concurrency: 8, ttft_p50_ms: 450, ttft_p95_ms: 450, tpot_p50_ms: 10, tpot_p95_ms: 10}
+    - {concurrency: 10, ttft_p50_ms: 550, ttft_p95_ms: 550, tpot_p50_ms: 10, tpot_p95_ms: 10}
+    - {concurrency: 16, ttft_p50_ms: 850, ttft_p95_ms: 850, tpot_p50_ms: 10, tpot_p95_ms: 10}`, 1)
+	rep := run(t, curve, fakeendpoint.Config{MaxNumSeqs: 64, TTFT: 100 * time.Millisecond, TTFTGrowth: 0.5, ITL: 10 * time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth})
+	for _, c := range rep.Classes {
+		at := c.Points[0]
+		if at.Predicted.TTFTP95Ms != 450 || at.Measured == nil || at.Measured.TTFTP95Ms != 450 || c.Verdict != VerdictOK {
+			t.Errorf("class %s: predicted TTFT p95 %g, measured %+v, verdict %s %v; want 450 ms at 8 in flight", c.Class, at.Predicted.TTFTP95Ms, at.Measured, c.Verdict, c.Reasons)
+		}
+		if above := c.Points[1]; above.Predicted.TTFTP95Ms != 550 || above.Measured == nil || above.Measured.TTFTP95Ms != 550 {
+			t.Errorf("class %s at 1.25 × the pool: predicted %g, measured %+v; want 550 ms at 10 in flight", c.Class, above.Predicted.TTFTP95Ms, above.Measured)
+		}
+	}
+	if rep.Verdict != VerdictOK {
+		t.Errorf("verdict %s: %s", rep.Verdict, rep.Summary)
+	}
+}
+
+// TestVerdictUsesTheIntervals: a p95 measured 50 % above its prediction
+// on a sample whose interval still holds the prediction is within the
+// noise, and holds; the same p95 with an interval that lies 30 % above
+// the prediction fails a 25 % tolerance, and passes a 35 % one.
+func TestVerdictUsesTheIntervals(t *testing.T) {
+	sc, _ := planOf(t, matched)
+	point := func(c int, ci *measure.Interval) Point {
+		pt := Point{Concurrency: c, Load: c, Predicted: plan.Prediction{ThroughputRPS: 10, TTFTP95Ms: 100, E2EP95Ms: 170},
+			Measured: &Measured{OK: 40, ThroughputRPS: 10, TTFTP95Ms: 150, TTFTP95CI: ci, E2EP95Ms: 170, MeanOutputTokens: 8}}
+		pt.IntervalErrorPct = intervalErrors(pt)
+		return pt
+	}
+	for _, tc := range []struct {
+		name string
+		ci   *measure.Interval
+		tol  float64
+		want string
+	}{
+		{"the interval holds the prediction", &measure.Interval{Lo: 96, Hi: 160}, DefaultTolerancePct, VerdictOK},
+		{"the interval lies beyond the tolerance", &measure.Interval{Lo: 130, Hi: 160}, DefaultTolerancePct, VerdictFails},
+		{"the interval lies within a wider tolerance", &measure.Interval{Lo: 130, Hi: 160}, 35, VerdictOK},
+		{"no interval: the point itself", nil, DefaultTolerancePct, VerdictFails},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cr := &ClassReport{Class: "jobs", Pool: 4, OutputTokens: 8, Points: []Point{point(4, tc.ci), point(5, tc.ci)}}
+			judge(sc, plan.ClassPlan{Name: "jobs", BindingConstraint: "knee"}, cr, tc.tol)
+			if cr.Verdict != tc.want {
+				t.Fatalf("verdict %s, want %s: %v", cr.Verdict, tc.want, cr.Reasons)
+			}
+		})
+	}
+	if e := intervalErrors(point(4, &measure.Interval{Lo: 130, Hi: 160})); e.TTFTP95Ms != 30 || e.ThroughputRPS != 0 {
+		t.Errorf("interval errors %+v, want TTFT p95 +30 %%", e)
+	}
+}
+
+// TestSLOAttainment: each point reports the share of the class's requests
+// that met its SLO's targets at once. The simulator's TTFT is exactly
+// 100 ms and its E2E 170 ms: every request meets ttft 150 and e2e 1000,
+// none meets ttft 99.
+func TestSLOAttainment(t *testing.T) {
+	sim := fakeendpoint.Config{MaxNumSeqs: 64, TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth}
+	for _, tc := range []struct {
+		slo  string
+		want float64
+	}{{"{ttft_p95_ms: 150, e2e_p95_ms: 1000}", 1}, {"{ttft_p95_ms: 99}", 0}} {
+		rep := run(t, matched+"    slo: "+tc.slo+"\n", sim)
+		for _, pt := range rep.Classes[0].Points {
+			s := pt.Measured.SLO
+			if s == nil || s.Attainment != tc.want || s.Met != int(tc.want)*pt.Measured.Requests || s.AttainmentCI == nil {
+				t.Errorf("slo %s at %d: %+v of %d requests, want an attainment of %g", tc.slo, pt.Concurrency, s, pt.Measured.Requests, tc.want)
+			}
+		}
+	}
+	for _, pt := range run(t, matched, sim).Classes[0].Points {
+		if pt.Measured.SLO != nil {
+			t.Errorf("a class without an SLO has an attainment: %+v", pt.Measured.SLO)
+		}
 	}
 }

@@ -136,7 +136,7 @@ export function lineChart(opts) {
       d += `${pen ? 'L' : 'M'}${x(p.x).toFixed(1)},${y(p.y).toFixed(1)}`;
       pen = true;
     }
-    chart.append(svg('path', { class: `line ${cls}`, d }));
+    chart.append(svg('path', { class: `line ${cls}`, 'data-series': s.name, d }));
     if (opts.dots === false) return;
     for (const p of s.points) {
       if (p.y === null) continue;

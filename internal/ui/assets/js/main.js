@@ -1,5 +1,6 @@
 // The page: the scenario editor and its plan, the what-if panel, the
-// simulation panel and the probe view, wired together.
+// simulation panel, the probe view and the comparison of probes, wired
+// together.
 
 import { byId, h, replace, debounce, num } from './dom.js';
 import { post, text, askToken, ApiError } from './api.js';
@@ -10,6 +11,7 @@ import { Editor } from './editor.js';
 import { WhatIf } from './whatif.js';
 import { Probe } from './probe.js';
 import { Simulate } from './simulate.js';
+import { Compare } from './compare.js';
 
 const planSection = byId('plan');
 const planBody = byId('plan-body');
@@ -17,13 +19,15 @@ const banner = byId('plan-banner');
 const planState = byId('plan-state');
 const examples = byId('example-select');
 
-// state holds the last scenario that planned and its plan.
-const state = { doc: null, plan: null, previewSeq: 0 };
+// state holds the last scenario that planned and its plan, and the
+// example last loaded into the editor with its text as loaded.
+const state = { doc: null, plan: null, previewSeq: 0, loaded: null };
 
-const editor = new Editor(planEditor);
+const editor = new Editor(planEditor, describeExample);
 const whatif = new WhatIf({ preview, apply, scenarioErrors: (errors) => editor.showErrors(problems(errors, editor.text)) });
 const simulate = new Simulate({ scenarioErrors: (errors) => editor.showErrors(problems(errors, editor.text)) });
 new Probe({ useLatency });
+new Compare();
 
 function setPlanState(status, message) {
   planSection.dataset.status = status;
@@ -80,6 +84,7 @@ async function planEditor() {
     return;
   }
   editor.showErrors([]);
+  describeExample();
   state.doc = doc;
   state.plan = plan;
   state.previewSeq += 1;
@@ -120,6 +125,7 @@ function apply(segments, value) {
     editor.showErrors([{ path: display(segments), message: err.message, line: null }]);
     return;
   }
+  describeExample();
   planEditor();
 }
 
@@ -131,6 +137,7 @@ function useLatency(latency) {
     editor.showErrors([{ path: 'latency', message: err.message, line: null }]);
     return;
   }
+  describeExample();
   byId('scenario').scrollIntoView();
   planEditor();
 }
@@ -144,12 +151,27 @@ async function loadExample() {
     setPlanState('error', err.message);
     return;
   }
+  state.loaded = { name: option.value, text: editor.text };
+  describeExample();
   await planEditor();
 }
 
+// describeExample says what the editor holds: the example chosen, as
+// loaded, with its description; or a scenario of the person's own (pasted,
+// typed, or an example changed), and what Load would put in its place.
 function describeExample() {
   const option = examples.selectedOptions[0];
-  byId('example-description').textContent = option ? option.dataset.description : '';
+  const el = byId('example-description');
+  const loaded = state.loaded;
+  const asLoaded = loaded !== null && editor.text === loaded.text;
+  if (option && asLoaded && loaded.name === option.value) {
+    el.dataset.holds = 'example';
+    el.textContent = option.dataset.description;
+    return;
+  }
+  el.dataset.holds = asLoaded ? 'another-example' : 'own';
+  const holds = asLoaded ? `The editor holds the example ${loaded.name}.` : 'The editor holds a scenario of your own.';
+  el.textContent = option ? `${holds} Load puts ${option.value} in its place: ${option.dataset.description}` : holds;
 }
 
 async function loadExamples() {

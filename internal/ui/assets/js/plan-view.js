@@ -4,7 +4,11 @@
 import { h, num, replace } from './dom.js';
 import { ceilingChart } from './chart.js';
 
-function ms(v) {
+// latency is a predicted p95: null means a queue that grows without bound
+// at the stated demand, unless no pool fits, when nothing is sent and
+// there is nothing to predict.
+function latency(v, cls) {
+  if (cls.pool === 0) return h('span', { class: 'hint', title: 'No pool fits, so the class sends nothing: see its remedies.', text: 'no pool' });
   return v === null || v === undefined ? 'unbounded' : `${num(v, 1)}\u00a0ms`;
 }
 
@@ -25,7 +29,32 @@ function remedies(cls) {
     return cls.feasible ? h('span', { class: 'hint', text: 'none needed' }) : h('span', { class: 'hint', text: 'none found' });
   }
   return h('ul', { class: 'remedies' }, cls.remedies.map((r) =>
-    h('li', {}, h('span', { class: 'constraint', text: r.constraint }), ': ', r.change)));
+    h('li', {}, h('span', { class: 'constraint', text: r.constraint }), ': ', r.change, remedyCost(r.cost))));
+}
+
+// money writes an amount with two decimals, or four digits below 1.
+function money(v) {
+  if (v !== 0 && Math.abs(v) < 1) return String(Number(v.toPrecision(4)));
+  return new Intl.NumberFormat('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 }).format(v);
+}
+
+// remedyCost is what a remedy's change costs a day, as the report says it.
+function remedyCost(c) {
+  if (!c) return null;
+  const what = c.tier ? `tier ${c.tier} gives it` : 'with the limit raised';
+  if (c.per_day === null) return `; ${what}`;
+  let change = '';
+  if (c.change_per_day !== null) {
+    change = c.change_per_day > 0 ? `, ${money(c.change_per_day)} more than now`
+      : c.change_per_day < 0 ? `, ${money(-c.change_per_day)} less than now` : ', as now';
+  }
+  return `; ${what}: ${money(c.per_day)}\u00a0${c.currency} a day${change}`;
+}
+
+// costText is a cost a day in words, with the prompt cache's saving.
+function costText(c) {
+  const saving = c.cache_saving_per_day > 0 ? `; the prompt cache saves ${money(c.cache_saving_per_day)} a day` : '';
+  return `costs ${money(c.per_day)}\u00a0${c.currency} a day, ${money(c.per_hour)} an hour${saving}`;
 }
 
 const COLUMNS = ['Class', 'Pool', 'Binding', 'Min pool', 'Fits', 'TTFT p95', 'E2E p95', 'Throughput'];
@@ -44,8 +73,8 @@ function classRows(cls) {
         cls.tied_constraints && cls.tied_constraints.length ? h('span', { class: 'hint', text: ` (tied: ${cls.tied_constraints.join(', ')})` }) : null),
       cell('min_pool', 'Min pool', cls.min_pool === null ? 'none fits' : String(cls.min_pool)),
       cell('feasible', 'Fits', h('span', { class: cls.feasible ? 'ok' : 'bad', text: cls.feasible ? 'yes' : 'no' })),
-      cell('ttft', 'TTFT p95', ms(p.ttft_p95_ms)),
-      cell('e2e', 'E2E p95', ms(p.e2e_p95_ms)),
+      cell('ttft', 'TTFT p95', latency(p.ttft_p95_ms, cls)),
+      cell('e2e', 'E2E p95', latency(p.e2e_p95_ms, cls)),
       cell('throughput', 'Throughput', `${num(p.throughput_rps, 2)}\u00a0req/s`)),
     h('tr', { class: 'more' },
       h('td', { colspan: COLUMNS.length, 'data-field': 'ceilings' },
@@ -71,10 +100,15 @@ function warnings(list, label) {
 }
 
 function quotas(plan) {
-  return h('ul', { class: 'quotas' }, plan.quotas.map((q) => {
+  const items = plan.quotas.map((q) => {
     const use = Object.entries(q.utilization || {}).map(([dim, u]) => `${dim} ${num(u * 100, 0)} %`).join(', ');
-    return h('li', {}, h('strong', { text: q.name }), `: ${use || 'no limits'} used at the stated demand`);
-  }));
+    const cost = q.cost ? `; ${costText(q.cost)}` : '';
+    return h('li', { 'data-quota': q.name }, h('strong', { text: q.name }), `: ${use || 'no limits'} used at the stated demand${cost}`);
+  });
+  if (plan.cost) {
+    items.push(h('li', { 'data-field': 'cost' }, h('strong', { text: 'In total' }), `: the plan ${costText(plan.cost)}`));
+  }
+  return h('ul', { class: 'quotas' }, items);
 }
 
 function classDetails(cls) {

@@ -1,8 +1,8 @@
 // The probe view: start a probe (POST /v1/probes) as a ladder or a knee
 // search, follow it live (server-sent events on /v1/probes/{id}/events:
 // EventSource without a token, fetch() streaming with one, polling as the
-// last resort), show the steps with their intervals, the knee (and
-// knee_refined) and the curves, cancel it, and hand its latency block to
+// last resort), show the steps with their intervals, the knee ("≥ 4" for a
+// lower bound; and knee_refined) and the curves, cancel it, and hand its latency block to
 // the scenario. The step sizes follow the CLI's: blank is
 // max(40, 3c) + c, and fewer than max(40, 3c) measured is refused.
 
@@ -71,6 +71,19 @@ function latencyCell(s, name, digits, estimated) {
     h('span', { class: 'quad', text: values.map((v) => (v ? num(v, digits) + mark : '–')).join(' / ') }),
     ci ? h('span', { class: 'ci', text: `p95 ${ci}` }) : null,
   ];
+}
+
+// uslText renders a USL fit; a peak beyond the measured range (the fit's
+// peak_beyond_range) is said to be an extrapolation, not a peak.
+function uslText(usl, steps) {
+  const parts = ['alpha', 'beta', 'gamma', 'r2'].filter((k) => typeof usl[k] === 'number').map((k) => `${k} ${num(usl[k], 4)}`);
+  if (typeof usl.peak === 'number') {
+    const top = Math.max(0, ...steps.map((s) => s.concurrency));
+    parts.push(usl.peak_beyond_range
+      ? `peak ${num(usl.peak, 1)} in flight, beyond the measured range (up to ${top} in flight): an extrapolation, not a peak the probe saw`
+      : `peak ${num(usl.peak, 1)} in flight`);
+  }
+  return parts.join(', ');
 }
 
 const STEP_COLUMNS = [
@@ -318,24 +331,39 @@ export class Probe {
     if (final) this.progress.textContent = '';
     this.renderSummary(resource, final);
     replace(this.table, steps.length ? this.stepTable(steps) : null);
-    replace(this.charts, steps.length ? this.curveCharts(steps, resource.knee) : null);
+    replace(this.charts, steps.length ? this.curveCharts(steps, resource.knee, resource.knee_lower_bound) : null);
   }
 
   renderSummary(r, final) {
     const item = (term, value, attrs = {}) => [h('dt', { text: term }), h('dd', attrs, value)];
+    const hasKnee = r.knee !== undefined && r.knee !== null;
     let knee = 'after the first measured steps';
-    if (r.knee !== undefined && r.knee !== null) knee = `${r.knee} in flight`;
-    else if (final) knee = 'none: no step was measured in a steady state, or the first one already failed the knee rule';
+    if (hasKnee && r.knee_lower_bound) knee = `≥ ${r.knee} in flight (a lower bound: no step failed the knee rule; probe to higher concurrency to find it)`;
+    else if (hasKnee) knee = `${r.knee} in flight`;
+    else if (final) knee = 'none: no step was measured in a steady state, the steps measured one concurrency only, or the first one already failed the knee rule';
     const refined = r.knee_refined ? `${r.knee_refined} in flight (the knee lies above ${r.knee_refined - r.knee_refined_resolution})` : null;
-    const usl = r.usl ? Object.entries(r.usl).map(([k, v]) => `${k} ${typeof v === 'number' ? num(v, 4) : v}`).join(', ') : null;
+    const usl = r.usl ? uslText(r.usl, r.steps || []) : null;
+    const s = r.served;
+    let served = null;
+    if (s && s.models && s.models.length) {
+      served = s.models.map((m) => `${m.name} (${num(m.answers)} answers)`).join(', ');
+      if (s.check === 'switch') served = `another model than the one asked (${s.asked}): ${served}`;
+      else if (s.check === 'deployment') served += `, the model behind deployment ${s.asked}`;
+    }
+    const c = r.connections;
+    const conns = c ? `${num(c.new)} new, ${num(c.reused)} reused${c.setup_mean_ms ? `; a new one took ${num(c.setup_mean_ms, 1)} ms to set up` : ''}` : null;
+    const warnings = (r.notes || []).filter((n) => n.startsWith('WARNING'));
     replace(this.summary,
-      item('Knee', knee, { id: 'probe-knee', 'data-knee': r.knee ?? '' }),
+      item('Knee', knee, { id: 'probe-knee', 'data-knee': r.knee ?? '', 'data-knee-lower-bound': hasKnee && r.knee_lower_bound ? 'true' : 'false' }),
       refined ? item('Refined knee', refined, { id: 'probe-knee-refined', 'data-knee': r.knee_refined }) : null,
       r.collapse !== undefined && r.collapse !== null ? item('Collapse', `${r.collapse} in flight`) : null,
       r.quota_limited !== undefined ? item('Quota-limited', r.quota_limited ? 'yes: the share of 429s rises with concurrency, or the key ran out' : 'no') : null,
       r.stop_reason ? item('Stopped because', [r.stop_reason, r.stop_detail].filter(Boolean).join(': ')) : null,
       r.error ? item('Error', r.error) : null,
-      usl ? item('USL fit', usl) : null);
+      usl ? item('USL fit', usl) : null,
+      served ? item('Served model', served, { id: 'probe-served', 'data-check': s.check, class: s.check === 'switch' ? 'warnings' : null }) : null,
+      conns ? item('Connections', conns) : null,
+      warnings.length ? item('Warnings', h('ul', { class: 'warnings' }, warnings.map((w) => h('li', { text: w })))) : null);
   }
 
   stepTable(steps) {
@@ -351,13 +379,18 @@ export class Probe {
     h('p', { class: 'hint', text: ['Goodput ± its 95 % interval; p95 with its 95 % interval under each latency; 429: every 429 answer, retried ones included.', ...marks].join(' ') }));
   }
 
-  curveCharts(steps, knee) {
+  curveCharts(steps, knee, lowerBound) {
     const at = (key) => steps.filter((s) => !s.too_short).map((s) => ({ x: s.concurrency, y: s[key] ?? null }));
-    const vlines = knee === null || knee === undefined ? [] : [{ x: knee, label: `knee ${knee}`, cls: 'knee' }];
-    const rate = [{ name: 'goodput', points: at('goodput_rps') }, { name: 'throughput', points: at('throughput_rps') }];
+    const vlines = knee === null || knee === undefined ? [] : [{ x: knee, label: `knee ${lowerBound ? '≥ ' : ''}${knee}`, cls: 'knee' }];
+    // Goodput is at most the throughput and often equal to it: throughput
+    // is drawn first, wide and pale, and goodput dashed over it, so that
+    // both lines show where they meet.
+    const goodput = { name: 'goodput', points: at('goodput_rps'), cls: 'series-0 over' };
+    const throughput = { name: 'throughput', points: at('throughput_rps'), cls: 'series-1 under' };
+    const rate = [throughput, goodput];
     const latency = [{ name: 'TTFT p95', points: at('ttft_p95_ms') }, { name: 'E2E p95', points: at('e2e_p95_ms') }];
     return [
-      h('figure', {}, legend(rate), lineChart({
+      h('figure', {}, legend([goodput, throughput]), lineChart({
         title: 'Goodput and throughput against concurrency', description: `${steps.length} steps; knee ${knee ?? 'not found'}.`,
         xLabel: 'concurrency', yLabel: 'req/s', series: rate, vlines,
       })),

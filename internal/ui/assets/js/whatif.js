@@ -11,7 +11,7 @@ import { lineChart, legend } from './chart.js';
 // STEPS is the number of intervals the slider's range is cut into.
 const STEPS = 40;
 const LIMITS = ['rpm', 'tpm', 'itpm', 'otpm', 'rpd', 'tpd'];
-const INTEGER_FIELDS = new Set(['max_tokens', 'knee', 'concurrency']);
+const INTEGER_FIELDS = new Set(['max_tokens', 'knee', 'knee_refined', 'concurrency']);
 const FRACTION_FIELDS = new Set(['headroom', 'cached_input_fraction', 'error_rate', 'rate_limited_rate']);
 
 // fieldOptions lists the fields people usually vary that the scenario
@@ -25,6 +25,7 @@ function fieldOptions(doc) {
     for (const dim of LIMITS) add(`Key ${q.name}`, `${dim} of key ${q.name}`, ['quotas', i, dim]);
   });
   add('Latency', 'knee', ['latency', 'knee']);
+  add('Latency', 'knee_refined (the budget uses it in place of knee)', ['latency', 'knee_refined']);
   (doc.classes || []).forEach((c, i) => {
     const group = `Class ${c.name}`;
     const at = (...rest) => ['classes', i, ...rest];
@@ -36,6 +37,7 @@ function fieldOptions(doc) {
     add(group, `SLO TTFT p95 (ms) of ${c.name}`, at('slo', 'ttft_p95_ms'));
     add(group, `SLO E2E p95 (ms) of ${c.name}`, at('slo', 'e2e_p95_ms'));
     add(group, `knee of ${c.name}`, at('latency', 'knee'));
+    add(group, `knee_refined of ${c.name}`, at('latency', 'knee_refined'));
   });
   return out;
 }
@@ -49,7 +51,8 @@ function preferredField(doc, plan) {
   const q = (doc.quotas || []).findIndex((x) => x.name === cls.quota);
   const b = cls.binding_constraint;
   const candidates = {
-    knee: [['classes', i, 'latency', 'knee'], ['latency', 'knee']],
+    // The budget uses knee_refined when the latency block gives it.
+    knee: [['classes', i, 'latency', 'knee_refined'], ['classes', i, 'latency', 'knee'], ['latency', 'knee_refined'], ['latency', 'knee']],
     slo_ttft: [['classes', i, 'slo', 'ttft_p95_ms']],
     slo_e2e: [['classes', i, 'slo', 'e2e_p95_ms']],
   }[b] || (LIMITS.includes(b) ? [['quotas', q, b]] : []);
@@ -167,6 +170,11 @@ export class WhatIf {
     this.segments = segments;
     this.base = base;
     this.extra = null;
+    // Until the new grid comes, show none: the readout and the chart of
+    // the previous one are of another field, or of another scenario's
+    // classes.
+    replace(this.readout);
+    replace(this.chart);
     const range = defaultRange(this.doc, segments, base);
     this.from.value = range.from;
     this.to.value = range.to;

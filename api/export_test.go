@@ -1,0 +1,72 @@
+package api
+
+import (
+	"bytes"
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/plannerdev/planner/internal/export"
+)
+
+// TestPlanExport exports a stored plan to every target: the file is what
+// planner export writes of the same scenario and plan, with its media
+// type; an unknown target is a 422 at query.to, an unknown plan a 404.
+func TestPlanExport(t *testing.T) {
+	env := newProbeEnv(t, Options{})
+	status, _, b := call(t, http.MethodPost, env.url+"/v1/plans", map[string]any{"scenario": exampleDoc(t, "three-classes"), "save": true})
+	id := decode[PlanResponse](t, b).ID
+	if status != http.StatusOK || id == "" {
+		t.Fatalf("save: %d %s", status, b)
+	}
+	_, _, b = call(t, http.MethodGet, env.url+"/v1/plans/"+id, nil)
+	sp := decode[StoredPlan](t, b)
+	for _, tc := range []struct{ to, query, ct string }{
+		{export.ToPrometheusRules, "", "application/yaml; charset=utf-8"},
+		{export.ToLiteLLM, "&model=openai/gpt-4o-mini", "application/yaml; charset=utf-8"},
+		{export.ToClient, "", "application/json"},
+	} {
+		status, h, body := call(t, http.MethodGet, env.url+"/v1/plans/"+id+"/export?to="+tc.to+tc.query, nil)
+		var want bytes.Buffer
+		if err := export.Write(&want, tc.to, sp.Scenario, &sp.Plan, export.Options{Model: strings.TrimPrefix(tc.query, "&model=")}); err != nil {
+			t.Fatal(err)
+		}
+		var doc any
+		if status != http.StatusOK || h.Get("Content-Type") != tc.ct || !bytes.Equal(body, want.Bytes()) || yaml.Unmarshal(body, &doc) != nil {
+			t.Errorf("%s: %d %s, %d bytes (want %d)\n%.300s", tc.to, status, h.Get("Content-Type"), len(body), want.Len(), body)
+		}
+	}
+	if !strings.Contains(string(mustGet(t, env.url+"/v1/plans/"+id+"/export?to=litellm&model=openai/gpt-4o-mini")), "model: openai/gpt-4o-mini") {
+		t.Error("the model is not in the LiteLLM settings")
+	}
+	if status, _, b := call(t, http.MethodGet, env.url+"/v1/plans/"+id+"/export?to=grafana", nil); status != http.StatusUnprocessableEntity || !strings.Contains(string(b), `"location":"query.to"`) {
+		t.Errorf("an unknown target: %d %s", status, b)
+	}
+	if status, _, b := call(t, http.MethodGet, env.url+"/v1/plans/"+id+"/export", nil); status != http.StatusUnprocessableEntity || !strings.Contains(string(b), `"location":"query.to"`) {
+		t.Errorf("no target: %d %s", status, b)
+	}
+	if status, _, b := call(t, http.MethodGet, env.url+"/v1/plans/nope/export?to=client", nil); status != http.StatusNotFound || !strings.Contains(string(b), `"location":"path.id"`) {
+		t.Errorf("an unknown plan: %d %s", status, b)
+	}
+}
+
+func mustGet(t *testing.T, url string) []byte {
+	t.Helper()
+	status, _, b := call(t, http.MethodGet, url, nil)
+	if status != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", url, status, b)
+	}
+	return b
+}
+
+// TestExportTargetsAreOneList: the API's enum of to is export.Targets.
+func TestExportTargetsAreOneList(t *testing.T) {
+	f, _ := reflect.TypeFor[exportInput]().FieldByName("To")
+	if got := strings.Split(f.Tag.Get("enum"), ","); !slices.Equal(got, export.Targets) {
+		t.Errorf("the enum of to is %q, export.Targets %q", got, export.Targets)
+	}
+}

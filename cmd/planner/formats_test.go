@@ -1,0 +1,210 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/plannerdev/planner/internal/measure"
+	"github.com/plannerdev/planner/internal/plan"
+	"github.com/plannerdev/planner/internal/simulate"
+)
+
+// outputFormats are the formats a command's -o takes, from its
+// completion; none for a command without -o.
+func outputFormats(t *testing.T, name string) []string {
+	t.Helper()
+	if cmd, _, err := newRootCmd(streams{}).Find([]string{name}); name != "" && (err != nil || cmd.Flags().Lookup("output") == nil) {
+		return nil
+	}
+	args := []string{"__complete"}
+	if name != "" {
+		args = append(args, name)
+	}
+	_, out, _ := execute(t, "", append(args, "-o", "")...)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	return lines[:len(lines)-1]
+}
+
+// TestMarkdownAlias: every command that writes markdown takes md for it,
+// and prints the same.
+func TestMarkdownAlias(t *testing.T) {
+	root := newRootCmd(streams{})
+	dir := t.TempDir()
+	morning := writeSteps(t, filepath.Join(dir, "morning"), "gpt-4o", "2026-03-02T09:00:00Z", 8, 400, 2000, 4, 60, 3)
+	evening := writeSteps(t, filepath.Join(dir, "evening"), "gpt-4o", "2026-03-02T19:30:00Z", 4, 600, 1800, 3, 50, 10)
+	runs := map[string][]string{
+		"plan":     {"plan", "--example", "chat"},
+		"what-if":  {"what-if", "--example", "chat", "--vary", "/quotas/0/tpm=1e6,2e6"},
+		"simulate": {"simulate", "--example", "chat", "--duration", "10m"},
+		"report":   {"report", "--example", "chat"},
+		"compare":  {"compare", morning, evening},
+	}
+	// A row every command's Markdown table has: the class, or the model
+	// of the runs compared.
+	row := map[string]string{"compare": "| gpt-4o |"}
+	var found []string
+	for _, cmd := range root.Commands() {
+		if !slices.Contains(outputFormats(t, cmd.Name()), "markdown") {
+			continue
+		}
+		found = append(found, cmd.Name())
+		if u := cmd.Flags().Lookup("output").Usage; !strings.Contains(u, "markdown (or md)") {
+			t.Errorf("planner %s: -o's help %q does not name md", cmd.Name(), u)
+		}
+		args, ok := runs[cmd.Name()]
+		if !ok {
+			t.Errorf("planner %s writes markdown but is not run here", cmd.Name())
+			continue
+		}
+		code, long, _ := execute(t, "", append(slices.Clone(args), "-o", "markdown")...)
+		code2, short, errOut := execute(t, "", append(slices.Clone(args), "-o", "md")...)
+		want := "| chat |"
+		if r, ok := row[cmd.Name()]; ok {
+			want = r
+		}
+		if code != exitOK || code2 != exitOK || !strings.Contains(short, want) {
+			t.Errorf("%v -o md: exit %d/%d: %s", args, code, code2, errOut)
+			continue
+		}
+		if cmd.Name() == "report" {
+			long, short = withoutGenerated(long), withoutGenerated(short)
+		}
+		if long != short {
+			t.Errorf("%v: -o md differs from -o markdown", args)
+		}
+	}
+	if len(found) != len(runs) {
+		t.Errorf("commands that write markdown: %v, want %d", found, len(runs))
+	}
+}
+
+// withoutGenerated drops the lines of a report that carry its time.
+func withoutGenerated(md string) string {
+	var keep []string
+	for _, l := range strings.Split(md, "\n") {
+		if !strings.Contains(l, "Generated") && !strings.Contains(l, "generated") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
+// readCSV parses CSV output into its columns by name and its rows.
+func readCSV(t *testing.T, out string) (map[string]int, [][]string) {
+	t.Helper()
+	recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil || len(recs) < 2 {
+		t.Fatalf("not CSV with a header and rows (%v):\n%s", err, out)
+	}
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	return col, recs[1:]
+}
+
+// number reads a CSV cell as a number; the empty cell is nil.
+func number(t *testing.T, cell string) *float64 {
+	t.Helper()
+	if cell == "" {
+		return nil
+	}
+	v, err := strconv.ParseFloat(cell, 64)
+	if err != nil {
+		t.Fatalf("cell %q is not a number", cell)
+	}
+	return &v
+}
+
+func sameNumber(a, b *float64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+// TestCSVForEveryTable: every command that prints a table takes -o csv,
+// and its rows carry the numbers of its JSON, unrounded.
+func TestCSVForEveryTable(t *testing.T) {
+	root := newRootCmd(streams{})
+	for _, cmd := range append([]*cobra.Command{root}, root.Commands()...) {
+		formats := outputFormats(t, cmd.Name())
+		// sim's "table" is one line, the base URL it serves on.
+		if slices.Contains(formats, "table") && !slices.Contains(formats, "csv") && cmd.Name() != "sim" {
+			t.Errorf("planner %s prints a table (%v) but takes no -o csv", cmd.Name(), formats)
+		}
+	}
+
+	_, js, _ := execute(t, "", "plan", "--example", "three-classes", "-o", "json")
+	var p plan.Plan
+	if err := json.Unmarshal([]byte(js), &p); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := execute(t, "", "plan", "--example", "three-classes", "-o", "csv")
+	if code != exitOK {
+		t.Fatalf("plan -o csv: exit %d %s", code, errOut)
+	}
+	col, rows := readCSV(t, out)
+	if len(rows) != len(p.Classes) {
+		t.Fatalf("%d rows for %d classes", len(rows), len(p.Classes))
+	}
+	for i, c := range p.Classes {
+		r := rows[i]
+		if r[col["class"]] != c.Name || r[col["pool"]] != strconv.Itoa(c.Pool) || r[col["binding_constraint"]] != c.BindingConstraint ||
+			r[col["feasible"]] != strconv.FormatBool(c.Feasible) || r[col["min_pool"]] != strconv.Itoa(*c.MinPool) ||
+			!sameNumber(number(t, r[col["ttft_p95_ms"]]), c.Predicted.TTFTP95Ms) || !sameNumber(number(t, r[col["e2e_p95_ms"]]), c.Predicted.E2EP95Ms) ||
+			*number(t, r[col["throughput_rps"]]) != c.Predicted.ThroughputRPS {
+			t.Errorf("row %v differs from the plan's class %s", r, c.Name)
+		}
+	}
+
+	args := []string{"what-if", "--example", "chat", "--vary", "/quotas/0/tpm=500000,1e6,-1"}
+	_, js, _ = execute(t, "", append(slices.Clone(args), "-o", "json")...)
+	var g plan.WhatIf
+	if err := json.Unmarshal([]byte(js), &g); err != nil {
+		t.Fatal(err)
+	}
+	_, out, _ = execute(t, "", append(args, "-o", "csv")...)
+	col, rows = readCSV(t, out)
+	if len(rows) != 3 || rows[0][col["/quotas/0/tpm"]] != "500000" || rows[1][col["pool"]] != strconv.Itoa(g.Cells[1].Classes[0].Pool) ||
+		rows[2][col["pool"]] != "" || !strings.Contains(rows[2][col["error"]], "quotas[0].tpm") || rows[0][col["error"]] != "" {
+		t.Errorf("what-if -o csv:\n%s", out)
+	}
+
+	args = []string{"simulate", "--example", "chat", "--duration", "10m"}
+	_, js, _ = execute(t, "", append(slices.Clone(args), "-o", "json")...)
+	var r simulate.Simulation
+	if err := json.Unmarshal([]byte(js), &r); err != nil {
+		t.Fatal(err)
+	}
+	_, out, _ = execute(t, "", append(args, "-o", "csv")...)
+	col, rows = readCSV(t, out)
+	s := r.Classes[0].Simulated
+	if len(rows) != 1 || rows[0][col["requests"]] != strconv.Itoa(s.Requests) || *number(t, rows[0][col["throughput_rps"]]) != s.ThroughputRPS ||
+		!sameNumber(number(t, rows[0][col["e2e_p95_ms"]]), s.E2EP95Ms) || rows[0][col["holds"]] != strconv.FormatBool(r.Classes[0].Verdict.Holds) {
+		t.Errorf("simulate -o csv:\n%s", out)
+	}
+
+	for _, name := range []string{"knee", "import"} {
+		_, js, _ = execute(t, "", name, workshopRamp, "-o", "json")
+		var doc struct {
+			Analysis struct{ Steps []measure.Step }
+		}
+		if err := json.Unmarshal([]byte(js), &doc); err != nil || len(doc.Analysis.Steps) == 0 {
+			t.Fatalf("%s -o json: %v", name, err)
+		}
+		_, out, _ = execute(t, "", name, workshopRamp, "-o", "csv")
+		col, rows = readCSV(t, out)
+		if len(rows) != len(doc.Analysis.Steps) {
+			t.Fatalf("%s -o csv: %d rows for %d steps", name, len(rows), len(doc.Analysis.Steps))
+		}
+		for i, st := range doc.Analysis.Steps {
+			if rows[i][col["concurrency"]] != strconv.Itoa(st.Concurrency) || *number(t, rows[i][col["goodput_rps"]]) != st.GoodputRPS ||
+				*number(t, rows[i][col["e2e_p95_ms"]]) != st.E2EP95Ms {
+				t.Errorf("%s -o csv row %v differs from step %+v", name, rows[i], st)
+			}
+		}
+	}
+}

@@ -1,0 +1,158 @@
+package export
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
+
+	"github.com/go-playground/validator/v10"
+
+	"github.com/plannerdev/planner/internal/fieldpath"
+	"github.com/plannerdev/planner/internal/yamldoc"
+)
+
+// Metrics are the metric names and labels that the alerting rules read:
+// inputs, as teams' client metrics differ. The defaults are the
+// OpenTelemetry GenAI semantic conventions' histograms as the
+// OpenTelemetry Prometheus exporter names them (docs/exports.md has the
+// mapping file, each key and its default).
+type Metrics struct {
+	// TTFT is a histogram of the time to the first token, in seconds:
+	// the rules read its _bucket series.
+	TTFT string `json:"ttft_histogram,omitempty" validate:"omitempty,metricname"`
+	// E2E is a histogram of a request's whole duration, in seconds.
+	E2E string `json:"e2e_histogram,omitempty" validate:"omitempty,metricname"`
+	// Requests is a counter of the requests sent, every attempt counted:
+	// the 429 rate's denominator and the requests against rpm and rpd.
+	Requests string `json:"requests_counter,omitempty" validate:"omitempty,metricname"`
+	// RateLimited are the label matchers that, added to Requests', select
+	// the requests answered 429.
+	RateLimited string `json:"rate_limited_matchers,omitempty" validate:"omitempty,matchers"`
+	// Tokens is a histogram of the tokens of each request: the rules read
+	// its _sum series, split into input and output by TokenTypeLabel.
+	Tokens string `json:"token_histogram,omitempty" validate:"omitempty,metricname"`
+	// TokenTypeLabel is the label that says whether tokens are input or
+	// output; its values are "input" and "output".
+	TokenTypeLabel string `json:"token_type_label,omitempty" validate:"omitempty,labelname"`
+	// ClassLabel is the label whose value is the class's name
+	// (class="chat"): the selector of a class without one in Classes.
+	ClassLabel string `json:"class_label,omitempty" validate:"omitempty,labelname"`
+	// Classes are label matchers that select a class's series instead of
+	// ClassLabel, by class name: {"chat": "service=\"chat-api\""}.
+	Classes map[string]string `json:"classes,omitempty" validate:"max=32,dive,keys,min=1,max=64,endkeys,matchers"`
+	// Window is the range over which rates and quantiles are taken.
+	Window string `json:"window,omitempty" validate:"omitempty,promduration"`
+	// For is how long a condition must hold before its alert fires.
+	For string `json:"for,omitempty" validate:"omitempty,promduration"`
+}
+
+// DefaultMetrics are the names the rules read unless a mapping file says
+// otherwise.
+func DefaultMetrics() Metrics {
+	return Metrics{
+		TTFT:           "gen_ai_server_time_to_first_token_seconds",
+		E2E:            "gen_ai_client_operation_duration_seconds",
+		Requests:       "gen_ai_client_operation_duration_seconds_count",
+		RateLimited:    `error_type=~"429|rate_limit_exceeded|RateLimitError"`,
+		Tokens:         "gen_ai_client_token_usage",
+		TokenTypeLabel: "gen_ai_token_type",
+		ClassLabel:     "class",
+		Window:         "5m",
+		For:            "10m",
+	}
+}
+
+// withDefaults fills every key m leaves out with DefaultMetrics'.
+func (m Metrics) withDefaults() Metrics {
+	d := DefaultMetrics()
+	for _, f := range []struct{ v, def *string }{
+		{&m.TTFT, &d.TTFT}, {&m.E2E, &d.E2E}, {&m.Requests, &d.Requests}, {&m.RateLimited, &d.RateLimited},
+		{&m.Tokens, &d.Tokens}, {&m.TokenTypeLabel, &d.TokenTypeLabel}, {&m.ClassLabel, &d.ClassLabel},
+		{&m.Window, &d.Window}, {&m.For, &d.For},
+	} {
+		if *f.v == "" {
+			*f.v = *f.def
+		}
+	}
+	return m
+}
+
+// maxMetricsBytes bounds a mapping file.
+const maxMetricsBytes = 1 << 20
+
+// ParseMetrics reads a mapping file (YAML or JSON): every key optional,
+// unknown keys refused, the keys it leaves out at their defaults. The
+// error lists every problem by its key.
+func ParseMetrics(data []byte) (Metrics, error) {
+	if len(data) > maxMetricsBytes {
+		return Metrics{}, fmt.Errorf("the metrics file is larger than %d KiB", maxMetricsBytes>>10)
+	}
+	js, err := yamldoc.ToJSON(data)
+	if err != nil {
+		return Metrics{}, fmt.Errorf("the metrics file: %w", err)
+	}
+	var m Metrics
+	if !bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
+		dec := json.NewDecoder(bytes.NewReader(js))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&m); err != nil {
+			return Metrics{}, fmt.Errorf("the metrics file: %w", err)
+		}
+	}
+	var verrs validator.ValidationErrors
+	if err := validate.Struct(m); errors.As(err, &verrs) {
+		errs := make(fieldpath.Errors, len(verrs))
+		for i, fe := range verrs {
+			_, path, _ := strings.Cut(fe.Namespace(), ".")
+			errs[i] = fieldpath.Error{Path: path, Message: ruleWords[fe.Tag()]}
+			if errs[i].Message == "" {
+				errs[i].Message = "fails the rule " + fe.Tag()
+			}
+		}
+		return Metrics{}, fmt.Errorf("the metrics file: %w", errs)
+	} else if err != nil {
+		return Metrics{}, fmt.Errorf("the metrics file: %w", err)
+	}
+	return m.withDefaults(), nil
+}
+
+// The Prometheus data model's names (prometheus.io/docs/concepts/data_model)
+// and its durations, and a list of label matchers as a selector's braces
+// hold them: name, an operator (=, !=, =~, !~) and a double-quoted value.
+var (
+	metricName  = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
+	labelName   = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+	promDur     = regexp.MustCompile(`^([0-9]+(ms|s|m|h|d|w|y))+$`)
+	matcher     = `\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(=~|!~|!=|=)\s*"(?:[^"\\\n]|\\.)*"\s*`
+	matcherList = regexp.MustCompile(`^` + matcher + `(,` + matcher + `)*$`)
+)
+
+// ruleWords say what each rule of the mapping file asks.
+var ruleWords = map[string]string{
+	"metricname":   "must be a Prometheus metric name: letters, digits, '_' and ':', not starting with a digit",
+	"labelname":    "must be a Prometheus label name: letters, digits and '_', not starting with a digit",
+	"promduration": "must be a Prometheus duration such as 30s, 5m or 1h",
+	"matchers":     `must be label matchers as a selector's braces hold them, such as error_type="429" or job="chat",env!="dev"`,
+	"max":          "too long, or too many entries",
+	"min":          "must not be empty",
+}
+
+// validate checks a mapping file's struct tags; it names fields by their
+// keys in the file.
+var validate = func() *validator.Validate {
+	v := validator.New(validator.WithRequiredStructEnabled())
+	v.RegisterTagNameFunc(func(f reflect.StructField) string {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		return name
+	})
+	for tag, re := range map[string]*regexp.Regexp{"metricname": metricName, "labelname": labelName, "promduration": promDur, "matchers": matcherList} {
+		if err := v.RegisterValidation(tag, func(fl validator.FieldLevel) bool { return re.MatchString(fl.Field().String()) }); err != nil {
+			panic(err)
+		}
+	}
+	return v
+}()

@@ -1,0 +1,84 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/plannerdev/planner/internal/measure"
+	"github.com/plannerdev/planner/internal/plan"
+	"github.com/plannerdev/planner/internal/scenario"
+)
+
+// TestParseFormat: md is markdown wherever markdown is allowed, and
+// nowhere else; the message names each format with its aliases.
+func TestParseFormat(t *testing.T) {
+	allowed := []string{FormatTable, FormatMarkdown, FormatCSV}
+	for name, want := range map[string]string{"md": FormatMarkdown, "markdown": FormatMarkdown, "csv": FormatCSV, "table": FormatTable} {
+		if got, err := ParseFormat(name, allowed); err != nil || got != want {
+			t.Errorf("ParseFormat(%q) = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	_, err := ParseFormat("md", []string{FormatJSON})
+	if err == nil || err.Error() != `the output format must be one of json, got "md"` {
+		t.Errorf("md where markdown is not allowed: %v", err)
+	}
+	if _, err := ParseFormat("pdf", allowed); err == nil || !strings.Contains(err.Error(), "table, markdown (or md), csv") {
+		t.Errorf("pdf: %v", err)
+	}
+	if got := DescribeFormats([]string{FormatMarkdown, FormatHTML}); got != "markdown (or md), html" {
+		t.Errorf("DescribeFormats = %q", got)
+	}
+}
+
+// TestCSVCells: absent figures are empty cells, numbers unrounded, and a
+// cell with a comma or a quote is quoted so that it reads back whole.
+func TestCSVCells(t *testing.T) {
+	ttft := 915.125
+	p := &plan.Plan{Classes: []plan.ClassPlan{
+		{Name: "a,b", Mode: "interactive", Quota: `q"1`, Endpoint: "default", Pool: 0, BindingConstraint: "tpm", Predicted: plan.Predicted{TTFTP95Ms: &ttft}},
+	}}
+	var b bytes.Buffer
+	if err := WritePlan(&b, p, FormatCSV); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&b).ReadAll()
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("%v: %q", err, recs)
+	}
+	want := []string{"a,b", "interactive", `q"1`, "default", "0", "tpm", "", "false", "915.125", "", "0", ""}
+	if !slices.Equal(recs[1], want) {
+		t.Errorf("row %q, want %q", recs[1], want)
+	}
+
+	g := &plan.WhatIf{
+		Variations: []plan.Variation{{Path: "/classes/0/demand", Values: []any{map[string]any{"rps": 2.0}}}},
+		Cells:      []plan.Cell{{Values: []any{map[string]any{"rps": 2.0}}, Errors: []scenario.FieldError{{Path: "classes[0].x", Message: "bad"}, {Path: "y", Message: "worse"}}}},
+	}
+	b.Reset()
+	if err := WriteWhatIf(&b, g, FormatCSV); err != nil {
+		t.Fatal(err)
+	}
+	recs, err = csv.NewReader(&b).ReadAll()
+	if err != nil || !slices.Equal(recs[1], []string{`{"rps":2}`, "", "", "", "", "", "classes[0].x: bad; y: worse"}) {
+		t.Errorf("%v: %q", err, recs)
+	}
+
+	b.Reset()
+	if err := WriteStepCSV(&b, []measure.Step{{Concurrency: 4, CountsUnknown: true, GoodputRPS: 1.5, GoodputCI: &measure.Interval{Lo: 1, Hi: 2}, E2EP95Ms: 1200}}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err = csv.NewReader(&b).ReadAll()
+	if err != nil || len(recs) != 2 || len(recs[1]) != len(stepCSVHeader) {
+		t.Fatalf("%v: %q", err, recs)
+	}
+	row := map[string]string{}
+	for i, h := range recs[0] {
+		row[h] = recs[1][i]
+	}
+	if row["concurrency"] != "4" || row["requests"] != "" || row["goodput_ci_lo"] != "1" || row["goodput_ci_hi"] != "2" || row["e2e_p95_ms"] != "1200" || row["ttft_p95_ms"] != "" {
+		t.Errorf("step row %v", row)
+	}
+}
