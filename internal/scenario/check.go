@@ -102,6 +102,7 @@ func (s Scenario) Check() Errors {
 		if d := cl.OutputTokens.Max; d != nil && *d < 1 {
 			c.add(p+".output_tokens.max", "must be at least 1: every answer has a first token")
 		}
+		c.task(p, cl, taskLatency(s, cl))
 		own := cl.Latency != nil && !cl.Latency.IsZero()
 		switch {
 		case cl.Endpoint != "" && own:

@@ -161,6 +161,9 @@ type Class struct {
 	CachedInputFraction float64  `json:"cached_input_fraction,omitempty" minimum:"0" maximum:"1" doc:"Fraction of input tokens served from the provider's prompt cache: not counted against itpm where the key's cached_input_free says so, and billed at its price's cached_input_per_mtok."`
 	CacheWriteFraction  float64  `json:"cache_write_fraction,omitempty" minimum:"0" maximum:"1" doc:"Fraction of input tokens written into the provider's prompt cache, billed at the key's cache_write_per_mtok; with cached_input_fraction at most 1. It changes the cost only."`
 	ArrivalSCV          *float64 `json:"arrival_scv,omitempty" minimum:"0" maximum:"100" doc:"Squared coefficient of variation of the gaps between arrivals, a renewal process: 1 (the default) for Poisson arrivals, 0 for evenly spaced ones, and otherwise gamma-distributed gaps of shape 1/arrival_scv (smoother than Poisson below 1, in clumps above 1), as planner simulate draws them. Above 1 the plan takes the worse of gamma and two-phase hyperexponential gaps, so that it holds for either."`
+	// Task makes the class an agent loop: its demand and its pool count
+	// tasks, each a run of serial calls (docs/concepts.md, "Agent tasks").
+	Task *Task `json:"task,omitempty" doc:"Makes the class an agent loop: each arrival is a task of serial calls with tool runs between them; demand and pool count tasks, input_tokens and output_tokens describe each call (the first call's input)."`
 }
 
 // Demand is a class's arrival rate: exactly one of rps, rpm, or a batch of
@@ -200,6 +203,9 @@ func (d Demand) Rate() float64 {
 type SLO struct {
 	TTFTP95Ms float64 `json:"ttft_p95_ms,omitempty" minimum:"0" maximum:"1e8"`
 	E2EP95Ms  float64 `json:"e2e_p95_ms,omitempty" minimum:"0" maximum:"1e9"`
+	// TaskE2EMs is the target on a whole agent task, from its arrival to
+	// the end of its last tool run (docs/concepts.md, "Agent tasks").
+	TaskE2EMs float64 `json:"task_e2e_ms,omitempty" minimum:"0" maximum:"1e9" doc:"p95 target on a whole task of a class with task, milliseconds: from its arrival to the end of its last tool run."`
 }
 
 // Policy sets how the plan is computed.

@@ -77,6 +77,11 @@ var notes = map[string]string{
 		"`--conversation-calls` (the hit rate) measures it, in the probe's prefill.yaml.",
 	"CurvePoint": "One measured step: what `planner probe` writes in its curve.yaml, or `planner import` from " +
 		"other tools' results.",
+	"Task": "An agent loop: demand and pool count tasks, and a task's calls are serial. Call i's input is " +
+		"`input_tokens` plus, with `context: accumulate`, every earlier output and tool result of the task; each call " +
+		"is followed by a tool run of `tool_ms`. A class with a task has a latency profile of `ttft_ms` and `tpot_ms` " +
+		"(not a curve), and its targets are `slo.task_e2e_ms` on the whole task and `slo.ttft_p95_ms` on each call, " +
+		"not `e2e_p95_ms`. How a task is planned is in [concepts.md](concepts.md#agent-tasks).",
 	"KneeSafety": "The fraction of the measured knee that a class of each mode may use as its pool.",
 }
 
@@ -172,7 +177,7 @@ func Write(w io.Writer, doc *huma.OpenAPI) error {
 
 // sectionOrder is the order of the sections: the scenario's own order,
 // each type after the one that holds it.
-var sectionOrder = []string{"Scenario", "Quota", "Price", "Latency", "Dist", "CurvePoint", "Endpoint", "Class", "Demand", "DemandWindow", "SLO", "Policy", "KneeSafety"}
+var sectionOrder = []string{"Scenario", "Quota", "Price", "Latency", "Dist", "CurvePoint", "Endpoint", "Class", "Demand", "DemandWindow", "Task", "SLO", "Policy", "KneeSafety"}
 
 // collect walks the schema from the root and returns each object type
 // once, with every path it appears at, in sectionOrder (types it does not
@@ -450,6 +455,7 @@ var handExamples = map[string]any{
 	"Class.priority":                     1,
 	"Class.weight":                       2,
 	"Policy.seed":                        7,
+	"SLO.task_e2e_ms":                    60000,
 }
 
 // example is the first value a shipped example scenario sets for the field
