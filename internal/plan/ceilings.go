@@ -69,9 +69,12 @@ func (r *run) quotaCeiling(i int, mb membership) Ceiling {
 	if a < perS*(1-tolerance) {
 		head += fmt.Sprintf(", this class's share %s/s", num(a))
 	}
-	if d.Charge() == scenario.ChargeRequest {
+	switch {
+	case m.task != nil:
+		head += fmt.Sprintf(" ÷ %s %s/task = %s tasks/s", num(u), d.Unit(), num(allowed))
+	case d.Charge() == scenario.ChargeRequest:
 		head += fmt.Sprintf(" → %s req/s", num(allowed))
-	} else {
+	default:
 		head += fmt.Sprintf(" ÷ %s %s/request = %s req/s", num(u), d.Unit(), num(allowed))
 	}
 	c := r.ceil(mb.res, i, a)
@@ -80,7 +83,7 @@ func (r *run) quotaCeiling(i int, mb membership) Ceiling {
 			return Ceiling{Constraint: name, Detail: head + "; no pool reaches it"}
 		}
 		return Ceiling{Constraint: name, MaxPool: intPtr(c),
-			Detail: fmt.Sprintf("%s × E[S] %s s = %s → %d", head, num(m.static.mean), num(allowed*m.static.mean), c)}
+			Detail: fmt.Sprintf("%s × %s %s s = %s → %d", head, m.serviceName(), num(m.static.mean), num(allowed*m.static.mean), c)}
 	}
 	if c == unbounded {
 		return Ceiling{Constraint: name, Detail: fmt.Sprintf("%s; the measured endpoint never sends that fast with up to %d in flight", head, searchLimit)}
@@ -98,6 +101,7 @@ func (r *run) kneeCeiling(i int, mb membership) Ceiling {
 	share := r.ceilingShare(mb)
 	c := r.ceil(mb.res, i, share)
 	knee, caveat := e.kneeText()
+	caveat = r.taskKneeText(i, c) + caveat
 	if len(e.members) == 1 {
 		return Ceiling{Constraint: ConstraintKnee, MaxPool: intPtr(c),
 			Detail: fmt.Sprintf("knee: %s safety %s × %s = %d%s", m.spec.Mode, num(e.safety), knee, e.kneeBudget, caveat)}

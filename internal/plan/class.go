@@ -51,6 +51,10 @@ type classModel struct {
 	paceD  []float64
 	paceD1 float64 // the mean of paceD
 	paced  map[*service]*service
+
+	// task is the class's agent task, nil for a class of single calls;
+	// with it, static is the task's time and use is a task's.
+	task *taskModel
 }
 
 // The two SLO metrics, indices into classModel.slo.
@@ -112,6 +116,9 @@ func newClassModel(eng *Engine, spec scenario.Class, key quota.Key, p scenario.P
 	}
 	if spec.SLO != nil {
 		m.slo = [2]float64{spec.SLO.TTFTP95Ms / 1000, spec.SLO.E2EP95Ms / 1000}
+		if spec.Task != nil {
+			m.slo[metricE2E] = spec.SLO.TaskE2EMs / 1000
+		}
 	}
 	in, err := dist(spec.InputTokens)
 	if err != nil {
@@ -150,7 +157,13 @@ func newClassModel(eng *Engine, spec scenario.Class, key quota.Key, p scenario.P
 	}
 	svc := m.base
 	svc.TTFT, svc.TPOT, svc.Prefill = ttft, tpot, l.PrefillMsPer1K/1000/1000
-	m.static = m.newService(svc, false)
+	if spec.Task != nil {
+		if err := m.newTask(*spec.Task, svc); err != nil {
+			return nil, err
+		}
+	} else {
+		m.static = m.newService(svc, false)
+	}
 	if !(m.static.mean > 0) {
 		return nil, errors.New("the service time is zero: give a positive ttft_ms, or a positive tpot_ms with more than one output token")
 	}

@@ -308,6 +308,7 @@ func (r *run) classPlan(ctx context.Context, i int) (ClassPlan, error) {
 	}
 	cp.Adaptive = adaptive(cp.Pool, cp.Ceilings)
 	cp.Batch = r.batch(i, cp.Pool, allot)
+	cp.Task = r.taskPlan(i, cp.Pool)
 	if !cp.Feasible && !r.lean {
 		if cp.Shed, err = r.shed(ctx, i, cp.Pool); err != nil {
 			return cp, err

@@ -263,6 +263,9 @@ func (r *run) flowOf(i int, d scenario.Dimension, pool int) flow {
 		f.rate = float64(pool) / s.mean
 		f.ca2 = math.Max(0, 1+(s.scv-1)/math.Sqrt(float64(pool)))
 	}
+	if t := m.task; t != nil {
+		t.callFlow(&f, m.base.In.Mean())
+	}
 	return f
 }
 

@@ -48,6 +48,7 @@ type ClassPlan struct {
 	Adaptive          Adaptive   `json:"adaptive"`
 	TruncationRisk    float64    `json:"truncation_risk" doc:"P(output tokens > max_tokens): the share of answers the cap cuts short."`
 	Batch             *BatchPlan `json:"batch,omitempty"`
+	Task              *TaskPlan  `json:"task,omitempty" doc:"Per-task figures of an agent task class, whose pool, demand, throughput and quota use count tasks."`
 	Shed              *Shed      `json:"shed,omitempty"`
 	Remedies          []Remedy   `json:"remedies"`
 	Cost              *Cost      `json:"cost,omitempty" doc:"What the class costs at its demand (at its pool's rate without a demand), whether or not its pool serves it; absent when its key has no price."`

@@ -1,0 +1,147 @@
+package plan
+
+import (
+	"math"
+	"math/big"
+	"strings"
+	"testing"
+
+	"github.com/plannerdev/planner/internal/scenario"
+)
+
+// taskScenario is handScenario's call made an agent task of 4 calls, each
+// followed by a tool run of 1 s returning 399 tokens, with the context
+// accumulating and a prefill slope of 100 ms per 1,000 input tokens.
+// By hand (docs/concepts.md, "Agent tasks"): Σ in = 4·1000 + 6·(101 + 399)
+// = 7,000; Σ out = 404; Σ S = 4·(0.5 + 0.02·100) + 0.0001·7,000 = 10.7 s;
+// T = 10.7 + 4·1 = 14.7 s; p = 10.7/14.7.
+func taskScenario(q scenario.Quota) scenario.Scenario {
+	s := handScenario(q)
+	s.Latency.PrefillMsPer1K = 100
+	s.Classes[0].Task = &scenario.Task{Calls: fixed(4), ToolMs: fixedMs(1000), ToolResultTokens: fixedMs(399)}
+	return s
+}
+
+func TestTaskPerTaskFiguresByHand(t *testing.T) {
+	s := taskScenario(scenario.Quota{RPM: 600, TPM: 1e6})
+	s.Classes[0].Demand = &scenario.Demand{RPS: 0.5}
+	cp := mustPlan(t, s).Classes[0]
+	want := TaskPlan{Calls: 4, InputTokens: 7000, OutputTokens: 404, TimeMs: 14700, CallTimeMs: 10700,
+		InCallShare: roundTo(10.7/14.7, 4), TasksInFlight: 7.35, CallsInFlightP95: binomial95(cp.Pool, 10.7/14.7)}
+	if cp.Task == nil || *cp.Task != want {
+		t.Fatalf("task %+v, want %+v", cp.Task, want)
+	}
+	// Quota use at the demand: 0.5 tasks/s × 4 requests × 60 s / 600 rpm,
+	// and 0.5 × 7,404 tokens × 60 / 1e6 tpm.
+	if u := cp.Predicted.Utilization; u["rpm"] != 0.2 || u["tpm"] != 0.2221 {
+		t.Fatalf("utilization %v, want rpm 0.2 and tpm 0.2221", u)
+	}
+	// Ceilings flat out: 0.9 × 600/60 = 9 req/s ÷ 4 = 2.25 tasks/s × 14.7 s
+	// = 33.075 → 33; 0.9 × 1e6/60 = 15,000 tokens/s ÷ 7,404 × 14.7 = 29.78 → 29.
+	if c := ceiling(cp, "rpm"); c == nil || c.MaxPool == nil || *c.MaxPool != 33 {
+		t.Fatalf("rpm ceiling %+v, want 33", c)
+	}
+	if c := ceiling(cp, "tpm"); c == nil || c.MaxPool == nil || *c.MaxPool != 29 {
+		t.Fatalf("tpm ceiling %+v, want 29", c)
+	}
+	if cp.Pool != 29 || cp.BindingConstraint != "tpm" {
+		t.Fatalf("pool %d bound by %s, want 29 by tpm", cp.Pool, cp.BindingConstraint)
+	}
+	// Little's law on tasks: 0.5 tasks/s × 14.7 s.
+	if !strings.Contains(cp.Explanation, "0.5 × 14.7 s = 7.35 tasks in flight") {
+		t.Fatalf("explanation without Little's law on tasks: %s", cp.Explanation)
+	}
+	if mp := cp.MinPool; mp == nil || *mp < 8 {
+		t.Fatalf("min_pool %v, want at least ⌈7.35/0.95⌉ = 8", mp)
+	}
+}
+
+func TestTaskFreshContextByHand(t *testing.T) {
+	s := taskScenario(scenario.Quota{RPM: 600})
+	s.Classes[0].Task.Context = scenario.ContextFresh
+	cp := mustPlan(t, s).Classes[0]
+	// Σ in = 4·1000; Σ S = 4·(0.5 + 2) + 0.0001·4,000 = 10.4 s; T = 14.4 s.
+	if cp.Task.InputTokens != 4000 || cp.Task.CallTimeMs != 10400 || cp.Task.TimeMs != 14400 {
+		t.Fatalf("task %+v", cp.Task)
+	}
+	// 9 req/s ÷ 4 × 14.4 s = 32.4 → 32.
+	if cp.Pool != 32 || cp.BindingConstraint != "rpm" {
+		t.Fatalf("pool %d bound by %s, want 32 by rpm", cp.Pool, cp.BindingConstraint)
+	}
+}
+
+func TestTaskMaxTokensAccounting(t *testing.T) {
+	s := taskScenario(scenario.Quota{TPM: 1e6, TokenAccounting: scenario.AccountingMaxTokens})
+	s.Classes[0].MaxTokens = 200
+	cp := mustPlan(t, s).Classes[0]
+	// Each call reserves max_tokens: 7,000 + 4·200 = 7,800 tokens a task;
+	// 15,000/7,800 × 14.7 s = 28.27 → 28.
+	if c := ceiling(cp, "tpm"); c == nil || c.MaxPool == nil || *c.MaxPool != 28 {
+		t.Fatalf("tpm ceiling %+v, want 28", c)
+	}
+}
+
+// A task in flight is in a call with probability p; a pool counts the
+// p95 of its calls in flight, binomial(pool, p), against its endpoint's
+// knee budget: with a budget of ⌊0.7 × 20⌋ = 14, the largest pool whose
+// p95 is at most 14 is 16 (binomial95 counts it term by term).
+func TestTaskPoolRespectsTheKneeBudget(t *testing.T) {
+	s := taskScenario(scenario.Quota{RPM: 6000})
+	s.Latency.Knee = new(20)
+	cp := mustPlan(t, s).Classes[0]
+	p := 10.7 / 14.7
+	if cp.BindingConstraint != ConstraintKnee || cp.Pool != 16 {
+		t.Fatalf("pool %d bound by %s, want 16 by the knee", cp.Pool, cp.BindingConstraint)
+	}
+	if binomial95(16, p) != 14 || binomial95(17, p) != 15 || cp.Task.CallsInFlightP95 != 14 {
+		t.Fatalf("calls in flight p95 %d", cp.Task.CallsInFlightP95)
+	}
+}
+
+// Every pool of a task class keeps the p95 of its calls in flight within
+// the knee budget, and the next pool would not.
+func TestTaskPoolsWithinBudgetAtEveryKnee(t *testing.T) {
+	for _, knee := range []int{2, 5, 13, 40, 150} {
+		for _, tool := range []float64{0, 300, 5000} {
+			s := taskScenario(scenario.Quota{RPM: 1e7})
+			s.Latency.Knee = new(knee)
+			s.Classes[0].Task.ToolMs = fixedMs(tool)
+			s.Policy.MaxPool = 100000
+			cp := mustPlan(t, s).Classes[0]
+			budget := int(math.Floor(0.7*float64(knee) + 1e-9))
+			p := 10.7 / (10.7 + 4*tool/1000)
+			if cp.BindingConstraint != ConstraintKnee {
+				t.Fatalf("knee %d tool %g: bound by %s", knee, tool, cp.BindingConstraint)
+			}
+			if got := binomial95(cp.Pool, p); got > budget {
+				t.Errorf("knee %d tool %g: pool %d keeps %d calls in flight at p95, over the budget %d", knee, tool, cp.Pool, got, budget)
+			}
+			if got := binomial95(cp.Pool+1, p); got <= budget {
+				t.Errorf("knee %d tool %g: pool %d is not the largest within the budget %d", knee, tool, cp.Pool, budget)
+			}
+		}
+	}
+}
+
+// binomial95 is the 95th percentile of binomial(c, p), summed term by
+// term from the binomial coefficients in 256-bit floating point.
+func binomial95(c int, p float64) int {
+	const prec = 256
+	fl := func(v float64) *big.Float { return new(big.Float).SetPrec(prec).SetFloat64(v) }
+	pk, qk := make([]*big.Float, c+1), make([]*big.Float, c+1)
+	pk[0], qk[0] = fl(1), fl(1)
+	for k := 1; k <= c; k++ {
+		pk[k] = new(big.Float).SetPrec(prec).Mul(pk[k-1], fl(p))
+		qk[k] = new(big.Float).SetPrec(prec).Mul(qk[k-1], fl(1-p))
+	}
+	cdf, target := fl(0), fl(0.95)
+	for k := 0; k <= c; k++ {
+		term := new(big.Float).SetPrec(prec).SetInt(new(big.Int).Binomial(int64(c), int64(k)))
+		term.Mul(term, pk[k]).Mul(term, qk[c-k])
+		cdf.Add(cdf, term)
+		if cdf.Cmp(target) >= 0 {
+			return k
+		}
+	}
+	return c
+}
