@@ -492,6 +492,9 @@ func (m *classModel) p95(ctx context.Context, c, load int, which percentile) (fl
 	if !w.Stable() {
 		return math.Inf(1), nil
 	}
+	if which == pctTTFT && m.task != nil {
+		w = m.task.firstCallWait(w)
+	}
 	return m.quantile(ctx, s, full, w, which)
 }
 

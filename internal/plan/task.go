@@ -25,11 +25,27 @@ type TaskPlan struct {
 	CallsInFlightP95 int     `json:"calls_in_flight_p95" doc:"The 95th percentile of calls in flight with the pool full of tasks (binomial over the pool with p): what the pool counts against its endpoint's knee budget."`
 }
 
+// TaskLaw is what an agent task is made of, as the plan draws it: the
+// calls of a task (each draw rounded by TaskCalls), the tool run after
+// each call (seconds), the tokens each tool run returns, and whether
+// each call carries the task's earlier outputs and tool results.
+type TaskLaw struct {
+	Calls, ToolS, Result model.Dist
+	Accumulate           bool
+}
+
+// TaskCalls is a draw of a task's calls as a whole number of them, in
+// [1, scenario.MaxTaskCalls].
+func TaskCalls(x float64) int {
+	return int(math.Max(1, math.Min(scenario.MaxTaskCalls, math.Round(x))))
+}
+
 // taskModel is an agent task as the plan models it: n serial calls, each
 // S_i followed by a tool run of tool_i; with accumulate, call i's input is
 // the first input plus every earlier output and tool result.
 type taskModel struct {
 	spec            scenario.Task
+	law             TaskLaw
 	calls, calls2   float64 // E[n] and E[n²], from the Monte Carlo sample of n
 	in, out         float64 // E[Σ in_i], E[Σ out_i] per task
 	llm, tool, mean float64 // E[Σ S_i], E[Σ tool_i] and E[T], seconds
@@ -65,7 +81,7 @@ func (m *classModel) newTask(t scenario.Task, call model.Service) error {
 	var sumN, sumN2 float64
 	acc := t.Accumulates()
 	for j := range n {
-		k := taskCalls(calls.Sample(r.NormFloat64()))
+		k := float64(TaskCalls(calls.Sample(r.NormFloat64())))
 		sumN += k
 		sumN2 += k * k
 		in := call.In.Sample(r.NormFloat64())
@@ -86,7 +102,7 @@ func (m *classModel) newTask(t scenario.Task, call model.Service) error {
 		}
 		total[j] = T
 	}
-	tm := &taskModel{spec: t, calls: sumN / float64(n), calls2: sumN2 / float64(n), p95: map[int]int{}}
+	tm := &taskModel{spec: t, law: TaskLaw{Calls: calls, ToolS: tool, Result: result, Accumulate: acc}, calls: sumN / float64(n), calls2: sumN2 / float64(n), p95: map[int]int{}}
 	tm.moments(call, tool.Mean(), result.Mean())
 	m.task = tm
 	m.use = tm.use(m.key, m.spec)
@@ -124,12 +140,6 @@ func (t *taskModel) callFlow(f *flow, in float64) {
 	f.m2 += 2*d*f.m1 + d*d
 	f.m1 += d
 	f.rate *= t.calls
-}
-
-// taskCalls is a draw of calls as a whole number of them, in [1, the
-// most a task makes].
-func taskCalls(x float64) float64 {
-	return math.Max(1, math.Min(scenario.MaxTaskCalls, math.Round(x)))
 }
 
 func boolByte(b bool) byte {
@@ -316,4 +326,15 @@ func (m *classModel) serviceName() string {
 		return "E[T]"
 	}
 	return "E[S]"
+}
+
+// firstCallWait is the wait for a pool slot as a task's calls see it:
+// only a task's first call waits for a slot, and it is one of E[n] calls,
+// so a call waits with probability P(W > 0)/E[n], as long as a first
+// call's wait when it does (the TTFT of a call taken as independent of
+// whether it is the first: the first call's input is the shortest, so
+// this errs on the safe side).
+func (t *taskModel) firstCallWait(w model.Wait) model.Wait {
+	w.Prob /= t.calls
+	return w
 }

@@ -76,6 +76,10 @@ func (c *client) result() ClassRun {
 	}
 	ttft := quantiles(st.latency.rows, func(r [2]float64) float64 { return r[0] }, 0.5, 0.95, 0.99)
 	e2e := quantiles(st.latency.rows, func(r [2]float64) float64 { return r[1] }, 0.5, 0.95, 0.99)
+	if c.w.Task != nil {
+		// An agent task's TTFT is its calls'; its E2E the whole task's.
+		ttft = quantiles(st.callTTFT.rows, func(v float64) float64 { return v }, 0.5, 0.95, 0.99)
+	}
 	sm.TTFTP50Ms, sm.TTFTP95Ms, sm.TTFTP99Ms = msPtr(ttft[0]), msPtr(ttft[1]), msPtr(ttft[2])
 	sm.E2EP50Ms, sm.E2EP95Ms, sm.E2EP99Ms = msPtr(e2e[0]), msPtr(e2e[1]), msPtr(e2e[2])
 	var poolTime float64

@@ -22,6 +22,7 @@ const (
 	evShed                // a queued request reaches the plan's max queue wait
 	evRetry               // a backoff is over
 	evDone                // a request's last token
+	evTool                // an agent task's tool run is over
 )
 
 // event is one entry of the event queue. Events at the same time run in
@@ -148,6 +149,8 @@ func (s *sim) run() error {
 			c.dispatch()
 		case evDone:
 			c.done(e.r)
+		case evTool:
+			c.toolDone(e.r)
 		}
 		s.recycle(e) // its handler dropped every reference to it
 	}

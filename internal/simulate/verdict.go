@@ -46,7 +46,7 @@ func (c *client) verdict(sm Simulated) SimulationVerdict {
 			name   string
 			target float64
 			got    *float64
-		}{{"TTFT", slo.TTFTP95Ms, sm.TTFTP95Ms}, {"E2E", slo.E2EP95Ms, sm.E2EP95Ms}} {
+		}{{"TTFT", slo.TTFTP95Ms, sm.TTFTP95Ms}, {"E2E", slo.E2EP95Ms, sm.E2EP95Ms}, {"task E2E", slo.TaskE2EMs, sm.E2EP95Ms}} {
 			switch {
 			case t.target <= 0:
 			case t.got == nil:
