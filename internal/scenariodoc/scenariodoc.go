@@ -455,7 +455,6 @@ var handExamples = map[string]any{
 	"Class.priority":                     1,
 	"Class.weight":                       2,
 	"Policy.seed":                        7,
-	"SLO.task_e2e_ms":                    60000,
 }
 
 // example is the first value a shipped example scenario sets for the field
