@@ -145,3 +145,15 @@ func binomial95(c int, p float64) int {
 	}
 	return c
 }
+
+// A task class is billed for its tasks' tokens: 7,000 input tokens at
+// 1 USD and 404 output tokens at 4 USD a million come to 0.008616 USD a
+// task; 0.5 tasks/s for a day is 43,200 tasks and 372.2112 USD.
+func TestTaskCostByHand(t *testing.T) {
+	s := taskScenario(scenario.Quota{RPM: 600, Price: &scenario.Price{InputPerMtok: f(1), OutputPerMtok: f(4)}})
+	s.Classes[0].Demand = &scenario.Demand{RPS: 0.5}
+	c := mustPlan(t, s).Classes[0].Cost
+	if c == nil || c.RequestsPerDay != 43200 || math.Abs(c.PerDay-372.2112) > 0.01 {
+		t.Fatalf("cost %+v, want 43,200 tasks and 372.21 USD a day", c)
+	}
+}
