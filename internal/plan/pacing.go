@@ -62,13 +62,13 @@ func (r *run) pacing(i, pool int, allot quota.Vector) Pacing {
 	m := r.models[i]
 	rate, burst := math.Inf(1), math.Inf(1)
 	for _, d := range pacingDims(m.key) {
-		if u := m.use[d]; u > 0 {
+		if u := m.callUse(d); u > 0 {
 			rate = math.Min(rate, allot[d]/u)
 			burst = math.Min(burst, bucketSize(m.key, d)/u)
 		}
 	}
 	if math.IsInf(rate, 1) {
-		rate = float64(max(pool, 1)) / m.at(r.load(i)).mean
+		rate = float64(max(pool, 1)) / m.at(r.load(i)).mean * m.callsPer()
 	}
 	b := searchLimit
 	if v := burst + tolerance; v < float64(searchLimit) {

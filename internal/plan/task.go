@@ -338,3 +338,17 @@ func (t *taskModel) firstCallWait(w model.Wait) model.Wait {
 	w.Prob /= t.calls
 	return w
 }
+
+// callUse is what one send of the class counts on dimension d on
+// average: a request's use, or for an agent task a task's spread over
+// its E[n] calls, so that pacing paces calls.
+func (m *classModel) callUse(d scenario.Dimension) float64 { return m.use[d] / m.callsPer() }
+
+// callsPer is the mean calls of what the class's pool holds: E[n] for an
+// agent task, 1 for a request.
+func (m *classModel) callsPer() float64 {
+	if t := m.task; t != nil {
+		return t.calls
+	}
+	return 1
+}

@@ -157,3 +157,12 @@ func TestTaskCostByHand(t *testing.T) {
 		t.Fatalf("cost %+v, want 43,200 tasks and 372.21 USD a day", c)
 	}
 }
+
+// A task class's client paces calls: its share of rpm, 9 req/s, is 9
+// calls a second, in bursts of 0.9 × 600 / 60 × 1 s = 9 calls.
+func TestTaskPacingPacesCalls(t *testing.T) {
+	cp := mustPlan(t, taskScenario(scenario.Quota{RPM: 600})).Classes[0]
+	if cp.Pacing.RateRPS != 9 || cp.Pacing.Burst != 9 {
+		t.Fatalf("pacing %+v, want 9 calls/s in bursts of 9", cp.Pacing)
+	}
+}

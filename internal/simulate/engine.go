@@ -293,7 +293,8 @@ func stream(seed uint64, class, purpose int) *rand.PCG {
 }
 
 // expectedEvents estimates a run's events before it starts: two per
-// request (its arrival and its completion) at the expected arrival rate,
+// request (its arrival and its completion; an agent task's, one and two
+// per call) at the expected arrival rate,
 // or for a closed loop at the pool's throughput (the AIMD ceiling's when
 // adapting).
 func (s *sim) expectedEvents() (events, requests float64) {
@@ -311,13 +312,14 @@ func (s *sim) expectedEvents() (events, requests float64) {
 			}
 			rate := pool / c.meanS
 			if c.pacer != nil {
-				rate = math.Min(rate, c.cp.Pacing.RateRPS)
+				rate = math.Min(rate, c.cp.Pacing.RateRPS/c.callsPerArrival())
 			}
 			n = rate * s.end
 		}
+		events += n * c.eventsPerArrival()
 		requests += n
 	}
-	return 2 * requests, requests
+	return events, requests
 }
 
 // endpoint is a serving endpoint: its latency follows what is in flight

@@ -67,3 +67,22 @@ func (c *client) toolDone(r *request) {
 	c.resend = append(c.resend, r)
 	c.dispatch()
 }
+
+// callsPerArrival is the mean calls of an arrival: E[n] for an agent
+// task, 1 for a request.
+func (c *client) callsPerArrival() float64 {
+	if c.cp.Task != nil {
+		return c.cp.Task.Calls
+	}
+	return 1
+}
+
+// eventsPerArrival is the events an arrival makes without retries: its
+// arrival and its completion, or an agent task's arrival and, for each
+// call, its completion and the end of its tool run.
+func (c *client) eventsPerArrival() float64 {
+	if c.cp.Task != nil {
+		return 1 + 2*c.cp.Task.Calls
+	}
+	return 2
+}
