@@ -375,6 +375,9 @@ func (r *run) relax(j, metric int, v float64, at int) Remedy {
 	field, name := "ttft_p95_ms", ConstraintSLOTTFT
 	if metric == metricE2E {
 		field, name = "e2e_p95_ms", ConstraintSLOE2E
+		if m.task != nil {
+			field = "task_e2e_ms"
+		}
 	}
 	msv := math.Ceil(v * 1000)
 	if !finite(msv) || msv > 1e9 {

@@ -166,3 +166,19 @@ func TestTaskPacingPacesCalls(t *testing.T) {
 		t.Fatalf("pacing %+v, want 9 calls/s in bursts of 9", cp.Pacing)
 	}
 }
+
+// A task target no pool meets (a task takes 14.7 s) is relaxed where it
+// is written, slo.task_e2e_ms, to what the pool achieves.
+func TestTaskTargetRemedy(t *testing.T) {
+	s := taskScenario(scenario.Quota{RPM: 600})
+	s.Classes[0].Demand = &scenario.Demand{RPS: 0.5}
+	s.Classes[0].SLO = &scenario.SLO{TaskE2EMs: 10000}
+	cp := mustPlan(t, s).Classes[0]
+	if cp.Feasible || len(cp.Remedies) == 0 {
+		t.Fatalf("feasible %v, remedies %v", cp.Feasible, cp.Remedies)
+	}
+	rm := cp.Remedies[0]
+	if rm.Path != "/classes/0/slo/task_e2e_ms" || rm.Value < 14700 {
+		t.Fatalf("remedy %+v, want slo.task_e2e_ms relaxed to at least 14,700 ms", rm)
+	}
+}
