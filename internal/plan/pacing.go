@@ -504,7 +504,7 @@ func (m *classModel) windowCharge(d scenario.Dimension) float64 {
 	mt := float64(m.spec.MaxTokens)
 	a0 := m.key.Admission(0, mt, m.spec.CachedInputFraction)[d]
 	a1 := m.key.Admission(1, mt, m.spec.CachedInputFraction)[d] - a0
-	return a0 + a1*m.base.In.Quantile(0.99)
+	return a0 + a1*m.inputP99()
 }
 
 // overWindow reports whether class i's requests exceed one window's

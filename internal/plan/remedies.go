@@ -230,7 +230,7 @@ func (r *run) windowRemedies(i int, d scenario.Dimension) []Remedy {
 	a0 := m.key.Admission(0, mt, m.spec.CachedInputFraction)[d]
 	a1 := m.key.Admission(1, mt, m.spec.CachedInputFraction)[d] - a0
 	b := bucketSize(m.key, d)
-	in99 := m.base.In.Quantile(0.99)
+	in99 := m.inputP99()
 	var out []Remedy
 	if mt > 0 && m.key.Admission(0, 0, 0)[d] < a0 {
 		// The key counts max_tokens at admission on d.

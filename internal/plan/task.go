@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/quota"
@@ -50,6 +51,7 @@ type taskModel struct {
 	in, out         float64 // E[Σ in_i], E[Σ out_i] per task
 	llm, tool, mean float64 // E[Σ S_i], E[Σ tool_i] and E[T], seconds
 	p               float64 // E[Σ S_i] / E[T]
+	in99            float64 // the p99 of a task's largest call input
 	p95             map[int]int
 }
 
@@ -77,6 +79,10 @@ func (m *classModel) newTask(t scenario.Task, call model.Service) error {
 	}
 	n := m.draws.N
 	first, total := make([]float64, 0, n), make([]float64, n)
+	var last []float64 // the last call's input of each task, with accumulate
+	if t.Accumulates() {
+		last = make([]float64, n)
+	}
 	r := rand.New(rand.NewPCG(m.draws.Seed, taskStream))
 	var sumN, sumN2 float64
 	acc := t.Accumulates()
@@ -89,6 +95,9 @@ func (m *classModel) newTask(t scenario.Task, call model.Service) error {
 		for range int(k) {
 			if !acc {
 				in = call.In.Sample(r.NormFloat64())
+			}
+			if last != nil {
+				last[j] = in + carried
 			}
 			ttft := call.TTFT.Sample(r.NormFloat64()) + call.Prefill*(in+carried)
 			out := call.Out.Sample(r.NormFloat64())
@@ -104,6 +113,11 @@ func (m *classModel) newTask(t scenario.Task, call model.Service) error {
 	}
 	tm := &taskModel{spec: t, law: TaskLaw{Calls: calls, ToolS: tool, Result: result, Accumulate: acc}, calls: sumN / float64(n), calls2: sumN2 / float64(n), p95: map[int]int{}}
 	tm.moments(call, tool.Mean(), result.Mean())
+	tm.in99 = call.In.Quantile(0.99)
+	if last != nil {
+		slices.Sort(last)
+		tm.in99 = model.QuantileSorted(last, 0.99)
+	}
 	m.task = tm
 	m.use = tm.use(m.key, m.spec)
 
@@ -351,4 +365,15 @@ func (m *classModel) callsPer() float64 {
 		return t.calls
 	}
 	return 1
+}
+
+// inputP99 is the p99 of the input of the class's largest request, which
+// the per-window checks hold to one window: a request's, or with an
+// accumulating agent task the p99 over tasks of the last call's, which
+// carries the whole earlier context (the Monte Carlo's draws).
+func (m *classModel) inputP99() float64 {
+	if t := m.task; t != nil {
+		return t.in99
+	}
+	return m.base.In.Quantile(0.99)
 }

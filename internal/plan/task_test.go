@@ -182,3 +182,21 @@ func TestTaskTargetRemedy(t *testing.T) {
 		t.Fatalf("remedy %+v, want slo.task_e2e_ms relaxed to at least 14,700 ms", rm)
 	}
 }
+
+// An accumulating task's last call carries the whole earlier context:
+// 1,000 + 3 × 500 = 2,500 input tokens, which with 600 tokens of
+// max_tokens is 3,100 tokens of tpm at admission. A tpm of 180,000 allows
+// 0.9 × 180,000/60 × 1 s = 2,700 tokens a window: the last call never
+// passes, though the first (1,600 tokens) would.
+func TestTaskLastCallMustFitAWindow(t *testing.T) {
+	s := taskScenario(scenario.Quota{TPM: 180000, TokenAccounting: scenario.AccountingMaxTokens})
+	s.Classes[0].MaxTokens = 600
+	cp := mustPlan(t, s).Classes[0]
+	if c := ceiling(cp, "tpm"); c == nil || c.MaxPool == nil || *c.MaxPool != 0 || !strings.Contains(c.Detail, "3,100") {
+		t.Fatalf("tpm ceiling %+v, want 0 for a charge of 3,100 tokens", c)
+	}
+	s.Classes[0].Task.Context = scenario.ContextFresh
+	if c := ceiling(mustPlan(t, s).Classes[0], "tpm"); c == nil || c.MaxPool == nil || *c.MaxPool == 0 {
+		t.Fatalf("fresh context: tpm ceiling %+v, want a pool", c)
+	}
+}
