@@ -200,3 +200,24 @@ func TestTaskLastCallMustFitAWindow(t *testing.T) {
 		t.Fatalf("fresh context: tpm ceiling %+v, want a pool", c)
 	}
 }
+
+// On an endpoint shared with a class of single calls, a task class's
+// share of the knee budget is in calls: with ⌊0.7 × 20⌋ = 14 split
+// evenly, the single calls get 7 and the tasks the largest pool whose
+// p95 of calls in flight is at most 7.
+func TestTaskSharesTheKneeBudgetInCalls(t *testing.T) {
+	s := taskScenario(scenario.Quota{RPM: 1e6})
+	s.Latency.Knee = new(20)
+	calls := s.Classes[0]
+	calls.Name, calls.Task = "single", nil
+	s.Classes = append(s.Classes, calls)
+	p := mustPlan(t, s)
+	task, single := p.Classes[0], p.Classes[1]
+	if single.Pool != 7 || single.BindingConstraint != ConstraintKnee {
+		t.Fatalf("single calls: pool %d bound by %s, want 7 by the knee", single.Pool, single.BindingConstraint)
+	}
+	q := 10.7 / 14.7
+	if task.BindingConstraint != ConstraintKnee || binomial95(task.Pool, q) > 7 || binomial95(task.Pool+1, q) <= 7 {
+		t.Fatalf("tasks: pool %d bound by %s keeps %d calls in flight at p95, want the largest within 7", task.Pool, task.BindingConstraint, binomial95(task.Pool, q))
+	}
+}
