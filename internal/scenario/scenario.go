@@ -196,10 +196,18 @@ func (d Demand) Rate() float64 {
 	return 0
 }
 
-// SLO is a class's latency target.
+// SLO is a class's latency targets at one percentile (docs/concepts.md,
+// "SLOs at a percentile"), in one of two forms: ttft_ms, e2e_ms and
+// tpot_ms with percentile (95 by default), or the older ttft_p95_ms and
+// e2e_p95_ms, which are targets at the 95th percentile. A class gives one
+// form, not both.
 type SLO struct {
-	TTFTP95Ms float64 `json:"ttft_p95_ms,omitempty" minimum:"0" maximum:"1e8"`
-	E2EP95Ms  float64 `json:"e2e_p95_ms,omitempty" minimum:"0" maximum:"1e9"`
+	TTFTP95Ms  float64 `json:"ttft_p95_ms,omitempty" minimum:"0" maximum:"1e8" doc:"TTFT target at the 95th percentile, milliseconds (the older form of ttft_ms with percentile 95)."`
+	E2EP95Ms   float64 `json:"e2e_p95_ms,omitempty" minimum:"0" maximum:"1e9" doc:"E2E target at the 95th percentile, milliseconds (the older form of e2e_ms with percentile 95)."`
+	TTFTMs     float64 `json:"ttft_ms,omitempty" minimum:"0" maximum:"1e8" doc:"Time to first token, queue wait included, that the percentile of requests must meet, milliseconds."`
+	E2EMs      float64 `json:"e2e_ms,omitempty" minimum:"0" maximum:"1e9" doc:"Time from arrival to the last token, queue wait included, that the percentile of requests must meet, milliseconds."`
+	TPOTMs     float64 `json:"tpot_ms,omitempty" minimum:"0" maximum:"1e6" doc:"Time per output token after the first that the percentile of requests must meet, milliseconds."`
+	Percentile float64 `json:"percentile,omitempty" minimum:"50" maximum:"99.9" default:"95" doc:"The percentile of requests that ttft_ms, e2e_ms and tpot_ms bind, from 50 to 99.9."`
 }
 
 // Policy sets how the plan is computed.
