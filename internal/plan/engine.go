@@ -203,7 +203,7 @@ func (r *run) prepare(ctx context.Context, draws *model.Draws) error {
 	for _, m := range r.models {
 		s := m.static
 		if s != nil && (draws.N > tailCacheMaxDraws ||
-			!r.eng.tails.Contains(tailKey{s.ttftKey, metricTTFT}) || !r.eng.tails.Contains(tailKey{s.key, metricE2E})) {
+			!r.eng.tails.Contains(tailKey{s.ttftKey, metricTTFT, m.pct}) || !r.eng.tails.Contains(tailKey{s.key, metricE2E, m.pct})) {
 			static = append(static, m)
 		}
 	}
@@ -299,6 +299,7 @@ func (r *run) classPlan(ctx context.Context, i int) (ClassPlan, error) {
 		// than within 5 % of it) does not fit.
 		cp.Feasible = false
 	}
+	r.tpotTarget(i, &cp)
 	cp.Pacing = r.pacing(i, cp.Pool, allot)
 	if cp.Admission, err = r.admission(ctx, i, cp.Pool); err != nil {
 		return cp, err

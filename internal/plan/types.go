@@ -76,6 +76,12 @@ type Predicted struct {
 	WithoutPacing    *WithoutPacing     `json:"without_pacing,omitempty" doc:"What the key would answer if clients did not pace their sends."`
 	Utilization      map[string]float64 `json:"utilization" doc:"Share of each limit of the key this class uses at its demand (or its pool when no demand is given)."`
 	Extrapolated     bool               `json:"extrapolated,omitempty" doc:"The pool lies outside the measured curve."`
+	// The values at the percentile the class's SLO names (slo.percentile),
+	// given when it names one: what its targets are held to.
+	Percentile         *float64 `json:"percentile,omitempty" doc:"The percentile of the class's SLO (slo.percentile) that the values at_percentile are taken at."`
+	TTFTMsAtPercentile *float64 `json:"ttft_ms_at_percentile,omitempty" doc:"TTFT at the SLO's percentile, queue wait included when demand is given; what slo.ttft_ms is held to."`
+	E2EMsAtPercentile  *float64 `json:"e2e_ms_at_percentile,omitempty" doc:"E2E at the SLO's percentile, queue wait included when demand is given; what slo.e2e_ms is held to."`
+	TPOTMsAtPercentile *float64 `json:"tpot_ms_at_percentile,omitempty" doc:"TPOT at the SLO's percentile: each request's time per output token after the first; what slo.tpot_ms is held to."`
 }
 
 // Pacing is what the key's pacing buckets (QuotaPlan.Pacing) give the
