@@ -44,10 +44,15 @@ type Quota struct {
 	Headroom        float64 `json:"headroom,omitempty" exclusiveMinimum:"0" maximum:"1" default:"0.9" doc:"Fraction of each limit the plan may use."`
 	BurstWindowS    float64 `json:"burst_window_s,omitempty" exclusiveMinimum:"0" maximum:"3600" default:"1" doc:"Window, in seconds, over which the provider enforces per-minute limits: one window allows limit × burst_window_s / 60, and the plan paces each key with a bucket that holds headroom × that. A request whose charge is more than that can never pass without waiting: the class does not fit. OpenAI enforces per-minute limits over about 1 s; Azure OpenAI over 1 or 10 s (see the deployment's rate limits); Anthropic refills a token bucket continuously without publishing its depth. When unknown, use 1: the shortest window is the safe side."`
 	ActiveHours     float64 `json:"active_hours,omitempty" exclusiveMinimum:"0" maximum:"24" default:"24" doc:"Hours a day the key is used, over which daily limits are spread."`
-	CachedInputFree bool    `json:"cached_input_free,omitempty" doc:"Cached input tokens do not count against itpm."`
+	CachedInputFree bool    `json:"cached_input_free,omitempty" doc:"Cached input tokens do not count against itpm (Anthropic's cache reads; cached_input_tpm_free is tpm's)."`
 	// Price is what the key costs; without it the plan has no cost for
 	// the key's classes (docs/concepts.md, "Cost").
 	Price *Price `json:"price,omitempty" doc:"What the key costs: per-token prices (pay as you go) or a price per hour (provisioned capacity). Without it the plan states no cost for the key."`
+
+	// CachedInputTPMFree says whether cache reads count against tpm and
+	// tpd, as cached_input_free does for itpm (docs/concepts.md, "The
+	// prompt cache").
+	CachedInputTPMFree bool `json:"cached_input_tpm_free,omitempty" doc:"Cached input tokens do not count against tpm and tpd either (cached_input_free is itpm's). Anthropic: cache reads are free for itpm (cached_input_free: true), and it has no tpm; OpenAI and Azure OpenAI count cached tokens against tpm like any others (both false, the default)."`
 }
 
 // Price is what a key costs, in one of two forms: pay as you go, billed
@@ -158,7 +163,7 @@ type Class struct {
 	Latency             *Latency `json:"latency,omitempty" doc:"A latency profile of this class's own: an endpoint that no other class shares. Give endpoint or latency, not both."`
 	Weight              float64  `json:"weight,omitempty" exclusiveMinimum:"0" maximum:"1e6" default:"1" doc:"Share of a quota among classes of equal standing."`
 	Priority            int      `json:"priority,omitempty" minimum:"-1000" maximum:"1000" doc:"Order within a mode under priority allocation; lower goes first."`
-	CachedInputFraction float64  `json:"cached_input_fraction,omitempty" minimum:"0" maximum:"1" doc:"Fraction of input tokens served from the provider's prompt cache: not counted against itpm where the key's cached_input_free says so, and billed at its price's cached_input_per_mtok."`
+	CachedInputFraction float64  `json:"cached_input_fraction,omitempty" minimum:"0" maximum:"1" doc:"Fraction of input tokens served from the provider's prompt cache: they skip prefill (TTFT = base + prefill_ms_per_1k_tokens × uncached input / 1000), are not counted against itpm, tpm and tpd where the key's cached_input_free and cached_input_tpm_free say so, and are billed at its price's cached_input_per_mtok."`
 	CacheWriteFraction  float64  `json:"cache_write_fraction,omitempty" minimum:"0" maximum:"1" doc:"Fraction of input tokens written into the provider's prompt cache, billed at the key's cache_write_per_mtok; with cached_input_fraction at most 1. It changes the cost only."`
 	ArrivalSCV          *float64 `json:"arrival_scv,omitempty" minimum:"0" maximum:"100" doc:"Squared coefficient of variation of the gaps between arrivals, a renewal process: 1 (the default) for Poisson arrivals, 0 for evenly spaced ones, and otherwise gamma-distributed gaps of shape 1/arrival_scv (smoother than Poisson below 1, in clumps above 1), as planner simulate draws them. Above 1 the plan takes the worse of gamma and two-phase hyperexponential gaps, so that it holds for either."`
 }
