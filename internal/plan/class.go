@@ -156,7 +156,7 @@ func newClassModel(eng *Engine, spec scenario.Class, key quota.Key, p scenario.P
 		return nil, fmt.Errorf("latency.tpot_ms: %w", err)
 	}
 	svc := m.base
-	svc.TTFT, svc.TPOT, svc.Prefill = ttft, tpot, l.PrefillMsPer1K/1000/1000
+	svc.TTFT, svc.TPOT, svc.Prefill = ttft, tpot, prefillPerToken(l, spec)
 	m.static = m.newService(svc, false)
 	if !(m.static.mean > 0) {
 		return nil, errors.New("the service time is zero: give a positive ttft_ms, or a positive tpot_ms with more than one output token")
