@@ -300,6 +300,9 @@ func (r *run) classPlan(ctx context.Context, i int) (ClassPlan, error) {
 		cp.Feasible = false
 	}
 	r.tpotTarget(i, &cp)
+	if cp.PromptCache, err = r.promptCache(ctx, i, cp.Pool, cp.Predicted); err != nil {
+		return cp, err
+	}
 	cp.Pacing = r.pacing(i, cp.Pool, allot)
 	if cp.Admission, err = r.admission(ctx, i, cp.Pool); err != nil {
 		return cp, err

@@ -47,3 +47,40 @@ func TestCacheLowersTTFTByTheCachedPrefill(t *testing.T) {
 		t.Errorf("mean TTFT falls by %g s, want k·r·E[in]/1000 = %g s", d, want)
 	}
 }
+
+// TestPromptCacheEffect: the plan shows TTFT p95 and the key's use with
+// the cache and without it, by hand: 3,000 input tokens of which r = 0.5
+// cached, 101 output tokens, prefill 40 ms per 1,000.
+func TestPromptCacheEffect(t *testing.T) {
+	s := handScenario(scenario.Quota{RPM: 600, ITPM: 1e6, TPM: 2e6, CachedInputFree: true})
+	s.Latency.PrefillMsPer1K = 40
+	s.Classes[0].InputTokens = fixed(3000)
+	s.Classes[0].Demand = &scenario.Demand{RPS: 1}
+	if cp := mustPlan(t, s).Classes[0]; cp.PromptCache != nil {
+		t.Fatalf("a class that reads nothing from the cache shows its effect: %+v", cp.PromptCache)
+	}
+	s.Classes[0].CachedInputFraction = 0.5
+	cp := mustPlan(t, s).Classes[0]
+	pc := cp.PromptCache
+	if pc == nil || pc.CachedInputFraction != 0.5 {
+		t.Fatalf("no prompt cache effect: %+v", pc)
+	}
+	// 500 + 40 × 1.5 = 560 ms with the cache, 500 + 40 × 3 = 620 without.
+	if *pc.TTFTP95Ms != 560 || *pc.TTFTP95MsWithoutCache != 620 || *cp.Predicted.TTFTP95Ms != 560 {
+		t.Errorf("TTFT p95 %v with the cache, %v without; want 560 and 620", *pc.TTFTP95Ms, *pc.TTFTP95MsWithoutCache)
+	}
+	// itpm: cache reads free, 1,500 with and 3,000 without; tpm counts
+	// them: 3,101 either way.
+	if pc.UsePerRequest["itpm"] != 1500 || pc.UsePerRequestNoCache["itpm"] != 3000 || pc.UsePerRequest["tpm"] != 3101 || pc.UsePerRequestNoCache["tpm"] != 3101 {
+		t.Errorf("use per request %v with the cache, %v without", pc.UsePerRequest, pc.UsePerRequestNoCache)
+	}
+	// 1 req/s × 1,500 × 60 / 10⁶ = 0.09 of itpm; 0.18 without.
+	if pc.Utilization["itpm"] != 0.09 || pc.UtilizationNoCache["itpm"] != 0.18 || pc.UtilizationNoCache["rpm"] != pc.Utilization["rpm"] {
+		t.Errorf("utilization %v with the cache, %v without", pc.Utilization, pc.UtilizationNoCache)
+	}
+	s.Quotas[0].CachedInputTPMFree = true
+	pc = mustPlan(t, s).Classes[0].PromptCache
+	if pc.UsePerRequest["tpm"] != 1601 || pc.UsePerRequestNoCache["tpm"] != 3101 {
+		t.Errorf("tpm per request %v with cache reads free for tpm, %v without; want 1601 and 3101", pc.UsePerRequest["tpm"], pc.UsePerRequestNoCache["tpm"])
+	}
+}
