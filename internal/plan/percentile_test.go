@@ -2,7 +2,7 @@ package plan
 
 import (
 	"context"
-
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -135,5 +135,37 @@ func TestRemedyNamesTheFormGiven(t *testing.T) {
 		if cp.Feasible || !slices.ContainsFunc(cp.Remedies, func(r Remedy) bool { return r.Path == tc.path && r.Value == 500 }) {
 			t.Errorf("%+v: want a remedy at %s to 500 ms, got %+v", tc.slo, tc.path, cp.Remedies)
 		}
+	}
+}
+
+// TestPercentileWorkedExample is the worked example of docs/concepts.md
+// ("SLOs at a percentile"): TTFT p50 400 ms and p95 900 ms has a p99 of
+// 1,259 ms, so a 1,000 ms target holds at p95 and at no pool at p99.
+func TestPercentileWorkedExample(t *testing.T) {
+	s := handScenario(scenario.Quota{RPM: 600})
+	s.Latency.TTFTMs = &scenario.Dist{P50: f(400), P95: f(900)}
+	s.Policy.MonteCarloDraws = 200000
+	s.Classes[0].SLO = &scenario.SLO{TTFTMs: 1000}
+	if cp := mustPlan(t, s).Classes[0]; !cp.Feasible {
+		t.Fatalf("at p95: %s", cp.Explanation)
+	}
+	s.Classes[0].SLO = &scenario.SLO{TTFTMs: 1000, Percentile: 99}
+	cp := mustPlan(t, s).Classes[0]
+	ws, err := testEngine.Workloads(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ws[0].m.noWait95(context.Background(), 1, metricTTFT) // at the class's percentile
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp.Feasible || math.Abs(got*1000-1259.4) > 0.01*1259.4 {
+		t.Fatalf("at p99: feasible %v, TTFT p99 %g ms, want about 1,259: %s", cp.Feasible, got*1000, cp.Explanation)
+	}
+	if pr, err := testEngine.PredictAt(context.Background(), s, "work", 1); err != nil || math.Abs(pr.TTFTP95Ms-900) > 0.01*900 {
+		t.Errorf("PredictAt gives the p95 whatever the SLO's percentile: %v, %v", pr.TTFTP95Ms, err)
+	}
+	if c := ceiling(cp, ConstraintSLOTTFT); c == nil || *c.MaxPool != 0 || !strings.Contains(c.Detail, "TTFT p99") {
+		t.Errorf("want an SLO ceiling of 0 at p99, got %+v", c)
 	}
 }

@@ -84,3 +84,20 @@ func TestPromptCacheEffect(t *testing.T) {
 		t.Errorf("tpm per request %v with cache reads free for tpm, %v without; want 1601 and 3101", pc.UsePerRequest["tpm"], pc.UsePerRequestNoCache["tpm"])
 	}
 }
+
+// TestPromptCacheWorkedExample is the worked example of docs/concepts.md
+// ("The prompt cache").
+func TestPromptCacheWorkedExample(t *testing.T) {
+	s := handScenario(scenario.Quota{RPM: 600, ITPM: 1e6, TPM: 2e6, CachedInputFree: true})
+	s.Latency = scenario.Latency{TTFTMs: fixedMs(400), TPOTMs: fixedMs(20), PrefillMsPer1K: 40}
+	s.Classes[0].InputTokens, s.Classes[0].OutputTokens = fixed(4000), fixed(250)
+	s.Classes[0].CachedInputFraction = 0.75
+	pc := mustPlan(t, s).Classes[0].PromptCache
+	if *pc.TTFTP95Ms != 440 || *pc.TTFTP95MsWithoutCache != 560 || pc.UsePerRequest["itpm"] != 1000 || pc.UsePerRequest["tpm"] != 4250 {
+		t.Errorf("TTFT %v and %v ms, use %v; want 440 and 560 ms, itpm 1,000, tpm 4,250", *pc.TTFTP95Ms, *pc.TTFTP95MsWithoutCache, pc.UsePerRequest)
+	}
+	s.Quotas[0].CachedInputTPMFree = true
+	if pc := mustPlan(t, s).Classes[0].PromptCache; pc.UsePerRequest["tpm"] != 1250 {
+		t.Errorf("tpm per request %v with cache reads free for tpm, want 1,250", pc.UsePerRequest["tpm"])
+	}
+}
