@@ -70,6 +70,9 @@ func (r *run) explain(i int, cp ClassPlan) string {
 	if v := batchVerdict(cp.Batch); v != "" {
 		b.WriteString(" " + v)
 	}
+	if v := cacheSentence(cp.PromptCache); v != "" {
+		b.WriteString(" " + v)
+	}
 	return b.String()
 }
 

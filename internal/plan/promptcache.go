@@ -2,6 +2,8 @@ package plan
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/plannerdev/planner/internal/scenario"
 )
@@ -59,4 +61,27 @@ func (r *run) promptCache(ctx context.Context, i, pool int, pr Predicted) (*Prom
 		}
 	}
 	return pc, nil
+}
+
+// cacheSentence says what the prompt cache does for a class, for its
+// explanation: its TTFT p95 without and with the cache, where the cache
+// changes it, and the limits whose use per request it lowers.
+func cacheSentence(pc *PromptCache) string {
+	if pc == nil {
+		return ""
+	}
+	var parts []string
+	if pc.TTFTP95Ms != nil && pc.TTFTP95MsWithoutCache != nil && *pc.TTFTP95Ms != *pc.TTFTP95MsWithoutCache {
+		parts = append(parts, fmt.Sprintf("its TTFT p95 from %s to %s ms", num(*pc.TTFTP95MsWithoutCache), num(*pc.TTFTP95Ms)))
+	}
+	for d := range scenario.NumDimensions {
+		name := d.String()
+		if cold, ok := pc.UsePerRequestNoCache[name]; ok && pc.UsePerRequest[name] < cold {
+			parts = append(parts, fmt.Sprintf("its %s per request from %s to %s", name, num(cold), num(pc.UsePerRequest[name])))
+		}
+	}
+	if len(parts) == 0 {
+		return fmt.Sprintf("Its prompt cache (%s %% of the input) changes neither its TTFT nor its use of the key.", num(pc.CachedInputFraction*100))
+	}
+	return fmt.Sprintf("Its prompt cache (%s %% of the input) lowers %s.", num(pc.CachedInputFraction*100), strings.Join(parts, " and "))
 }

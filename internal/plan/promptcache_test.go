@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/plannerdev/planner/internal/scenario"
@@ -99,5 +100,16 @@ func TestPromptCacheWorkedExample(t *testing.T) {
 	s.Quotas[0].CachedInputTPMFree = true
 	if pc := mustPlan(t, s).Classes[0].PromptCache; pc.UsePerRequest["tpm"] != 1250 {
 		t.Errorf("tpm per request %v with cache reads free for tpm, want 1,250", pc.UsePerRequest["tpm"])
+	}
+}
+
+func TestPromptCacheInTheExplanation(t *testing.T) {
+	s := handScenario(scenario.Quota{RPM: 600, ITPM: 1e6, TPM: 2e6, CachedInputFree: true})
+	s.Latency = scenario.Latency{TTFTMs: fixedMs(400), TPOTMs: fixedMs(20), PrefillMsPer1K: 40}
+	s.Classes[0].InputTokens, s.Classes[0].OutputTokens = fixed(4000), fixed(250)
+	s.Classes[0].CachedInputFraction = 0.75
+	want := "Its prompt cache (75 % of the input) lowers its TTFT p95 from 560.0 to 440.0 ms and its itpm per request from 4,000 to 1,000."
+	if e := mustPlan(t, s).Classes[0].Explanation; !strings.HasSuffix(e, want) {
+		t.Errorf("explanation %q does not end %q", e, want)
 	}
 }
