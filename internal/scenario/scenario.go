@@ -212,7 +212,7 @@ type SLO struct {
 	TTFTMs     float64 `json:"ttft_ms,omitempty" minimum:"0" maximum:"1e8" doc:"Time to first token, queue wait included, that the percentile of requests must meet, milliseconds."`
 	E2EMs      float64 `json:"e2e_ms,omitempty" minimum:"0" maximum:"1e9" doc:"Time from arrival to the last token, queue wait included, that the percentile of requests must meet, milliseconds."`
 	TPOTMs     float64 `json:"tpot_ms,omitempty" minimum:"0" maximum:"1e6" doc:"Time per output token after the first that the percentile of requests must meet, milliseconds."`
-	Percentile float64 `json:"percentile,omitempty" minimum:"50" maximum:"99.9" default:"95" doc:"The percentile of requests that ttft_ms, e2e_ms and tpot_ms bind, from 50 to 99.9."`
+	Percentile float64 `json:"percentile,omitempty" minimum:"50" maximum:"99.9" example:"99" doc:"The percentile of requests that ttft_ms, e2e_ms and tpot_ms bind, from 50 to 99.9; 95 when not given. A class whose SLO gives it carries its predictions there (predicted.ttft_ms_at_percentile and the others)."`
 }
 
 // Policy sets how the plan is computed.
