@@ -130,11 +130,11 @@ func (r *run) sloCeiling(ctx context.Context, i, metric int) (*Ceiling, error) {
 		target := m.slo[metric]
 		if alone > target*(1+tolerance) {
 			return &Ceiling{Constraint: name, MaxPool: intPtr(0),
-				Detail: fmt.Sprintf("%s: the %s p95 is %s ms without any queueing, over the %s ms target at every pool", name, label, num(alone*1000), num(target*1000))}, nil
+				Detail: fmt.Sprintf("%s: the %s %s is %s ms without any queueing, over the %s ms target at every pool", name, label, m.pctLabel(), num(alone*1000), num(target*1000))}, nil
 		}
 		if m.static != nil {
 			return &Ceiling{Constraint: name,
-				Detail: fmt.Sprintf("%s: the %s p95 is %s ms without queueing and the queue only shrinks as the pool grows, so the %s ms target holds from min_pool up", name, label, num(alone*1000), num(target*1000))}, nil
+				Detail: fmt.Sprintf("%s: the %s %s is %s ms without queueing and the queue only shrinks as the pool grows, so the %s ms target holds from min_pool up", name, label, m.pctLabel(), num(alone*1000), num(target*1000))}, nil
 		}
 	}
 	if m.static != nil || !e.slo[metric].active {
@@ -153,7 +153,7 @@ func (r *run) sloCeiling(ctx context.Context, i, metric int) (*Ceiling, error) {
 	share := r.ceilingShare(*mb)
 	c := r.ceil(mb.res, i, share)
 	who := r.models[b.breaker]
-	why := fmt.Sprintf("beyond it %s's %s p95 without queueing exceeds its %s ms target", who.spec.Name, label, num(who.slo[metric]*1000))
+	why := fmt.Sprintf("beyond it %s's %s %s without queueing exceeds its %s ms target", who.spec.Name, label, who.pctLabel(), num(who.slo[metric]*1000))
 	if b.reason == "minPool" {
 		why = fmt.Sprintf("beyond it the pools that the classes' demand needs within their targets (%s's first) no longer fit", who.spec.Name)
 	}
@@ -163,7 +163,7 @@ func (r *run) sloCeiling(ctx context.Context, i, metric int) (*Ceiling, error) {
 			return nil, err
 		}
 		return &Ceiling{Constraint: name, MaxPool: intPtr(c),
-			Detail: fmt.Sprintf("%s: predicted %s p95 %s ms at %d in flight meets the %s ms target; %s", name, label, num(v*1000), *b.total, num(m.slo[metric]*1000), why)}, nil
+			Detail: fmt.Sprintf("%s: predicted %s %s %s ms at %d in flight meets the %s ms target; %s", name, label, m.pctLabel(), num(v*1000), *b.total, num(m.slo[metric]*1000), why)}, nil
 	}
 	return &Ceiling{Constraint: name, MaxPool: intPtr(c),
 		Detail: fmt.Sprintf("%s: endpoint %s keeps every %s target with up to %d in flight (%s); this class's share is %s → %d",

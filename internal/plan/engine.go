@@ -203,7 +203,7 @@ func (r *run) prepare(ctx context.Context, draws *model.Draws) error {
 	for _, m := range r.models {
 		s := m.static
 		if s != nil && (draws.N > tailCacheMaxDraws ||
-			!r.eng.tails.Contains(tailKey{s.ttftKey, metricTTFT}) || !r.eng.tails.Contains(tailKey{s.key, metricE2E})) {
+			!r.eng.tails.Contains(tailKey{s.ttftKey, metricTTFT, m.pct}) || !r.eng.tails.Contains(tailKey{s.key, metricE2E, m.pct})) {
 			static = append(static, m)
 		}
 	}
@@ -298,6 +298,10 @@ func (r *run) classPlan(ctx context.Context, i int) (ClassPlan, error) {
 		// min_pool whose p95 is over its target (no pool does better
 		// than within 5 % of it) does not fit.
 		cp.Feasible = false
+	}
+	r.tpotTarget(i, &cp)
+	if cp.PromptCache, err = r.promptCache(ctx, i, cp.Pool, cp.Predicted); err != nil {
+		return cp, err
 	}
 	cp.Pacing = r.pacing(i, cp.Pool, allot)
 	if cp.Admission, err = r.admission(ctx, i, cp.Pool); err != nil {

@@ -35,8 +35,11 @@ func (r *run) explain(i int, cp ClassPlan) string {
 		fmt.Fprintf(&b, " Its demand of %s %s is more than any pool up to %d can serve; shed load or split it across keys and endpoints.", num(m.lambda), m.rateUnit(), searchLimit)
 	case cp.Feasible:
 		fmt.Fprintf(&b, " Its demand of %s %s needs at least %d in flight, so it fits with %d to spare", num(m.lambda), m.rateUnit(), *cp.MinPool, cp.Pool-*cp.MinPool)
-		if e := cp.Predicted.E2EP95Ms; e != nil {
-			fmt.Fprintf(&b, "; predicted E2E p95 is %s ms", num(*e))
+		if e, at := cp.Predicted.E2EP95Ms, "p95"; e != nil {
+			if cp.Predicted.Percentile != nil {
+				e, at = cp.Predicted.E2EMsAtPercentile, m.pctLabel()
+			}
+			fmt.Fprintf(&b, "; predicted E2E %s is %s ms", at, num(*e))
 			if m.hasSLO(metricE2E) {
 				fmt.Fprintf(&b, " against a %s ms SLO", num(m.slo[metricE2E]*1000))
 			}
@@ -48,7 +51,7 @@ func (r *run) explain(i int, cp ClassPlan) string {
 			need = "within its SLO needs"
 		}
 		if missed := r.missedTargets(i, cp.Predicted); cp.Pool >= *cp.MinPool && len(missed) > 0 {
-			fmt.Fprintf(&b, " It does not fit: at this pool its predicted %s p95 is over its target, and no pool comes within 5 %% of it.", metricLabel(missed[0]))
+			fmt.Fprintf(&b, " It does not fit: at this pool its predicted %s %s is over its target, and no pool comes within 5 %% of it.", metricLabel(missed[0]), m.pctLabel())
 		} else {
 			fmt.Fprintf(&b, " It does not fit: %s %s %s a pool of %d.", num(m.lambda), m.rateUnit(), need, *cp.MinPool)
 		}
@@ -68,6 +71,9 @@ func (r *run) explain(i int, cp ClassPlan) string {
 		b.WriteString(" " + v)
 	}
 	if v := batchVerdict(cp.Batch); v != "" {
+		b.WriteString(" " + v)
+	}
+	if v := cacheSentence(cp.PromptCache); v != "" {
 		b.WriteString(" " + v)
 	}
 	return b.String()

@@ -205,12 +205,16 @@ func (r *run) remediesFor(ctx context.Context, i int, cp ClassPlan, pessimistic 
 	return out, nil
 }
 
-// missedTargets are the metrics whose predicted p95 misses class i's
-// target.
+// missedTargets are the metrics whose predicted percentile (p95, or the
+// SLO's own) misses class i's target.
 func (r *run) missedTargets(i int, pr Predicted) []int {
 	m := r.models[i]
 	var out []int
-	for metric, v := range []*float64{pr.TTFTP95Ms, pr.E2EP95Ms} {
+	vs := []*float64{pr.TTFTP95Ms, pr.E2EP95Ms}
+	if pr.Percentile != nil {
+		vs = []*float64{pr.TTFTMsAtPercentile, pr.E2EMsAtPercentile}
+	}
+	for metric, v := range vs {
 		if m.hasSLO(metric) && (v == nil || *v > m.slo[metric]*1000*(1+tolerance)+0.05) {
 			out = append(out, metric)
 		}
@@ -372,9 +376,9 @@ func pctOf(metric int) percentile {
 // seconds, what a pool (or an endpoint total) of at achieves.
 func (r *run) relax(j, metric int, v float64, at int) Remedy {
 	m := r.models[j]
-	field, name := "ttft_p95_ms", ConstraintSLOTTFT
+	field, name := sloField(m.spec.SLO, metric), ConstraintSLOTTFT
 	if metric == metricE2E {
-		field, name = "e2e_p95_ms", ConstraintSLOE2E
+		name = ConstraintSLOE2E
 		if m.task != nil {
 			field = "task_e2e_ms"
 		}

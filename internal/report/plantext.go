@@ -32,6 +32,9 @@ func WriteTable(w io.Writer, p *plan.Plan) error {
 	for _, c := range p.Classes {
 		fmt.Fprintf(ew, "\n%s\n", c.Name)
 		wrap(ew, "  ", c.Explanation)
+		if v := atPercentileWords(c.Predicted); v != "" {
+			wrap(ew, "  predicted ", v)
+		}
 		fmt.Fprintln(ew, "  ceilings (largest pool each allows; * binds):")
 		for _, ce := range c.Ceilings {
 			v := "unbounded"

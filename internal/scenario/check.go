@@ -94,6 +94,9 @@ func (s Scenario) Check() Errors {
 		if cl.Demand != nil {
 			c.demand(p+".demand", *cl.Demand)
 		}
+		if cl.SLO != nil {
+			c.slo(p+".slo", *cl.SLO)
+		}
 		if sum := cl.CachedInputFraction + cl.CacheWriteFraction; sum > 1 {
 			c.add(p+".cache_write_fraction", "cached_input_fraction and cache_write_fraction are shares of the same input and come to %g, more than 1", sum)
 		}

@@ -31,7 +31,7 @@ func (t Task) Accumulates() bool { return t.Context != ContextFresh }
 // class's latency profile (nil when it names none).
 func (c *checker) task(p string, cl Class, l *Latency) {
 	if cl.Task == nil {
-		if cl.SLO != nil && cl.SLO.TaskE2EMs > 0 {
+		if cl.SLO != nil && cl.SLO.TaskE2E() > 0 {
 			c.add(p+".slo.task_e2e_ms", "requires task: it is a target on a whole task")
 		}
 		return
@@ -51,8 +51,12 @@ func (c *checker) task(p string, cl Class, l *Latency) {
 	if t.ToolResultTokens != nil {
 		c.dist(tp+".tool_result_tokens", *t.ToolResultTokens)
 	}
-	if cl.SLO != nil && cl.SLO.E2EP95Ms > 0 {
-		c.add(p+".slo.e2e_p95_ms", "a task class is held to task_e2e_ms on the whole task and ttft_p95_ms on each call: give task_e2e_ms")
+	if cl.SLO != nil && cl.SLO.E2E() > 0 {
+		f := "e2e_ms"
+		if cl.SLO.E2EMs == 0 {
+			f = "e2e_p95_ms"
+		}
+		c.add(p+".slo."+f, "a task class is held to task_e2e_ms on the whole task and ttft_ms (or ttft_p95_ms) on each call: give task_e2e_ms")
 	}
 	if l != nil && len(l.Curve) > 0 {
 		c.add(tp, "a task class needs a latency profile of ttft_ms and tpot_ms: its calls are not planned on a measured curve")

@@ -82,6 +82,7 @@ func (c *client) result() ClassRun {
 	}
 	sm.TTFTP50Ms, sm.TTFTP95Ms, sm.TTFTP99Ms = msPtr(ttft[0]), msPtr(ttft[1]), msPtr(ttft[2])
 	sm.E2EP50Ms, sm.E2EP95Ms, sm.E2EP99Ms = msPtr(e2e[0]), msPtr(e2e[1]), msPtr(e2e[2])
+	c.atPercentile(&sm)
 	var poolTime float64
 	for _, v := range st.window.sum {
 		poolTime += v

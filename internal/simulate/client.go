@@ -87,11 +87,11 @@ func newClient(s *sim, i int, spec scenario.Class, cp *plan.ClassPlan, w plan.Wo
 		c.wait = *a / 1000
 	}
 	c.goodBy = c.deadline
-	if spec.SLO != nil && spec.SLO.E2EP95Ms > 0 {
-		c.goodBy = spec.SLO.E2EP95Ms / 1000
+	if spec.SLO != nil && spec.SLO.E2E() > 0 {
+		c.goodBy = spec.SLO.E2E() / 1000
 	}
-	if spec.SLO != nil && spec.SLO.TaskE2EMs > 0 {
-		c.goodBy = spec.SLO.TaskE2EMs / 1000
+	if spec.SLO != nil && spec.SLO.TaskE2E() > 0 {
+		c.goodBy = spec.SLO.TaskE2E() / 1000
 	}
 	samples := rand.New(stream(seed, i, streamSamples))
 	c.st = stats{

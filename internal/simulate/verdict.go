@@ -42,19 +42,23 @@ func (c *client) verdict(sm Simulated) SimulationVerdict {
 		checks = append(checks, check{ok: ok, label: label, reason: fmt.Sprintf(format, args...)})
 	}
 	if slo := c.spec.SLO; slo != nil {
+		at, ttft, e2e := "p95", sm.TTFTP95Ms, sm.E2EP95Ms
+		if sm.Percentile != nil {
+			at, ttft, e2e = "p"+num(*sm.Percentile), sm.TTFTMsAtPercentile, sm.E2EMsAtPercentile
+		}
 		for _, t := range []struct {
 			name   string
 			target float64
 			got    *float64
-		}{{"TTFT", slo.TTFTP95Ms, sm.TTFTP95Ms}, {"E2E", slo.E2EP95Ms, sm.E2EP95Ms}, {"task E2E", slo.TaskE2EMs, sm.E2EP95Ms}} {
+		}{{"TTFT", slo.TTFT(), ttft}, {"E2E", slo.E2E(), e2e}, {"task E2E", slo.TaskE2E(), e2e}} {
 			switch {
 			case t.target <= 0:
 			case t.got == nil:
 				add(false, "no request completed", "no request completed, so the %s SLO of %s ms is not met", t.name, num(t.target))
 			case *t.got <= t.target:
-				add(true, "", "%s p95 %s ms meets the SLO of %s ms", t.name, num(*t.got), num(t.target))
+				add(true, "", "%s %s %s ms meets the SLO of %s ms", t.name, at, num(*t.got), num(t.target))
 			default:
-				add(false, t.name+" p95 over its SLO", "%s p95 %s ms breaks the SLO of %s ms", t.name, num(*t.got), num(t.target))
+				add(false, t.name+" "+at+" over its SLO", "%s %s %s ms breaks the SLO of %s ms", t.name, at, num(*t.got), num(t.target))
 			}
 		}
 	}
