@@ -73,7 +73,7 @@ func (r *run) explain(i int, cp ClassPlan) string {
 	if v := batchVerdict(cp.Batch); v != "" {
 		b.WriteString(" " + v)
 	}
-	if v := cacheSentence(cp.PromptCache); v != "" {
+	if v := cacheSentence(cp.PromptCache, m.sendUnit()); v != "" {
 		b.WriteString(" " + v)
 	}
 	return b.String()

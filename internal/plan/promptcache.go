@@ -65,8 +65,9 @@ func (r *run) promptCache(ctx context.Context, i, pool int, pr Predicted) (*Prom
 
 // cacheSentence says what the prompt cache does for a class, for its
 // explanation: its TTFT p95 without and with the cache, where the cache
-// changes it, and the limits whose use per request it lowers.
-func cacheSentence(pc *PromptCache) string {
+// changes it, and the limits whose use per request (per task for an
+// agent task class, unit "task") it lowers.
+func cacheSentence(pc *PromptCache, unit string) string {
 	if pc == nil {
 		return ""
 	}
@@ -77,7 +78,7 @@ func cacheSentence(pc *PromptCache) string {
 	for d := range scenario.NumDimensions {
 		name := d.String()
 		if cold, ok := pc.UsePerRequestNoCache[name]; ok && pc.UsePerRequest[name] < cold {
-			parts = append(parts, fmt.Sprintf("its %s per request from %s to %s", name, num(cold), num(pc.UsePerRequest[name])))
+			parts = append(parts, fmt.Sprintf("its %s per %s from %s to %s", name, unit, num(cold), num(pc.UsePerRequest[name])))
 		}
 	}
 	if len(parts) == 0 {

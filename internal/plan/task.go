@@ -333,6 +333,15 @@ func (m *classModel) rateUnit() string {
 	return "req/s"
 }
 
+// sendUnit is what one arrival of the class is: a task for an agent task
+// class, a request otherwise.
+func (m *classModel) sendUnit() string {
+	if m.task != nil {
+		return "task"
+	}
+	return "request"
+}
+
 // serviceName names what holds one of the class's pool slots: a
 // request's service time, or a task's time.
 func (m *classModel) serviceName() string {

@@ -69,8 +69,8 @@ type PromptCache struct {
 	CachedInputFraction   float64            `json:"cached_input_fraction"`
 	TTFTP95Ms             *float64           `json:"ttft_p95_ms" doc:"As predicted: prefill on the uncached input only; null when the queue would grow without bound."`
 	TTFTP95MsWithoutCache *float64           `json:"ttft_p95_ms_without_cache" doc:"The same pool and demand with every input token prefilled."`
-	UsePerRequest         map[string]float64 `json:"use_per_request" doc:"What one request counts against each limit of the key, cache reads counted where the key counts them."`
-	UsePerRequestNoCache  map[string]float64 `json:"use_per_request_without_cache" doc:"What one request would count with none of its input cached."`
+	UsePerRequest         map[string]float64 `json:"use_per_request" doc:"What one request (for a class with task, one task) counts against each limit of the key, cache reads counted where the key counts them."`
+	UsePerRequestNoCache  map[string]float64 `json:"use_per_request_without_cache" doc:"What one request (for a class with task, one task) would count with none of its input cached."`
 	Utilization           map[string]float64 `json:"utilization" doc:"Share of each limit of the key the class uses, as in predicted."`
 	UtilizationNoCache    map[string]float64 `json:"utilization_without_cache" doc:"Share of each limit of the key the class would use with none of its input cached."`
 }
