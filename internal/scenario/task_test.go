@@ -45,6 +45,25 @@ func TestTaskParsesWithItsDefault(t *testing.T) {
 	}
 }
 
+// A task's target goes with either form of SLO: at the 95th percentile
+// with the older one, at percentile with the newer.
+func TestTaskTargetAtAPercentile(t *testing.T) {
+	s, err := Parse([]byte(strings.Replace(agent, "slo: {ttft_p95_ms: 2000, task_e2e_ms: 30000}", "slo: {ttft_ms: 2000, task_e2e_ms: 30000, percentile: 99}", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slo := s.Classes[0].SLO; slo.TaskE2E() != 30000 || slo.TTFT() != 2000 || slo.At() != 99 {
+		t.Fatalf("slo %+v", slo)
+	}
+	s, err = Parse([]byte(agent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slo := s.Classes[0].SLO; slo.TaskE2E() != 30000 || slo.TTFT() != 2000 || slo.At() != DefaultPercentile {
+		t.Fatalf("slo %+v", slo)
+	}
+}
+
 func TestTaskRules(t *testing.T) {
 	for _, tc := range []struct {
 		name, from, to string
@@ -57,6 +76,8 @@ func TestTaskRules(t *testing.T) {
 		{"tool result p95 under p50", "tool_result_tokens: {fixed: 500}", "tool_result_tokens: {p50: 500, p95: 100}", []string{"classes[0].task.tool_result_tokens.p95"}},
 		{"unknown context", "tool_result_tokens: {fixed: 500}", "tool_result_tokens: {fixed: 500}\n      context: sometimes", []string{"classes[0].task.context"}},
 		{"per-call e2e on a task", "task_e2e_ms: 30000", "e2e_p95_ms: 30000", []string{"classes[0].slo.e2e_p95_ms"}},
+		{"per-call e2e at a percentile on a task", "slo: {ttft_p95_ms: 2000, task_e2e_ms: 30000}", "slo: {ttft_ms: 2000, e2e_ms: 30000, percentile: 99}", []string{"classes[0].slo.e2e_ms"}},
+		{"percentile with the older form", "task_e2e_ms: 30000", "task_e2e_ms: 30000, percentile: 99", []string{"classes[0].slo.percentile"}},
 		{"task target without a task", "    task:\n      calls: {fixed: 4}\n      tool_ms: {p50: 300, p95: 900}\n      tool_result_tokens: {fixed: 500}\n", "", []string{"classes[0].slo.task_e2e_ms"}},
 		{"curve", "  ttft_ms: {fixed: 400}\n  tpot_ms: {fixed: 20}\n",
 			"  curve:\n    - {concurrency: 1, ttft_p50_ms: 300, ttft_p95_ms: 400, tpot_p50_ms: 20, tpot_p95_ms: 25}\n", []string{"classes[0].task"}},
