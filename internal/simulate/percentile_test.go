@@ -15,7 +15,7 @@ func atP99(sc scenario.Scenario) scenario.Scenario {
 	sc.Classes = append([]scenario.Class(nil), sc.Classes...)
 	for i, c := range sc.Classes {
 		if c.SLO != nil {
-			sc.Classes[i].SLO = &scenario.SLO{TTFTMs: c.SLO.TTFT(), E2EMs: c.SLO.E2E(), Percentile: 99}
+			sc.Classes[i].SLO = &scenario.SLO{TTFTMs: c.SLO.TTFT(), E2EMs: c.SLO.E2E(), TaskE2EMs: c.SLO.TaskE2E(), Percentile: 99}
 		}
 	}
 	return sc
@@ -41,6 +41,7 @@ func meetsAtP99(t *testing.T, r *Simulation, sc scenario.Scenario) int {
 		}{
 			{"TTFT", slo.TTFT(), c.Simulated.TTFTMsAtPercentile, c.Predicted.TTFTMsAtPercentile},
 			{"E2E", slo.E2E(), c.Simulated.E2EMsAtPercentile, c.Predicted.E2EMsAtPercentile},
+			{"task E2E", slo.TaskE2E(), c.Simulated.E2EMsAtPercentile, c.Predicted.E2EMsAtPercentile},
 		} {
 			if m.target <= 0 {
 				continue

@@ -135,3 +135,45 @@ func TestTaskRateLimitedCallDelaysItsTask(t *testing.T) {
 		t.Fatalf("429s %d, completed %d, E2E p50 %v p95 %v: want 429s that delay tasks beyond 14,700 ms", c.RateLimited, c.Completed, *c.E2EP50Ms, *c.E2EP95Ms)
 	}
 }
+
+// Agent task classes planned at percentile 99 meet their targets in their
+// own simulation: a TTFT target on each call 5 % to 50 % and a task_e2e_ms
+// target 5 % to 30 % above the p99s without queueing, each class planned
+// at min_pool, about 8,000 tasks simulated.
+func TestTaskPlansAtP99MeetTheirSLO(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates 8 agent task classes")
+	}
+	r := rand.New(rand.NewPCG(22, 99))
+	checked := 0
+	for k := range 8 {
+		sc := taskScenario(r)
+		u := func(lo, hi float64) float64 { return lo + (hi-lo)*r.Float64() }
+		alone := sc
+		alone.Classes = []scenario.Class{sc.Classes[0]}
+		alone.Classes[0].Demand, alone.Policy.MaxPool = nil, 1
+		alone.Classes[0].SLO = &scenario.SLO{TTFTMs: 1e7, TaskE2EMs: 1e8, Percentile: 99}
+		ap, err := engine.Plan(context.Background(), alone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr := ap.Classes[0].Predicted
+		sc.Classes[0].SLO = &scenario.SLO{TTFTMs: *pr.TTFTMsAtPercentile * u(1.05, 1.5), TaskE2EMs: *pr.E2EMsAtPercentile * u(1.05, 1.3), Percentile: 99}
+		p, err := engine.Plan(context.Background(), sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp := p.Classes[0]
+		if cp.MinPool == nil || !cp.Feasible {
+			t.Logf("%d: does not fit: %s", k, cp.Explanation)
+			continue
+		}
+		sc.Policy.MaxPool = *cp.MinPool
+		lambda := sc.Classes[0].Demand.RPS
+		res := run(t, sc, Options{DurationS: math.Ceil(8000 / lambda)})
+		checked += meetsAtP99(t, res, sc)
+	}
+	if checked < 10 {
+		t.Fatalf("only %d targets of fitting classes checked", checked)
+	}
+}
