@@ -199,7 +199,7 @@ func New(opts Options) *Server {
 // computer is what the handlers compute with: internal/app's App.
 type computer interface {
 	Plan(ctx context.Context, s scenario.Scenario) (*plan.Plan, error)
-	WhatIf(ctx context.Context, s scenario.Scenario, vars []plan.Variation) (*plan.WhatIf, error)
+	WhatIf(ctx context.Context, s scenario.Scenario, vars []plan.Variation, check bool) (*plan.WhatIf, error)
 	Simulate(ctx context.Context, s scenario.Scenario, o simulate.Options) (*simulate.Simulation, error)
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/plannerdev/planner"
+	"github.com/plannerdev/planner/internal/app"
 	"github.com/plannerdev/planner/internal/config"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
@@ -36,7 +37,7 @@ func TestCreatePlanMatchesEngine(t *testing.T) {
 			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
 				t.Fatal(err)
 			}
-			want, err := plan.New(plan.Options{}).Plan(context.Background(), exampleScenario(t, name))
+			want, err := app.New(plan.New(plan.Options{})).Plan(context.Background(), exampleScenario(t, name))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,7 +69,7 @@ func TestCreatePlanThreeClasses(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
-	want, err := plan.New(plan.Options{}).Plan(context.Background(), exampleScenario(t, "three-classes"))
+	want, err := app.New(plan.New(plan.Options{})).Plan(context.Background(), exampleScenario(t, "three-classes"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func cellsOf(t *testing.T, body []byte) WhatIfResponse {
 // checkCell compares one cell's classes with the engine's plan of sc.
 func checkCell(t *testing.T, cell plan.Cell, sc scenario.Scenario) {
 	t.Helper()
-	want, err := plan.New(plan.Options{}).Plan(context.Background(), sc)
+	want, err := app.New(plan.New(plan.Options{})).Plan(context.Background(), sc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,9 +195,11 @@ func TestWhatIfTiers(t *testing.T) {
 		}
 		checkCell(t, cell, sc)
 	}
-	// The small tier's tpm binds: 0.9 × 50,000/60 ÷ 1,484 tokens × 3.88 s = 1.96 → 1.
+	// The small tier's tpm binds: one window of 1 s allows 0.9 × 50,000/60 =
+	// 750 tokens, less than one request's charge (3,994 tokens at the p99
+	// of its input with max_tokens 700), so the class gets no pool.
 	// The large tier counts actual tokens, so the pool grows past 39.
-	if c := w.Cells[0].Classes[0]; c.BindingConstraint != "tpm" || c.Pool != 1 || c.Feasible {
+	if c := w.Cells[0].Classes[0]; c.BindingConstraint != "tpm" || c.Pool != 0 || c.Feasible {
 		t.Errorf("small tier: %+v", c)
 	}
 	if c := w.Cells[1].Classes[0]; c.Pool <= 39 || !c.Feasible {

@@ -1,10 +1,21 @@
 package api
 
 import (
+	"bytes"
+	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/plannerdev/planner/internal/model"
 )
 
 // BenchmarkCreatePlanThreeClasses answers POST /v1/plans for
@@ -104,4 +115,125 @@ func BenchmarkWhatIfMeasuredCurve400(b *testing.B) {
 	benchWhatIf(b, whatIfBody(b, "measured-curve",
 		map[string]any{"path": "/classes/0/demand/rps", "values": values(20, 0.5, 0.2)},
 		map[string]any{"path": "/latency/knee", "values": values(20, 8, 2)}))
+}
+
+// BenchmarkServeCachedPlans serves the API on a real listener
+// (httptest.NewServer on 127.0.0.1, access logs encoded as JSON and
+// discarded, as `planner serve` writes them) and answers POST /v1/plans
+// for docs/examples/three-classes.yaml, the plan from the engine's cache
+// after the first, to clients over HTTP/1.1 keep-alive connections in the
+// same process: the server and its clients share the machine's cores.
+//
+//   - closed/clients=4: four clients each send the next request as soon as
+//     the answer before it is read;
+//   - open/rate=2000: requests are due at 2,000 a second whatever the
+//     answers, each on a goroutine of its own over at most 256
+//     connections, and a request's latency is from when it was due, so
+//     that a server falling behind shows in it (no coordinated omission).
+//
+// Metrics: plans/s (answers over the wall time of the run), the
+// latency's p50, p90 and p99 in ms, and the CPU time of the process
+// (server and clients together, user + system) per plan, which does not
+// depend on how busy the machine is as the others do. Every answer must be a 200. Run it with
+//
+//	go test ./api -run '^$' -bench ServeCachedPlans -benchtime 20000x -count 3
+func BenchmarkServeCachedPlans(b *testing.B) {
+	s := newServer(b, Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	body := mustJSON(b, map[string]any{"scenario": exampleDoc(b, "three-classes")})
+	// At most 256 connections: past them, a request due waits for one,
+	// and the wait is in its latency.
+	tr := &http.Transport{MaxConnsPerHost: 256, MaxIdleConnsPerHost: 256}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	url := srv.URL + "/v1/plans"
+	post := func() error {
+		resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("HTTP %d", resp.StatusCode)
+		}
+		return err
+	}
+	if err := post(); err != nil { // plans the scenario once, into the cache
+		b.Fatal(err)
+	}
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			b.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	report := func(b *testing.B, lat []time.Duration, wall, used time.Duration) {
+		ms := make([]float64, len(lat))
+		for i, d := range lat {
+			ms[i] = float64(d) / float64(time.Millisecond)
+		}
+		slices.Sort(ms)
+		b.ReportMetric(float64(len(lat))/wall.Seconds(), "plans/s")
+		b.ReportMetric(float64(used.Microseconds())/float64(len(lat)), "cpu-us/plan")
+		b.ReportMetric(model.QuantileSorted(ms, 0.5), "p50-ms")
+		b.ReportMetric(model.QuantileSorted(ms, 0.9), "p90-ms")
+		b.ReportMetric(model.QuantileSorted(ms, 0.99), "p99-ms")
+	}
+	b.Run("closed/clients=4", func(b *testing.B) {
+		const clients = 4
+		lat := make([]time.Duration, b.N)
+		var next atomic.Int64
+		var failed atomic.Pointer[error]
+		var wg sync.WaitGroup
+		b.ResetTimer()
+		start, cpu0 := time.Now(), cpu()
+		for range clients {
+			wg.Go(func() {
+				for i := next.Add(1) - 1; i < int64(b.N); i = next.Add(1) - 1 {
+					t := time.Now()
+					if err := post(); err != nil {
+						failed.Store(&err)
+						return
+					}
+					lat[i] = time.Since(t)
+				}
+			})
+		}
+		wg.Wait()
+		wall, used := time.Since(start), cpu()-cpu0
+		b.StopTimer()
+		if err := failed.Load(); err != nil {
+			b.Fatal(*err)
+		}
+		report(b, lat, wall, used)
+	})
+	b.Run("open/rate=2000", func(b *testing.B) {
+		const rate = 2000
+		lat := make([]time.Duration, b.N)
+		var failed atomic.Pointer[error]
+		var wg sync.WaitGroup
+		b.ResetTimer()
+		start, cpu0 := time.Now(), cpu()
+		for i := range b.N {
+			due := start.Add(time.Duration(i) * time.Second / rate)
+			time.Sleep(time.Until(due))
+			wg.Go(func() {
+				if err := post(); err != nil {
+					failed.Store(&err)
+					return
+				}
+				lat[i] = time.Since(due)
+			})
+		}
+		wg.Wait()
+		wall, used := time.Since(start), cpu()-cpu0
+		b.StopTimer()
+		if err := failed.Load(); err != nil {
+			b.Fatal(*err)
+		}
+		report(b, lat, wall, used)
+	})
 }

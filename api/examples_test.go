@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/plannerdev/planner/internal/app"
 	"github.com/plannerdev/planner/internal/config"
 	"github.com/plannerdev/planner/internal/jobs"
 	"github.com/plannerdev/planner/internal/measure"
@@ -232,7 +233,7 @@ func queuedProbe(t *testing.T, s *Server, _ string, request json.RawMessage) []b
 func chatValidation(t *testing.T, _ *Server, _ string, _ json.RawMessage) []byte {
 	t.Helper()
 	sc := exampleScenario(t, "chat")
-	p, err := plan.New(plan.Options{}).Plan(context.Background(), sc)
+	p, err := app.New(plan.New(plan.Options{})).Plan(context.Background(), sc)
 	if err != nil {
 		t.Fatal(err)
 	}

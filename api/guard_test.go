@@ -31,7 +31,7 @@ func (p panicking) Plan(ctx context.Context, s scenario.Scenario) (*plan.Plan, e
 	return nil, p.fail(ctx, s)
 }
 
-func (p panicking) WhatIf(ctx context.Context, s scenario.Scenario, _ []plan.Variation) (*plan.WhatIf, error) {
+func (p panicking) WhatIf(ctx context.Context, s scenario.Scenario, _ []plan.Variation, _ bool) (*plan.WhatIf, error) {
 	return nil, p.fail(ctx, s)
 }
 

@@ -103,7 +103,8 @@ func (s *Server) registerPlans() {
 		Description: "Computes the plan of a scenario (docs/concepts.md): for every task class its pool, the constraint " +
 			"that binds it, the ceilings with their derivations, the smallest pool its demand needs, predicted " +
 			"latency and quota use, client settings (pacing, admission, retry, adaptive) and, when it does not " +
-			"fit, the remedies. The same scenario always gives the same plan. Every problem in the scenario is " +
+			"fit, the remedies; and its check, the plan's own short seeded simulation, by which a class fits only " +
+			"when the queueing model and the simulation both hold. The same scenario always gives the same plan. Every problem in the scenario is " +
 			"reported at once, each at its location. With save, the plan is also stored with its scenario, name, " +
 			"labels and backing probe; the answer then carries its id and a Location header. A plan larger stored " +
 			"than the server's store.max_document_bytes gets a 413, a store without room a 507, and a store that " +

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plannerdev/planner/internal/app"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/report"
 	"github.com/plannerdev/planner/internal/report/reportcheck"
@@ -55,7 +56,7 @@ func TestSavedPlans(t *testing.T) {
 		len(sp.Scenario.Classes) != 1 || len(sp.Plan.Classes) != 1 || sp.ProbeID != "" {
 		t.Fatalf("stored plan: %d %.400s", status, b)
 	}
-	if again, err := plan.New(plan.Options{}).Plan(context.Background(), sp.Scenario); err != nil || !sameJSON(t, again, sp.Plan) {
+	if again, err := app.New(plan.New(plan.Options{})).Plan(context.Background(), sp.Scenario); err != nil || !sameJSON(t, again, sp.Plan) {
 		t.Errorf("the stored scenario does not plan to the stored plan: %v", err)
 	}
 	if sp.Scenario.Quotas[0].TPM != exampleScenario(t, "chat").Quotas[0].TPM {

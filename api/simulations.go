@@ -21,6 +21,7 @@ import (
 type SimulationRequest struct {
 	Scenario   scenario.Scenario `json:"scenario" doc:"The scenario whose plan to simulate (the same document POST /v1/plans takes); a class's demand.profile varies its rate over the run."`
 	DurationS  float64           `json:"duration_s,omitempty" minimum:"1" maximum:"604800" doc:"Simulated time in seconds, at least 1; default 3,600. At most the server's limits.simulation_max_duration."`
+	StartHour  float64           `json:"start_hour,omitempty" minimum:"0" exclusiveMaximum:"24" doc:"Time of day the run starts at, hours after midnight UTC, for classes with a schedule; default 0, midnight."`
 	Seed       *uint64           `json:"seed,omitempty" doc:"Seed of every random stream; default the scenario's policy.seed, else 1. The same request gives the same answer."`
 	Pacing     *bool             `json:"pacing,omitempty" doc:"Clients pace their sends with the plan's token bucket; default true."`
 	AIMD       bool              `json:"aimd,omitempty" doc:"Clients resize their pools with the plan's AIMD settings."`
@@ -67,7 +68,7 @@ func (in *simulationInput) Resolve(huma.Context) []error {
 // options are the request's simulation options, before the server's caps.
 func (r SimulationRequest) options() simulate.Options {
 	return simulate.Options{
-		DurationS: r.DurationS, Seed: r.Seed, NoPacing: r.Pacing != nil && !*r.Pacing, AIMD: r.AIMD, Refill: r.Refill,
+		DurationS: r.DurationS, StartHour: r.StartHour, Seed: r.Seed, NoPacing: r.Pacing != nil && !*r.Pacing, AIMD: r.AIMD, Refill: r.Refill,
 		NoRetryAfter: r.RetryAfter != nil && !*r.RetryAfter, IntervalS: r.IntervalS, MaxEvents: r.MaxEvents, Replay: r.Replay,
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plannerdev/planner/internal/app"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/simulate"
 )
@@ -29,14 +30,14 @@ func TestCreateSimulationMatchesEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	seed := uint64(3)
-	want, err := simulate.Run(context.Background(), plan.New(plan.Options{}), exampleScenario(t, "backfill"), simulate.Options{
+	want, err := app.New(plan.New(plan.Options{})).Simulate(context.Background(), exampleScenario(t, "backfill"), simulate.Options{
 		DurationS: 600, IntervalS: 60, NoPacing: true, Seed: &seed, MaxEvents: 2_000_000,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !sameJSON(t, got, *want) {
-		t.Error("the API's simulation differs from the engine's")
+		t.Error("the API's simulation differs from the app's")
 	}
 	if got.Settings.Pacing || got.Settings.Seed != 3 || got.Settings.Intervals != 10 || got.Verdict.Holds {
 		t.Errorf("settings %+v, verdict %+v", got.Settings, got.Verdict)

@@ -20,6 +20,7 @@ import (
 type WhatIfRequest struct {
 	Scenario   scenario.Scenario `json:"scenario" doc:"The scenario to vary."`
 	Variations []Variation       `json:"variations" nullable:"false" minItems:"1" maxItems:"2" doc:"One or two variations; the grid has one cell per combination of their values."`
+	Check      bool              `json:"check,omitempty" doc:"Check every cell's plan by its own short simulation, as POST /v1/plans does: each class then says whether it fits (fits) and what breaks (misses). Off by default, since a check costs a simulation a cell; a sweep over tiers alone is always checked, as its ranking needs."`
 }
 
 // Variation varies one field of the scenario: over a list of values, or
@@ -68,7 +69,8 @@ func (s *Server) registerWhatIf() {
 		Path:        "/v1/what-if",
 		Summary:     "Compare plans over varied fields or quota tiers",
 		Description: "Plans every combination of one or two variations of a scenario and returns the grid: for " +
-			"each combination, every class's pool, binding constraint, min_pool and feasibility. A variation puts " +
+			"each combination, every class's pool, binding constraint, min_pool and feasibility, and with check whether " +
+			"it fits by its plan's own simulation. A variation puts " +
 			"a list of values at a JSON Pointer path, or puts catalogue tiers' limits on a quota. A value that " +
 			"makes the scenario invalid marks only its cell. At most " + strconv.Itoa(plan.MaxWhatIfCells) +
 			" cells per request.",
@@ -96,7 +98,7 @@ func (s *Server) createWhatIf(ctx context.Context, in *whatIfInput) (*whatIfOutp
 	if len(problems) > 0 {
 		return nil, huma.Error422UnprocessableEntity("the request is invalid", problems...)
 	}
-	grid, err := s.app.WhatIf(ctx, req.Scenario, vars)
+	grid, err := s.app.WhatIf(ctx, req.Scenario, vars, req.Check)
 	if err != nil {
 		return nil, s.computeError(ctx, err, "body")
 	}

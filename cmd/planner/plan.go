@@ -34,8 +34,10 @@ func newPlanCmd(s streams) *cobra.Command {
 			"class's input p50 and (ignore_eos) outputs of its mean length, compared with the\n" +
 			"model's throughput, TTFT p95 and E2E p95 at the same concurrencies; verdict ok,\n" +
 			"degraded or fails (exit status 1 when it fails).\n\n" +
-			"With --check the exit status is 3 when any class does not fit, after the plan\n" +
-			"is printed: a CI job can gate a change of quotas, demand or SLOs on it.\n\n" +
+			"Every plan is checked by its own short seeded simulation: a class fits only when\n" +
+			"the queueing model and the simulation both hold (docs/concepts.md, \"The check\").\n" +
+			"With --check the exit status is 3 when any class does not fit by either, after the\n" +
+			"plan is printed: a CI job can gate a change of quotas, demand or SLOs on it.\n\n" +
 			"With prices on the quotas the plan says what each class, key and the whole\n" +
 			"plan cost, and a remedy that raises a limit names the cheapest tier of the\n" +
 			"catalogue in which the class fits and what the change costs a day. " + catalogueHelp + "\n\n" +
@@ -46,7 +48,7 @@ func newPlanCmd(s streams) *cobra.Command {
 	addScenarioFlags(cmd, &file, &example, "plan")
 	addCatalogueFlag(cmd)
 	out := addOutputFlags(cmd, report.PlanFormats...)
-	cmd.Flags().BoolVar(&check, "check", false, "exit with status 3 when any class does not fit")
+	cmd.Flags().BoolVar(&check, "check", false, "exit with status 3 when any class does not fit, by the queueing model or by its own simulation")
 	v.addFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := out.check(); err != nil {
@@ -92,7 +94,7 @@ func checkFits(check bool, p *plan.Plan) error {
 	}
 	var unfit []string
 	for _, c := range p.Classes {
-		if !c.Feasible {
+		if !c.Fitting() {
 			unfit = append(unfit, c.Name)
 		}
 	}

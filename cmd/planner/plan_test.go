@@ -142,6 +142,33 @@ func TestPlanCheckExitStatus(t *testing.T) {
 	}
 }
 
+// bigRequests is a class whose requests count more tokens at admission
+// (input p50 5,000 and max_tokens 4,000) than the key allows in one second
+// of its 450,000 a minute (7,500): its own simulation sees 429s.
+const bigRequests = `{"quotas":[{"name":"k","rpm":5000,"tpm":450000,"token_accounting":"max_tokens"}],
+	"latency":{"ttft_ms":{"p50":500,"p95":1200},"tpot_ms":{"p50":20,"p95":30}},
+	"classes":[{"name":"writer","quota":"k","mode":"interactive","demand":{"rps":0.5},"max_tokens":4000,
+	"input_tokens":{"p50":5000,"p95":9000},"output_tokens":{"p50":300,"p95":900},"slo":{"ttft_p95_ms":5000}}]}`
+
+// TestPlanCheckFailsWhereTheSimulationBreaks: --check exits 3 when a class
+// does not fit by its own simulation, whatever the queueing model says,
+// and the table and the JSON say why.
+func TestPlanCheckFailsWhereTheSimulationBreaks(t *testing.T) {
+	code, out, errOut := execute(t, bigRequests, "plan", "-f", "-", "--check")
+	if code != exitUnfit || !strings.Contains(errOut, "writer") || !strings.Contains(out, "BREAKS") {
+		t.Fatalf("exit %d, stderr %q:\n%s", code, errOut, out)
+	}
+	_, out, _ = execute(t, bigRequests, "plan", "-f", "-", "-o", "json")
+	var p plan.Plan
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatal(err)
+	}
+	c := p.Classes[0]
+	if c.Fitting() || c.Check == nil || c.Check.Holds || len(c.Check.Misses) == 0 || p.Check == nil || p.Check.Holds {
+		t.Errorf("writer: fits %v, check %+v, plan check %+v", c.Fits, c.Check, p.Check)
+	}
+}
+
 // TestPlanBoundedNumbers: a batch whose rate comes to +Inf is refused with
 // its field named (exit 1) instead of being searched for ever, and a
 // headroom of the smallest normal float64 gives a plan that every format

@@ -29,6 +29,7 @@ type simulateFlags struct {
 	file, example, output, out, refill string
 	duration, interval                 time.Duration
 	seed                               uint64
+	startHour                          float64
 	noPacing, aimd, noRetryAfter       bool
 	maxEvents                          int
 	replay                             []string
@@ -101,6 +102,7 @@ func newSimulateCmd(s streams) *cobra.Command {
 	fl := cmd.Flags()
 	addScenarioFlags(cmd, &f.file, &f.example, "simulate")
 	fl.DurationVar(&f.duration, "duration", time.Hour, "simulated time (at most a week)")
+	fl.Float64Var(&f.startHour, "start-hour", 0, "time of day the run starts at, hours after midnight UTC, for classes with a schedule")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed of every random stream (default: the scenario's policy.seed, else 1)")
 	fl.BoolVar(&f.noPacing, "no-pacing", false, "turn the plan's pacing token bucket off")
 	fl.BoolVar(&f.aimd, "aimd", false, "let every client resize its pool with the plan's AIMD settings")
@@ -135,7 +137,7 @@ func (f *simulateFlags) options(cmd *cobra.Command) (simulate.Options, error) {
 	}
 	o := simulate.Options{
 		DurationS: f.duration.Seconds(), IntervalS: f.interval.Seconds(), NoPacing: f.noPacing, AIMD: f.aimd,
-		Refill: f.refill, NoRetryAfter: f.noRetryAfter, MaxEvents: f.maxEvents,
+		Refill: f.refill, NoRetryAfter: f.noRetryAfter, MaxEvents: f.maxEvents, StartHour: f.startHour,
 	}
 	if cmd.Flags().Changed("seed") {
 		seed := f.seed
@@ -183,7 +185,7 @@ func simulateError(err error) error {
 	if !errors.As(err, &errs) {
 		return fmt.Errorf("simulate: %w", err)
 	}
-	flags := map[string]string{"duration_s": "--duration", "interval_s": "--interval", "max_events": "--max-events", "refill": "--refill"}
+	flags := map[string]string{"duration_s": "--duration", "interval_s": "--interval", "max_events": "--max-events", "refill": "--refill", "start_hour": "--start-hour"}
 	msgs := make([]string, len(errs))
 	for i, e := range errs {
 		name, ok := flags[e.Path]

@@ -35,7 +35,7 @@ func TestSimulateTable(t *testing.T) {
 // 1 with the verdict on standard error.
 func TestSimulateFailsWhenThePlanDoesNotHold(t *testing.T) {
 	code, out, errOut := execute(t, "", "simulate", "--example", "backfill", "--duration", "10m", "--no-pacing", "-o", "json")
-	if code != exitError || !strings.Contains(errOut, "backfill: 429s on 16.7 % of sends, requests lost") {
+	if code != exitError || !strings.Contains(errOut, "backfill: 429s on 20.9 % of sends, requests lost") {
 		t.Fatalf("exit %d, stderr %q; want 1 and the verdict", code, errOut)
 	}
 	var r simulate.Simulation

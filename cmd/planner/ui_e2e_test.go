@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/plannerdev/planner"
+	"github.com/plannerdev/planner/internal/app"
 	"github.com/plannerdev/planner/internal/fakeendpoint"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
@@ -251,7 +252,7 @@ func TestUIEndToEnd(t *testing.T) {
 	tab := browser(t, ctx)
 
 	text, _ := planner.Example(e2eExample)
-	want, err := plan.New(plan.Options{}).Plan(context.Background(), testutil.Example(t, e2eExample))
+	want, err := app.New(plan.New(plan.Options{})).Plan(context.Background(), testutil.Example(t, e2eExample))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,6 +283,27 @@ func TestUIEndToEnd(t *testing.T) {
 		for i, c := range want.Classes {
 			if got[i].Name != c.Name || got[i].Pool != fmt.Sprint(c.Pool) || got[i].Binding != c.BindingConstraint {
 				t.Errorf("class %d on the page: %+v; the engine: %s pool %d bound by %s", i, got[i], c.Name, c.Pool, c.BindingConstraint)
+			}
+		}
+		// The check and the fit, and what the columns mean.
+		shown := read(t, tab, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#plan-body tbody[data-class]')].map((row) =>
+			row.querySelector('[data-field=fits]').textContent.trim() + ' ' + row.querySelector('[data-field=check]').textContent.trim())`))
+		for i, c := range want.Classes {
+			fit, holds := "no", "breaks"
+			if c.Fitting() {
+				fit = "yes"
+			}
+			if c.Check.Holds {
+				holds = "holds"
+			}
+			if i >= len(shown) || !strings.HasPrefix(shown[i], fit) || !strings.HasSuffix(shown[i], holds) {
+				t.Errorf("class %s shows %q; the API: fits %v, check holds %v", c.Name, shown, c.Fits, c.Check.Holds)
+			}
+		}
+		text := read(t, tab, chromedp.Evaluate[string](`document.querySelector('#plan-body').textContent`))
+		for _, s := range []string{"Pool is a cap", "Min pool is the least pool", "req/s is the demand against", "Check: " + want.Check.Summary} {
+			if !strings.Contains(text, s) {
+				t.Errorf("the plan on the page lacks %q", s)
 			}
 		}
 	})
@@ -724,7 +746,7 @@ func TestUIEndToEnd(t *testing.T) {
 		// page says knee ≥ 2, a lower bound.
 		do(t, tab, chromedp.SetValue(chromedp.CSS("#probe-requests"), ""))
 		startProbe(t, tab, simulator(t), "1,2")
-		_, bound := finishProbe(t, tab)
+		boundID, bound := finishProbe(t, tab)
 		lower := read(t, tab, chromedp.Evaluate[string](`document.querySelector('#probe-knee').dataset.kneeLowerBound`))
 		shown := read(t, tab, chromedp.Evaluate[string](`document.querySelector('#probe-knee').textContent`))
 		if bound != "2" || lower != "true" || !strings.HasPrefix(shown, "≥ 2 in flight (a lower bound") {
@@ -742,12 +764,29 @@ func TestUIEndToEnd(t *testing.T) {
 			chromedp.SetValue(chromedp.CSS("#probe-max-concurrency"), "4"),
 			chromedp.Click(chromedp.CSS("#probe-start")),
 		)
-		_, searched := finishProbe(t, tab)
+		searchID, searched := finishProbe(t, tab)
 		refined := read(t, tab, chromedp.Evaluate[string](`(document.querySelector('#probe-knee-refined') || {dataset: {}}).dataset.knee || ''`))
 		if searched == "" || refined == "" {
 			t.Errorf("search: knee %q, refined %q; want both shown", searched, refined)
 		}
 		do(t, tab, chromedp.Click(chromedp.CSS("#probe-search")))
+
+		// The compare view lists the ended probes with the two newest
+		// ticked and the newest the baseline, and puts them side by side
+		// in the list's order: the search, then the ladder whose knee is
+		// a lower bound.
+		do(t, tab,
+			scrollTo("#compare", "start"),
+			chromedp.Click(chromedp.CSS("#compare-refresh")),
+			waitFor(`document.querySelectorAll('#compare-choices input.compare-pick:checked').length === 2`),
+			chromedp.Click(chromedp.CSS("#compare-run")),
+			waitFor(`document.querySelector('#compare').dataset.status === 'ready'`),
+		)
+		rows := read(t, tab, chromedp.Evaluate[[]map[string]string](`[...document.querySelectorAll('#compare-result tbody tr')].map((tr) => Object.fromEntries([...tr.cells].map((td) => [td.dataset.label, td.textContent])))`))
+		if len(rows) != 2 || rows[0]["Probe"] != searchID || rows[0]["Knee drift"] != "baseline" ||
+			rows[1]["Probe"] != boundID || rows[1]["Knee"] != "≥ 2" || !strings.HasSuffix(rows[1]["Knee drift"], " %") {
+			t.Errorf("the compare view of %s (baseline) and %s: %v; want the search as the baseline, then the ladder with knee ≥ 2 and its drift", searchID, boundID, rows)
+		}
 	})
 
 	t.Run("narrow window", func(t *testing.T) {

@@ -20,8 +20,9 @@ import (
 func newWhatIfCmd(s streams) *cobra.Command {
 	var file, example, tierPath string
 	var vary, tiers []string
+	var check bool
 	cmd := &cobra.Command{
-		Use:   "what-if (FILE | -f FILE | --example NAME) (--vary PATH=V1,V2,... | --tiers T1,T2,... --path /quotas/N) [--vary ...] [-o FORMAT] [--out PATH]",
+		Use:   "what-if (FILE | -f FILE | --example NAME) (--vary PATH=V1,V2,... | --tiers T1,T2,... --path /quotas/N) [--vary ...] [--check] [-o FORMAT] [--out PATH]",
 		Short: "Compare plans over varied fields of a scenario, or over quota tiers",
 		Long: "What-if plans every combination of one or two variations of a scenario and\n" +
 			"prints the grid that POST /v1/what-if returns: for each combination, every\n" +
@@ -35,7 +36,11 @@ func newWhatIfCmd(s streams) *cobra.Command {
 			"says above which demand provisioned capacity is cheaper than pay as you go.\n" +
 			"A value that makes the scenario invalid marks only its cell; when no cell is\n" +
 			"valid, the grid is printed and the exit status is 1. A path that names no field\n" +
-			"of the scenario is a usage error (exit status 2). At most " + strconv.Itoa(plan.MaxWhatIfCells) + " cells.\n\n" +
+			"of the scenario is a usage error (exit status 2). At most " + strconv.Itoa(plan.MaxWhatIfCells) + " cells.\n" +
+			"With --check every cell's plan is also checked by its own short simulation, as\n" +
+			"planner plan checks a plan, and each class says whether it fits; a sweep over\n" +
+			"tiers alone is always checked, since a tier is ranked by whether every class\n" +
+			"fits in it.\n\n" +
 			catalogueHelp,
 		Example: "  planner what-if --example chat --vary /quotas/0/tpm=500000,1000000,2000000\n" +
 			"  planner what-if -f scenario.yaml --vary /quotas/0/tpm=1e6,2e6 --vary /classes/0/max_tokens=400,800 -o json\n" +
@@ -46,6 +51,7 @@ func newWhatIfCmd(s streams) *cobra.Command {
 	cmd.Flags().StringSliceVar(&tiers, "tiers", nil, "T1,T2,...: catalogue tiers to put on the quota at --path (planner tiers lists them)")
 	cmd.Flags().StringVar(&tierPath, "path", "", "the quota the tiers go on, /quotas/N")
 	addCatalogueFlag(cmd)
+	cmd.Flags().BoolVar(&check, "check", false, "check every cell's plan by its own simulation (a simulation a cell)")
 	out := addOutputFlags(cmd, report.PlanFormats...)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := out.check(); err != nil {
@@ -94,7 +100,7 @@ func newWhatIfCmd(s streams) *cobra.Command {
 		for _, v := range vary {
 			flags = append(flags, fmt.Sprintf("--vary %q", v))
 		}
-		grid, err := a.WhatIf(cmd.Context(), sc, vars)
+		grid, err := a.WhatIf(cmd.Context(), sc, vars, check)
 		if err != nil {
 			return variationError(err, flags)
 		}

@@ -53,8 +53,10 @@ func TestWhatIfMatchesTheAPI(t *testing.T) {
 }
 
 // TestWhatIfTable reads the table of a sweep over the chat example's tpm:
-// at 200,000 tokens per minute the pool is 7, bound by tpm, and does not
-// fit the demand (which needs 12); at 2,000,000 it is 78 and fits.
+// at 200,000 tokens per minute one window of 1 s allows 0.9 × 200,000/60 =
+// 3,000 tokens, less than a request's charge (3,994 at the p99 of its
+// input), so the pool is 0, bound by tpm, and does not fit the demand
+// (which needs 12); at 2,000,000 it is 78 and fits.
 func TestWhatIfTable(t *testing.T) {
 	code, out, errOut := execute(t, "", "what-if", "--example", "chat", "--vary", "/quotas/0/tpm=200000,2000000")
 	if code != exitOK {
@@ -62,8 +64,8 @@ func TestWhatIfTable(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	want := [][]string{
-		{"/quotas/0/tpm", "CLASS", "POOL", "BINDING", "MIN", "FITS"},
-		{"200,000", "chat", "7", "tpm", "12", "NO"},
+		{"/quotas/0/tpm", "CLASS", "POOL", "BINDING", "MIN", "FEASIBLE"},
+		{"200,000", "chat", "0", "tpm", "12", "NO"},
 		{"2,000,000", "chat", "78", "tpm", "12", "yes"},
 	}
 	if len(lines) != len(want) {
@@ -73,6 +75,14 @@ func TestWhatIfTable(t *testing.T) {
 		if got := strings.Fields(lines[i]); !reflect.DeepEqual(got, w) {
 			t.Errorf("line %d: %q, want %q", i+1, got, w)
 		}
+	}
+	// Checked, each cell says whether the class fits and what its check
+	// saw: the infeasible cell fits no more than it is feasible.
+	code, out, errOut = execute(t, "", "what-if", "--example", "chat", "--vary", "/quotas/0/tpm=200000,2000000", "--check")
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	if code != exitOK || len(lines) != 3 || !reflect.DeepEqual(strings.Fields(lines[0]), append(want[0], "FITS", "CHECK")) ||
+		strings.Fields(lines[1])[6] != "NO" || strings.Fields(lines[2])[6] != "yes" || strings.Fields(lines[2])[7] != "holds" {
+		t.Errorf("exit %d (%s), checked table:\n%s", code, errOut, out)
 	}
 }
 

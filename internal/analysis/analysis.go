@@ -164,9 +164,10 @@ func Provisional(c int, records []measure.Record, opts Options) measure.Step {
 			rs = append(rs, r)
 		}
 	}
-	if a, b, ok := window(rs, c, true); ok {
-		st := measureWindow(rs, c, a, b, opts.Goal())
-		s.WallS, s.GoodputRPS, s.ThroughputRPS, s.GoodputCI, s.Requests = b-a, st.goodput, st.throughput, st.goodputCI, st.measured
+	sc := &Scratch{}
+	if a, b, ok := window(rs, c, true, sc); ok {
+		st := measureWindow(rs, c, a, b, opts.Goal(), sc)
+		s.WallS, s.GoodputRPS, s.ThroughputRPS, s.GoodputCI, s.Requests = b-a, st.goodput, st.throughput, st.goodputCI(), st.measured
 	}
 	return s
 }
@@ -217,7 +218,7 @@ func summarizeStep(c int, rs []measure.Record, opts Options, wallS float64, clos
 		s.TooShort = !ok || s.Requests < MinAdaptive(c)
 		if ok {
 			steadyMeasured = true
-			s.WallS, s.GoodputRPS, s.ThroughputRPS, s.OutputTPS, s.GoodputCI = st.b-st.a, st.goodput, st.throughput, st.outputTPS, st.goodputCI
+			s.WallS, s.GoodputRPS, s.ThroughputRPS, s.OutputTPS, s.GoodputCI = st.b-st.a, st.goodput, st.throughput, st.outputTPS, st.goodputCI()
 			s.WindowStartS, s.WindowEndS = st.a, st.b
 		}
 	}
@@ -416,33 +417,51 @@ func setEfficiency(ss []measure.Step) {
 // failing one, f, whose throughput X(f) is the plateau: the smallest
 // concurrency c with
 //
-//	X(c) ≥ X(f)·(1 − 1/(2c))
+//	X(c) ≥ X(f)·(1 − h(c)),   h(c) = 1/(2(c+1))   (halfSlot)
 //
-// that is, whose effective busy slots X(c)·S₀ (c times its scaling
-// efficiency) are within half a slot of the plateau's. Below the knee each
-// step of concurrency keeps one more slot busy, so X(c−1) ≈ X(c)·(1 − 1/c)
-// falls outside the half slot, and X(c) of a saturated endpoint stays on
-// the plateau. The measured step below it bounds the resolution. The
-// bracket can be halved while it spans more than one and every
-// refinement step's noise (goodput interval, relative half-width, plus
-// the plateau's) stays under the half slot it must resolve.
+// An endpoint of k slots that scales linearly up to them carries
+// X(c) = X(f)·c/k below its knee, at most X(f)·c/(c+1) since k ≥ c+1, and
+// X(f) from it on: the threshold lies halfway between the two, so that a
+// step is judged with the same margin, h(c), on either side (at c = 1 of
+// a 2-slot endpoint, half the plateau against the threshold of three
+// quarters). The resolution is the gap to the largest concurrency known
+// to fall short: the measured step below it, or above that step what its
+// throughput bounds (see shortOfPlateau). The bracket can be halved while
+// it spans more than one and every refinement step's noise (goodput
+// interval, relative half-width, plus the plateau's) stays under the half
+// slot it must resolve.
 func refineKnee(res *measure.Result, measured []measure.Step, f measure.Step) {
 	b, ok := bracketKnee(measured, f)
 	if !ok {
 		return
 	}
 	res.KneeRefined, res.KneeResolution = ptr(b.hi), ptr(b.hi-b.lo)
-	if !b.resolvable {
+	if b.lo > b.below.Concurrency {
+		res.Notes = append(res.Notes, fmt.Sprintf("knee_refined %d to within %d: %s in flight cannot reach the plateau, since a closed loop of c carries at most c·X(%d)/%d = c·%.4g req/s (a request takes no less time with more in flight)",
+			b.hi, b.hi-b.lo, span(b.below.Concurrency+1, b.lo), b.below.Concurrency, b.below.Concurrency, b.below.ThroughputRPS/float64(b.below.Concurrency)))
+	}
+	if !b.resolvable && b.hi-b.lo > 1 {
 		res.Notes = append(res.Notes, fmt.Sprintf("knee_refined %d to within %d: the refinement steps' noise is more than half a slot, so the bisection stopped", b.hi, b.hi-b.lo))
 	}
 }
 
+// span names the concurrencies lo..hi.
+func span(lo, hi int) string {
+	if lo == hi {
+		return fmt.Sprint(lo)
+	}
+	return fmt.Sprintf("%d to %d", lo, hi)
+}
+
 // kneeBracket is the refinement's bracket (lo, hi]: hi the smallest
-// measured concurrency on the plateau, lo the measured step below it;
-// resolvable while every refinement step's noise stays under the half slot
-// it must resolve.
+// measured concurrency on the plateau, below the measured step under it
+// and lo the largest concurrency known to fall short of the plateau (below
+// itself, or above it as far as its throughput bounds); resolvable while
+// every refinement step's noise, with the plateau's, stays under 1/(2c)
+// (NextRefinement).
 type kneeBracket struct {
 	lo, hi     int
+	below      measure.Step
 	resolvable bool
 }
 
@@ -454,7 +473,7 @@ func bracketKnee(measured []measure.Step, f measure.Step) (kneeBracket, bool) {
 		return kneeBracket{}, false
 	}
 	reaches := func(s measure.Step) bool {
-		return s.ThroughputRPS >= plat*(1-1/(2*float64(s.Concurrency)))
+		return s.ThroughputRPS >= plat*(1-halfSlot(s.Concurrency))
 	}
 	b := kneeBracket{resolvable: true}
 	for _, s := range measured {
@@ -468,46 +487,101 @@ func bracketKnee(measured []measure.Step, f measure.Step) (kneeBracket, bool) {
 			b.hi = s.Concurrency
 		}
 		if b.hi == 0 {
-			b.lo = s.Concurrency
+			b.lo, b.below = s.Concurrency, s
 		}
 	}
-	return b, b.hi != 0
+	if b.hi == 0 {
+		return b, false
+	}
+	for b.lo > 0 && b.lo+1 < b.hi && shortOfPlateau(b.below, f, b.lo+1) {
+		b.lo++
+	}
+	return b, true
 }
 
-// NextRefinement is the concurrency a knee search's bisection measures
-// next in a result of Analyze, and false when the bracket is down to one
-// or the noise of the steps measured cannot tell its neighbours apart.
-func NextRefinement(res measure.Result) (int, bool) {
+// shortOfPlateau reports whether concurrency c, above the measured step
+// lo, falls short of the plateau of f whatever it would measure. A closed
+// loop of c carries X(c) = c/E[S(c)] (Little's Law), and a request takes
+// no less time with more in flight, E[S(c)] ≥ E[S(lo)], so
+//
+//	X(c) ≤ c·X(lo)/lo
+//
+// and c cannot reach the plateau when even that bound, with lo's goodput
+// interval on its upper side, stays under X(f)·(1 − h(c)) with f's on its
+// lower side. Steps without intervals bound nothing.
+func shortOfPlateau(lo, f measure.Step, c int) bool {
+	up := lo.GoodputCI.HalfWidthRel(lo.GoodputRPS)
+	down := f.GoodputCI.HalfWidthRel(f.GoodputRPS)
+	if math.IsInf(up, 0) || math.IsInf(down, 0) || lo.Concurrency < 1 {
+		return false
+	}
+	most := float64(c) * lo.ThroughputRPS * (1 + up) / float64(lo.Concurrency)
+	return most < f.ThroughputRPS*(1-down)*(1-halfSlot(c))
+}
+
+// halfSlot is h(c) = 1/(2(c+1)), the share of the plateau by which a step
+// of concurrency c is judged on it or short of it (refineKnee): half the
+// gap between c of at least c+1 slots busy, c/(c+1) of the plateau, and
+// the plateau.
+func halfSlot(c int) float64 { return 1 / (2 * float64(c+1)) }
+
+// NextRefinement is what a knee search's refinement measures next in a
+// result of Analyze: the concurrency, and the relative half-width of the
+// goodput interval at which its step has measured enough (1/(2c), within
+// a factor (c+1)/c of the margin h(c) it is judged with, less the
+// plateau's own noise); false when the
+// bracket is down to one, or the noise of the steps measured cannot tell
+// its neighbours apart. The first refinement step measures the smallest
+// concurrency the bracket leaves open, lo + 1: where the knee lies when
+// the endpoint keeps scaling as it did at the measured step below it,
+// the commonest case, which that one step then settles; later steps
+// bisect what is left.
+func NextRefinement(res measure.Result) (c int, precision float64, ok bool) {
 	if res.FirstFailing == nil || res.KneeRefined == nil {
-		return 0, false
+		return 0, 0, false
 	}
 	var measured []measure.Step
 	var f *measure.Step
+	refined := false
 	for i, s := range res.Steps {
 		if s.TooShort {
 			continue
 		}
 		measured = append(measured, s)
+		refined = refined || s.Refine
 		if !s.Refine && s.Concurrency == *res.FirstFailing && f == nil {
 			f = &res.Steps[i]
 		}
 	}
 	if f == nil {
-		return 0, false
+		return 0, 0, false
 	}
 	b, ok := bracketKnee(measured, *f)
 	if !ok || !b.resolvable || b.hi-b.lo <= 1 {
-		return 0, false
+		return 0, 0, false
 	}
-	return (b.lo + b.hi + 1) / 2, true
+	c = (b.lo + b.hi + 1) / 2
+	if !refined {
+		c = b.lo + 1
+	}
+	precision = 1/(2*float64(c)) - f.GoodputCI.HalfWidthRel(f.GoodputRPS)
+	if !(precision > 0) {
+		return 0, 0, false
+	}
+	return c, precision, true
 }
 
-// SearchRefined is the knee_refined of a knee search, with its
-// resolution: nil for a ramp without refinement steps, whose knee_refined
-// is only as fine as its steps, which its knee already says. It is the
-// refined knee that the latency block and the record card carry.
+// SearchRefined is the knee_refined that a plan may budget with, with its
+// resolution: that of a knee search, which its refinement narrowed down,
+// or of any ramp whose steps pin it to one concurrency (resolution 1).
+// It is nil for a ramp without refinement steps whose knee_refined is only
+// as fine as its steps, which its knee already says. It is the refined
+// knee that the latency block and the record card carry.
 func SearchRefined(r measure.Result) (knee, resolution *int) {
-	if r.KneeRefined == nil || !slices.ContainsFunc(r.Steps, func(s measure.Step) bool { return s.Refine }) {
+	if r.KneeRefined == nil || r.KneeResolution == nil {
+		return nil, nil
+	}
+	if *r.KneeResolution > 1 && !slices.ContainsFunc(r.Steps, func(s measure.Step) bool { return s.Refine }) {
 		return nil, nil
 	}
 	return r.KneeRefined, r.KneeResolution

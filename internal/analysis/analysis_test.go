@@ -443,57 +443,114 @@ func deref(p *int) any {
 	return *p
 }
 
-// TestKneeRefined walks the bisection by hand on an endpoint of 12 slots
+// TestKneeRefined walks the refinement by hand on an endpoint of 12 slots
 // and unit service time: X(c) = min(c, 12). The doubling rule's knee is 16
 // (8 to 16 still gains 50 %), the first failing step 32, and the plateau
-// X(32) = 12. A step reaches it within half a slot when X(c) ≥ 12·(1 −
-// 1/(2c)): 16 does, 8 does not, so the knee lies in (8, 16]; measuring 12,
-// then 10, then 11 narrows it to 12 exactly.
+// X(32) = 12. A step is on it when X(c) ≥ 12·(1 − 1/(2(c+1))): 16 does,
+// 8 does not. Nothing at 9 to 11 can: a closed loop of c carries at most
+// c·X(8)/8 = c, and 11 < 12·(1 − 1/24) = 11.5; so the knee
+// lies in (11, 16], and measuring 12, the smallest concurrency left open,
+// settles it at 12 exactly.
 func TestKneeRefined(t *testing.T) {
-	step := func(c int, refine bool, noise float64) measure.Step {
-		x := math.Min(float64(c), 12)
-		return measure.Step{Concurrency: c, Requests: 100, OK: 100, Answers: 100, GoodputRPS: x, ThroughputRPS: x, Refine: refine,
-			GoodputCI: &measure.Interval{Lo: x * (1 - noise), Hi: x * (1 + noise)}}
-	}
-	var ss []measure.Step
-	for _, c := range []int{1, 2, 4, 8, 16, 32} {
-		ss = append(ss, step(c, false, 0.001))
-	}
-	for _, tc := range []struct {
+	type stage struct {
 		add              int
 		refined, res     int
 		next             int
 		knee, firstFails int
-	}{
-		{0, 16, 8, 12, 16, 32},
-		{12, 12, 4, 10, 16, 32},
-		{10, 12, 2, 11, 16, 32},
-		{11, 12, 1, 0, 16, 32},
-	} {
-		if tc.add > 0 {
-			ss = append(ss, step(tc.add, true, 0.001))
-		}
-		res := Analyze(ss, Options{})
-		next, ok := NextRefinement(res)
-		if deref(res.Knee) != tc.knee || deref(res.FirstFailing) != tc.firstFails || deref(res.KneeRefined) != tc.refined ||
-			deref(res.KneeResolution) != tc.res || next != tc.next || ok != (tc.next > 0) {
-			t.Errorf("after %d: knee %v, first failing %v, refined %v ± %v, next %d (%v); want %d, %d, %d ± %d, next %d",
-				tc.add, deref(res.Knee), deref(res.FirstFailing), deref(res.KneeRefined), deref(res.KneeResolution), next, ok,
-				tc.knee, tc.firstFails, tc.refined, tc.res, tc.next)
-		}
 	}
+	walk := func(t *testing.T, x func(c int) float64, noise func(c int) float64, stages []stage) measure.Result {
+		t.Helper()
+		step := func(c int, refine bool) measure.Step {
+			v, n := x(c), noise(c)
+			return measure.Step{Concurrency: c, Requests: 100, OK: 100, Answers: 100, GoodputRPS: v, ThroughputRPS: v, Refine: refine,
+				GoodputCI: &measure.Interval{Lo: v * (1 - n), Hi: v * (1 + n)}}
+		}
+		var ss []measure.Step
+		for _, c := range []int{1, 2, 4, 8, 16, 32} {
+			ss = append(ss, step(c, false))
+		}
+		var res measure.Result
+		for _, tc := range stages {
+			if tc.add > 0 {
+				ss = append(ss, step(tc.add, true))
+			}
+			res = Analyze(ss, Options{})
+			next, precision, ok := NextRefinement(res)
+			if deref(res.Knee) != tc.knee || deref(res.FirstFailing) != tc.firstFails || deref(res.KneeRefined) != tc.refined ||
+				deref(res.KneeResolution) != tc.res || next != tc.next || ok != (tc.next > 0) {
+				t.Errorf("after %d: knee %v, first failing %v, refined %v ± %v, next %d (%v); want %d, %d, %d ± %d, next %d",
+					tc.add, deref(res.Knee), deref(res.FirstFailing), deref(res.KneeRefined), deref(res.KneeResolution), next, ok,
+					tc.knee, tc.firstFails, tc.refined, tc.res, tc.next)
+			}
+			// The step measured next must resolve half a slot with the
+			// plateau's noise (0.1 %) on top.
+			if ok && math.Abs(precision-(1/(2*float64(next))-noise(32))) > 1e-12 {
+				t.Errorf("after %d: precision %g for %d, want 1/(2·%d) − %g", tc.add, precision, next, next, noise(32))
+			}
+		}
+		return res
+	}
+	quiet := func(int) float64 { return 0.001 }
+	slots := func(c int) float64 { return math.Min(float64(c), 12) }
+	res := walk(t, slots, quiet, []stage{
+		{0, 16, 5, 12, 16, 32},
+		{12, 12, 1, 0, 16, 32},
+	})
+	if !strings.Contains(strings.Join(res.Notes, " "), "9 to 11 in flight cannot reach the plateau") {
+		t.Errorf("no note on the concurrencies the bound rules out: %v", res.Notes)
+	}
+	// An endpoint that scales by half a slot per request between 8 and 16:
+	// X(c) = 8 + (c − 8)/2 there. 12 falls short (10 < 11.5), and bounds
+	// 13 (13·10/12 = 10.8 < 11.54); the bisection of (13, 16] measures 15,
+	// which falls short too, and leaves 16 exact.
+	gradual := func(c int) float64 { return math.Min(float64(c), math.Min(8+float64(c-8)/2, 12)) }
+	walk(t, gradual, quiet, []stage{
+		{0, 16, 5, 12, 16, 32},
+		{12, 16, 3, 15, 16, 32},
+		{15, 16, 1, 0, 16, 32},
+	})
 	// A refinement step whose noise (10 %) passes the half slot it must
 	// resolve (1/24) stops the bisection, and says why.
-	noisy := append(ss[:6:6], step(12, true, 0.1))
-	res := Analyze(noisy, Options{})
-	if _, ok := NextRefinement(res); ok || deref(res.KneeRefined) != 12 || deref(res.KneeResolution) != 4 ||
-		!strings.Contains(strings.Join(res.Notes, " "), "noise is more than half a slot") {
-		t.Errorf("noisy refinement: refined %v ± %v, notes %v", deref(res.KneeRefined), deref(res.KneeResolution), res.Notes)
+	noisy := walk(t, gradual, func(c int) float64 {
+		if c == 12 {
+			return 0.1
+		}
+		return 0.001
+	}, []stage{{0, 16, 5, 12, 16, 32}, {12, 16, 4, 0, 16, 32}})
+	if !strings.Contains(strings.Join(noisy.Notes, " "), "noise is more than half a slot") {
+		t.Errorf("noisy refinement: notes %v", noisy.Notes)
 	}
 	// Scaling efficiency against concurrency 1: 1 up to the slots, 12/c after.
 	for _, s := range res.Steps {
 		if want := math.Min(float64(s.Concurrency), 12) / float64(s.Concurrency); math.Abs(s.Efficiency-want) > 1e-4 {
 			t.Errorf("efficiency at %d = %g, want %g", s.Concurrency, s.Efficiency, want)
 		}
+	}
+}
+
+// TestPrecisionOfTheSentPrefix: a running step's precision is that of the
+// steady state its first sent requests would have measured alone, in
+// whatever order the rows completed and whatever completed after them;
+// once its buffers have grown, the check allocates nothing.
+func TestPrecisionOfTheSentPrefix(t *testing.T) {
+	rnd := newTestRand(7)
+	recs := closedLoop(4, 80, 4, 0.2, func() float64 { return 0.2 + 0.1*rnd.Float64() })
+	prefix := slices.Clone(recs[:50])
+	want, ok := steadyState(prefix, 4, measure.Goal{})
+	if !ok || want.goodputCI() == nil {
+		t.Fatal("the prefix has no steady state")
+	}
+	shuffled := slices.Clone(recs)
+	rnd.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	var sc Scratch
+	rel, measured := Precision(shuffled, 4, measure.Goal{}, 50, &sc)
+	if wantRel := want.goodputCI().HalfWidthRel(want.goodput); math.Abs(rel-wantRel) > 1e-12 || measured != want.measured {
+		t.Errorf("precision %g over %d requests, want %g over %d", rel, measured, wantRel, want.measured)
+	}
+	if rel, _ := Precision(shuffled, 4, measure.Goal{}, 3, &sc); !math.IsInf(rel, 1) {
+		t.Errorf("three sends of four slots: precision %g, want +Inf", rel)
+	}
+	if n := testing.AllocsPerRun(50, func() { Precision(shuffled, 4, measure.Goal{}, 50, &sc) }); n != 0 {
+		t.Errorf("Precision allocates %g times a call", n)
 	}
 }

@@ -65,29 +65,62 @@ type steady struct {
 	throughput float64
 	goodput    float64
 	outputTPS  float64
-	goodputCI  *measure.Interval
+	ci         measure.Interval // the goodput's interval, when hasCI
+	hasCI      bool
 	measured   int // requests overlapping the window
+}
+
+// goodputCI is the goodput's interval, nil when the window has too few
+// requests for one.
+func (st steady) goodputCI() *measure.Interval {
+	if !st.hasCI {
+		return nil
+	}
+	ci := st.ci
+	return &ci
 }
 
 // steadyState measures a closed-loop step of concurrency c over its
 // window; false when the rows never had c requests in flight after their
 // warm-up (too few rows, or a step cut short).
 func steadyState(rows []measure.Record, c int, goal measure.Goal) (steady, bool) {
-	a, b, ok := window(rows, c, false)
+	return steadyStateIn(rows, c, goal, &Scratch{})
+}
+
+// steadyStateIn is steadyState with the buffers of sc.
+func steadyStateIn(rows []measure.Record, c int, goal measure.Goal, sc *Scratch) (steady, bool) {
+	a, b, ok := window(rows, c, false, sc)
 	if !ok {
 		return steady{}, false
 	}
-	return measureWindow(rows, c, a, b, goal), true
+	return measureWindow(rows, c, a, b, goal, sc), true
+}
+
+// Scratch holds the buffers that measuring a step uses, so that a running
+// step's check after each send (Precision) reuses them rather than
+// allocating. The zero value is ready; it serves one goroutine at a time.
+type Scratch struct {
+	rows   []measure.Record
+	starts []float64
+	parts  []part
+	est    []float64
+}
+
+// part is a request's share of a window, for the batch means.
+type part struct {
+	start, f, slot float64
+	good           bool
 }
 
 // window finds [a, b]. With running set, the step is still sending: b is
 // the latest completion so far, and the window is what has been measured
 // until now.
-func window(rows []measure.Record, c int, running bool) (a, b float64, ok bool) {
+func window(rows []measure.Record, c int, running bool, sc *Scratch) (a, b float64, ok bool) {
 	if c < 1 || len(rows) < c {
 		return 0, 0, false
 	}
-	starts := make([]float64, 0, len(rows))
+	starts := sc.starts[:0]
+	defer func() { sc.starts = starts[:0] }()
 	lastStart, warmEnd := math.Inf(-1), math.Inf(-1)
 	for _, r := range rows {
 		starts = append(starts, r.StartS)
@@ -135,14 +168,11 @@ func fraction(r measure.Record, a, b float64) float64 {
 
 // measureWindow counts the requests' fractions inside [a, b] and the goodput
 // interval by batch means.
-func measureWindow(rows []measure.Record, c int, a, b float64, goal measure.Goal) steady {
+func measureWindow(rows []measure.Record, c int, a, b float64, goal measure.Goal, sc *Scratch) steady {
 	st := steady{a: a, b: b}
 	w := b - a
-	type part struct {
-		start, f, slot float64
-		good           bool
-	}
-	var parts []part
+	parts := sc.parts[:0]
+	defer func() { sc.parts = parts[:0] }()
 	var ok, good, tokens float64
 	for _, r := range rows {
 		f := fraction(r, a, b)
@@ -173,7 +203,8 @@ func measureWindow(rows []measure.Record, c int, a, b float64, goal measure.Goal
 		return st
 	}
 	slices.SortStableFunc(parts, func(x, y part) int { return cmp.Compare(x.start, y.start) })
-	est := make([]float64, 0, k)
+	est := sc.est[:0]
+	defer func() { sc.est = est[:0] }()
 	for i := range k {
 		lo, hi := i*len(parts)/k, (i+1)*len(parts)/k
 		var num, den float64
@@ -189,24 +220,46 @@ func measureWindow(rows []measure.Record, c int, a, b float64, goal measure.Goal
 		est = append(est, float64(c)*num/den)
 	}
 	sd := stat.StdDev(est, nil)
-	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(k - 1)}.Quantile(1 - (1-confidence)/2)
-	hw := t * sd / math.Sqrt(float64(k))
-	st.goodputCI = &measure.Interval{Lo: math.Max(0, st.goodput-hw), Hi: st.goodput + hw}
+	hw := tQuantile[k] * sd / math.Sqrt(float64(k))
+	st.ci, st.hasCI = measure.Interval{Lo: math.Max(0, st.goodput-hw), Hi: st.goodput + hw}, true
 	return st
 }
 
-// Precision reports how precisely the rows of a closed-loop step that is
-// still running measure its goodput: the relative half-width of the
-// goodput interval over what has completed so far, and the requests
-// measured. The knee search ends a step once it is within
-// TargetPrecision and the step has MinAdaptive(c) measured requests.
-func Precision(rows []measure.Record, c int, goal measure.Goal) (rel float64, measured int) {
-	a, b, ok := window(rows, c, true)
+// tQuantile[k] is t(k − 1, 0.975), the Student's t quantile of an interval
+// of k batch means.
+var tQuantile = func() (t [maxBatches + 1]float64) {
+	for k := 2; k <= maxBatches; k++ {
+		t[k] = distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(k - 1)}.Quantile(1 - (1-confidence)/2)
+	}
+	return t
+}()
+
+// Precision reports how precisely a closed-loop step that is still
+// running measures its goodput: the relative half-width of the goodput
+// interval of the steady state of its first sent requests, those with an
+// index below sent, all of which have completed, and the requests it
+// measured. That is what the step would measure had it stopped sending
+// there: the requests still in flight, whose slots the window would
+// otherwise count as idle, take no part. The knee search ends a step once
+// it is within the step's precision and the step has MinAdaptive(c)
+// measured requests. sc's buffers are used, so that the check after each
+// send allocates nothing once they have grown.
+func Precision(rows []measure.Record, c int, goal measure.Goal, sent int, sc *Scratch) (rel float64, measured int) {
+	done := sc.rows[:0]
+	for _, r := range rows {
+		if r.Index < sent {
+			done = append(done, r)
+		}
+	}
+	sc.rows = done[:0]
+	st, ok := steadyStateIn(done, c, goal, sc)
 	if !ok {
 		return math.Inf(1), 0
 	}
-	st := measureWindow(rows, c, a, b, goal)
-	return st.goodputCI.HalfWidthRel(st.goodput), st.measured
+	if !st.hasCI {
+		return math.Inf(1), st.measured
+	}
+	return st.ci.HalfWidthRel(st.goodput), st.measured
 }
 
 // quantileCI is the distribution-free confidence interval of the

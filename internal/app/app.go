@@ -43,13 +43,14 @@ func (e *NonFiniteError) Error() string {
 	return fmt.Sprintf("the %s of this scenario holds a non-finite %s", e.What, e.Path)
 }
 
-// Plan plans a valid scenario (plan.Engine.Plan). Errors: scenario.Errors
+// Plan plans a valid scenario (plan.Engine.Plan) and checks the plan by its
+// own simulation (check), in one computation slot. Errors: scenario.Errors
 // for a scenario that breaks a cross-field rule, *NonFiniteError, and the
 // engine's: plan.ErrBusy, plan.ErrClosed, *plan.PanicError, and the
 // context's when it ends or the deadline passes. The plan may be shared
 // with other callers: it must not be modified.
 func (a *App) Plan(ctx context.Context, s scenario.Scenario) (*plan.Plan, error) {
-	p, err := a.eng.Plan(ctx, s)
+	p, err := a.eng.PlanChecked(ctx, s, checkName, a.check)
 	if err != nil {
 		return nil, err
 	}
@@ -61,11 +62,19 @@ func (a *App) Plan(ctx context.Context, s scenario.Scenario) (*plan.Plan, error)
 
 // WhatIf plans every combination of one or two variations of a valid
 // scenario (plan.Engine.Sweep), with Plan's errors; a variation's problems
-// are scenario.Errors at "variations[i]...". A sweep over catalogue tiers
-// alone (plan.TierVariation) ranks them by cost (plan.RankTiers), once its
-// cells are final.
-func (a *App) WhatIf(ctx context.Context, s scenario.Scenario, vars []plan.Variation) (*plan.WhatIf, error) {
-	g, err := a.eng.Sweep(ctx, s, vars)
+// are scenario.Errors at "variations[i]...". With check, every cell's plan
+// is checked as Plan checks a plan, and its classes say whether they fit.
+// A sweep over catalogue tiers alone (plan.TierVariation) is always
+// checked, since a tier is ranked by whether every class fits in it, and
+// ranked by cost (plan.RankTiers) once its cells are final.
+func (a *App) WhatIf(ctx context.Context, s scenario.Scenario, vars []plan.Variation, check bool) (*plan.WhatIf, error) {
+	var g *plan.WhatIf
+	var err error
+	if check || plan.IsTierSweep(vars) {
+		g, err = a.eng.SweepChecked(ctx, s, vars, a.check)
+	} else {
+		g, err = a.eng.Sweep(ctx, s, vars)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -73,15 +82,24 @@ func (a *App) WhatIf(ctx context.Context, s scenario.Scenario, vars []plan.Varia
 	return g, nil
 }
 
-// Simulate runs the plan of a valid scenario as a simulation
-// (simulate.Run), planning it first, all in one computation slot. Errors:
-// Plan's, and simulate.OptionErrors for options the scenario cannot run
-// with.
+// Simulate runs the plan of a valid scenario, checked as Plan checks it,
+// as a simulation (simulate.RunPlan), all in one computation slot.
+// Errors: Plan's, and simulate.OptionErrors for options the scenario
+// cannot run with.
 func (a *App) Simulate(ctx context.Context, s scenario.Scenario, o simulate.Options) (*simulate.Simulation, error) {
 	var r *simulate.Simulation
 	err := a.eng.Run(ctx, func(ctx context.Context) error {
-		var err error
-		r, err = simulate.Run(ctx, a.eng, s, o)
+		if errs := s.Check(); len(errs) > 0 {
+			return errs
+		}
+		if errs := simulate.CheckOptions(s, o); len(errs) > 0 {
+			return errs
+		}
+		p, err := a.Plan(ctx, s)
+		if err != nil {
+			return fmt.Errorf("plan the scenario: %w", err)
+		}
+		r, err = simulate.RunPlan(ctx, a.eng, s, p, o)
 		return err
 	})
 	if err != nil {

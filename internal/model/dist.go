@@ -205,7 +205,7 @@ func (d Dist) Exceed(x float64) float64 {
 // Sample maps a standard normal draw z to a value of the distribution,
 // F⁻¹(Φ(z)), so that the same z always gives the same value and larger z
 // never gives a smaller one (common random numbers across scenarios).
-func (d Dist) Sample(z float64) float64 {
+func (d *Dist) Sample(z float64) float64 {
 	if d.kind == kindLognormal {
 		return d.clip(exp(d.mu + d.sigma*z))
 	}

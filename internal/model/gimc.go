@@ -3,7 +3,7 @@ package model
 import "math"
 
 // Renewal arrivals: the laws of inter-arrival gaps that a plan's queue
-// considers (docs/concepts.md, "Arrival variability"). Each is given by
+// considers (docs/concepts.md, "Queueing"). Each is given by
 // the logarithm of its Laplace–Stieltjes transform A*(s) = E[e^{−sT}] for
 // gaps T of mean 1/λ and squared coefficient of variation ca².
 

@@ -20,9 +20,11 @@ type Draws struct {
 	E                       []float64 // standard exponential: how long, in mean waits
 	// UP and EP are a second uniform and exponential, independent of the
 	// others, for the wait at the key's pacing buckets.
-	UP, EP     []float64
-	byU        []int32   // indices in ascending order of U
-	uByU, eByU []float64 // U and E in that order, shared by every Tail
+	UP, EP []float64
+	// UPMin and UPMax are the least and the largest of UP.
+	UPMin, UPMax float64
+	byU          []int32   // indices in ascending order of U
+	uByU, eByU   []float64 // U and E in that order, shared by every Tail
 }
 
 // NewDraws generates n draws from a PCG generator seeded with seed.
@@ -49,6 +51,9 @@ func NewDraws(seed uint64, n int) *Draws {
 	for i := range n {
 		d.UP[i] = r.Float64()
 		d.EP[i] = r.ExpFloat64()
+	}
+	if n > 0 {
+		d.UPMin, d.UPMax = slices.Min(d.UP), slices.Max(d.UP)
 	}
 	slices.SortFunc(d.byU, func(a, b int32) int { return cmp.Compare(d.U[a], d.U[b]) })
 	d.uByU, d.eByU = make([]float64, n), make([]float64, n)
@@ -91,15 +96,12 @@ type Tail struct {
 	scratch    sync.Pool // *[]float64 of length 2K, so that queries may run concurrently
 }
 
-// NewTail prepares p-quantile queries on the sample x (one value per draw of
-// d; len(x) must be d.N).
-func NewTail(x []float64, d *Draws, p float64) *Tail { return NewPacedTail(x, nil, d, p) }
-
 // NewPacedTail prepares p-quantile queries of X + max(W, D) on the
 // sample x = X + D, where the i-th draw has the head start head[i] = D:
 // a wait W that overlaps D adds only what it lasts beyond it,
 // (W − D)⁺ (a request that waits for a slot finds the pacing buckets
-// refilled meanwhile). head nil is no head start (NewTail).
+// refilled meanwhile). head nil is no head start: the p-quantile of x
+// plus the wait.
 func NewPacedTail(x, head []float64, d *Draws, p float64) *Tail {
 	n := len(x)
 	tl := &Tail{p: p, uByU: d.uByU, eByU: d.eByU}
@@ -319,7 +321,7 @@ func (e *Estimator) Estimate(w Wait) float64 {
 }
 
 // Quantile is the p-quantile of X + W (type 7). An unstable wait gives +Inf.
-// A Tail is immutable after NewTail, so Quantile is safe for concurrent use.
+// A Tail is immutable after NewPacedTail, so Quantile is safe for concurrent use.
 func (tl *Tail) Quantile(w Wait) float64 {
 	switch {
 	case !w.Stable():
@@ -381,18 +383,12 @@ func keepTop(a []float64, k int) float64 {
 	return v
 }
 
-// QuantileWithWait is the p-quantile (type 7) of X + W over the draws, where
-// the i-th draw waits E[i]·w.Mean when U[i] < w.Prob: the same value a Tail
-// gives, for one query without building a Tail. scratch must have length
-// len(x) and is overwritten.
-func QuantileWithWait(x []float64, d *Draws, w Wait, p float64, scratch []float64) float64 {
-	return QuantileWithPacedWait(x, nil, d, w, p, scratch)
-}
-
 // QuantileWithPacedWait is the p-quantile of X + max(W, D) over the
 // draws for x = X + D and head[i] = D (as NewPacedTail): the i-th draw
-// adds (E[i]·w.Mean − head[i])⁺ when U[i] < w.Prob. head nil is
-// QuantileWithWait.
+// adds (E[i]·w.Mean − head[i])⁺ when U[i] < w.Prob. head nil is the
+// p-quantile of X + W, where the i-th draw waits E[i]·w.Mean when
+// U[i] < w.Prob: the same value a Tail gives, for one query without
+// building a Tail. scratch must have length len(x) and is overwritten.
 func QuantileWithPacedWait(x, head []float64, d *Draws, w Wait, p float64, scratch []float64) float64 {
 	return QuantileWithSplitWait(x, x, head, d, w, p, scratch)
 }

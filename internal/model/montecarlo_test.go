@@ -17,7 +17,7 @@ func TestTailMatchesBruteForce(t *testing.T) {
 	first, total := make([]float64, d.N), make([]float64, d.N)
 	s.Fill(d, first, total)
 	for _, p := range []float64{0.5, 0.9, 0.95, 0.99, 0.999} {
-		tail := NewTail(total, d, p)
+		tail := NewPacedTail(total, nil, d, p)
 		for _, w := range []Wait{{}, {Prob: 0.01, Mean: 0.5}, {Prob: 0.3, Mean: 2}, {Prob: 0.9, Mean: 10}, {Prob: 0.05, Mean: 100}} {
 			sum := make([]float64, d.N)
 			for i := range sum {
@@ -57,7 +57,7 @@ func TestTailTiesAndSmallSamples(t *testing.T) {
 		first, total := make([]float64, d.N), make([]float64, d.N)
 		tc.svc.Fill(d, first, total)
 		for _, p := range []float64{0.5, 0.95, 0.99, 0.999} {
-			tail := NewTail(total, d, p)
+			tail := NewPacedTail(total, nil, d, p)
 			for _, w := range []Wait{{}, {Prob: 0.2, Mean: 0.3}, {Prob: 0.6, Mean: 5}} {
 				want := QuantileWithWait(total, d, w, p, make([]float64, d.N))
 				if got := tail.Quantile(w); math.Abs(got-want) > 1e-12*want {
@@ -87,7 +87,7 @@ func TestRankValue(t *testing.T) {
 
 func TestTailUnstableWaitIsInfinite(t *testing.T) {
 	d := NewDraws(1, 100)
-	tail := NewTail(slices.Repeat([]float64{1}, 100), d, 0.95)
+	tail := NewPacedTail(slices.Repeat([]float64{1}, 100), nil, d, 0.95)
 	if got := tail.Quantile(Wait{Prob: 1, Mean: math.Inf(1)}); !math.IsInf(got, 1) {
 		t.Fatalf("unstable wait gave %g", got)
 	}
@@ -150,7 +150,7 @@ func TestTailEstimateIsClose(t *testing.T) {
 	first, total := make([]float64, d.N), make([]float64, d.N)
 	s.Fill(d, first, total)
 	for _, x := range [][]float64{first, total} {
-		tail := NewTail(x, d, 0.95)
+		tail := NewPacedTail(x, nil, d, 0.95)
 		for _, w := range []Wait{{Prob: 0.02, Mean: 1}, {Prob: 0.2, Mean: 0.5}, {Prob: 0.5, Mean: 3}, {Prob: 0.9, Mean: 20}} {
 			exact, est := tail.Quantile(w), tail.Estimate(w)
 			if math.Abs(est-exact)/exact > 0.1 {
@@ -166,7 +166,7 @@ func TestTailEstimateRareWaits(t *testing.T) {
 	for i := range x {
 		x[i] = 0.25 + 0.05*float64(i%7)
 	}
-	tail := NewTail(x, d, 0.95)
+	tail := NewPacedTail(x, nil, d, 0.95)
 	for _, w := range []Wait{{Prob: 0.0016, Mean: 0.36}, {Prob: 1e-9, Mean: 1e-9}, {Prob: 0.04, Mean: 100}} {
 		if est := tail.Estimate(w); math.IsInf(est, 0) || math.IsNaN(est) || est < tail.Quantile(Wait{}) {
 			t.Errorf("wait %+v: estimate %g", w, est)
@@ -202,4 +202,12 @@ func TestServiceThirdMomentMatchesSimulation(t *testing.T) {
 			t.Errorf("%s: exact %g, simulated %g", c.name, c.exact, c.sim)
 		}
 	}
+}
+
+// QuantileWithWait is the p-quantile (type 7) of X + W over the draws, where
+// the i-th draw waits E[i]·w.Mean when U[i] < w.Prob: the same value a Tail
+// gives, for one query without building a Tail. scratch must have length
+// len(x) and is overwritten.
+func QuantileWithWait(x []float64, d *Draws, w Wait, p float64, scratch []float64) float64 {
+	return QuantileWithPacedWait(x, nil, d, w, p, scratch)
 }

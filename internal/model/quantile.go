@@ -75,3 +75,43 @@ func selectK(a []float64, k int) float64 {
 	}
 	return a[k]
 }
+
+// QuantileSelect returns the p-quantile of a, type 7 as QuantileSorted,
+// without sorting: a quickselect of the order statistic below the
+// quantile's position and the smallest value above it, O(len(a)) on
+// average. It reorders a. An empty slice gives NaN.
+func QuantileSelect(a []float64, p float64) float64 {
+	return QuantilesSelect(a, p)[0]
+}
+
+// QuantilesSelect is QuantileSelect at several levels in ascending order:
+// each selection after the first searches only above the one before, so
+// that p50, p95 and p99 together cost little more than one. It reorders
+// a; ps must be ascending.
+func QuantilesSelect(a []float64, ps ...float64) []float64 {
+	out := make([]float64, len(ps))
+	n := len(a)
+	lo := 0
+	for i, p := range ps {
+		if n == 0 {
+			out[i] = math.NaN()
+			continue
+		}
+		k, frac := quantileRank(n, p)
+		k = max(k, lo)
+		v := selectK(a[lo:], k-lo)
+		lo = k
+		if frac == 0 || k+1 >= n {
+			out[i] = v
+			continue
+		}
+		next := a[k+1]
+		for _, x := range a[k+2:] {
+			if x < next {
+				next = x
+			}
+		}
+		out[i] = v + frac*(next-v)
+	}
+	return out
+}

@@ -54,3 +54,34 @@ func quantile(xs []float64, p float64) float64 {
 	slices.Sort(s)
 	return QuantileSorted(s, p)
 }
+
+// TestQuantileSelectAgreesWithSort: the selected quantile is the sorted
+// one, to the bit, for ties, interpolation and both ends.
+func TestQuantileSelectAgreesWithSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for trial := range 300 {
+		n := 1 + r.IntN(400)
+		xs := make([]float64, n)
+		for i := range xs {
+			if trial%2 == 0 {
+				xs[i] = float64(r.IntN(30)) // many ties
+			} else {
+				xs[i] = r.ExpFloat64()
+			}
+		}
+		ps := []float64{0, 0.05, 0.5, 0.95, 0.99, 1}
+		all := QuantilesSelect(slices.Clone(xs), ps...)
+		for j, p := range ps {
+			want := quantile(xs, p)
+			if got := QuantileSelect(slices.Clone(xs), p); got != want {
+				t.Fatalf("trial %d, n %d, p %g: %g, want %g", trial, n, p, got, want)
+			}
+			if all[j] != want {
+				t.Fatalf("trial %d, n %d, p %g among several: %g, want %g", trial, n, p, all[j], want)
+			}
+		}
+	}
+	if !math.IsNaN(QuantileSelect(nil, 0.5)) {
+		t.Error("QuantileSelect of nothing should be NaN")
+	}
+}

@@ -19,7 +19,7 @@ func BenchmarkPlanThreeClasses(b *testing.B) {
 	for b.Loop() {
 		e.percentiles.Purge()
 		e.minPools.Purge()
-		if _, err := e.plan(context.Background(), s, true); err != nil {
+		if _, err := e.plan(context.Background(), s, true, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -38,7 +38,7 @@ func BenchmarkPlanThreeClassesQuotas(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		if _, err := e.plan(context.Background(), variants[i%len(variants)], true); err != nil {
+		if _, err := e.plan(context.Background(), variants[i%len(variants)], true, nil); err != nil {
 			b.Fatal(err)
 		}
 		i++
@@ -70,7 +70,7 @@ func BenchmarkPlanThreeClassesCold(b *testing.B) {
 		e.samples.Purge()
 		e.percentiles.Purge()
 		e.minPools.Purge()
-		if _, err := e.plan(context.Background(), s, true); err != nil {
+		if _, err := e.plan(context.Background(), s, true, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -88,7 +88,7 @@ func BenchmarkPlanMeasuredCurve(b *testing.B) {
 		e.samples.Purge()
 		e.percentiles.Purge()
 		e.minPools.Purge()
-		if _, err := e.plan(context.Background(), s, true); err != nil {
+		if _, err := e.plan(context.Background(), s, true, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

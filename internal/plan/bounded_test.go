@@ -75,7 +75,7 @@ func TestNoRemedyCarriesInfinity(t *testing.T) {
 func TestShedSearchIsBounded(t *testing.T) {
 	s := handScenario(scenario.Quota{RPM: 600})
 	s.Classes[0].Demand = &scenario.Demand{RPS: 1000}
-	r, err := testEngine.newRun(context.Background(), s)
+	r, err := testEngine.newRun(context.Background(), s, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

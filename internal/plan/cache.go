@@ -38,10 +38,12 @@ type Engine struct {
 	// and shedding are checked on: what-if cells that differ in one limit
 	// often check the same change.
 	leanPlans *sizedCache[[sha256.Size]byte, cachedPlan]
-	samples   *sizedCache[sampleKey, []float64]
-	curves    *lru.Cache[string, *model.Curve]
-	waits     *lru.Cache[model.Queue, model.Wait]
-	moments   *lru.Cache[serviceKey, moments]
+	// checked are plans with their checks (PlanChecked).
+	checked *sizedCache[[sha256.Size]byte, cachedPlan]
+	samples *sizedCache[sampleKey, []float64]
+	curves  *lru.Cache[string, *model.Curve]
+	waits   *lru.Cache[model.Queue, model.Wait]
+	moments *lru.Cache[serviceKey, moments]
 	// inflight lets one caller compute a sample or a tail that several
 	// need at once (classes prepared in parallel, concurrent plans).
 	inflight singleflight.Group
@@ -79,6 +81,7 @@ func New(opts Options) *Engine {
 		minPools:    must(lru.New[minPoolKey, int](minPoolCacheEntries)),
 		plans:       newSizedCache[[sha256.Size]byte](planCacheBytes, cachedPlanBytes),
 		leanPlans:   newSizedCache[[sha256.Size]byte](planCacheBytes, cachedPlanBytes),
+		checked:     newSizedCache[[sha256.Size]byte](planCacheBytes, cachedPlanBytes),
 		samples:     newSizedCache[sampleKey](sampleCacheBytes, func(v []float64) int { return 8*len(v) + 64 }),
 		curves:      must(lru.New[string, *model.Curve](curveCacheEntries)),
 		waits:       must(lru.New[model.Queue, model.Wait](waitCacheEntries)),
@@ -89,7 +92,7 @@ func New(opts Options) *Engine {
 // CacheBytes is the estimated size of what the engine's byte-bounded
 // caches hold: draws, samples, tails and plans.
 func (e *Engine) CacheBytes() int {
-	return e.draws.Bytes() + e.tails.Bytes() + e.samples.Bytes() + e.plans.Bytes() + e.leanPlans.Bytes()
+	return e.draws.Bytes() + e.tails.Bytes() + e.samples.Bytes() + e.plans.Bytes() + e.leanPlans.Bytes() + e.checked.Bytes()
 }
 
 // drawsBytes estimates the memory of a Monte Carlo run: ten columns of

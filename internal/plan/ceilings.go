@@ -69,6 +69,9 @@ func (r *run) quotaCeiling(i int, mb membership) Ceiling {
 	if a < perS*(1-tolerance) {
 		head += fmt.Sprintf(", this class's share %s/s", num(a))
 	}
+	if d.Daily() && r.dailyScale[i] != 1 {
+		head += fmt.Sprintf(" over %s h a day; this class runs %s h of them", num(m.key.ActiveHours), num(m.key.ActiveHours*r.dailyScale[i]))
+	}
 	switch {
 	case m.task != nil:
 		head += fmt.Sprintf(" ÷ %s %s/task = %s tasks/s", num(u), d.Unit(), num(allowed))

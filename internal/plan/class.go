@@ -56,6 +56,8 @@ type classModel struct {
 	paceD  []float64
 	paceD1 float64 // the mean of paceD
 	paced  map[*service]*service
+	// paceQ is the p95 of max(W, D) by the slot's wait W (paceQuantile).
+	paceQ map[model.Wait]float64
 
 	// task is the class's agent task, nil for a class of single calls;
 	// with it, static is the task's time and use is a task's.
@@ -256,6 +258,16 @@ func (m *classModel) tail(ctx context.Context, s *service, metric int) (*model.T
 	if t := s.tails[metric]; t != nil {
 		return t, nil
 	}
+	if s.base != nil && m.paceNever() {
+		// X + max(W, 0) is X + W: the tail of the service time without
+		// pacing answers every query the same, bit for bit.
+		t, err := m.tail(ctx, s.base, metric)
+		if err != nil {
+			return nil, err
+		}
+		s.tails[metric] = t
+		return t, nil
+	}
 	build := func() (*model.Tail, error) {
 		first, total, err := m.sample(ctx, s)
 		if err != nil {
@@ -294,6 +306,11 @@ func (m *classModel) sample(ctx context.Context, s *service) (first, total []flo
 		first, total, err := m.sample(ctx, s.base)
 		if err != nil {
 			return nil, nil, err
+		}
+		if m.paceNever() {
+			// X + 0 is X: the sample without pacing, shared read-only.
+			s.first, s.total = first, total
+			return first, total, nil
 		}
 		d := m.paceSample()
 		s.first, s.total = make([]float64, len(d)), make([]float64, len(d))
@@ -526,13 +543,17 @@ func (m *classModel) fullLoad(c, load int) int {
 }
 
 // busySlots is what a pool of c keeps in flight at its demand with load on
-// its endpoint: the busy slots a = λ·E[S] and half a standard deviation
-// more, √(a·(1 + ca²)/2)/2 (in flight is about Poisson for Poisson
-// arrivals, and its variance grows with theirs by the peakedness
-// (1 + ca²)/2 of an infinite-server queue), at most the pool.
+// its endpoint: the busy slots a = λ·E[S] and f standard deviations more,
+// f·√(a·(1 + ca²)/2) (in flight is about Poisson for Poisson arrivals, and
+// its variance grows with theirs by the peakedness (1 + ca²)/2 of an
+// infinite-server queue), at most the pool. f is ½ up to Poisson arrivals
+// and grows to 1 at ca² = 2 and above: bursts arrive together, so that a
+// request meets more in flight than the time average (fitted to the
+// discrete-event simulation of the tests and to internal/simulate).
 func (m *classModel) busySlots(c, load int) int {
 	a := model.LittleConcurrency(m.lambda, m.pacedOf(m.at(load)).mean)
-	return min(c, max(1, int(math.Round(a+math.Sqrt(a*(1+math.Min(1, m.ca2))/2)/2))))
+	f := math.Max(0.5, math.Min(1, m.ca2/2))
+	return min(c, max(1, int(math.Round(a+f*math.Sqrt(a*(1+m.ca2)/2)))))
 }
 
 // quantile is the p95 of TTFT (pctTTFT) or S plus the wait w; with full,
@@ -540,6 +561,15 @@ func (m *classModel) busySlots(c, load int) int {
 func (m *classModel) quantile(ctx context.Context, s, full *service, w model.Wait, which percentile) (float64, error) {
 	if which == pctService {
 		which, w = pctE2E, model.Wait{}
+	}
+	if s.base != nil && m.paceNever() {
+		// No draw waits for the buckets: X + max(W, 0) is X + W, the
+		// percentile of the service times without pacing, which plans
+		// with other limits share.
+		s = s.base
+		if full != nil && full.base != nil {
+			full = full.base
+		}
 	}
 	metric := metricE2E
 	if which == pctTTFT {
@@ -668,6 +698,11 @@ func (m *classModel) stableStart(s *service) (int, bool) {
 	if m.lambda == 0 {
 		return 1, true
 	}
+	if s.base != nil {
+		// The pacing wait keeps a slot idle only while the pool is not
+		// full: how full the pool may be is a matter of S.
+		s = s.base
+	}
 	need := model.LittleConcurrency(m.lambda, s.mean) / m.rhoMax
 	if !(need < searchLimit) { // NaN and +Inf fail too
 		return 0, false
@@ -767,7 +802,7 @@ func (m *classModel) minPoolShared(ctx context.Context, others int) (*int, error
 		return m.minPoolAt(ctx, others+1)
 	}
 	stable := func(c int) bool {
-		return model.LittleConcurrency(m.lambda, m.pacedOf(m.at(others+c)).mean) <= m.rhoMax*float64(c)*(1+tolerance)
+		return model.LittleConcurrency(m.lambda, m.at(others+c).mean) <= m.rhoMax*float64(c)*(1+tolerance)
 	}
 	start, ok := firstStable(stable)
 	if !ok {

@@ -307,7 +307,7 @@ func (r *run) remedyCost(ctx context.Context, in scenario.Scenario, i, k int, re
 		changed := base
 		changed.Quotas = slices.Clone(base.Quotas)
 		changed.Quotas[k] = key.WithLimitsOf(t)
-		_, p2, err := r.eng.leanPlan(ctx, changed)
+		_, p2, err := r.eng.leanPlan(ctx, changed, r.floors)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -345,7 +345,7 @@ func (r *run) remedyCost(ctx context.Context, in scenario.Scenario, i, k int, re
 		changed.Quotas = slices.Clone(changed.Quotas)
 		changed.Quotas[k].Price = &pr
 	}
-	_, p2, err := r.eng.leanPlan(ctx, changed)
+	_, p2, err := r.eng.leanPlan(ctx, changed, r.floors)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

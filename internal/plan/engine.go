@@ -37,7 +37,7 @@ func (e *Engine) Plan(ctx context.Context, s scenario.Scenario) (*Plan, error) {
 	var p *Plan
 	err := e.Run(ctx, func(ctx context.Context) error {
 		var err error
-		p, err = e.plan(ctx, s, true)
+		p, err = e.plan(ctx, s, true, nil)
 		return err
 	})
 	if err != nil {
@@ -69,19 +69,35 @@ type run struct {
 	// unliftable holds, by class, the ceilings that no change within the
 	// scenario's bounds lifts, as warnings.
 	unliftable map[int][]string
+	// window is the window of the day this run plans when classes have
+	// schedules (docs/concepts.md, "Time windows"), nil for the whole day.
+	window *dayWindow
+	// dailyScale is, by class, the share of its key's active hours that
+	// it runs (its schedule's hours over the key's active_hours): its use
+	// of a daily limit is counted over its own hours. 1 without schedules.
+	dailyScale []float64
+	// peak is, by class, the largest factor of its demand profile above 1
+	// that its demand was sized at; 1 without one.
+	peak []float64
+	// floors are the least min_pools the plan's check asked for, by class.
+	floors minPools
 }
 
-// plan computes a plan; remedies are worked out (and checked by planning
-// the changed scenario) only when withRemedies is set.
-func (e *Engine) plan(ctx context.Context, in scenario.Scenario, withRemedies bool) (*Plan, error) {
+// plan computes a plan, each class's min_pool at least its floor; remedies
+// are worked out (and checked by planning the changed scenario) only when
+// withRemedies is set.
+func (e *Engine) plan(ctx context.Context, in scenario.Scenario, withRemedies bool, floors minPools) (*Plan, error) {
 	if errs := in.Check(); len(errs) > 0 {
 		return nil, errs
 	}
-	r, err := e.newRun(ctx, in)
+	if wins := windowsOf(in); wins != nil {
+		return e.planWindows(ctx, in, wins, withRemedies, floors)
+	}
+	r, err := e.newRun(ctx, in, nil)
 	if err != nil {
 		return nil, err
 	}
-	r.lean = !withRemedies
+	r.lean, r.floors = !withRemedies, floors
 	if err := r.solve(ctx); err != nil {
 		return nil, err
 	}
@@ -131,10 +147,11 @@ func (e *Engine) plan(ctx context.Context, in scenario.Scenario, withRemedies bo
 }
 
 // newRun builds the models, the endpoints, their budgets and the shared
-// resources of a valid scenario.
-func (e *Engine) newRun(ctx context.Context, in scenario.Scenario) (*run, error) {
+// resources of a valid scenario, for one window of the day when w is not
+// nil: the classes it does not hold share only daily limits there.
+func (e *Engine) newRun(ctx context.Context, in scenario.Scenario, w *dayWindow) (*run, error) {
 	s := in.WithDefaults()
-	r := &run{eng: e, s: s}
+	r := &run{eng: e, s: s, window: w}
 	draws := e.drawsFor(*s.Policy.Seed, s.Policy.MonteCarloDraws)
 	for _, q := range s.Quotas {
 		r.keys = append(r.keys, quota.Key{Quota: q})
@@ -150,9 +167,26 @@ func (e *Engine) newRun(ctx context.Context, in scenario.Scenario) (*run, error)
 		}
 		r.models = append(r.models, m)
 		claims[i] = quota.Claim{Class: c.Name, Mode: c.Mode, Priority: c.Priority}
+		r.peak = append(r.peak, profilePeak(c.Demand))
+		m.lambda *= r.peak[i]
+		r.dailyScale = append(r.dailyScale, 1)
+		if w != nil {
+			r.dailyScale[i] = c.Schedule.HoursPerDay() / m.key.ActiveHours
+			if c.Schedule == nil {
+				r.dailyScale[i] = 1
+			}
+			for d := range scenario.NumDimensions {
+				if d.Daily() {
+					m.use[d] *= r.dailyScale[i]
+				}
+			}
+		}
 	}
 	r.order = quota.Order(claims)
 	r.endpoints = endpointsOf(s, r.models, r.order)
+	if w != nil {
+		r.endpoints = w.isolateIdle(r.endpoints, r.models)
+	}
 	r.byClass = make([]*endpoint, len(r.models))
 	for _, ep := range r.endpoints {
 		for _, i := range ep.members {
@@ -318,6 +352,9 @@ func (r *run) classPlan(ctx context.Context, i int) (ClassPlan, error) {
 			return cp, err
 		}
 	}
+	if pk := r.peak[i]; pk > 1 {
+		cp.Warnings = append(cp.Warnings, fmt.Sprintf("sized at the peak of its demand profile: %s × its steady %s req/s, %s req/s", num(pk), num(m.lambda/pk), num(m.lambda)))
+	}
 	cp.Warnings = append(cp.Warnings, r.warnings(i, cp)...)
 	cp.Explanation = r.explain(i, cp)
 	return cp, nil
@@ -367,7 +404,7 @@ func (r *run) quotaPlan(ki int) QuotaPlan {
 	var members []int
 	for _, res := range r.resources {
 		if !res.slots() && res.key == ki {
-			members = res.members
+			members = r.activeOnly(res.members)
 			break
 		}
 	}

@@ -34,7 +34,7 @@ func (r *run) explain(i int, cp ClassPlan) string {
 	case cp.MinPool == nil:
 		fmt.Fprintf(&b, " Its demand of %s %s is more than any pool up to %d can serve; shed load or split it across keys and endpoints.", num(m.lambda), m.rateUnit(), searchLimit)
 	case cp.Feasible:
-		fmt.Fprintf(&b, " Its demand of %s %s needs at least %d in flight, so it fits with %d to spare", num(m.lambda), m.rateUnit(), *cp.MinPool, cp.Pool-*cp.MinPool)
+		fmt.Fprintf(&b, " Its demand of %s %s needs at least %d in flight, %s %d to spare", num(m.lambda), m.rateUnit(), *cp.MinPool, fitsWith, cp.Pool-*cp.MinPool)
 		if e, at := cp.Predicted.E2EP95Ms, "p95"; e != nil {
 			if cp.Predicted.Percentile != nil {
 				e, at = cp.Predicted.E2EMsAtPercentile, m.pctLabel()
@@ -92,6 +92,22 @@ func (r *run) probeFurther(i int, cp ClassPlan) string {
 	to := 2 * *e.knee
 	return fmt.Sprintf("Endpoint %s's knee ≥ %d is a lower bound, never reached by its probe: probe it further, to at least %d in flight, to find the knee the pool may grow to.",
 		e.displayName(), *e.knee, to)
+}
+
+// fitsWith and modelFitsWith are the words of the explanation of a
+// feasible class before and after its own simulation broke (NotFitting).
+const (
+	fitsWith      = "so it fits with"
+	modelFitsWith = "which the queueing model fits with"
+)
+
+// NotFitting rewrites the explanation of a class that is feasible by the
+// queueing model but does not fit by its own simulation, so that it never
+// says the class fits: the model's margin stays, and why the simulation
+// broke is added.
+func (c *ClassPlan) NotFitting(why string) {
+	c.Explanation = strings.Replace(c.Explanation, fitsWith, modelFitsWith, 1) +
+		" Its own simulation breaks, so it does not fit: " + why + "."
 }
 
 // batchVerdict says in words when a batch ends against its window and

@@ -379,6 +379,9 @@ func (r *run) setMinPools(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if f := r.floors[m.spec.Name]; c != nil && *c < f {
+			c = &f // raised by the plan's check (Engine.PlanWithMinPools)
+		}
 		r.minPool[i] = c
 	}
 	return nil
@@ -414,8 +417,12 @@ func (r *run) buildResources() {
 			}
 		}
 		for d := range scenario.NumDimensions {
-			if k.Limit(d) > 0 && len(members) > 0 {
-				add(&resource{name: d.String(), capacity: k.Capacity(d), members: members, key: ki, dim: d, metric: -1})
+			ms := members
+			if !d.Daily() {
+				ms = r.activeOnly(members) // a daily limit spans the day's windows
+			}
+			if k.Limit(d) > 0 && len(ms) > 0 {
+				add(&resource{name: d.String(), capacity: k.Capacity(d), members: ms, key: ki, dim: d, metric: -1})
 			}
 		}
 	}

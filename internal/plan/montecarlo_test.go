@@ -34,7 +34,7 @@ func TestPercentilesMatchBruteForce(t *testing.T) {
 	warm := New(Options{})
 	for si, s := range scenarios {
 		for _, e := range []*Engine{New(Options{}), warm} {
-			run, err := e.newRun(context.Background(), s)
+			run, err := e.newRun(context.Background(), s, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

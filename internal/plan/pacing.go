@@ -182,19 +182,50 @@ func (l pacingLaw) waits() bool {
 	return false
 }
 
-// wait is D for one draw: u and e are the draw's pacing uniform and
-// exponential, in its input tokens.
-func (l *pacingLaw) wait(u, e, in float64) float64 {
+// sample is D for every draw, at the draws' pacing uniforms and
+// exponentials and their input tokens in, none above inHi: the longest of
+// its dimensions' waits (the same draw sets every dimension's state),
+// worked out one dimension at a time over the draws. A dimension on which
+// no draw can wait (never) is left out: it adds only zeros to the longest.
+func (l pacingLaw) sample(dr *model.Draws, in []float64, inHi float64) []float64 {
+	d := make([]float64, len(in))
 	if l.unstable {
-		return math.Inf(1)
+		for i := range d {
+			d[i] = math.Inf(1)
+		}
+		return d
 	}
-	d := 0.0
-	for i := range l.dims {
-		if p := &l.dims[i]; p.on {
-			d = math.Max(d, p.wait(u, e, in))
+	for j := range l.dims {
+		p := &l.dims[j]
+		if !p.on || p.never(dr.UPMin, dr.UPMax, inHi) {
+			continue
+		}
+		for i := range d {
+			d[i] = math.Max(d[i], p.wait(dr.UP[i], dr.EP[i], in[i]))
 		}
 	}
 	return d
+}
+
+// never reports whether wait is 0 for every draw whose pacing uniform lies
+// in [uLo, uHi] and whose input is at most inHi: no draw falls in the
+// first two cases (u ≥ pDrained), every charge fits the bucket's credit
+// (k ≤ b), and the largest uniform keeps X below the credit that every
+// charge leaves (q < qMin) or finds the bucket idle. Each step of wait is
+// monotone in u and in the input, so the extremes decide for every draw.
+func (p *pacingDim) never(uLo, uHi, inHi float64) bool {
+	if uLo < p.pDrained || uLo < p.pOwn || p.pDrained >= 1 || p.admIn < 0 {
+		return false
+	}
+	if !(p.adm0+p.admIn*inHi-p.size <= 0) {
+		return false
+	}
+	v := (uHi - p.pDrained) / (1 - p.pDrained)
+	idle := (1 - p.piAll) / (1 - p.pDrained)
+	if v < idle || p.thetaAll <= 0 {
+		return true
+	}
+	return (v-idle)/(1-idle) < p.qMin
 }
 
 func (p *pacingDim) wait(u, e, in float64) float64 {
@@ -242,6 +273,9 @@ func (r *run) flowOf(i int, d scenario.Dimension, pool int) flow {
 	a0 := m.key.Admission(0, mt, m.spec.CachedInputFraction)[d]
 	a1 := m.key.Admission(1, mt, m.spec.CachedInputFraction)[d] - a0
 	f := flow{adm0: a0, admIn: a1, ca2: m.ca2, rate: m.lambda}
+	if pool < 1 {
+		f.rate = 0 // no pool: it sends nothing
+	}
 	// The work is a0 + a1·in + c·out, with c = 1 where actual accounting
 	// counts the output at completion.
 	c := 0.0
@@ -387,7 +421,7 @@ func (m *classModel) setPacing(l pacingLaw) bool {
 	if l == m.pace {
 		return false
 	}
-	m.pace, m.paceD, m.paced = l, nil, nil
+	m.pace, m.paceD, m.paced, m.paceQ = l, nil, nil, nil
 	return true
 }
 
@@ -450,12 +484,9 @@ func (m *classModel) paceSample() []float64 {
 		key := sha256.Sum256(append(m.pace.appendKey(ip.key[:]), 'p'))
 		d, _ := cachedOnce(context.Background(), m.eng, m.eng.samples, key, func() ([]float64, error) {
 			in := m.eng.sampled(ip)
-			law := m.pace.prepared(slices.Max(in))
-			d := make([]float64, m.draws.N)
-			for i := range d {
-				d[i] = law.wait(m.draws.UP[i], m.draws.EP[i], in[i])
-			}
-			return d, nil
+			inHi := slices.Max(in)
+			law := m.pace.prepared(inHi)
+			return law.sample(m.draws, in, inHi), nil
 		})
 		var sum float64
 		for _, v := range d {
@@ -464,6 +495,35 @@ func (m *classModel) paceSample() []float64 {
 		m.paceD, m.paceD1 = d, sum/float64(len(d))
 	}
 	return m.paceD
+}
+
+// paceQuantile is the p95 over the draws of max(W, D), the longer of a
+// request's waits for a slot (w) and for the buckets (its draw's D): with
+// w zero, the p95 of the pacing wait alone. Each prediction of the class
+// asks it again at the same waits, so the class keeps them until its law
+// changes.
+func (m *classModel) paceQuantile(w model.Wait) float64 {
+	if w.Prob == 0 && w.Stable() {
+		w = model.Wait{} // no draw waits for a slot: the pacing wait alone
+	}
+	if v, ok := m.paceQ[w]; ok {
+		return v
+	}
+	d := m.paceSample()
+	v := model.QuantileWithPacedWait(d, d, m.draws, w, 0.95, m.scratch())
+	if m.paceQ == nil {
+		m.paceQ = map[model.Wait]float64{}
+	}
+	m.paceQ[w] = v
+	return v
+}
+
+// paceNever reports whether no draw of the class waits for its pacing
+// buckets: the waits are never below zero, so their mean is zero only
+// when every one is.
+func (m *classModel) paceNever() bool {
+	m.paceSample()
+	return m.paceD1 == 0
 }
 
 // paceMean is the pacing wait's mean over the draws.

@@ -302,7 +302,7 @@ func TestPropertyBoundClassesPressOnTheirLimit(t *testing.T) {
 	ctx := context.Background()
 	for trial := range trials {
 		s := randomScenario(r)
-		run, p, err := New(Options{}).planRun(ctx, s)
+		run, p, err := New(Options{}).planRun(ctx, s, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

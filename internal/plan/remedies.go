@@ -34,7 +34,7 @@ func (r *run) remedies(ctx context.Context, in scenario.Scenario, i int, cp *Cla
 		if err != nil {
 			break
 		}
-		r2, p2, err := r.eng.leanPlan(ctx, changed)
+		r2, p2, err := r.eng.leanPlan(ctx, changed, r.floors)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -48,8 +48,11 @@ func (r *run) remedies(ctx context.Context, in scenario.Scenario, i int, cp *Cla
 			break
 		}
 		if r2 == nil {
-			if r2, p2, err = r.eng.planRun(ctx, changed); err != nil {
+			if r2, p2, err = r.eng.planRun(ctx, changed, r.floors); err != nil {
 				return nil, err
+			}
+			if r2 == nil {
+				break // planned window by window: refined no further
 			}
 		}
 		// The last round assumes that the other classes take all the
@@ -66,16 +69,21 @@ func (r *run) remedies(ctx context.Context, in scenario.Scenario, i int, cp *Cla
 	return []Remedy{}, nil
 }
 
-// planRun plans a scenario without remedies and returns its run too.
-func (e *Engine) planRun(ctx context.Context, s scenario.Scenario) (*run, *Plan, error) {
+// planRun plans a scenario without remedies, with the given least
+// min_pools, and returns its run too.
+func (e *Engine) planRun(ctx context.Context, s scenario.Scenario, floors minPools) (*run, *Plan, error) {
 	if errs := s.Check(); len(errs) > 0 {
 		return nil, nil, errs
 	}
-	r, err := e.newRun(ctx, s)
+	if wins := windowsOf(s); wins != nil {
+		p, err := e.planWindows(ctx, s, wins, false, floors)
+		return nil, p, err // no one run holds every class's window
+	}
+	r, err := e.newRun(ctx, s, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	r.lean = true
+	r.lean, r.floors = true, floors
 	if err := r.solve(ctx); err != nil {
 		return nil, nil, err
 	}
@@ -92,14 +100,15 @@ func (e *Engine) planRun(ctx context.Context, s scenario.Scenario) (*run, *Plan,
 // leanPlan is planRun from the engine's cache when the same changed
 // scenario was planned before, and then without the run; its caller may
 // not modify the plan.
-func (e *Engine) leanPlan(ctx context.Context, s scenario.Scenario) (*run, *Plan, error) {
+func (e *Engine) leanPlan(ctx context.Context, s scenario.Scenario, floors minPools) (*run, *Plan, error) {
 	key, ok := planKey(s)
+	key = floors.key(key)
 	if ok {
 		if c, hit := e.leanPlans.Get(key); hit {
 			return nil, c.get(), nil
 		}
 	}
-	r, p, err := e.planRun(ctx, s)
+	r, p, err := e.planRun(ctx, s, floors)
 	if err == nil && ok {
 		e.leanPlans.Add(key, share(p))
 	}
@@ -495,7 +504,7 @@ func (r *run) checkShed(ctx context.Context, in scenario.Scenario, i int, sh *Sh
 	demand := r.models[i].lambda
 	rate := sh.SustainableRPS
 	for range shedRounds {
-		_, p, err := r.eng.leanPlan(ctx, withDemand(in, i, rate))
+		_, p, err := r.eng.leanPlan(ctx, withDemand(in, i, rate), r.floors)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()

@@ -54,10 +54,10 @@ func (r *run) predict(ctx context.Context, i, pool int) (Predicted, error) {
 					over /= float64(n)
 				}
 				mean = m.paceMean() + w.Prob*over
-				p95 = model.QuantileWithPacedWait(d, d, m.draws, w, 0.95, m.scratch())
+				p95 = m.paceQuantile(w)
 				if m.paceMean() > 0 {
 					pr.PacingWaitMeanMs = msPtr(m.paceMean())
-					pr.PacingWaitP95Ms = msPtr(model.QuantileWithWait(d, m.draws, model.Wait{}, 0.95, m.scratch()))
+					pr.PacingWaitP95Ms = msPtr(m.paceQuantile(model.Wait{}))
 				}
 			}
 			pr.QueueWaitMeanMs, pr.QueueWaitP95Ms = msPtr(mean), msPtr(p95)
@@ -201,7 +201,7 @@ func (r *run) batch(i, pool int, allot quota.Vector) *BatchPlan {
 		if m.key.Limit(dim) <= 0 {
 			continue
 		}
-		needed := d.Requests * m.use[dim]
+		needed := d.Requests * m.use[dim] / r.dailyScale[i] // the use per request, not over the class's hours
 		available := allot[dim] * m.key.Seconds(dim) * days
 		b.DailyLimits = append(b.DailyLimits, DailyCheck{Constraint: dim.String(), Needed: math.Ceil(needed), Available: math.Floor(available), OK: needed <= available})
 	}

@@ -28,7 +28,8 @@ func diffPlans(p, pristine *Plan) string {
 	return "its quotas, endpoints or warnings"
 }
 
-// deepCopy copies v and everything it points to.
+// deepCopy copies v and everything it points to. Blank (_) fields, which
+// hold no data (a tag for the OpenAPI document), stay zero.
 func deepCopy(v reflect.Value) reflect.Value {
 	switch v.Kind() {
 	case reflect.Pointer:
@@ -41,7 +42,9 @@ func deepCopy(v reflect.Value) reflect.Value {
 	case reflect.Struct:
 		n := reflect.New(v.Type()).Elem()
 		for i := range v.NumField() {
-			n.Field(i).Set(deepCopy(v.Field(i)))
+			if v.Type().Field(i).Name != "_" {
+				n.Field(i).Set(deepCopy(v.Field(i)))
+			}
 		}
 		return n
 	case reflect.Slice:

@@ -70,19 +70,26 @@ func tierNames(catalogue []scenario.Quota) string {
 }
 
 // Holds reports whether the cell's plan holds: it is a valid scenario and
-// every class fits. It is the one test of a cell that the tier ranking
-// applies (RankTiers), so that what "fits" means for a tier changes here
-// alone.
+// every class fits, by the queueing model and by its own simulation (a
+// checked cell; an unchecked one never holds). It is the one test of a
+// cell that the tier ranking applies (RankTiers), so that what "fits"
+// means for a tier changes here alone.
 func (c Cell) Holds() bool {
 	if len(c.Errors) > 0 || len(c.Classes) == 0 {
 		return false
 	}
 	for _, cl := range c.Classes {
-		if !cl.Feasible {
+		if !cl.Fitting() {
 			return false
 		}
 	}
 	return true
+}
+
+// IsTierSweep reports whether the variations are one sweep over
+// catalogue tiers (TierVariation), the sweep that RankTiers ranks.
+func IsTierSweep(vars []Variation) bool {
+	return len(vars) == 1 && len(vars[0].Tiers) > 0
 }
 
 // TierRanking ranks the tiers of a what-if sweep over catalogue tiers by
@@ -128,7 +135,7 @@ type BreakEven struct {
 // by the key's; a tier in which the plan holds (Cell.Holds) is cheapest
 // when no cheaper one holds.
 func RankTiers(s scenario.Scenario, g *WhatIf) *TierRanking {
-	if g == nil || len(g.Variations) != 1 || len(g.Variations[0].Tiers) == 0 || len(g.Cells) != len(g.Variations[0].Tiers) {
+	if g == nil || !IsTierSweep(g.Variations) || len(g.Cells) != len(g.Variations[0].Tiers) {
 		return nil
 	}
 	v := g.Variations[0]
@@ -148,7 +155,7 @@ func RankTiers(s scenario.Scenario, g *WhatIf) *TierRanking {
 			t.Problems = append(t.Problems, e.Error())
 		}
 		for _, cl := range c.Classes {
-			if !cl.Feasible {
+			if !cl.Fitting() {
 				t.Unfit = append(t.Unfit, cl.Name)
 			}
 		}

@@ -8,11 +8,30 @@ import (
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
+// holdsBut is a Checker for the ranking's tests, which cannot run the
+// real check (internal/simulate imports this package; internal/app's and
+// the command's tests rank with it): its simulation holds for every class
+// except on a key with the rpm of breaks, where it breaks.
+func holdsBut(breaks float64) Checker {
+	return func(_ context.Context, s scenario.Scenario, p *Plan, _ Replanner) (*Plan, error) {
+		c := *p // the plan may be shared: the check's copy is its own
+		c.Classes = slices.Clone(p.Classes)
+		for i := range c.Classes {
+			cl := &c.Classes[i]
+			holds := s.Quotas[0].RPM != breaks
+			fits := cl.Feasible && holds
+			cl.Check, cl.Fits = &ClassCheck{Holds: holds}, &fits
+		}
+		return &c, nil
+	}
+}
+
 // TestRankTiers sweeps the five tiers of costCatalogue over tightKey's
 // key: small is the cheapest tier but too small, maxtok counts max_tokens
 // and the class gives none (an invalid scenario), and of medium (933.12 a
 // day), provisioned (960) and large (777.60) large is the cheapest in
-// which the class fits.
+// which the class fits. Where large's check breaks, medium is the
+// cheapest; an unchecked sweep has no tier that holds.
 func TestRankTiers(t *testing.T) {
 	s := tightKey()
 	names := []string{"small", "medium", "maxtok", "provisioned", "large"}
@@ -20,7 +39,8 @@ func TestRankTiers(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	g, err := New(Options{}).Sweep(context.Background(), s, []Variation{v})
+	e := New(Options{})
+	g, err := e.SweepChecked(context.Background(), s, []Variation{v}, holdsBut(-1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +75,20 @@ func TestRankTiers(t *testing.T) {
 	// requests (4.50 per 1,000): cheaper above 213,333 requests a day.
 	if b := r.BreakEven; b == nil || b.Provisioned != "provisioned" || b.PayAsYouGo != "large" || b.RequestsPerDay != 213333 || b.DemandPerDay != 172800 {
 		t.Errorf("break-even %+v", r.BreakEven)
+	}
+	large := costCatalogue[slices.IndexFunc(costCatalogue, func(q scenario.Quota) bool { return q.Name == "large" })]
+	g, err = e.SweepChecked(context.Background(), s, []Variation{v}, holdsBut(large.RPM))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := RankTiers(s, g); r.Cheapest == nil || *r.Cheapest != "medium" || r.Tiers[1].Tier != "large" || r.Tiers[1].Fits || !slices.Equal(r.Tiers[1].Unfit, []string{"chat"}) {
+		t.Errorf("large's check breaks: ranking %s; want medium the cheapest, large unfit", js(r))
+	}
+	if g, err = e.Sweep(context.Background(), s, []Variation{v}); err != nil {
+		t.Fatal(err)
+	}
+	if r := RankTiers(s, g); r.Cheapest != nil {
+		t.Errorf("an unchecked sweep: cheapest %q; want none, as no cell was checked", *r.Cheapest)
 	}
 	if RankTiers(s, &WhatIf{Variations: []Variation{{Path: "/quotas/0/tpm", Values: []any{1.0}}}, Cells: []Cell{{}}}) != nil {
 		t.Error("a sweep over values ranked")

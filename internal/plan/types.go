@@ -22,38 +22,124 @@ const (
 // them, api/testdata/wire-names.txt); a field added here reaches all three.
 type Plan struct {
 	Classes   []ClassPlan    `json:"classes"`
-	Quotas    []QuotaPlan    `json:"quotas"`
-	Endpoints []EndpointPlan `json:"endpoints"`
+	Quotas    []QuotaPlan    `json:"quotas" doc:"Each key's division and use; with windows, at the window of the day where it is used most, and its daily limits' use over the whole day."`
+	Endpoints []EndpointPlan `json:"endpoints" doc:"Each endpoint's budget and pools; with windows, at the window where its pools add up to the most."`
+	// Windows are the windows of the day when classes have schedules.
+	Windows []WindowPlan `json:"windows,omitempty" doc:"The windows of the day, when classes have schedules: the classes that run in each and what each gets there. A class's pool is the smallest of its windows'."`
+	// Check is the plan's own simulation; nil from the engine alone.
+	Check *Check `json:"check,omitempty" doc:"The plan's own short seeded simulation (docs/concepts.md, \"The check\"); every plan the command line, the service and the page return carries it."`
 	// Cost is nil when no key of the scenario has a price.
 	Cost     *Cost    `json:"cost,omitempty" doc:"What the plan costs a day at its demand, over every key with a price; absent when no key has one."`
 	Warnings []string `json:"warnings"`
 }
 
+// Check is a plan's own simulation: a short seeded run of the same plan
+// (internal/simulate), one for each window of the day, whose figures and
+// intervals decide with the analytic prediction whether each class fits.
+type Check struct {
+	Holds   bool       `json:"holds" doc:"Every class's simulation holds: its SLO met within the simulation's interval, at most 1 % of its sends answered 429, at most 1 % of its requests shed or given up, and its arrivals served (a batch done in its window)."`
+	Summary string     `json:"summary"`
+	Runs    []CheckRun `json:"runs" doc:"The simulated runs: one, or one for each window of the day."`
+	// Rounds is how often the plan was made again with raised min_pools.
+	Rounds int `json:"rounds" doc:"How often the plan was made again with raised min_pools before it was checked for the last time."`
+}
+
+// CheckRun is one simulated run of a check.
+type CheckRun struct {
+	StartHour float64  `json:"start_hour" doc:"Time of day the run starts, hours after midnight UTC."`
+	DurationS float64  `json:"duration_s"`
+	Seed      uint64   `json:"seed"`
+	MaxEvents int      `json:"max_events"`
+	Events    int      `json:"events"`
+	Classes   []string `json:"classes" doc:"The classes the run judges: those that run at that time of day."`
+}
+
+// ClassCheck is what a class's check saw, and whether it holds.
+type ClassCheck struct {
+	Holds   bool   `json:"holds"`
+	Summary string `json:"summary"`
+	// StartHour is the run the figures come from: its worst, or the
+	// window that sets its pool.
+	StartHour        float64   `json:"start_hour"`
+	Requests         int       `json:"requests"`
+	Completed        int       `json:"completed"`
+	TTFTP95Ms        *Estimate `json:"ttft_p95_ms" doc:"Queue wait, retries and time to first token; null when nothing completed."`
+	E2EP95Ms         *Estimate `json:"e2e_p95_ms"`
+	QueueWaitP95Ms   *Estimate `json:"queue_wait_p95_ms"`
+	RateLimitedShare float64   `json:"rate_limited_share" doc:"Share of sends answered 429."`
+	Shed             int       `json:"shed"`
+	LostShare        float64   `json:"lost_share" doc:"Share of requests shed or given up after 429s."`
+	BatchDone        *bool     `json:"batch_done,omitempty" doc:"For a batch: its pool kept pace with its arrivals, so the batch is done in its window."`
+	Misses           []Miss    `json:"misses" doc:"What breaks, and by how much; empty when it holds."`
+	// MinPoolRaisedFrom is the analytic min_pool when the check raised it.
+	MinPoolRaisedFrom *int `json:"min_pool_raised_from,omitempty" doc:"The analytic min_pool, when the check raised it because the simulation broke at the planned pool."`
+}
+
+// Estimate is a simulated figure and the half-width of its 95 %
+// confidence interval. A check whose class completed nothing sends null
+// (the _ field's tag says so in the OpenAPI document).
+type Estimate struct {
+	_     struct{} `nullable:"true"`
+	Value float64  `json:"value"`
+	CI95  *float64 `json:"ci95" doc:"Half-width of the 95 % interval; null when the run had too few requests for one."`
+}
+
+// Miss is one test of a check that failed.
+type Miss struct {
+	Metric  string  `json:"metric" enum:"ttft_p95_ms,e2e_p95_ms,rate_limited_share,lost_share,batch_hours,backlog,predicted_ttft_p95_ms,predicted_e2e_p95_ms,events" doc:"The figure that breaks."`
+	Value   float64 `json:"value" doc:"What the simulation (or, for predicted_*, the plan) gives."`
+	Bound   float64 `json:"bound" doc:"What it may be at most."`
+	OverPct float64 `json:"over_pct" doc:"How far over the bound, in percent of it (beyond the interval for a p95)."`
+	Detail  string  `json:"detail"`
+}
+
+// WindowPlan is one window of the day and how it was planned: the classes
+// that run in it share its per-minute limits and endpoints.
+type WindowPlan struct {
+	StartHour float64        `json:"start_hour" doc:"Start of the window, hours after midnight UTC."`
+	Hours     float64        `json:"hours" doc:"Its length; it runs past midnight when start_hour + hours exceeds 24."`
+	Classes   []WindowClass  `json:"classes"`
+	Quotas    []QuotaPlan    `json:"quotas" doc:"Each key's division among the window's classes, and its use at their pools."`
+	Endpoints []EndpointPlan `json:"endpoints"`
+}
+
+// WindowClass is what a class gets in one window of the day.
+type WindowClass struct {
+	Name              string `json:"name"`
+	Pool              int    `json:"pool" doc:"The pool the window allows the class; its plan's pool is the smallest of its windows'."`
+	BindingConstraint string `json:"binding_constraint"`
+	MinPool           *int   `json:"min_pool"`
+	Feasible          bool   `json:"feasible"`
+	SetsPool          bool   `json:"sets_pool" doc:"This window sets the class's pool: the one with the smallest."`
+}
+
 // ClassPlan is the plan for one task class.
 type ClassPlan struct {
-	Name              string     `json:"name"`
-	Mode              string     `json:"mode"`
-	Quota             string     `json:"quota"`
-	Endpoint          string     `json:"endpoint" doc:"The endpoint the class sends to: default for the top-level latency, class:NAME for a latency profile of its own."`
-	Pool              int        `json:"pool" doc:"Client-side cap on in-flight requests; 0 when no pool fits."`
-	BindingConstraint string     `json:"binding_constraint" doc:"The ceiling that set the pool."`
-	TiedConstraints   []string   `json:"tied_constraints,omitempty" doc:"Other ceilings equal to the pool."`
-	Ceilings          []Ceiling  `json:"ceilings"`
-	MinPool           *int       `json:"min_pool" doc:"Smallest pool that serves the demand within the SLO; null when no pool up to 100,000 does."`
-	Feasible          bool       `json:"feasible"`
-	Predicted         Predicted  `json:"predicted"`
-	Pacing            Pacing     `json:"pacing"`
-	Admission         Admission  `json:"admission"`
-	Retry             Retry      `json:"retry"`
-	Adaptive          Adaptive   `json:"adaptive"`
-	TruncationRisk    float64    `json:"truncation_risk" doc:"P(output tokens > max_tokens): the share of answers the cap cuts short."`
-	Batch             *BatchPlan `json:"batch,omitempty"`
-	Task              *TaskPlan  `json:"task,omitempty" doc:"Per-task figures of an agent task class, whose pool, demand, throughput and quota use count tasks."`
-	Shed              *Shed      `json:"shed,omitempty"`
-	Remedies          []Remedy   `json:"remedies"`
-	Cost              *Cost      `json:"cost,omitempty" doc:"What the class costs at its demand (at its pool's rate without a demand), whether or not its pool serves it; absent when its key has no price."`
-	Explanation       string     `json:"explanation"`
-	Warnings          []string   `json:"warnings"`
+	Name              string      `json:"name"`
+	Mode              string      `json:"mode"`
+	Quota             string      `json:"quota"`
+	Endpoint          string      `json:"endpoint" doc:"The endpoint the class sends to: default for the top-level latency, class:NAME for a latency profile of its own."`
+	Pool              int         `json:"pool" doc:"Client-side cap on in-flight requests; 0 when no pool fits."`
+	BindingConstraint string      `json:"binding_constraint" doc:"The ceiling that set the pool."`
+	TiedConstraints   []string    `json:"tied_constraints,omitempty" doc:"Other ceilings equal to the pool."`
+	Ceilings          []Ceiling   `json:"ceilings"`
+	MinPool           *int        `json:"min_pool" doc:"Smallest pool that serves the demand within the SLO; null when no pool up to 100,000 does. Raised by the check where the plan's own simulation breaks below it."`
+	Feasible          bool        `json:"feasible" doc:"The analytic answer: 1 ≤ min_pool ≤ pool."`
+	Fits              *bool       `json:"fits,omitempty" doc:"Feasible, the predicted p95s within the SLO, and the plan's own simulation (check) holds; absent from a plan that was not checked (stored by an earlier release)."`
+	Check             *ClassCheck `json:"check,omitempty" doc:"What the plan's own simulation saw of this class."`
+	Predicted         Predicted   `json:"predicted"`
+	Pacing            Pacing      `json:"pacing"`
+	Admission         Admission   `json:"admission"`
+	Retry             Retry       `json:"retry"`
+	Adaptive          Adaptive    `json:"adaptive"`
+	TruncationRisk    float64     `json:"truncation_risk" doc:"P(output tokens > max_tokens): the share of answers the cap cuts short."`
+	Batch             *BatchPlan  `json:"batch,omitempty"`
+	Task              *TaskPlan   `json:"task,omitempty" doc:"Per-task figures of an agent task class, whose pool, demand, throughput and quota use count tasks."`
+	Shed              *Shed       `json:"shed,omitempty"`
+	Remedies          []Remedy    `json:"remedies"`
+	Cost              *Cost       `json:"cost,omitempty" doc:"What the class costs at its demand (at its pool's rate without a demand), whether or not its pool serves it; absent when its key has no price."`
+	Explanation       string      `json:"explanation"`
+	Warnings          []string    `json:"warnings"`
 
 	// PromptCache is what the prompt cache does for the class, when it
 	// reads some of its input from it (cached_input_fraction).
@@ -75,6 +161,10 @@ type PromptCache struct {
 	UtilizationNoCache    map[string]float64 `json:"utilization_without_cache" doc:"Share of each limit of the key the class would use with none of its input cached."`
 }
 
+// Fitting reports whether the class fits: its plan was checked and it
+// fits by the queueing model and by its own simulation.
+func (c ClassPlan) Fitting() bool { return c.Fits != nil && *c.Fits }
+
 // Ceiling is one upper bound on a class's pool.
 type Ceiling struct {
 	Constraint string `json:"constraint"`
@@ -86,7 +176,7 @@ type Ceiling struct {
 type Predicted struct {
 	MeanServiceMs    float64            `json:"mean_service_ms"`
 	ThroughputRPS    float64            `json:"throughput_rps" doc:"Requests per second with the pool full: pool / E[S]."`
-	OfferedRPS       float64            `json:"offered_rps,omitempty" doc:"The stated demand."`
+	OfferedRPS       float64            `json:"offered_rps,omitempty" doc:"The demand the class is sized at: the stated one, times its demand profile's largest factor when that is above 1."`
 	TTFTP95Ms        *float64           `json:"ttft_p95_ms" doc:"Queue wait included when demand is given; null when the queue would grow without bound."`
 	E2EP95Ms         *float64           `json:"e2e_p95_ms"`
 	QueueWaitMeanMs  *float64           `json:"queue_wait_mean_ms" doc:"Arrival to send: the wait for a pool slot and for the key's pacing buckets."`
@@ -237,8 +327,8 @@ type QuotaPlan struct {
 	Usable      map[string]float64 `json:"usable" doc:"Limits times headroom."`
 	Allocations []Allocation       `json:"allocations"`
 	Utilization map[string]float64 `json:"utilization" doc:"Expected share of each limit used at the stated demand (pools flat out for classes without demand)."`
-	Pacing      []KeyPacing        `json:"pacing" doc:"The key's pacing buckets, one for each per-minute limit, that every client of the key paces its sends with."`
 	Cost        *Cost              `json:"cost,omitempty" doc:"What the key costs at the stated demand; absent without a price."`
+	Pacing      []KeyPacing        `json:"pacing,omitempty" doc:"The key's pacing buckets, one for each per-minute limit, that every client of the key paces its sends with."`
 }
 
 // EndpointPlan shows how one endpoint's in-flight budget is divided.

@@ -54,7 +54,14 @@ type CellClass struct {
 	BindingConstraint string `json:"binding_constraint"`
 	MinPool           *int   `json:"min_pool"`
 	Feasible          bool   `json:"feasible"`
+	// Fits and Misses are the check's, when the cells were checked.
+	Fits   *bool  `json:"fits,omitempty" doc:"With check: the class is feasible and its plan's own simulation holds."`
+	Misses []Miss `json:"misses,omitempty" doc:"With check: what the simulation saw break, and by how much."`
 }
+
+// Fitting reports whether the class fits by its cell's check; false in a
+// cell that was not checked.
+func (c CellClass) Fitting() bool { return c.Fits != nil && *c.Fits }
 
 // Sweep plans every combination of up to two variations of a valid
 // scenario as one computation under the engine's limits (Engine.Run). A
@@ -67,6 +74,12 @@ type CellClass struct {
 // returning the context's error; a panic in any cell fails the whole sweep
 // with a *PanicError.
 func (e *Engine) Sweep(ctx context.Context, base scenario.Scenario, vars []Variation) (*WhatIf, error) {
+	return e.sweepWith(ctx, base, vars, nil)
+}
+
+// sweepWith is Sweep, each valid cell's plan checked by check when it is
+// not nil.
+func (e *Engine) sweepWith(ctx context.Context, base scenario.Scenario, vars []Variation, check Checker) (*WhatIf, error) {
 	if len(vars) == 0 || len(vars) > 2 {
 		return nil, scenario.Errors{{Path: "variations", Message: "give one or two variations"}}
 	}
@@ -88,7 +101,7 @@ func (e *Engine) Sweep(ctx context.Context, base scenario.Scenario, vars []Varia
 	var out *WhatIf
 	err := e.Run(ctx, func(ctx context.Context) error {
 		var err error
-		out, err = e.sweep(ctx, vars, cells, func(ctx context.Context, values []any) Cell { return e.planCell(ctx, base, ptrs, values) })
+		out, err = e.sweep(ctx, vars, cells, func(ctx context.Context, values []any) Cell { return e.planCell(ctx, base, ptrs, values, check) })
 		return err
 	})
 	if err != nil {
@@ -166,7 +179,7 @@ func (e *Engine) sweep(ctx context.Context, vars []Variation, cells int, cell fu
 	return out, nil
 }
 
-func (e *Engine) planCell(ctx context.Context, base scenario.Scenario, ptrs []scenario.Pointer, values []any) Cell {
+func (e *Engine) planCell(ctx context.Context, base scenario.Scenario, ptrs []scenario.Pointer, values []any, check Checker) Cell {
 	cell := Cell{Values: values}
 	s, errs := cellScenario(base, ptrs, values)
 	if len(errs) > 0 {
@@ -175,10 +188,20 @@ func (e *Engine) planCell(ctx context.Context, base scenario.Scenario, ptrs []sc
 	}
 	// A cell shows pools and binding constraints, not remedies, so it
 	// skips working them out (each is checked by planning again).
-	p, err := e.plan(ctx, s, false)
+	p, err := e.plan(ctx, s, false, nil)
+	if err == nil && check != nil {
+		p, err = check(ctx, s, p, func(ctx context.Context, floors map[string]int) (*Plan, error) {
+			return e.plan(ctx, s, false, floors)
+		})
+	}
 	if err == nil {
 		for _, c := range p.Classes {
-			cell.Classes = append(cell.Classes, CellClass{Name: c.Name, Pool: c.Pool, BindingConstraint: c.BindingConstraint, MinPool: c.MinPool, Feasible: c.Feasible})
+			cc := CellClass{Name: c.Name, Pool: c.Pool, BindingConstraint: c.BindingConstraint, MinPool: c.MinPool, Feasible: c.Feasible}
+			if c.Check != nil {
+				cc.Fits = c.Fits
+				cc.Misses = c.Check.Misses
+			}
+			cell.Classes = append(cell.Classes, cc)
 		}
 		if p.Cost != nil {
 			c := *p.Cost // the plan may be shared: the cell's is its own

@@ -31,8 +31,10 @@ type Workload struct {
 
 // At is the service time of one request with inFlight requests on the
 // endpoint (at least 1): TTFT, TPOT, input and output tokens (clipped to
-// [1, max_tokens]) as independent distributions.
-func (w Workload) At(inFlight int) model.Service { return w.m.at(inFlight).svc }
+// [1, max_tokens]) as independent distributions. It is the model's own,
+// shared by every request at that load (a copy would cost a simulation
+// more than the draws): the caller must not modify it.
+func (w Workload) At(inFlight int) *model.Service { return &w.m.at(inFlight).svc }
 
 // Extrapolated reports whether the latency at inFlight lies outside the
 // measured curve.

@@ -1,6 +1,8 @@
 package probe
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -26,6 +28,14 @@ type chunkInfo struct {
 	errType    []byte
 	errMessage []byte // raw JSON string contents, escapes not decoded
 	model      []byte // the top-level model string, raw (escapes not decoded); nil when absent
+
+	// What a template of the chunk needs (chunkTemplate): texts counts
+	// the text values (a delta's content or reasoning string), the last
+	// of which lies at textStart:textEnd; toolOutput is whether a tool
+	// call carried output; modelStart is where model lies.
+	texts, textStart, textEnd int
+	toolOutput                bool
+	modelStart                int
 }
 
 // scanChunk reads a chunk with a purpose-built validating scanner: it walks
@@ -51,6 +61,7 @@ func scanChunk(b []byte) (chunkInfo, error) {
 			s.errorValue(&info)
 		case "model":
 			if s.peek() == '"' {
+				info.modelStart = s.i + 1
 				info.model = s.str()
 			} else {
 				s.skip(1)
@@ -64,6 +75,62 @@ func scanChunk(b []byte) (chunkInfo, error) {
 		return chunkInfo{}, errBadJSON
 	}
 	return info, nil
+}
+
+// chunkTemplate is a chunk of a stream that scanChunk read whole and that
+// had one text value, kept as the bytes before and after that value.
+// Chunks of one stream mostly differ in their text alone: a later chunk
+// with the same bytes before and after it and, between them, a string
+// without quotes, escapes or control characters is the same JSON with
+// another text (a scanner walks the same bytes in the same states, and
+// the text is plain string content), so that its info is the template's
+// with the new text, and matching it replaces the scan.
+type chunkTemplate struct {
+	ok         bool
+	head, tail []byte
+	toolOutput bool
+	// The model, when the chunk has one: its length, and where it lies,
+	// from the start when it comes before the text, else from the end.
+	hasModel, modelInTail bool
+	modelAt, modelLen     int
+}
+
+// remember makes data, whose scan gave info, the template when it has
+// one text value and neither usage nor an error.
+func (t *chunkTemplate) remember(data []byte, info chunkInfo) {
+	t.ok = info.texts == 1 && !info.usage && !info.hasError
+	if !t.ok {
+		return
+	}
+	t.head = append(t.head[:0], data[:info.textStart]...)
+	t.tail = append(t.tail[:0], data[info.textEnd:]...)
+	t.toolOutput = info.toolOutput
+	t.hasModel, t.modelInTail, t.modelLen = info.model != nil, info.modelStart > info.textStart, len(info.model)
+	t.modelAt = info.modelStart
+	if t.modelInTail {
+		t.modelAt = len(data) - info.modelStart
+	}
+}
+
+// match reads data by the template; false when data does not fit it.
+func (t *chunkTemplate) match(data []byte) (chunkInfo, bool) {
+	if !t.ok || len(data) < len(t.head)+len(t.tail) || !bytes.HasPrefix(data, t.head) || !bytes.HasSuffix(data, t.tail) {
+		return chunkInfo{}, false
+	}
+	end := len(data) - len(t.tail)
+	text := data[len(t.head):end]
+	if bytes.IndexByte(text, '"') >= 0 || !plainSpan(text) {
+		return chunkInfo{}, false
+	}
+	info := chunkInfo{output: len(text) > 0 || t.toolOutput, texts: 1, textStart: len(t.head), textEnd: end, toolOutput: t.toolOutput}
+	if t.hasModel {
+		info.modelStart = t.modelAt
+		if t.modelInTail {
+			info.modelStart = len(data) - t.modelAt
+		}
+		info.model = data[info.modelStart : info.modelStart+t.modelLen]
+	}
+	return info, true
 }
 
 // errorMessage decodes the error message of a chunk (only on the error path,
@@ -93,6 +160,9 @@ func (s *jscan) fail() {
 }
 
 func (s *jscan) ws() {
+	if s.i < len(s.b) && s.b[s.i] > ' ' {
+		return // the common case: no whitespace
+	}
 	for s.i < len(s.b) {
 		switch s.b[s.i] {
 		case ' ', '\t', '\n', '\r':
@@ -159,9 +229,25 @@ func (s *jscan) str() []byte {
 	}
 	b := s.b
 	start := s.i + 1
+	// The common case: the next quote ends the string, and nothing before
+	// it is escaped or a control character. A short string is looked at
+	// byte by byte, a long one searched for its quote.
+	i := start
+	for end := min(len(b), start+shortString); i < end && plain[b[i]]; i++ {
+	}
+	if i < len(b) && b[i] == '"' {
+		s.i = i + 1
+		return b[start:i]
+	}
+	if i == start+shortString {
+		if j := bytes.IndexByte(b[i:], '"'); j >= 0 && plainSpan(b[i:i+j]) {
+			s.i = i + j + 1
+			return b[start : i+j]
+		}
+	}
 	for i := start; i < len(b); i++ {
 		c := b[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
+		if plain[c] {
 			continue
 		}
 		switch {
@@ -192,6 +278,42 @@ func (s *jscan) str() []byte {
 	}
 	s.fail()
 	return nil
+}
+
+// plain marks the bytes a JSON string carries as they are: all but the
+// quote, the backslash and the control characters.
+var plain = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c >= 0x20 && c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// shortString is how far str looks byte by byte before it searches.
+const shortString = 16
+
+// plainSpan reports whether every byte of b is plain: eight at a time,
+// with the word tests for a byte below 0x20 and for a zero byte (after
+// XOR with backslashes) of Anderson's Bit Twiddling Hacks, exact for
+// telling whether any byte is one.
+func plainSpan(b []byte) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	for len(b) >= 8 {
+		w := binary.LittleEndian.Uint64(b)
+		control := (w - lo*0x20) & ^w & hi
+		bs := w ^ (lo * '\\')
+		backslash := (bs - lo) & ^bs & hi
+		if control|backslash != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if !plain[c] {
+			return false
+		}
+	}
+	return true
 }
 
 func isHex(c byte) bool {
@@ -284,16 +406,6 @@ func (s *jscan) skip(depth int) {
 	}
 }
 
-// nonEmptyString consumes a value and reports whether it is a non-empty
-// string.
-func (s *jscan) nonEmptyString() bool {
-	if s.peek() == '"' {
-		return len(s.str()) > 0
-	}
-	s.skip(3)
-	return false
-}
-
 // nonEmptyArray consumes a value and reports whether it is a non-empty
 // array.
 func (s *jscan) nonEmptyArray() bool {
@@ -342,12 +454,19 @@ func (s *jscan) delta(info *chunkInfo) {
 	for first := true; s.more('}', &first); {
 		switch string(s.key()) {
 		case "content", "reasoning_content", "reasoning":
-			if s.nonEmptyString() {
+			if s.peek() != '"' {
+				s.skip(4)
+				continue
+			}
+			start := s.i + 1
+			if text := s.str(); len(text) > 0 {
 				info.output = true
 			}
+			info.texts++
+			info.textStart, info.textEnd = start, s.i-1
 		case "tool_calls":
 			if s.nonEmptyArray() {
-				info.output = true
+				info.output, info.toolOutput = true, true
 			}
 		default:
 			s.skip(4)

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/plannerdev/planner/internal/measure"
@@ -81,6 +82,50 @@ type sender struct {
 	limits      *rateLimitLog
 	budget      *budget
 	redact      *redact.Redactor
+	slots       sync.Pool // of *slot
+	names       nameCache
+}
+
+// A slot is what one request needs besides what net/http allocates for
+// it: its body's bytes, and its connection trace with the hooks and the
+// traced context built on them, all reused from request to request. A
+// request gives its slot back only when the transport can no longer touch
+// it: each of its connections came from the idle pool, so that no dial
+// started on its behalf can still report into the trace, and its body was
+// written. Otherwise the slot is dropped. In a steady run, where every
+// request reuses a kept-alive connection, requests allocate no slot.
+type slot struct {
+	buf    []byte
+	trace  connTrace
+	hooks  *httptrace.ClientTrace
+	base   context.Context // the context traced was built on
+	traced context.Context // base with hooks
+}
+
+// take returns a slot for a request.
+func (s *sender) take() *slot {
+	if sl, ok := s.slots.Get().(*slot); ok {
+		return sl
+	}
+	sl := &slot{}
+	sl.hooks = sl.trace.hooks()
+	return sl
+}
+
+// give takes back a slot whose request has ended, unless the transport
+// may still use it.
+func (s *sender) give(sl *slot) {
+	if sl.trace.settled() {
+		s.slots.Put(sl)
+	}
+}
+
+// tracedContext is ctx with the slot's hooks, built once for a given ctx.
+func (sl *slot) tracedContext(ctx context.Context) context.Context {
+	if sl.base != ctx {
+		sl.base, sl.traced = ctx, httptrace.WithClientTrace(ctx, sl.hooks)
+	}
+	return sl.traced
 }
 
 // reply is the outcome of one request. The stream's times are from the
@@ -101,18 +146,19 @@ type reply struct {
 // lastAttempt is how long the last attempt took, to its end.
 func (r reply) lastAttempt() time.Duration { return r.end - r.last.Sub(r.start) }
 
-// send posts body until it gets an answer other than 429, the attempts run
-// out, a 429's wait would pass the deadline, or the budget refuses a retry.
-// The first attempt must have been admitted by the budget. runCtx is the
-// run's context: its end marks the request cancelled rather than failed.
-func (s *sender) send(runCtx context.Context, body []byte) reply {
-	ctx, cancel := context.WithTimeout(runCtx, s.deadline)
+// send posts the slot's body until it gets an answer other than 429, the
+// attempts run out, a 429's wait would pass the deadline, or the budget
+// refuses a retry. The first attempt must have been admitted by the
+// budget. runCtx is the run's context: its end marks the request
+// cancelled rather than failed.
+func (s *sender) send(runCtx context.Context, sl *slot) reply {
+	ctx, cancel := context.WithTimeout(sl.tracedContext(runCtx), s.deadline)
 	defer cancel()
 	r := reply{start: time.Now()}
 	for {
 		r.attempts++
 		r.last = time.Now()
-		wait, retry := s.attempt(runCtx, ctx, body, &r)
+		wait, retry := s.attempt(runCtx, ctx, sl, &r)
 		if !retry {
 			break
 		}
@@ -142,8 +188,19 @@ func (s *sender) send(runCtx context.Context, body []byte) reply {
 
 // attempt sends body once and fills r. It returns retry = true, with the
 // wait to honour, when the answer is a 429.
-func (s *sender) attempt(runCtx, ctx context.Context, body []byte, r *reply) (wait time.Duration, retry bool) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
+//
+// The attempt is traced by the slot's trace, reset for it, while every
+// attempt before it left the trace settled; otherwise by a trace of its
+// own, whose hooks the transport calls besides the slot's.
+func (s *sender) attempt(runCtx, ctx context.Context, sl *slot, r *reply) (wait time.Duration, retry bool) {
+	trace := &sl.trace
+	if r.attempts == 1 || trace.settled() {
+		trace.reset()
+	} else {
+		trace = &connTrace{}
+		ctx = httptrace.WithClientTrace(ctx, trace.hooks())
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(sl.buf))
 	if err != nil {
 		r.class, r.msg = measure.ErrClient, s.redact.Clip(err.Error(), maxErrorText)
 		return 0, false
@@ -153,8 +210,6 @@ func (s *sender) attempt(runCtx, ctx context.Context, body []byte, r *reply) (wa
 	if s.keyHeader != "" {
 		req.Header.Set(s.keyHeader, s.keyValue)
 	}
-	trace := &connTrace{}
-	req = req.WithContext(httptrace.WithClientTrace(ctx, trace.hooks()))
 	resp, err := s.client.Do(req)
 	r.conn = trace.timing(r.last)
 	if err != nil {
@@ -187,7 +242,7 @@ func (s *sender) attempt(runCtx, ctx context.Context, body []byte, r *reply) (wa
 		return 0, false
 	}
 	r.class, r.msg = "", ""
-	st, err := readStream(resp.Body, r.last)
+	st, err := readStream(resp.Body, r.last, &s.names)
 	r.stream, r.end = st, r.last.Sub(r.start)+st.end
 	switch {
 	case err != nil:

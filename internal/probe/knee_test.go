@@ -3,6 +3,7 @@ package probe
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -260,20 +261,24 @@ func compare(t *testing.T, slots int) searchRow {
 }
 
 // TestSearchMatchesLadder: on 4, 8, 16 and 64 slots the search finds the
-// ladder's knee with at most half its requests (the refinement counted
-// apart), and refines it to the slot count.
+// ladder's knee and refines it to the slot count exactly, with at most
+// 40 % of the ladder's requests all in, the refinement included: the
+// doubling steps bound every concurrency between the knee's step and the
+// one below it, so that on these endpoints the refinement measures
+// nothing.
 func TestSearchMatchesLadder(t *testing.T) {
 	for _, slots := range []int{4, 8, 16, 64} {
 		t.Run(fmt.Sprintf("slots=%d", slots), func(t *testing.T) {
 			r := compare(t, slots)
-			t.Logf("slots %d: knee %d/%d, requests %d/%d (+%d refining), tokens %d/%d, wall %.1f/%.1f s, refined %d ± %d",
-				slots, r.searchKnee, r.ladderKnee, r.searchRequests, r.ladderRequests, r.refineRequests,
+			all := r.searchRequests + r.refineRequests
+			t.Logf("slots %d: knee %d/%d, requests %d/%d (+%d refining, %.1f %% all in), tokens %d/%d, wall %.1f/%.1f s, refined %d ± %d",
+				slots, r.searchKnee, r.ladderKnee, r.searchRequests, r.ladderRequests, r.refineRequests, 100*float64(all)/float64(r.ladderRequests),
 				r.searchTokens, r.ladderTokens, r.searchWall, r.ladderWall, r.refined, r.resolution)
 			if r.searchKnee != r.ladderKnee || r.ladderKnee != slots {
 				t.Errorf("search knee %d, ladder knee %d, want both %d", r.searchKnee, r.ladderKnee, slots)
 			}
-			if 2*r.searchRequests > r.ladderRequests {
-				t.Errorf("the search sent %d requests, more than half the ladder's %d", r.searchRequests, r.ladderRequests)
+			if 10*all > 4*r.ladderRequests {
+				t.Errorf("the search sent %d requests with its refinement, more than 40 %% of the ladder's %d", all, r.ladderRequests)
 			}
 			if r.refined != slots || r.resolution != 1 {
 				t.Errorf("knee_refined %d ± %d, want %d ± 1", r.refined, r.resolution, slots)
@@ -283,7 +288,10 @@ func TestSearchMatchesLadder(t *testing.T) {
 }
 
 // TestKneeRefinedBetweenPowersOfTwo: with 12 slots the doubling rule's
-// knee is 16 (8 to 16 still gains 50 %), and the refinement finds 12.
+// knee is 16 (8 to 16 still gains 50 %), and the refinement finds 12 with
+// one step: 9 to 11 cannot reach the plateau (at most c·X(8)/8), and 12,
+// the smallest concurrency left open, reaches it. All in, the search
+// spends at most half the requests of the ladder to its maximum.
 func TestKneeRefinedBetweenPowersOfTwo(t *testing.T) {
 	bubble(t, slotsSim(12), func(t *testing.T, _ *fakeendpoint.Server, base string, dial dialFunc) {
 		p := kneeConfig(base, dial)
@@ -293,13 +301,31 @@ func TestKneeRefinedBetweenPowersOfTwo(t *testing.T) {
 		if a.Knee == nil || *a.Knee != 16 || a.KneeRefined == nil || *a.KneeRefined != 12 || *a.KneeResolution != 1 {
 			t.Fatalf("knee %v, refined %v ± %v; want 16, 12 ± 1; steps %+v", a.Knee, a.KneeRefined, a.KneeResolution, a.Steps)
 		}
-		for _, c := range []int{10, 11, 12} {
-			if s := stepAt(t, res, c); !s.Refine {
-				t.Errorf("step %d is not marked as a refinement step", c)
+		var refined []int
+		for _, s := range a.Steps {
+			if s.Refine {
+				refined = append(refined, s.Concurrency)
+				if s.Requests != analysis.MinAdaptive(s.Concurrency) {
+					t.Errorf("refinement step %d measured %d requests; a step without noise stops at the least a steady state needs, %d",
+						s.Concurrency, s.Requests, analysis.MinAdaptive(s.Concurrency))
+				}
 			}
+		}
+		if !slices.Equal(refined, []int{12}) {
+			t.Errorf("refinement steps %v, want [12]", refined)
 		}
 		if last := a.Steps[len(a.Steps)-1]; last.Concurrency != 32 {
 			t.Errorf("the search went past the first failing step (32): last step %d", last.Concurrency)
+		}
+		ladder := 0
+		for _, c := range ladderTo(64) {
+			ladder += p.WithDefaults().requestsFor(c)
+		}
+		sp := res.Spent()
+		all := sp[0].Requests + sp[1].Requests
+		t.Logf("search %d + refinement %d requests = %.1f %% of the ladder's %d", sp[0].Requests, sp[1].Requests, 100*float64(all)/float64(ladder), ladder)
+		if 2*all > ladder {
+			t.Errorf("the search sent %d requests with its refinement, more than half the ladder's %d", all, ladder)
 		}
 	})
 }

@@ -125,12 +125,15 @@ const (
 	maxCharsPerToken     = 8
 )
 
-// syntheticOverhead is the JSON around a synthetic text in a messages
-// array: a synthetic input's size is this plus the text's length.
-var syntheticOverhead = func() int {
-	b, _ := json.Marshal([]message{{Role: "user"}})
-	return len(b)
-}()
+// syntheticPrefix and syntheticSuffix are the JSON around a synthetic
+// text in a messages array, as encoding/json writes []message (the text
+// is plain ASCII, which it carries as it is); syntheticOverhead is their
+// length, so that a synthetic input's size is this plus the text's.
+const (
+	syntheticPrefix   = `[{"role":"user","content":"`
+	syntheticSuffix   = `"}]`
+	syntheticOverhead = len(syntheticPrefix) + len(syntheticSuffix)
+)
 
 // prompts hands out request inputs: prompts from a file in turn, or
 // synthetic text of a target length in tokens. The synthetic length is
@@ -142,6 +145,11 @@ type prompts struct {
 	fixed  []Prompt
 	target int    // input tokens of a synthetic prompt
 	runID  string // makes each prompt's start unique so provider prefix caches do not hide prefill
+	// rendered holds each fixed prompt's messages as the request body
+	// carries them, rendered once at the start of the run (or why the
+	// prompt cannot be sent).
+	rendered [][]byte
+	errs     []error
 
 	mu     sync.Mutex
 	chars  int // synthetic text length
@@ -149,19 +157,31 @@ type prompts struct {
 }
 
 func newPrompts(fixed []Prompt, target int, runID string) *prompts {
-	return &prompts{fixed: fixed, target: target, runID: runID, chars: target * charsPerToken}
+	p := &prompts{fixed: fixed, target: target, runID: runID, chars: target * charsPerToken}
+	for _, f := range fixed {
+		m, err := f.messages()
+		if err == nil {
+			// What encoding/json writes of a json.RawMessage: compact, with
+			// HTML characters escaped.
+			m, err = json.Marshal(m)
+		}
+		p.rendered, p.errs = append(p.rendered, m), append(p.errs, err)
+	}
+	return p
 }
 
-// input is one request's messages and, for a synthetic prompt of one
-// message, its text length, by which the length is calibrated (0 for a
-// prompt from a file or of several messages). A synthetic input's
-// messages are built only once the budget has admitted its size (build).
+// input is one request's messages: a fixed prompt's, a shaped prompt's
+// turns, or a synthetic text of chars characters (for a synthetic prompt
+// of one message its text length, by which the length is calibrated; 0
+// for a prompt from a file or of several messages), written into the
+// request's body only once the budget has admitted its size
+// (appendMessages).
 type input struct {
-	messages json.RawMessage
-	chars    int
-	seq      int
-	size     int    // bytes of messages, known before they are built
-	turns    []turn // a shaped prompt's messages, to build; nil for a plain synthetic one
+	fixed []byte // a fixed prompt's rendered messages
+	chars int
+	seq   int
+	size  int    // bytes of messages, known before they are written
+	turns []turn // a shaped prompt's messages; nil for a plain synthetic one
 	// prefixTokens is the tokens at the prompt's start that an earlier
 	// request sent (measure.Record.PrefixTokens), when known before it
 	// is sent; prefixShare the share of its characters that repeat an
@@ -228,28 +248,29 @@ func shaped(turns []turn, seq int) input {
 }
 
 // next returns the input of request seq (0, 1, ...) of the run: a prompt
-// from a file, rendered, or a synthetic prompt's size, to be built.
+// from a file, or a synthetic prompt's size.
 func (p *prompts) next(seq int) (input, error) {
 	if len(p.fixed) > 0 {
-		m, err := p.fixed[seq%len(p.fixed)].messages()
-		if err != nil {
-			return input{}, fmt.Errorf("prompt %d: %w", seq%len(p.fixed), err)
+		i := seq % len(p.fixed)
+		if err := p.errs[i]; err != nil {
+			return input{}, fmt.Errorf("prompt %d: %w", i, err)
 		}
-		return input{messages: m, size: len(m)}, nil
+		return input{fixed: p.rendered[i], size: len(p.rendered[i])}, nil
 	}
-	n := max(p.length(), len(syntheticHead(p.runID, seq)))
+	n := max(p.length(), syntheticHeadLen(p.runID, seq))
 	return input{chars: n, seq: seq, size: syntheticOverhead + n}, nil
 }
 
-// build renders the messages of a synthetic input; an input from a file
-// has them already.
-func (p *prompts) build(in input) (input, error) {
-	if in.messages != nil {
-		return in, nil
+// appendMessages appends the input's messages to dst as the request body
+// carries them: compact JSON, byte for byte what encoding/json writes of
+// them. A synthetic prompt is written in place, which allocates nothing
+// once dst has room.
+func (p *prompts) appendMessages(dst []byte, in input) []byte {
+	if in.fixed != nil {
+		return append(dst, in.fixed...)
 	}
-	msgs := []message{{Role: "user", Content: syntheticText(p.runID, in.seq, in.chars)}}
 	if in.turns != nil {
-		msgs = make([]message, len(in.turns))
+		msgs := make([]message, len(in.turns))
 		for i, t := range in.turns {
 			var b strings.Builder
 			for _, s := range t.segs {
@@ -257,13 +278,12 @@ func (p *prompts) build(in input) (input, error) {
 			}
 			msgs[i] = message{Role: t.role, Content: b.String()}
 		}
+		m, _ := json.Marshal(msgs) // strings and roles always encode
+		return append(dst, m...)
 	}
-	m, err := json.Marshal(msgs)
-	if err != nil {
-		return input{}, fmt.Errorf("synthetic prompt: %w", err)
-	}
-	in.messages = m
-	return in, nil
+	dst = append(dst, syntheticPrefix...)
+	dst = appendSyntheticText(dst, p.runID, in.seq, in.chars)
+	return append(dst, syntheticSuffix...)
 }
 
 // observe calibrates the synthetic length from a response that counted
@@ -358,8 +378,37 @@ func syntheticHead(runID string, seq int) string {
 	return "[" + runID + "-" + strconv.Itoa(seq) + "] "
 }
 
-// syntheticText is n characters (at least the unique head): a head that
-// names the run and request, the instruction, then filler words.
-func syntheticText(runID string, seq, n int) string {
-	return segment{head: syntheticHead(runID, seq), lead: instruction, n: n}.text()
+// syntheticHeadLen is the length of the unique start of request seq's
+// synthetic text, "[runID-seq] ".
+func syntheticHeadLen(runID string, seq int) int {
+	digits := 1
+	for v := seq; v >= 10 || v <= -10; v /= 10 {
+		digits++
+	}
+	if seq < 0 {
+		digits++
+	}
+	return len(runID) + digits + 4
+}
+
+// appendSyntheticText appends request seq's synthetic text to dst: n
+// characters (at least the unique head), a head that names the run and
+// request, the instruction, then filler words.
+func appendSyntheticText(dst []byte, runID string, seq, n int) []byte {
+	start := len(dst)
+	dst = append(dst, '[')
+	dst = append(dst, runID...)
+	dst = append(dst, '-')
+	dst = strconv.AppendInt(dst, int64(seq), 10)
+	dst = append(dst, "] "...)
+	body := instruction
+	for len(dst)-start < n {
+		rest := n - (len(dst) - start)
+		if len(body) > rest {
+			body = body[:rest]
+		}
+		dst = append(dst, body...)
+		body = filler
+	}
+	return dst
 }

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -41,6 +42,13 @@ func TestLoadPrompts(t *testing.T) {
 }
 
 func TestSyntheticText(t *testing.T) {
+	syntheticText := func(runID string, seq, n int) string { return string(appendSyntheticText(nil, runID, seq, n)) }
+	for _, seq := range []int{0, 9, 10, 12, 99, 100, 123456} {
+		text := syntheticText("run", seq, 1)
+		if want := "[run-" + strconv.Itoa(seq) + "] "; text != want || syntheticHeadLen("run", seq) != len(want) {
+			t.Errorf("head of request %d: %q of %d bytes, want %q", seq, text, syntheticHeadLen("run", seq), want)
+		}
+	}
 	for _, n := range []int{1, 10, 100, 5000} {
 		s := syntheticText("run", 12, n)
 		if !strings.HasPrefix(s, "[run-12] ") {
@@ -66,16 +74,18 @@ func TestCalibration(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		in, err := p.build(planned)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(in.messages) != planned.size {
-			t.Fatalf("request %d: %d bytes of messages, planned %d", seq, len(in.messages), planned.size)
+		in := planned
+		messages := p.appendMessages(nil, in)
+		if len(messages) != planned.size {
+			t.Fatalf("request %d: %d bytes of messages, planned %d", seq, len(messages), planned.size)
 		}
 		var msgs []message
-		if err := json.Unmarshal(in.messages, &msgs); err != nil || len(msgs) != 1 || len(msgs[0].Content) != in.chars {
-			t.Fatalf("messages %s: %v", in.messages, err)
+		if err := json.Unmarshal(messages, &msgs); err != nil || len(msgs) != 1 || len(msgs[0].Content) != in.chars {
+			t.Fatalf("messages %s: %v", messages, err)
+		}
+		// Byte for byte what encoding/json writes of them.
+		if want, _ := json.Marshal(msgs); string(messages) != string(want) {
+			t.Fatalf("messages %s, encoding/json writes %s", messages, want)
 		}
 		tokens = (in.chars+3)/4 + template
 		p.observe(in.chars, tokens)

@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,7 +9,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +25,7 @@ var errDurationBudget = errors.New("the time budget is spent")
 // runner is the state of one run.
 type runner struct {
 	cfg     Config
+	frame   bodyFrame
 	opts    analysis.Options
 	sender  *sender
 	prompts *prompts
@@ -59,18 +60,36 @@ func Run(ctx context.Context, cfg Config, obs Observer) (*Result, error) {
 		return nil, fmt.Errorf("probe configuration: %w", fieldpath.Errors(errs))
 	}
 	cfg = cfg.WithDefaults()
-	endpoint, err := cfg.endpoint()
+	m := cfg.mode()
+	concs := m.concurrencies()
+	r, err := newRunner(cfg, obs, concs[len(concs)-1])
 	if err != nil {
 		return nil, fmt.Errorf("probe configuration: %w", err)
 	}
-	m := cfg.mode()
-	concs := m.concurrencies()
-	tr := newTransport(concs[len(concs)-1], cfg.DialContext, cfg.tlsConfig)
-	defer tr.CloseIdleConnections()
+	defer r.close()
 
+	runCtx, cancel := context.WithTimeoutCause(ctx, cfg.Budget.maxDuration(), errDurationBudget)
+	defer cancel()
+	reason, detail := m.run(runCtx, r)
+	return r.result(reason, detail), nil
+}
+
+// newRunner prepares a run of cfg, its defaults applied, whose largest
+// step has top requests in flight.
+func newRunner(cfg Config, obs Observer, top int) (*runner, error) {
+	endpoint, err := cfg.endpoint()
+	if err != nil {
+		return nil, err
+	}
+	frame, err := newFrame(cfg)
+	if err != nil {
+		return nil, err
+	}
+	tr := newTransport(top, cfg.DialContext, cfg.tlsConfig)
 	t0 := time.Now()
 	r := &runner{
 		cfg:     cfg,
+		frame:   frame,
 		opts:    cfg.AnalysisOptions(),
 		prompts: newPrompts(cfg.Prompts, cfg.inputTokens(), strconv.FormatInt(t0.UnixNano(), 36)),
 		budget:  &budget{maxRequests: cfg.Budget.MaxRequests.Or(0), maxTokens: cfg.Budget.MaxTokens.Or(0)},
@@ -96,12 +115,11 @@ func Run(ctx context.Context, cfg Config, obs Observer) (*Result, error) {
 			r.sender.keyValue = "Bearer " + cfg.APIKey
 		}
 	}
-
-	runCtx, cancel := context.WithTimeoutCause(ctx, cfg.Budget.maxDuration(), errDurationBudget)
-	defer cancel()
-	reason, detail := m.run(runCtx, r)
-	return r.result(reason, detail), nil
+	return r, nil
 }
+
+// close closes the run's idle connections.
+func (r *runner) close() { r.sender.client.CloseIdleConnections() }
 
 // analyze judges the steps so far.
 func (r *runner) analyze() measure.Result {
@@ -113,11 +131,17 @@ func (r *runner) analyze() measure.Result {
 
 // stepSpec shapes a closed-loop step.
 type stepSpec struct {
-	n        int  // requests to send: a fixed step's size, an adaptive step's cap
-	adaptive bool // end once the goodput interval is within ±5 % (after MinAdaptive measured requests)
-	extend   bool // a fixed step whose gain over the step before is ambiguous at n sends goes on for n more, once
-	refine   bool // a refinement step of a knee search
+	n int // requests to send: a fixed step's size, an adaptive step's cap
+	// precision, when positive, makes the step adaptive: it ends once the
+	// relative half-width of its goodput interval is within it (after
+	// MinAdaptive measured requests).
+	precision float64
+	extend    bool // a fixed step whose gain over the step before is ambiguous at n sends goes on for n more, once
+	refine    bool // a refinement step of a knee search
 }
+
+// maxPresized bounds the rows a step makes room for before it starts.
+const maxPresized = 1 << 14
 
 // maxStartSpread bounds how long a step takes to open all its workers.
 const maxStartSpread = 2 * time.Second
@@ -131,7 +155,8 @@ const maxStartSpread = 2 * time.Second
 // discard as warm-up anyway. Before each send, the step decides whether to
 // go on (stepState.admit).
 func (r *runner) closedStep(ctx context.Context, c int, spec stepSpec) []measure.Record {
-	st := &stepState{r: r, c: c, spec: spec, limit: spec.n, warmup: r.cfg.warmupFor(c, spec.n), prev: r.lastStep()}
+	st := &stepState{r: r, c: c, spec: spec, limit: spec.n, warmup: r.cfg.warmupFor(c, spec.n), prev: r.lastStep(),
+		recs: make([]measure.Record, 0, min(spec.n, maxPresized))}
 	r.plan(stepKey{c: c}, spec.n)
 	workers := min(c, spec.n)
 	spread := r.startSpread()
@@ -148,6 +173,7 @@ func (r *runner) closedStep(ctx context.Context, c int, spec stepSpec) []measure
 				}
 				rec, ok := r.request(ctx, stepKey{c: c}, i, i < st.warmup, spec.refine)
 				if !ok {
+					st.finish(i)
 					return
 				}
 				st.add(rec)
@@ -182,11 +208,17 @@ type stepState struct {
 	precise  bool // an adaptive step ended by its precision
 	extended bool
 	recs     []measure.Record
+	// ended[i] marks send i finished (recorded, or refused by the
+	// budget), and sent counts the sends 0..sent−1 that all have: the
+	// requests an adaptive step's precision is measured on.
+	ended   []bool
+	sent    int
+	scratch analysis.Scratch
 }
 
 // admit hands out the index of the next send, or false when the step has
 // sent enough: an adaptive step once it has MinAdaptive(c) measured sends
-// and the requests finished so far know its goodput within ±5 %; any
+// and the requests finished so far know its goodput within its precision; any
 // step at its limit, which a step whose gain is ambiguous doubles once
 // when the budget has room for it.
 func (s *stepState) admit() (int, bool) {
@@ -196,8 +228,8 @@ func (s *stepState) admit() (int, bool) {
 		return 0, false
 	}
 	i := s.next
-	if s.spec.adaptive && i >= s.warmup+analysis.MinAdaptive(s.c) {
-		if rel, _ := analysis.Precision(s.recs, s.c, s.r.opts.Goal()); rel <= analysis.TargetPrecision {
+	if s.spec.precision > 0 && i >= s.warmup+analysis.MinAdaptive(s.c) {
+		if rel, _ := analysis.Precision(s.recs, s.c, s.r.opts.Goal(), s.sent, &s.scratch); rel <= s.spec.precision {
 			s.stopped, s.precise = true, true
 			return 0, false
 		}
@@ -218,7 +250,30 @@ func (s *stepState) admit() (int, bool) {
 func (s *stepState) add(rec measure.Record) {
 	s.mu.Lock()
 	s.recs = append(s.recs, rec)
+	s.ended = markEnded(s.ended, rec.Index)
+	for s.sent < len(s.ended) && s.ended[s.sent] {
+		s.sent++
+	}
 	s.mu.Unlock()
+}
+
+// finish marks send i finished without a record (the budget refused it).
+func (s *stepState) finish(i int) {
+	s.mu.Lock()
+	s.ended = markEnded(s.ended, i)
+	for s.sent < len(s.ended) && s.ended[s.sent] {
+		s.sent++
+	}
+	s.mu.Unlock()
+}
+
+// markEnded sets ended[i], growing ended as needed.
+func markEnded(ended []bool, i int) []bool {
+	for len(ended) <= i {
+		ended = append(ended, false)
+	}
+	ended[i] = true
+	return ended
 }
 
 // lastStep is the last closed-loop step measured before a refinement, nil
@@ -282,13 +337,10 @@ func (r *runner) send(ctx context.Context, base measure.Record, in input) (rec m
 	if !r.budget.admit(reserve) {
 		return measure.Record{}, false
 	}
-	body, err := r.body(in)
-	if err != nil {
-		r.budget.settle(reserve, 0)
-		base.ErrorClass, base.StartS = measure.ErrClient, time.Since(r.t0).Seconds()
-		return r.keep(base, err.Error()), true
-	}
-	rep := r.sender.send(ctx, body)
+	sl := r.sender.take()
+	sl.buf = r.appendBody(sl.buf[:0], in)
+	rep := r.sender.send(ctx, sl)
+	r.sender.give(sl)
 	rec = base
 	rec.StartS = rep.start.Sub(r.t0).Seconds()
 	rec.Status, rec.ErrorClass, rec.Attempts = rep.status, rep.class, rep.attempts
@@ -307,7 +359,7 @@ func (r *runner) send(ctx context.Context, base measure.Record, in input) (rec m
 		if in.prefixShare > 0 {
 			rec.PrefixTokens = int(in.prefixShare*float64(st.prompt) + 0.5)
 		}
-		rec.ServedModel = r.sender.redact.String(strings.Join(st.servedModels(), measure.ServedModelSep))
+		rec.ServedModel = r.sender.names.served(st, r.sender.redact)
 		used = reserve - r.cfg.maxTokens() + rec.OutputTokens
 		if st.usage {
 			used = st.prompt + st.completion
@@ -321,20 +373,39 @@ func (r *runner) send(ctx context.Context, base measure.Record, in input) (rec m
 	return r.keep(rec, rep.msg), true
 }
 
-// body is the request body of an input, its prompt built.
-func (r *runner) body(in input) ([]byte, error) {
-	in, err := r.prompts.build(in)
-	if err != nil {
-		return nil, err
-	}
-	body, err := json.Marshal(chatRequest{
-		Model: r.cfg.Model, Messages: in.messages, MaxTokens: r.cfg.maxTokens(), Stream: true,
-		StreamOptions: streamOptions{IncludeUsage: true}, IgnoreEOS: r.cfg.IgnoreEOS,
+// appendBody appends the request body of an input to dst: the body's
+// frame around the input's messages, byte for byte what encoding/json
+// writes of a chatRequest.
+func (r *runner) appendBody(dst []byte, in input) []byte {
+	dst = append(dst, r.frame.head...)
+	dst = r.prompts.appendMessages(dst, in)
+	return append(dst, r.frame.tail...)
+}
+
+// bodyFrame is a run's request body without its messages: what comes
+// before them and after them.
+type bodyFrame struct{ head, tail []byte }
+
+// messagesMark stands for the messages in the body that newFrame encodes.
+const messagesMark = `,"messages":0`
+
+// newFrame encodes the run's request body around a placeholder for the
+// messages and cuts it there. The placeholder cannot occur earlier: the
+// model before it is a JSON string, whose quotes are escaped.
+func newFrame(cfg Config) (bodyFrame, error) {
+	b, err := json.Marshal(chatRequest{
+		Model: cfg.Model, Messages: json.RawMessage("0"), MaxTokens: cfg.maxTokens(), Stream: true,
+		StreamOptions: streamOptions{IncludeUsage: true}, IgnoreEOS: cfg.IgnoreEOS,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("encoding the request: %w", err)
+		return bodyFrame{}, fmt.Errorf("encoding the request: %w", err)
 	}
-	return body, nil
+	i := bytes.Index(b, []byte(messagesMark))
+	if i < 0 {
+		return bodyFrame{}, fmt.Errorf("encoding the request: no messages in %s", b)
+	}
+	cut := i + len(messagesMark) - 1
+	return bodyFrame{head: b[:cut], tail: b[cut+1:]}, nil
 }
 
 // keep stores a finished request and shows it to the observer.

@@ -52,7 +52,7 @@ func (s search) run(ctx context.Context, r *runner) (reason, detail string) {
 		if i > 0 && !sleep(ctx, r.cfg.pause()) {
 			return r.stopAfter(ctx, concs[i-1], nil)
 		}
-		recs := r.closedStep(ctx, c, stepSpec{n: r.cfg.requestsFor(c), adaptive: true})
+		recs := r.closedStep(ctx, c, stepSpec{n: r.cfg.requestsFor(c), precision: analysis.TargetPrecision})
 		r.finishStep(c, 0, recs)
 		if reason, detail := r.stopAfter(ctx, c, recs); reason != "" {
 			return reason, detail
@@ -64,18 +64,24 @@ func (s search) run(ctx context.Context, r *runner) (reason, detail string) {
 	return StopCompleted, fmt.Sprintf("every step up to the search's maximum of %d passed the knee rule", s.top)
 }
 
-// refine bisects between the knee and the first failing step (see
-// analysis.NextRefinement), one fixed-size step at a time.
+// refine narrows the knee down between the knee and the first failing
+// step (see analysis.NextRefinement), one step at a time, each sized by
+// its noise as a doubling step is: it ends once its goodput is known as
+// precisely as the half slot it must resolve needs, never before the
+// least a steady state needs nor beyond the ladder's N. What the doubling
+// steps measured bounds the concurrencies that cannot reach the plateau,
+// which are never measured, and the refinement ends as soon as the rule
+// has its answer.
 func refine(ctx context.Context, r *runner, last int) (reason, detail string) {
 	for {
-		c, ok := analysis.NextRefinement(r.analyze())
+		c, precision, ok := analysis.NextRefinement(r.analyze())
 		if !ok {
 			return StopCompleted, ""
 		}
 		if !sleep(ctx, r.cfg.pause()) {
 			return r.stopAfter(ctx, last, nil)
 		}
-		recs := r.closedStep(ctx, c, stepSpec{n: r.cfg.requestsFor(c), refine: true})
+		recs := r.closedStep(ctx, c, stepSpec{n: r.cfg.requestsFor(c), precision: precision, refine: true})
 		r.finishStep(c, 0, recs)
 		if reason, detail := r.stopAfter(ctx, c, recs); reason != "" {
 			return reason, detail

@@ -36,7 +36,7 @@ func TestStreamServedModels(t *testing.T) {
 			[]string{"a", "b", "c", "d"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			res, err := readStream(strings.NewReader(c.body+"data: [DONE]\n\n"), time.Now())
+			res, err := readStream(strings.NewReader(c.body+"data: [DONE]\n\n"), time.Now(), nil)
 			if err != nil || !res.ok() {
 				t.Fatalf("%v %+v", err, res)
 			}

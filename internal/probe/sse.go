@@ -29,19 +29,23 @@ var errEventTooLarge = fmt.Errorf("server-sent event larger than %d bytes", maxE
 // Its buffers are reused across events and streams.
 type sseReader struct {
 	br     *bufio.Reader
-	data   []byte // data of the event being read
-	long   []byte // a line longer than br's buffer
-	skipLF bool   // the last line ended with CR: an LF right after it belongs to that ending
+	base   time.Time     // events are timed from it
+	data   []byte        // data of the event being read
+	long   []byte        // a line longer than br's buffer
+	skipLF bool          // the last line ended with CR: an LF right after it belongs to that ending
+	tmpl   chunkTemplate // the stream's chunk template, for its reader (readStream)
 }
 
 var sseReaders = sync.Pool{New: func() any {
 	return &sseReader{br: bufio.NewReaderSize(nil, sseBufSize), data: make([]byte, 0, 512)}
 }}
 
-// newSSEReader takes a reader from the pool; put it back with release.
-func newSSEReader(r io.Reader) *sseReader {
+// newSSEReader takes a reader from the pool, its events timed from base;
+// put it back with release.
+func newSSEReader(r io.Reader, base time.Time) *sseReader {
 	s := sseReaders.Get().(*sseReader)
 	s.br.Reset(r)
+	s.base = base
 	return s
 }
 
@@ -49,6 +53,7 @@ func newSSEReader(r io.Reader) *sseReader {
 func (s *sseReader) release() {
 	s.br.Reset(nil)
 	s.data, s.long, s.skipLF = s.data[:0], s.long[:0], false
+	s.tmpl.ok = false
 	sseReaders.Put(s)
 }
 
@@ -56,14 +61,26 @@ func (s *sseReader) release() {
 // call of next.
 type event struct {
 	data    []byte
-	isError bool      // the event field was "error"
-	at      time.Time // when the event's first data line was read
+	isError bool          // the event field was "error"
+	at      time.Duration // when the event's first data line was read, from the reader's base
 }
 
 // next returns the next event with data. At the end of the stream it
 // dispatches an event whose blank line is missing, then returns io.EOF; a
 // read error is returned as is.
 func (s *sseReader) next() (event, error) {
+	if !s.skipLF {
+		buf, err := s.fill()
+		if err != nil {
+			return event{}, err
+		}
+		if data, n, ok := quickEvent(buf); ok {
+			// Discarding leaves the bytes where they are until the next
+			// read, which comes with the next call.
+			_, _ = s.br.Discard(n)
+			return event{data: data, at: time.Since(s.base)}, nil
+		}
+	}
 	var ev event
 	s.data = s.data[:0]
 	hasData := false
@@ -102,7 +119,7 @@ func (s *sseReader) next() (event, error) {
 			if hasData {
 				s.data = append(s.data, '\n')
 			} else {
-				ev.at = time.Now()
+				ev.at = time.Since(s.base) // one monotonic clock read
 				hasData = true
 			}
 			s.data = append(s.data, value...)
@@ -110,6 +127,26 @@ func (s *sseReader) next() (event, error) {
 			ev.isError = string(value) == "error"
 		}
 	}
+}
+
+// quickEvent reads an event from the start of buf when it is there whole
+// in the form nearly every stream has: one data line ended by LF, and the
+// blank line. It returns the event's data, in buf, and the bytes it
+// takes; false for anything else, which next reads line by line.
+func quickEvent(buf []byte) (data []byte, n int, ok bool) {
+	const field = "data:"
+	if len(buf) < len(field) || string(buf[:len(field)]) != field {
+		return nil, 0, false
+	}
+	i := bytes.IndexByte(buf, '\n')
+	if i < 0 || i+1 >= len(buf) || buf[i+1] != '\n' || bytes.IndexByte(buf[:i], '\r') >= 0 {
+		return nil, 0, false
+	}
+	data = buf[len(field):i]
+	if len(data) > 0 && data[0] == ' ' {
+		data = data[1:]
+	}
+	return data, i + 2, true
 }
 
 // line reads one line without its line ending (CRLF, LF or CR). A last

@@ -8,10 +8,12 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/plannerdev/planner/internal/measure"
+	"github.com/plannerdev/planner/internal/redact"
 )
 
 // streamResult is what one streamed response delivered. Times are from the
@@ -28,7 +30,10 @@ type streamResult struct {
 	done           bool          // the [DONE] sentinel arrived
 	errClass       string        // "" or an analysis error class
 	errMsg         string
-	models         []string // the distinct model names the chunks carried, in order (at most maxServedNames)
+	// models holds the distinct model names the chunks carried, in order
+	// (raw JSON string contents), nModels of them.
+	models  [maxServedNames]string
+	nModels int
 }
 
 // maxServedNames bounds the distinct model names kept of one stream, and
@@ -40,10 +45,10 @@ const (
 )
 
 // servedName notes the model name of a chunk (raw JSON string contents,
-// cut to maxServedName bytes) unless the stream already named it; only a
-// new name allocates.
-func (r *streamResult) servedName(raw []byte) {
-	if len(raw) == 0 || len(r.models) >= maxServedNames {
+// cut to maxServedName bytes) unless the stream already named it; names
+// interns it, so that only a name new to the run allocates.
+func (r *streamResult) servedName(raw []byte, names *nameCache) {
+	if len(raw) == 0 || r.nModels >= maxServedNames {
 		return
 	}
 	if len(raw) > maxServedName {
@@ -53,27 +58,95 @@ func (r *streamResult) servedName(raw []byte) {
 		}
 		raw = raw[:n]
 	}
-	for _, m := range r.models {
+	for _, m := range r.models[:r.nModels] {
 		if string(raw) == m {
 			return
 		}
 	}
-	r.models = append(r.models, string(raw))
+	r.models[r.nModels] = names.intern(raw)
+	r.nModels++
 }
 
 // servedModels are the names the stream carried, escapes decoded.
 func (r streamResult) servedModels() []string {
-	out := make([]string, 0, len(r.models))
-	for _, m := range r.models {
-		name := m
-		if strings.IndexByte(m, '\\') >= 0 && json.Unmarshal([]byte(`"`+m+`"`), &name) != nil {
-			name = m // cut inside an escape: kept as it came
-		}
+	out := make([]string, 0, r.nModels)
+	for _, m := range r.models[:r.nModels] {
+		name := decodeName(m)
 		if !slices.Contains(out, name) {
 			out = append(out, name)
 		}
 	}
 	return out
+}
+
+// decodeName is a raw model name with its escapes decoded; a name cut
+// inside an escape is kept as it came.
+func decodeName(raw string) string {
+	name := raw
+	if strings.IndexByte(raw, '\\') >= 0 && json.Unmarshal([]byte(`"`+raw+`"`), &name) != nil {
+		name = raw
+	}
+	return name
+}
+
+// maxInterned bounds the names a nameCache keeps.
+const maxInterned = 16
+
+// nameCache interns the raw model names that a run's answers carry, and
+// the row's served_model of a stream that named one of them alone
+// (decoded and redacted), so that rows naming a model seen before
+// allocate nothing. It keeps maxInterned names; past them, names are
+// allocated as they come. It is safe for concurrent use; a nil cache
+// interns nothing.
+type nameCache struct {
+	mu    sync.Mutex
+	names []internedName
+}
+
+type internedName struct {
+	raw, served string
+}
+
+// intern returns raw as a string, the one kept when it is known.
+func (c *nameCache) intern(raw []byte) string {
+	if c == nil {
+		return string(raw)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.names {
+		if n.raw == string(raw) {
+			return n.raw
+		}
+	}
+	s := string(raw)
+	if len(c.names) < maxInterned {
+		c.names = append(c.names, internedName{raw: s})
+	}
+	return s
+}
+
+// served is the row's served_model of a stream: its names, decoded,
+// joined by measure.ServedModelSep and redacted by red.
+func (c *nameCache) served(st streamResult, red *redact.Redactor) string {
+	if st.nModels == 0 {
+		return ""
+	}
+	if st.nModels > 1 || c == nil {
+		return red.String(strings.Join(st.servedModels(), measure.ServedModelSep))
+	}
+	raw := st.models[0]
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, n := range c.names {
+		if n.raw == raw {
+			if n.served == "" {
+				c.names[i].served = red.String(decodeName(raw))
+			}
+			return c.names[i].served
+		}
+	}
+	return red.String(decodeName(raw))
 }
 
 // ok reports whether the stream is a success: it finished with [DONE],
@@ -99,9 +172,11 @@ var doneSentinel = []byte("[DONE]")
 // object or an "error" event ends it as an error of the class its code says.
 // The error returned is a read failure other than the end of the stream,
 // for the caller to classify (timeout, cancel, transport).
-func readStream(body io.Reader, sent time.Time) (streamResult, error) {
+//
+// names, if not nil, interns the model names the chunks carry.
+func readStream(body io.Reader, sent time.Time, names *nameCache) (streamResult, error) {
 	var res streamResult
-	r := newSSEReader(body)
+	r := newSSEReader(body, sent)
 	defer r.release()
 	for {
 		ev, err := r.next()
@@ -119,7 +194,7 @@ func readStream(body io.Reader, sent time.Time) (streamResult, error) {
 			}
 			return res, fmt.Errorf("reading the stream: %w", err)
 		}
-		d := ev.at.Sub(sent)
+		d := ev.at
 		if !res.acked {
 			res.ack, res.acked = d, true
 		}
@@ -130,7 +205,13 @@ func readStream(body io.Reader, sent time.Time) (streamResult, error) {
 			res.done = true
 			continue
 		}
-		info, err := scanChunk(ev.data)
+		info, matched := r.tmpl.match(ev.data)
+		if !matched {
+			info, err = scanChunk(ev.data)
+			if err == nil {
+				r.tmpl.remember(ev.data, info)
+			}
+		}
 		switch {
 		case err != nil && ev.isError:
 			res.end = d
@@ -155,7 +236,7 @@ func readStream(body io.Reader, sent time.Time) (streamResult, error) {
 		if info.usage {
 			res.usage, res.prompt, res.completion, res.cached = true, info.prompt, info.completion, info.cached
 		}
-		res.servedName(info.model)
+		res.servedName(info.model, names)
 	}
 }
 

@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -89,7 +90,7 @@ func TestReadStream(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// One byte per read exercises the line reassembly.
 			for _, r := range []io.Reader{strings.NewReader(tc.body), iotest.OneByteReader(strings.NewReader(tc.body))} {
-				res, err := readStream(r, time.Now())
+				res, err := readStream(r, time.Now(), nil)
 				if err != nil {
 					t.Fatalf("readStream: %v", err)
 				}
@@ -141,7 +142,7 @@ func TestReadStreamTiming(t *testing.T) {
 			parts: []string{sse("\n", roleChunk), sse("\n", contentChunk), sse("\n", contentChunk), sse("\n", usageChunk), "data: [DONE]\n\n"},
 			gaps:  []time.Duration{gap, gap, gap, gap, gap},
 		}
-		res, err := readStream(r, time.Now())
+		res, err := readStream(r, time.Now(), nil)
 		if err != nil || !res.ok() {
 			t.Fatalf("readStream: %v %+v", err, res)
 		}
@@ -160,11 +161,11 @@ func TestReadStreamTiming(t *testing.T) {
 func TestReadStreamReadError(t *testing.T) {
 	boom := errors.New("connection reset")
 	r := io.MultiReader(strings.NewReader(sse("\n", contentChunk)), iotest.ErrReader(boom))
-	if _, err := readStream(r, time.Now()); !errors.Is(err, boom) {
+	if _, err := readStream(r, time.Now(), nil); !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want %v", err, boom)
 	}
 	r = io.MultiReader(strings.NewReader(sse("\n", contentChunk)), iotest.ErrReader(io.ErrUnexpectedEOF))
-	res, err := readStream(r, time.Now())
+	res, err := readStream(r, time.Now(), nil)
 	if err != nil || res.errClass != measure.ErrBadStream {
 		t.Fatalf("a stream cut mid-way: err %v, class %q; want a bad stream", err, res.errClass)
 	}
@@ -172,7 +173,7 @@ func TestReadStreamReadError(t *testing.T) {
 
 func TestReadStreamEventTooLarge(t *testing.T) {
 	body := "data: " + strings.Repeat("x", maxEventSize+10) + "\n\n"
-	res, err := readStream(strings.NewReader(body), time.Now())
+	res, err := readStream(strings.NewReader(body), time.Now(), nil)
 	if err != nil || res.errClass != measure.ErrBadStream {
 		t.Fatalf("err %v, class %q; want a bad stream", err, res.errClass)
 	}
@@ -255,6 +256,51 @@ func FuzzScanChunk(f *testing.F) {
 	})
 }
 
+// FuzzChunkTemplate checks the template that spares a stream's chunks
+// their scan: whenever a chunk matches the template of one scanned before
+// it, scanning it accepts it too and reads the same from it.
+func FuzzChunkTemplate(f *testing.F) {
+	model := func(name, chunk string) string { return `{"model":"` + name + `",` + chunk[1:] }
+	for _, pair := range [][2]string{
+		{contentChunk, strings.Replace(contentChunk, `"Hi"`, `" there"`, 1)},
+		{contentChunk, strings.Replace(contentChunk, `"Hi"`, `""`, 1)},
+		{contentChunk, strings.Replace(contentChunk, `"Hi"`, `"a\"b"`, 1)},
+		{contentChunk, strings.Replace(contentChunk, `"Hi"`, `"a"b"`, 1)},
+		{contentChunk, strings.Replace(contentChunk, `"Hi"`, "\"a\tb\"", 1)},
+		{contentChunk, strings.Replace(contentChunk, `"Hi"`, `"é"`, 1)},
+		{roleChunk, strings.Replace(roleChunk, `"content":""`, `"content":"x"`, 1)},
+		{model("m1", contentChunk), model("m1", strings.Replace(contentChunk, `"Hi"`, `"yo"`, 1))},
+		{contentChunk[:len(contentChunk)-1] + `,"model":"m"}`, strings.Replace(contentChunk[:len(contentChunk)-1]+`,"model":"m"}`, `"Hi"`, `"yo"`, 1)},
+		{reasonChunk, strings.Replace(reasonChunk, "think", "thought", 1)},
+		{toolChunk, toolChunk},
+		{usageChunk, usageChunk},
+		{errorChunk, errorChunk},
+	} {
+		f.Add([]byte(pair[0]), []byte(pair[1]))
+	}
+	f.Fuzz(func(t *testing.T, first, next []byte) {
+		info, err := scanChunk(first)
+		if err != nil {
+			return
+		}
+		var tmpl chunkTemplate
+		tmpl.remember(first, info)
+		got, ok := tmpl.match(next)
+		if !ok {
+			return
+		}
+		want, err := scanChunk(next)
+		if err != nil {
+			t.Fatalf("%q matches the template of %q, but does not scan: %v", next, first, err)
+		}
+		if got.output != want.output || got.usage != want.usage || got.prompt != want.prompt || got.completion != want.completion ||
+			got.hasError != want.hasError || got.errCode != want.errCode || !bytes.Equal(got.errType, want.errType) ||
+			!bytes.Equal(got.errMessage, want.errMessage) || !bytes.Equal(got.model, want.model) || (got.model == nil) != (want.model == nil) {
+			t.Fatalf("%q by the template of %q reads %+v, scanned %+v", next, first, got, want)
+		}
+	})
+}
+
 // deepest is the deepest bracket nesting of b outside strings.
 func deepest(b []byte) int {
 	depth, most, inStr, esc := 0, 0, false, false
@@ -275,4 +321,34 @@ func deepest(b []byte) int {
 		}
 	}
 	return most
+}
+
+// BenchmarkReadStream reads a vLLM-shaped stream of 16 output chunks, a
+// usage chunk and [DONE] from memory: the probe's per-chunk work (SSE
+// lines, chunk scanning, timing) without the network. Its allocations are
+// none once the reader's pool is warm.
+func BenchmarkReadStream(b *testing.B) {
+	chunk := func(delta, usage string) string {
+		return `{"id":"chatcmpl-0ewqA2yNo60jhyTSrdRndOVotXASY","object":"chat.completion.chunk","created":1796134077,"model":"sim-model","system_fingerprint":null,"choices":[` +
+			delta + `],"usage":` + usage + `}`
+	}
+	var parts []string
+	parts = append(parts, chunk(`{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}`, "null"))
+	for range 16 {
+		parts = append(parts, chunk(`{"index":0,"delta":{"content":" quick"},"logprobs":null,"finish_reason":null}`, "null"))
+	}
+	parts = append(parts, `{"id":"chatcmpl-0ewqA2yNo60jhyTSrdRndOVotXASY","object":"chat.completion.chunk","created":1796134077,"model":"sim-model","system_fingerprint":null,"choices":[],"usage":{"prompt_tokens":8,"completion_tokens":16,"total_tokens":24}}`)
+	body := []byte(sse("\n", parts...) + "data: [DONE]\n\n")
+	var names nameCache
+	r := bytes.NewReader(body)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		r.Reset(body)
+		res, err := readStream(r, time.Now(), &names)
+		if err != nil || !res.ok() || res.completion != 16 {
+			b.Fatalf("%v %+v", err, res)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(parts)+1), "ns/event")
 }

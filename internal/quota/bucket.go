@@ -1,7 +1,5 @@
 package quota
 
-import "math"
-
 // Bucket is a token bucket: it holds at most Size units and refills
 // continuously at Rate units per second. A provider enforces a per-minute
 // limit L with one (docs/simulate.md, "Provider"): Rate is L/60 and Size
@@ -34,24 +32,24 @@ func NewBucket(size, rate, slack float64, oversize bool) Bucket {
 // Refill adds what seconds of refilling bring, up to Size.
 func (b *Bucket) Refill(seconds float64) {
 	if seconds > 0 {
-		b.Level = math.Min(b.Size, b.Level+b.Rate*seconds)
+		b.Level = min(b.Size, b.Level+b.Rate*seconds)
 	}
 }
 
 // Fits reports whether need units may be taken now.
-func (b Bucket) Fits(need float64) bool {
+func (b *Bucket) Fits(need float64) bool {
 	return b.Level >= need-b.Slack || (b.Oversize && b.Level >= b.Size-b.Slack)
 }
 
 // Wait is the time, in seconds, until need fits, when nothing else draws on
 // the bucket: 0 when it fits now. With Oversize a need larger than Size
 // waits for a full bucket.
-func (b Bucket) Wait(need float64) float64 {
+func (b *Bucket) Wait(need float64) float64 {
 	if b.Fits(need) {
 		return 0
 	}
 	if b.Oversize {
-		need = math.Min(need, b.Size)
+		need = min(need, b.Size)
 	}
 	return (need - b.Level) / b.Rate
 }
@@ -59,10 +57,10 @@ func (b Bucket) Wait(need float64) float64 {
 // Take counts n units now (negative: a refund), without a check; the level
 // never rises above Size.
 func (b *Bucket) Take(n float64) {
-	b.Level = math.Min(b.Size, b.Level-n)
+	b.Level = min(b.Size, b.Level-n)
 }
 
 // Fill is how full the bucket's use is: 0 when it is full, 1 when empty.
-func (b Bucket) Fill() float64 {
+func (b *Bucket) Fill() float64 {
 	return 1 - b.Level/b.Size
 }

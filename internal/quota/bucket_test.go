@@ -57,7 +57,8 @@ func TestBucketDebtRefundAndOversize(t *testing.T) {
 	if o.Fits(150) || o.Wait(150) != 15 {
 		t.Errorf("in debt: fits %v, wait %g; want a wait of (100 − (−50)) / 10 = 15 s", o.Fits(150), o.Wait(150))
 	}
-	if w := NewBucket(100, 10, 1e-9, false).Wait(100 + 1e-12); w != 0 || math.IsNaN(w) {
+	exact := NewBucket(100, 10, 1e-9, false)
+	if w := exact.Wait(100 + 1e-12); w != 0 || math.IsNaN(w) {
 		t.Errorf("the slack does not absorb rounding: wait %g", w)
 	}
 }

@@ -39,29 +39,29 @@ func TestRecordCardWithPlan(t *testing.T) {
 	}
 	a := card.Pools[0]
 	// Both classes share the endpoint's budget ⌊0.7 × 24⌋ = 16: the assistant
-	// reserves its min_pool of 13, reports takes the other 3.
-	if a.Class != "assistant" || a.Pool != 13 || a.BindingConstraint != "knee" || *a.KneeLimit != 13 ||
+	// reserves its min_pool of 12, reports takes the other 4.
+	if a.Class != "assistant" || a.Pool != 12 || a.BindingConstraint != "knee" || *a.KneeLimit != 12 ||
 		a.Shedding.MaxQueueWaitMs == nil || a.Shedding.Status != 429 || a.SLOE2EP95Ms != 10000 || a.SLOTTFTP95Ms != 1000 || a.MaxTokens != 600 {
 		t.Errorf("assistant: %+v", a)
 	}
-	if r := card.Pools[1]; r.Class != "reports" || *r.KneeLimit != 3 || r.Pool != 3 || r.BindingConstraint != "knee" {
+	if r := card.Pools[1]; r.Class != "reports" || *r.KneeLimit != 4 || r.Pool != 4 || r.BindingConstraint != "knee" {
 		t.Errorf("reports: %+v", r)
 	}
 	wantSteps := map[string][]string{
 		WhenRateLimited: {
-			"assistant at most 3.73 req/s in bursts of 3",
-			"assistant is bound by knee at a pool of 13 on key gpu-pool",
-			"assistant: base 250 ms, cap 1,873.9 ms, at most 4 attempts",
+			"assistant at most 750.53 req/s in bursts of 12",
+			"assistant is bound by knee at a pool of 12 on key gpu-pool",
+			"assistant: base 250 ms, cap 2,000 ms, at most 4 attempts",
 			"If the 429s come at or below the knee (24 in flight), the quota is the bottleneck: raise the tier or split the load across keys.",
 		},
 		WhenSLOExceeded: {
-			"assistant: shed a request that waits more than 1,873.9 ms for a slot, with 429 and Retry-After: 5.",
-			"Reduce the pool toward the knee (24 in flight, where E2E p95 was 5,800 ms and TTFT p95 450 ms): assistant runs 13, knee limit 13; reports runs 3, knee limit 3.",
+			"assistant: shed a request that waits more than 2,365.1 ms for a slot, with 429 and Retry-After: 4.",
+			"Reduce the pool toward the knee (24 in flight, where E2E p95 was 5,800 ms and TTFT p95 450 ms): assistant runs 12, knee limit 12; reports runs 4, knee limit 4.",
 			"assistant caps at 600",
 		},
 		WhenGoodputFalls: {
 			"You are past the knee: goodput peaks around 24 in flight (4.95 req/s within the 10,000 ms deadline) and fell at 48.",
-			"Cut the pools back to their shares of the knee budget, ⌊0.7 × 24⌋ = 16 in flight for all of them together: assistant 13, reports 3.",
+			"Cut the pools back to their shares of the knee budget, ⌊0.7 × 24⌋ = 16 in flight for all of them together: assistant 12, reports 4.",
 			"Re-probe",
 		},
 	}
@@ -175,7 +175,7 @@ func TestRecordCardJSON(t *testing.T) {
 		t.Errorf("decision %v", d)
 	}
 	var back RecordCard
-	if err := json.Unmarshal(b, &back); err != nil || *back.Knee != 24 || back.Pools[0].Pool != 13 {
+	if err := json.Unmarshal(b, &back); err != nil || *back.Knee != 24 || back.Pools[0].Pool != 12 {
 		t.Errorf("round trip: %v %+v", err, back)
 	}
 }

@@ -41,7 +41,7 @@ func TestCeilingsSVG(t *testing.T) {
 		{
 			name:      "knee binds, rpm unbounded",
 			class:     measured.Classes[1],
-			texts:     []string{"3 (binds)", "unbounded", "1,000, off scale", "knee", "rpm"},
+			texts:     []string{"4 (binds)", "unbounded", "1,000, off scale", "knee", "rpm"},
 			otherBars: 1,
 		},
 		{

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plannerdev/planner/internal/app"
+
 	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/plan"
@@ -52,11 +54,15 @@ func syntheticResult() measure.Result {
 	return analysis.Analyze(steps, analysis.Options{DeadlineMs: exampleDeadlineMs})
 }
 
-// examplePlan plans a shipped example scenario.
+// newApp plans and checks as the command line and the service do, with
+// caches of its own: tests may change what it returns.
+func newApp() *app.App { return app.New(plan.New(plan.Options{})) }
+
+// examplePlan plans a shipped example scenario, with its check.
 func examplePlan(t testing.TB, name string) (scenario.Scenario, *plan.Plan) {
 	t.Helper()
 	sc := testutil.Example(t, name)
-	p, err := plan.New(plan.Options{}).Plan(context.Background(), sc)
+	p, err := newApp().Plan(context.Background(), sc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,17 +16,24 @@ func WriteMarkdown(w io.Writer, p *plan.Plan) error {
 	ew := &errWriter{w: w}
 	fmt.Fprintln(ew, "# Capacity plan")
 	fmt.Fprintln(ew)
-	fmt.Fprintln(ew, "| Class | Mode | Key | Pool | Binding | Min pool | Fits | TTFT p95 | E2E p95 | Throughput |")
-	fmt.Fprintln(ew, "|---|---|---|--:|---|--:|---|--:|--:|--:|")
+	fmt.Fprintln(ew, "| Class | Mode | Key | Pool (cap) | Min pool (needed) | Binding | Fits | Check | TTFT p95 | E2E p95 | req/s (demand / capacity) |")
+	fmt.Fprintln(ew, "|---|---|---|--:|--:|---|---|---|--:|--:|--:|")
 	for _, c := range p.Classes {
-		fmt.Fprintf(ew, "| %s | %s | %s | %d | **%s** | %s | %s | %s | %s | %s req/s |\n",
-			mdText(c.Name), c.Mode, mdText(c.Quota), c.Pool, c.BindingConstraint, intOrDash(c.MinPool),
-			yesNo(c.Feasible), msOrDash(c.Predicted.TTFTP95Ms), msOrDash(c.Predicted.E2EP95Ms), fmtNum(c.Predicted.ThroughputRPS))
+		fmt.Fprintf(ew, "| %s | %s | %s | %d | %s | **%s** | %s | %s | %s | %s | %s |\n",
+			mdText(c.Name), c.Mode, mdText(c.Quota), c.Pool, intOrDash(c.MinPool), c.BindingConstraint,
+			fitWord(c.Fits), checkWord(c.Check), msOrDash(c.Predicted.TTFTP95Ms), msOrDash(c.Predicted.E2EP95Ms), rates(c))
+	}
+	fmt.Fprintf(ew, "\n%s\n", Legend)
+	if p.Check != nil {
+		fmt.Fprintf(ew, "\nCheck: %s.\n", mdProse(checkLine(p.Check)))
 	}
 	for _, c := range p.Classes {
 		fmt.Fprintf(ew, "\n## %s\n\n%s\n\n", mdText(c.Name), mdProse(c.Explanation))
 		if v := atPercentileWords(c.Predicted); v != "" {
 			fmt.Fprintf(ew, "Predicted %s.\n\n", v)
+		}
+		if c.Check != nil {
+			fmt.Fprintf(ew, "Check: %s.\n\n", mdProse(c.Check.Summary))
 		}
 		fmt.Fprintln(ew, "| Constraint | Max pool | Derivation |")
 		fmt.Fprintln(ew, "|---|--:|---|")
@@ -54,6 +61,13 @@ func WriteMarkdown(w io.Writer, p *plan.Plan) error {
 			for _, warn := range c.Warnings {
 				fmt.Fprintf(ew, "- %s\n", mdText(warn))
 			}
+		}
+	}
+	if len(p.Windows) > 0 {
+		fmt.Fprintln(ew, "\n## Windows of the day (UTC)")
+		fmt.Fprintln(ew)
+		for _, win := range p.Windows {
+			fmt.Fprintf(ew, "- %s: %s\n", windowSpan(win), mdText(windowClasses(win)))
 		}
 	}
 	for _, q := range p.Quotas {

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -20,20 +21,24 @@ const Width = 100
 func WriteTable(w io.Writer, p *plan.Plan) error {
 	ew := &errWriter{w: w}
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLASS\tMODE\tKEY\tPOOL\tBINDING\tMIN\tFITS\tTTFT p95\tE2E p95\treq/s")
+	fmt.Fprintln(tw, "CLASS\tMODE\tKEY\tPOOL\tMIN\tBINDING\tFITS\tCHECK\tTTFT p95\tE2E p95\treq/s")
 	for _, c := range p.Classes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			clip(c.Name, 16), c.Mode, clip(c.Quota, 12), c.Pool, c.BindingConstraint, intOrDash(c.MinPool),
-			yesNo(c.Feasible), msOrDash(c.Predicted.TTFTP95Ms), msOrDash(c.Predicted.E2EP95Ms), fmtNum(c.Predicted.ThroughputRPS))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			clip(c.Name, 16), c.Mode, clip(c.Quota, 12), c.Pool, intOrDash(c.MinPool), c.BindingConstraint,
+			fitWord(c.Fits), checkWord(c.Check), msOrDash(c.Predicted.TTFTP95Ms), msOrDash(c.Predicted.E2EP95Ms), rates(c))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	wrap(ew, "", Legend)
 	for _, c := range p.Classes {
 		fmt.Fprintf(ew, "\n%s\n", c.Name)
 		wrap(ew, "  ", c.Explanation)
 		if v := atPercentileWords(c.Predicted); v != "" {
 			wrap(ew, "  predicted ", v)
+		}
+		if c.Check != nil {
+			wrap(ew, "  check: ", c.Check.Summary)
 		}
 		fmt.Fprintln(ew, "  ceilings (largest pool each allows; * binds):")
 		for _, ce := range c.Ceilings {
@@ -56,6 +61,12 @@ func WriteTable(w io.Writer, p *plan.Plan) error {
 			wrap(ew, "  cost: ", costWords(c.Cost))
 		}
 	}
+	if len(p.Windows) > 0 {
+		fmt.Fprintln(ew, "\nwindows of the day (UTC), each planned apart:")
+		for _, win := range p.Windows {
+			wrap(ew, "  "+windowSpan(win)+": ", windowClasses(win))
+		}
+	}
 	for _, q := range p.Quotas {
 		fmt.Fprintf(ew, "\nkey %s: %s\n", q.Name, utilization(q.Utilization))
 		if q.Cost != nil {
@@ -66,10 +77,88 @@ func WriteTable(w io.Writer, p *plan.Plan) error {
 		fmt.Fprintln(ew)
 		wrap(ew, "cost: ", strings.TrimPrefix(totalWords(p.Cost), "the plan costs "))
 	}
+	if p.Check != nil {
+		fmt.Fprintln(ew)
+		wrap(ew, "check: ", checkLine(p.Check))
+	}
 	for _, warn := range p.Warnings {
 		wrap(ew, "warning: ", warn)
 	}
 	return ew.err
+}
+
+// Legend says what the plan table's columns mean; the table, the Markdown
+// and the page print it under the table.
+const Legend = "POOL is a cap: the most requests the class may have in flight. MIN is the least pool that " +
+	"meets its SLO at its demand. FITS: the queueing model and the plan's own simulation (CHECK) both hold. " +
+	"req/s is the demand against what the pool carries running flat out."
+
+// rates is a class's demand against its pool's capacity, "2 / 5.11", or
+// the capacity alone without a demand.
+func rates(c plan.ClassPlan) string {
+	if d := c.Predicted.OfferedRPS; d > 0 {
+		return fmtNum(d) + " / " + fmtNum(c.Predicted.ThroughputRPS)
+	}
+	return "- / " + fmtNum(c.Predicted.ThroughputRPS)
+}
+
+// fitWord is whether a class fits, - when its plan was not checked.
+func fitWord(fits *bool) string {
+	if fits == nil {
+		return "-"
+	}
+	return yesNo(*fits)
+}
+
+// checkWord is a class's check in a word: holds, breaks, or - when the
+// plan was not checked.
+func checkWord(c *plan.ClassCheck) string {
+	switch {
+	case c == nil:
+		return "-"
+	case c.Holds:
+		return "holds"
+	}
+	return "BREAKS"
+}
+
+// checkLine is the plan's check in words: its verdict and its runs.
+func checkLine(c *plan.Check) string {
+	runs := make([]string, len(c.Runs))
+	for k, r := range c.Runs {
+		runs[k] = fmt.Sprintf("%s s, %s events", fmtNum(r.DurationS), fmtNum(float64(r.Events)))
+		if len(c.Runs) > 1 || r.StartHour != 0 {
+			runs[k] = fmt.Sprintf("%s s from %s UTC, %s events", fmtNum(r.DurationS), clock(r.StartHour), fmtNum(float64(r.Events)))
+		}
+	}
+	s := c.Summary + " (seeded simulation of the plan: " + strings.Join(runs, "; ") + ")"
+	if c.Rounds > 0 {
+		s += fmt.Sprintf("; min_pool raised in %d round(s)", c.Rounds)
+	}
+	return s
+}
+
+// windowSpan is a window of the day, "22:00–04:00".
+func windowSpan(w plan.WindowPlan) string {
+	return clock(w.StartHour) + "–" + clock(w.StartHour+w.Hours)
+}
+
+// windowClasses lists a window's classes with the pool each gets there.
+func windowClasses(w plan.WindowPlan) string {
+	parts := make([]string, len(w.Classes))
+	for k, c := range w.Classes {
+		parts[k] = fmt.Sprintf("%s pool %d (%s)", c.Name, c.Pool, c.BindingConstraint)
+		if c.SetsPool {
+			parts[k] += ", sets its pool"
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// clock writes hours after midnight as HH:MM.
+func clock(h float64) string {
+	m := int(math.Round(h * 60))
+	return fmt.Sprintf("%02d:%02d", m/60%24, m%60)
 }
 
 // wrap writes text after a prefix, folding at word boundaries so that no

@@ -18,7 +18,7 @@ import (
 // every ceiling of every class was derived, not only the binding one, and
 // marks the binding one.
 func TestTableShowsEveryDerivation(t *testing.T) {
-	p, err := plan.New(plan.Options{}).Plan(context.Background(), testutil.Example(t, "chat-and-batch"))
+	p, err := newApp().Plan(context.Background(), testutil.Example(t, "chat-and-batch"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestTableShowsEveryDerivation(t *testing.T) {
 // TestWritePlanFormats round-trips the JSON and YAML forms and checks that
 // the table and Markdown are the renderers' own.
 func TestWritePlanFormats(t *testing.T) {
-	p, err := plan.New(plan.Options{}).Plan(context.Background(), testutil.Example(t, "chat"))
+	p, err := newApp().Plan(context.Background(), testutil.Example(t, "chat"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestWhatIfRendering(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := [][]string{
-		{"/quotas/0/tpm", "/classes/0/mode", "CLASS", "POOL", "BINDING", "MIN", "FITS"},
+		{"/quotas/0/tpm", "/classes/0/mode", "CLASS", "POOL", "BINDING", "MIN", "FEASIBLE"},
 		{"200,000", "batch", "chat", "7", "tpm", "12", "NO"},
 		{"200,000", "batch", "night|ly", "7", "rpm", "7", "yes"},
 		{"2,000,000", "batch", "invalid:", "quotas[0].tpm:", "must", "be", "<=", "1e9"},
@@ -121,7 +121,7 @@ func TestWhatIfRendering(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, row := range []string{
-		"| /quotas/0/tpm | /classes/0/mode | CLASS | POOL | BINDING | MIN | FITS |",
+		"| /quotas/0/tpm | /classes/0/mode | CLASS | POOL | BINDING | MIN | FEASIBLE |",
 		`| 200,000 | batch | night\|ly | 7 | rpm | 7 | yes |`,
 		`| 2,000,000 | batch | invalid: quotas\[0\].tpm: must be &lt;= 1e9 |  |  |  |  |`,
 	} {

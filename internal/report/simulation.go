@@ -106,8 +106,12 @@ func settingsLine(s simulate.SimulationSettings) string {
 	if !s.RetryAfter {
 		ra = "without Retry-After"
 	}
-	return fmt.Sprintf("simulated %s s with seed %d: pacing %s, AIMD %s, per-minute limits refilled %s, 429s %s; %s events, one point every %s s",
-		fmtNum(s.DurationS), s.Seed, onOff(s.Pacing), onOff(s.AIMD), refillWords(s.Refill), ra, fmtNum(float64(s.Events)), fmtNum(s.IntervalS))
+	from := ""
+	if s.StartHour != 0 {
+		from = " from " + clock(s.StartHour) + " UTC"
+	}
+	return fmt.Sprintf("simulated %s s%s with seed %d: pacing %s, AIMD %s, per-minute limits refilled %s, 429s %s; %s events, one point every %s s",
+		fmtNum(s.DurationS), from, s.Seed, onOff(s.Pacing), onOff(s.AIMD), refillWords(s.Refill), ra, fmtNum(float64(s.Events)), fmtNum(s.IntervalS))
 }
 
 func refillWords(refill string) string {

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
 	"github.com/plannerdev/planner/internal/simulate"
 )
@@ -19,7 +18,7 @@ import (
 func backfillRun(t *testing.T) (ReportInput, *simulate.Simulation) {
 	t.Helper()
 	sc, p := examplePlan(t, "backfill")
-	r, err := simulate.Run(context.Background(), plan.New(plan.Options{}), sc, simulate.Options{DurationS: 600, IntervalS: 10, NoPacing: true})
+	r, err := newApp().Simulate(context.Background(), sc, simulate.Options{DurationS: 600, IntervalS: 10, NoPacing: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,8 +54,8 @@ func TestSimulationGolden(t *testing.T) {
 		t.Errorf("charts %s, want the two classes' ceilings and simulations", got)
 	}
 	for _, want := range []string{
-		"pacing off", "backfill: 429s on 16.7 % of sends",
-		"| backfill | closed loop | 68 |",
+		"pacing off", "backfill: 429s on 20.9 % of sends",
+		"| backfill | closed loop | 76 |",
 	} {
 		if !bytes.Contains(md.Bytes(), []byte(want)) || !bytes.Contains(reportMD, []byte(want)) {
 			t.Errorf("the Markdown lacks %q", want)

@@ -191,6 +191,13 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 	"settingsLine":   func(s simulate.SimulationSettings) string { return upperFirst(settingsLine(s)) },
 	"remedy":         remedyWords,
 	"join":           func(s []string) string { return strings.Join(s, ", ") },
+	"checkWord":      checkWord,
+	"fitWord":        fitWord,
+	"checkLine":      checkLine,
+	"rates":          rates,
+	"legend":         func() string { return Legend },
+	"windowSpan":     windowSpan,
+	"windowClasses":  windowClasses,
 }).Parse(reportTemplateText))
 
 // htmlReport is the data of report.html.tmpl.

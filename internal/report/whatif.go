@@ -14,7 +14,8 @@ import (
 // WriteWhatIf writes a what-if grid in one of PlanFormats. The table and
 // the Markdown table have one row per cell and class: the cell's values
 // (one column per variation, headed by its path), then the class's pool,
-// binding constraint, min_pool and whether it fits, and with prices what
+// binding constraint, min_pool and whether it is feasible, for a checked
+// grid whether it fits and what its check saw break, and with prices what
 // the cell's plan costs a day; a cell whose values make the scenario
 // invalid has one row with its problems. A sweep over tiers adds their
 // ranking by cost. CSV has the same rows (writeWhatIfCSV). JSON and YAML
@@ -34,7 +35,13 @@ func WriteWhatIf(w io.Writer, g *plan.WhatIf, format string) error {
 	for _, v := range g.Variations {
 		head = append(head, v.Path)
 	}
-	head = append(head, "CLASS", "POOL", "BINDING", "MIN", "FITS")
+	checked := slices.ContainsFunc(g.Cells, func(c plan.Cell) bool {
+		return slices.ContainsFunc(c.Classes, func(cl plan.CellClass) bool { return cl.Fits != nil })
+	})
+	head = append(head, "CLASS", "POOL", "BINDING", "MIN", "FEASIBLE")
+	if checked {
+		head = append(head, "FITS", "CHECK")
+	}
 	priced := slices.ContainsFunc(g.Cells, func(c plan.Cell) bool { return c.Cost != nil })
 	if priced {
 		head = append(head, "PLAN/DAY")
@@ -49,15 +56,18 @@ func WriteWhatIf(w io.Writer, g *plan.WhatIf, format string) error {
 			for i, e := range c.Errors {
 				msgs[i] = e.Error()
 			}
-			row := append(values, "invalid: "+strings.Join(msgs, "; "), "", "", "", "")
-			if priced {
-				row = append(row, "")
-			}
-			rows = append(rows, row)
+			row := append(values, "invalid: "+strings.Join(msgs, "; "))
+			rows = append(rows, append(row, make([]string, len(head)-len(row))...))
 			continue
 		}
 		for _, cl := range c.Classes {
 			row := append(slices.Clone(values), cl.Name, fmt.Sprint(cl.Pool), cl.BindingConstraint, intOrDash(cl.MinPool), yesNo(cl.Feasible))
+			if checked {
+				row = append(row, "-", "-")
+				if cl.Fits != nil {
+					row[len(row)-2], row[len(row)-1] = yesNo(*cl.Fits), missWords(cl.Misses)
+				}
+			}
 			if priced {
 				row = append(row, cellCost(c))
 			}
@@ -98,6 +108,18 @@ func cellCost(c plan.Cell) string {
 		return "-"
 	}
 	return fmtMoney(c.Cost.PerDay) + " " + c.Cost.Currency
+}
+
+// missWords names what a cell's check saw break, "holds" when nothing.
+func missWords(ms []plan.Miss) string {
+	if len(ms) == 0 {
+		return "holds"
+	}
+	names := make([]string, len(ms))
+	for i, m := range ms {
+		names[i] = fmt.Sprintf("%s +%s %%", m.Metric, fmtNum(m.OverPct))
+	}
+	return strings.Join(names, ", ")
 }
 
 // cellValue shows a varied value: a number or string as it is, anything

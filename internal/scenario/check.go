@@ -93,6 +93,9 @@ func (s Scenario) Check() Errors {
 		}
 		if cl.Demand != nil {
 			c.demand(p+".demand", *cl.Demand)
+			if d := cl.Demand; cl.Schedule != nil && d.Requests > 0 && d.WithinHours > cl.Schedule.HoursPerDay() {
+				c.add(p+".demand.within_hours", "%g hours do not fit in the class's schedule of %g hours a day: a batch must finish within its window", d.WithinHours, cl.Schedule.HoursPerDay())
+			}
 		}
 		if cl.SLO != nil {
 			c.slo(p+".slo", *cl.SLO)

@@ -6,6 +6,8 @@
 // (shapes and ranges); Check adds the rules that span fields.
 package scenario
 
+import "math"
+
 // Scenario is everything a plan needs.
 type Scenario struct {
 	Quotas  []Quota `json:"quotas" nullable:"false" minItems:"1" maxItems:"32" doc:"One entry per API key or deployment."`
@@ -168,7 +170,34 @@ type Class struct {
 	ArrivalSCV          *float64 `json:"arrival_scv,omitempty" minimum:"0" maximum:"100" doc:"Squared coefficient of variation of the gaps between arrivals, a renewal process: 1 (the default) for Poisson arrivals, 0 for evenly spaced ones, and otherwise gamma-distributed gaps of shape 1/arrival_scv (smoother than Poisson below 1, in clumps above 1), as planner simulate draws them. Above 1 the plan takes the worse of gamma and two-phase hyperexponential gaps, so that it holds for either."`
 	// Task makes the class an agent loop: its demand and its pool count
 	// tasks, each a run of serial calls (docs/concepts.md, "Agent tasks").
-	Task *Task `json:"task,omitempty" doc:"Makes the class an agent loop: each arrival is a task of serial calls with tool runs between them; demand and pool count tasks, input_tokens and output_tokens describe each call (the first call's input)."`
+	Task     *Task     `json:"task,omitempty" doc:"Makes the class an agent loop: each arrival is a task of serial calls with tool runs between them; demand and pool count tasks, input_tokens and output_tokens describe each call (the first call's input)."`
+	Schedule *Schedule `json:"schedule,omitempty" doc:"The hours of each day the class runs (UTC); without it, all day. Classes whose hours do not overlap share no per-minute limit or endpoint budget, and daily limits count each class's use over its own hours."`
+}
+
+// Schedule is the part of every day a class runs: Hours hours from
+// StartHour, in UTC, past midnight when it ends after 24:00 (start_hour 22
+// for 6 hours runs from 22:00 to 04:00).
+type Schedule struct {
+	StartHour float64 `json:"start_hour" minimum:"0" exclusiveMaximum:"24" doc:"When the class starts each day, hours after midnight UTC (22.5 is 22:30)." example:"22"`
+	Hours     float64 `json:"hours" exclusiveMinimum:"0" maximum:"24" doc:"How many hours it runs from then; 24 is all day." example:"6"`
+}
+
+// Covers reports whether hour h of the day (0 ≤ h < 24) lies in the
+// schedule; a nil schedule covers the whole day.
+func (s *Schedule) Covers(h float64) bool {
+	if s == nil || s.Hours >= 24 {
+		return true
+	}
+	d := math.Mod(h-s.StartHour+24, 24)
+	return d < s.Hours
+}
+
+// HoursPerDay is how many hours a day the schedule runs, 24 for nil.
+func (s *Schedule) HoursPerDay() float64 {
+	if s == nil {
+		return 24
+	}
+	return min(24, s.Hours)
 }
 
 // Demand is a class's arrival rate: exactly one of rps, rpm, or a batch of

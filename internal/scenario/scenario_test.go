@@ -215,3 +215,41 @@ func TestQuotaBoundsReadTheTags(t *testing.T) {
 		}
 	}
 }
+
+// TestSchedule: a class's schedule is read, wraps past midnight, and a
+// batch must finish within it; an hour of 24 is not a start.
+func TestSchedule(t *testing.T) {
+	night := good + `  - name: nightly
+    quota: prod
+    mode: batch
+    demand: {requests: 8000, within_hours: 6}
+    input_tokens: {p50: 1000, p95: 3000}
+    output_tokens: {p50: 200, p95: 600}
+    max_tokens: 800
+    schedule: {start_hour: 22, hours: 6}
+`
+	s, err := Parse([]byte(night))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch := s.Classes[1].Schedule
+	for h, want := range map[float64]bool{21.9: false, 22: true, 23.5: true, 0: true, 3.99: true, 4: false, 12: false} {
+		if sch.Covers(h) != want {
+			t.Errorf("22:00 for 6 h covers %g: %v, want %v", h, !want, want)
+		}
+	}
+	if s.Classes[0].Schedule.Covers(13) != true || s.Classes[0].Schedule.HoursPerDay() != 24 {
+		t.Error("a class without a schedule runs all day")
+	}
+	for _, tc := range []struct{ edit, path string }{
+		{"within_hours: 6}", "classes[1].demand.within_hours"},
+		{"start_hour: 22,", "classes[1].schedule.start_hour"},
+	} {
+		bad := strings.Replace(night, tc.edit, map[string]string{"within_hours: 6}": "within_hours: 7}", "start_hour: 22,": "start_hour: 24,"}[tc.edit], 1)
+		_, err := Parse([]byte(bad))
+		var errs Errors
+		if !errors.As(err, &errs) || len(errs) != 1 || errs[0].Path != tc.path {
+			t.Errorf("%s: %v, want one problem at %s", tc.edit, err, tc.path)
+		}
+	}
+}

@@ -77,9 +77,15 @@ var notes = map[string]string{
 		"`requests / (within_hours × 3600)` requests per second, which may not exceed what `rpm` may state at " +
 		"most (1e9 a minute, about 1.67e7 a second).",
 	"DemandWindow": "A window of simulated time in which the class's rate is multiplied by `factor`; planner simulate " +
-		"and POST /v1/simulations follow the profile, while a plan is computed for the steady rate.",
+		"and POST /v1/simulations follow the profile, and a plan is sized at its largest factor (above 1), with a " +
+		"warning that says so.",
 	"CacheProfile": "What the endpoint's prompt cache does, as `planner probe --cache` (both fields) or " +
 		"`--conversation-calls` (the hit rate) measures it, in the probe's prefill.yaml.",
+	"Schedule": "The hours of every day, in UTC, that the class runs: from `start_hour` for `hours`, past midnight " +
+		"when it ends after 24:00. A batch's `within_hours` must fit in `hours`. The plan lists the windows of the " +
+		"day with the classes active in each and plans each window apart: classes that never run at the same time " +
+		"share no per-minute limit and no endpoint budget, while a daily limit is shared by all the key's classes, " +
+		"each counted over its own hours. A simulation runs the class only in its hours.",
 	"CurvePoint": "One measured step: what `planner probe` writes in its curve.yaml, or `planner import` from " +
 		"other tools' results.",
 	"Task": "An agent loop: demand and pool count tasks, and a task's calls are serial. Call i's input is " +
@@ -101,6 +107,8 @@ func unit(name string) string {
 		return "currency per hour"
 	case name == "ttft_saving_ms_per_1k":
 		return "ms per 1,000 cached tokens"
+	case name == "start_hour":
+		return "hour of the day, UTC"
 	case strings.HasSuffix(name, "_ms"):
 		return "ms"
 	case strings.HasSuffix(name, "_s"):
@@ -182,7 +190,7 @@ func Write(w io.Writer, doc *huma.OpenAPI) error {
 
 // sectionOrder is the order of the sections: the scenario's own order,
 // each type after the one that holds it.
-var sectionOrder = []string{"Scenario", "Quota", "Price", "Latency", "Dist", "CurvePoint", "Endpoint", "Class", "Demand", "DemandWindow", "Task", "SLO", "Policy", "KneeSafety"}
+var sectionOrder = []string{"Scenario", "Quota", "Price", "Latency", "Dist", "CurvePoint", "Endpoint", "Class", "Demand", "DemandWindow", "Task", "SLO", "Policy", "KneeSafety", "Schedule"}
 
 // collect walks the schema from the root and returns each object type
 // once, with every path it appears at, in sectionOrder (types it does not

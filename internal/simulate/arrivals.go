@@ -40,8 +40,8 @@ type renewal struct {
 	ended bool
 }
 
-func newRenewal(rate, ca2 float64, profile []scenario.DemandWindow, end float64, src rand.Source) *renewal {
-	r := &renewal{segs: segments(rate, profile, end), end: end}
+func newRenewal(rate, ca2 float64, profile []scenario.DemandWindow, on []span, end float64, src rand.Source) *renewal {
+	r := &renewal{segs: gate(segments(rate, profile, end), on), end: end}
 	rng := rand.New(src)
 	switch {
 	case ca2 == 1:

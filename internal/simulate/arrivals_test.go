@@ -25,7 +25,7 @@ func times(a arrivals) []float64 {
 func TestRenewalGaps(t *testing.T) {
 	const rate, end = 5.0, 20000.0
 	for _, ca2 := range []float64{0, 0.5, 1, 4} {
-		ts := times(newRenewal(rate, ca2, nil, end, rand.NewPCG(1, 2)))
+		ts := times(newRenewal(rate, ca2, nil, []span{{0, end}}, end, rand.NewPCG(1, 2)))
 		gaps := make([]float64, len(ts))
 		prev := 0.0
 		for i, t := range ts {
@@ -55,7 +55,7 @@ func TestRenewalGaps(t *testing.T) {
 // factor × length to a window.
 func TestProfileWindows(t *testing.T) {
 	profile := []scenario.DemandWindow{{StartS: 100, DurationS: 100, Factor: 3}, {StartS: 300, DurationS: 50, Factor: 0}}
-	ts := times(newRenewal(2, 0, profile, 400, rand.NewPCG(1, 2)))
+	ts := times(newRenewal(2, 0, profile, []span{{0, 400}}, 400, rand.NewPCG(1, 2)))
 	count := func(from, to float64) int {
 		n := 0
 		for _, t := range ts {

@@ -46,3 +46,10 @@ func BenchmarkSimulateThreeClassesHour(b *testing.B) {
 func BenchmarkSimulateBacklogFourHours(b *testing.B) {
 	benchmarkRun(b, "daily-limit-batch", Options{DurationS: 4 * 3600})
 }
+
+// BenchmarkSimulateThreeClassesDay simulates 24 hours of
+// docs/examples/three-classes.yaml, the run docs/benchmarks.md times
+// against the release before.
+func BenchmarkSimulateThreeClassesDay(b *testing.B) {
+	benchmarkRun(b, "three-classes", Options{DurationS: 24 * 3600})
+}

@@ -1,6 +1,9 @@
 package simulate
 
-import "fmt"
+import (
+	"fmt"
+	"sync"
+)
 
 // result assembles what the run measured, beside the plan.
 func (s *sim) result() *Simulation {
@@ -8,15 +11,25 @@ func (s *sim) result() *Simulation {
 	o := s.opts
 	res := &Simulation{
 		Settings: SimulationSettings{
-			DurationS: o.DurationS, Seed: *o.Seed, Pacing: !o.NoPacing, AIMD: o.AIMD, Refill: o.Refill,
+			DurationS: o.DurationS, StartHour: o.StartHour, Seed: *o.Seed, Pacing: !o.NoPacing, AIMD: o.AIMD, Refill: o.Refill,
 			RetryAfter: !o.NoRetryAfter, IntervalS: o.IntervalS, Intervals: g.n, MaxEvents: o.MaxEvents, Events: s.processed,
 		},
 		Classes:  make([]ClassRun, len(s.clients)),
 		Quotas:   make([]KeyUse, len(s.keys)),
 		Warnings: []string{},
 	}
+	// Each class's percentiles and intervals are selections over up to
+	// options.Samples rows apiece, independent of the others': they are
+	// worked out on every core.
+	var wg sync.WaitGroup
 	for i, c := range s.clients {
-		res.Classes[i] = c.result()
+		for _, l := range []*level{&c.st.active, &c.st.queued, &c.st.window} {
+			l.advance(g, s.end) // the grid is not safe for concurrent use
+		}
+		wg.Go(func() { res.Classes[i] = c.result() })
+	}
+	wg.Wait()
+	for _, c := range s.clients {
 		if d := c.spec.Demand; d != nil && len(d.Profile) > 0 && c.kind != ArrivalsReplay {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("class %s follows its demand profile: the plan's figures are for its steady rate", c.spec.Name))
 		}
@@ -47,41 +60,57 @@ func (s *sim) result() *Simulation {
 	return res
 }
 
-// result is one class's figures, series and verdict.
+// result is one class's figures, series and verdict, once its levels are
+// advanced to the end of the run; it reads the run and writes nothing
+// but the class's own rows, so that classes are worked out at once.
 func (c *client) result() ClassRun {
 	s := c.s
 	g := s.grid
 	st := &c.st
-	for _, l := range []*level{&st.active, &st.queued, &st.window} {
-		l.advance(g, s.end)
-	}
 	cl := ClassRun{
 		Name: c.spec.Name, Mode: c.spec.Mode, Quota: c.spec.Quota, Endpoint: c.w.Endpoint, Arrivals: c.kind,
 		Pool: c.cp.Pool, Feasible: c.cp.Feasible, Predicted: c.cp.Predicted, PlanShed: c.cp.Shed,
+		Idle: len(c.on) == 0 && c.kind != ArrivalsReplay,
 	}
 	T := s.end
 	sm := Simulated{
-		Requests: st.requests, Completed: st.completed,
+		Requests: st.requests, Completed: st.completed, Sends: st.waitN + st.retries,
 		OfferedRPS: round(float64(st.requests)/T, 4), ThroughputRPS: round(float64(st.completed)/T, 4),
 		GoodputRPS: round(float64(st.good)/T, 4),
 		Shed:       st.shed, RateLimited: st.limited, Retries: st.retries, GaveUp: st.gaveUp,
 		Backlog: c.backlog(),
 	}
+	wait := func(v float64) float64 { return v }
+	ttftOf := func(r [2]float64) float64 { return r[0] }
+	e2eOf := func(r [2]float64) float64 { return r[1] }
 	if st.waitN > 0 {
 		sm.QueueWaitMeanMs = round(st.waitSum/float64(st.waitN)*1000, 1)
-		sm.QueueWaitP95Ms = round(quantiles(st.waits.rows, func(v float64) float64 { return v }, 0.95)[0]*1000, 1)
+		sm.QueueWaitP95Ms = round(quantiles(st.waits.all(), wait, 0.95)[0]*1000, 1)
 	}
 	if hw, ok := st.waitBatches.halfWidth(); ok {
 		sm.QueueWaitMeanCI95Ms = msPtr(hw)
 	}
-	ttft := quantiles(st.latency.rows, func(r [2]float64) float64 { return r[0] }, 0.5, 0.95, 0.99)
-	e2e := quantiles(st.latency.rows, func(r [2]float64) float64 { return r[1] }, 0.5, 0.95, 0.99)
+	ttft := quantiles(st.latency.all(), ttftOf, 0.5, 0.95, 0.99)
+	e2e := quantiles(st.latency.all(), e2eOf, 0.5, 0.95, 0.99)
 	if c.w.Task != nil {
 		// An agent task's TTFT is its calls'; its E2E the whole task's.
-		ttft = quantiles(st.callTTFT.rows, func(v float64) float64 { return v }, 0.5, 0.95, 0.99)
+		ttft = quantiles(st.callTTFT.all(), wait, 0.5, 0.95, 0.99)
 	}
 	sm.TTFTP50Ms, sm.TTFTP95Ms, sm.TTFTP99Ms = msPtr(ttft[0]), msPtr(ttft[1]), msPtr(ttft[2])
 	sm.E2EP50Ms, sm.E2EP95Ms, sm.E2EP99Ms = msPtr(e2e[0]), msPtr(e2e[1]), msPtr(e2e[2])
+	if hw, ok := sectionHalfWidth(&st.waits, wait, 0.95); ok {
+		sm.QueueWaitP95CI95Ms = msPtr(hw)
+	}
+	ttftHW, ttftOK := sectionHalfWidth(&st.latency, ttftOf, 0.95)
+	if c.w.Task != nil {
+		ttftHW, ttftOK = sectionHalfWidth(&st.callTTFT, wait, 0.95)
+	}
+	if ttftOK {
+		sm.TTFTP95CI95Ms = msPtr(ttftHW)
+	}
+	if hw, ok := sectionHalfWidth(&st.latency, e2eOf, 0.95); ok {
+		sm.E2EP95CI95Ms = msPtr(hw)
+	}
 	c.atPercentile(&sm)
 	var poolTime float64
 	for _, v := range st.window.sum {

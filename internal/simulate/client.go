@@ -19,7 +19,6 @@ type request struct {
 	sentAt       float64  // the last send
 	admitIv      int      // the interval of its admission
 	ttftAt       float64  // the first token of the attempt that succeeded
-	timer        *event   // the admission timer while queued
 	queued, gone bool     // waiting for a slot; shed
 	task         *taskRun // the agent task it is a call of; nil for a single call
 }
@@ -36,6 +35,7 @@ type client struct {
 	ep    *endpoint
 	key   *key
 	arr   arrivals // nil for a closed loop
+	on    []span   // when its schedule lets it run: a closed loop starts requests only then
 	kind  string
 	meanS float64 // the plan's mean service time at the pool, seconds
 
@@ -43,7 +43,11 @@ type client struct {
 	queue []*request
 	head  int
 	wait  float64 // the plan's max queue wait; +Inf without one
+	// timed is set while an admission timer is in the event queue: one a
+	// class, due no later than the head of the queue reaches the wait.
+	timed bool
 
+	waking  bool       // a wake-up for the schedule's next hours is in the event queue
 	pacer   *pacer     // the key's pacing buckets; nil without pacing
 	pending *request   // a closed loop's next request, drawn while it waits for pacing
 	resend  []*request // retries that hold a slot and wait for pacing
@@ -72,10 +76,19 @@ type stats struct {
 	callTTFT                                                  reservoir[float64] // an agent task's calls
 }
 
+// sent records a request's wait for its first send, at time now.
+func (st *stats) sent(now, wait float64) {
+	st.waitSum += wait
+	st.waitN++
+	section := st.waitBatches.section(now)
+	st.waits.add(wait, section)
+	st.waitBatches.add(section, wait)
+}
+
 func newClient(s *sim, i int, spec scenario.Class, cp *plan.ClassPlan, w plan.Workload, ep *endpoint, k *key, seed uint64) *client {
 	n := s.grid.n
 	c := &client{
-		s: s, spec: spec, cp: cp, w: w, base: w.At(1), ep: ep, key: k,
+		s: s, spec: spec, cp: cp, w: w, base: *w.At(1), ep: ep, key: k,
 		meanS: cp.Predicted.MeanServiceMs / 1000, wait: math.Inf(1),
 		aimd: s.opts.AIMD, window: float64(cp.Adaptive.Start), lastCut: math.Inf(-1),
 		deadline: cp.Retry.DeadlineMs / 1000, maxAttempts: cp.Retry.MaxAttempts,
@@ -95,9 +108,9 @@ func newClient(s *sim, i int, spec scenario.Class, cp *plan.ClassPlan, w plan.Wo
 	}
 	samples := rand.New(stream(seed, i, streamSamples))
 	c.st = stats{
-		waits:       reservoir[float64]{cap: s.opts.Samples, rng: samples},
-		latency:     reservoir[[2]float64]{cap: s.opts.Samples, rng: samples},
-		callTTFT:    reservoir[float64]{cap: s.opts.Samples, rng: samples},
+		waits:       reservoir[float64]{cap: s.opts.Samples, rng: samples, hint: s.opts.Samples},
+		latency:     reservoir[[2]float64]{cap: s.opts.Samples, rng: samples, hint: s.opts.Samples},
+		callTTFT:    reservoir[float64]{cap: s.opts.Samples, rng: samples, hint: s.opts.Samples},
 		waitBatches: newBatchMeans(s.end),
 		active:      level{sum: make([]float64, n)},
 		queued:      level{sum: make([]float64, n)},
@@ -124,7 +137,8 @@ func (c *client) slots() int {
 // is known, all from the class's own stream.
 func (c *client) newRequest() *request {
 	g := c.reqRNG
-	r := &request{arrival: c.s.now}
+	r := c.s.spareRequest()
+	r.arrival = c.s.now
 	r.in, r.out = c.base.In.Sample(g.NormFloat64()), c.base.Out.Sample(g.NormFloat64())
 	r.zTTFT, r.zTPOT = g.NormFloat64(), g.NormFloat64()
 	r.charge = c.key.q.Admission(r.in, float64(c.spec.MaxTokens), c.spec.CachedInputFraction)
@@ -144,8 +158,9 @@ func (c *client) arrive() {
 	c.queue = append(c.queue, r)
 	c.setQueued(1)
 	c.dispatch()
-	if r.queued && !math.IsInf(c.wait, 1) {
-		r.timer = c.s.at(c.s.now+c.wait, evShed, c, r)
+	if r.queued && !c.timed && !math.IsInf(c.wait, 1) {
+		c.timed = true
+		c.s.at(r.arrival+c.wait, evShed, c, nil)
 	}
 	if t, ok := c.arr.next(); ok {
 		c.s.at(t, evArrival, c, nil)
@@ -191,6 +206,9 @@ func (c *client) next() (*request, source) {
 		return nil, 0
 	}
 	if c.arr == nil {
+		if !c.scheduled() {
+			return nil, 0
+		}
 		if c.pending == nil {
 			c.pending = c.newRequest()
 		}
@@ -220,15 +238,6 @@ func (c *client) launch(r *request, src source) {
 	c.send(r)
 }
 
-// woken handles a wake-up: the first of a closed loop, or the pacer's
-// when a waiting send's charge falls due.
-func (c *client) woken(e *event) {
-	if c.pacer != nil && c.pacer.wake == e {
-		c.pacer.wake = nil
-	}
-	c.dispatch()
-}
-
 // peek is the first request still waiting, dropping shed ones.
 func (c *client) peek() *request {
 	for c.head < len(c.queue) && c.queue[c.head].gone {
@@ -242,7 +251,7 @@ func (c *client) peek() *request {
 	return c.queue[c.head]
 }
 
-// pop takes the first waiting request off the queue and disarms its timer.
+// pop takes the first waiting request off the queue.
 func (c *client) pop() *request {
 	r := c.peek()
 	c.queue[c.head] = nil
@@ -252,10 +261,23 @@ func (c *client) pop() *request {
 		c.head = 0
 	}
 	r.queued = false
-	c.s.cancel(r.timer)
-	r.timer = nil
 	c.setQueued(-1)
 	return r
+}
+
+// scheduled reports whether the class's schedule lets it start a request
+// now; otherwise it schedules a wake-up for its next hours in the run.
+func (c *client) scheduled() bool {
+	now := c.s.now
+	t, ok := nextOn(c.on, now)
+	if ok && t <= now {
+		return true
+	}
+	if ok && !c.waking {
+		c.waking = true
+		c.s.at(t, evWake, c, nil)
+	}
+	return false
 }
 
 // send makes one attempt: the key admits it or answers 429; an admitted
@@ -267,11 +289,7 @@ func (c *client) send(r *request) {
 	r.attempts++
 	r.sentAt = now
 	if r.attempts == 1 {
-		w := now - r.arrival
-		c.st.waitSum += w
-		c.st.waitN++
-		c.st.waits.add(w)
-		c.st.waitBatches.add(now, w)
+		c.st.sent(now, now-r.arrival)
 	}
 	iv := s.grid.index(now)
 	ok, retryAfter := c.key.admit(now, r.charge, iv)
@@ -355,9 +373,10 @@ func (c *client) done(r *request) {
 	if e2e <= c.goodBy {
 		c.st.good++
 	}
-	c.st.latency.add([2]float64{r.ttftAt - r.arrival, e2e})
+	c.st.latency.add([2]float64{r.ttftAt - r.arrival, e2e}, c.st.waitBatches.section(now))
 	c.grow()
 	c.release()
+	c.s.spare = append(c.s.spare, r) // nothing refers to it any more
 }
 
 // release frees a slot and sends what may go.
@@ -366,13 +385,39 @@ func (c *client) release() {
 	c.dispatch()
 }
 
-// shed drops a request that waited the plan's max queue wait for a slot.
-func (c *client) shed(r *request) {
-	r.timer = nil
+// shedDue handles the class's admission timer at time now: it reports
+// whether the head of the queue has waited the plan's max queue wait, and
+// otherwise moves the timer on to when the head will have (FIFO: no
+// request behind the head reaches it sooner), or disarms it when nothing
+// waits. One timer a class, rather than one a queued request, keeps the
+// event queue short; a request is shed at the same time either way.
+func (c *client) shedDue(now float64) bool {
+	r := c.peek()
+	if r == nil {
+		c.timed = false
+		return false
+	}
+	due := r.arrival + c.wait
+	if due <= now {
+		return true
+	}
+	c.s.at(due, evShed, c, nil)
+	return false
+}
+
+// shed drops the head of the queue, which has waited the plan's max queue
+// wait, and moves the timer on.
+func (c *client) shed() {
+	r := c.peek()
 	r.queued, r.gone = false, true
 	c.setQueued(-1)
 	c.st.shed++
 	c.st.shedIv[c.s.grid.index(c.s.now)]++
+	c.timed = false
+	if next := c.peek(); next != nil {
+		c.timed = true
+		c.s.at(next.arrival+c.wait, evShed, c, nil)
+	}
 }
 
 func (c *client) setQueued(d float64) {

@@ -1,7 +1,6 @@
 package simulate
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -18,50 +17,142 @@ type kind uint8
 
 const (
 	evArrival kind = iota // a class's next request arrives
-	evWake                // a pacing token is due
-	evShed                // a queued request reaches the plan's max queue wait
+	evWake                // a closed loop's schedule lets it start again
+	evPace                // a waiting send's pacing charge may be due
+	evShed                // the head of a queue may reach the plan's max queue wait
 	evRetry               // a backoff is over
 	evDone                // a request's last token
 	evTool                // an agent task's tool run is over
 )
 
-// event is one entry of the event queue. Events at the same time run in
-// the order they were scheduled (seq), so that a run is deterministic.
+// event is one entry of the event queue: what happens and to whom.
 type event struct {
-	t    float64
-	seq  uint64
-	kind kind
 	c    *client
 	r    *request
-	idx  int // position in the heap, -1 once out of it
+	kind kind
 }
 
-// events is the pending events, a binary heap by (t, seq) (container/heap).
-type events []*event
+// entry is an event's place in the queue: its time, the order it was
+// scheduled in (events at the same time run in that order, so that a run
+// is deterministic) and the slot that holds the event itself.
+type entry struct {
+	t    float64
+	seq  uint64
+	slot uint32
+}
 
-func (h events) Len() int { return len(h) }
-func (h events) Less(i, j int) bool {
-	if h[i].t != h[j].t {
-		return h[i].t < h[j].t
+func (e *entry) before(o *entry) bool {
+	return e.t < o.t || (e.t == o.t && e.seq < o.seq)
+}
+
+// events is the event queue: two binary min-heaps of entries by (t, seq),
+// one for the classes' next arrivals (at most one a class) and one for
+// everything else, and the slots that hold the events. Keeping arrivals
+// apart keeps both heaps shallow: every request passes through each once.
+// The heaps hold no pointers, so that moving entries costs no write
+// barriers and the collector does not scan them, and they compare inline,
+// several times cheaper per event than container/heap's interface calls.
+// A slot is reused once its event is taken. An event is never removed
+// before its time: a class's admission timer, which one whose request was
+// sent meanwhile no longer applies to, is moved on when it comes up
+// instead (client.shedDue).
+type events struct {
+	arrivals, rest heap
+	slots          []event
+	free           []uint32
+}
+
+func (q *events) len() int { return len(q.arrivals) + len(q.rest) }
+
+// first is the heap that holds the earliest event; the queue must not be
+// empty.
+func (q *events) first() *heap {
+	switch {
+	case len(q.arrivals) == 0:
+		return &q.rest
+	case len(q.rest) == 0 || q.arrivals[0].before(&q.rest[0]):
+		return &q.arrivals
 	}
-	return h[i].seq < h[j].seq
+	return &q.rest
 }
-func (h events) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].idx, h[j].idx = i, j
+
+// next is the time of the earliest event; the queue must not be empty.
+func (q *events) next() float64 { return (*q.first())[0].t }
+
+// push adds an event at time t with sequence number seq.
+func (q *events) push(t float64, seq uint64, e event) {
+	var slot uint32
+	if n := len(q.free); n > 0 {
+		slot, q.free = q.free[n-1], q.free[:n-1]
+		q.slots[slot] = e
+	} else {
+		slot = uint32(len(q.slots))
+		q.slots = append(q.slots, e)
+	}
+	h := &q.rest
+	if e.kind == evArrival {
+		h = &q.arrivals
+	}
+	h.push(entry{t: t, seq: seq, slot: slot})
 }
-func (h *events) Push(x any) {
-	e := x.(*event)
-	e.idx = len(*h)
-	*h = append(*h, e)
+
+// pop removes the earliest event and returns it with its entry; the queue
+// must not be empty.
+func (q *events) pop() (entry, event) {
+	top := q.first().pop()
+	e := q.slots[top.slot]
+	q.slots[top.slot] = event{} // drop its references
+	q.free = append(q.free, top.slot)
+	return top, e
 }
-func (h *events) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	e.idx = -1
-	return e
+
+// heap is a binary min-heap of entries by (t, seq).
+type heap []entry
+
+func (h *heap) push(x entry) {
+	a := append(*h, x)
+	i := len(a) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !x.before(&a[p]) {
+			break
+		}
+		a[i] = a[p]
+		i = p
+	}
+	a[i] = x
+	*h = a
+}
+
+// pop removes and returns the earliest entry: the last entry moves into
+// the hole at the root and sinks, its place taken by the earlier child at
+// each level.
+func (h *heap) pop() entry {
+	a := *h
+	top := a[0]
+	n := len(a) - 1
+	x := a[n]
+	a = a[:n]
+	if n > 0 {
+		i := 0
+		for {
+			c := 2*i + 1
+			if c >= n {
+				break
+			}
+			if r := c + 1; r < n && a[r].before(&a[c]) {
+				c = r
+			}
+			if !a[c].before(&x) {
+				break
+			}
+			a[i] = a[c]
+			i = c
+		}
+		a[i] = x
+	}
+	*h = a
+	return top
 }
 
 // errEventCap stops a run that needs more events than it may process.
@@ -72,7 +163,7 @@ type sim struct {
 	ctx        context.Context
 	now, end   float64
 	queue      events
-	spent      []*event // processed or cancelled events, for reuse
+	spare      []*request // completed requests, for reuse
 	seq        uint64
 	processed  int
 	maxEvents  int
@@ -85,32 +176,23 @@ type sim struct {
 	plan       *plan.Plan
 }
 
-// at schedules an event, reusing a spent one when there is one.
-func (s *sim) at(t float64, k kind, c *client, r *request) *event {
+// at schedules an event.
+func (s *sim) at(t float64, k kind, c *client, r *request) {
 	s.seq++
-	var e *event
-	if n := len(s.spent); n > 0 {
-		e, s.spent = s.spent[n-1], s.spent[:n-1]
-	} else {
-		e = new(event)
-	}
-	*e = event{t: t, seq: s.seq, kind: k, c: c, r: r}
-	heap.Push(&s.queue, e)
-	return e
+	s.queue.push(t, s.seq, event{c: c, r: r, kind: k})
 }
 
-// cancel removes a pending event.
-func (s *sim) cancel(e *event) {
-	if e != nil && e.idx >= 0 {
-		heap.Remove(&s.queue, e.idx)
-		s.recycle(e)
+// spareRequest is a zeroed request: a completed one reused, or a new one.
+func (s *sim) spareRequest() *request {
+	n := len(s.spare)
+	if n == 0 {
+		return new(request)
 	}
-}
-
-// recycle keeps an event that nothing refers to any more for reuse.
-func (s *sim) recycle(e *event) {
-	*e = event{idx: -1}
-	s.spent = append(s.spent, e)
+	r := s.spare[n-1]
+	s.spare[n-1] = nil
+	s.spare = s.spare[:n-1]
+	*r = request{}
+	return r
 }
 
 // run processes events in time order up to the end of the run, checking
@@ -119,8 +201,11 @@ func (s *sim) run() error {
 	if err := s.ctx.Err(); err != nil {
 		return err
 	}
-	for len(s.queue) > 0 && s.queue[0].t <= s.end {
-		e := heap.Pop(&s.queue).(*event)
+	for s.queue.len() > 0 && s.queue.next() <= s.end {
+		at, e := s.queue.pop()
+		if e.kind == evShed && !e.c.shedDue(at.t) {
+			continue // a timer moved on to the next request: no event of the run
+		}
 		s.processed++
 		if s.processed > s.maxEvents {
 			return errEventCap
@@ -130,15 +215,18 @@ func (s *sim) run() error {
 				return err
 			}
 		}
-		s.now = e.t
+		s.now = at.t
 		c := e.c
 		switch e.kind {
 		case evArrival:
 			c.arrive()
 		case evWake:
-			c.woken(e)
+			c.waking = false
+			c.dispatch()
+		case evPace:
+			c.pacer.woken()
 		case evShed:
-			c.shed(e.r)
+			c.shed()
 		case evRetry:
 			if e.r.gone { // a closed loop's pause after giving up
 				c.release()
@@ -152,27 +240,26 @@ func (s *sim) run() error {
 		case evTool:
 			c.toolDone(e.r)
 		}
-		s.recycle(e) // its handler dropped every reference to it
 	}
 	s.now = s.end
 	return nil
 }
 
-// Planner plans a scenario and models its classes' workloads, as a
-// plan.Engine does; a simulation runs that plan on that model.
-type Planner interface {
-	Plan(ctx context.Context, s scenario.Scenario) (*plan.Plan, error)
+// Modeller models a scenario's classes' workloads, as a plan.Engine does;
+// a simulation draws its requests from them.
+type Modeller interface {
 	Workloads(ctx context.Context, s scenario.Scenario) ([]plan.Workload, error)
 }
 
-// Run simulates the plan of a scenario, as eng plans it: its classes'
-// clients, the provider's quotas and the endpoints, for opts.DurationS
-// seconds of simulated time (docs/simulate.md). The same scenario and
-// options give the same result, to the byte once encoded. It returns
-// scenario.Errors for an invalid scenario, OptionErrors for invalid
-// options or a run that needs more than opts.MaxEvents events, and
-// ctx.Err() when ctx ends first.
-func Run(ctx context.Context, eng Planner, sc scenario.Scenario, opts Options) (*Simulation, error) {
+// RunPlan simulates a plan of a scenario (internal/app gives it the
+// checked plan): its classes' clients, the provider's quotas and the
+// endpoints, for opts.DurationS seconds of simulated time
+// (docs/simulate.md). The plan's classes must be the scenario's, in its
+// order; it is not modified. The same scenario, plan and options give the
+// same result, to the byte once encoded. It returns scenario.Errors for an
+// invalid scenario, OptionErrors for invalid options or a run that needs
+// more than opts.MaxEvents events, and ctx.Err() when ctx ends first.
+func RunPlan(ctx context.Context, eng Modeller, sc scenario.Scenario, p *plan.Plan, opts Options) (*Simulation, error) {
 	if errs := sc.Check(); len(errs) > 0 {
 		return nil, errs
 	}
@@ -180,9 +267,8 @@ func Run(ctx context.Context, eng Planner, sc scenario.Scenario, opts Options) (
 	if errs := o.check(sc); len(errs) > 0 {
 		return nil, errs
 	}
-	p, err := eng.Plan(ctx, sc)
-	if err != nil {
-		return nil, fmt.Errorf("plan the scenario: %w", err)
+	if len(p.Classes) != len(sc.Classes) {
+		return nil, fmt.Errorf("simulate: the plan has %d classes, the scenario %d", len(p.Classes), len(sc.Classes))
 	}
 	ws, err := eng.Workloads(ctx, sc)
 	if err != nil {
@@ -239,6 +325,7 @@ func newSim(ctx context.Context, sc scenario.Scenario, p *plan.Plan, ws []plan.W
 			endpoints[ws[i].Endpoint] = ep
 		}
 		c := newClient(s, i, spec, &p.Classes[i], ws[i], ep, keys[spec.Quota], *o.Seed)
+		c.on = onSpans(spec.Schedule, o.StartHour, s.end)
 		c.pacer = c.key.pacer
 		switch times, ok := replays[spec.Name]; {
 		case ok:
@@ -248,11 +335,19 @@ func newSim(ctx context.Context, sc scenario.Scenario, p *plan.Plan, ws []plan.W
 			if *spec.ArrivalSCV != 1 {
 				c.kind = ArrivalsRenewal
 			}
-			c.arr = newRenewal(spec.Demand.Rate(), *spec.ArrivalSCV, spec.Demand.Profile, s.end, stream(*o.Seed, i, streamArrivals))
+			c.arr = newRenewal(spec.Demand.Rate(), *spec.ArrivalSCV, spec.Demand.Profile, c.on, s.end, stream(*o.Seed, i, streamArrivals))
 		default:
 			c.kind = ArrivalsClosedLoop
 		}
 		s.clients = append(s.clients, c)
+		if n := c.expectedRequests(); n < float64(o.Samples) {
+			c.st.latency.hint = int(n*1.1) + 16
+		}
+		if n := c.expectedRequests() * c.callsPerArrival(); n < float64(o.Samples) {
+			// Each call of a task waits for its send and has a TTFT.
+			c.st.waits.hint = int(n*1.1) + 16
+			c.st.callTTFT.hint = c.st.waits.hint
+		}
 	}
 	byName := map[string]*client{}
 	for _, c := range s.clients {
@@ -265,7 +360,10 @@ func newSim(ctx context.Context, sc scenario.Scenario, p *plan.Plan, ws []plan.W
 	}
 	for _, c := range s.clients {
 		if c.arr == nil {
-			s.at(0, evWake, c, nil)
+			if t, ok := nextOn(c.on, 0); ok {
+				c.waking = true
+				s.at(t, evWake, c, nil)
+			}
 			continue
 		}
 		if t, ok := c.arr.next(); ok {
@@ -299,27 +397,35 @@ func stream(seed uint64, class, purpose int) *rand.PCG {
 // adapting).
 func (s *sim) expectedEvents() (events, requests float64) {
 	for _, c := range s.clients {
-		var n float64
-		switch a := c.arr.(type) {
-		case *renewal:
-			n = a.expected()
-		case *replay:
-			n = float64(len(a.times))
-		default:
-			pool := float64(c.cp.Pool)
-			if c.aimd {
-				pool = float64(c.cp.Adaptive.Ceiling)
-			}
-			rate := pool / c.meanS
-			if c.pacer != nil {
-				rate = math.Min(rate, c.cp.Pacing.RateRPS/c.callsPerArrival())
-			}
-			n = rate * s.end
-		}
+		n := c.expectedRequests()
 		events += n * c.eventsPerArrival()
 		requests += n
 	}
 	return events, requests
+}
+
+// expectedRequests is the number of requests the client is expected to
+// make in the run.
+func (c *client) expectedRequests() float64 {
+	switch a := c.arr.(type) {
+	case *renewal:
+		return a.expected()
+	case *replay:
+		return float64(len(a.times))
+	}
+	pool := float64(c.cp.Pool)
+	if c.aimd {
+		pool = float64(c.cp.Adaptive.Ceiling)
+	}
+	rate := pool / c.meanS
+	if c.pacer != nil {
+		rate = math.Min(rate, c.cp.Pacing.RateRPS/c.callsPerArrival())
+	}
+	var on float64
+	for _, o := range c.on {
+		on += o.end - o.start
+	}
+	return rate * on
 }
 
 // endpoint is a serving endpoint: its latency follows what is in flight

@@ -46,6 +46,9 @@ const (
 type Options struct {
 	// DurationS is the simulated time in seconds; 0 means DefaultDurationS.
 	DurationS float64
+	// StartHour is the time of day the run starts at, hours after
+	// midnight UTC, for the classes' schedules; 0 is midnight.
+	StartHour float64
 	// Seed seeds every random stream; nil means the scenario's
 	// policy.seed (default 1).
 	Seed *uint64
@@ -127,6 +130,9 @@ func (o Options) check(sc scenario.Scenario) OptionErrors {
 	}
 	if !(o.DurationS >= MinDurationS) || o.DurationS > MaxDurationS {
 		add("duration_s", "must be at least %g s and at most %g s (a week)", MinDurationS, MaxDurationS)
+	}
+	if !(o.StartHour >= 0 && o.StartHour < 24) {
+		add("start_hour", "must be at least 0 and less than 24")
 	}
 	if o.Refill != RefillContinuous && o.Refill != RefillWindow {
 		add("refill", "must be %s or %s", RefillContinuous, RefillWindow)

@@ -23,7 +23,11 @@ type pacer struct {
 	buckets []quota.Bucket
 	last    float64   // the time of the last refill
 	clients []*client // in the plan's priority order
-	wake    *event    // when the waiting send's charge is due
+	// wakeT is the earliest wake-up (evPace) in the event queue that has
+	// not come yet, +Inf when none. A later one left there when an
+	// earlier was scheduled is not taken back: it finds nothing new to
+	// send.
+	wakeT float64
 }
 
 // newPacer builds a key's pacer from the plan's buckets, or nil when the
@@ -32,7 +36,7 @@ func newPacer(s *sim, qp plan.QuotaPlan) *pacer {
 	if len(qp.Pacing) == 0 {
 		return nil
 	}
-	p := &pacer{s: s}
+	p := &pacer{s: s, wakeT: math.Inf(1)}
 	for _, b := range qp.Pacing {
 		d, _ := scenario.DimensionNamed(b.Dimension)
 		p.dims = append(p.dims, d)
@@ -94,13 +98,19 @@ func (p *pacer) dispatch() {
 
 // wakeAt makes sure that a wake-up comes by t.
 func (p *pacer) wakeAt(t float64) {
-	if p.wake != nil {
-		if p.wake.t <= t {
-			return
-		}
-		p.s.cancel(p.wake)
+	if t >= p.wakeT {
+		return
 	}
-	p.wake = p.s.at(t, evWake, p.clients[0], nil)
+	p.wakeT = t
+	p.s.at(t, evPace, p.clients[0], nil)
+}
+
+// woken handles a wake-up: the waiting send's charge may be due.
+func (p *pacer) woken() {
+	if p.s.now >= p.wakeT {
+		p.wakeT = math.Inf(1)
+	}
+	p.dispatch()
 }
 
 // settle counts what a request counts at completion (quota.Key.Completion):

@@ -11,10 +11,10 @@ func (c *client) atPercentile(sm *Simulated) {
 	}
 	p := slo.At()
 	sm.Percentile = &p
-	rows := c.st.latency.rows
+	rows := c.st.latency.all()
 	ttft := quantiles(rows, func(r [2]float64) float64 { return r[0] }, p/100)
 	if c.w.Task != nil {
-		ttft = quantiles(c.st.callTTFT.rows, func(v float64) float64 { return v }, p/100)
+		ttft = quantiles(c.st.callTTFT.all(), func(v float64) float64 { return v }, p/100)
 	}
 	e2e := quantiles(rows, func(r [2]float64) float64 { return r[1] }, p/100)
 	sm.TTFTMsAtPercentile, sm.E2EMsAtPercentile = msPtr(ttft[0]), msPtr(e2e[0])

@@ -15,6 +15,7 @@ type Simulation struct {
 // SimulationSettings are the options the run used, with every default filled in.
 type SimulationSettings struct {
 	DurationS  float64 `json:"duration_s" doc:"Simulated time, seconds."`
+	StartHour  float64 `json:"start_hour,omitempty" doc:"Time of day the run started at, hours after midnight UTC, for classes with a schedule."`
 	Seed       uint64  `json:"seed"`
 	Pacing     bool    `json:"pacing" doc:"Clients paced their sends with the plan's token bucket."`
 	AIMD       bool    `json:"aimd" doc:"Clients resized their pools with the plan's AIMD settings."`
@@ -42,6 +43,7 @@ type ClassRun struct {
 	Endpoint string `json:"endpoint" doc:"The endpoint the class sends to; classes on one endpoint share its in-flight load."`
 	Arrivals string `json:"arrivals" enum:"poisson,renewal,replay,closed_loop" doc:"poisson or renewal at the demand (with its profile), replay of given start times, or closed_loop: no stated demand, the pool kept full."`
 	Pool     int    `json:"pool" doc:"The plan's pool."`
+	Idle     bool   `json:"idle,omitempty" doc:"The class's schedule kept it from running at any time of the run; it is not judged."`
 	Feasible bool   `json:"feasible" doc:"Whether the plan found the class feasible."`
 	// Predicted are the plan's predictions at the pool.
 	Predicted plan.Predicted `json:"predicted"`
@@ -59,6 +61,7 @@ type ClassRun struct {
 type Simulated struct {
 	Requests      int     `json:"requests" doc:"Requests that arrived (closed-loop classes: that were started)."`
 	Completed     int     `json:"completed"`
+	Sends         int     `json:"sends" doc:"Sends made: each request's first send and its retries."`
 	OfferedRPS    float64 `json:"offered_rps" doc:"Requests per second that arrived."`
 	ThroughputRPS float64 `json:"throughput_rps" doc:"Responses per second."`
 	GoodputRPS    float64 `json:"goodput_rps" doc:"Responses per second that ended within the deadline (slo_e2e, or the retry deadline without one)."`
@@ -71,11 +74,14 @@ type Simulated struct {
 	QueueWaitMeanMs     float64  `json:"queue_wait_mean_ms" doc:"Mean time from arrival to the first send: waiting for a slot and for pacing."`
 	QueueWaitMeanCI95Ms *float64 `json:"queue_wait_mean_ci95_ms" doc:"Half-width of the 95 % confidence interval of the mean wait, by batch means over 20 equal spans of the run; null with fewer than two spans that sent."`
 	QueueWaitP95Ms      float64  `json:"queue_wait_p95_ms"`
+	QueueWaitP95CI95Ms  *float64 `json:"queue_wait_p95_ci95_ms" doc:"Half-width of the 95 % confidence interval of the wait's p95, by sectioning over the same 20 spans (each span's p95 one observation, centred on the whole run's); null with fewer than four spans of at least 20 requests."`
 	TTFTP50Ms           *float64 `json:"ttft_p50_ms" doc:"Queue wait, retries and time to first token."`
 	TTFTP95Ms           *float64 `json:"ttft_p95_ms"`
+	TTFTP95CI95Ms       *float64 `json:"ttft_p95_ci95_ms" doc:"Half-width of the 95 % confidence interval of the TTFT p95, by sectioning as queue_wait_p95_ci95_ms."`
 	TTFTP99Ms           *float64 `json:"ttft_p99_ms"`
 	E2EP50Ms            *float64 `json:"e2e_p50_ms" doc:"From arrival to the last token: queue wait, retries and service."`
 	E2EP95Ms            *float64 `json:"e2e_p95_ms"`
+	E2EP95CI95Ms        *float64 `json:"e2e_p95_ci95_ms" doc:"Half-width of the 95 % confidence interval of the E2E p95, by sectioning as queue_wait_p95_ci95_ms."`
 	E2EP99Ms            *float64 `json:"e2e_p99_ms"`
 	PoolMean            float64  `json:"pool_mean" doc:"Time-average of the pool: the plan's pool, or the AIMD window when adapting."`
 

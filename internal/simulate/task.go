@@ -29,7 +29,7 @@ func (c *client) callDone(r *request) {
 		t.arrival = r.arrival // a closed loop's task arrives when it is sent
 		t.firstTTFT = ttft
 	}
-	c.st.callTTFT.add(ttft)
+	c.st.callTTFT.add(ttft, c.st.waitBatches.section(c.s.now))
 	if c.w.Task.Accumulate {
 		t.carried += r.out + c.w.Task.Result.Sample(c.reqRNG.NormFloat64())
 	}
@@ -49,9 +49,10 @@ func (c *client) toolDone(r *request) {
 		if e2e <= c.goodBy {
 			c.st.good++
 		}
-		c.st.latency.add([2]float64{t.firstTTFT, e2e})
+		c.st.latency.add([2]float64{t.firstTTFT, e2e}, c.st.waitBatches.section(s.now))
 		c.grow()
 		c.release()
+		s.spare = append(s.spare, r) // nothing refers to it any more
 		return
 	}
 	t.call++

@@ -9,20 +9,28 @@ import (
 	"github.com/dustin/go-humanize"
 )
 
-// Thresholds of the verdict (docs/simulate.md, "Verdict").
+// Thresholds of the verdict (docs/simulate.md, "Verdict"); a plan's check
+// judges by them too.
 const (
 	// MaxLimitedShare is the share of sends answered 429 above which the
 	// 429s are more than incidental: even a start-up burst that clears
 	// costs requests retried, delayed or given up. The alerting rules of
 	// an exported plan (package export) fire above it too.
 	MaxLimitedShare = 0.01
-	// maxLostShare is the share of requests shed or given up that a plan
+	// MaxLostShare is the share of requests shed or given up that a plan
 	// may lose and still hold.
-	maxLostShare = 0.01
+	MaxLostShare = 0.01
 	// backlogShare is, with the pool, the backlog at the end of the run
 	// that still counts as keeping pace: max(pool, 1 % of the requests).
 	backlogShare = 0.01
 )
+
+// KeepsPace reports whether a class with arrivals kept pace with them:
+// at the end no more requests wait than max(pool, 1 % of its requests).
+// For a batch it means the batch is done in its window.
+func (c ClassRun) KeepsPace() bool {
+	return float64(c.Simulated.Backlog) <= math.Max(float64(c.Pool), backlogShare*float64(c.Simulated.Requests))
+}
 
 // check is one test of the verdict: whether it passed, a short name for
 // the summary, and the reason in words.
@@ -37,6 +45,10 @@ type check struct {
 // (for a batch: done in its window). The comparison with the plan's
 // figures is given as a reason but does not decide.
 func (c *client) verdict(sm Simulated) SimulationVerdict {
+	if sc := c.spec.Schedule; len(c.on) == 0 && c.kind != ArrivalsReplay {
+		return SimulationVerdict{Holds: true, Summary: fmt.Sprintf("%s: not scheduled in this run", c.spec.Name),
+			Reasons: []string{fmt.Sprintf("it runs %s h a day from %s UTC, outside this run", num(sc.Hours), clock(sc.StartHour))}}
+	}
 	var checks []check
 	add := func(ok bool, label, format string, args ...any) {
 		checks = append(checks, check{ok: ok, label: label, reason: fmt.Sprintf(format, args...)})
@@ -80,10 +92,10 @@ func (c *client) verdict(sm Simulated) SimulationVerdict {
 			parts = append(parts, fmt.Sprintf("%s gave up after 429s", count(sm.GaveUp)))
 		}
 		share := ratio(lost, sm.Requests)
-		add(share <= maxLostShare, "requests lost", "%s of %s requests lost (%s): %s", count(lost), count(sm.Requests), pct(share), strings.Join(parts, "; "))
+		add(share <= MaxLostShare, "requests lost", "%s of %s requests lost (%s): %s", count(lost), count(sm.Requests), pct(share), strings.Join(parts, "; "))
 	}
 	if c.arr != nil {
-		keeps := float64(sm.Backlog) <= math.Max(float64(c.cp.Pool), backlogShare*float64(sm.Requests))
+		keeps := ClassRun{Pool: c.cp.Pool, Simulated: sm}.KeepsPace()
 		if d := c.spec.Demand; d != nil && d.Requests > 0 && c.kind != ArrivalsReplay {
 			switch {
 			case keeps:
@@ -196,3 +208,9 @@ func num(v float64) string {
 func count(n int) string { return humanize.Comma(int64(n)) }
 
 func pct(share float64) string { return fmt.Sprintf("%.1f %%", share*100) }
+
+// clock writes hours after midnight as HH:MM.
+func clock(h float64) string {
+	m := int(math.Round(h * 60))
+	return fmt.Sprintf("%02d:%02d", m/60%24, m%60)
+}

@@ -49,6 +49,9 @@ func ToJSON(data []byte) ([]byte, error) {
 	if err := yamlv3.Unmarshal(data, &doc); err != nil {
 		return nil, err
 	}
+	if doc.Kind == 0 { // no document at all: empty, or only comments
+		return []byte("null"), nil
+	}
 	if bytes.ContainsRune(data, '&') {
 		if err := checkExpansion(&doc, len(data)); err != nil {
 			return nil, err

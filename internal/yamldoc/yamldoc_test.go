@@ -137,3 +137,14 @@ func TestCoreSchema(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyDocuments: a file with no document (empty, blank or only
+// comments) reads as JSON null, as a file that says nothing.
+func TestEmptyDocuments(t *testing.T) {
+	for _, in := range []string{"", "\n\n", "# only a comment\n", "---\n"} {
+		js, err := ToJSON([]byte(in))
+		if err != nil || string(js) != "null" {
+			t.Errorf("%q: %s, %v; want null", in, js, err)
+		}
+	}
+}

@@ -26,7 +26,8 @@ function ceilingItem(cls, c) {
 
 function remedies(cls) {
   if (!cls.remedies || cls.remedies.length === 0) {
-    return cls.feasible ? h('span', { class: 'hint', text: 'none needed' }) : h('span', { class: 'hint', text: 'none found' });
+    if (!cls.feasible) return h('span', { class: 'hint', text: 'none found' });
+    return h('span', { class: 'hint', text: cls.fits !== false ? 'none needed' : 'none: the queueing model fits; see the check' });
   }
   return h('ul', { class: 'remedies' }, cls.remedies.map((r) =>
     h('li', {}, h('span', { class: 'constraint', text: r.constraint }), ': ', r.change, remedyCost(r.cost))));
@@ -57,25 +58,44 @@ function costText(c) {
   return `costs ${money(c.per_day)}\u00a0${c.currency} a day, ${money(c.per_hour)} an hour${saving}`;
 }
 
-const COLUMNS = ['Class', 'Pool', 'Binding', 'Min pool', 'Fits', 'TTFT p95', 'E2E p95', 'Throughput'];
+const COLUMNS = ['Class', 'Pool (cap)', 'Min pool (needed)', 'Binding', 'Fits', 'Check', 'TTFT p95', 'E2E p95', 'req/s (demand / capacity)'];
+
+// LEGEND says what the columns mean, as the command line's table does.
+const LEGEND = 'Pool is a cap: the most requests the class may have in flight. Min pool is the least pool that ' +
+  'meets its SLO at its demand. Fits: the queueing model and the plan\'s own simulation (Check) both hold. ' +
+  'req/s is the demand against what the pool carries running flat out.';
+
+function rates(cls) {
+  const p = cls.predicted;
+  const demand = p.offered_rps ? num(p.offered_rps, 2) : '–';
+  return `${demand} / ${num(p.throughput_rps, 2)}`;
+}
+
+function checkCell(cls) {
+  const c = cls.check;
+  if (!c) return h('span', { class: 'hint', text: '–' });
+  return h('span', { class: c.holds ? 'ok' : 'bad', title: c.summary, text: c.holds ? 'holds' : 'breaks' });
+}
 
 // classRows is one class: a row of figures, then a row with its ceilings
 // and remedies, in a tbody of their own.
 function classRows(cls) {
   const cell = (field, label, ...content) => h('td', { 'data-field': field, 'data-label': label }, ...content);
   const p = cls.predicted;
-  return h('tbody', { 'data-class': cls.name, class: cls.feasible ? undefined : 'infeasible' },
+  return h('tbody', { 'data-class': cls.name, class: cls.fits === true ? undefined : 'infeasible' },
     h('tr', {},
       h('th', { scope: 'row', 'data-label': 'Class' }, h('span', { class: 'class-name', text: cls.name }),
         h('span', { class: 'hint', text: `${cls.mode} · ${cls.quota}` })),
-      cell('pool', 'Pool', h('strong', { text: String(cls.pool) })),
+      cell('pool', 'Pool (cap)', h('strong', { text: String(cls.pool) })),
+      cell('min_pool', 'Min pool (needed)', cls.min_pool === null ? 'none fits' : String(cls.min_pool)),
       cell('binding', 'Binding', h('mark', { class: 'binding', text: cls.binding_constraint }),
         cls.tied_constraints && cls.tied_constraints.length ? h('span', { class: 'hint', text: ` (tied: ${cls.tied_constraints.join(', ')})` }) : null),
-      cell('min_pool', 'Min pool', cls.min_pool === null ? 'none fits' : String(cls.min_pool)),
-      cell('feasible', 'Fits', h('span', { class: cls.feasible ? 'ok' : 'bad', text: cls.feasible ? 'yes' : 'no' })),
+      cell('fits', 'Fits', cls.fits === undefined ? h('span', { class: 'hint', text: '–' }) : h('span', { class: cls.fits ? 'ok' : 'bad', text: cls.fits ? 'yes' : 'no' }),
+        cls.feasible && cls.fits === false ? h('span', { class: 'hint', text: ' (feasible by the model)' }) : null),
+      cell('check', 'Check', checkCell(cls)),
       cell('ttft', 'TTFT p95', latency(p.ttft_p95_ms, cls)),
       cell('e2e', 'E2E p95', latency(p.e2e_p95_ms, cls)),
-      cell('throughput', 'Throughput', `${num(p.throughput_rps, 2)}\u00a0req/s`)),
+      cell('throughput', 'req/s (demand / capacity)', rates(cls))),
     h('tr', { class: 'more' },
       h('td', { colspan: COLUMNS.length, 'data-field': 'ceilings' },
         h('span', { class: 'more-label', text: 'Ceilings' }),
@@ -91,7 +111,27 @@ function table(plan) {
     h('table', { class: 'plan-table' },
       h('caption', { class: 'visually-hidden', text: 'Pool and binding constraint of each class' }),
       h('thead', {}, h('tr', {}, COLUMNS.map((c) => h('th', { scope: 'col', text: c })))),
-      plan.classes.map(classRows)));
+      plan.classes.map(classRows)),
+    h('p', { class: 'hint legend', text: LEGEND }));
+}
+
+function checkSummary(plan) {
+  if (!plan.check) return null;
+  const runs = plan.check.runs.map((r) => `${num(r.duration_s, 0)}\u00a0s${plan.check.runs.length > 1 ? ` from ${clock(r.start_hour)} UTC` : ''}, ${num(r.events, 0)} events`).join('; ');
+  return h('p', { class: plan.check.holds ? 'check ok' : 'check bad', 'data-field': 'check' },
+    `Check: ${plan.check.summary} (seeded simulation of the plan: ${runs}).`);
+}
+
+function clock(hours) {
+  const m = Math.round(hours * 60);
+  return `${String(Math.floor(m / 60) % 24).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}`;
+}
+
+function windows(plan) {
+  if (!plan.windows || plan.windows.length === 0) return null;
+  return h('ul', { class: 'windows', 'aria-label': 'Windows of the day (UTC)' }, plan.windows.map((w) =>
+    h('li', {}, h('strong', { text: `${clock(w.start_hour)}–${clock(w.start_hour + w.hours)} UTC` }), ': ',
+      w.classes.map((c) => `${c.name} pool ${c.pool} (${c.binding_constraint})${c.sets_pool ? ', sets its pool' : ''}`).join('; '))));
 }
 
 function warnings(list, label) {
@@ -115,6 +155,7 @@ function classDetails(cls) {
   return h('article', { class: 'class-card', 'data-class': cls.name },
     h('h3', { text: cls.name }),
     h('p', { text: cls.explanation }),
+    cls.check ? h('p', { class: cls.check.holds ? 'check ok' : 'check bad', text: `Check: ${cls.check.summary}.` }) : null,
     warnings(cls.warnings, `Warnings for ${cls.name}`),
     h('figure', {}, ceilingChart(cls),
       h('figcaption', { class: 'hint', text: 'Ceilings on a log scale; the dashed line is the smallest pool the demand needs. Hover a bar for its derivation.' })));
@@ -125,6 +166,8 @@ export function renderPlan(el, plan) {
   replace(el,
     warnings(plan.warnings, 'Warnings'),
     table(plan),
+    checkSummary(plan),
+    windows(plan),
     quotas(plan),
     h('div', { class: 'class-cards' }, plan.classes.map(classDetails)));
 }

@@ -279,7 +279,7 @@ export class WhatIf {
     const before = new Map(this.plan.classes.map((c) => [c.name, c]));
     return h('table', { class: 'readout' },
       h('caption', { class: 'visually-hidden', text: 'Each class at this value' }),
-      h('thead', {}, h('tr', {}, ['Class', 'Pool', 'Binding', 'Min pool', 'Fits', 'Scenario pool'].map((c) => h('th', { scope: 'col', text: c })))),
+      h('thead', {}, h('tr', {}, ['Class', 'Pool', 'Binding', 'Min pool', 'Feasible', 'Scenario pool'].map((c) => h('th', { scope: 'col', text: c })))),
       h('tbody', {}, cell.classes.map((c) => {
         const was = before.get(c.name);
         return h('tr', { 'data-class': c.name },
@@ -287,7 +287,7 @@ export class WhatIf {
           h('td', { 'data-field': 'pool', 'data-label': 'Pool', text: String(c.pool) }),
           h('td', { 'data-field': 'binding', 'data-label': 'Binding' }, h('mark', { class: 'binding', text: c.binding_constraint })),
           h('td', { 'data-field': 'min_pool', 'data-label': 'Min pool', text: c.min_pool === null ? 'none fits' : String(c.min_pool) }),
-          h('td', { 'data-field': 'feasible', 'data-label': 'Fits' }, h('span', { class: c.feasible ? 'ok' : 'bad', text: c.feasible ? 'yes' : 'no' })),
+          h('td', { 'data-field': 'feasible', 'data-label': 'Feasible' }, h('span', { class: c.feasible ? 'ok' : 'bad', text: c.feasible ? 'yes' : 'no' })),
           h('td', { 'data-label': 'Scenario pool', text: was ? `${was.pool} (${was.binding_constraint})` : '–' }));
       })));
   }

@@ -1,0 +1,349 @@
+//go:build !race
+
+package app
+
+// The simulations here run hundreds of thousands of requests; the race
+// detector would make them take minutes, and they have no concurrency to
+// check.
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/plannerdev/planner"
+	"github.com/plannerdev/planner/internal/plan"
+	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/simulate"
+	"github.com/plannerdev/planner/internal/testutil"
+)
+
+var accuracyVerbose = flag.Bool("accuracy.table", false, "print the plan's and the simulation's figures of every scenario of TestPlanAgainstItsSimulation")
+
+// supportChatTemplate is the support chat of docs/concepts.md's worked example of
+// the pacing wait: 2 req/s of long prompts on a key of 5,000 RPM and
+// 450,000 TPM that counts max_tokens, with a TTFT target of 2.5 s.
+const supportChatTemplate = `
+quotas:
+  - {name: key, rpm: 5000, tpm: 450000, token_accounting: ACCOUNTING, burst_window_s: WINDOW}
+latency:
+  ttft_ms: {p50: 600, p95: 1400}
+  tpot_ms: {p50: 20, p95: 30}
+classes:
+  - name: chat
+    quota: key
+    mode: interactive
+    demand: {rps: RATE}
+    arrival_scv: SCV
+    input_tokens: {p50: 1200, p95: 3500}
+    output_tokens: {p50: 200, p95: 600}
+    max_tokens: 800
+    slo: {ttft_p95_ms: 2500}
+`
+
+// nightly is a batch of 8,000 documents in 6 hours on the support chat's
+// key.
+const nightly = `
+  - name: nightly
+    quota: key
+    mode: batch
+    demand: {requests: 8000, within_hours: 6}
+    input_tokens: {p50: 2000, p95: 4000}
+    output_tokens: {p50: 300, p95: 600}
+    max_tokens: 800
+`
+
+// summarise is a semi-interactive class of long documents.
+const summarise = `
+  - name: summarise
+    quota: key
+    mode: semi
+    demand: {rpm: 30}
+    arrival_scv: SCV2
+    input_tokens: {p50: 3000, p95: 8000}
+    output_tokens: {p50: 300, p95: 700}
+    max_tokens: 1000
+    slo: {e2e_p95_ms: 40000}
+`
+
+// backfill is a class without demand: as fast as the key allows.
+const backfill = `
+  - name: backfill
+    quota: key
+    mode: batch
+    input_tokens: {p50: 2000, p95: 4000}
+    output_tokens: {p50: 300, p95: 900}
+    max_tokens: 1000
+`
+
+// curve is a measured endpoint whose latency grows with what is in flight.
+const curve = `
+quotas:
+  - {name: key, rpm: 100000, tpm: TPM, token_accounting: max_tokens, burst_window_s: WINDOW}
+latency:
+  curve:
+    - {concurrency: 1,  ttft_p50_ms: 120, ttft_p95_ms: 160, tpot_p50_ms: 14.0, tpot_p95_ms: 15.0, throughput_rps: 0.34}
+    - {concurrency: 8,  ttft_p50_ms: 150, ttft_p95_ms: 240, tpot_p50_ms: 16.5, tpot_p95_ms: 18.0, throughput_rps: 2.31}
+    - {concurrency: 16, ttft_p50_ms: 190, ttft_p95_ms: 330, tpot_p50_ms: 19.5, tpot_p95_ms: 22.0, throughput_rps: 3.90}
+    - {concurrency: 32, ttft_p50_ms: 400, ttft_p95_ms: 900, tpot_p50_ms: 27.0, tpot_p95_ms: 32.0, throughput_rps: 5.08}
+    - {concurrency: 48, ttft_p50_ms: 1100, ttft_p95_ms: 2400, tpot_p50_ms: 28.0, tpot_p95_ms: 34.0, throughput_rps: 5.10}
+  knee: 40
+classes:
+  - name: assistant
+    quota: key
+    mode: interactive
+    demand: {rps: RATE}
+    arrival_scv: SCV
+    input_tokens: {p50: 500, p95: 1500}
+    output_tokens: {p50: 180, p95: 400}
+    max_tokens: 600
+    slo: {ttft_p95_ms: 1500, e2e_p95_ms: 12000}
+`
+
+// reports is a closed-loop class beside the assistant on its endpoint.
+const reports = `
+  - name: reports
+    quota: key
+    mode: semi
+    input_tokens: {p50: 1200, p95: 3000}
+    output_tokens: {p50: 250, p95: 500}
+    max_tokens: 800
+`
+
+func fill(doc string, kv ...string) string {
+	for i := 0; i+1 < len(kv); i += 2 {
+		doc = strings.ReplaceAll(doc, kv[i], kv[i+1])
+	}
+	return doc
+}
+
+// accuracyCase is a scenario the plan is held to its own simulation on.
+type accuracyCase struct {
+	name string
+	sc   scenario.Scenario
+}
+
+// accuracyCases are the shipped examples and 41 more scenarios: per-window
+// limits at 1 s and 10 s, actual and max_tokens accounting, shared keys
+// under priority and weighted allocation, batches with and without
+// demand, measured curves, and arrival scv from 0 to 9.
+func accuracyCases(t *testing.T) []accuracyCase {
+	var out []accuracyCase
+	for _, name := range planner.ExampleNames() {
+		out = append(out, accuracyCase{"example " + name, testutil.Example(t, name)})
+	}
+	add := func(name, doc string) {
+		sc, err := scenario.Parse([]byte(doc))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		out = append(out, accuracyCase{name, sc})
+	}
+	chat := func(window, rate, scv, accounting string) string {
+		return fill(supportChatTemplate, "WINDOW", window, "RATE", rate, "SCV", scv, "ACCOUNTING", accounting)
+	}
+	for _, w := range []string{"1", "10"} {
+		for _, scv := range []string{"0", "0.5", "1", "2", "4", "9"} {
+			add(fmt.Sprintf("support chat, window %s s, scv %s", w, scv), chat(w, "2", scv, "max_tokens"))
+		}
+		add(fmt.Sprintf("support chat, actual accounting, window %s s", w), chat(w, "2", "1", "actual"))
+		for _, alloc := range []string{"priority", "weighted"} {
+			add(fmt.Sprintf("support chat and the nightly batch, %s, window %s s", alloc, w),
+				chat(w, "2", "1", "max_tokens")+nightly+"policy: {allocation: "+alloc+"}\n")
+			add(fmt.Sprintf("support chat, summaries and the nightly batch, %s, window %s s", alloc, w),
+				chat(w, "1.5", "1", "max_tokens")+fill(summarise, "SCV2", "1")+nightly+"policy: {allocation: "+alloc+"}\n")
+		}
+		add(fmt.Sprintf("support chat and a backfill, window %s s", w), chat(w, "1.5", "1", "max_tokens")+backfill)
+		add(fmt.Sprintf("support chat on input and output limits, window %s s", w), strings.Replace(chat(w, "2", "1", "max_tokens"),
+			"tpm: 450000,", "itpm: 400000, otpm: 70000,", 1))
+	}
+	for _, ex := range []struct{ name, field, value string }{
+		{"three-classes", "burst_window_s", "10"},
+		{"chat-and-batch", "allocation", "weighted"},
+		{"backfill", "burst_window_s", "10"},
+	} {
+		sc := testutil.Example(t, ex.name)
+		if ex.field == "burst_window_s" {
+			sc.Quotas[0].BurstWindowS = 10
+		} else {
+			sc.Policy.Allocation = ex.value
+		}
+		out = append(out, accuracyCase{fmt.Sprintf("example %s, %s %s", ex.name, ex.field, ex.value), sc})
+	}
+	add("two interactive classes by priority", chat("1", "1", "1", "max_tokens")+strings.ReplaceAll(strings.ReplaceAll(
+		fill(supportChatTemplate[strings.Index(supportChatTemplate, "  - name: chat"):], "RATE", "0.8", "SCV", "2"), "name: chat", "name: agents"), "mode: interactive", "mode: interactive\n    priority: 1"))
+	for _, rate := range []string{"1", "2.5"} {
+		add("support chat at "+rate+" req/s", chat("1", rate, "1", "max_tokens"))
+	}
+	add("support chat, bursty summaries and the nightly batch", chat("1", "1.5", "0.5", "max_tokens")+fill(summarise, "SCV2", "4")+nightly)
+	for _, scv := range []string{"0", "1", "4", "9"} {
+		add("assistant on a curve, scv "+scv, fill(curve, "RATE", "2", "SCV", scv, "TPM", "10000000", "WINDOW", "1"))
+	}
+	add("assistant and reports on a curve", fill(curve, "RATE", "2", "SCV", "1", "TPM", "10000000", "WINDOW", "1")+reports)
+	add("assistant and reports on a curve, a tight key", fill(curve, "RATE", "2", "SCV", "1", "TPM", "900000", "WINDOW", "1")+reports)
+	add("assistant on a curve at 3 req/s, window 10 s", fill(curve, "RATE", "3", "SCV", "2", "TPM", "900000", "WINDOW", "10"))
+	// One slot at ρ 0.92, which per-class pacing at X(pool)/0.9 made unstable.
+	add("one slot at rho 0.92", `
+quotas: [{name: k, rpm: 100}]
+latency: {ttft_ms: {p50: 300, p95: 500}, tpot_ms: {p50: 10, p95: 12}}
+classes:
+  - {name: c, quota: k, mode: interactive, demand: {rps: 0.92}, input_tokens: {fixed: 100}, output_tokens: {p50: 70, p95: 90}, max_tokens: 120}
+`)
+	return out
+}
+
+var accuracyLong = flag.Bool("accuracy.long", false, "run TestPlanAgainstItsSimulation's simulations for four hours each rather than one")
+
+// replications of each simulation, and how long each runs: one hour by
+// default, four with -accuracy.long.
+const replications = 3
+
+func replicationS() float64 {
+	if *accuracyLong {
+		return 4 * 3600
+	}
+	return 3600
+}
+
+// inBand reports whether pred is within −5 % and +20 % of what the
+// replications measured, widened by their own spread (the half range of
+// the replications about their mean) and by slack, an absolute allowance.
+func inBand(pred float64, sims []float64, slack float64) (bool, float64) {
+	lo, hi := slices.Min(sims), slices.Max(sims)
+	mean := 0.0
+	for _, v := range sims {
+		mean += v
+	}
+	mean /= float64(len(sims))
+	spread := (hi - lo) / 2
+	ok := pred >= 0.95*(mean-spread)-slack && pred <= 1.2*(mean+spread)+slack
+	return ok, pred / mean
+}
+
+// knownMisses are the classes whose predictions fall outside the band,
+// with why: the test skips them while they miss, and fails once one of
+// them holds, so that the list stays true.
+var knownMisses = map[string]string{
+	"support chat, bursty summaries and the nightly batch/nightly": "the lowest class's pacing wait behind smooth (scv 0.5) interactive arrivals is under-predicted",
+	"assistant and reports on a curve/assistant":                   "beside a closed-loop class on a curve, the waiting requests' latency is taken with both pools full, which over-predicts TTFT p95",
+	"assistant and reports on a curve, a tight key/assistant":      "beside a closed-loop class on a curve, the waiting requests' latency is taken with both pools full, which over-predicts TTFT p95",
+}
+
+// TestPlanAgainstItsSimulation holds the plan to planner simulate's runs
+// of it, three replications of an hour each (four hours with
+// -accuracy.long), on every shipped example and 41 more scenarios: for
+// every class with a pool, its predicted TTFT p95, E2E p95 and queue-wait
+// p95 are within −5 % and +20 % of the simulation's (widened by the
+// replications' spread; a queue wait within 5 % of the class's TTFT p95
+// besides, as a wait's p95 near nothing has no relative precision), and a
+// class the plan says fits holds in every replication, one it says does
+// not fit fails in every one.
+func TestPlanAgainstItsSimulation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates hundreds of hours of traffic")
+	}
+	a := New(plan.New(plan.Options{}))
+	ctx := context.Background()
+	cases := accuracyCases(t)
+	if len(cases) < len(planner.ExampleNames())+40 {
+		t.Fatalf("only %d scenarios", len(cases))
+	}
+	type named struct {
+		name  string
+		ratio float64
+	}
+	var ratios []float64
+	worst := [2]named{{ratio: math.Inf(1)}, {ratio: math.Inf(-1)}}
+	for _, tc := range cases {
+		p, err := a.Plan(ctx, tc.sc)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		type sims struct {
+			ttft, e2e, wait []float64
+			holds           int
+		}
+		got := make([]sims, len(p.Classes))
+		for seed := uint64(1); seed <= replications; seed++ {
+			r, err := a.Simulate(ctx, tc.sc, simulate.Options{DurationS: replicationS(), Seed: &seed, MaxEvents: 20_000_000})
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			for i, c := range r.Classes {
+				s := c.Simulated
+				got[i].ttft = append(got[i].ttft, value(s.TTFTP95Ms))
+				got[i].e2e = append(got[i].e2e, value(s.E2EP95Ms))
+				got[i].wait = append(got[i].wait, s.QueueWaitP95Ms)
+				if c.Verdict.Holds {
+					got[i].holds++
+				}
+			}
+		}
+		for i, cp := range p.Classes {
+			s := got[i]
+			name := tc.name + "/" + cp.Name
+			if *accuracyVerbose {
+				t.Logf("%-60s %-10s pool %3d fits %-5v TTFT %7.0f/%7.0f E2E %7.0f/%7.0f wait %7.0f/%7.0f holds %d/%d",
+					tc.name, cp.Name, cp.Pool, cp.Feasible, value(cp.Predicted.TTFTP95Ms), s.ttft[0], value(cp.Predicted.E2EP95Ms), s.e2e[0],
+					value(cp.Predicted.QueueWaitP95Ms), s.wait[0], s.holds, replications)
+			}
+			if cp.Feasible && s.holds != replications || !cp.Feasible && s.holds != 0 {
+				t.Errorf("%s: the plan says fits %v, the simulation holds in %d of %d runs", name, cp.Feasible, s.holds, replications)
+			}
+			if cp.Pool < 1 || cp.Predicted.TTFTP95Ms == nil || math.IsInf(s.ttft[0], 1) {
+				continue
+			}
+			t.Run(name, func(t *testing.T) {
+				var misses []string
+				for _, m := range []struct {
+					name  string
+					pred  *float64
+					sim   []float64
+					slack float64
+				}{
+					{"TTFT p95", cp.Predicted.TTFTP95Ms, s.ttft, 0},
+					{"E2E p95", cp.Predicted.E2EP95Ms, s.e2e, 0},
+					{"queue wait p95", cp.Predicted.QueueWaitP95Ms, s.wait, 0.05 * *cp.Predicted.TTFTP95Ms},
+				} {
+					ok, ratio := inBand(value(m.pred), m.sim, m.slack)
+					if m.slack == 0 && knownMisses[name] == "" {
+						ratios = append(ratios, ratio)
+						if ratio < worst[0].ratio {
+							worst[0] = named{name + " " + m.name, ratio}
+						}
+						if ratio > worst[1].ratio {
+							worst[1] = named{name + " " + m.name, ratio}
+						}
+					}
+					if !ok {
+						misses = append(misses, fmt.Sprintf("predicted %s %.0f ms, simulated %.0f ms (%+.1f %%; runs %.0f)", m.name, value(m.pred), m.sim[0], 100*(ratio-1), m.sim))
+					}
+				}
+				switch why, known := knownMisses[name]; {
+				case known && len(misses) > 0:
+					t.Skipf("a known miss, %s: %s", why, strings.Join(misses, "; "))
+				case known:
+					t.Errorf("holds now: take it off knownMisses")
+				default:
+					for _, miss := range misses {
+						t.Error(miss)
+					}
+				}
+			})
+		}
+	}
+	slices.Sort(ratios)
+	t.Logf("predicted/simulated TTFT and E2E p95 over %d comparisons (known misses left out): min %.3f, 10th percentile %.3f, median %.3f, 90th percentile %.3f, max %.3f; lowest %s, highest %s",
+		len(ratios), ratios[0], ratios[len(ratios)/10], ratios[len(ratios)/2], ratios[len(ratios)*9/10], ratios[len(ratios)-1], worst[0].name, worst[1].name)
+}
+
+func value(p *float64) float64 {
+	if p == nil {
+		return math.Inf(1)
+	}
+	return *p
+}

@@ -1,0 +1,426 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/dustin/go-humanize"
+
+	"github.com/plannerdev/planner/internal/plan"
+	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/simulate"
+)
+
+// The check's bounds (docs/concepts.md, "The check"). A run lasts long
+// enough for its slowest class to send checkRequests requests, between
+// checkMinS and checkMaxS of simulated time, and no longer than its share
+// of checkEvents events: at about 0.2 µs an event on the project's
+// machine, a check of three classes costs well under the 20 ms a plan may
+// take with it, and 4,000 requests give each of 20 sections 200, enough
+// for the sectioning interval of a p95.
+const (
+	checkRequests = 4000
+	checkMinS     = 15 * 60.0
+	checkMaxS     = 2 * 3600.0
+	checkEvents   = 100_000
+	// checkRounds bounds how often min_pools are raised and the plan made
+	// again.
+	checkRounds = 3
+	// checkName names the check in the engine's cache of checked plans.
+	checkName = "check v1"
+)
+
+// check is the plan.Checker of every plan the command line, the service
+// and the page return: the plan's own short seeded simulation of the same
+// plan, by which each class fits only when the analytic plan and the
+// simulation both hold. Where the plan is feasible but its simulation
+// breaks for a class on latency or on keeping pace, the class's min_pool
+// is raised above its pool and the plan made again, at most checkRounds
+// times, and the check keeps the plan in which the most classes fit (the
+// first of those). A class that does not fit in the end has the metrics
+// that break named, with their miss.
+func (a *App) check(ctx context.Context, s scenario.Scenario, p *plan.Plan, replan plan.Replanner) (*plan.Plan, error) {
+	floors := map[string]int{}
+	raisedFrom := map[string]int{}
+	why := map[string]string{}
+	var best *plan.Plan
+	for round := 0; ; round++ {
+		out, err := a.checked(ctx, s, p, round, raisedFrom, why)
+		if err != nil {
+			return nil, err
+		}
+		if best == nil || fitting(out) > fitting(best) {
+			best = out
+		}
+		if round == checkRounds {
+			return best, nil
+		}
+		raise := false
+		for _, c := range out.Classes {
+			if !c.Feasible || c.Check.Holds || !liftable(c.Check.Misses) {
+				continue
+			}
+			step := max(1, int(math.Ceil(float64(c.Pool)*0.125*math.Pow(2, float64(round)))))
+			f := max(c.Pool+step, floors[c.Name]+1)
+			if _, ok := raisedFrom[c.Name]; !ok && c.MinPool != nil {
+				raisedFrom[c.Name] = *c.MinPool
+			}
+			floors[c.Name] = f
+			why[c.Name] = fmt.Sprintf("at a pool of %d its own simulation broke: %s", c.Pool, c.Check.Summary)
+			raise = true
+		}
+		if !raise {
+			return best, nil
+		}
+		if p, err = replan(ctx, floors); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// fitting counts the classes of a checked plan that fit.
+func fitting(p *plan.Plan) int {
+	n := 0
+	for _, c := range p.Classes {
+		if c.Fitting() {
+			n++
+		}
+	}
+	return n
+}
+
+// liftable reports whether a larger pool may mend what broke: latency
+// (the queue), shedding, or arrivals outpacing the pool. More slots do
+// not mend 429s: they send more.
+func liftable(ms []plan.Miss) bool {
+	for _, m := range ms {
+		switch m.Metric {
+		case "ttft_p95_ms", "e2e_p95_ms", "backlog", "batch_hours", "lost_share":
+			return true
+		}
+	}
+	return false
+}
+
+// checked is the plan with its check: a copy of p (which may be shared)
+// with every class judged on its own simulation.
+func (a *App) checked(ctx context.Context, s scenario.Scenario, p *plan.Plan, rounds int, raisedFrom map[string]int, why map[string]string) (*plan.Plan, error) {
+	runs, byClass, err := a.simulateCheck(ctx, s, p)
+	if err != nil {
+		return nil, err
+	}
+	out := *p
+	out.Classes = slices.Clone(p.Classes)
+	out.Warnings = slices.Clone(p.Warnings)
+	ch := &plan.Check{Holds: true, Runs: runs, Rounds: rounds}
+	var broken []string
+	for i := range out.Classes {
+		c := &out.Classes[i]
+		cc := byClass[i]
+		if from, ok := raisedFrom[c.Name]; ok && c.MinPool != nil && *c.MinPool > from {
+			cc.MinPoolRaisedFrom = &from
+			c.Warnings = append(slices.Clone(c.Warnings), fmt.Sprintf("min_pool raised from %d to %d by the plan's check: %s", from, *c.MinPool, why[c.Name]))
+		}
+		analytic := predictedMisses(s.Classes[i], *c)
+		fits := c.Feasible && len(analytic) == 0 && cc.Holds
+		c.Fits = &fits
+		if c.Feasible {
+			cc.Misses = append(cc.Misses, analytic...)
+		}
+		c.Check = cc
+		if !cc.Holds {
+			ch.Holds = false
+			broken = append(broken, fmt.Sprintf("%s (%s)", c.Name, cc.Summary))
+		}
+		if c.Feasible && !fits {
+			c.NotFitting(cc.Summary)
+			out.Warnings = append(out.Warnings, fmt.Sprintf("class %s is feasible by the queueing model but does not fit by its own simulation: %s", c.Name, cc.Summary))
+		}
+	}
+	if ch.Holds {
+		ch.Summary = "the plan's own simulation holds for every class"
+	} else {
+		ch.Summary = "the plan's own simulation breaks for " + strings.Join(broken, "; ")
+	}
+	out.Check = ch
+	return &out, nil
+}
+
+// predictedMisses are the SLO targets the plan's own predictions at the
+// pool do not meet.
+func predictedMisses(spec scenario.Class, c plan.ClassPlan) []plan.Miss {
+	var out []plan.Miss
+	if spec.SLO == nil {
+		return out
+	}
+	for _, t := range []struct {
+		metric, label string
+		target        float64
+		got           *float64
+	}{{"predicted_ttft_p95_ms", "TTFT", spec.SLO.TTFTP95Ms, c.Predicted.TTFTP95Ms}, {"predicted_e2e_p95_ms", "E2E", spec.SLO.E2EP95Ms, c.Predicted.E2EP95Ms}} {
+		if t.target > 0 && t.got != nil && *t.got > t.target {
+			out = append(out, plan.Miss{Metric: t.metric, Value: *t.got, Bound: t.target, OverPct: overPct(*t.got, t.target),
+				Detail: fmt.Sprintf("the predicted %s p95 %s ms is over the SLO of %s ms", t.label, num(*t.got), num(t.target))})
+		}
+	}
+	return out
+}
+
+// simulateCheck runs the plan's check: one run for a plan of the whole
+// day, or one for each window of the day from its start, each judging the
+// classes that run then. byClass has every class's check: for a class in
+// several windows, from its first run that breaks, else from the window
+// that sets its pool.
+func (a *App) simulateCheck(ctx context.Context, s scenario.Scenario, p *plan.Plan) ([]plan.CheckRun, []*plan.ClassCheck, error) {
+	type window struct {
+		start, hours float64
+		active       []bool
+		sets         []bool
+	}
+	wins := []window{{hours: 24, active: allTrue(len(p.Classes)), sets: allTrue(len(p.Classes))}}
+	if len(p.Windows) > 0 {
+		wins = nil
+		for _, w := range p.Windows {
+			win := window{start: w.StartHour, hours: w.Hours, active: make([]bool, len(p.Classes)), sets: make([]bool, len(p.Classes))}
+			for _, wc := range w.Classes {
+				if i := slices.IndexFunc(p.Classes, func(c plan.ClassPlan) bool { return c.Name == wc.Name }); i >= 0 {
+					win.active[i], win.sets[i] = true, wc.SetsPool
+				}
+			}
+			wins = append(wins, win)
+		}
+	}
+	byClass := make([]*plan.ClassCheck, len(p.Classes))
+	var runs []plan.CheckRun
+	budget := checkEvents / len(wins)
+	for _, w := range wins {
+		o := simulate.Options{DurationS: checkDuration(p, w.active, budget, w.hours), StartHour: w.start, MaxEvents: 3 * budget}
+		o.IntervalS = math.Ceil(o.DurationS / 20)
+		cr := plan.CheckRun{StartHour: w.start, DurationS: o.DurationS, MaxEvents: o.MaxEvents, Classes: []string{}}
+		for i, c := range p.Classes {
+			if w.active[i] {
+				cr.Classes = append(cr.Classes, c.Name)
+			}
+		}
+		sim, err := simulate.RunPlan(ctx, a.eng, s, p, o)
+		var oe simulate.OptionErrors
+		switch {
+		case errors.As(err, &oe):
+			// Retries took it past its events: a storm the plan did not
+			// foresee breaks every class the run judges.
+			for i := range p.Classes {
+				if w.active[i] && (byClass[i] == nil || byClass[i].Holds) {
+					byClass[i] = &plan.ClassCheck{StartHour: w.start, Summary: "its run stopped at its event cap: " + oe.Error(),
+						Misses: []plan.Miss{{Metric: "events", Value: float64(o.MaxEvents), Bound: float64(o.MaxEvents), Detail: oe.Error()}}}
+				}
+			}
+			runs = append(runs, cr)
+			continue
+		case err != nil:
+			return nil, nil, fmt.Errorf("check the plan: %w", err)
+		}
+		cr.Seed, cr.Events = sim.Settings.Seed, sim.Settings.Events
+		runs = append(runs, cr)
+		for i, run := range sim.Classes {
+			if !w.active[i] {
+				continue
+			}
+			cc := judge(s.Classes[i], run, w.start)
+			switch prev := byClass[i]; {
+			case prev == nil, prev.Holds && !cc.Holds, prev.Holds && cc.Holds && w.sets[i]:
+				byClass[i] = cc
+			}
+		}
+	}
+	for i := range byClass {
+		if byClass[i] == nil { // runs in no window: no pool to check
+			byClass[i] = &plan.ClassCheck{Holds: true, Summary: "not simulated: it runs at no time of day", Misses: []plan.Miss{}}
+		}
+	}
+	return runs, byClass, nil
+}
+
+func allTrue(n int) []bool {
+	v := make([]bool, n)
+	for i := range v {
+		v[i] = true
+	}
+	return v
+}
+
+// checkDuration is how long a check's run lasts: long enough for the
+// slowest of its classes to send checkRequests requests, within checkMinS
+// and checkMaxS and the window's hours, and short enough for about
+// 2.5 events a request (arrival, completion, pacing and retries) to fit in
+// its budget.
+func checkDuration(p *plan.Plan, active []bool, budget int, hours float64) float64 {
+	total, slowest := 0.0, math.Inf(1)
+	for i, c := range p.Classes {
+		if !active[i] || c.Pool < 1 {
+			continue
+		}
+		rate := c.Predicted.ThroughputRPS
+		if d := c.Predicted.OfferedRPS; d > 0 && d < rate {
+			rate = d
+		}
+		if rate > 0 {
+			total += rate
+			slowest = math.Min(slowest, rate)
+		}
+	}
+	d := checkMinS
+	if total > 0 {
+		d = min(max(checkRequests/slowest, checkMinS), checkMaxS, float64(budget)/(2.5*total))
+	}
+	return math.Max(simulate.MinDurationS, math.Floor(min(d, hours*3600)))
+}
+
+// judge is a class's check from its run: its SLOs met within the run's
+// intervals, at most 1 % of its sends answered 429, at most 1 % of its
+// requests shed or given up, and its arrivals served (a batch done in its
+// window), with what breaks and by how much.
+func judge(spec scenario.Class, run simulate.ClassRun, start float64) *plan.ClassCheck {
+	sm := run.Simulated
+	cc := &plan.ClassCheck{StartHour: start, Requests: sm.Requests, Completed: sm.Completed, Shed: sm.Shed,
+		TTFTP95Ms: estimate(sm.TTFTP95Ms, sm.TTFTP95CI95Ms), E2EP95Ms: estimate(sm.E2EP95Ms, sm.E2EP95CI95Ms), Misses: []plan.Miss{}}
+	if sm.Sends > 0 {
+		cc.QueueWaitP95Ms = estimate(&sm.QueueWaitP95Ms, sm.QueueWaitP95CI95Ms)
+		cc.RateLimitedShare = round4(float64(sm.RateLimited) / float64(sm.Sends))
+	}
+	if sm.Requests > 0 {
+		cc.LostShare = round4(float64(sm.Shed+sm.GaveUp) / float64(sm.Requests))
+	}
+	miss := func(metric string, value, bound float64, format string, args ...any) {
+		cc.Misses = append(cc.Misses, plan.Miss{Metric: metric, Value: value, Bound: bound, OverPct: overPct(value, bound), Detail: fmt.Sprintf(format, args...)})
+	}
+	if slo := spec.SLO; slo != nil && sm.Requests > 0 {
+		for _, t := range []struct {
+			metric, label string
+			target        float64
+			got           *plan.Estimate
+		}{{"ttft_p95_ms", "TTFT", slo.TTFTP95Ms, cc.TTFTP95Ms}, {"e2e_p95_ms", "E2E", slo.E2EP95Ms, cc.E2EP95Ms}} {
+			switch {
+			case t.target <= 0:
+			case t.got == nil:
+				miss(t.metric, 0, t.target, "no request completed, so the %s SLO of %s ms is not met", t.label, num(t.target))
+			case t.got.Value-ci(t.got) > t.target:
+				miss(t.metric, t.got.Value, t.target, "%s p95 %s%s ms is over the SLO of %s ms by %s %%", t.label, num(t.got.Value), within(t.got), num(t.target), num(overPct(t.got.Value, t.target)))
+			}
+		}
+	}
+	if cc.RateLimitedShare > simulate.MaxLimitedShare {
+		miss("rate_limited_share", cc.RateLimitedShare, simulate.MaxLimitedShare, "%s of %s sends answered 429 (%.1f %%, over 1 %%)", count(sm.RateLimited), count(sm.Sends), 100*cc.RateLimitedShare)
+	}
+	if cc.LostShare > simulate.MaxLostShare {
+		miss("lost_share", cc.LostShare, simulate.MaxLostShare, "%s of %s requests shed or given up (%.1f %%, over 1 %%)", count(sm.Shed+sm.GaveUp), count(sm.Requests), 100*cc.LostShare)
+	}
+	if run.Arrivals != simulate.ArrivalsClosedLoop && !run.Idle {
+		keeps := run.KeepsPace()
+		if d := spec.Demand; d != nil && d.Requests > 0 {
+			cc.BatchDone = &keeps
+			if !keeps {
+				hours := math.Inf(1)
+				if sm.ThroughputRPS > 0 {
+					hours = d.Requests / sm.ThroughputRPS / 3600
+				}
+				miss("batch_hours", math.Min(hours, 1e9), d.WithinHours, "at %s req/s the batch of %s requests takes %s h, over its %s h window", num(sm.ThroughputRPS), count(int(d.Requests)), num(math.Min(hours, 1e9)), num(d.WithinHours))
+			}
+		} else if !keeps {
+			bound := math.Max(float64(run.Pool), 0.01*float64(sm.Requests))
+			miss("backlog", float64(sm.Backlog), bound, "fell behind: %s requests waiting at the end; it served %s req/s of the %s req/s that arrived", count(sm.Backlog), num(sm.ThroughputRPS), num(sm.OfferedRPS))
+		}
+	}
+	cc.Holds = len(cc.Misses) == 0
+	cc.Summary = summary(cc, spec)
+	return cc
+}
+
+// summary says what a class's check saw, in a line.
+func summary(cc *plan.ClassCheck, spec scenario.Class) string {
+	if !cc.Holds {
+		parts := make([]string, len(cc.Misses))
+		for k, m := range cc.Misses {
+			parts[k] = m.Detail
+		}
+		return strings.Join(parts, "; ")
+	}
+	var parts []string
+	if cc.Requests == 0 {
+		return "it sent nothing in its run"
+	}
+	if slo := spec.SLO; slo != nil {
+		for _, t := range []struct {
+			label  string
+			target float64
+			got    *plan.Estimate
+		}{{"TTFT", slo.TTFTP95Ms, cc.TTFTP95Ms}, {"E2E", slo.E2EP95Ms, cc.E2EP95Ms}} {
+			switch {
+			case t.got == nil || t.target <= 0:
+			case t.got.Value <= t.target:
+				parts = append(parts, fmt.Sprintf("%s p95 %s%s ms within %s ms", t.label, num(t.got.Value), within(t.got), num(t.target)))
+			default:
+				parts = append(parts, fmt.Sprintf("%s p95 %s%s ms, over %s ms only within its interval", t.label, num(t.got.Value), within(t.got), num(t.target)))
+			}
+		}
+	}
+	parts = append(parts, fmt.Sprintf("%.1f %% of sends answered 429", 100*cc.RateLimitedShare))
+	if cc.BatchDone != nil {
+		parts = append(parts, "the batch keeps pace with its window")
+	}
+	return "holds: " + strings.Join(parts, ", ")
+}
+
+func estimate(v, hw *float64) *plan.Estimate {
+	if v == nil {
+		return nil
+	}
+	return &plan.Estimate{Value: *v, CI95: hw}
+}
+
+func ci(e *plan.Estimate) float64 {
+	if e.CI95 == nil {
+		return 0
+	}
+	return *e.CI95
+}
+
+// within is " ± h" for an estimate with an interval.
+func within(e *plan.Estimate) string {
+	if e.CI95 == nil {
+		return ""
+	}
+	return " ± " + num(*e.CI95)
+}
+
+func overPct(v, bound float64) float64 {
+	if !(bound > 0) {
+		return 0
+	}
+	return math.Round((v-bound)/bound*1000) / 10
+}
+
+func round4(v float64) float64 { return math.Round(v*1e4) / 1e4 }
+
+// num writes a number for people: grouped thousands, one decimal from 10
+// and two below, without trailing zeros.
+func num(v float64) string {
+	digits := 2
+	switch a := math.Abs(v); {
+	case a >= 100:
+		digits = 0
+	case a >= 10:
+		digits = 1
+	}
+	p := math.Pow(10, float64(digits))
+	s := humanize.CommafWithDigits(math.Round(v*p)/p, digits)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
+}
+
+func count(n int) string { return humanize.Comma(int64(n)) }

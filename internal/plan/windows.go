@@ -1,0 +1,325 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/plannerdev/planner/internal/scenario"
+)
+
+// dayWindow is a span of the day in which one set of classes runs
+// (docs/concepts.md, "Time windows"): from start, hours after midnight
+// UTC, for hours, past midnight when it ends after 24:00.
+type dayWindow struct {
+	start, hours float64
+	active       []bool // by class
+}
+
+// windowsOf cuts the day at every class's start and end and lists the
+// spans in which some class runs, each with the classes that run in it,
+// in the order of the day from midnight (a span that runs past midnight
+// is one window, listed where it starts). It is nil when no class has a
+// schedule shorter than a day: the plan is then one of the whole day.
+func windowsOf(s scenario.Scenario) []dayWindow {
+	cuts := []float64{0, 24}
+	for _, c := range s.Classes {
+		if sc := c.Schedule; sc != nil && sc.Hours < 24 {
+			cuts = append(cuts, sc.StartHour, math.Mod(sc.StartHour+sc.Hours, 24))
+		}
+	}
+	if len(cuts) == 2 {
+		return nil
+	}
+	slices.Sort(cuts)
+	cuts = slices.Compact(cuts)
+	var spans []dayWindow
+	for k := 0; k+1 < len(cuts); k++ {
+		lo, hi := cuts[k], cuts[k+1]
+		w := dayWindow{start: lo, hours: hi - lo, active: make([]bool, len(s.Classes))}
+		for i, c := range s.Classes {
+			w.active[i] = c.Schedule.Covers((lo + hi) / 2)
+		}
+		if n := len(spans); n > 0 && slices.Equal(spans[n-1].active, w.active) {
+			spans[n-1].hours += w.hours
+			continue
+		}
+		spans = append(spans, w)
+	}
+	// The span that ends at midnight continues into the one that starts it.
+	if n := len(spans); n > 1 && slices.Equal(spans[0].active, spans[n-1].active) {
+		spans[n-1].hours += spans[0].hours
+		spans = spans[1:]
+	}
+	out := spans[:0]
+	for _, w := range spans {
+		if slices.Contains(w.active, true) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// holds reports whether class i runs in the window.
+func (w *dayWindow) holds(i int) bool { return w.active[i] }
+
+// isolateIdle gives each class that does not run in the window an endpoint
+// of its own, without a knee: it takes no part in the budgets or the load
+// of the endpoints the window's classes share.
+func (w *dayWindow) isolateIdle(eps []*endpoint, models []*classModel) []*endpoint {
+	var out, idle []*endpoint
+	for _, e := range eps {
+		var members []int
+		for _, i := range e.members {
+			if w.holds(i) {
+				members = append(members, i)
+				continue
+			}
+			idle = append(idle, &endpoint{name: e.name, own: true, path: e.path, safety: models[i].safety,
+				members: []int{i}, curve: e.curve, kneeBudget: -1})
+		}
+		if len(members) == 0 {
+			continue
+		}
+		e.members = members
+		e.safety = 1
+		for _, i := range members {
+			e.safety = math.Min(e.safety, models[i].safety)
+		}
+		if e.knee != nil {
+			e.kneeBudget = int(math.Floor(e.safety*float64(*e.knee) + tolerance))
+		}
+		out = append(out, e)
+	}
+	return append(out, idle...)
+}
+
+// activeOnly is the members that run in the run's window (all of them for
+// a plan of the whole day).
+func (r *run) activeOnly(members []int) []int {
+	if r.window == nil {
+		return members
+	}
+	var out []int
+	for _, i := range members {
+		if r.window.holds(i) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// shared reports whether the endpoint is one the window's classes send to
+// (not one of an idle class's own).
+func (r *run) shared(e *endpoint) bool {
+	return r.window == nil || r.window.holds(e.members[0])
+}
+
+// profilePeak is the largest factor of a demand's profile, when it is
+// above 1: the plan is sized at the profile's peak (docs/concepts.md,
+// "Demand and min_pool").
+func profilePeak(d *scenario.Demand) float64 {
+	peak := 1.0
+	if d != nil {
+		for _, w := range d.Profile {
+			peak = math.Max(peak, w.Factor)
+		}
+	}
+	return peak
+}
+
+// windowRun is one window planned: its run and its classes' plans.
+type windowRun struct {
+	w       dayWindow
+	r       *run
+	classes []ClassPlan // by class; only those the window holds are set
+}
+
+// planWindows plans a scenario whose classes have schedules window by
+// window (docs/concepts.md, "Time windows"): in each, the classes that run
+// then share the per-minute limits and the endpoints, and every class of a
+// key shares its daily limits, each counted over its own hours. A class
+// that runs in several windows gets the pool that holds in all of them,
+// the smallest, with the plan of the window that sets it; it fits when it
+// fits in every one. quotas[] and endpoints[] show each key and endpoint
+// at its busiest window, and windows[] every window.
+func (e *Engine) planWindows(ctx context.Context, in scenario.Scenario, wins []dayWindow, withRemedies bool, floors minPools) (*Plan, error) {
+	runs := make([]*windowRun, len(wins))
+	for k, w := range wins {
+		r, err := e.newRun(ctx, in, &w)
+		if err != nil {
+			return nil, err
+		}
+		r.lean, r.floors = !withRemedies, floors
+		if err := r.solve(ctx); err != nil {
+			return nil, err
+		}
+		wr := &windowRun{w: w, r: r, classes: make([]ClassPlan, len(in.Classes))}
+		for i := range in.Classes {
+			if w.holds(i) {
+				if wr.classes[i], err = r.classPlan(ctx, i); err != nil {
+					return nil, err
+				}
+			}
+		}
+		runs[k] = wr
+	}
+	p := &Plan{Classes: make([]ClassPlan, len(in.Classes)), Quotas: []QuotaPlan{}, Endpoints: []EndpointPlan{}, Warnings: []string{}}
+	binding := make([]*windowRun, len(in.Classes))
+	for i := range in.Classes {
+		var mine []*windowRun
+		for _, wr := range runs {
+			if wr.w.holds(i) {
+				mine = append(mine, wr)
+			}
+		}
+		b := mine[0]
+		for _, wr := range mine[1:] {
+			if wr.classes[i].Pool < b.classes[i].Pool {
+				b = wr
+			}
+		}
+		binding[i] = b
+		cp := b.classes[i]
+		cp.Warnings = slices.Clone(cp.Warnings)
+		min, fits := cp.MinPool, true
+		for _, wr := range mine {
+			c := wr.classes[i]
+			fits = fits && c.Feasible
+			if c.MinPool == nil || (min != nil && *c.MinPool > *min) {
+				min = c.MinPool
+			}
+		}
+		if min != cp.MinPool || fits != cp.Feasible {
+			cp.MinPool = min
+			cp.Feasible = fits && min != nil && *min <= cp.Pool && cp.Pool >= 1
+			cp.Explanation = b.r.explain(i, cp)
+		}
+		if len(mine) > 1 {
+			cp.Warnings = append(cp.Warnings, fmt.Sprintf("it runs in %d windows of the day with different classes beside it; the one from %s UTC, where it gets the least, sets its pool", len(mine), clock(b.w.start)))
+		}
+		p.Classes[i] = cp
+	}
+	for _, wr := range runs {
+		for i := range in.Classes {
+			if wr.w.holds(i) {
+				wr.r.pools[i] = p.Classes[i].Pool // what the class runs with there
+			}
+		}
+	}
+	for i := range p.Classes {
+		if cp := &p.Classes[i]; withRemedies && !cp.Feasible {
+			r := binding[i].r
+			var err error
+			if cp.Remedies, err = r.remedies(ctx, in, i, cp); err != nil {
+				return nil, err
+			}
+			cp.Warnings = append(cp.Warnings, r.unliftable[i]...)
+			if cp.Shed, err = r.checkShed(ctx, in, i, cp.Shed); err != nil {
+				return nil, err
+			}
+			cp.Explanation = r.explain(i, *cp)
+		}
+	}
+	for _, wr := range runs {
+		wp := WindowPlan{StartHour: wr.w.start, Hours: roundTo(wr.w.hours, 6), Classes: []WindowClass{}, Quotas: []QuotaPlan{}, Endpoints: []EndpointPlan{}}
+		for i, c := range wr.classes {
+			if wr.w.holds(i) {
+				wp.Classes = append(wp.Classes, WindowClass{Name: c.Name, Pool: c.Pool, BindingConstraint: c.BindingConstraint,
+					MinPool: c.MinPool, Feasible: c.Feasible, SetsPool: binding[i] == wr})
+			}
+		}
+		for ki := range wr.r.keys {
+			wp.Quotas = append(wp.Quotas, wr.r.quotaPlan(ki))
+		}
+		for _, ep := range wr.r.endpoints {
+			if wr.r.shared(ep) {
+				epl, err := wr.r.endpointPlan(ctx, ep)
+				if err != nil {
+					return nil, err
+				}
+				wp.Endpoints = append(wp.Endpoints, epl)
+			}
+		}
+		p.Windows = append(p.Windows, wp)
+	}
+	p.Quotas = busiestQuotas(p.Windows, runs)
+	p.Endpoints = busiestEndpoints(p.Windows)
+	p.Warnings = runs[0].r.planWarnings(p)
+	return p, nil
+}
+
+// busiestQuotas shows each key at the window of the day where it is used
+// most, with its daily limits' use over the whole day: every class at the
+// rate it runs in each of its windows, for that window's hours.
+func busiestQuotas(wins []WindowPlan, runs []*windowRun) []QuotaPlan {
+	var out []QuotaPlan
+	for ki := range wins[0].Quotas {
+		best := 0
+		for k := range wins {
+			if peakUse(wins[k].Quotas[ki]) > peakUse(wins[best].Quotas[ki]) {
+				best = k
+			}
+		}
+		q := wins[best].Quotas[ki]
+		q.Utilization = maps.Clone(q.Utilization)
+		r0 := runs[0].r
+		k := r0.keys[ki]
+		for d := range scenario.NumDimensions {
+			if !d.Daily() || k.Limit(d) <= 0 {
+				continue
+			}
+			var used float64
+			for _, wr := range runs {
+				for i, m := range wr.r.models {
+					if wr.w.holds(i) && m.spec.Quota == k.Name {
+						used += wr.r.runRate(i, wr.r.pools[i]) * m.use[d] / wr.r.dailyScale[i] * wr.w.hours * 3600
+					}
+				}
+			}
+			q.Utilization[d.String()] = roundTo(used/k.Limit(d), 4)
+		}
+		out = append(out, q)
+	}
+	return out
+}
+
+// peakUse is the largest share of a limit a key uses.
+func peakUse(q QuotaPlan) float64 {
+	u := 0.0
+	for _, v := range q.Utilization {
+		u = math.Max(u, v)
+	}
+	return u
+}
+
+// busiestEndpoints shows each endpoint at the window where its classes'
+// pools add up to the most.
+func busiestEndpoints(wins []WindowPlan) []EndpointPlan {
+	var out []EndpointPlan
+	var names []string
+	for _, w := range wins {
+		for _, ep := range w.Endpoints {
+			k := slices.Index(names, ep.Name)
+			switch {
+			case k < 0:
+				names = append(names, ep.Name)
+				out = append(out, ep)
+			case ep.TotalPool > out[k].TotalPool:
+				out[k] = ep
+			}
+		}
+	}
+	if out == nil {
+		return []EndpointPlan{}
+	}
+	return out
+}
+
+// clock writes hours after midnight as HH:MM.
+func clock(h float64) string {
+	m := int(math.Round(h * 60))
+	return fmt.Sprintf("%02d:%02d", m/60%24, m%60)
+}
