@@ -56,8 +56,9 @@ type classModel struct {
 	paceD  []float64
 	paceD1 float64 // the mean of paceD
 	paced  map[*service]*service
-	// paceQ is the p95 of max(W, D) by the slot's wait W (paceQuantile).
-	paceQ map[model.Wait]float64
+	// paceQ is the quantile of max(W, D) by the slot's wait W and the
+	// percentile (paceQuantile).
+	paceQ map[paceKey]float64
 
 	// task is the class's agent task, nil for a class of single calls;
 	// with it, static is the task's time and use is a task's.
@@ -255,7 +256,7 @@ func (m *classModel) at(load int) *service {
 // over the draws to build and answers each query in a fraction of one, so
 // it is built for the percentiles a search queries often.
 func (m *classModel) tail(ctx context.Context, s *service, metric int) (*model.Tail, error) {
-	if t := s.tails[metric]; t != nil {
+	if t := s.tails[metric]; t != nil && t.P() == m.pct {
 		return t, nil
 	}
 	if s.base != nil && m.paceNever() {

@@ -497,25 +497,33 @@ func (m *classModel) paceSample() []float64 {
 	return m.paceD
 }
 
-// paceQuantile is the p95 over the draws of max(W, D), the longer of a
-// request's waits for a slot (w) and for the buckets (its draw's D): with
-// w zero, the p95 of the pacing wait alone. Each prediction of the class
-// asks it again at the same waits, so the class keeps them until its law
-// changes.
-func (m *classModel) paceQuantile(w model.Wait) float64 {
+// paceQuantile is the p-quantile over the draws of max(W, D), the longer
+// of a request's waits for a slot (w) and for the buckets (its draw's D):
+// with w zero, the p-quantile of the pacing wait alone. Each prediction of
+// the class asks it again at the same waits, so the class keeps them, by
+// wait and percentile, until its law changes.
+func (m *classModel) paceQuantile(w model.Wait, p float64) float64 {
 	if w.Prob == 0 && w.Stable() {
 		w = model.Wait{} // no draw waits for a slot: the pacing wait alone
 	}
-	if v, ok := m.paceQ[w]; ok {
+	k := paceKey{wait: w, p: p}
+	if v, ok := m.paceQ[k]; ok {
 		return v
 	}
 	d := m.paceSample()
-	v := model.QuantileWithPacedWait(d, d, m.draws, w, 0.95, m.scratch())
+	v := model.QuantileWithPacedWait(d, d, m.draws, w, p, m.scratch())
 	if m.paceQ == nil {
-		m.paceQ = map[model.Wait]float64{}
+		m.paceQ = map[paceKey]float64{}
 	}
-	m.paceQ[w] = v
+	m.paceQ[k] = v
 	return v
+}
+
+// paceKey is a query of paceQuantile: the wait for a slot and the
+// percentile, a probability.
+type paceKey struct {
+	wait model.Wait
+	p    float64
 }
 
 // paceNever reports whether no draw of the class waits for its pacing

@@ -54,10 +54,10 @@ func (r *run) predict(ctx context.Context, i, pool int) (Predicted, error) {
 					over /= float64(n)
 				}
 				mean = m.paceMean() + w.Prob*over
-				p95 = m.paceQuantile(w)
+				p95 = m.paceQuantile(w, 0.95)
 				if m.paceMean() > 0 {
 					pr.PacingWaitMeanMs = msPtr(m.paceMean())
-					pr.PacingWaitP95Ms = msPtr(m.paceQuantile(model.Wait{}))
+					pr.PacingWaitP95Ms = msPtr(m.paceQuantile(model.Wait{}, 0.95))
 				}
 			}
 			pr.QueueWaitMeanMs, pr.QueueWaitP95Ms = msPtr(mean), msPtr(p95)
