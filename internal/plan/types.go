@@ -86,7 +86,7 @@ type Estimate struct {
 
 // Miss is one test of a check that failed.
 type Miss struct {
-	Metric  string  `json:"metric" enum:"ttft_p95_ms,e2e_p95_ms,rate_limited_share,lost_share,batch_hours,backlog,predicted_ttft_p95_ms,predicted_e2e_p95_ms,events" doc:"The figure that breaks."`
+	Metric  string  `json:"metric" enum:"ttft_p95_ms,e2e_p95_ms,ttft_ms_at_percentile,e2e_ms_at_percentile,rate_limited_share,lost_share,batch_hours,backlog,predicted_ttft_p95_ms,predicted_e2e_p95_ms,predicted_ttft_ms_at_percentile,predicted_e2e_ms_at_percentile,events" doc:"The figure that breaks: a field of the class's simulated figures (at the percentile of its SLO when it names one), or of its predictions for predicted_*."`
 	Value   float64 `json:"value" doc:"What the simulation (or, for predicted_*, the plan) gives."`
 	Bound   float64 `json:"bound" doc:"What it may be at most."`
 	OverPct float64 `json:"over_pct" doc:"How far over the bound, in percent of it (beyond the interval for a p95)."`
@@ -125,7 +125,7 @@ type ClassPlan struct {
 	Ceilings          []Ceiling   `json:"ceilings"`
 	MinPool           *int        `json:"min_pool" doc:"Smallest pool that serves the demand within the SLO; null when no pool up to 100,000 does. Raised by the check where the plan's own simulation breaks below it."`
 	Feasible          bool        `json:"feasible" doc:"The analytic answer: 1 ≤ min_pool ≤ pool."`
-	Fits              *bool       `json:"fits,omitempty" doc:"Feasible, the predicted p95s within the SLO, and the plan's own simulation (check) holds; absent from a plan that was not checked (stored by an earlier release)."`
+	Fits              *bool       `json:"fits,omitempty" doc:"Feasible, the predictions at the SLO's percentile within its targets, and the plan's own simulation (check) holds; absent from a plan that was not checked (stored by an earlier release)."`
 	Check             *ClassCheck `json:"check,omitempty" doc:"What the plan's own simulation saw of this class."`
 	Predicted         Predicted   `json:"predicted"`
 	Pacing            Pacing      `json:"pacing"`
