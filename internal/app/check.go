@@ -99,7 +99,7 @@ func fitting(p *plan.Plan) int {
 func liftable(ms []plan.Miss) bool {
 	for _, m := range ms {
 		switch m.Metric {
-		case "ttft_p95_ms", "e2e_p95_ms", "backlog", "batch_hours", "lost_share":
+		case "ttft_p95_ms", "e2e_p95_ms", "ttft_ms_at_percentile", "e2e_ms_at_percentile", "backlog", "batch_hours", "lost_share":
 			return true
 		}
 	}
@@ -151,20 +151,17 @@ func (a *App) checked(ctx context.Context, s scenario.Scenario, p *plan.Plan, ro
 }
 
 // predictedMisses are the SLO targets the plan's own predictions at the
-// pool do not meet.
+// pool do not meet, each held to the value at the SLO's percentile as the
+// simulation's are (simulate.Targets).
 func predictedMisses(spec scenario.Class, c plan.ClassPlan) []plan.Miss {
 	var out []plan.Miss
-	if spec.SLO == nil {
-		return out
-	}
-	for _, t := range []struct {
-		metric, label string
-		target        float64
-		got           *float64
-	}{{"predicted_ttft_p95_ms", "TTFT", spec.SLO.TTFTP95Ms, c.Predicted.TTFTP95Ms}, {"predicted_e2e_p95_ms", "E2E", spec.SLO.E2EP95Ms, c.Predicted.E2EP95Ms}} {
-		if t.target > 0 && t.got != nil && *t.got > t.target {
-			out = append(out, plan.Miss{Metric: t.metric, Value: *t.got, Bound: t.target, OverPct: overPct(*t.got, t.target),
-				Detail: fmt.Sprintf("the predicted %s p95 %s ms is over the SLO of %s ms", t.label, num(*t.got), num(t.target))})
+	pr := c.Predicted
+	at := simulate.Simulated{TTFTP95Ms: pr.TTFTP95Ms, E2EP95Ms: pr.E2EP95Ms,
+		Percentile: pr.Percentile, TTFTMsAtPercentile: pr.TTFTMsAtPercentile, E2EMsAtPercentile: pr.E2EMsAtPercentile}
+	for _, t := range simulate.Targets(spec.SLO, at) {
+		if t.Got != nil && *t.Got > t.Bound {
+			out = append(out, plan.Miss{Metric: "predicted_" + t.Metric, Value: *t.Got, Bound: t.Bound, OverPct: overPct(*t.Got, t.Bound),
+				Detail: fmt.Sprintf("the predicted %s %s %s ms is over the SLO of %s ms", t.Name, t.At, num(*t.Got), num(t.Bound))})
 		}
 	}
 	return out
@@ -255,8 +252,8 @@ func allTrue(n int) []bool {
 // checkDuration is how long a check's run lasts: long enough for the
 // slowest of its classes to send checkRequests requests, within checkMinS
 // and checkMaxS and the window's hours, and short enough for about
-// 2.5 events a request (arrival, completion, pacing and retries) to fit in
-// its budget.
+// 2.5 events a request (arrival, completion, pacing and retries; an agent
+// task's, a call) to fit in its budget.
 func checkDuration(p *plan.Plan, active []bool, budget int, hours float64) float64 {
 	total, slowest := 0.0, math.Inf(1)
 	for i, c := range p.Classes {
@@ -268,7 +265,11 @@ func checkDuration(p *plan.Plan, active []bool, budget int, hours float64) float
 			rate = d
 		}
 		if rate > 0 {
-			total += rate
+			calls := 1.0 // an agent task's calls each make their events
+			if c.Task != nil {
+				calls = c.Task.Calls
+			}
+			total += rate * calls
 			slowest = math.Min(slowest, rate)
 		}
 	}
@@ -297,18 +298,15 @@ func judge(spec scenario.Class, run simulate.ClassRun, start float64) *plan.Clas
 	miss := func(metric string, value, bound float64, format string, args ...any) {
 		cc.Misses = append(cc.Misses, plan.Miss{Metric: metric, Value: value, Bound: bound, OverPct: overPct(value, bound), Detail: fmt.Sprintf(format, args...)})
 	}
-	if slo := spec.SLO; slo != nil && sm.Requests > 0 {
-		for _, t := range []struct {
-			metric, label string
-			target        float64
-			got           *plan.Estimate
-		}{{"ttft_p95_ms", "TTFT", slo.TTFTP95Ms, cc.TTFTP95Ms}, {"e2e_p95_ms", "E2E", slo.E2EP95Ms, cc.E2EP95Ms}} {
+	targets := simulate.Targets(spec.SLO, sm)
+	if sm.Requests > 0 {
+		for _, t := range targets {
+			got := estimate(t.Got, t.CI95)
 			switch {
-			case t.target <= 0:
-			case t.got == nil:
-				miss(t.metric, 0, t.target, "no request completed, so the %s SLO of %s ms is not met", t.label, num(t.target))
-			case t.got.Value-ci(t.got) > t.target:
-				miss(t.metric, t.got.Value, t.target, "%s p95 %s%s ms is over the SLO of %s ms by %s %%", t.label, num(t.got.Value), within(t.got), num(t.target), num(overPct(t.got.Value, t.target)))
+			case got == nil:
+				miss(t.Metric, 0, t.Bound, "no request completed, so the %s SLO of %s ms is not met", t.Name, num(t.Bound))
+			case got.Value-ci(got) > t.Bound:
+				miss(t.Metric, got.Value, t.Bound, "%s %s %s%s ms is over the SLO of %s ms by %s %%", t.Name, t.At, num(got.Value), within(got), num(t.Bound), num(overPct(got.Value, t.Bound)))
 			}
 		}
 	}
@@ -335,12 +333,12 @@ func judge(spec scenario.Class, run simulate.ClassRun, start float64) *plan.Clas
 		}
 	}
 	cc.Holds = len(cc.Misses) == 0
-	cc.Summary = summary(cc, spec)
+	cc.Summary = summary(cc, targets)
 	return cc
 }
 
 // summary says what a class's check saw, in a line.
-func summary(cc *plan.ClassCheck, spec scenario.Class) string {
+func summary(cc *plan.ClassCheck, targets []simulate.Target) string {
 	if !cc.Holds {
 		parts := make([]string, len(cc.Misses))
 		for k, m := range cc.Misses {
@@ -352,19 +350,14 @@ func summary(cc *plan.ClassCheck, spec scenario.Class) string {
 	if cc.Requests == 0 {
 		return "it sent nothing in its run"
 	}
-	if slo := spec.SLO; slo != nil {
-		for _, t := range []struct {
-			label  string
-			target float64
-			got    *plan.Estimate
-		}{{"TTFT", slo.TTFTP95Ms, cc.TTFTP95Ms}, {"E2E", slo.E2EP95Ms, cc.E2EP95Ms}} {
-			switch {
-			case t.got == nil || t.target <= 0:
-			case t.got.Value <= t.target:
-				parts = append(parts, fmt.Sprintf("%s p95 %s%s ms within %s ms", t.label, num(t.got.Value), within(t.got), num(t.target)))
-			default:
-				parts = append(parts, fmt.Sprintf("%s p95 %s%s ms, over %s ms only within its interval", t.label, num(t.got.Value), within(t.got), num(t.target)))
-			}
+	for _, t := range targets {
+		got := estimate(t.Got, t.CI95)
+		switch {
+		case got == nil:
+		case got.Value <= t.Bound:
+			parts = append(parts, fmt.Sprintf("%s %s %s%s ms within %s ms", t.Name, t.At, num(got.Value), within(got), num(t.Bound)))
+		default:
+			parts = append(parts, fmt.Sprintf("%s %s %s%s ms, over %s ms only within its interval", t.Name, t.At, num(got.Value), within(got), num(t.Bound)))
 		}
 	}
 	parts = append(parts, fmt.Sprintf("%.1f %% of sends answered 429", 100*cc.RateLimitedShare))

@@ -83,27 +83,32 @@ func writeRules(w io.Writer, sc scenario.Scenario, p *plan.Plan, m Metrics) erro
 		cp := c.plan
 		labels := map[string]string{"severity": "warning", "class": cp.Name}
 		where := fmt.Sprintf("pool %d, bound by %s", cp.Pool, cp.BindingConstraint)
+		slo := sloOf(c.spec)
+		at, ttft, e2e := "p"+number(slo.At()), cp.Predicted.TTFTP95Ms, cp.Predicted.E2EP95Ms
+		if cp.Predicted.Percentile != nil {
+			ttft, e2e = cp.Predicted.TTFTMsAtPercentile, cp.Predicted.E2EMsAtPercentile
+		}
 		for _, lat := range []struct {
 			alert, what, metric string
 			slo                 float64
 			predicted           *float64
 		}{
-			{AlertTTFT, "TTFT", m.TTFT, sloOf(c.spec).TTFTP95Ms, cp.Predicted.TTFTP95Ms},
-			{AlertE2E, "E2E", m.E2E, sloOf(c.spec).E2EP95Ms, cp.Predicted.E2EP95Ms},
+			{AlertTTFT, "TTFT", m.TTFT, slo.TTFT(), ttft},
+			{AlertE2E, "E2E", m.E2E, slo.E2E(), e2e},
 		} {
 			if lat.slo <= 0 {
 				continue
 			}
 			rules = append(rules, rule{
 				Alert: lat.alert,
-				Expr: fmt.Sprintf("histogram_quantile(0.95, sum by (le) (rate(%s[%s]))) > %s",
-					series(lat.metric+"_bucket", sel(cp.Name)), m.Window, promNumber(lat.slo/1000)),
+				Expr: fmt.Sprintf("histogram_quantile(%s, sum by (le) (rate(%s[%s]))) > %s",
+					promNumber(slo.At()/100), series(lat.metric+"_bucket", sel(cp.Name)), m.Window, promNumber(lat.slo/1000)),
 				For:    m.For,
 				Labels: labels,
 				Annotations: map[string]string{
-					"summary": fmt.Sprintf("%s: %s p95 above its SLO of %s ms", cp.Name, lat.what, number(lat.slo)),
-					"description": fmt.Sprintf("%s p95 is {{ $value | humanizeDuration }} over %s; the SLO is %s ms, and the plan (%s) predicts %s.",
-						lat.what, m.Window, number(lat.slo), where, predictedMs(lat.predicted)),
+					"summary": fmt.Sprintf("%s: %s %s above its SLO of %s ms", cp.Name, lat.what, at, number(lat.slo)),
+					"description": fmt.Sprintf("%s %s is {{ $value | humanizeDuration }} over %s; the SLO is %s ms, and the plan (%s) predicts %s.",
+						lat.what, at, m.Window, number(lat.slo), where, predictedMs(lat.predicted)),
 				},
 			})
 		}

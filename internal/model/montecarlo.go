@@ -247,6 +247,9 @@ const summaryPoints = 32
 // Estimate approximates the p-quantile of X + W (see Estimator).
 func (tl *Tail) Estimate(w Wait) float64 { return tl.est.Estimate(w) }
 
+// P is the percentile, a probability, that the tail answers.
+func (tl *Tail) P() float64 { return tl.p }
+
 // N is the number of draws the tail was prepared on.
 func (tl *Tail) N() int { return len(tl.xByU) }
 

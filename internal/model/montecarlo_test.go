@@ -16,7 +16,7 @@ func TestTailMatchesBruteForce(t *testing.T) {
 	s := Service{TTFT: ttft, TPOT: tpot, In: Fixed(800), Out: out.Clip(1, 800), Prefill: 0.0001}
 	first, total := make([]float64, d.N), make([]float64, d.N)
 	s.Fill(d, first, total)
-	for _, p := range []float64{0.5, 0.95, 0.99} {
+	for _, p := range []float64{0.5, 0.9, 0.95, 0.99, 0.999} {
 		tail := NewPacedTail(total, nil, d, p)
 		for _, w := range []Wait{{}, {Prob: 0.01, Mean: 0.5}, {Prob: 0.3, Mean: 2}, {Prob: 0.9, Mean: 10}, {Prob: 0.05, Mean: 100}} {
 			sum := make([]float64, d.N)
@@ -56,7 +56,7 @@ func TestTailTiesAndSmallSamples(t *testing.T) {
 		d := NewDraws(7, tc.n)
 		first, total := make([]float64, d.N), make([]float64, d.N)
 		tc.svc.Fill(d, first, total)
-		for _, p := range []float64{0.5, 0.95} {
+		for _, p := range []float64{0.5, 0.95, 0.99, 0.999} {
 			tail := NewPacedTail(total, nil, d, p)
 			for _, w := range []Wait{{}, {Prob: 0.2, Mean: 0.3}, {Prob: 0.6, Mean: 5}} {
 				want := QuantileWithWait(total, d, w, p, make([]float64, d.N))

@@ -48,11 +48,13 @@ func (w Wait) Stable() bool { return w.Prob < 1 && !math.IsInf(w.Mean, 1) }
 // at rate λ whose inter-arrival times have squared coefficient of
 // variation CA2 (1 for Poisson), and service times with mean Mean, squared
 // coefficient of variation CS2 and tail ratio Tail = E[S]·E[S³]/E[S²]²
-// (1.5 for exponential service, 1 for a fixed one).
+// (1.5 for exponential service, 1 for a fixed one). P is the percentile,
+// a probability, that the wait's law is matched at (0 for 0.95).
 type Queue struct {
 	C               int
 	Lambda, CA2     float64
 	Mean, CS2, Tail float64
+	P               float64
 }
 
 // Wait is the law of the queue's wait (docs/concepts.md, "Queueing"): zero
@@ -81,8 +83,9 @@ type Queue struct {
 //     as slots are added; here cw² = 1 + (cw₁² − 1)/√c.
 //   - The conditional wait is then a gamma with that mean and cw², and θ is
 //     the mean of the exponential that has the gamma's quantile at the
-//     level the overall p95 needs, q = max(0.5, 1 − 0.05/π): the Monte
-//     Carlo keeps drawing waits as exponentials.
+//     level the overall p-quantile needs, q = max(0.5, 1 − (1 − p)/π)
+//     (p = 0.95 unless Queue.P says otherwise): the Monte Carlo keeps
+//     drawing waits as exponentials.
 //
 // A queue with c ≤ A has no steady state: every arrival waits forever.
 func (q Queue) Wait() Wait {
@@ -124,12 +127,16 @@ func (q Queue) Wait() Wait {
 		cw = math.Max(0.05, cw1)
 	}
 	if math.Abs(cw-1) > 1e-9 {
-		level := math.Max(0.5, 1-0.05/pi)
+		out := 0.05 // 1 − 0.95, exactly
+		if q.P > 0 && q.P != 0.95 {
+			out = 1 - q.P
+		}
+		level := math.Max(0.5, 1-out/pi)
 		if q.CA2 > 1 && cw < 1 {
 			// A wait less variable than an exponential is matched lower
 			// down: with bursts, the p95 of the latency is often met at
 			// a low quantile of the wait of those who wait.
-			level = math.Max(0.15, 1-0.05/pi)
+			level = math.Max(0.15, 1-out/pi)
 		}
 		k := 1 / cw
 		theta = distuv.Gamma{Alpha: k, Beta: k / theta}.Quantile(level) / -math.Log1p(-level)

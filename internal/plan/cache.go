@@ -243,6 +243,7 @@ func (e *Engine) drawsFor(seed uint64, n int) *model.Draws {
 type tailKey struct {
 	service serviceKey
 	metric  int
+	p       float64 // the tail's percentile, a probability
 }
 
 // serviceKey identifies a service time and the draws it is sampled with.
@@ -269,12 +270,14 @@ type percentileKey struct {
 	full    serviceKey // the service time of the draws that wait, when not service's
 	wait    model.Wait
 	which   percentile
+	p       float64 // the percentile, a probability
 }
 
 type minPoolKey struct {
 	service     serviceKey
 	lambda, ca2 float64
 	slo         [2]float64
+	p           float64 // the percentile the targets bind
 	rhoMax      float64
 }
 

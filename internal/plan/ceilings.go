@@ -72,9 +72,12 @@ func (r *run) quotaCeiling(i int, mb membership) Ceiling {
 	if d.Daily() && r.dailyScale[i] != 1 {
 		head += fmt.Sprintf(" over %s h a day; this class runs %s h of them", num(m.key.ActiveHours), num(m.key.ActiveHours*r.dailyScale[i]))
 	}
-	if d.Charge() == scenario.ChargeRequest {
+	switch {
+	case m.task != nil:
+		head += fmt.Sprintf(" ÷ %s %s/task = %s tasks/s", num(u), d.Unit(), num(allowed))
+	case d.Charge() == scenario.ChargeRequest:
 		head += fmt.Sprintf(" → %s req/s", num(allowed))
-	} else {
+	default:
 		head += fmt.Sprintf(" ÷ %s %s/request = %s req/s", num(u), d.Unit(), num(allowed))
 	}
 	c := r.ceil(mb.res, i, a)
@@ -83,7 +86,7 @@ func (r *run) quotaCeiling(i int, mb membership) Ceiling {
 			return Ceiling{Constraint: name, Detail: head + "; no pool reaches it"}
 		}
 		return Ceiling{Constraint: name, MaxPool: intPtr(c),
-			Detail: fmt.Sprintf("%s × E[S] %s s = %s → %d", head, num(m.static.mean), num(allowed*m.static.mean), c)}
+			Detail: fmt.Sprintf("%s × %s %s s = %s → %d", head, m.serviceName(), num(m.static.mean), num(allowed*m.static.mean), c)}
 	}
 	if c == unbounded {
 		return Ceiling{Constraint: name, Detail: fmt.Sprintf("%s; the measured endpoint never sends that fast with up to %d in flight", head, searchLimit)}
@@ -101,6 +104,7 @@ func (r *run) kneeCeiling(i int, mb membership) Ceiling {
 	share := r.ceilingShare(mb)
 	c := r.ceil(mb.res, i, share)
 	knee, caveat := e.kneeText()
+	caveat = r.taskKneeText(i, c) + caveat
 	if len(e.members) == 1 {
 		return Ceiling{Constraint: ConstraintKnee, MaxPool: intPtr(c),
 			Detail: fmt.Sprintf("knee: %s safety %s × %s = %d%s", m.spec.Mode, num(e.safety), knee, e.kneeBudget, caveat)}
@@ -129,11 +133,11 @@ func (r *run) sloCeiling(ctx context.Context, i, metric int) (*Ceiling, error) {
 		target := m.slo[metric]
 		if alone > target*(1+tolerance) {
 			return &Ceiling{Constraint: name, MaxPool: intPtr(0),
-				Detail: fmt.Sprintf("%s: the %s p95 is %s ms without any queueing, over the %s ms target at every pool", name, label, num(alone*1000), num(target*1000))}, nil
+				Detail: fmt.Sprintf("%s: the %s %s is %s ms without any queueing, over the %s ms target at every pool", name, label, m.pctLabel(), num(alone*1000), num(target*1000))}, nil
 		}
 		if m.static != nil {
 			return &Ceiling{Constraint: name,
-				Detail: fmt.Sprintf("%s: the %s p95 is %s ms without queueing and the queue only shrinks as the pool grows, so the %s ms target holds from min_pool up", name, label, num(alone*1000), num(target*1000))}, nil
+				Detail: fmt.Sprintf("%s: the %s %s is %s ms without queueing and the queue only shrinks as the pool grows, so the %s ms target holds from min_pool up", name, label, m.pctLabel(), num(alone*1000), num(target*1000))}, nil
 		}
 	}
 	if m.static != nil || !e.slo[metric].active {
@@ -152,7 +156,7 @@ func (r *run) sloCeiling(ctx context.Context, i, metric int) (*Ceiling, error) {
 	share := r.ceilingShare(*mb)
 	c := r.ceil(mb.res, i, share)
 	who := r.models[b.breaker]
-	why := fmt.Sprintf("beyond it %s's %s p95 without queueing exceeds its %s ms target", who.spec.Name, label, num(who.slo[metric]*1000))
+	why := fmt.Sprintf("beyond it %s's %s %s without queueing exceeds its %s ms target", who.spec.Name, label, who.pctLabel(), num(who.slo[metric]*1000))
 	if b.reason == "minPool" {
 		why = fmt.Sprintf("beyond it the pools that the classes' demand needs within their targets (%s's first) no longer fit", who.spec.Name)
 	}
@@ -162,7 +166,7 @@ func (r *run) sloCeiling(ctx context.Context, i, metric int) (*Ceiling, error) {
 			return nil, err
 		}
 		return &Ceiling{Constraint: name, MaxPool: intPtr(c),
-			Detail: fmt.Sprintf("%s: predicted %s p95 %s ms at %d in flight meets the %s ms target; %s", name, label, num(v*1000), *b.total, num(m.slo[metric]*1000), why)}, nil
+			Detail: fmt.Sprintf("%s: predicted %s %s %s ms at %d in flight meets the %s ms target; %s", name, label, m.pctLabel(), num(v*1000), *b.total, num(m.slo[metric]*1000), why)}, nil
 	}
 	return &Ceiling{Constraint: name, MaxPool: intPtr(c),
 		Detail: fmt.Sprintf("%s: endpoint %s keeps every %s target with up to %d in flight (%s); this class's share is %s → %d",

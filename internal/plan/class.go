@@ -35,6 +35,11 @@ type classModel struct {
 	out     model.Dist // output tokens before the max_tokens cap
 	draws   *model.Draws
 
+	// pct is the probability of the percentile the SLO binds and the
+	// plan's percentiles are taken at (slo.percentile / 100, 0.95 by
+	// default): docs/concepts.md, "SLOs at a percentile".
+	pct float64
+
 	static *service     // load-independent latency
 	curve  *model.Curve // measured curve, when given
 	base   model.Service
@@ -51,8 +56,13 @@ type classModel struct {
 	paceD  []float64
 	paceD1 float64 // the mean of paceD
 	paced  map[*service]*service
-	// paceQ is the p95 of max(W, D) by the slot's wait W (paceQuantile).
-	paceQ map[model.Wait]float64
+	// paceQ is the quantile of max(W, D) by the slot's wait W and the
+	// percentile (paceQuantile).
+	paceQ map[paceKey]float64
+
+	// task is the class's agent task, nil for a class of single calls;
+	// with it, static is the task's time and use is a task's.
+	task *taskModel
 }
 
 // The two SLO metrics, indices into classModel.slo.
@@ -108,12 +118,17 @@ func newClassModel(eng *Engine, spec scenario.Class, key quota.Key, p scenario.P
 	m := &classModel{
 		eng: eng, spec: spec, key: key, ca2: *spec.ArrivalSCV, safety: p.KneeSafety.Safety(spec.Mode),
 		rhoMax: p.MaxUtilization, maxPool: p.MaxPool, draws: draws, services: map[int]*service{}, xmax: []float64{0},
+		pct: scenario.DefaultPercentile / 100.0,
 	}
 	if spec.Demand != nil {
 		m.lambda = spec.Demand.Rate()
 	}
 	if spec.SLO != nil {
-		m.slo = [2]float64{spec.SLO.TTFTP95Ms / 1000, spec.SLO.E2EP95Ms / 1000}
+		m.slo = [2]float64{spec.SLO.TTFT() / 1000, spec.SLO.E2E() / 1000}
+		if spec.Task != nil {
+			m.slo[metricE2E] = spec.SLO.TaskE2E() / 1000
+		}
+		m.pct = spec.SLO.At() / 100
 	}
 	in, err := dist(spec.InputTokens)
 	if err != nil {
@@ -151,8 +166,14 @@ func newClassModel(eng *Engine, spec scenario.Class, key quota.Key, p scenario.P
 		return nil, fmt.Errorf("latency.tpot_ms: %w", err)
 	}
 	svc := m.base
-	svc.TTFT, svc.TPOT, svc.Prefill = ttft, tpot, l.PrefillMsPer1K/1000/1000
-	m.static = m.newService(svc, false)
+	svc.TTFT, svc.TPOT, svc.Prefill = ttft, tpot, prefillPerToken(l, spec)
+	if spec.Task != nil {
+		if err := m.newTask(*spec.Task, svc); err != nil {
+			return nil, err
+		}
+	} else {
+		m.static = m.newService(svc, false)
+	}
 	if !(m.static.mean > 0) {
 		return nil, errors.New("the service time is zero: give a positive ttft_ms, or a positive tpot_ms with more than one output token")
 	}
@@ -195,7 +216,7 @@ func momentsOf(svc model.Service) moments {
 // queue is the client's pool of c at the class's demand as a queue, for
 // the service time s.
 func (m *classModel) queue(c int, lambda float64, s *service) model.Queue {
-	return model.Queue{C: c, Lambda: lambda, CA2: m.ca2, Mean: s.mean, CS2: s.scv, Tail: s.tail}
+	return model.Queue{C: c, Lambda: lambda, CA2: m.ca2, Mean: s.mean, CS2: s.scv, Tail: s.tail, P: m.pct}
 }
 
 // headOf is the pacing wait of every draw for a paced service time (the
@@ -235,7 +256,7 @@ func (m *classModel) at(load int) *service {
 // over the draws to build and answers each query in a fraction of one, so
 // it is built for the percentiles a search queries often.
 func (m *classModel) tail(ctx context.Context, s *service, metric int) (*model.Tail, error) {
-	if t := s.tails[metric]; t != nil {
+	if t := s.tails[metric]; t != nil && t.P() == m.pct {
 		return t, nil
 	}
 	if s.base != nil && m.paceNever() {
@@ -257,12 +278,12 @@ func (m *classModel) tail(ctx context.Context, s *service, metric int) (*model.T
 		if metric == metricTTFT {
 			x = first
 		}
-		return model.NewPacedTail(x, m.headOf(s), m.draws, 0.95), nil
+		return model.NewPacedTail(x, m.headOf(s), m.draws, m.pct), nil
 	}
 	var t *model.Tail
 	var err error
 	if m.draws.N <= tailCacheMaxDraws {
-		t, err = cachedOnce(ctx, m.eng, m.eng.tails, tailKey{service: s.keyOf(metric), metric: metric}, build)
+		t, err = cachedOnce(ctx, m.eng, m.eng.tails, tailKey{service: s.keyOf(metric), metric: metric, p: m.pct}, build)
 	} else {
 		t, err = build()
 	}
@@ -332,7 +353,7 @@ func (m *classModel) estimatorOf(ctx context.Context, s *service, metric int) (e
 		if err != nil {
 			return nil, err
 		}
-		s.approx[metric], s.fromSample[metric] = model.NewSampleEstimator(x, 0.95, base), true
+		s.approx[metric], s.fromSample[metric] = model.NewSampleEstimator(x, m.pct, base), true
 	}
 	if s.approx[metric] == nil {
 		if s.base != nil {
@@ -349,7 +370,7 @@ func (m *classModel) estimatorOf(ctx context.Context, s *service, metric int) (e
 		if metric == metricTTFT {
 			d = s.svc.TTFTLognormal()
 		}
-		s.approx[metric] = model.NewEstimator(d, 0.95)
+		s.approx[metric] = model.NewEstimator(d, m.pct)
 	}
 	return s.approx[metric], nil
 }
@@ -469,15 +490,22 @@ const (
 	pctService                   // S alone, without the queue
 )
 
-// p95 is a 95th percentile, in seconds, with a pool of c and load in
-// flight on the endpoint (+Inf when the queue is unstable). Percentiles
+// p95 is the class's percentile (95th unless its SLO names another), in
+// seconds, with a pool of c and load in flight on the endpoint (+Inf when the queue is unstable). Percentiles
 // depend on the service time, the demand and the arrival variability,
 // never on quotas, so plans that differ only in limits, as what-if sweeps
 // of quotas do, share them through the engine's cache.
 func (m *classModel) p95(ctx context.Context, c, load int, which percentile) (float64, error) {
+	return m.percentileAt(ctx, c, load, which, m.pct)
+}
+
+// percentileAt is p95 at the probability p: the class's own percentile
+// goes through its tails and caches, any other is selected from the
+// Monte Carlo sample.
+func (m *classModel) percentileAt(ctx context.Context, c, load int, which percentile, p float64) (float64, error) {
 	s := m.at(load)
 	if which == pctService {
-		return m.quantile(ctx, s, nil, model.Wait{}, which)
+		return m.quantileAt(ctx, s, nil, model.Wait{}, which, p)
 	}
 	s = m.pacedOf(s)
 	// With a measured curve a request that waits for a slot starts when
@@ -496,7 +524,10 @@ func (m *classModel) p95(ctx context.Context, c, load int, which percentile) (fl
 	if !w.Stable() {
 		return math.Inf(1), nil
 	}
-	return m.quantile(ctx, s, full, w, which)
+	if which == pctTTFT && m.task != nil {
+		w = m.task.firstCallWait(w)
+	}
+	return m.quantileAt(ctx, s, full, w, which, p)
 }
 
 // fullLoad is the load on the endpoint when class i's pool of c is full,
@@ -545,7 +576,7 @@ func (m *classModel) quantile(ctx context.Context, s, full *service, w model.Wai
 	if which == pctTTFT {
 		metric = metricTTFT
 	}
-	k := percentileKey{service: s.keyOf(metric), wait: w, which: which}
+	k := percentileKey{service: s.keyOf(metric), wait: w, which: which, p: m.pct}
 	if full != nil {
 		k.full = full.keyOf(metric)
 	}
@@ -566,7 +597,7 @@ func (m *classModel) quantile(ctx context.Context, s, full *service, w model.Wai
 		if which == pctTTFT {
 			x, xw = first, ffirst
 		}
-		v = model.QuantileWithSplitWait(x, xw, m.headOf(s), m.draws, w, 0.95, m.scratch())
+		v = model.QuantileWithSplitWait(x, xw, m.headOf(s), m.draws, w, m.pct, m.scratch())
 	} else if m.tailed(metric) {
 		t, err := m.tail(ctx, s, metric)
 		if err != nil {
@@ -582,7 +613,7 @@ func (m *classModel) quantile(ctx context.Context, s, full *service, w model.Wai
 		if which == pctTTFT {
 			x = first
 		}
-		v = model.QuantileWithPacedWait(x, m.headOf(s), m.draws, w, 0.95, m.scratch())
+		v = model.QuantileWithPacedWait(x, m.headOf(s), m.draws, w, m.pct, m.scratch())
 	}
 	m.eng.percentiles.Add(k, v)
 	return v, nil
@@ -700,7 +731,7 @@ func (m *classModel) minPoolAt(ctx context.Context, load int) (*int, error) {
 		s.minPool = &minPoolResult{Pool: &start}
 		return &start, nil
 	}
-	k := minPoolKey{service: s.key, lambda: m.lambda, ca2: m.ca2, slo: m.slo, rhoMax: m.rhoMax}
+	k := minPoolKey{service: s.key, lambda: m.lambda, ca2: m.ca2, slo: m.slo, p: m.pct, rhoMax: m.rhoMax}
 	if c, ok := m.eng.minPools.Get(k); ok {
 		s.minPool = &minPoolResult{Pool: &c}
 		return &c, nil

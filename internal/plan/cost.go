@@ -184,6 +184,9 @@ func (r *run) uses() []classUse {
 		k := slices.IndexFunc(r.keys, func(k quota.Key) bool { return k.Name == m.spec.Quota })
 		u := classUse{quota: k, days: 1, in: m.base.In.Mean(), out: m.base.Out.Mean(),
 			cached: m.spec.CachedInputFraction, written: m.spec.CacheWriteFraction}
+		if t := m.task; t != nil {
+			u.in, u.out = t.in, t.out // an agent task's tokens, every call's
+		}
 		if d := m.spec.Demand; d != nil && d.Requests > 0 {
 			u.days = batchDays(*d)
 			u.batch, u.rate, u.perDay = d.Requests, m.lambda, d.Requests/u.days

@@ -237,7 +237,7 @@ func (r *run) prepare(ctx context.Context, draws *model.Draws) error {
 	for _, m := range r.models {
 		s := m.static
 		if s != nil && (draws.N > tailCacheMaxDraws ||
-			!r.eng.tails.Contains(tailKey{s.ttftKey, metricTTFT}) || !r.eng.tails.Contains(tailKey{s.key, metricE2E})) {
+			!r.eng.tails.Contains(tailKey{s.ttftKey, metricTTFT, m.pct}) || !r.eng.tails.Contains(tailKey{s.key, metricE2E, m.pct})) {
 			static = append(static, m)
 		}
 	}
@@ -333,6 +333,10 @@ func (r *run) classPlan(ctx context.Context, i int) (ClassPlan, error) {
 		// than within 5 % of it) does not fit.
 		cp.Feasible = false
 	}
+	r.tpotTarget(i, &cp)
+	if cp.PromptCache, err = r.promptCache(ctx, i, cp.Pool, cp.Predicted); err != nil {
+		return cp, err
+	}
 	cp.Pacing = r.pacing(i, cp.Pool, allot)
 	if cp.Admission, err = r.admission(ctx, i, cp.Pool); err != nil {
 		return cp, err
@@ -342,6 +346,7 @@ func (r *run) classPlan(ctx context.Context, i int) (ClassPlan, error) {
 	}
 	cp.Adaptive = adaptive(cp.Pool, cp.Ceilings)
 	cp.Batch = r.batch(i, cp.Pool, allot)
+	cp.Task = r.taskPlan(i, cp.Pool)
 	if !cp.Feasible && !r.lean {
 		if cp.Shed, err = r.shed(ctx, i, cp.Pool); err != nil {
 			return cp, err

@@ -29,14 +29,17 @@ func (r *run) explain(i int, cp ClassPlan) string {
 	switch {
 	case m.lambda == 0:
 		if cp.Pool > 0 {
-			fmt.Fprintf(&b, " With no stated demand it runs as fast as that allows, about %s req/s.", num(cp.Predicted.ThroughputRPS))
+			fmt.Fprintf(&b, " With no stated demand it runs as fast as that allows, about %s %s.", num(cp.Predicted.ThroughputRPS), m.rateUnit())
 		}
 	case cp.MinPool == nil:
-		fmt.Fprintf(&b, " Its demand of %s req/s is more than any pool up to %d can serve; shed load or split it across keys and endpoints.", num(m.lambda), searchLimit)
+		fmt.Fprintf(&b, " Its demand of %s %s is more than any pool up to %d can serve; shed load or split it across keys and endpoints.", num(m.lambda), m.rateUnit(), searchLimit)
 	case cp.Feasible:
-		fmt.Fprintf(&b, " Its demand of %s req/s needs at least %d in flight, %s %d to spare", num(m.lambda), *cp.MinPool, fitsWith, cp.Pool-*cp.MinPool)
-		if e := cp.Predicted.E2EP95Ms; e != nil {
-			fmt.Fprintf(&b, "; predicted E2E p95 is %s ms", num(*e))
+		fmt.Fprintf(&b, " Its demand of %s %s needs at least %d in flight, %s %d to spare", num(m.lambda), m.rateUnit(), *cp.MinPool, fitsWith, cp.Pool-*cp.MinPool)
+		if e, at := cp.Predicted.E2EP95Ms, "p95"; e != nil {
+			if cp.Predicted.Percentile != nil {
+				e, at = cp.Predicted.E2EMsAtPercentile, m.pctLabel()
+			}
+			fmt.Fprintf(&b, "; predicted E2E %s is %s ms", at, num(*e))
 			if m.hasSLO(metricE2E) {
 				fmt.Fprintf(&b, " against a %s ms SLO", num(m.slo[metricE2E]*1000))
 			}
@@ -48,9 +51,9 @@ func (r *run) explain(i int, cp ClassPlan) string {
 			need = "within its SLO needs"
 		}
 		if missed := r.missedTargets(i, cp.Predicted); cp.Pool >= *cp.MinPool && len(missed) > 0 {
-			fmt.Fprintf(&b, " It does not fit: at this pool its predicted %s p95 is over its target, and no pool comes within 5 %% of it.", metricLabel(missed[0]))
+			fmt.Fprintf(&b, " It does not fit: at this pool its predicted %s %s is over its target, and no pool comes within 5 %% of it.", metricLabel(missed[0]), m.pctLabel())
 		} else {
-			fmt.Fprintf(&b, " It does not fit: %s req/s %s a pool of %d.", num(m.lambda), need, *cp.MinPool)
+			fmt.Fprintf(&b, " It does not fit: %s %s %s a pool of %d.", num(m.lambda), m.rateUnit(), need, *cp.MinPool)
 		}
 		if len(cp.Remedies) > 0 {
 			changes := make([]string, len(cp.Remedies))
@@ -59,12 +62,18 @@ func (r *run) explain(i int, cp ClassPlan) string {
 			}
 			fmt.Fprintf(&b, " To fit: %s", strings.Join(changes, "; and "))
 			if cp.Shed != nil && cp.Shed.ShedRPS > 0 {
-				fmt.Fprintf(&b, "; or shed %s req/s (it sustains %s)", num(cp.Shed.ShedRPS), num(cp.Shed.SustainableRPS))
+				fmt.Fprintf(&b, "; or shed %s %s (it sustains %s)", num(cp.Shed.ShedRPS), m.rateUnit(), num(cp.Shed.SustainableRPS))
 			}
 			b.WriteString(".")
 		}
 	}
+	if v := taskVerdict(cp.Task, m.lambda); v != "" {
+		b.WriteString(" " + v)
+	}
 	if v := batchVerdict(cp.Batch); v != "" {
+		b.WriteString(" " + v)
+	}
+	if v := cacheSentence(cp.PromptCache, m.sendUnit()); v != "" {
 		b.WriteString(" " + v)
 	}
 	return b.String()

@@ -47,7 +47,7 @@ type membership struct {
 // endpoints").
 func (r *run) use(res *resource, i, c int) float64 {
 	if res.slots() {
-		return float64(c)
+		return r.slotUse(i, c)
 	}
 	m := r.models[i]
 	x := m.peakRate(c)
@@ -76,7 +76,7 @@ const unboundedThreshold = 1e9
 // not grow with c (docs/concepts.md, "Ceilings").
 func (r *run) ceil(res *resource, i int, a float64) int {
 	if res.slots() {
-		return max(0, int(math.Floor(a+tolerance)))
+		return r.slotCeil(i, a)
 	}
 	m := r.models[i]
 	if r.overWindow(i, res.dim) {
@@ -232,7 +232,7 @@ func (r *run) reservedBefore(res *resource, j int) float64 {
 // endpoints").
 func (r *run) need(res *resource, i int) float64 {
 	if res.slots() {
-		return float64(r.reservedPool(i))
+		return r.slotUse(i, r.reservedPool(i))
 	}
 	m := r.models[i]
 	return m.lambda * m.use[res.dim]

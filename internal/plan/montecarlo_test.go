@@ -57,6 +57,12 @@ func TestPercentilesMatchBruteForce(t *testing.T) {
 				w := m.waitAt(pool, m.pacedOf(svc))
 				first, total := make([]float64, m.draws.N), make([]float64, m.draws.N)
 				svc.svc.Fill(m.draws, first, total)
+				if m.task != nil {
+					// An agent task's sample is drawn call by call; its
+					// shortcuts are the tails over it.
+					copy(first, svc.first)
+					copy(total, svc.total)
+				}
 				var head []float64
 				if m.lambda > 0 && m.pace.waits() && !m.pace.unstable {
 					in := m.base.In.SampleAll(m.draws.ZIn)
@@ -74,6 +80,10 @@ func TestPercentilesMatchBruteForce(t *testing.T) {
 					got, err := m.p95(context.Background(), pool, load, tc.which)
 					if err != nil {
 						t.Fatal(err)
+					}
+					w := w
+					if tc.which == pctTTFT && m.task != nil {
+						w = m.task.firstCallWait(w) // only a task's first call waits for a slot
 					}
 					want := model.QuantileWithPacedWait(tc.x, head, m.draws, w, 0.95, make([]float64, m.draws.N))
 					if math.IsInf(want, 1) && math.IsInf(got, 1) {

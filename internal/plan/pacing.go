@@ -62,13 +62,13 @@ func (r *run) pacing(i, pool int, allot quota.Vector) Pacing {
 	m := r.models[i]
 	rate, burst := math.Inf(1), math.Inf(1)
 	for _, d := range pacingDims(m.key) {
-		if u := m.use[d]; u > 0 {
+		if u := m.callUse(d); u > 0 {
 			rate = math.Min(rate, allot[d]/u)
 			burst = math.Min(burst, bucketSize(m.key, d)/u)
 		}
 	}
 	if math.IsInf(rate, 1) {
-		rate = float64(max(pool, 1)) / m.at(r.load(i)).mean
+		rate = float64(max(pool, 1)) / m.at(r.load(i)).mean * m.callsPer()
 	}
 	b := searchLimit
 	if v := burst + tolerance; v < float64(searchLimit) {
@@ -297,6 +297,9 @@ func (r *run) flowOf(i int, d scenario.Dimension, pool int) flow {
 		f.rate = float64(pool) / s.mean
 		f.ca2 = math.Max(0, 1+(s.scv-1)/math.Sqrt(float64(pool)))
 	}
+	if t := m.task; t != nil {
+		t.callFlow(&f, m.base.In.Mean())
+	}
 	return f
 }
 
@@ -494,25 +497,33 @@ func (m *classModel) paceSample() []float64 {
 	return m.paceD
 }
 
-// paceQuantile is the p95 over the draws of max(W, D), the longer of a
-// request's waits for a slot (w) and for the buckets (its draw's D): with
-// w zero, the p95 of the pacing wait alone. Each prediction of the class
-// asks it again at the same waits, so the class keeps them until its law
-// changes.
-func (m *classModel) paceQuantile(w model.Wait) float64 {
+// paceQuantile is the p-quantile over the draws of max(W, D), the longer
+// of a request's waits for a slot (w) and for the buckets (its draw's D):
+// with w zero, the p-quantile of the pacing wait alone. Each prediction of
+// the class asks it again at the same waits, so the class keeps them, by
+// wait and percentile, until its law changes.
+func (m *classModel) paceQuantile(w model.Wait, p float64) float64 {
 	if w.Prob == 0 && w.Stable() {
 		w = model.Wait{} // no draw waits for a slot: the pacing wait alone
 	}
-	if v, ok := m.paceQ[w]; ok {
+	k := paceKey{wait: w, p: p}
+	if v, ok := m.paceQ[k]; ok {
 		return v
 	}
 	d := m.paceSample()
-	v := model.QuantileWithPacedWait(d, d, m.draws, w, 0.95, m.scratch())
+	v := model.QuantileWithPacedWait(d, d, m.draws, w, p, m.scratch())
 	if m.paceQ == nil {
-		m.paceQ = map[model.Wait]float64{}
+		m.paceQ = map[paceKey]float64{}
 	}
-	m.paceQ[w] = v
+	m.paceQ[k] = v
 	return v
+}
+
+// paceKey is a query of paceQuantile: the wait for a slot and the
+// percentile, a probability.
+type paceKey struct {
+	wait model.Wait
+	p    float64
 }
 
 // paceNever reports whether no draw of the class waits for its pacing
@@ -561,7 +572,7 @@ func (m *classModel) windowCharge(d scenario.Dimension) float64 {
 	mt := float64(m.spec.MaxTokens)
 	a0 := m.key.Admission(0, mt, m.spec.CachedInputFraction)[d]
 	a1 := m.key.Admission(1, mt, m.spec.CachedInputFraction)[d] - a0
-	return a0 + a1*m.base.In.Quantile(0.99)
+	return a0 + a1*m.inputP99()
 }
 
 // overWindow reports whether class i's requests exceed one window's

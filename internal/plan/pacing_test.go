@@ -83,3 +83,26 @@ func TestPacingSampleLeavesOutOnlyDimensionsThatNeverWait(t *testing.T) {
 	}
 	t.Logf("%d dimensions of 800 left out", left)
 }
+
+// TestPaceQuantileIsKeptByPercentile asks a class's quantile of
+// max(W, D) at the p95, the p99 and the p95 again at one wait: each is
+// the quantile over the draws at its own percentile, never one kept for
+// another.
+func TestPaceQuantileIsKeptByPercentile(t *testing.T) {
+	d := model.NewDraws(5, 4000)
+	r := rand.New(rand.NewPCG(1, 2))
+	m := &classModel{draws: d, paceD: make([]float64, d.N)}
+	for i := range m.paceD {
+		m.paceD[i] = 0.2 * r.ExpFloat64()
+	}
+	w := model.Wait{Prob: 0.3, Mean: 0.5}
+	for _, p := range []float64{0.95, 0.99, 0.95, 0.99} {
+		want := model.QuantileWithPacedWait(m.paceD, m.paceD, d, w, p, make([]float64, d.N))
+		if got := m.paceQuantile(w, p); got != want {
+			t.Errorf("p=%g: %g, want %g", p, got, want)
+		}
+	}
+	if p95, p99 := m.paceQuantile(w, 0.95), m.paceQuantile(w, 0.99); !(p99 > p95) {
+		t.Errorf("p99 %g is not above p95 %g", p99, p95)
+	}
+}

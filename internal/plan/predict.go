@@ -58,11 +58,12 @@ func (e *Engine) PredictShared(ctx context.Context, s scenario.Scenario, class s
 		}
 		m := w.m
 		sv := m.at(load)
-		ttft, err := m.noWait95(ctx, load, metricTTFT)
+		// The p95s, whatever percentile the class's SLO names.
+		ttft, err := m.quantileAt(ctx, sv, nil, model.Wait{}, pctTTFT, 0.95)
 		if err != nil {
 			return Prediction{}, err
 		}
-		e2e, err := m.noWait95(ctx, load, metricE2E)
+		e2e, err := m.quantileAt(ctx, sv, nil, model.Wait{}, pctService, 0.95)
 		if err != nil {
 			return Prediction{}, err
 		}

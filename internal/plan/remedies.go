@@ -214,12 +214,16 @@ func (r *run) remediesFor(ctx context.Context, i int, cp ClassPlan, pessimistic 
 	return out, nil
 }
 
-// missedTargets are the metrics whose predicted p95 misses class i's
-// target.
+// missedTargets are the metrics whose predicted percentile (p95, or the
+// SLO's own) misses class i's target.
 func (r *run) missedTargets(i int, pr Predicted) []int {
 	m := r.models[i]
 	var out []int
-	for metric, v := range []*float64{pr.TTFTP95Ms, pr.E2EP95Ms} {
+	vs := []*float64{pr.TTFTP95Ms, pr.E2EP95Ms}
+	if pr.Percentile != nil {
+		vs = []*float64{pr.TTFTMsAtPercentile, pr.E2EMsAtPercentile}
+	}
+	for metric, v := range vs {
 		if m.hasSLO(metric) && (v == nil || *v > m.slo[metric]*1000*(1+tolerance)+0.05) {
 			out = append(out, metric)
 		}
@@ -239,7 +243,7 @@ func (r *run) windowRemedies(i int, d scenario.Dimension) []Remedy {
 	a0 := m.key.Admission(0, mt, m.spec.CachedInputFraction)[d]
 	a1 := m.key.Admission(1, mt, m.spec.CachedInputFraction)[d] - a0
 	b := bucketSize(m.key, d)
-	in99 := m.base.In.Quantile(0.99)
+	in99 := m.inputP99()
 	var out []Remedy
 	if mt > 0 && m.key.Admission(0, 0, 0)[d] < a0 {
 		// The key counts max_tokens at admission on d.
@@ -381,9 +385,12 @@ func pctOf(metric int) percentile {
 // seconds, what a pool (or an endpoint total) of at achieves.
 func (r *run) relax(j, metric int, v float64, at int) Remedy {
 	m := r.models[j]
-	field, name := "ttft_p95_ms", ConstraintSLOTTFT
+	field, name := sloField(m.spec.SLO, metric), ConstraintSLOTTFT
 	if metric == metricE2E {
-		field, name = "e2e_p95_ms", ConstraintSLOE2E
+		name = ConstraintSLOE2E
+		if m.task != nil {
+			field = "task_e2e_ms"
+		}
 	}
 	msv := math.Ceil(v * 1000)
 	if !finite(msv) || msv > 1e9 {

@@ -22,11 +22,11 @@ func (r *run) predict(ctx context.Context, i, pool int) (Predicted, error) {
 	if pool >= 1 {
 		pr.ThroughputRPS = roundTo(float64(pool)/s.mean, 4)
 		w := m.waitAt(pool, m.pacedOf(s))
-		ttft, err := m.p95(ctx, pool, load, pctTTFT)
+		ttft, err := m.percentileAt(ctx, pool, load, pctTTFT, 0.95)
 		if err != nil {
 			return pr, err
 		}
-		e2e, err := m.p95(ctx, pool, load, pctE2E)
+		e2e, err := m.percentileAt(ctx, pool, load, pctE2E, 0.95)
 		if err != nil {
 			return pr, err
 		}
@@ -54,14 +54,17 @@ func (r *run) predict(ctx context.Context, i, pool int) (Predicted, error) {
 					over /= float64(n)
 				}
 				mean = m.paceMean() + w.Prob*over
-				p95 = m.paceQuantile(w)
+				p95 = m.paceQuantile(w, 0.95)
 				if m.paceMean() > 0 {
 					pr.PacingWaitMeanMs = msPtr(m.paceMean())
-					pr.PacingWaitP95Ms = msPtr(m.paceQuantile(model.Wait{}))
+					pr.PacingWaitP95Ms = msPtr(m.paceQuantile(model.Wait{}, 0.95))
 				}
 			}
 			pr.QueueWaitMeanMs, pr.QueueWaitP95Ms = msPtr(mean), msPtr(p95)
 		}
+	}
+	if err := r.atPercentile(ctx, i, pool, &pr); err != nil {
+		return pr, err
 	}
 	run := r.runRate(i, pool)
 	for d := range scenario.NumDimensions {

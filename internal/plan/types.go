@@ -86,7 +86,7 @@ type Estimate struct {
 
 // Miss is one test of a check that failed.
 type Miss struct {
-	Metric  string  `json:"metric" enum:"ttft_p95_ms,e2e_p95_ms,rate_limited_share,lost_share,batch_hours,backlog,predicted_ttft_p95_ms,predicted_e2e_p95_ms,events" doc:"The figure that breaks."`
+	Metric  string  `json:"metric" enum:"ttft_p95_ms,e2e_p95_ms,ttft_ms_at_percentile,e2e_ms_at_percentile,rate_limited_share,lost_share,batch_hours,backlog,predicted_ttft_p95_ms,predicted_e2e_p95_ms,predicted_ttft_ms_at_percentile,predicted_e2e_ms_at_percentile,events" doc:"The figure that breaks: a field of the class's simulated figures (at the percentile of its SLO when it names one), or of its predictions for predicted_*."`
 	Value   float64 `json:"value" doc:"What the simulation (or, for predicted_*, the plan) gives."`
 	Bound   float64 `json:"bound" doc:"What it may be at most."`
 	OverPct float64 `json:"over_pct" doc:"How far over the bound, in percent of it (beyond the interval for a p95)."`
@@ -125,7 +125,7 @@ type ClassPlan struct {
 	Ceilings          []Ceiling   `json:"ceilings"`
 	MinPool           *int        `json:"min_pool" doc:"Smallest pool that serves the demand within the SLO; null when no pool up to 100,000 does. Raised by the check where the plan's own simulation breaks below it."`
 	Feasible          bool        `json:"feasible" doc:"The analytic answer: 1 ≤ min_pool ≤ pool."`
-	Fits              *bool       `json:"fits,omitempty" doc:"Feasible, the predicted p95s within the SLO, and the plan's own simulation (check) holds; absent from a plan that was not checked (stored by an earlier release)."`
+	Fits              *bool       `json:"fits,omitempty" doc:"Feasible, the predictions at the SLO's percentile within its targets, and the plan's own simulation (check) holds; absent from a plan that was not checked (stored by an earlier release)."`
 	Check             *ClassCheck `json:"check,omitempty" doc:"What the plan's own simulation saw of this class."`
 	Predicted         Predicted   `json:"predicted"`
 	Pacing            Pacing      `json:"pacing"`
@@ -134,11 +134,31 @@ type ClassPlan struct {
 	Adaptive          Adaptive    `json:"adaptive"`
 	TruncationRisk    float64     `json:"truncation_risk" doc:"P(output tokens > max_tokens): the share of answers the cap cuts short."`
 	Batch             *BatchPlan  `json:"batch,omitempty"`
+	Task              *TaskPlan   `json:"task,omitempty" doc:"Per-task figures of an agent task class, whose pool, demand, throughput and quota use count tasks."`
 	Shed              *Shed       `json:"shed,omitempty"`
 	Remedies          []Remedy    `json:"remedies"`
 	Cost              *Cost       `json:"cost,omitempty" doc:"What the class costs at its demand (at its pool's rate without a demand), whether or not its pool serves it; absent when its key has no price."`
 	Explanation       string      `json:"explanation"`
 	Warnings          []string    `json:"warnings"`
+
+	// PromptCache is what the prompt cache does for the class, when it
+	// reads some of its input from it (cached_input_fraction).
+	PromptCache *PromptCache `json:"prompt_cache,omitempty" doc:"The prompt cache's effect: TTFT p95 and the use of the key with the class's cached_input_fraction and without it; absent when the class reads nothing from the cache."`
+}
+
+// PromptCache is the prompt cache's effect on a class (docs/concepts.md,
+// "The prompt cache"): its TTFT p95 at its pool and demand and what it
+// uses of its key, with its cached share of the input and with none of its
+// input cached (every token prefilled and counted), the pool, demand and
+// pacing wait being the same.
+type PromptCache struct {
+	CachedInputFraction   float64            `json:"cached_input_fraction"`
+	TTFTP95Ms             *float64           `json:"ttft_p95_ms" doc:"As predicted: prefill on the uncached input only; null when the queue would grow without bound."`
+	TTFTP95MsWithoutCache *float64           `json:"ttft_p95_ms_without_cache" doc:"The same pool and demand with every input token prefilled."`
+	UsePerRequest         map[string]float64 `json:"use_per_request" doc:"What one request (for a class with task, one task) counts against each limit of the key, cache reads counted where the key counts them."`
+	UsePerRequestNoCache  map[string]float64 `json:"use_per_request_without_cache" doc:"What one request (for a class with task, one task) would count with none of its input cached."`
+	Utilization           map[string]float64 `json:"utilization" doc:"Share of each limit of the key the class uses, as in predicted."`
+	UtilizationNoCache    map[string]float64 `json:"utilization_without_cache" doc:"Share of each limit of the key the class would use with none of its input cached."`
 }
 
 // Fitting reports whether the class fits: its plan was checked and it
@@ -166,6 +186,12 @@ type Predicted struct {
 	WithoutPacing    *WithoutPacing     `json:"without_pacing,omitempty" doc:"What the key would answer if clients did not pace their sends."`
 	Utilization      map[string]float64 `json:"utilization" doc:"Share of each limit of the key this class uses at its demand (or its pool when no demand is given)."`
 	Extrapolated     bool               `json:"extrapolated,omitempty" doc:"The pool lies outside the measured curve."`
+	// The values at the percentile the class's SLO names (slo.percentile),
+	// given when it names one: what its targets are held to.
+	Percentile         *float64 `json:"percentile,omitempty" doc:"The percentile of the class's SLO (slo.percentile) that the values at_percentile are taken at."`
+	TTFTMsAtPercentile *float64 `json:"ttft_ms_at_percentile,omitempty" doc:"TTFT at the SLO's percentile, queue wait included when demand is given; what slo.ttft_ms is held to."`
+	E2EMsAtPercentile  *float64 `json:"e2e_ms_at_percentile,omitempty" doc:"E2E at the SLO's percentile, queue wait included when demand is given; what slo.e2e_ms is held to."`
+	TPOTMsAtPercentile *float64 `json:"tpot_ms_at_percentile,omitempty" doc:"TPOT at the SLO's percentile: each request's time per output token after the first; what slo.tpot_ms is held to."`
 }
 
 // Pacing is what the key's pacing buckets (QuotaPlan.Pacing) give the

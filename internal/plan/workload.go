@@ -23,7 +23,10 @@ type Workload struct {
 	// Use is what one request counts against each limit of the class's key
 	// (quota.Key.Use, with max_tokens under max_tokens accounting).
 	Use quota.Vector
-	m   *classModel
+	// Task is what an agent task class's tasks are made of, nil for a
+	// class of single calls: At and Use are then a call's and a task's.
+	Task *TaskLaw
+	m    *classModel
 }
 
 // At is the service time of one request with inFlight requests on the
@@ -65,6 +68,9 @@ func (e *Engine) Workloads(ctx context.Context, s scenario.Scenario) ([]Workload
 			ep = "class:" + c.Name
 		}
 		out[i] = Workload{Class: c.Name, Endpoint: ep, Use: m.use, m: m}
+		if m.task != nil {
+			out[i].Task = &m.task.law
+		}
 	}
 	return out, nil
 }

@@ -57,7 +57,8 @@ type Request struct {
 // request (rpm, rpd); E[in] + E[out] tokens (tpm, tpd), with max_tokens in
 // place of E[out] when the key counts max_tokens at admission; E[in] input
 // tokens (itpm), less cached input when the key does not count it; E[out]
-// (or max_tokens) output tokens (otpm).
+// (or max_tokens) output tokens (otpm). Cached input is left out of tpm
+// and tpd too where the key does not count it there.
 func (k Key) Use(r Request) Vector {
 	out := r.MeanOut
 	if k.countsMaxTokens(r.MaxTokens) {
@@ -67,13 +68,14 @@ func (k Key) Use(r Request) Vector {
 	if k.CachedInputFree {
 		in *= 1 - r.CachedFraction
 	}
+	tokensIn := k.tokensIn(r.MeanIn, r.CachedFraction)
 	var v Vector
 	for d := range scenario.NumDimensions {
 		switch d.Charge() {
 		case scenario.ChargeRequest:
 			v[d] = 1
 		case scenario.ChargeTokens:
-			v[d] = r.MeanIn + out
+			v[d] = tokensIn + out
 		case scenario.ChargeInput:
 			v[d] = in
 		case scenario.ChargeOutput:
@@ -85,8 +87,9 @@ func (k Key) Use(r Request) Vector {
 
 // Admission is what one request of in input tokens counts against each
 // limit of k when it is sent (docs/simulate.md, "Token accounting"): 1 on
-// rpm and rpd; its input, and max_tokens when the key counts max_tokens at
-// admission, on tpm and tpd; its input less the cached share when the key
+// rpm and rpd; its input (less the cached share where the key does not
+// count cache reads there), and max_tokens when the key counts max_tokens
+// at admission, on tpm and tpd; its input less the cached share when the key
 // does not count cache reads, on itpm; max_tokens or nothing on otpm. The
 // output of a key with actual accounting is counted at completion
 // (Completion).
@@ -99,13 +102,14 @@ func (k Key) Admission(in, maxTokens, cachedFraction float64) Vector {
 	if k.CachedInputFree {
 		counted *= 1 - cachedFraction
 	}
+	tokensIn := k.tokensIn(in, cachedFraction)
 	var v Vector
 	for d := range scenario.NumDimensions {
 		switch d.Charge() {
 		case scenario.ChargeRequest:
 			v[d] = 1
 		case scenario.ChargeTokens:
-			v[d] = in + out
+			v[d] = tokensIn + out
 		case scenario.ChargeInput:
 			v[d] = counted
 		case scenario.ChargeOutput:
@@ -132,6 +136,16 @@ func (k Key) Completion(out, maxTokens float64) Vector {
 		}
 	}
 	return v
+}
+
+// tokensIn is the input that tpm and tpd count of in tokens with the
+// cached share cachedFraction: all of it, or the uncached part where the
+// key does not count cache reads there (cached_input_tpm_free).
+func (k Key) tokensIn(in, cachedFraction float64) float64 {
+	if k.CachedInputTPMFree {
+		return in * (1 - cachedFraction)
+	}
+	return in
 }
 
 // countsMaxTokens reports whether k counts a request's max_tokens at

@@ -44,6 +44,21 @@ func TestUseByAccounting(t *testing.T) {
 	if admitted[scenario.TPM] != 1800 || admitted[scenario.OTPM] != 800 || admitted[scenario.ITPM] != 500 {
 		t.Errorf("max_tokens accounting with free cache reads = %v, want tpm 1800, otpm 800, itpm 500", admitted)
 	}
+	// Cache reads free for tpm and tpd as well: 1000 × 0.5 + 250.
+	k := key(scenario.Quota{Name: "t", TPM: 1, CachedInputFree: true, CachedInputTPMFree: true})
+	free := k.Use(r)
+	if free[scenario.TPM] != 750 || free[scenario.TPD] != 750 || free[scenario.ITPM] != 500 || free[scenario.OTPM] != 250 {
+		t.Errorf("cache reads free for tpm = %v, want tpm and tpd 750, itpm 500, otpm 250", free)
+	}
+	// What a send counts agrees: 1000 input of which half cached, and
+	// the output at completion.
+	if a := k.Admission(1000, 0, 0.5); a[scenario.TPM] != 500 || a[scenario.ITPM] != 500 || a[scenario.RPM] != 1 {
+		t.Errorf("admission with cache reads free for tpm = %v, want tpm 500, itpm 500", a)
+	}
+	tpmOnly := key(scenario.Quota{Name: "o", TPM: 1, CachedInputTPMFree: true}).Use(r)
+	if tpmOnly[scenario.TPM] != 750 || tpmOnly[scenario.ITPM] != 1000 {
+		t.Errorf("cache reads free for tpm only = %v, want tpm 750, itpm 1000", tpmOnly)
+	}
 }
 
 func withNeed(c Claim, n float64) Claim {

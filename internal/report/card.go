@@ -166,8 +166,8 @@ func NewRecordCard(in CardInput) RecordCard {
 			}
 			if spec, ok := specs[c.Name]; ok {
 				p.MaxTokens = spec.MaxTokens
-				if spec.SLO != nil {
-					p.SLOE2EP95Ms, p.SLOTTFTP95Ms = spec.SLO.E2EP95Ms, spec.SLO.TTFTP95Ms
+				if spec.SLO != nil && spec.SLO.At() == scenario.DefaultPercentile {
+					p.SLOE2EP95Ms, p.SLOTTFTP95Ms = spec.SLO.E2E(), spec.SLO.TTFT()
 				}
 			}
 			card.Pools = append(card.Pools, p)

@@ -29,6 +29,9 @@ func WriteMarkdown(w io.Writer, p *plan.Plan) error {
 	}
 	for _, c := range p.Classes {
 		fmt.Fprintf(ew, "\n## %s\n\n%s\n\n", mdText(c.Name), mdProse(c.Explanation))
+		if v := atPercentileWords(c.Predicted); v != "" {
+			fmt.Fprintf(ew, "Predicted %s.\n\n", v)
+		}
 		if c.Check != nil {
 			fmt.Fprintf(ew, "Check: %s.\n\n", mdProse(c.Check.Summary))
 		}

@@ -34,6 +34,9 @@ func WriteTable(w io.Writer, p *plan.Plan) error {
 	for _, c := range p.Classes {
 		fmt.Fprintf(ew, "\n%s\n", c.Name)
 		wrap(ew, "  ", c.Explanation)
+		if v := atPercentileWords(c.Predicted); v != "" {
+			wrap(ew, "  predicted ", v)
+		}
 		if c.Check != nil {
 			wrap(ew, "  check: ", c.Check.Summary)
 		}

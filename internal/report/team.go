@@ -311,18 +311,18 @@ type sloGroup struct {
 func sloGroups(sc scenario.Scenario) []sloGroup {
 	var gs []sloGroup
 	for _, c := range sc.Classes {
-		if c.SLO == nil || (c.SLO.E2EP95Ms <= 0 && c.SLO.TTFTP95Ms <= 0) {
+		if c.SLO == nil || (c.SLO.E2E() <= 0 && c.SLO.TTFT() <= 0) {
 			continue
 		}
 		found := false
 		for i := range gs {
-			if gs[i].e2eMs == c.SLO.E2EP95Ms && gs[i].ttftMs == c.SLO.TTFTP95Ms {
+			if gs[i].e2eMs == c.SLO.E2E() && gs[i].ttftMs == c.SLO.TTFT() {
 				gs[i].classes = append(gs[i].classes, c.Name)
 				found = true
 			}
 		}
 		if !found {
-			gs = append(gs, sloGroup{classes: []string{c.Name}, e2eMs: c.SLO.E2EP95Ms, ttftMs: c.SLO.TTFTP95Ms})
+			gs = append(gs, sloGroup{classes: []string{c.Name}, e2eMs: c.SLO.E2E(), ttftMs: c.SLO.TTFT()})
 		}
 	}
 	if len(gs) == 0 {

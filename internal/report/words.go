@@ -163,11 +163,14 @@ func describeClass(c scenario.Class, ownLatency bool) string {
 		parts[len(parts)-1] += fmt.Sprintf(", capped by max_tokens %s", fmtNum(float64(c.MaxTokens)))
 	}
 	var slo []string
-	if c.SLO != nil && c.SLO.TTFTP95Ms > 0 {
-		slo = append(slo, "TTFT p95 "+fmtNum(c.SLO.TTFTP95Ms)+" ms")
+	if c.SLO != nil && c.SLO.TTFT() > 0 {
+		slo = append(slo, "TTFT p"+fmtNum(c.SLO.At())+" "+fmtNum(c.SLO.TTFT())+" ms")
 	}
-	if c.SLO != nil && c.SLO.E2EP95Ms > 0 {
-		slo = append(slo, "E2E p95 "+fmtNum(c.SLO.E2EP95Ms)+" ms")
+	if c.SLO != nil && c.SLO.E2E() > 0 {
+		slo = append(slo, "E2E p"+fmtNum(c.SLO.At())+" "+fmtNum(c.SLO.E2E())+" ms")
+	}
+	if c.SLO != nil && c.SLO.TPOT() > 0 {
+		slo = append(slo, "TPOT p"+fmtNum(c.SLO.At())+" "+fmtNum(c.SLO.TPOT())+" ms")
 	}
 	parts = append(parts, "SLO "+orNone(strings.Join(slo, ", "), "none"))
 	if ownLatency {

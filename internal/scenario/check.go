@@ -97,6 +97,9 @@ func (s Scenario) Check() Errors {
 				c.add(p+".demand.within_hours", "%g hours do not fit in the class's schedule of %g hours a day: a batch must finish within its window", d.WithinHours, cl.Schedule.HoursPerDay())
 			}
 		}
+		if cl.SLO != nil {
+			c.slo(p+".slo", *cl.SLO)
+		}
 		if sum := cl.CachedInputFraction + cl.CacheWriteFraction; sum > 1 {
 			c.add(p+".cache_write_fraction", "cached_input_fraction and cache_write_fraction are shares of the same input and come to %g, more than 1", sum)
 		}
@@ -105,6 +108,7 @@ func (s Scenario) Check() Errors {
 		if d := cl.OutputTokens.Max; d != nil && *d < 1 {
 			c.add(p+".output_tokens.max", "must be at least 1: every answer has a first token")
 		}
+		c.task(p, cl, taskLatency(s, cl))
 		own := cl.Latency != nil && !cl.Latency.IsZero()
 		switch {
 		case cl.Endpoint != "" && own:

@@ -63,6 +63,11 @@ func (s Scenario) WithDefaults() Scenario {
 			v := DefaultArrivalSCV
 			c.ArrivalSCV = &v
 		}
+		if c.Task != nil && c.Task.Context == "" {
+			t := *c.Task
+			t.Context = ContextAccumulate
+			c.Task = &t
+		}
 		switch {
 		case c.Endpoint != "":
 			l := endpoints[c.Endpoint]

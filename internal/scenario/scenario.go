@@ -46,10 +46,15 @@ type Quota struct {
 	Headroom        float64 `json:"headroom,omitempty" exclusiveMinimum:"0" maximum:"1" default:"0.9" doc:"Fraction of each limit the plan may use."`
 	BurstWindowS    float64 `json:"burst_window_s,omitempty" exclusiveMinimum:"0" maximum:"3600" default:"1" doc:"Window, in seconds, over which the provider enforces per-minute limits: one window allows limit × burst_window_s / 60, and the plan paces each key with a bucket that holds headroom × that. A request whose charge is more than that can never pass without waiting: the class does not fit. OpenAI enforces per-minute limits over about 1 s; Azure OpenAI over 1 or 10 s (see the deployment's rate limits); Anthropic refills a token bucket continuously without publishing its depth. When unknown, use 1: the shortest window is the safe side."`
 	ActiveHours     float64 `json:"active_hours,omitempty" exclusiveMinimum:"0" maximum:"24" default:"24" doc:"Hours a day the key is used, over which daily limits are spread."`
-	CachedInputFree bool    `json:"cached_input_free,omitempty" doc:"Cached input tokens do not count against itpm."`
+	CachedInputFree bool    `json:"cached_input_free,omitempty" doc:"Cached input tokens do not count against itpm (Anthropic's cache reads; cached_input_tpm_free is tpm's)."`
 	// Price is what the key costs; without it the plan has no cost for
 	// the key's classes (docs/concepts.md, "Cost").
 	Price *Price `json:"price,omitempty" doc:"What the key costs: per-token prices (pay as you go) or a price per hour (provisioned capacity). Without it the plan states no cost for the key."`
+
+	// CachedInputTPMFree says whether cache reads count against tpm and
+	// tpd, as cached_input_free does for itpm (docs/concepts.md, "The
+	// prompt cache").
+	CachedInputTPMFree bool `json:"cached_input_tpm_free,omitempty" doc:"Cached input tokens do not count against tpm and tpd either (cached_input_free is itpm's). Anthropic: cache reads are free for itpm (cached_input_free: true), and it has no tpm; OpenAI and Azure OpenAI count cached tokens against tpm like any others (both false, the default)."`
 }
 
 // Price is what a key costs, in one of two forms: pay as you go, billed
@@ -148,22 +153,25 @@ type Dist struct {
 
 // Class is one kind of work with its own pool.
 type Class struct {
-	Name                string    `json:"name" minLength:"1" maxLength:"64" pattern:"^[A-Za-z0-9][A-Za-z0-9._-]*$" example:"chat"`
-	Quota               string    `json:"quota" minLength:"1" maxLength:"64" doc:"Name of the quota (API key) the class uses."`
-	Mode                string    `json:"mode" enum:"interactive,semi,batch" doc:"Sets the priority and the knee safety factor."`
-	Demand              *Demand   `json:"demand,omitempty" doc:"Arrival rate; without it the class runs as fast as its share allows."`
-	InputTokens         Dist      `json:"input_tokens"`
-	OutputTokens        Dist      `json:"output_tokens"`
-	MaxTokens           int       `json:"max_tokens,omitempty" minimum:"1" maximum:"10000000" doc:"Cap on output tokens; required when the quota counts max_tokens."`
-	SLO                 *SLO      `json:"slo,omitempty"`
-	Endpoint            string    `json:"endpoint,omitempty" maxLength:"64" doc:"Name of the endpoint the class sends to (one of endpoints); without it, the default endpoint of the top-level latency."`
-	Latency             *Latency  `json:"latency,omitempty" doc:"A latency profile of this class's own: an endpoint that no other class shares. Give endpoint or latency, not both."`
-	Weight              float64   `json:"weight,omitempty" exclusiveMinimum:"0" maximum:"1e6" default:"1" doc:"Share of a quota among classes of equal standing."`
-	Priority            int       `json:"priority,omitempty" minimum:"-1000" maximum:"1000" doc:"Order within a mode under priority allocation; lower goes first."`
-	CachedInputFraction float64   `json:"cached_input_fraction,omitempty" minimum:"0" maximum:"1" doc:"Fraction of input tokens served from the provider's prompt cache: not counted against itpm where the key's cached_input_free says so, and billed at its price's cached_input_per_mtok."`
-	CacheWriteFraction  float64   `json:"cache_write_fraction,omitempty" minimum:"0" maximum:"1" doc:"Fraction of input tokens written into the provider's prompt cache, billed at the key's cache_write_per_mtok; with cached_input_fraction at most 1. It changes the cost only."`
-	ArrivalSCV          *float64  `json:"arrival_scv,omitempty" minimum:"0" maximum:"100" doc:"Squared coefficient of variation of the gaps between arrivals, a renewal process: 1 (the default) for Poisson arrivals, 0 for evenly spaced ones, and otherwise gamma-distributed gaps of shape 1/arrival_scv (smoother than Poisson below 1, in clumps above 1), as planner simulate draws them. Above 1 the plan takes the worse of gamma and two-phase hyperexponential gaps, so that it holds for either."`
-	Schedule            *Schedule `json:"schedule,omitempty" doc:"The hours of each day the class runs (UTC); without it, all day. Classes whose hours do not overlap share no per-minute limit or endpoint budget, and daily limits count each class's use over its own hours."`
+	Name                string   `json:"name" minLength:"1" maxLength:"64" pattern:"^[A-Za-z0-9][A-Za-z0-9._-]*$" example:"chat"`
+	Quota               string   `json:"quota" minLength:"1" maxLength:"64" doc:"Name of the quota (API key) the class uses."`
+	Mode                string   `json:"mode" enum:"interactive,semi,batch" doc:"Sets the priority and the knee safety factor."`
+	Demand              *Demand  `json:"demand,omitempty" doc:"Arrival rate; without it the class runs as fast as its share allows."`
+	InputTokens         Dist     `json:"input_tokens"`
+	OutputTokens        Dist     `json:"output_tokens"`
+	MaxTokens           int      `json:"max_tokens,omitempty" minimum:"1" maximum:"10000000" doc:"Cap on output tokens; required when the quota counts max_tokens."`
+	SLO                 *SLO     `json:"slo,omitempty"`
+	Endpoint            string   `json:"endpoint,omitempty" maxLength:"64" doc:"Name of the endpoint the class sends to (one of endpoints); without it, the default endpoint of the top-level latency."`
+	Latency             *Latency `json:"latency,omitempty" doc:"A latency profile of this class's own: an endpoint that no other class shares. Give endpoint or latency, not both."`
+	Weight              float64  `json:"weight,omitempty" exclusiveMinimum:"0" maximum:"1e6" default:"1" doc:"Share of a quota among classes of equal standing."`
+	Priority            int      `json:"priority,omitempty" minimum:"-1000" maximum:"1000" doc:"Order within a mode under priority allocation; lower goes first."`
+	CachedInputFraction float64  `json:"cached_input_fraction,omitempty" minimum:"0" maximum:"1" doc:"Fraction of input tokens served from the provider's prompt cache: they skip prefill (TTFT = base + prefill_ms_per_1k_tokens × uncached input / 1000), are not counted against itpm, tpm and tpd where the key's cached_input_free and cached_input_tpm_free say so, and are billed at its price's cached_input_per_mtok."`
+	CacheWriteFraction  float64  `json:"cache_write_fraction,omitempty" minimum:"0" maximum:"1" doc:"Fraction of input tokens written into the provider's prompt cache, billed at the key's cache_write_per_mtok; with cached_input_fraction at most 1. It changes the cost only."`
+	ArrivalSCV          *float64 `json:"arrival_scv,omitempty" minimum:"0" maximum:"100" doc:"Squared coefficient of variation of the gaps between arrivals, a renewal process: 1 (the default) for Poisson arrivals, 0 for evenly spaced ones, and otherwise gamma-distributed gaps of shape 1/arrival_scv (smoother than Poisson below 1, in clumps above 1), as planner simulate draws them. Above 1 the plan takes the worse of gamma and two-phase hyperexponential gaps, so that it holds for either."`
+	// Task makes the class an agent loop: its demand and its pool count
+	// tasks, each a run of serial calls (docs/concepts.md, "Agent tasks").
+	Task     *Task     `json:"task,omitempty" doc:"Makes the class an agent loop: each arrival is a task of serial calls with tool runs between them; demand and pool count tasks, input_tokens and output_tokens describe each call (the first call's input)."`
+	Schedule *Schedule `json:"schedule,omitempty" doc:"The hours of each day the class runs (UTC); without it, all day. Classes whose hours do not overlap share no per-minute limit or endpoint budget, and daily limits count each class's use over its own hours."`
 }
 
 // Schedule is the part of every day a class runs: Hours hours from
@@ -225,10 +233,22 @@ func (d Demand) Rate() float64 {
 	return 0
 }
 
-// SLO is a class's latency target.
+// SLO is a class's latency targets at one percentile (docs/concepts.md,
+// "SLOs at a percentile"), in one of two forms: ttft_ms, e2e_ms and
+// tpot_ms with percentile (95 by default), or the older ttft_p95_ms and
+// e2e_p95_ms, which are targets at the 95th percentile. A class gives one
+// form, not both.
 type SLO struct {
-	TTFTP95Ms float64 `json:"ttft_p95_ms,omitempty" minimum:"0" maximum:"1e8"`
-	E2EP95Ms  float64 `json:"e2e_p95_ms,omitempty" minimum:"0" maximum:"1e9"`
+	TTFTP95Ms  float64 `json:"ttft_p95_ms,omitempty" minimum:"0" maximum:"1e8" doc:"TTFT target at the 95th percentile, milliseconds (the older form of ttft_ms with percentile 95)."`
+	E2EP95Ms   float64 `json:"e2e_p95_ms,omitempty" minimum:"0" maximum:"1e9" doc:"E2E target at the 95th percentile, milliseconds (the older form of e2e_ms with percentile 95)."`
+	TTFTMs     float64 `json:"ttft_ms,omitempty" minimum:"0" maximum:"1e8" doc:"Time to first token, queue wait included, that the percentile of requests must meet, milliseconds."`
+	E2EMs      float64 `json:"e2e_ms,omitempty" minimum:"0" maximum:"1e9" doc:"Time from arrival to the last token, queue wait included, that the percentile of requests must meet, milliseconds."`
+	TPOTMs     float64 `json:"tpot_ms,omitempty" minimum:"0" maximum:"1e6" doc:"Time per output token after the first that the percentile of requests must meet, milliseconds."`
+	Percentile float64 `json:"percentile,omitempty" minimum:"50" maximum:"99.9" example:"99" doc:"The percentile of requests that ttft_ms, e2e_ms and tpot_ms bind, and of tasks that task_e2e_ms binds, from 50 to 99.9; 95 when not given. A class whose SLO gives it carries its predictions there (predicted.ttft_ms_at_percentile and the others)."`
+	// TaskE2EMs is the target on a whole agent task, from its arrival to
+	// the end of its last tool run (docs/concepts.md, "Agent tasks"), at
+	// the SLO's percentile.
+	TaskE2EMs float64 `json:"task_e2e_ms,omitempty" minimum:"0" maximum:"1e9" doc:"Target on a whole task of a class with task, milliseconds, that the percentile of tasks must meet (95 with the older form): from its arrival to the end of its last tool run."`
 }
 
 // Policy sets how the plan is computed.

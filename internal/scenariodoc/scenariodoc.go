@@ -59,6 +59,11 @@ var notes = map[string]string{
 		"serving capacity.",
 	"Class": "`max_tokens` is required when the class's quota counts `max_tokens`. `cached_input_fraction` and " +
 		"`cache_write_fraction` are shares of the same input and add up to at most 1.",
+	"SLO": "Give `ttft_ms`, `e2e_ms` and `tpot_ms` with `percentile` (95 unless given), or the older " +
+		"`ttft_p95_ms` and `e2e_p95_ms`, which are targets at the 95th percentile; a class that mixes the two forms " +
+		"is refused. `task_e2e_ms`, a class with a task's target on the whole task, goes with either form and binds " +
+		"at its percentile. TTFT and E2E include the queue wait; the plan sizes `min_pool` and predicts at the " +
+		"percentile ([concepts.md](concepts.md#slos-at-a-percentile)).",
 	"Dist": "A distribution is given in exactly one of four forms: `fixed`; `p50` and `p95` (a lognormal with " +
 		"mu = ln p50 and sigma = ln(p95/p50) / 1.6449, so p95 must be at least p50); `mean` and `stddev` (a " +
 		"lognormal with those moments; stddev 0 is fixed); or `samples` (the measured values, drawn with equal " +
@@ -83,6 +88,11 @@ var notes = map[string]string{
 		"each counted over its own hours. A simulation runs the class only in its hours.",
 	"CurvePoint": "One measured step: what `planner probe` writes in its curve.yaml, or `planner import` from " +
 		"other tools' results.",
+	"Task": "An agent loop: demand and pool count tasks, and a task's calls are serial. Call i's input is " +
+		"`input_tokens` plus, with `context: accumulate`, every earlier output and tool result of the task; each call " +
+		"is followed by a tool run of `tool_ms`. A class with a task has a latency profile of `ttft_ms` and `tpot_ms` " +
+		"(not a curve), and its targets are `slo.task_e2e_ms` on the whole task and `slo.ttft_ms` (or `ttft_p95_ms`) " +
+		"on each call, at the SLO's percentile, not `e2e_ms` or `e2e_p95_ms`. How a task is planned is in [concepts.md](concepts.md#agent-tasks).",
 	"KneeSafety": "The fraction of the measured knee that a class of each mode may use as its pool.",
 }
 
@@ -180,7 +190,7 @@ func Write(w io.Writer, doc *huma.OpenAPI) error {
 
 // sectionOrder is the order of the sections: the scenario's own order,
 // each type after the one that holds it.
-var sectionOrder = []string{"Scenario", "Quota", "Price", "Latency", "Dist", "CurvePoint", "Endpoint", "Class", "Demand", "DemandWindow", "SLO", "Policy", "KneeSafety", "Schedule"}
+var sectionOrder = []string{"Scenario", "Quota", "Price", "Latency", "Dist", "CurvePoint", "Endpoint", "Class", "Demand", "DemandWindow", "Task", "SLO", "Policy", "KneeSafety", "Schedule"}
 
 // collect walks the schema from the root and returns each object type
 // once, with every path it appears at, in sectionOrder (types it does not
@@ -429,6 +439,10 @@ const maxExample = 60
 // field's limits.
 var handExamples = map[string]any{
 	"Quota.cached_input_free":            true,
+	"Quota.cached_input_tpm_free":        true,
+	"SLO.ttft_ms":                        800,
+	"SLO.e2e_ms":                         9000,
+	"SLO.tpot_ms":                        40,
 	"Quota.itpm":                         800000,
 	"Quota.otpm":                         200000,
 	"Quota.tpd":                          50000000,

@@ -92,17 +92,26 @@ func (c *client) result() ClassRun {
 	}
 	ttft := quantiles(st.latency.all(), ttftOf, 0.5, 0.95, 0.99)
 	e2e := quantiles(st.latency.all(), e2eOf, 0.5, 0.95, 0.99)
+	if c.w.Task != nil {
+		// An agent task's TTFT is its calls'; its E2E the whole task's.
+		ttft = quantiles(st.callTTFT.all(), wait, 0.5, 0.95, 0.99)
+	}
 	sm.TTFTP50Ms, sm.TTFTP95Ms, sm.TTFTP99Ms = msPtr(ttft[0]), msPtr(ttft[1]), msPtr(ttft[2])
 	sm.E2EP50Ms, sm.E2EP95Ms, sm.E2EP99Ms = msPtr(e2e[0]), msPtr(e2e[1]), msPtr(e2e[2])
 	if hw, ok := sectionHalfWidth(&st.waits, wait, 0.95); ok {
 		sm.QueueWaitP95CI95Ms = msPtr(hw)
 	}
-	if hw, ok := sectionHalfWidth(&st.latency, ttftOf, 0.95); ok {
-		sm.TTFTP95CI95Ms = msPtr(hw)
+	ttftHW, ttftOK := sectionHalfWidth(&st.latency, ttftOf, 0.95)
+	if c.w.Task != nil {
+		ttftHW, ttftOK = sectionHalfWidth(&st.callTTFT, wait, 0.95)
+	}
+	if ttftOK {
+		sm.TTFTP95CI95Ms = msPtr(ttftHW)
 	}
 	if hw, ok := sectionHalfWidth(&st.latency, e2eOf, 0.95); ok {
 		sm.E2EP95CI95Ms = msPtr(hw)
 	}
+	c.atPercentile(&sm)
 	var poolTime float64
 	for _, v := range st.window.sum {
 		poolTime += v

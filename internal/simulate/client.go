@@ -16,10 +16,11 @@ type request struct {
 	zTTFT, zTPOT float64 // standard normal draws of its latency
 	charge       charge  // counted at each admission
 	attempts     int
-	sentAt       float64 // the last send
-	admitIv      int     // the interval of its admission
-	ttftAt       float64 // the first token of the attempt that succeeded
-	queued, gone bool    // waiting for a slot; shed
+	sentAt       float64  // the last send
+	admitIv      int      // the interval of its admission
+	ttftAt       float64  // the first token of the attempt that succeeded
+	queued, gone bool     // waiting for a slot; shed
+	task         *taskRun // the agent task it is a call of; nil for a single call
 }
 
 // client is one class's client: the arrivals, the pool's semaphore with
@@ -72,6 +73,7 @@ type stats struct {
 	waitBatches                                               *batchMeans
 	active, queued, window                                    level
 	limitedIv, shedIv, doneIv                                 []int
+	callTTFT                                                  reservoir[float64] // an agent task's calls
 }
 
 // sent records a request's wait for its first send, at time now.
@@ -98,13 +100,17 @@ func newClient(s *sim, i int, spec scenario.Class, cp *plan.ClassPlan, w plan.Wo
 		c.wait = *a / 1000
 	}
 	c.goodBy = c.deadline
-	if spec.SLO != nil && spec.SLO.E2EP95Ms > 0 {
-		c.goodBy = spec.SLO.E2EP95Ms / 1000
+	if spec.SLO != nil && spec.SLO.E2E() > 0 {
+		c.goodBy = spec.SLO.E2E() / 1000
+	}
+	if spec.SLO != nil && spec.SLO.TaskE2E() > 0 {
+		c.goodBy = spec.SLO.TaskE2E() / 1000
 	}
 	samples := rand.New(stream(seed, i, streamSamples))
 	c.st = stats{
 		waits:       reservoir[float64]{cap: s.opts.Samples, rng: samples, hint: s.opts.Samples},
 		latency:     reservoir[[2]float64]{cap: s.opts.Samples, rng: samples, hint: s.opts.Samples},
+		callTTFT:    reservoir[float64]{cap: s.opts.Samples, rng: samples, hint: s.opts.Samples},
 		waitBatches: newBatchMeans(s.end),
 		active:      level{sum: make([]float64, n)},
 		queued:      level{sum: make([]float64, n)},
@@ -137,6 +143,9 @@ func (c *client) newRequest() *request {
 	r.zTTFT, r.zTPOT = g.NormFloat64(), g.NormFloat64()
 	r.charge = c.key.q.Admission(r.in, float64(c.spec.MaxTokens), c.spec.CachedInputFraction)
 	c.st.requests++
+	if c.w.Task != nil {
+		c.startTask(r)
+	}
 	return r
 }
 
@@ -353,6 +362,10 @@ func (c *client) done(r *request) {
 	c.key.settle(now, r.sentAt, counted, refund, r.admitIv, iv)
 	if c.pacer != nil {
 		c.pacer.settle(c.key.q.Completion(r.out, float64(c.spec.MaxTokens)))
+	}
+	if r.task != nil {
+		c.callDone(r)
+		return
 	}
 	e2e := now - r.arrival
 	c.st.completed++

@@ -22,6 +22,7 @@ const (
 	evShed                // the head of a queue may reach the plan's max queue wait
 	evRetry               // a backoff is over
 	evDone                // a request's last token
+	evTool                // an agent task's tool run is over
 )
 
 // event is one entry of the event queue: what happens and to whom.
@@ -236,6 +237,8 @@ func (s *sim) run() error {
 			c.dispatch()
 		case evDone:
 			c.done(e.r)
+		case evTool:
+			c.toolDone(e.r)
 		}
 	}
 	s.now = s.end
@@ -338,8 +341,12 @@ func newSim(ctx context.Context, sc scenario.Scenario, p *plan.Plan, ws []plan.W
 		}
 		s.clients = append(s.clients, c)
 		if n := c.expectedRequests(); n < float64(o.Samples) {
+			c.st.latency.hint = int(n*1.1) + 16
+		}
+		if n := c.expectedRequests() * c.callsPerArrival(); n < float64(o.Samples) {
+			// Each call of a task waits for its send and has a TTFT.
 			c.st.waits.hint = int(n*1.1) + 16
-			c.st.latency.hint = c.st.waits.hint
+			c.st.callTTFT.hint = c.st.waits.hint
 		}
 	}
 	byName := map[string]*client{}
@@ -384,14 +391,17 @@ func stream(seed uint64, class, purpose int) *rand.PCG {
 }
 
 // expectedEvents estimates a run's events before it starts: two per
-// request (its arrival and its completion) at the expected arrival rate,
+// request (its arrival and its completion; an agent task's, one and two
+// per call) at the expected arrival rate,
 // or for a closed loop at the pool's throughput (the AIMD ceiling's when
 // adapting).
 func (s *sim) expectedEvents() (events, requests float64) {
 	for _, c := range s.clients {
-		requests += c.expectedRequests()
+		n := c.expectedRequests()
+		events += n * c.eventsPerArrival()
+		requests += n
 	}
-	return 2 * requests, requests
+	return events, requests
 }
 
 // expectedRequests is the number of requests the client is expected to
@@ -409,7 +419,7 @@ func (c *client) expectedRequests() float64 {
 	}
 	rate := pool / c.meanS
 	if c.pacer != nil {
-		rate = math.Min(rate, c.cp.Pacing.RateRPS)
+		rate = math.Min(rate, c.cp.Pacing.RateRPS/c.callsPerArrival())
 	}
 	var on float64
 	for _, o := range c.on {

@@ -84,6 +84,14 @@ type Simulated struct {
 	E2EP95CI95Ms        *float64 `json:"e2e_p95_ci95_ms" doc:"Half-width of the 95 % confidence interval of the E2E p95, by sectioning as queue_wait_p95_ci95_ms."`
 	E2EP99Ms            *float64 `json:"e2e_p99_ms"`
 	PoolMean            float64  `json:"pool_mean" doc:"Time-average of the pool: the plan's pool, or the AIMD window when adapting."`
+
+	// The values at the percentile the class's SLO names, when it names
+	// one: what the verdict holds its targets to.
+	Percentile             *float64 `json:"percentile,omitempty" doc:"The percentile of the class's SLO (slo.percentile) that the values at_percentile are taken at."`
+	TTFTMsAtPercentile     *float64 `json:"ttft_ms_at_percentile,omitempty" doc:"TTFT at the SLO's percentile: queue wait, retries and time to first token."`
+	E2EMsAtPercentile      *float64 `json:"e2e_ms_at_percentile,omitempty" doc:"E2E at the SLO's percentile: from arrival to the last token."`
+	TTFTCI95MsAtPercentile *float64 `json:"ttft_ci95_ms_at_percentile,omitempty" doc:"Half-width of the 95 % confidence interval of ttft_ms_at_percentile, by sectioning as queue_wait_p95_ci95_ms."`
+	E2ECI95MsAtPercentile  *float64 `json:"e2e_ci95_ms_at_percentile,omitempty" doc:"Half-width of the 95 % confidence interval of e2e_ms_at_percentile, by sectioning as queue_wait_p95_ci95_ms."`
 }
 
 // VsPlan compares the run with the plan: the rate the plan expects the class

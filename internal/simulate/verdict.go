@@ -53,21 +53,14 @@ func (c *client) verdict(sm Simulated) SimulationVerdict {
 	add := func(ok bool, label, format string, args ...any) {
 		checks = append(checks, check{ok: ok, label: label, reason: fmt.Sprintf(format, args...)})
 	}
-	if slo := c.spec.SLO; slo != nil {
-		for _, t := range []struct {
-			name   string
-			target float64
-			got    *float64
-		}{{"TTFT", slo.TTFTP95Ms, sm.TTFTP95Ms}, {"E2E", slo.E2EP95Ms, sm.E2EP95Ms}} {
-			switch {
-			case t.target <= 0:
-			case t.got == nil:
-				add(false, "no request completed", "no request completed, so the %s SLO of %s ms is not met", t.name, num(t.target))
-			case *t.got <= t.target:
-				add(true, "", "%s p95 %s ms meets the SLO of %s ms", t.name, num(*t.got), num(t.target))
-			default:
-				add(false, t.name+" p95 over its SLO", "%s p95 %s ms breaks the SLO of %s ms", t.name, num(*t.got), num(t.target))
-			}
+	for _, t := range Targets(c.spec.SLO, sm) {
+		switch {
+		case t.Got == nil:
+			add(false, "no request completed", "no request completed, so the %s SLO of %s ms is not met", t.Name, num(t.Bound))
+		case *t.Got <= t.Bound:
+			add(true, "", "%s %s %s ms meets the SLO of %s ms", t.Name, t.At, num(*t.Got), num(t.Bound))
+		default:
+			add(false, t.Name+" "+t.At+" over its SLO", "%s %s %s ms breaks the SLO of %s ms", t.Name, t.At, num(*t.Got), num(t.Bound))
 		}
 	}
 	sends := c.st.waitN + sm.Retries

@@ -48,12 +48,13 @@ func measuredAt(res *probe.Result, c int) (Measured, bool) {
 // met its SLO's targets all at once, each request judged against the
 // targets (its TTFT and its E2E, within the deadline), as the probe
 // counts SLO goodput (docs/probe.md, "SLO goodput"): where at least 95 %
-// did, the SLO's p95s hold. nil for a class without an SLO.
+// did, the SLO's p95s hold (the share its percentile names, for an SLO
+// that names one). nil for a class without an SLO.
 func sloAttainment(sc scenario.Scenario, class string, res *probe.Result, c int) *measure.SLOStats {
 	var targets measure.Targets
 	for _, cl := range sc.Classes {
 		if cl.Name == class && cl.SLO != nil {
-			targets = measure.Targets{TTFTMs: cl.SLO.TTFTP95Ms, E2EMs: cl.SLO.E2EP95Ms}
+			targets = measure.Targets{TTFTMs: cl.SLO.TTFT(), TPOTMs: cl.SLO.TPOT(), E2EMs: cl.SLO.E2E()}
 		}
 	}
 	if targets.IsZero() {
@@ -240,9 +241,9 @@ func sloBreaches(sc scenario.Scenario, class string, pt Point, where string, onl
 			continue
 		}
 		for _, f := range figures(pt)[1:] {
-			slo := c.SLO.TTFTP95Ms
+			slo := c.SLO.TTFT()
 			if f.name == "E2E p95" {
-				slo = c.SLO.E2EP95Ms
+				slo = c.SLO.E2E()
 			}
 			if slo <= 0 || f.meas <= slo || (onlyPredicted && f.pred > slo) {
 				continue

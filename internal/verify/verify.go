@@ -244,6 +244,12 @@ func classProblem(cp plan.ClassPlan, e fieldpath.Error) string {
 // before they become a probe's, so that no plan, however large its
 // classes' lengths, makes a validation allocate for them.
 func classProbeOf(sc scenario.Scenario, cp plan.ClassPlan, base probe.Config, o Options) (*classProbe, []fieldpath.Error) {
+	if cp.Task != nil {
+		// Its predictions are a task's, of serial calls with tool runs
+		// between them, which a probe's closed loop of single calls does
+		// not measure.
+		return nil, []fieldpath.Error{{Message: "an agent task class is not validated: a probe measures single calls, and its pool and predictions are a task's"}}
+	}
 	concs := Concurrencies(cp.Pool)
 	if concs[1] > probe.MaxConcurrency {
 		return nil, []fieldpath.Error{{Path: "steps", Message: fmt.Sprintf("concurrency %d is outside 1..%d", concs[1], probe.MaxConcurrency)}}

@@ -256,6 +256,10 @@ func TestCheck(t *testing.T) {
 			}
 		})
 	}
+	sct, pt := planOf(t, matched+"    task: {calls: {fixed: 3}}\n")
+	if errs := Check(sct, pt, Options{Probe: base}); len(errs) != 1 || errs[0].Path != "classes[0]" || !strings.Contains(errs[0].Message, "agent task class is not validated") {
+		t.Errorf("an agent task class: problems %v, want one at classes[0]", errs)
+	}
 	if errs := Check(sc, p, Options{Probe: base, Caps: &probe.Caps{MaxConcurrency: 8, MaxRequests: 100, MaxTokens: 10_000, MaxDuration: time.Minute}}); len(errs) > 0 {
 		t.Errorf("a plan within the caps: %v", errs)
 	}

@@ -1,0 +1,171 @@
+package plan
+
+import (
+	"context"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/plannerdev/planner/internal/model"
+	"github.com/plannerdev/planner/internal/scenario"
+)
+
+// sloScenario is one class of lognormal latency and tokens with a prefill
+// slope, 2 req/s on a key whose only limit is daily (nothing to pace).
+func sloScenario(slo scenario.SLO) scenario.Scenario {
+	return scenario.Scenario{
+		Quotas:  []scenario.Quota{{Name: "key", RPD: 1e7}},
+		Latency: scenario.Latency{TTFTMs: &scenario.Dist{P50: f(300), P95: f(900)}, TPOTMs: &scenario.Dist{P50: f(20), P95: f(35)}, PrefillMsPer1K: 40},
+		Classes: []scenario.Class{{
+			Name: "chat", Quota: "key", Mode: scenario.ModeInteractive, Demand: &scenario.Demand{RPS: 2},
+			InputTokens: pct(1000, 4000), OutputTokens: pct(150, 500), MaxTokens: 1000, SLO: &slo,
+		}},
+		Policy: scenario.Policy{MonteCarloDraws: 20000},
+	}
+}
+
+func TestPercentile95IsTheOlderForm(t *testing.T) {
+	old := mustPlan(t, sloScenario(scenario.SLO{TTFTP95Ms: 2500, E2EP95Ms: 12000})).Classes[0]
+	cp := mustPlan(t, sloScenario(scenario.SLO{TTFTMs: 2500, E2EMs: 12000, Percentile: 95})).Classes[0]
+	if old.Pool != cp.Pool || *old.MinPool != *cp.MinPool || *old.Predicted.TTFTP95Ms != *cp.Predicted.TTFTP95Ms || *old.Predicted.E2EP95Ms != *cp.Predicted.E2EP95Ms {
+		t.Fatalf("the two forms at p95 plan differently: %+v and %+v", old.Predicted, cp.Predicted)
+	}
+	if old.Predicted.Percentile != nil || old.Predicted.TTFTMsAtPercentile != nil {
+		t.Errorf("the older form names no percentile, yet the plan gives values at one: %+v", old.Predicted)
+	}
+	if *cp.Predicted.Percentile != 95 || *cp.Predicted.TTFTMsAtPercentile != *cp.Predicted.TTFTP95Ms || *cp.Predicted.E2EMsAtPercentile != *cp.Predicted.E2EP95Ms {
+		t.Errorf("at percentile 95 the values at it are the p95s: %+v", cp.Predicted)
+	}
+}
+
+// TestPercentile99AgainstBruteForce holds the plan's p99 at its pool to
+// the quantile of every draw of TTFT + W and S + W, with W the plan's own
+// wait law, sorted: the tails' selection is exact.
+func TestPercentile99AgainstBruteForce(t *testing.T) {
+	ctx := context.Background()
+	s := sloScenario(scenario.SLO{TTFTMs: 4000, E2EMs: 26000, Percentile: 99})
+	s.Policy.MaxPool = *mustPlan(t, s).Classes[0].MinPool // a pool whose queue waits
+	cp := mustPlan(t, s).Classes[0]
+	ws, err := testEngine.Workloads(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := ws[0].m
+	d := model.NewDraws(1, 20000)
+	first, total := make([]float64, d.N), make([]float64, d.N)
+	ws[0].At(1).Fill(d, first, total)
+	w := m.waitAt(cp.Pool, m.pacedOf(m.at(1)))
+	at := func(x []float64, p float64) float64 {
+		sum := slices.Clone(x)
+		for i := range sum {
+			if d.U[i] < w.Prob {
+				sum[i] += d.E[i] * w.Mean
+			}
+		}
+		slices.Sort(sum)
+		return ms(model.QuantileSorted(sum, p))
+	}
+	pr := cp.Predicted
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"TTFT p99", *pr.TTFTMsAtPercentile, at(first, 0.99)}, {"E2E p99", *pr.E2EMsAtPercentile, at(total, 0.99)},
+		{"TTFT p95", *pr.TTFTP95Ms, at(first, 0.95)}, {"E2E p95", *pr.E2EP95Ms, at(total, 0.95)},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: plan %g ms, brute force %g ms", c.name, c.got, c.want)
+		}
+	}
+	if *pr.TTFTMsAtPercentile <= *pr.TTFTP95Ms || *pr.E2EMsAtPercentile <= *pr.E2EP95Ms {
+		t.Errorf("p99 not above p95: %+v", pr)
+	}
+	if *pr.Percentile != 99 || w.Prob == 0 {
+		t.Fatalf("want a percentile of 99 and a queue that waits: %+v, %+v", pr, w)
+	}
+}
+
+// TestMinPoolAtP99 holds a pool to targets at p99 that p95 meets with
+// fewer slots: min_pool grows, and its predicted p99 meets them.
+func TestMinPoolAtP99(t *testing.T) {
+	p95 := mustPlan(t, sloScenario(scenario.SLO{TTFTMs: 3200, E2EMs: 24000})).Classes[0]
+	p99 := mustPlan(t, sloScenario(scenario.SLO{TTFTMs: 3200, E2EMs: 24000, Percentile: 99})).Classes[0]
+	if !p95.Feasible || !p99.Feasible {
+		t.Fatalf("want both to fit: %s | %s", p95.Explanation, p99.Explanation)
+	}
+	if *p99.MinPool <= *p95.MinPool {
+		t.Errorf("min_pool %d at p99, %d at p95: the tighter percentile needs more", *p99.MinPool, *p95.MinPool)
+	}
+	if *p99.Predicted.TTFTMsAtPercentile > 3200 || *p99.Predicted.E2EMsAtPercentile > 24000 {
+		t.Errorf("p99 plan misses its targets: %+v", p99.Predicted)
+	}
+	p99 = mustPlan(t, sloScenario(scenario.SLO{E2EMs: 24000, Percentile: 99.9})).Classes[0]
+	if !strings.Contains(p99.Explanation, "E2E p99.9") {
+		t.Errorf("explanation does not name the percentile: %s", p99.Explanation)
+	}
+}
+
+func TestTPOTTarget(t *testing.T) {
+	s := handScenario(scenario.Quota{RPM: 600})
+	s.Classes[0].Demand = &scenario.Demand{RPS: 1}
+	s.Classes[0].SLO = &scenario.SLO{TPOTMs: 25, Percentile: 99}
+	cp := mustPlan(t, s).Classes[0]
+	if !cp.Feasible || *cp.Predicted.TPOTMsAtPercentile != 20 {
+		t.Fatalf("a fixed 20 ms TPOT meets 25 ms: feasible %v, tpot %v", cp.Feasible, *cp.Predicted.TPOTMsAtPercentile)
+	}
+	s.Classes[0].SLO = &scenario.SLO{TPOTMs: 15}
+	cp = mustPlan(t, s).Classes[0]
+	if cp.Feasible || !slices.ContainsFunc(cp.Warnings, func(w string) bool {
+		return strings.Contains(w, "slo.tpot_ms") && strings.Contains(w, "TPOT p95 is 20 ms")
+	}) {
+		t.Fatalf("a fixed 20 ms TPOT misses 15 ms at any pool: feasible %v, warnings %q", cp.Feasible, cp.Warnings)
+	}
+}
+
+func TestRemedyNamesTheFormGiven(t *testing.T) {
+	for _, tc := range []struct {
+		slo  scenario.SLO
+		path string
+	}{{scenario.SLO{TTFTMs: 300, Percentile: 99}, "/classes/0/slo/ttft_ms"}, {scenario.SLO{TTFTP95Ms: 300}, "/classes/0/slo/ttft_p95_ms"}} {
+		s := handScenario(scenario.Quota{RPM: 600})
+		s.Classes[0].Demand = &scenario.Demand{RPS: 1}
+		s.Classes[0].SLO = &tc.slo
+		cp := mustPlan(t, s).Classes[0]
+		if cp.Feasible || !slices.ContainsFunc(cp.Remedies, func(r Remedy) bool { return r.Path == tc.path && r.Value == 500 }) {
+			t.Errorf("%+v: want a remedy at %s to 500 ms, got %+v", tc.slo, tc.path, cp.Remedies)
+		}
+	}
+}
+
+// TestPercentileWorkedExample is the worked example of docs/concepts.md
+// ("SLOs at a percentile"): TTFT p50 400 ms and p95 900 ms has a p99 of
+// 1,259 ms, so a 1,000 ms target holds at p95 and at no pool at p99.
+func TestPercentileWorkedExample(t *testing.T) {
+	s := handScenario(scenario.Quota{RPM: 600})
+	s.Latency.TTFTMs = &scenario.Dist{P50: f(400), P95: f(900)}
+	s.Policy.MonteCarloDraws = 200000
+	s.Classes[0].SLO = &scenario.SLO{TTFTMs: 1000}
+	if cp := mustPlan(t, s).Classes[0]; !cp.Feasible {
+		t.Fatalf("at p95: %s", cp.Explanation)
+	}
+	s.Classes[0].SLO = &scenario.SLO{TTFTMs: 1000, Percentile: 99}
+	cp := mustPlan(t, s).Classes[0]
+	ws, err := testEngine.Workloads(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ws[0].m.noWait95(context.Background(), 1, metricTTFT) // at the class's percentile
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp.Feasible || math.Abs(got*1000-1259.4) > 0.01*1259.4 {
+		t.Fatalf("at p99: feasible %v, TTFT p99 %g ms, want about 1,259: %s", cp.Feasible, got*1000, cp.Explanation)
+	}
+	if pr, err := testEngine.PredictAt(context.Background(), s, "work", 1); err != nil || math.Abs(pr.TTFTP95Ms-900) > 0.01*900 {
+		t.Errorf("PredictAt gives the p95 whatever the SLO's percentile: %v, %v", pr.TTFTP95Ms, err)
+	}
+	if c := ceiling(cp, ConstraintSLOTTFT); c == nil || *c.MaxPool != 0 || !strings.Contains(c.Detail, "TTFT p99") {
+		t.Errorf("want an SLO ceiling of 0 at p99, got %+v", c)
+	}
+}

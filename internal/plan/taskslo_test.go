@@ -1,0 +1,78 @@
+package plan
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/plannerdev/planner/internal/scenario"
+)
+
+// The prompt cache's prefill rule holds on each call of a task: with half
+// of every call's input cached, a task's 7,000 input tokens cost
+// 0.0001 × 0.5 × 7,000 = 0.35 s of prefill rather than 0.7 s, so Σ S =
+// 10 + 0.35 = 10.35 s and T = 14.35 s. The calls' TTFTs, 500 ms plus
+// 0.1 ms per uncached token of 1,000, 1,500, 2,000 and 2,500 tokens, are
+// 550 to 625 ms warm and 600 to 750 ms cold; a pool that never waits has
+// those largest as its p95.
+func TestTaskCachedInputSkipsPrefillByHand(t *testing.T) {
+	s := taskScenario(scenario.Quota{RPM: 600})
+	s.Classes[0].CachedInputFraction = 0.5
+	cp := mustPlan(t, s).Classes[0]
+	if cp.Task.InputTokens != 7000 || cp.Task.CallTimeMs != 10350 || cp.Task.TimeMs != 14350 {
+		t.Fatalf("task %+v, want 7,000 input tokens, 10,350 ms in calls and 14,350 ms a task", cp.Task)
+	}
+	pc := cp.PromptCache
+	if pc == nil || pc.TTFTP95Ms == nil || pc.TTFTP95MsWithoutCache == nil || *pc.TTFTP95Ms != 625 || *pc.TTFTP95MsWithoutCache != 750 {
+		t.Fatalf("prompt cache %+v, want a TTFT p95 of 625 ms warm and 750 ms cold", pc)
+	}
+}
+
+// A task class's targets bind at its SLO's percentile: with everything
+// fixed a task takes 14.7 s without queueing and its calls' TTFTs are
+// 600 to 750 ms, so at p99 the plan predicts at least those, holds
+// min_pool at least as high as at p95 for the same targets, and relaxes
+// targets no pool meets where they are written.
+func TestTaskTargetsAtPercentile99(t *testing.T) {
+	at := func(slo scenario.SLO) ClassPlan {
+		s := taskScenario(scenario.Quota{RPM: 600})
+		s.Classes[0].Demand = &scenario.Demand{RPS: 0.5}
+		s.Classes[0].SLO = &slo
+		return mustPlan(t, s).Classes[0]
+	}
+	p99 := at(scenario.SLO{TTFTMs: 2000, TaskE2EMs: 16000, Percentile: 99})
+	pr := p99.Predicted
+	if pr.Percentile == nil || *pr.Percentile != 99 || pr.E2EMsAtPercentile == nil || pr.TTFTMsAtPercentile == nil {
+		t.Fatalf("predicted %+v, want the values at p99", pr)
+	}
+	if *pr.E2EMsAtPercentile < 14700 || *pr.E2EMsAtPercentile > 16000*1.05 || *pr.TTFTMsAtPercentile < 750 {
+		t.Fatalf("task E2E p99 %g ms and TTFT p99 %g ms, want at least 14,700 (within the 16,000 target) and 750", *pr.E2EMsAtPercentile, *pr.TTFTMsAtPercentile)
+	}
+	if *pr.E2EMsAtPercentile < *pr.E2EP95Ms || *pr.TTFTMsAtPercentile < *pr.TTFTP95Ms {
+		t.Fatalf("p99s %g and %g ms below the p95s %g and %g", *pr.E2EMsAtPercentile, *pr.TTFTMsAtPercentile, *pr.E2EP95Ms, *pr.TTFTP95Ms)
+	}
+	p95 := at(scenario.SLO{TTFTMs: 2000, TaskE2EMs: 16000})
+	if p99.MinPool == nil || p95.MinPool == nil || *p99.MinPool < *p95.MinPool {
+		t.Fatalf("min_pool %v at p99 and %v at p95", p99.MinPool, p95.MinPool)
+	}
+	miss := at(scenario.SLO{TTFTMs: 500, TaskE2EMs: 10000, Percentile: 99})
+	for _, path := range []string{"/classes/0/slo/ttft_ms", "/classes/0/slo/task_e2e_ms"} {
+		if miss.Feasible || !slices.ContainsFunc(miss.Remedies, func(r Remedy) bool { return r.Path == path }) {
+			t.Errorf("feasible %v, remedies %+v: want one at %s", miss.Feasible, miss.Remedies, path)
+		}
+	}
+}
+
+// A task class's prompt cache lowers its use of the key per task: with
+// cache reads free for itpm, half of a task's 7,000 input tokens count.
+func TestTaskPromptCacheUsePerTask(t *testing.T) {
+	s := taskScenario(scenario.Quota{RPM: 600, ITPM: 1e6, CachedInputFree: true})
+	s.Classes[0].CachedInputFraction = 0.5
+	cp := mustPlan(t, s).Classes[0]
+	if pc := cp.PromptCache; pc.UsePerRequest["itpm"] != 3500 || pc.UsePerRequestNoCache["itpm"] != 7000 {
+		t.Fatalf("itpm per task %v with the cache, %v without; want 3,500 and 7,000", pc.UsePerRequest["itpm"], pc.UsePerRequestNoCache["itpm"])
+	}
+	if !strings.Contains(cp.Explanation, "its itpm per task from 7,000 to 3,500") {
+		t.Fatalf("explanation: %s", cp.Explanation)
+	}
+}
