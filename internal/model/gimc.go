@@ -27,6 +27,9 @@ func logLSTH2(lambda, ca2, s float64) float64 {
 	return math.Log1p(-(p1*s/(l1+s) + p2*s/(l2+s)))
 }
 
+// negligibleWait is ln(1/P(W > 0)) past which giMc stops adding terms.
+const negligibleWait = 35
+
 // giMc is the GI/M/c queue with c servers of rate μ and renewal arrivals
 // of rate λ whose gaps have the transform exp(logLST(s)) (Takács,
 // Introduction to the Theory of Queues, 1962, ch. 5; Gross and Harris,
@@ -53,6 +56,9 @@ func giMc(c int, lambda, mu float64, logLST func(s float64) float64) (pWait, the
 	}
 	for range 100 {
 		mid := (lo + hi) / 2
+		if mid == lo || mid == hi {
+			break // the bracket is two neighbouring floats: no halving moves it
+		}
 		if g(math.Exp(mid)) < 0 {
 			lo = mid
 		} else {
@@ -60,6 +66,7 @@ func giMc(c int, lambda, mu float64, logLST func(s float64) float64) (pWait, the
 		}
 	}
 	x := math.Exp(hi)
+	lx := math.Log(x)
 	cf := float64(c)
 	var terms []float64
 	logC, peak := 0.0, math.Inf(-1)
@@ -90,9 +97,16 @@ func giMc(c int, lambda, mu float64, logLST func(s float64) float64) (pWait, the
 		if v < peak-50 {
 			break // the terms fall once past their peak: the rest add nothing
 		}
+		if lx+peak > negligibleWait {
+			// Every term is positive, so the sum is already past e^peak
+			// and P(W > 0) below e^−35 ≈ 6e−16: the rest of the terms
+			// could only make it smaller. Light traffic on many servers
+			// stops here instead of adding up all c terms.
+			break
+		}
 	}
 	s := logSumExp(terms)
-	pWait = 1 / (1 + math.Exp(math.Log(x)+s))
+	pWait = 1 / (1 + math.Exp(lx+s))
 	return pWait, 1 / (cm * x)
 }
 
