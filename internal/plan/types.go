@@ -65,6 +65,7 @@ type ClassCheck struct {
 	Completed        int       `json:"completed"`
 	TTFTP95Ms        *Estimate `json:"ttft_p95_ms" doc:"Queue wait, retries and time to first token; null when nothing completed."`
 	E2EP95Ms         *Estimate `json:"e2e_p95_ms"`
+	TPOTP95Ms        *Estimate `json:"tpot_p95_ms,omitempty" doc:"Time per output token after the first, (E2E − TTFT)/(out − 1), of the requests (an agent task's calls) with at least two output tokens; absent when none completed."`
 	QueueWaitP95Ms   *Estimate `json:"queue_wait_p95_ms"`
 	RateLimitedShare float64   `json:"rate_limited_share" doc:"Share of sends answered 429."`
 	Shed             int       `json:"shed"`

@@ -74,6 +74,9 @@ type stats struct {
 	active, queued, window                                    level
 	limitedIv, shedIv, doneIv                                 []int
 	callTTFT                                                  reservoir[float64] // an agent task's calls
+	// tpot is the TPOT of each request, or each call of an agent task,
+	// with two output tokens or more: (E2E − TTFT)/(out − 1).
+	tpot reservoir[float64]
 }
 
 // sent records a request's wait for its first send, at time now.
@@ -111,6 +114,7 @@ func newClient(s *sim, i int, spec scenario.Class, cp *plan.ClassPlan, w plan.Wo
 		waits:       reservoir[float64]{cap: s.opts.Samples, rng: samples, hint: s.opts.Samples},
 		latency:     reservoir[[2]float64]{cap: s.opts.Samples, rng: samples, hint: s.opts.Samples},
 		callTTFT:    reservoir[float64]{cap: s.opts.Samples, rng: samples, hint: s.opts.Samples},
+		tpot:        reservoir[float64]{cap: s.opts.Samples, rng: rand.New(stream(seed, i, streamTPOT)), hint: s.opts.Samples},
 		waitBatches: newBatchMeans(s.end),
 		active:      level{sum: make([]float64, n)},
 		queued:      level{sum: make([]float64, n)},
@@ -362,6 +366,9 @@ func (c *client) done(r *request) {
 	c.key.settle(now, r.sentAt, counted, refund, r.admitIv, iv)
 	if c.pacer != nil {
 		c.pacer.settle(c.key.q.Completion(r.out, float64(c.spec.MaxTokens)))
+	}
+	if r.out >= 2 {
+		c.st.tpot.add((now-r.ttftAt)/(r.out-1), c.st.waitBatches.section(now))
 	}
 	if r.task != nil {
 		c.callDone(r)
