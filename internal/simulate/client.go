@@ -13,6 +13,7 @@ import (
 type request struct {
 	arrival      float64
 	in, out      float64 // tokens, as the plan draws them
+	cached       float64 // input tokens read from an agent task's prefix cache
 	zTTFT, zTPOT float64 // standard normal draws of its latency
 	charge       charge  // counted at each admission
 	attempts     int
@@ -304,7 +305,7 @@ func (c *client) send(r *request) {
 	r.admitIv = iv
 	c.ep.inFlight++
 	svc := c.w.At(c.ep.inFlight)
-	ttft := svc.TTFT.Sample(r.zTTFT) + svc.Prefill*r.in
+	ttft := svc.TTFT.Sample(r.zTTFT) + c.prefill(svc, r)
 	total := ttft + svc.TPOT.Sample(r.zTPOT)*(r.out-1)
 	r.ttftAt = now + ttft
 	c.st.active.set(s.grid, now, c.st.active.v+1)
