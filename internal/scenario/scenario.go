@@ -102,7 +102,7 @@ type Latency struct {
 // start an earlier request already sent, as the probe measures it
 // (docs/probe.md, "Prefill and the prompt cache").
 type CacheProfile struct {
-	HitRate           float64 `json:"hit_rate,omitempty" minimum:"0" maximum:"1" doc:"Share of a repeated prefix that the endpoint served from its cache (usage.prompt_tokens_details.cached_tokens over the prefix's tokens)."`
+	HitRate           float64 `json:"hit_rate,omitempty" minimum:"0" maximum:"1" doc:"Share of a repeated prefix that the endpoint served from its cache (usage.prompt_tokens_details.cached_tokens over the prefix's tokens): the share of each accumulating agent task call's earlier context that the plan and the simulation read from the cache, 1 without it."`
 	TTFTSavingMsPer1K float64 `json:"ttft_saving_ms_per_1k,omitempty" minimum:"0" maximum:"1e6" doc:"TTFT saved per 1,000 cached input tokens, milliseconds; about prefill_ms_per_1k_tokens when a cached token costs no prefill."`
 	// MinPrefixTokens is the shortest prefix the endpoint caches: an
 	// accumulating agent task's call whose earlier context is shorter
