@@ -157,7 +157,7 @@ func predictedMisses(spec scenario.Class, c plan.ClassPlan) []plan.Miss {
 	var out []plan.Miss
 	pr := c.Predicted
 	at := simulate.Simulated{TTFTP95Ms: pr.TTFTP95Ms, E2EP95Ms: pr.E2EP95Ms,
-		Percentile: pr.Percentile, TTFTMsAtPercentile: pr.TTFTMsAtPercentile, E2EMsAtPercentile: pr.E2EMsAtPercentile}
+		Percentile: pr.Percentile, TTFTMsAtPercentile: pr.TTFTMsAtPercentile, E2EMsAtPercentile: pr.E2EMsAtPercentile, TPOTMsAtPercentile: pr.TPOTMsAtPercentile}
 	for _, t := range simulate.Targets(spec.SLO, at) {
 		if t.Got != nil && *t.Got > t.Bound {
 			out = append(out, plan.Miss{Metric: "predicted_" + t.Metric, Value: *t.Got, Bound: t.Bound, OverPct: overPct(*t.Got, t.Bound),
@@ -287,7 +287,8 @@ func checkDuration(p *plan.Plan, active []bool, budget int, hours float64) float
 func judge(spec scenario.Class, run simulate.ClassRun, start float64) *plan.ClassCheck {
 	sm := run.Simulated
 	cc := &plan.ClassCheck{StartHour: start, Requests: sm.Requests, Completed: sm.Completed, Shed: sm.Shed,
-		TTFTP95Ms: estimate(sm.TTFTP95Ms, sm.TTFTP95CI95Ms), E2EP95Ms: estimate(sm.E2EP95Ms, sm.E2EP95CI95Ms), Misses: []plan.Miss{}}
+		TTFTP95Ms: estimate(sm.TTFTP95Ms, sm.TTFTP95CI95Ms), E2EP95Ms: estimate(sm.E2EP95Ms, sm.E2EP95CI95Ms),
+		TPOTP95Ms: estimate(sm.TPOTP95Ms, sm.TPOTP95CI95Ms), Misses: []plan.Miss{}}
 	if sm.Sends > 0 {
 		cc.QueueWaitP95Ms = estimate(&sm.QueueWaitP95Ms, sm.QueueWaitP95CI95Ms)
 		cc.RateLimitedShare = round4(float64(sm.RateLimited) / float64(sm.Sends))

@@ -168,7 +168,7 @@ func newClassModel(eng *Engine, spec scenario.Class, key quota.Key, p scenario.P
 	svc := m.base
 	svc.TTFT, svc.TPOT, svc.Prefill = ttft, tpot, prefillPerToken(l, spec)
 	if spec.Task != nil {
-		if err := m.newTask(*spec.Task, svc); err != nil {
+		if err := m.newTask(*spec.Task, svc, newPrefixCache(l, spec)); err != nil {
 			return nil, err
 		}
 	} else {

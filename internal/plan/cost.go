@@ -183,7 +183,7 @@ func (r *run) uses() []classUse {
 	for i, m := range r.models {
 		k := slices.IndexFunc(r.keys, func(k quota.Key) bool { return k.Name == m.spec.Quota })
 		u := classUse{quota: k, days: 1, in: m.base.In.Mean(), out: m.base.Out.Mean(),
-			cached: m.spec.CachedInputFraction, written: m.spec.CacheWriteFraction}
+			cached: m.cachedFraction(), written: m.spec.CacheWriteFraction}
 		if t := m.task; t != nil {
 			u.in, u.out = t.in, t.out // an agent task's tokens, every call's
 		}

@@ -270,8 +270,8 @@ type flow struct {
 func (r *run) flowOf(i int, d scenario.Dimension, pool int) flow {
 	m := r.models[i]
 	mt := float64(m.spec.MaxTokens)
-	a0 := m.key.Admission(0, mt, m.spec.CachedInputFraction)[d]
-	a1 := m.key.Admission(1, mt, m.spec.CachedInputFraction)[d] - a0
+	a0 := m.key.Admission(0, mt, m.cachedFraction())[d]
+	a1 := m.key.Admission(1, mt, m.cachedFraction())[d] - a0
 	f := flow{adm0: a0, admIn: a1, ca2: m.ca2, rate: m.lambda}
 	if pool < 1 {
 		f.rate = 0 // no pool: it sends nothing
@@ -570,8 +570,8 @@ func (l pacingLaw) appendKey(b []byte) []byte {
 // the largest a request sends but for one in a hundred.
 func (m *classModel) windowCharge(d scenario.Dimension) float64 {
 	mt := float64(m.spec.MaxTokens)
-	a0 := m.key.Admission(0, mt, m.spec.CachedInputFraction)[d]
-	a1 := m.key.Admission(1, mt, m.spec.CachedInputFraction)[d] - a0
+	a0 := m.key.Admission(0, mt, m.cachedFraction())[d]
+	a1 := m.key.Admission(1, mt, m.cachedFraction())[d] - a0
 	return a0 + a1*m.inputP99()
 }
 

@@ -25,15 +25,22 @@ func prefillPerToken(l scenario.Latency, c scenario.Class) float64 {
 // when it reads nothing from the cache): its predicted TTFT p95 beside
 // the one a model of the same class with no input cached gives at the
 // same pool, load and pacing wait, and its use of the key per request and
-// at its run rate, with and without the cached share.
+// at its run rate, with and without the cached share. An accumulating
+// agent task with a prefix cache is compared with the same task with
+// neither cached_input_fraction nor latency.cache.
 func (r *run) promptCache(ctx context.Context, i, pool int, pr Predicted) (*PromptCache, error) {
 	m := r.models[i]
-	f := m.spec.CachedInputFraction
+	f := m.cachedFraction()
 	if f == 0 {
 		return nil, nil
 	}
 	spec := m.spec
 	spec.CachedInputFraction = 0
+	if l := spec.Latency; l != nil && l.Cache != nil {
+		cold := *l
+		cold.Cache = nil
+		spec.Latency = &cold
+	}
 	cold, err := newClassModel(m.eng, spec, m.key, r.s.Policy, m.draws)
 	if err != nil {
 		return nil, err
@@ -42,7 +49,7 @@ func (r *run) promptCache(ctx context.Context, i, pool int, pr Predicted) (*Prom
 		m.paceSample()
 	}
 	cold.pace, cold.paceD, cold.paceD1 = m.pace, m.paceD, m.paceD1
-	pc := &PromptCache{CachedInputFraction: f, TTFTP95Ms: pr.TTFTP95Ms,
+	pc := &PromptCache{CachedInputFraction: roundTo(f, 4), TTFTP95Ms: pr.TTFTP95Ms,
 		UsePerRequest: map[string]float64{}, UsePerRequestNoCache: map[string]float64{},
 		Utilization: pr.Utilization, UtilizationNoCache: map[string]float64{}}
 	if pool >= 1 && pr.TTFTP95Ms != nil {

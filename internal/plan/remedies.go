@@ -240,8 +240,8 @@ func (r *run) missedTargets(i int, pr Predicted) []int {
 func (r *run) windowRemedies(i int, d scenario.Dimension) []Remedy {
 	m := r.models[i]
 	mt := float64(m.spec.MaxTokens)
-	a0 := m.key.Admission(0, mt, m.spec.CachedInputFraction)[d]
-	a1 := m.key.Admission(1, mt, m.spec.CachedInputFraction)[d] - a0
+	a0 := m.key.Admission(0, mt, m.cachedFraction())[d]
+	a1 := m.key.Admission(1, mt, m.cachedFraction())[d] - a0
 	b := bucketSize(m.key, d)
 	in99 := m.inputP99()
 	var out []Remedy

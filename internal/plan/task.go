@@ -18,6 +18,7 @@ import (
 type TaskPlan struct {
 	Calls            float64 `json:"calls" doc:"E[n], the mean calls of a task: the requests a task sends."`
 	InputTokens      float64 `json:"input_tokens" doc:"Mean input tokens of a task, every call's together (with accumulate each call carries the task's earlier outputs and tool results)."`
+	CachedTokens     float64 `json:"cached_input_tokens,omitempty" doc:"Mean input tokens of a task read from the prompt cache, every call's together: cached_input_fraction of each call's input or, with accumulate and latency.cache, the hit rate of each call's earlier context."`
 	OutputTokens     float64 `json:"output_tokens" doc:"Mean output tokens of a task, every call's together (capped at max_tokens)."`
 	TimeMs           float64 `json:"time_ms" doc:"E[T] = E[Σ (S_i + tool_i)], the mean time a task holds its pool slot, milliseconds."`
 	CallTimeMs       float64 `json:"call_time_ms" doc:"E[Σ S_i], the part of E[T] spent in calls, milliseconds."`
@@ -33,6 +34,10 @@ type TaskPlan struct {
 type TaskLaw struct {
 	Calls, ToolS, Result model.Dist
 	Accumulate           bool
+	// Cache is the prompt cache of an accumulating task's calls; nil
+	// without latency.cache, when each call's prefill and charge follow
+	// cached_input_fraction alone.
+	Cache *PrefixCache
 }
 
 // TaskCalls is a draw of a task's calls as a whole number of them, in
@@ -49,6 +54,8 @@ type taskModel struct {
 	law             TaskLaw
 	calls, calls2   float64 // E[n] and E[n²], from the Monte Carlo sample of n
 	in, out         float64 // E[Σ in_i], E[Σ out_i] per task
+	cached          float64 // E[Σ cached_i] per task
+	prefill         float64 // E[Σ prefill_i], seconds, from the Monte Carlo with a prefix cache
 	llm, tool, mean float64 // E[Σ S_i], E[Σ tool_i] and E[T], seconds
 	p               float64 // E[Σ S_i] / E[T]
 	in99            float64 // the p99 of a task's largest call input
@@ -60,8 +67,9 @@ type taskModel struct {
 const taskStream = 0x7461736b73
 
 // newTask builds class m's task model and its service time: a task's
-// time T and, for TTFT, one sample of every call in turn.
-func (m *classModel) newTask(t scenario.Task, call model.Service) error {
+// time T and, for TTFT, one sample of every call in turn; pc is the
+// prompt cache of its calls' earlier context, nil without one.
+func (m *classModel) newTask(t scenario.Task, call model.Service, pc *PrefixCache) error {
 	calls, err := dist(t.Calls)
 	if err != nil {
 		return fmt.Errorf("task.calls: %w", err)
@@ -84,14 +92,14 @@ func (m *classModel) newTask(t scenario.Task, call model.Service) error {
 		last = make([]float64, n)
 	}
 	r := rand.New(rand.NewPCG(m.draws.Seed, taskStream))
-	var sumN, sumN2 float64
+	var sumN, sumN2, sumCached, sumPrefill float64
 	acc := t.Accumulates()
 	for j := range n {
 		k := float64(TaskCalls(calls.Sample(r.NormFloat64())))
 		sumN += k
 		sumN2 += k * k
 		in := call.In.Sample(r.NormFloat64())
-		carried, T := 0.0, 0.0
+		carried, prefix, T := 0.0, 0.0, 0.0
 		for range int(k) {
 			if !acc {
 				in = call.In.Sample(r.NormFloat64())
@@ -99,9 +107,17 @@ func (m *classModel) newTask(t scenario.Task, call model.Service) error {
 			if last != nil {
 				last[j] = in + carried
 			}
-			ttft := call.TTFT.Sample(r.NormFloat64()) + call.Prefill*(in+carried)
+			prefill := call.Prefill * (in + carried)
+			if pc != nil {
+				cached := pc.Cached(in+carried, prefix)
+				prefill = pc.PrefillS(in+carried, cached)
+				sumCached += cached
+				sumPrefill += prefill
+			}
+			ttft := call.TTFT.Sample(r.NormFloat64()) + prefill
 			out := call.Out.Sample(r.NormFloat64())
 			T += ttft + call.TPOT.Sample(r.NormFloat64())*(out-1) + tool.Sample(r.NormFloat64())
+			prefix = in + carried + out
 			if acc {
 				carried += out + result.Sample(r.NormFloat64())
 			}
@@ -111,20 +127,30 @@ func (m *classModel) newTask(t scenario.Task, call model.Service) error {
 		}
 		total[j] = T
 	}
-	tm := &taskModel{spec: t, law: TaskLaw{Calls: calls, ToolS: tool, Result: result, Accumulate: acc}, calls: sumN / float64(n), calls2: sumN2 / float64(n), p95: map[int]int{}}
+	tm := &taskModel{spec: t, law: TaskLaw{Calls: calls, ToolS: tool, Result: result, Accumulate: acc, Cache: pc},
+		calls: sumN / float64(n), calls2: sumN2 / float64(n), p95: map[int]int{}}
+	if pc != nil {
+		tm.cached, tm.prefill = sumCached/float64(n), sumPrefill/float64(n)
+	}
 	tm.moments(call, tool.Mean(), result.Mean())
+	if pc == nil {
+		tm.cached = m.spec.CachedInputFraction * tm.in
+	}
 	tm.in99 = call.In.Quantile(0.99)
 	if last != nil {
 		slices.Sort(last)
 		tm.in99 = model.QuantileSorted(last, 0.99)
 	}
 	m.task = tm
-	m.use = tm.use(m.key, m.spec)
+	m.use = tm.use(m.key, m.spec, m.cachedFraction())
 
 	key := call.AppendKey(drawsKey(m.draws))
 	key = append(key, 'T', boolByte(acc))
 	for _, d := range []model.Dist{calls, tool, result} {
 		key = d.AppendKey(key)
+	}
+	if pc != nil {
+		key = fmt.Appendf(key, "C%v,%v,%v,%v,%v", pc.HitRate, pc.MinPrefix, pc.Fraction, pc.Prefill, pc.Saving)
 	}
 	s := &service{svc: call, key: sha256.Sum256(key), first: first, total: total}
 	s.ttftKey = sha256.Sum256(append(key, 't'))
@@ -175,7 +201,10 @@ func boolByte(b bool) byte {
 //
 // since call i carries the i − 1 earlier outputs and results, and
 // Σ_{i=1}^{n} (i − 1) = n(n − 1)/2 (Wald's identity for the sums over a
-// random n).
+// random n). With a prefix cache, whose cached tokens depend on each
+// call's prefix through its minimum, prefill·E[Σ in_i] is the Monte
+// Carlo's E[Σ prefill_i] and E[Σ cached_i] is the Monte Carlo's too;
+// without it, E[Σ cached_i] = r·E[Σ in_i].
 func (t *taskModel) moments(call model.Service, tool, result float64) {
 	in, out := call.In.Mean(), call.Out.Mean()
 	t.in = t.calls * in
@@ -183,7 +212,11 @@ func (t *taskModel) moments(call model.Service, tool, result float64) {
 		t.in += (t.calls2 - t.calls) / 2 * (out + result)
 	}
 	t.out = t.calls * out
-	t.llm = t.calls*(call.TTFT.Mean()+call.TPOT.Mean()*(out-1)) + call.Prefill*t.in
+	prefill := call.Prefill * t.in
+	if t.law.Cache != nil {
+		prefill = t.prefill
+	}
+	t.llm = t.calls*(call.TTFT.Mean()+call.TPOT.Mean()*(out-1)) + prefill
 	t.tool = t.calls * tool
 	t.mean = t.llm + t.tool
 	t.p = 1
@@ -193,10 +226,11 @@ func (t *taskModel) moments(call model.Service, tool, result float64) {
 }
 
 // use is what one task counts against each limit of the key: E[n]
-// requests, and the task's tokens as one request of E[Σ in_i] input and
-// E[Σ out_i] output (E[n]·max_tokens under max_tokens accounting) would.
-func (t *taskModel) use(k quota.Key, c scenario.Class) quota.Vector {
-	v := k.Use(quota.Request{MeanIn: t.in, MeanOut: t.out, MaxTokens: t.calls * float64(c.MaxTokens), CachedFraction: c.CachedInputFraction})
+// requests, and the task's tokens as one request of E[Σ in_i] input, a
+// share cached of it read from the cache, and E[Σ out_i] output
+// (E[n]·max_tokens under max_tokens accounting) would.
+func (t *taskModel) use(k quota.Key, c scenario.Class, cached float64) quota.Vector {
+	v := k.Use(quota.Request{MeanIn: t.in, MeanOut: t.out, MaxTokens: t.calls * float64(c.MaxTokens), CachedFraction: cached})
 	for d := range scenario.NumDimensions {
 		if d.Charge() == scenario.ChargeRequest {
 			v[d] = t.calls
@@ -293,7 +327,7 @@ func (r *run) taskPlan(i, c int) *TaskPlan {
 		return nil
 	}
 	return &TaskPlan{
-		Calls: roundTo(t.calls, 4), InputTokens: roundTo(t.in, 2), OutputTokens: roundTo(t.out, 2),
+		Calls: roundTo(t.calls, 4), InputTokens: roundTo(t.in, 2), CachedTokens: roundTo(t.cached, 2), OutputTokens: roundTo(t.out, 2),
 		TimeMs: ms(t.mean), CallTimeMs: ms(t.llm), InCallShare: roundTo(t.p, 4),
 		TasksInFlight: roundTo(model.LittleConcurrency(m.lambda, t.mean), 4), CallsInFlightP95: t.callsInFlight95(c),
 	}
@@ -366,6 +400,16 @@ func (t *taskModel) firstCallWait(w model.Wait) model.Wait {
 // average: a request's use, or for an agent task a task's spread over
 // its E[n] calls, so that pacing paces calls.
 func (m *classModel) callUse(d scenario.Dimension) float64 { return m.use[d] / m.callsPer() }
+
+// cachedFraction is the share of the class's input read from the prompt
+// cache, as its key counts it: cached_input_fraction, or for an
+// accumulating agent task with a prefix cache E[Σ cached_i]/E[Σ in_i].
+func (m *classModel) cachedFraction() float64 {
+	if t := m.task; t != nil && t.law.Cache != nil && t.in > 0 {
+		return t.cached / t.in
+	}
+	return m.spec.CachedInputFraction
+}
 
 // callsPer is the mean calls of what the class's pool holds: E[n] for an
 // agent task, 1 for a request.

@@ -65,6 +65,7 @@ type ClassCheck struct {
 	Completed        int       `json:"completed"`
 	TTFTP95Ms        *Estimate `json:"ttft_p95_ms" doc:"Queue wait, retries and time to first token; null when nothing completed."`
 	E2EP95Ms         *Estimate `json:"e2e_p95_ms"`
+	TPOTP95Ms        *Estimate `json:"tpot_p95_ms,omitempty" doc:"Time per output token after the first, (E2E − TTFT)/(out − 1), of the requests (an agent task's calls) with at least two output tokens; absent when none completed."`
 	QueueWaitP95Ms   *Estimate `json:"queue_wait_p95_ms"`
 	RateLimitedShare float64   `json:"rate_limited_share" doc:"Share of sends answered 429."`
 	Shed             int       `json:"shed"`
@@ -142,8 +143,9 @@ type ClassPlan struct {
 	Warnings          []string    `json:"warnings"`
 
 	// PromptCache is what the prompt cache does for the class, when it
-	// reads some of its input from it (cached_input_fraction).
-	PromptCache *PromptCache `json:"prompt_cache,omitempty" doc:"The prompt cache's effect: TTFT p95 and the use of the key with the class's cached_input_fraction and without it; absent when the class reads nothing from the cache."`
+	// reads some of its input from it (cached_input_fraction, or an
+	// accumulating agent task's earlier context with latency.cache).
+	PromptCache *PromptCache `json:"prompt_cache,omitempty" doc:"The prompt cache's effect: TTFT p95 and the use of the key with the class's cached input (cached_input_fraction, or an accumulating agent task's earlier context with latency.cache) and without it; absent when the class reads nothing from the cache."`
 }
 
 // PromptCache is the prompt cache's effect on a class (docs/concepts.md,
@@ -152,7 +154,7 @@ type ClassPlan struct {
 // input cached (every token prefilled and counted), the pool, demand and
 // pacing wait being the same.
 type PromptCache struct {
-	CachedInputFraction   float64            `json:"cached_input_fraction"`
+	CachedInputFraction   float64            `json:"cached_input_fraction" doc:"The share of the input read from the cache: cached_input_fraction, or for an accumulating agent task with latency.cache a task's cached input tokens over its input tokens."`
 	TTFTP95Ms             *float64           `json:"ttft_p95_ms" doc:"As predicted: prefill on the uncached input only; null when the queue would grow without bound."`
 	TTFTP95MsWithoutCache *float64           `json:"ttft_p95_ms_without_cache" doc:"The same pool and demand with every input token prefilled."`
 	UsePerRequest         map[string]float64 `json:"use_per_request" doc:"What one request (for a class with task, one task) counts against each limit of the key, cache reads counted where the key counts them."`

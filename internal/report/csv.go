@@ -118,7 +118,7 @@ func csvValue(v any) string {
 // simulationCSVHeader are the columns of WriteSimulationCSV.
 var simulationCSVHeader = []string{"class", "pool", "requests", "completed", "throughput_rps", "planned_rps", "goodput_rps",
 	"shed", "rate_limited", "retries", "gave_up", "queue_wait_p95_ms", "ttft_p95_ms", "planned_ttft_p95_ms",
-	"e2e_p95_ms", "planned_e2e_p95_ms", "holds"}
+	"e2e_p95_ms", "planned_e2e_p95_ms", "tpot_p95_ms", "holds"}
 
 // WriteSimulationCSV writes a simulation as CSV, one row per class: the
 // simulated figures beside the plan's, as the table has them, with the
@@ -131,7 +131,7 @@ func WriteSimulationCSV(w io.Writer, r *simulate.Simulation) error {
 			CSVNumber(s.ThroughputRPS), CSVNumber(c.VsPlan.ExpectedRPS), CSVNumber(s.GoodputRPS),
 			strconv.Itoa(s.Shed), strconv.Itoa(s.RateLimited), strconv.Itoa(s.Retries), strconv.Itoa(s.GaveUp),
 			CSVNumber(s.QueueWaitP95Ms), csvOptional(s.TTFTP95Ms), csvOptional(c.Predicted.TTFTP95Ms),
-			csvOptional(s.E2EP95Ms), csvOptional(c.Predicted.E2EP95Ms), strconv.FormatBool(c.Verdict.Holds)})
+			csvOptional(s.E2EP95Ms), csvOptional(c.Predicted.E2EP95Ms), csvOptional(s.TPOTP95Ms), strconv.FormatBool(c.Verdict.Holds)})
 	}
 	return WriteCSV(w, simulationCSVHeader, rows)
 }

@@ -132,11 +132,19 @@ func classFacts(c simulate.ClassRun) string {
 	if c.Predicted.QueueWaitMeanMs != nil {
 		planWait = fmt.Sprintf(" (plan %s ms)", fmtNum(*c.Predicted.QueueWaitMeanMs))
 	}
+	tpot := ""
+	if s.TPOTP50Ms != nil && s.TPOTP95Ms != nil {
+		tpotCI := ""
+		if s.TPOTP95CI95Ms != nil {
+			tpotCI = " ± " + fmtNum(*s.TPOTP95CI95Ms)
+		}
+		tpot = fmt.Sprintf("; TPOT p50 %s ms, p95 %s%s ms", fmtNum(*s.TPOTP50Ms), fmtNum(*s.TPOTP95Ms), tpotCI)
+	}
 	n := func(v int) string { return fmtNum(float64(v)) }
-	return fmt.Sprintf("%s arrivals, pool %d (mean %s): %s requests, %s completed; offered %s req/s, throughput %s, goodput %s; queue wait mean %s%s ms%s, p95 %s ms; %s 429s, %s retries, %s gave up, %s shed, %s waiting at the end.",
+	return fmt.Sprintf("%s arrivals, pool %d (mean %s): %s requests, %s completed; offered %s req/s, throughput %s, goodput %s; queue wait mean %s%s ms%s, p95 %s ms%s; %s 429s, %s retries, %s gave up, %s shed, %s waiting at the end.",
 		strings.ReplaceAll(c.Arrivals, "_", " "), c.Pool, fmtNum(s.PoolMean), n(s.Requests), n(s.Completed),
 		fmtNum(s.OfferedRPS), fmtNum(s.ThroughputRPS), fmtNum(s.GoodputRPS), fmtNum(s.QueueWaitMeanMs), ci, planWait,
-		fmtNum(s.QueueWaitP95Ms), n(s.RateLimited), n(s.Retries), n(s.GaveUp), n(s.Shed), n(s.Backlog))
+		fmtNum(s.QueueWaitP95Ms), tpot, n(s.RateLimited), n(s.Retries), n(s.GaveUp), n(s.Shed), n(s.Backlog))
 }
 
 // keyFacts are a key's use and 429s in one sentence.

@@ -95,15 +95,33 @@ type Latency struct {
 	Knee           *int          `json:"knee,omitempty" minimum:"1" maximum:"100000" doc:"Measured knee concurrency."`
 	KneeLowerBound bool          `json:"knee_lower_bound,omitempty" doc:"The knee is a lower bound: the probe never reached it (every step passed, or it stopped before a step failed). A plan holds pools to it, but never names it as a limit to add serving capacity for: it says to probe further."`
 	KneeRefined    *int          `json:"knee_refined,omitempty" minimum:"1" maximum:"100000" doc:"Where a probe's refinement placed the knee between two measured steps (planner probe --search); when given, the plan's knee budget uses it instead of knee."`
-	Cache          *CacheProfile `json:"cache,omitempty" doc:"What the endpoint's prompt cache does, as a probe measured it (planner probe --cache or --conversation-calls)."`
+	Cache          *CacheProfile `json:"cache,omitempty" doc:"What the endpoint's prompt cache does, as a probe measured it (planner probe --cache or --conversation-calls) or as set: with it, an accumulating agent task's calls read their earlier context from the cache."`
 }
 
 // CacheProfile is what an endpoint's prompt cache does to a prompt whose
 // start an earlier request already sent, as the probe measures it
 // (docs/probe.md, "Prefill and the prompt cache").
 type CacheProfile struct {
-	HitRate           float64 `json:"hit_rate,omitempty" minimum:"0" maximum:"1" doc:"Share of a repeated prefix that the endpoint served from its cache (usage.prompt_tokens_details.cached_tokens over the prefix's tokens)."`
+	HitRate           float64 `json:"hit_rate,omitempty" minimum:"0" maximum:"1" doc:"Share of a repeated prefix that the endpoint served from its cache (usage.prompt_tokens_details.cached_tokens over the prefix's tokens): the share of each accumulating agent task call's earlier context that the plan and the simulation read from the cache, 1 without it."`
 	TTFTSavingMsPer1K float64 `json:"ttft_saving_ms_per_1k,omitempty" minimum:"0" maximum:"1e6" doc:"TTFT saved per 1,000 cached input tokens, milliseconds; about prefill_ms_per_1k_tokens when a cached token costs no prefill."`
+	// MinPrefixTokens is the shortest prefix the endpoint caches: an
+	// accumulating agent task's call whose earlier context is shorter
+	// reads nothing from the cache (docs/concepts.md, "The prompt cache
+	// of an agent task").
+	MinPrefixTokens float64 `json:"min_prefix_tokens,omitempty" minimum:"0" maximum:"10000000" doc:"The shortest prefix the endpoint caches, tokens: an accumulating agent task's call whose earlier context is shorter reads none of it from the cache. OpenAI: 1,024 tokens; Anthropic: 1,024 (2,048 for its Haiku models). Without it any prefix is cached."`
+}
+
+// DefaultCacheHitRate is the share of an accumulating agent task's earlier
+// context that the cache serves when latency.cache gives no hit_rate.
+const DefaultCacheHitRate = 1.0
+
+// Rate is the share of a cached prefix the cache serves: hit_rate when
+// given, else DefaultCacheHitRate.
+func (c CacheProfile) Rate() float64 {
+	if c.HitRate > 0 {
+		return c.HitRate
+	}
+	return DefaultCacheHitRate
 }
 
 // IsZero reports whether no profile is given.

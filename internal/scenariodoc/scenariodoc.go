@@ -79,8 +79,11 @@ var notes = map[string]string{
 	"DemandWindow": "A window of simulated time in which the class's rate is multiplied by `factor`; planner simulate " +
 		"and POST /v1/simulations follow the profile, and a plan is sized at its largest factor (above 1), with a " +
 		"warning that says so.",
-	"CacheProfile": "What the endpoint's prompt cache does, as `planner probe --cache` (both fields) or " +
-		"`--conversation-calls` (the hit rate) measures it, in the probe's prefill.yaml.",
+	"CacheProfile": "What the endpoint's prompt cache does, as `planner probe --cache` (the hit rate and the saving) or " +
+		"`--conversation-calls` (the hit rate) measures it, in the probe's prefill.yaml, or as set by hand. With it, " +
+		"each call of an accumulating agent task reads its earlier context from the cache: `hit_rate` (1 without it) " +
+		"of the previous call's input and output, when that prefix has at least `min_prefix_tokens`; " +
+		"how is in [concepts.md](concepts.md#the-prompt-cache-of-an-agent-task).",
 	"Schedule": "The hours of every day, in UTC, that the class runs: from `start_hour` for `hours`, past midnight " +
 		"when it ends after 24:00. A batch's `within_hours` must fit in `hours`. The plan lists the windows of the " +
 		"day with the classes active in each and plans each window apart: classes that never run at the same time " +

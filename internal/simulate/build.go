@@ -111,6 +111,11 @@ func (c *client) result() ClassRun {
 	if hw, ok := sectionHalfWidth(&st.latency, e2eOf, 0.95); ok {
 		sm.E2EP95CI95Ms = msPtr(hw)
 	}
+	tpot := quantiles(st.tpot.all(), wait, 0.5, 0.95, 0.99)
+	sm.TPOTP50Ms, sm.TPOTP95Ms, sm.TPOTP99Ms = msPtr(tpot[0]), msPtr(tpot[1]), msPtr(tpot[2])
+	if hw, ok := sectionHalfWidth(&st.tpot, wait, 0.95); ok {
+		sm.TPOTP95CI95Ms = msPtr(hw)
+	}
 	c.atPercentile(&sm)
 	var poolTime float64
 	for _, v := range st.window.sum {

@@ -13,6 +13,7 @@ import (
 type request struct {
 	arrival      float64
 	in, out      float64 // tokens, as the plan draws them
+	cached       float64 // input tokens read from an agent task's prefix cache
 	zTTFT, zTPOT float64 // standard normal draws of its latency
 	charge       charge  // counted at each admission
 	attempts     int
@@ -74,6 +75,9 @@ type stats struct {
 	active, queued, window                                    level
 	limitedIv, shedIv, doneIv                                 []int
 	callTTFT                                                  reservoir[float64] // an agent task's calls
+	// tpot is the TPOT of each request, or each call of an agent task,
+	// with two output tokens or more: (E2E − TTFT)/(out − 1).
+	tpot reservoir[float64]
 }
 
 // sent records a request's wait for its first send, at time now.
@@ -111,6 +115,7 @@ func newClient(s *sim, i int, spec scenario.Class, cp *plan.ClassPlan, w plan.Wo
 		waits:       reservoir[float64]{cap: s.opts.Samples, rng: samples, hint: s.opts.Samples},
 		latency:     reservoir[[2]float64]{cap: s.opts.Samples, rng: samples, hint: s.opts.Samples},
 		callTTFT:    reservoir[float64]{cap: s.opts.Samples, rng: samples, hint: s.opts.Samples},
+		tpot:        reservoir[float64]{cap: s.opts.Samples, rng: rand.New(stream(seed, i, streamTPOT)), hint: s.opts.Samples},
 		waitBatches: newBatchMeans(s.end),
 		active:      level{sum: make([]float64, n)},
 		queued:      level{sum: make([]float64, n)},
@@ -300,7 +305,7 @@ func (c *client) send(r *request) {
 	r.admitIv = iv
 	c.ep.inFlight++
 	svc := c.w.At(c.ep.inFlight)
-	ttft := svc.TTFT.Sample(r.zTTFT) + svc.Prefill*r.in
+	ttft := svc.TTFT.Sample(r.zTTFT) + c.prefill(svc, r)
 	total := ttft + svc.TPOT.Sample(r.zTPOT)*(r.out-1)
 	r.ttftAt = now + ttft
 	c.st.active.set(s.grid, now, c.st.active.v+1)
@@ -362,6 +367,9 @@ func (c *client) done(r *request) {
 	c.key.settle(now, r.sentAt, counted, refund, r.admitIv, iv)
 	if c.pacer != nil {
 		c.pacer.settle(c.key.q.Completion(r.out, float64(c.spec.MaxTokens)))
+	}
+	if r.out >= 2 {
+		c.st.tpot.add((now-r.ttftAt)/(r.out-1), c.st.waitBatches.section(now))
 	}
 	if r.task != nil {
 		c.callDone(r)

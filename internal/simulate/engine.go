@@ -347,6 +347,7 @@ func newSim(ctx context.Context, sc scenario.Scenario, p *plan.Plan, ws []plan.W
 			// Each call of a task waits for its send and has a TTFT.
 			c.st.waits.hint = int(n*1.1) + 16
 			c.st.callTTFT.hint = c.st.waits.hint
+			c.st.tpot.hint = c.st.waits.hint
 		}
 	}
 	byName := map[string]*client{}
@@ -375,7 +376,7 @@ func newSim(ctx context.Context, sc scenario.Scenario, p *plan.Plan, ws []plan.W
 
 // The random streams of a class: one for arrival times, one for the
 // requests (token counts and latency draws), one for retry jitter, one for
-// the latency reservoir. Separate streams keep the arrivals and requests
+// the latency reservoirs and one for the TPOT reservoir. Separate streams keep the arrivals and requests
 // of a class the same whether pacing, AIMD or retries change, so that two
 // runs compare like with like (common random numbers).
 const (
@@ -383,6 +384,7 @@ const (
 	streamRequests
 	streamJitter
 	streamSamples
+	streamTPOT
 )
 
 // stream is the PCG generator of one stream of class i.

@@ -4,10 +4,11 @@ import (
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
-// atPercentile adds to a class's simulated figures its TTFT and E2E at the
-// percentile its SLO names, when it names one, with their intervals, from
-// the same reservoirs of completed requests as the p50, p95 and p99: for
-// an agent task, TTFT from its calls' and E2E from the whole tasks'.
+// atPercentile adds to a class's simulated figures its TTFT, E2E and TPOT
+// at the percentile its SLO names, when it names one, with their
+// intervals, from the same reservoirs of completed requests as the p50,
+// p95 and p99: for an agent task, TTFT and TPOT from its calls' and E2E
+// from the whole tasks'.
 func (c *client) atPercentile(sm *Simulated) {
 	slo := c.spec.SLO
 	if slo == nil || slo.Percentile <= 0 {
@@ -32,14 +33,20 @@ func (c *client) atPercentile(sm *Simulated) {
 	if hw, ok := sectionHalfWidth(&c.st.latency, e2eOf, p/100); ok {
 		sm.E2ECI95MsAtPercentile = msPtr(hw)
 	}
+	self := func(v float64) float64 { return v }
+	sm.TPOTMsAtPercentile = msPtr(quantiles(c.st.tpot.all(), self, p/100)[0])
+	if hw, ok := sectionHalfWidth(&c.st.tpot, self, p/100); ok {
+		sm.TPOTCI95MsAtPercentile = msPtr(hw)
+	}
 }
 
 // Target is one latency target of a class's SLO beside the value it is
 // held to: the value at the percentile the SLO binds (slo.percentile, else
 // the p95), TTFT for ttft_ms, E2E for e2e_ms and, for an agent task, the
-// whole task's E2E for task_e2e_ms (docs/simulate.md, "Verdict").
+// whole task's E2E for task_e2e_ms, and TPOT for tpot_ms (each request's,
+// or each call's of an agent task; docs/simulate.md, "Verdict").
 type Target struct {
-	Name   string   // TTFT, E2E or task E2E
+	Name   string   // TTFT, E2E, task E2E or TPOT
 	Metric string   // the field of Simulated that holds Got
 	At     string   // the percentile: p95, p99
 	Bound  float64  // the target, milliseconds
@@ -54,17 +61,19 @@ func Targets(slo *scenario.SLO, sm Simulated) []Target {
 		return nil
 	}
 	at, ttft, e2e := "p95", Target{Metric: "ttft_p95_ms", Got: sm.TTFTP95Ms, CI95: sm.TTFTP95CI95Ms}, Target{Metric: "e2e_p95_ms", Got: sm.E2EP95Ms, CI95: sm.E2EP95CI95Ms}
+	tpot := Target{Metric: "tpot_p95_ms", Got: sm.TPOTP95Ms, CI95: sm.TPOTP95CI95Ms}
 	if sm.Percentile != nil {
 		at = "p" + num(*sm.Percentile)
 		ttft = Target{Metric: "ttft_ms_at_percentile", Got: sm.TTFTMsAtPercentile, CI95: sm.TTFTCI95MsAtPercentile}
 		e2e = Target{Metric: "e2e_ms_at_percentile", Got: sm.E2EMsAtPercentile, CI95: sm.E2ECI95MsAtPercentile}
+		tpot = Target{Metric: "tpot_ms_at_percentile", Got: sm.TPOTMsAtPercentile, CI95: sm.TPOTCI95MsAtPercentile}
 	}
 	var out []Target
 	for _, t := range []struct {
 		name  string
 		bound float64
 		v     Target
-	}{{"TTFT", slo.TTFT(), ttft}, {"E2E", slo.E2E(), e2e}, {"task E2E", slo.TaskE2E(), e2e}} {
+	}{{"TTFT", slo.TTFT(), ttft}, {"E2E", slo.E2E(), e2e}, {"task E2E", slo.TaskE2E(), e2e}, {"TPOT", slo.TPOT(), tpot}} {
 		if t.bound > 0 {
 			v := t.v
 			v.Name, v.At, v.Bound = t.name, at, t.bound

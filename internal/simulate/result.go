@@ -83,6 +83,10 @@ type Simulated struct {
 	E2EP95Ms            *float64 `json:"e2e_p95_ms"`
 	E2EP95CI95Ms        *float64 `json:"e2e_p95_ci95_ms" doc:"Half-width of the 95 % confidence interval of the E2E p95, by sectioning as queue_wait_p95_ci95_ms."`
 	E2EP99Ms            *float64 `json:"e2e_p99_ms"`
+	TPOTP50Ms           *float64 `json:"tpot_p50_ms" doc:"Time per output token after the first, (E2E − TTFT)/(out − 1), of each request (each call of an agent task) with at least two output tokens; null when none completed."`
+	TPOTP95Ms           *float64 `json:"tpot_p95_ms"`
+	TPOTP95CI95Ms       *float64 `json:"tpot_p95_ci95_ms" doc:"Half-width of the 95 % confidence interval of the TPOT p95, by sectioning as queue_wait_p95_ci95_ms."`
+	TPOTP99Ms           *float64 `json:"tpot_p99_ms"`
 	PoolMean            float64  `json:"pool_mean" doc:"Time-average of the pool: the plan's pool, or the AIMD window when adapting."`
 
 	// The values at the percentile the class's SLO names, when it names
@@ -92,6 +96,8 @@ type Simulated struct {
 	E2EMsAtPercentile      *float64 `json:"e2e_ms_at_percentile,omitempty" doc:"E2E at the SLO's percentile: from arrival to the last token."`
 	TTFTCI95MsAtPercentile *float64 `json:"ttft_ci95_ms_at_percentile,omitempty" doc:"Half-width of the 95 % confidence interval of ttft_ms_at_percentile, by sectioning as queue_wait_p95_ci95_ms."`
 	E2ECI95MsAtPercentile  *float64 `json:"e2e_ci95_ms_at_percentile,omitempty" doc:"Half-width of the 95 % confidence interval of e2e_ms_at_percentile, by sectioning as queue_wait_p95_ci95_ms."`
+	TPOTMsAtPercentile     *float64 `json:"tpot_ms_at_percentile,omitempty" doc:"TPOT at the SLO's percentile: (E2E − TTFT)/(out − 1) of each request (each call of an agent task) with at least two output tokens."`
+	TPOTCI95MsAtPercentile *float64 `json:"tpot_ci95_ms_at_percentile,omitempty" doc:"Half-width of the 95 % confidence interval of tpot_ms_at_percentile, by sectioning as queue_wait_p95_ci95_ms."`
 }
 
 // VsPlan compares the run with the plan: the rate the plan expects the class

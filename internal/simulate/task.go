@@ -1,6 +1,9 @@
 package simulate
 
-import "github.com/plannerdev/planner/internal/plan"
+import (
+	"github.com/plannerdev/planner/internal/model"
+	"github.com/plannerdev/planner/internal/plan"
+)
 
 // taskRun is the state of one agent task (docs/simulate.md, "Agent
 // tasks"): the request that carries it is its current call, and the task
@@ -11,12 +14,26 @@ type taskRun struct {
 	arrival     float64 // the task's arrival
 	first       float64 // the first call's input tokens
 	carried     float64 // earlier outputs and tool results, with accumulate
+	prefix      float64 // the last call's input and output: what a prefix cache can serve
 	firstTTFT   float64 // the first call's TTFT, from the task's arrival
 }
 
 // startTask makes a new request the first call of a task.
 func (c *client) startTask(r *request) {
 	r.task = &taskRun{calls: plan.TaskCalls(c.w.Task.Calls.Sample(c.reqRNG.NormFloat64())), call: 1, arrival: r.arrival, first: r.in}
+	if pc := c.w.Task.Cache; pc != nil {
+		r.cached = pc.Cached(r.in, 0)
+	}
+}
+
+// prefill is a request's prefill at service time svc: the slope on its
+// input, or for a call of an agent task with a prefix cache its input
+// less what the cache serves (plan.PrefixCache).
+func (c *client) prefill(svc *model.Service, r *request) float64 {
+	if r.task != nil && c.w.Task.Cache != nil {
+		return c.w.Task.Cache.PrefillS(r.in, r.cached)
+	}
+	return svc.Prefill * r.in
 }
 
 // callDone ends a call of a task at its last token (the key has settled
@@ -30,6 +47,7 @@ func (c *client) callDone(r *request) {
 		t.firstTTFT = ttft
 	}
 	c.st.callTTFT.add(ttft, c.st.waitBatches.section(c.s.now))
+	t.prefix = r.in + r.out
 	if c.w.Task.Accumulate {
 		t.carried += r.out + c.w.Task.Result.Sample(c.reqRNG.NormFloat64())
 	}
@@ -63,7 +81,15 @@ func (c *client) toolDone(r *request) {
 	}
 	r.in, r.out = in, c.base.Out.Sample(g.NormFloat64())
 	r.zTTFT, r.zTPOT = g.NormFloat64(), g.NormFloat64()
-	r.charge = c.key.q.Admission(r.in, float64(c.spec.MaxTokens), c.spec.CachedInputFraction)
+	cachedFraction := c.spec.CachedInputFraction
+	if pc := c.w.Task.Cache; pc != nil {
+		r.cached = pc.Cached(r.in, t.prefix)
+		cachedFraction = 0
+		if r.in > 0 {
+			cachedFraction = r.cached / r.in
+		}
+	}
+	r.charge = c.key.q.Admission(r.in, float64(c.spec.MaxTokens), cachedFraction)
 	r.arrival, r.attempts = s.now, 0
 	c.resend = append(c.resend, r)
 	c.dispatch()

@@ -51,14 +51,54 @@ func TestTaskPredictionsAgainstTheSimulation(t *testing.T) {
 		t.Skip("simulates 24 agent task classes")
 	}
 	r := rand.New(rand.NewPCG(22, 14))
-	for k := range 24 {
+	scs := make([]scenario.Scenario, 24)
+	for k := range scs {
+		scs[k] = taskScenario(r)
+	}
+	predictionsAgainstTheSimulation(t, scs, false)
+}
+
+// The same on 20 accumulating agent task classes whose endpoint has a
+// prompt cache: a hit rate of 0.5 to 1 (or none given, 1), a minimum
+// prefix of 0 to 4,000 tokens, a prefill slope of 10 to 60 ms per 1,000
+// tokens and, for some, a measured saving per cached token below it.
+func TestCachedTaskPredictionsAgainstTheSimulation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates 20 agent task classes")
+	}
+	r := rand.New(rand.NewPCG(22, 15))
+	scs := make([]scenario.Scenario, 20)
+	for k := range scs {
 		sc := taskScenario(r)
+		sc.Classes[0].Task.Context = scenario.ContextAccumulate
+		sc.Latency.PrefillMsPer1K = math.Round(10 + 50*r.Float64())
+		c := &scenario.CacheProfile{MinPrefixTokens: math.Round(4000 * r.Float64())}
+		if r.IntN(3) > 0 {
+			c.HitRate = math.Round(50+50*r.Float64()) / 100
+		}
+		if r.IntN(3) == 0 {
+			c.TTFTSavingMsPer1K = math.Round(sc.Latency.PrefillMsPer1K * (0.5 + 0.5*r.Float64()))
+		}
+		sc.Latency.Cache = c
+		scs[k] = sc
+	}
+	predictionsAgainstTheSimulation(t, scs, true)
+}
+
+// predictionsAgainstTheSimulation holds each scenario's plan to its
+// simulation; cached says each one's tasks read some of their input
+// from the prompt cache.
+func predictionsAgainstTheSimulation(t *testing.T, scs []scenario.Scenario, cached bool) {
+	for k, sc := range scs {
 		t.Run(fmt.Sprint(k), func(t *testing.T) {
 			p, err := engine.Plan(context.Background(), sc)
 			if err != nil {
 				t.Fatal(err)
 			}
 			task := p.Classes[0].Task
+			if cached && (task.CachedTokens <= 0 || p.Classes[0].PromptCache == nil) {
+				t.Fatalf("nothing cached: task %+v", task)
+			}
 			lambda := sc.Classes[0].Demand.RPS
 			sc.Policy.MaxPool = int(math.Ceil(lambda * task.TimeMs / 1000 / 0.75))
 			// About 4,000 tasks.
