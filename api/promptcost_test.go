@@ -26,7 +26,7 @@ func TestProbeCacheComparison(t *testing.T) {
 	if p.Status != "succeeded" || p.Cache == nil || p.Cache.Repeated != 5 || p.Cache.Fresh != 5 || p.Mode != "cache" {
 		t.Fatalf("probe %s (%s), cache %+v, mode %q", p.Status, p.Error, p.Cache, p.Mode)
 	}
-	if p.Latency == nil || p.Latency.Cache == nil || p.Latency.Cache.HitRate != p.Cache.HitRate || len(p.Latency.Curve) != 0 {
+	if p.Latency == nil || p.Latency.Cache == nil || p.Latency.Cache.HitRate == nil || *p.Latency.Cache.HitRate != p.Cache.HitRate || len(p.Latency.Curve) != 0 {
 		t.Errorf("latency %+v, want the cache keys and no curve", p.Latency)
 	}
 	if p.SLO == nil || p.SLO.TTFTMs != 5000 || len(p.Steps) != 1 || p.Steps[0].SLO == nil {

@@ -278,12 +278,15 @@ func PromptLatency(r measure.Result) (l scenario.Latency, ok bool) {
 	var c scenario.CacheProfile
 	switch {
 	case r.Cache != nil:
-		c.HitRate = r.Cache.HitRate
+		if h := r.Cache.HitRate; h > 0 {
+			c.HitRate = &h
+		}
 		if s := r.Cache.SavingMsPer1K; s != nil && *s > 0 {
 			c.TTFTSavingMsPer1K = *s
 		}
-	case r.Conversation != nil && r.Conversation.HitRate != nil:
-		c.HitRate = *r.Conversation.HitRate
+	case r.Conversation != nil && r.Conversation.HitRate != nil && *r.Conversation.HitRate > 0:
+		h := *r.Conversation.HitRate
+		c.HitRate = &h
 	}
 	if c != (scenario.CacheProfile{}) {
 		l.Cache = &c

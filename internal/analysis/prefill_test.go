@@ -187,7 +187,7 @@ classes:
 		t.Fatalf("%v in\n%s", err, doc)
 	}
 	l := sc.Latency
-	if l.PrefillMsPer1K != 20.25 || l.Cache == nil || l.Cache.HitRate != 0.9677 || l.Cache.TTFTSavingMsPer1K != 19.5 || l.Knee == nil || len(l.Curve) != 1 {
+	if l.PrefillMsPer1K != 20.25 || l.Cache == nil || l.Cache.HitRate == nil || *l.Cache.HitRate != 0.9677 || l.Cache.TTFTSavingMsPer1K != 19.5 || l.Knee == nil || len(l.Curve) != 1 {
 		t.Errorf("latency %+v (cache %+v)", l, l.Cache)
 	}
 }

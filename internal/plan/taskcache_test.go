@@ -69,13 +69,26 @@ func TestTaskPrefixBelowTheMinimumCachesNothing(t *testing.T) {
 	}
 }
 
+// TestTaskPrefixCacheHitRateZeroCachesNothing: a hit rate of 0 given
+// is a cache that serves nothing, not the default of 1.
+func TestTaskPrefixCacheHitRateZeroCachesNothing(t *testing.T) {
+	cp := mustPlan(t, cachedTaskScenario(scenario.CacheProfile{HitRate: new(0.0)})).Classes[0]
+	if tk := cp.Task; tk.CachedTokens != 0 || tk.CallTimeMs != 10700 || cp.PromptCache != nil {
+		t.Fatalf("task %+v, prompt cache %+v: want nothing cached", tk, cp.PromptCache)
+	}
+	sc, err := scenario.Parse([]byte("latency: {ttft_ms: {p50: 100, p95: 200}, tpot_ms: {p50: 10, p95: 20}, cache: {hit_rate: 0}}\nquotas: [{name: k, rpm: 60}]\nclasses: [{name: c, quota: k, mode: interactive, demand: {rps: 1}, input_tokens: {p50: 10, p95: 20}, output_tokens: {p50: 1, p95: 2}}]\n"))
+	if err != nil || sc.Latency.Cache == nil || sc.Latency.Cache.Rate() != 0 {
+		t.Fatalf("hit_rate: 0 reads as %+v (%v)", sc.Latency.Cache, err)
+	}
+}
+
 // TestTaskPrefixCacheHitRateAndSaving: a measured hit rate of 0.5 caches
 // half of each prefix, 550.5 + 800.5 + 1,050.5 = 2,401.5 tokens, and a
 // measured saving of 50 ms per 1,000 cached tokens takes that off the
 // prefill: calls 2 to 4 prefill 150 − 27.525, 200 − 40.025 and
 // 250 − 52.525 ms, so Σ S = 10 + 0.1 + 0.479925 = 10.579925 s.
 func TestTaskPrefixCacheHitRateAndSaving(t *testing.T) {
-	cp := mustPlan(t, cachedTaskScenario(scenario.CacheProfile{HitRate: 0.5, TTFTSavingMsPer1K: 50})).Classes[0]
+	cp := mustPlan(t, cachedTaskScenario(scenario.CacheProfile{HitRate: new(0.5), TTFTSavingMsPer1K: 50})).Classes[0]
 	if tk := cp.Task; tk.CachedTokens != 2401.5 || tk.CallTimeMs != ms(10.579925) {
 		t.Fatalf("task %+v, want 2,401.5 cached and %v ms in calls", tk, ms(10.579925))
 	}

@@ -123,7 +123,7 @@ func TestCacheComparisonMeasuresTheSaving(t *testing.T) {
 			t.Errorf("requests.csv gives %+v, %v; the run said %+v", again, err, c)
 		}
 		lat := promptLatency(t, dir)
-		if lat.Cache == nil || lat.Cache.HitRate != c.HitRate || lat.Cache.TTFTSavingMsPer1K != *c.SavingMsPer1K {
+		if lat.Cache == nil || lat.Cache.HitRate == nil || *lat.Cache.HitRate != c.HitRate || lat.Cache.TTFTSavingMsPer1K != *c.SavingMsPer1K {
 			t.Errorf("prefill.yaml gives %+v, want the hit rate and saving measured", lat.Cache)
 		}
 	})
@@ -205,7 +205,7 @@ func TestConversationReplaysGrowingContext(t *testing.T) {
 		if err != nil || again.TaskP95Ms != cs.TaskP95Ms || *again.HitRate != *cs.HitRate {
 			t.Errorf("requests.csv gives %+v, %v; the run said %+v", again, err, cs)
 		}
-		if lat := promptLatency(t, dir); lat.Cache == nil || lat.Cache.HitRate != *cs.HitRate {
+		if lat := promptLatency(t, dir); lat.Cache == nil || lat.Cache.HitRate == nil || *lat.Cache.HitRate != *cs.HitRate {
 			t.Errorf("prefill.yaml gives %+v", lat)
 		}
 	})

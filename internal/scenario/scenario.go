@@ -102,8 +102,8 @@ type Latency struct {
 // start an earlier request already sent, as the probe measures it
 // (docs/probe.md, "Prefill and the prompt cache").
 type CacheProfile struct {
-	HitRate           float64 `json:"hit_rate,omitempty" minimum:"0" maximum:"1" doc:"Share of a repeated prefix that the endpoint served from its cache (usage.prompt_tokens_details.cached_tokens over the prefix's tokens): the share of each accumulating agent task call's earlier context that the plan and the simulation read from the cache, 1 without it."`
-	TTFTSavingMsPer1K float64 `json:"ttft_saving_ms_per_1k,omitempty" minimum:"0" maximum:"1e6" doc:"TTFT saved per 1,000 cached input tokens, milliseconds; about prefill_ms_per_1k_tokens when a cached token costs no prefill."`
+	HitRate           *float64 `json:"hit_rate,omitempty" minimum:"0" maximum:"1" doc:"Share of a repeated prefix that the endpoint served from its cache (usage.prompt_tokens_details.cached_tokens over the prefix's tokens): the share of each accumulating agent task call's earlier context that the plan and the simulation read from the cache, 1 without it."`
+	TTFTSavingMsPer1K float64  `json:"ttft_saving_ms_per_1k,omitempty" minimum:"0" maximum:"1e6" doc:"TTFT saved per 1,000 cached input tokens, milliseconds; about prefill_ms_per_1k_tokens when a cached token costs no prefill."`
 	// MinPrefixTokens is the shortest prefix the endpoint caches: an
 	// accumulating agent task's call whose earlier context is shorter
 	// reads nothing from the cache (docs/concepts.md, "The prompt cache
@@ -116,10 +116,10 @@ type CacheProfile struct {
 const DefaultCacheHitRate = 1.0
 
 // Rate is the share of a cached prefix the cache serves: hit_rate when
-// given, else DefaultCacheHitRate.
+// given (0 too: a cache that serves nothing), else DefaultCacheHitRate.
 func (c CacheProfile) Rate() float64 {
-	if c.HitRate > 0 {
-		return c.HitRate
+	if c.HitRate != nil {
+		return *c.HitRate
 	}
 	return DefaultCacheHitRate
 }

@@ -74,7 +74,7 @@ func TestCachedTaskPredictionsAgainstTheSimulation(t *testing.T) {
 		sc.Latency.PrefillMsPer1K = math.Round(10 + 50*r.Float64())
 		c := &scenario.CacheProfile{MinPrefixTokens: math.Round(4000 * r.Float64())}
 		if r.IntN(3) > 0 {
-			c.HitRate = math.Round(50+50*r.Float64()) / 100
+			c.HitRate = new(math.Round(50+50*r.Float64()) / 100)
 		}
 		if r.IntN(3) == 0 {
 			c.TTFTSavingMsPer1K = math.Round(sc.Latency.PrefillMsPer1K * (0.5 + 0.5*r.Float64()))
