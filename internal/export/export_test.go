@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -556,4 +557,41 @@ func humanizeDuration(v float64) string {
 		return fmt.Sprintf("%.4gs", v)
 	}
 	return fmt.Sprintf("%dm %ds", int64(v)/60, int64(v)%60)
+}
+
+// TestLiteLLMCarriesEverySLOForm: each deployment's model_info.slo holds
+// every target its class gives and the percentile they bind; a class
+// without an SLO has none.
+func TestLiteLLMCarriesEverySLOForm(t *testing.T) {
+	sc := parse(t, everyForm)
+	var cfg struct {
+		ModelList []struct {
+			ModelName string `yaml:"model_name"`
+			ModelInfo struct {
+				SLO map[string]float64 `yaml:"slo"`
+			} `yaml:"model_info"`
+		} `yaml:"model_list"`
+	}
+	if err := yaml.Unmarshal(render(t, ToLiteLLM, sc, planOf(t, sc), Options{}), &cfg); err != nil || len(cfg.ModelList) != 2 {
+		t.Fatalf("%v: %+v", err, cfg)
+	}
+	want := map[string]map[string]float64{
+		"chat":  {"ttft_ms": 2500, "e2e_ms": 20000, "tpot_ms": 60, "percentile": 99},
+		"coder": {"ttft_ms": 3000, "tpot_ms": 60, "task_e2e_ms": 90000, "percentile": 99},
+	}
+	for _, d := range cfg.ModelList {
+		if got := d.ModelInfo.SLO; !maps.Equal(got, want[d.ModelName]) {
+			t.Errorf("%s: slo %v, want %v", d.ModelName, got, want[d.ModelName])
+		}
+	}
+	legacy := testutil.Example(t, "chat") // slo: {ttft_p95_ms: 1500, e2e_p95_ms: 12000}
+	if err := yaml.Unmarshal(render(t, ToLiteLLM, legacy, planOf(t, legacy), Options{}), &cfg); err != nil ||
+		!maps.Equal(cfg.ModelList[0].ModelInfo.SLO, map[string]float64{"ttft_ms": 1500, "e2e_ms": 12000, "percentile": 95}) {
+		t.Errorf("the older form: %v %+v", err, cfg.ModelList[0].ModelInfo)
+	}
+	sc.Classes[0].SLO = nil
+	cfg.ModelList = nil
+	if err := yaml.Unmarshal(render(t, ToLiteLLM, sc, planOf(t, sc), Options{}), &cfg); err != nil || cfg.ModelList[0].ModelInfo.SLO != nil {
+		t.Errorf("no SLO: %v %+v", err, cfg.ModelList[0].ModelInfo)
+	}
 }
