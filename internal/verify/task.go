@@ -77,7 +77,7 @@ func taskProbeOf(sc scenario.Scenario, cp plan.ClassPlan, base probe.Config, o O
 		c.out = mt
 		c.capped = fmt.Sprintf("output capped at max_tokens %d (the class's mean is %.0f); predicted for that length", mt, out)
 	}
-	tasks := o.RequestsPerStep.Or(analysis.MinMeasured(cp.Pool)) + cp.Pool // one round of warm-up
+	tasks := o.RequestsPerStep.Or(analysis.MinMeasured(cp.Pool) + cp.Pool) // one round of warm-up included
 	cfg := base
 	cfg.Steps, cfg.InputTokens, cfg.MaxTokens, cfg.IgnoreEOS = nil, optional.Of(c.in), optional.Of(c.out), true
 	cfg.RequestsPerStep, cfg.Prompts, cfg.Open, cfg.Search, cfg.SearchMax = optional.Value[int]{}, nil, nil, false, optional.Value[int]{}
@@ -95,6 +95,12 @@ func taskProbeOf(sc scenario.Scenario, cp plan.ClassPlan, base probe.Config, o O
 	if o.Caps != nil {
 		_, capped := cfg.WithinCaps(*o.Caps)
 		errs = append(errs, capped...)
+	}
+	for k, e := range errs {
+		if e.Path == "conversation.tasks" && o.RequestsPerStep.IsSet() {
+			// The number of tasks is the option's.
+			errs[k] = fieldpath.Error{Path: "requests_per_step", Message: e.Message}
+		}
 	}
 	c.cfg = cfg
 	return c, errs

@@ -265,6 +265,10 @@ func TestCheck(t *testing.T) {
 	if errs := Check(sct, pt, Options{Probe: base}); len(errs) != 0 {
 		t.Errorf("an agent task class: problems %v", errs)
 	}
+	if errs := Check(sct, pt, Options{Probe: base, RequestsPerStep: optional.Of(12)}); len(errs) != 1 || errs[0].Path != "requests_per_step" ||
+		!strings.Contains(errs[0].Message, "12 tasks with 12 of warm-up leave 0 measured") {
+		t.Errorf("as many tasks as the pool: problems %v, want one at requests_per_step", errs)
+	}
 	if errs := Check(sct, pt, Options{Probe: base, Caps: caps}); len(errs) != 1 || errs[0].Path != "classes[0]" ||
 		!strings.Contains(errs[0].Message, "class agent: its tasks at its pool of 12: 12 is above the server's limit probe.max_concurrency of 4") {
 		t.Errorf("an agent task class above the concurrency cap: problems %v, want one at classes[0]", errs)
