@@ -121,7 +121,7 @@ func taskLaw(sc scenario.Scenario, class string) (plan.TaskLaw, error) {
 	return plan.TaskLaw{}, fmt.Errorf("no agent task class named %q", class)
 }
 
-// shapeTask gives class k of c the fixed task of shape.
+// shapeTask gives class cl the fixed task of shape.
 func shapeTask(cl *scenario.Class, shape *taskShape) {
 	calls := float64(shape.calls)
 	t := scenario.Task{Calls: scenario.Dist{Fixed: &calls}, Context: shape.context}

@@ -45,6 +45,11 @@
 //     binds are expected and only noted.
 //   - ok: neither.
 //
+// An agent task class is validated alone, by replaying its tasks call by
+// call at its pool of tasks (task.go): each call's TTFT and the task's E2E
+// at the SLO's percentile are judged as a class's figures at its pool
+// are, and the share of tasks that met every target is reported.
+//
 // The overall verdict is the worst of the classes validated.
 package verify
 
