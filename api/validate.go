@@ -157,6 +157,10 @@ func (s *Server) validationFinished(rep *verify.Report, err error, shutDown bool
 					rateLimited += p.Measured.RateLimited
 				}
 			}
+			if c.Task != nil && c.Task.Measured != nil {
+				requests += c.Task.Measured.Calls
+				rateLimited += c.Task.Measured.RateLimited
+			}
 		}
 	}
 	switch {
@@ -191,6 +195,9 @@ func (s *Server) registerValidate() {
 			"pool: an SLO the model predicted to hold), or when a 429 or error appears at the pool, the reasons " +
 			"saying which; degraded when nothing was measured at 1.25 × the pool, 429s appear there though no " +
 			"quota binds the pool, or a p95 at the pool is above the SLO within its noise; ok otherwise. " +
+			"An agent task class is validated alone, its tasks replayed call by call at its pool of tasks in flight " +
+			"(its mean calls, tool time and tool result, with its context), each call's TTFT and the task's E2E at " +
+			"the SLO's percentile compared in the same way, with the share of tasks that met every target (task). " +
 			"An empty target takes the base_url and model of the probe the plan was saved with (probe_id); " +
 			"the key comes from target.credential or X-Probe-Authorization. The target passes the same " +
 			"allow-list, preflight and caps as a probe; the whole validation is bounded by its budgets and by " +

@@ -211,3 +211,89 @@ func TestValidatePlanProblems(t *testing.T) {
 		t.Errorf("refused validations sent %d requests", s.chats.Load())
 	}
 }
+
+// TestValidateAgentTask validates stored plans of an agent task class
+// against planner sim on in-memory pipes under testing/synctest: with the
+// scenario's latency the tasks hold at their pool, each call's TTFT and
+// the task's E2E at p99 as the model predicts them; against an endpoint
+// three times as slow to the first token, the SLO that the plan met on
+// paper fails, named by its metric.
+func TestValidateAgentTask(t *testing.T) {
+	const text = `
+quotas: [{name: k, rpm: 100000}]
+latency: {ttft_ms: {fixed: 100}, tpot_ms: {fixed: 10}, knee: 8}
+classes:
+  - name: agent
+    quota: k
+    mode: batch
+    input_tokens: {fixed: 64}
+    output_tokens: {fixed: 8}
+    max_tokens: 8
+    task: {calls: {fixed: 3}, tool_ms: {fixed: 200}, tool_result_tokens: {fixed: 16}}
+    slo: {ttft_ms: 250, task_e2e_ms: 1500, percentile: 99}
+`
+	validate := func(t *testing.T, ttft time.Duration) ValidateResponse {
+		sim, err := fakeendpoint.New(fakeendpoint.Config{MaxNumSeqs: 64, TTFT: ttft, ITL: 10 * time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth, TimersOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		endpointNet := testutil.ServePipe(t, sim)
+		st, err := store.Open(context.Background(), t.TempDir()+"/planner.db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		const host = "planner.test"
+		api := newChecked(t, Options{Store: st, Jobs: jobs.New(st, jobs.Options{}), Hosts: []string{host}, Network: target.Network{Dialer: endpointNet}})
+		service := testutil.ServePipe(t, api)
+		client := &http.Client{Transport: &http.Transport{DialContext: service.DialContext}}
+		t.Cleanup(client.CloseIdleConnections)
+		post := func(path string, body any) []byte {
+			t.Helper()
+			b, _ := json.Marshal(body)
+			resp, err := client.Post("http://"+host+path, "application/json", bytes.NewReader(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			out, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("POST %s: %d %s", path, resp.StatusCode, out)
+			}
+			return out
+		}
+		var doc map[string]any
+		if err := yaml.Unmarshal([]byte(text), &doc); err != nil {
+			t.Fatal(err)
+		}
+		id := decode[PlanResponse](t, post("/v1/plans", map[string]any{"scenario": doc, "save": true})).ID
+		b := post("/v1/plans/"+id+"/validate", map[string]any{
+			"target": map[string]any{"base_url": "http://127.0.0.1:9/v1", "model": fakeendpoint.DefaultModel}, "pause_ms": 0,
+		})
+		v := decode[ValidateResponse](t, b)
+		if v.PlanID != id || len(v.Classes) != 1 || v.Classes[0].Task == nil || v.Classes[0].Task.Measured == nil || len(v.Classes[0].Points) != 0 {
+			t.Fatalf("validation %s", b)
+		}
+		// 40 tasks measured after a round of 12, 3 calls each.
+		if got := promtestutil.ToFloat64(api.metrics.jobRequests.WithLabelValues(kindValidation)); got != 120 {
+			t.Errorf("validation requests %v, want the 120 measured calls", got)
+		}
+		return v
+	}
+	synctest.Test(t, func(t *testing.T) {
+		v := validate(t, 100*time.Millisecond)
+		c := v.Classes[0]
+		if m := c.Task.Measured; v.Verdict != "ok" || c.Task.Predicted.TTFTMs != 100 || c.Task.Predicted.TaskE2EMs != 1110 || m.TTFTMs != 100 || m.TaskE2EMs != 1110 || m.Goodput.Met != 40 {
+			t.Errorf("matched: %s %+v measured %+v: %v", v.Verdict, c.Task, m, c.Reasons)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		v := validate(t, 300*time.Millisecond)
+		c := v.Classes[0]
+		all := strings.Join(c.Reasons, "\n")
+		if v.Verdict != "fails" || !strings.Contains(all, "TTFT p99 at the pool of 12 tasks is 300 ms, above the SLO of 250 ms") ||
+			!strings.Contains(all, "task E2E p99 at the pool of 12 tasks is 1710 ms, above the SLO of 1500 ms") {
+			t.Errorf("slower: %s: %s", v.Verdict, all)
+		}
+	})
+}

@@ -140,12 +140,32 @@ func writeValidation(w io.Writer, rep *verify.Report, markdown bool) error {
 	}
 	for _, c := range rep.Classes {
 		fmt.Fprintf(&b, "\n%s (%s, prompts of %d tokens, %d output tokens):\n", c.Class, c.Verdict, c.InputTokens, c.OutputTokens)
+		if t := c.Task; t != nil {
+			fmt.Fprintf(&b, "  - %s\n", taskLine(t))
+		}
 		for _, r := range c.Reasons {
 			fmt.Fprintf(&b, "  - %s\n", r)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// taskLine says an agent task class's validation in one line: the tasks
+// replayed, and TTFT and task E2E at the percentile predicted and
+// measured, with the goodput.
+func taskLine(t *verify.TaskCheck) string {
+	at := "p" + strconv.FormatFloat(t.Percentile, 'f', -1, 64)
+	s := fmt.Sprintf("tasks of %d calls, %.0f ms of tool time after each, context %s, %d in flight: TTFT %s predicted %.0f ms", t.Calls, t.ToolMs, t.Context, t.TasksInFlight, at, t.Predicted.TTFTMs)
+	m := t.Measured
+	if m == nil {
+		return s + fmt.Sprintf(", task E2E %s predicted %.0f ms; no task measured", at, t.Predicted.TaskE2EMs)
+	}
+	s += fmt.Sprintf(" / measured %.0f ms, task E2E %s predicted %.0f ms / measured %.0f ms over %d tasks (%d failed), %d 429s", m.TTFTMs, at, t.Predicted.TaskE2EMs, m.TaskE2EMs, m.Tasks, m.FailedTasks, m.RateLimited)
+	if g := m.Goodput; g != nil {
+		s += fmt.Sprintf(", goodput %d of %d tasks meeting every target", g.Met, m.Tasks)
+	}
+	return s
 }
 
 // validationCSVHeader are the columns of writeValidationCSV.

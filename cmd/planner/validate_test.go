@@ -86,3 +86,62 @@ func TestPlanValidateUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanValidateAgentTask validates an agent task class through the
+// command line against planner sim on loopback: with the scenario's
+// latency the tasks hold (the widest tolerance, as a busy machine's real
+// clock may stretch a tail), and against an endpoint three times as
+// slow to the first token the SLO that the plan met on paper fails,
+// named by its metric (a slower clock only makes it slower).
+func TestPlanValidateAgentTask(t *testing.T) {
+	const text = `
+quotas: [{name: k, rpm: 100000}]
+latency: {ttft_ms: {fixed: 100}, tpot_ms: {fixed: 10}, knee: 4}
+classes:
+  - name: agent
+    quota: k
+    mode: batch
+    input_tokens: {fixed: 64}
+    output_tokens: {fixed: 8}
+    max_tokens: 8
+    task: {calls: {fixed: 2}, tool_ms: {fixed: 50}, tool_result_tokens: {fixed: 16}}
+    slo: {ttft_ms: 250, task_e2e_ms: 750, percentile: 99}
+`
+	file := filepath.Join(t.TempDir(), "scenario.yaml")
+	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	serve := func(ttft time.Duration) string {
+		s, err := fakeendpoint.New(fakeendpoint.Config{MaxNumSeqs: 64, TTFT: ttft, ITL: 10 * time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(s)
+		t.Cleanup(srv.Close)
+		return srv.URL + "/v1"
+	}
+	args := []string{"plan", "-f", file, "--validate", "--base-url", serve(100 * time.Millisecond), "--model", fakeendpoint.DefaultModel, "--tolerance-pct", "999", "--requests-per-step", "16"}
+	code, out, errOut := execute(t, "", args...)
+	if code != exitOK || !strings.Contains(out, "VALIDATION: OK") || !strings.Contains(out, "tasks of 2 calls, 50 ms of tool time after each, context accumulate") ||
+		!strings.Contains(out, "TTFT p99 predicted 100 ms / measured") || !strings.Contains(out, "task E2E p99 predicted 440 ms") {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	args[5] = serve(300 * time.Millisecond)
+	code, out, errOut = execute(t, "", append(args, "-o", "json")...)
+	var doc struct {
+		Validation verify.Report `json:"validation"`
+	}
+	if code != exitError || json.Unmarshal([]byte(out), &doc) != nil || doc.Validation.Verdict != "fails" || !strings.Contains(errOut, "the plan fails validation") {
+		t.Fatalf("slower endpoint: exit %d: %s%s", code, out, errOut)
+	}
+	c := doc.Validation.Classes[0]
+	all := strings.Join(c.Reasons, "\n")
+	for _, want := range []string{"TTFT p99 at the pool of", "above the SLO of 250 ms", "task E2E p99 at the pool of", "above the SLO of 750 ms"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("reasons lack %q:\n%s", want, all)
+		}
+	}
+	if c.Task == nil || c.Task.Measured == nil || c.Task.Measured.Goodput == nil || c.Task.Measured.Goodput.Met != 0 {
+		t.Errorf("task %+v", c.Task)
+	}
+}

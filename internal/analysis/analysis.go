@@ -239,7 +239,7 @@ func summarizeStep(c int, rs []measure.Record, opts Options, wallS float64, clos
 		_, _, s.E2EWithRetriesP95Ms, _, _ = percentiles(withRetries)
 	}
 	if !opts.SLO.IsZero() {
-		s.SLO = &measure.SLOStats{Met: good, Attainment: round(float64(good)/float64(s.Requests), 4), AttainmentCI: wilson(good, s.Requests)}
+		s.SLO = Attainment(good, s.Requests)
 	}
 	return s, true
 }

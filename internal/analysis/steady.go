@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/plannerdev/planner/internal/measure"
+	"github.com/plannerdev/planner/internal/model"
 )
 
 // A closed-loop step is measured only where it runs steadily: after its
@@ -315,4 +316,24 @@ func wilson(k, n int) *measure.Interval {
 	half := z * math.Sqrt(p*(1-p)/nf+z*z/(4*nf*nf))
 	den := 1 + z*z/nf
 	return &measure.Interval{Lo: round(math.Max(0, (centre-half)/den), 4), Hi: round(math.Min(1, (centre+half)/den), 4)}
+}
+
+// QuantileCI is the q-quantile of xs (type 7, model.Quantile) with its
+// distribution-free 95 % interval (quantileCI); 0 and nil without values.
+// It sorts xs.
+func QuantileCI(xs []float64, q float64) (float64, *measure.Interval) {
+	if len(xs) == 0 {
+		return 0, nil
+	}
+	slices.Sort(xs)
+	return model.QuantileSorted(xs, q), quantileCI(xs, q)
+}
+
+// Attainment is met of n counted as an SLO's attainment, with its Wilson
+// interval: the share of n that met every target.
+func Attainment(met, n int) *measure.SLOStats {
+	if n <= 0 {
+		return nil
+	}
+	return &measure.SLOStats{Met: met, Attainment: round(float64(met)/float64(n), 4), AttainmentCI: wilson(met, n)}
 }

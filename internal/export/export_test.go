@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -172,7 +174,7 @@ func TestRulesCarryThePlansNumbers(t *testing.T) {
 			for _, lat := range []struct {
 				alert string
 				slo   float64
-			}{{AlertTTFT, sloOf(c).TTFTP95Ms}, {AlertE2E, sloOf(c).E2EP95Ms}} {
+			}{{AlertTTFT, sloOf(c).TTFT()}, {AlertE2E, sloOf(c).E2E()}, {AlertTPOT, sloOf(c).TPOT()}, {AlertTaskE2E, sloOf(c).TaskE2E()}} {
 				r := find(lat.alert, map[string]string{"class": c.Name})
 				if lat.slo == 0 {
 					if r != nil {
@@ -408,5 +410,188 @@ func TestParseMetrics(t *testing.T) {
 	err = Write(&bytes.Buffer{}, ToPrometheusRules, sc, planOf(t, sc), Options{Metrics: Metrics{Classes: map[string]string{"nightly": `job="n"`}}})
 	if err == nil || !strings.Contains(err.Error(), `classes.nightly: no class named "nightly"`) {
 		t.Errorf("a selector for no class: %v", err)
+	}
+}
+
+// everyForm is a scenario with every SLO form at the 99th percentile: a
+// class of single calls with TTFT, E2E and TPOT targets, and an agent task
+// class with TTFT, TPOT and task E2E targets.
+const everyForm = `
+quotas: [{name: k, rpm: 6000, tpm: 4000000}]
+latency: {ttft_ms: {p50: 400, p95: 900}, tpot_ms: {p50: 15, p95: 25}, prefill_ms_per_1k_tokens: 20, knee: 64}
+classes:
+  - name: chat
+    quota: k
+    mode: interactive
+    demand: {rps: 2}
+    input_tokens: {p50: 800, p95: 2000}
+    output_tokens: {p50: 150, p95: 400}
+    max_tokens: 600
+    slo: {ttft_ms: 2500, e2e_ms: 20000, tpot_ms: 60, percentile: 99}
+  - name: coder
+    quota: k
+    mode: interactive
+    demand: {rps: 0.2}
+    input_tokens: {p50: 2000, p95: 4000}
+    output_tokens: {p50: 200, p95: 500}
+    task: {calls: {fixed: 4}, tool_ms: {fixed: 1000}, tool_result_tokens: {fixed: 300}}
+    slo: {ttft_ms: 3000, tpot_ms: 60, task_e2e_ms: 90000, percentile: 99}
+`
+
+// TestRulesOfEveryFormAtP99: each target of a p99 SLO has its alert, a
+// 0.99 quantile of its own histogram (the task duration's for task_e2e_ms)
+// above the target with the plan's prediction at the percentile. promtool
+// checks the file and runs it over series whose p95 is under every target
+// and whose p99 is above it: every latency alert fires, so each reads
+// the 0.99 quantile, and nothing else does.
+func TestRulesOfEveryFormAtP99(t *testing.T) {
+	sc := parse(t, everyForm)
+	p := planOf(t, sc)
+	out := render(t, ToPrometheusRules, sc, p, Options{})
+	rules := rulesOf(t, out)
+	m := DefaultMetrics()
+	type want struct {
+		alert, class, metric string
+		target               float64
+		predicted            *float64
+	}
+	chat, coder := p.Classes[0].Predicted, p.Classes[1].Predicted
+	wants := []want{
+		{AlertTTFT, "chat", m.TTFT, 2500, chat.TTFTMsAtPercentile},
+		{AlertE2E, "chat", m.E2E, 20000, chat.E2EMsAtPercentile},
+		{AlertTPOT, "chat", m.TPOT, 60, chat.TPOTMsAtPercentile},
+		{AlertTTFT, "coder", m.TTFT, 3000, coder.TTFTMsAtPercentile},
+		{AlertTPOT, "coder", m.TPOT, 60, coder.TPOTMsAtPercentile},
+		{AlertTaskE2E, "coder", "gen_ai_client_task_duration_seconds", 90000, coder.E2EMsAtPercentile},
+	}
+	var latency []rule
+	for _, r := range rules {
+		if strings.HasPrefix(r.Expr, "histogram_quantile(") {
+			latency = append(latency, r)
+		}
+	}
+	if len(latency) != len(wants) {
+		t.Fatalf("%d latency rules, want %d:\n%s", len(latency), len(wants), out)
+	}
+	for i, w := range wants {
+		r := latency[i]
+		if w.predicted == nil {
+			t.Fatalf("%s/%s: the plan predicts nothing at p99", w.class, w.alert)
+		}
+		expr := `histogram_quantile(0.99, sum by (le) (rate(` + w.metric + `_bucket{class="` + w.class + `"}[5m]))) > ` + promNumber(w.target/1000)
+		if r.Alert != w.alert || r.Labels["class"] != w.class || r.Labels["percentile"] != "99" || r.Expr != expr ||
+			!strings.Contains(r.Annotations["summary"], "p99 above its SLO of "+number(w.target)+" ms") ||
+			!strings.Contains(r.Annotations["description"], "predicts "+number(*w.predicted)+" ms") {
+			t.Errorf("rule %d: %+v, want %s of %s with %s", i, r, w.alert, w.class, expr)
+		}
+	}
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("PLANNER_REQUIRE_PROMTOOL") == "1" {
+			t.Fatalf("PLANNER_REQUIRE_PROMTOOL=1 but promtool is not installed: %v", err)
+		}
+		t.Skipf("promtool is not installed (Debian's prometheus package has it): %v", err)
+	}
+	dir := t.TempDir()
+	rulesFile := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(rulesFile, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(promtool, "check", "rules", rulesFile).CombinedOutput(); err != nil || !strings.Contains(string(out), "SUCCESS") {
+		t.Fatalf("promtool check rules: %v\n%s", err, out)
+	}
+	// Per minute, 97 observations at most half the target and 3 above it:
+	// the p95 lies under the target, the p99 at twice it (and half a
+	// second, where the value is said in whole seconds).
+	var series, alerts strings.Builder
+	p99 := make([]float64, len(wants))
+	for i, w := range wants {
+		lo := w.target / 2000
+		p99[i] = 2 * w.target / 1000
+		if p99[i] >= 60 {
+			p99[i] += 0.5
+		}
+		s := func(le string, perMinute int) {
+			fmt.Fprintf(&series, "      - series: '%s_bucket{class=%q, le=%q}'\n        values: '0+%dx40'\n", w.metric, w.class, le, perMinute)
+		}
+		s(promNumber(lo), 97)
+		s(promNumber(lo+1.5*(p99[i]-lo)), 100) // linear within the bucket: lo + (2/3)·(hi − lo) = p99
+		s("+Inf", 100)
+	}
+	for _, alert := range []string{AlertTTFT, AlertE2E, AlertTPOT, AlertTaskE2E, Alert429, AlertQuota} {
+		fmt.Fprintf(&alerts, "      - eval_time: 30m\n        alertname: %s\n        exp_alerts:\n", alert)
+		n := 0
+		for i, w := range wants {
+			if w.alert != alert {
+				continue
+			}
+			n++
+			r := latency[i]
+			desc := strings.Replace(r.Annotations["description"], "{{ $value | humanizeDuration }}", humanizeDuration(p99[i]), 1)
+			fmt.Fprintf(&alerts, "          - exp_labels: {severity: warning, class: %s, percentile: \"99\"}\n            exp_annotations: {summary: %q, description: %q}\n",
+				w.class, r.Annotations["summary"], desc)
+		}
+		if n == 0 {
+			alerts.WriteString("          []\n")
+		}
+	}
+	test := "rule_files: [rules.yaml]\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n    input_series:\n" + series.String() + "    alert_rule_test:\n" + alerts.String()
+	testFile := filepath.Join(dir, "test.yaml")
+	if err := os.WriteFile(testFile, []byte(test), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(promtool, "test", "rules", "test.yaml")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "SUCCESS") {
+		t.Errorf("promtool test rules: %v\n%s\n%s", err, out, test)
+	}
+}
+
+// humanizeDuration is Prometheus's template function of that name for a
+// value from a millisecond to an hour (prometheus/template).
+func humanizeDuration(v float64) string {
+	switch {
+	case v < 1:
+		return fmt.Sprintf("%.4gms", v*1000)
+	case v < 60:
+		return fmt.Sprintf("%.4gs", v)
+	}
+	return fmt.Sprintf("%dm %ds", int64(v)/60, int64(v)%60)
+}
+
+// TestLiteLLMCarriesEverySLOForm: each deployment's model_info.slo holds
+// every target its class gives and the percentile they bind; a class
+// without an SLO has none.
+func TestLiteLLMCarriesEverySLOForm(t *testing.T) {
+	sc := parse(t, everyForm)
+	var cfg struct {
+		ModelList []struct {
+			ModelName string `yaml:"model_name"`
+			ModelInfo struct {
+				SLO map[string]float64 `yaml:"slo"`
+			} `yaml:"model_info"`
+		} `yaml:"model_list"`
+	}
+	if err := yaml.Unmarshal(render(t, ToLiteLLM, sc, planOf(t, sc), Options{}), &cfg); err != nil || len(cfg.ModelList) != 2 {
+		t.Fatalf("%v: %+v", err, cfg)
+	}
+	want := map[string]map[string]float64{
+		"chat":  {"ttft_ms": 2500, "e2e_ms": 20000, "tpot_ms": 60, "percentile": 99},
+		"coder": {"ttft_ms": 3000, "tpot_ms": 60, "task_e2e_ms": 90000, "percentile": 99},
+	}
+	for _, d := range cfg.ModelList {
+		if got := d.ModelInfo.SLO; !maps.Equal(got, want[d.ModelName]) {
+			t.Errorf("%s: slo %v, want %v", d.ModelName, got, want[d.ModelName])
+		}
+	}
+	legacy := testutil.Example(t, "chat") // slo: {ttft_p95_ms: 1500, e2e_p95_ms: 12000}
+	if err := yaml.Unmarshal(render(t, ToLiteLLM, legacy, planOf(t, legacy), Options{}), &cfg); err != nil ||
+		!maps.Equal(cfg.ModelList[0].ModelInfo.SLO, map[string]float64{"ttft_ms": 1500, "e2e_ms": 12000, "percentile": 95}) {
+		t.Errorf("the older form: %v %+v", err, cfg.ModelList[0].ModelInfo)
+	}
+	sc.Classes[0].SLO = nil
+	cfg.ModelList = nil
+	if err := yaml.Unmarshal(render(t, ToLiteLLM, sc, planOf(t, sc), Options{}), &cfg); err != nil || cfg.ModelList[0].ModelInfo.SLO != nil {
+		t.Errorf("no SLO: %v %+v", err, cfg.ModelList[0].ModelInfo)
 	}
 }

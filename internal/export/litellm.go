@@ -35,7 +35,29 @@ type liteLLMParams struct {
 }
 
 type liteLLMInfo struct {
-	ID string `yaml:"id"`
+	ID  string      `yaml:"id"`
+	SLO *liteLLMSLO `yaml:"slo,omitempty"`
+}
+
+// liteLLMSLO is a class's SLO as metadata of its deployment (LiteLLM
+// returns model_info's keys from GET /model/info and enforces none of
+// them): every target the class gives, in milliseconds, and the
+// percentile they bind.
+type liteLLMSLO struct {
+	TTFTMs     float64 `yaml:"ttft_ms,omitempty"`
+	E2EMs      float64 `yaml:"e2e_ms,omitempty"`
+	TPOTMs     float64 `yaml:"tpot_ms,omitempty"`
+	TaskE2EMs  float64 `yaml:"task_e2e_ms,omitempty"`
+	Percentile float64 `yaml:"percentile"`
+}
+
+// sloInfo is the SLO metadata of class c, nil without an SLO.
+func sloInfo(c scenario.Class) *liteLLMSLO {
+	if c.SLO == nil {
+		return nil
+	}
+	s := *c.SLO
+	return &liteLLMSLO{TTFTMs: s.TTFT(), E2EMs: s.E2E(), TPOTMs: s.TPOT(), TaskE2EMs: s.TaskE2E(), Percentile: s.At()}
 }
 
 type liteLLMRouter struct {
@@ -52,7 +74,14 @@ type liteLLMRouter struct {
 //   - rpm is the class's allotment of its key's rpm or, on a key without
 //     one, its pacing rate a minute, rounded down (at least 1);
 //   - tpm is its allotment of the key's tpm, rounded down, when the key
-//     has one.
+//     has one;
+//   - model_info.slo is the class's SLO, every target and the percentile
+//     they bind, for whoever reads GET /model/info (LiteLLM enforces
+//     none).
+//
+// An agent task class's pool counts tasks, and a task has at most one
+// call in flight, so its pool also caps the calls in flight; its rpm and
+// pacing are in calls.
 //
 // A class for which no pool fits (pool 0) has no deployment: LiteLLM reads
 // a max_parallel_requests of 0 as none. Limits LiteLLM does not enforce
@@ -88,7 +117,7 @@ func writeLiteLLM(w io.Writer, sc scenario.Scenario, p *plan.Plan, model string)
 		if q.Limit(scenario.TPM) > 0 {
 			params.TPM = wholeAtLeastOne(allot[scenario.TPM.String()])
 		}
-		cfg.ModelList = append(cfg.ModelList, liteLLMDeployment{ModelName: cp.Name, LiteLLMParams: params, ModelInfo: liteLLMInfo{ID: cp.Name}})
+		cfg.ModelList = append(cfg.ModelList, liteLLMDeployment{ModelName: cp.Name, LiteLLMParams: params, ModelInfo: liteLLMInfo{ID: cp.Name, SLO: sloInfo(c.spec)}})
 	}
 	var b strings.Builder
 	b.WriteString("# LiteLLM router settings from a capacity plan by planner (docs/exports.md): one\n")
@@ -96,6 +125,7 @@ func writeLiteLLM(w io.Writer, sc scenario.Scenario, p *plan.Plan, model string)
 	b.WriteString("# are each class's share of its key, max_parallel_requests its pool. Set model to\n")
 	b.WriteString("# the provider's (planner export --model) and each key's environment variable.\n")
 	b.WriteString("# Limits are counted per proxy instance unless the router shares them (redis).\n")
+	b.WriteString("# model_info.slo is each class's SLO, for GET /model/info: LiteLLM enforces none.\n")
 	if len(left) > 0 {
 		fmt.Fprintf(&b, "# Left out, as no pool fits them (see their remedies): %s.\n", strings.Join(left, ", "))
 	}

@@ -26,6 +26,14 @@ type Metrics struct {
 	TTFT string `json:"ttft_histogram,omitempty" validate:"omitempty,metricname"`
 	// E2E is a histogram of a request's whole duration, in seconds.
 	E2E string `json:"e2e_histogram,omitempty" validate:"omitempty,metricname"`
+	// TPOT is a histogram of each request's time per output token after
+	// the first, in seconds.
+	TPOT string `json:"tpot_histogram,omitempty" validate:"omitempty,metricname"`
+	// TaskE2E is a histogram of an agent task's duration, in seconds:
+	// from its arrival to the end of its last tool run, one observation a
+	// task. The GenAI conventions have none; the default is the name a
+	// client's own histogram takes in their style.
+	TaskE2E string `json:"task_histogram,omitempty" validate:"omitempty,metricname"`
 	// Requests is a counter of the requests sent, every attempt counted:
 	// the 429 rate's denominator and the requests against rpm and rpd.
 	Requests string `json:"requests_counter,omitempty" validate:"omitempty,metricname"`
@@ -56,6 +64,8 @@ func DefaultMetrics() Metrics {
 	return Metrics{
 		TTFT:           "gen_ai_server_time_to_first_token_seconds",
 		E2E:            "gen_ai_client_operation_duration_seconds",
+		TPOT:           "gen_ai_server_time_per_output_token_seconds",
+		TaskE2E:        "gen_ai_client_task_duration_seconds",
 		Requests:       "gen_ai_client_operation_duration_seconds_count",
 		RateLimited:    `error_type=~"429|rate_limit_exceeded|RateLimitError"`,
 		Tokens:         "gen_ai_client_token_usage",
@@ -70,7 +80,7 @@ func DefaultMetrics() Metrics {
 func (m Metrics) withDefaults() Metrics {
 	d := DefaultMetrics()
 	for _, f := range []struct{ v, def *string }{
-		{&m.TTFT, &d.TTFT}, {&m.E2E, &d.E2E}, {&m.Requests, &d.Requests}, {&m.RateLimited, &d.RateLimited},
+		{&m.TTFT, &d.TTFT}, {&m.E2E, &d.E2E}, {&m.TPOT, &d.TPOT}, {&m.TaskE2E, &d.TaskE2E}, {&m.Requests, &d.Requests}, {&m.RateLimited, &d.RateLimited},
 		{&m.Tokens, &d.Tokens}, {&m.TokenTypeLabel, &d.TokenTypeLabel}, {&m.ClassLabel, &d.ClassLabel},
 		{&m.Window, &d.Window}, {&m.For, &d.For},
 	} {

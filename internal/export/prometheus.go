@@ -13,13 +13,17 @@ import (
 	"github.com/plannerdev/planner/internal/simulate"
 )
 
-// The alerts of the rules file, one per class (latency, 429s) or per key
-// and limit (use).
+// The alerts of the rules file, one per class and target (latency), per
+// class (429s) or per key and limit (use). The TTFT and E2E alerts keep
+// their first names whatever the SLO's percentile, which their
+// percentile label gives.
 const (
-	AlertTTFT  = "PlannerTTFTP95AboveSLO"
-	AlertE2E   = "PlannerE2EP95AboveSLO"
-	Alert429   = "Planner429RateAbovePlan"
-	AlertQuota = "PlannerQuotaUseNearLimit"
+	AlertTTFT    = "PlannerTTFTP95AboveSLO"
+	AlertE2E     = "PlannerE2EP95AboveSLO"
+	AlertTPOT    = "PlannerTPOTAboveSLO"
+	AlertTaskE2E = "PlannerTaskE2EAboveSLO"
+	Alert429     = "Planner429RateAbovePlan"
+	AlertQuota   = "PlannerQuotaUseNearLimit"
 )
 
 // RulesGroup is the name of the rules file's one group.
@@ -46,9 +50,11 @@ type rule struct {
 
 // writeRules writes the alerting rules of a plan:
 //
-//   - per class with an SLO, its TTFT p95 and E2E p95 over the window
-//     (histogram_quantile over the histograms' _bucket rates) above the
-//     SLO;
+//   - per class and target of its SLO (ttft_ms, e2e_ms, tpot_ms and,
+//     for an agent task class, task_e2e_ms), the quantile at the SLO's
+//     percentile over the window (histogram_quantile at percentile/100
+//     over the histogram's _bucket rates: TTFT, E2E, TPOT, or the task
+//     duration) above the target;
 //   - per class, the share of its requests answered 429 above the share
 //     with which a simulated run of a plan holds (simulate.MaxLimitedShare,
 //     docs/simulate.md): a paced plan expects next to none;
@@ -84,17 +90,25 @@ func writeRules(w io.Writer, sc scenario.Scenario, p *plan.Plan, m Metrics) erro
 		labels := map[string]string{"severity": "warning", "class": cp.Name}
 		where := fmt.Sprintf("pool %d, bound by %s", cp.Pool, cp.BindingConstraint)
 		slo := sloOf(c.spec)
-		at, ttft, e2e := "p"+number(slo.At()), cp.Predicted.TTFTP95Ms, cp.Predicted.E2EP95Ms
-		if cp.Predicted.Percentile != nil {
-			ttft, e2e = cp.Predicted.TTFTMsAtPercentile, cp.Predicted.E2EMsAtPercentile
+		at := "p" + number(slo.At())
+		pr := cp.Predicted
+		ttft, e2e, tpot := pr.TTFTP95Ms, pr.E2EP95Ms, pr.TPOTMsAtPercentile
+		if pr.Percentile != nil {
+			ttft, e2e = pr.TTFTMsAtPercentile, pr.E2EMsAtPercentile
 		}
+		latLabels := map[string]string{"severity": "warning", "class": cp.Name, "percentile": number(slo.At())}
 		for _, lat := range []struct {
 			alert, what, metric string
 			slo                 float64
 			predicted           *float64
+			none                string // what the plan says without a prediction
 		}{
-			{AlertTTFT, "TTFT", m.TTFT, slo.TTFT(), ttft},
-			{AlertE2E, "E2E", m.E2E, slo.E2E(), e2e},
+			{AlertTTFT, "TTFT", m.TTFT, slo.TTFT(), ttft, unbounded},
+			{AlertE2E, "E2E", m.E2E, slo.E2E(), e2e, unbounded},
+			{AlertTPOT, "TPOT", m.TPOT, slo.TPOT(), tpot, "no TPOT of its own (the plan predicts TPOT where the SLO names its percentile)"},
+			// A task class's E2E prediction is its task's (docs/concepts.md,
+			// "Agent tasks").
+			{AlertTaskE2E, "task E2E", m.TaskE2E, slo.TaskE2E(), e2e, unbounded},
 		} {
 			if lat.slo <= 0 {
 				continue
@@ -104,11 +118,11 @@ func writeRules(w io.Writer, sc scenario.Scenario, p *plan.Plan, m Metrics) erro
 				Expr: fmt.Sprintf("histogram_quantile(%s, sum by (le) (rate(%s[%s]))) > %s",
 					promNumber(slo.At()/100), series(lat.metric+"_bucket", sel(cp.Name)), m.Window, promNumber(lat.slo/1000)),
 				For:    m.For,
-				Labels: labels,
+				Labels: latLabels,
 				Annotations: map[string]string{
 					"summary": fmt.Sprintf("%s: %s %s above its SLO of %s ms", cp.Name, lat.what, at, number(lat.slo)),
 					"description": fmt.Sprintf("%s %s is {{ $value | humanizeDuration }} over %s; the SLO is %s ms, and the plan (%s) predicts %s.",
-						lat.what, at, m.Window, number(lat.slo), where, predictedMs(lat.predicted)),
+						lat.what, at, m.Window, number(lat.slo), where, predictedMs(lat.predicted, lat.none)),
 				},
 			})
 		}
@@ -160,6 +174,8 @@ func writeRules(w io.Writer, sc scenario.Scenario, p *plan.Plan, m Metrics) erro
 	fmt.Fprintf(&b, "# Prometheus alerting rules from a capacity plan by planner (docs/exports.md).\n")
 	fmt.Fprintf(&b, "# TTFT: %s (a histogram, seconds)\n", m.TTFT)
 	fmt.Fprintf(&b, "# E2E: %s (a histogram, seconds)\n", m.E2E)
+	fmt.Fprintf(&b, "# TPOT: %s (a histogram, seconds)\n", m.TPOT)
+	fmt.Fprintf(&b, "# an agent task's duration: %s (a histogram, seconds)\n", m.TaskE2E)
 	fmt.Fprintf(&b, "# requests: %s, answered 429: %s\n", m.Requests, m.RateLimited)
 	fmt.Fprintf(&b, "# tokens: %s_sum by %s\n", m.Tokens, m.TokenTypeLabel)
 	fmt.Fprintf(&b, "# a class: %s=\"NAME\" unless the metrics file gives it a selector\n", m.ClassLabel)
@@ -217,6 +233,10 @@ func useExpr(d scenario.Dimension, q scenario.Quota, users []classPair, sel func
 	return "(" + strings.Join(terms, " + ") + ")" + scale
 }
 
+// unbounded is what the plan predicts of a latency whose queue grows
+// without bound.
+const unbounded = "no bound (the queue grows without one at the stated demand)"
+
 // series is a selector: the metric with the matchers that are given.
 func series(metric string, matchers ...string) string {
 	var ms []string
@@ -244,9 +264,9 @@ func number(v float64) string {
 	return s
 }
 
-func predictedMs(p *float64) string {
+func predictedMs(p *float64, none string) string {
 	if p == nil {
-		return "no bound (the queue grows without one at the stated demand)"
+		return none
 	}
 	return number(*p) + " ms"
 }

@@ -36,6 +36,13 @@ type Workload struct {
 // more than the draws): the caller must not modify it.
 func (w Workload) At(inFlight int) *model.Service { return &w.m.at(inFlight).svc }
 
+// QuantileAt is the p-quantile, seconds, without queue wait, with
+// inFlight requests on the class's endpoint, of its TTFT (ttft; an agent
+// task's calls each) or else of its service time (an agent task's time T).
+func (w Workload) QuantileAt(ctx context.Context, inFlight int, ttft bool, p float64) (float64, error) {
+	return w.m.quantileAt(ctx, w.m.at(inFlight), nil, model.Wait{}, map[bool]percentile{true: pctTTFT, false: pctService}[ttft], p)
+}
+
 // Extrapolated reports whether the latency at inFlight lies outside the
 // measured curve.
 func (w Workload) Extrapolated(inFlight int) bool { return w.m.at(inFlight).extrapolated }

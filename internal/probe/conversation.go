@@ -14,7 +14,8 @@ import (
 // (docs/probe.md, "Conversations"): InFlight workers each run one task at
 // a time, and a task's calls are serial, call i's messages the task's
 // first input and, for each earlier call, its answer and a tool result,
-// with the tool time waited between calls. The first round of tasks (one
+// with the tool time waited between calls; with Fresh, each call's
+// messages are a first input of their own. The first round of tasks (one
 // per worker) is warm-up. A task ends at its first failed call.
 type conversation struct {
 	Conversation
@@ -35,7 +36,7 @@ func (v conversation) check(c Config, p *problems) {
 	}
 	tool := v.toolResultTokens()
 	between(p, "conversation.tool_result_tokens", tool, 1, MaxInputTokens, "tokens")
-	if v.Calls >= 2 && v.Calls <= MaxCalls && tool >= 1 && tool <= MaxInputTokens {
+	if !v.Fresh && v.Calls >= 2 && v.Calls <= MaxCalls && tool >= 1 && tool <= MaxInputTokens {
 		if last := c.inputTokens() + (v.Calls-1)*(c.maxTokens()+tool); last > MaxInputTokens {
 			p.add("conversation.calls", "the last call's input would grow to %d tokens (input_tokens + (calls − 1) × (max_tokens + tool_result_tokens)), above the most a probe sends, %d", last, MaxInputTokens)
 		}
@@ -84,11 +85,15 @@ func (v conversation) task(ctx context.Context, r *runner, t int, warmup bool) [
 			if !Sleep(ctx, v.toolTime()) {
 				return recs
 			}
-			hist = append(hist, r.prompts.answer(t, call-1, prev.OutputTokens), r.prompts.toolResult(t, call-1, tool))
 			seq = r.nextSeq()
+			if v.Fresh {
+				hist = []turn{r.prompts.opening(seq, r.cfg.inputTokens())}
+			} else {
+				hist = append(hist, r.prompts.answer(t, call-1, prev.OutputTokens), r.prompts.toolResult(t, call-1, tool))
+			}
 		}
 		in := shaped(hist, seq)
-		if call > 1 {
+		if call > 1 && !v.Fresh {
 			in.prefixTokens = prev.InputTokens + prev.OutputTokens
 		}
 		base := measure.Record{Step: v.inFlight(), Index: (t-1)*v.Calls + call - 1, Warmup: warmup, Task: t, Call: call}

@@ -283,6 +283,11 @@ type Conversation struct {
 	// ToolResultTokens is the length of each tool result (default
 	// DefaultToolResultTokens).
 	ToolResultTokens optional.Value[int] `json:"tool_result_tokens"`
+	// Fresh sends every call without the task's earlier context: each
+	// call's messages are a first input of their own, of
+	// Config.InputTokens (a scenario's task context fresh); the tool
+	// time still separates the calls.
+	Fresh bool `json:"fresh,omitempty"`
 }
 
 // Budget bounds a run's spend. When a budget is spent the run stops: the

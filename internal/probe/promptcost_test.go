@@ -211,6 +211,39 @@ func TestConversationReplaysGrowingContext(t *testing.T) {
 	})
 }
 
+// TestConversationFreshContext: a conversation whose context is fresh
+// sends every call the first input alone, a new one each call, so that
+// no call carries an earlier answer, tool result or cacheable prefix;
+// the tool time still separates the calls.
+func TestConversationFreshContext(t *testing.T) {
+	bubble(t, prefillSim(true), func(t *testing.T, _ *fakeendpoint.Server, base string, dial dialFunc) {
+		cfg := promptConfig(base, dial)
+		cfg.InputTokens = optional.Of(512)
+		cfg.Conversation = &Conversation{Calls: 3, InFlight: optional.Of(2), ToolTime: optional.Of(300 * time.Millisecond), ToolResultTokens: optional.Of(200), Fresh: true}
+		res := run(t, context.Background(), cfg, nil)
+		cs := res.Analysis.Conversation
+		if cs == nil || res.StopReason != StopCompleted || cs.Tasks != 10 || len(cs.Calls) != 3 || cs.HitRate != nil {
+			t.Fatalf("stop %s, conversation %+v; notes %v", res.StopReason, cs, res.Analysis.Notes)
+		}
+		for _, c := range cs.Calls {
+			if math.Abs(c.InputTokens-cs.Calls[0].InputTokens) > 2 || c.CachedTokens != 0 {
+				t.Errorf("call %d: %g input tokens (%g cached), want the first call's %g and none cached", c.Call, c.InputTokens, c.CachedTokens, cs.Calls[0].InputTokens)
+			}
+		}
+		for _, r := range res.Records {
+			if r.PrefixTokens != 0 {
+				t.Fatalf("task %d call %d has a prefix of %d tokens", r.Task, r.Call, r.PrefixTokens)
+			}
+		}
+		// Three calls of 200 ms, 20 ms per 1,000 input tokens of prefill
+		// and 3 × 5 ms of decode, with two tool waits of 300 ms.
+		want := 600 + 3*(200+20*cs.Calls[0].InputTokens/1000+15)
+		if math.Abs(cs.TaskP50Ms-want) > 5 {
+			t.Errorf("task p50 %g ms, want about %g", cs.TaskP50Ms, want)
+		}
+	})
+}
+
 // readRows reads a run's requests.csv from dir.
 func readRows(t *testing.T, dir string) []measure.Record {
 	t.Helper()

@@ -59,7 +59,12 @@ type RecordCard struct {
 	// MeasuredUpTo is the highest concurrency the probe measured.
 	MeasuredUpTo int `json:"measured_up_to,omitempty" doc:"The highest concurrency the probe measured."`
 	// Pools are the plan's classes; empty when no plan is linked.
-	Pools     []CardPool `json:"pools"`
+	Pools []CardPool `json:"pools"`
+	// SLOs are the SLOs of the plan's classes that have one, in the
+	// plan's order: every target at its percentile, with the plan's
+	// predictions there. A pool's own fields stay as the first stored
+	// cards had them.
+	SLOs      []CardSLO  `json:"slos" doc:"The SLO of each of the plan's classes that has one: every target at its percentile, with the plan's prediction there; empty when no plan is linked."`
 	Decisions []Decision `json:"decisions"`
 }
 
@@ -91,13 +96,83 @@ type CardPool struct {
 	KneeLimit *int `json:"knee_limit"`
 	// Shedding is the admission rule: shed a request that waited
 	// max_queue_wait_ms for a slot, answering status with Retry-After.
-	Shedding       plan.Admission `json:"shedding"`
-	Pacing         plan.Pacing    `json:"pacing"`
-	Retry          plan.Retry     `json:"retry"`
-	SLOE2EP95Ms    float64        `json:"slo_e2e_p95_ms,omitempty"`
-	SLOTTFTP95Ms   float64        `json:"slo_ttft_p95_ms,omitempty"`
-	MaxTokens      int            `json:"max_tokens,omitempty"`
-	TruncationRisk float64        `json:"truncation_risk"`
+	Shedding plan.Admission `json:"shedding"`
+	Pacing   plan.Pacing    `json:"pacing"`
+	Retry    plan.Retry     `json:"retry"`
+	// SLOE2EP95Ms and SLOTTFTP95Ms are the E2E and TTFT targets of an SLO
+	// at the 95th percentile, the card's first form of them; the card's
+	// SLOs have every target at any percentile.
+	SLOE2EP95Ms    float64 `json:"slo_e2e_p95_ms,omitempty"`
+	SLOTTFTP95Ms   float64 `json:"slo_ttft_p95_ms,omitempty"`
+	MaxTokens      int     `json:"max_tokens,omitempty"`
+	TruncationRisk float64 `json:"truncation_risk"`
+}
+
+// CardSLO is a class's SLO on the card: the percentile its targets bind
+// and each target, in the order TTFT, E2E, TPOT, task E2E.
+type CardSLO struct {
+	Class      string       `json:"class"`
+	Percentile float64      `json:"percentile" doc:"The percentile of requests (of tasks, for task_e2e) that every target binds: slo.percentile, 95 when the SLO names none."`
+	Targets    []CardTarget `json:"targets"`
+}
+
+// CardTarget is one target of an SLO and the plan's prediction of it at
+// the SLO's percentile.
+type CardTarget struct {
+	// Metric is ttft, e2e, tpot or task_e2e: the SLO's ttft_ms (or
+	// ttft_p95_ms), e2e_ms (or e2e_p95_ms), tpot_ms or task_e2e_ms.
+	Metric   string  `json:"metric" enum:"ttft,e2e,tpot,task_e2e"`
+	TargetMs float64 `json:"target_ms"`
+	// PredictedMs is the plan's value at the percentile; null when the
+	// plan has none (a queue without bound, or TPOT of an SLO that names
+	// no percentile).
+	PredictedMs *float64 `json:"predicted_ms" doc:"The plan's prediction at the SLO's percentile, queue wait included where demand is given; null when it has none (a queue without bound, or TPOT of an SLO that names no percentile)."`
+}
+
+// The metrics of an SLO's targets.
+const (
+	MetricTTFT    = "ttft"
+	MetricE2E     = "e2e"
+	MetricTPOT    = "tpot"
+	MetricTaskE2E = "task_e2e"
+)
+
+// cardSLO is the SLO of the class c with the plan's predictions at its
+// percentile. An agent task class's E2E prediction is its task's.
+func cardSLO(slo scenario.SLO, c plan.ClassPlan) CardSLO {
+	pr := c.Predicted
+	ttft, e2e := pr.TTFTP95Ms, pr.E2EP95Ms
+	if pr.Percentile != nil {
+		ttft, e2e = pr.TTFTMsAtPercentile, pr.E2EMsAtPercentile
+	}
+	out := CardSLO{Class: c.Name, Percentile: slo.At(), Targets: []CardTarget{}}
+	for _, t := range []struct {
+		metric    string
+		target    float64
+		predicted *float64
+	}{
+		{MetricTTFT, slo.TTFT(), ttft}, {MetricE2E, slo.E2E(), e2e},
+		{MetricTPOT, slo.TPOT(), pr.TPOTMsAtPercentile}, {MetricTaskE2E, slo.TaskE2E(), e2e},
+	} {
+		if t.target > 0 {
+			out.Targets = append(out.Targets, CardTarget{Metric: t.metric, TargetMs: t.target, PredictedMs: t.predicted})
+		}
+	}
+	return out
+}
+
+// sloText is an SLO as the card says it: "p99: TTFT 500 ms (predicted
+// 420 ms), TPOT 50 ms (…)".
+func sloText(s CardSLO) string {
+	names := map[string]string{MetricTTFT: "TTFT", MetricE2E: "E2E", MetricTPOT: "TPOT", MetricTaskE2E: "task E2E"}
+	parts := make([]string, len(s.Targets))
+	for i, t := range s.Targets {
+		parts[i] = names[t.Metric] + " " + fmtNum(t.TargetMs) + " ms"
+		if t.PredictedMs != nil {
+			parts[i] += " (predicted " + fmtNum(*t.PredictedMs) + " ms)"
+		}
+	}
+	return "p" + fmtNum(s.Percentile) + ": " + strings.Join(parts, ", ")
 }
 
 // Decision is one row of the decision table: a symptom and the steps to
@@ -133,7 +208,7 @@ func NewRecordCard(in CardInput) RecordCard {
 	card := RecordCard{
 		ProbeID: in.ProbeID, PlanID: in.PlanID, Endpoint: in.Probe.Endpoint, Model: in.Probe.Model,
 		Date: in.Probe.Date.UTC(), DeadlineMs: in.Probe.DeadlineMs,
-		Knee: r.Knee, KneeLowerBound: r.KneeLowerBound && r.Knee != nil, Collapse: r.Collapse, QuotaLimited: r.QuotaLimited, Pools: []CardPool{},
+		Knee: r.Knee, KneeLowerBound: r.KneeLowerBound && r.Knee != nil, Collapse: r.Collapse, QuotaLimited: r.QuotaLimited, Pools: []CardPool{}, SLOs: []CardSLO{},
 		Served: r.Served, Connections: r.Connections, Warnings: r.Warnings(),
 	}
 	card.MeasuredUpTo = measuredTop(r)
@@ -168,6 +243,9 @@ func NewRecordCard(in CardInput) RecordCard {
 				p.MaxTokens = spec.MaxTokens
 				if spec.SLO != nil && spec.SLO.At() == scenario.DefaultPercentile {
 					p.SLOE2EP95Ms, p.SLOTTFTP95Ms = spec.SLO.E2E(), spec.SLO.TTFT()
+				}
+				if spec.SLO != nil {
+					card.SLOs = append(card.SLOs, cardSLO(*spec.SLO, c))
 				}
 			}
 			card.Pools = append(card.Pools, p)
@@ -422,6 +500,12 @@ func WriteRecordCardMarkdown(w io.Writer, c RecordCard) error {
 			fmt.Fprintf(ew, "| %s | %s | %s | %d | **%s** | %s | %s | %s req/s, burst %d |\n",
 				mdText(p.Class), p.Mode, mdText(p.Quota), p.Pool, p.BindingConstraint, yesNo(p.Feasible),
 				intOrDash(p.KneeLimit), fmtNum(p.Pacing.RateRPS), p.Pacing.Burst)
+		}
+		if len(c.SLOs) > 0 {
+			fmt.Fprint(ew, "\n## SLOs\n\n")
+			for _, s := range c.SLOs {
+				fmt.Fprintf(ew, "- %s: %s\n", mdText(s.Class), sloText(s))
+			}
 		}
 		fmt.Fprint(ew, "\n## Shedding rule\n\n")
 		for _, p := range c.Pools {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	stdhtml "html"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/measure"
+	"github.com/plannerdev/planner/internal/scenario"
 )
 
 func exampleCardInput(t *testing.T) CardInput {
@@ -313,5 +315,63 @@ func TestRecordCardServedModelAndConnections(t *testing.T) {
 	if len(card.Warnings) != 0 || !strings.Contains(md.String(), "| Served model | served gpt-4o-mini |") || strings.Contains(md.String(), "Warnings") ||
 		strings.Contains(md.String(), "| Connections |") {
 		t.Errorf("warnings %q:\n%s", card.Warnings, md.String())
+	}
+}
+
+// TestRecordCardShowsEveryTarget: a plan whose classes give every SLO
+// form at the 99th percentile puts each target on the card, with the
+// plan's prediction there (an agent task's E2E is its task's), and none
+// in the first form's p95 fields; the Markdown says each.
+func TestRecordCardShowsEveryTarget(t *testing.T) {
+	sc, err := scenario.Parse([]byte(`
+quotas: [{name: k, rpm: 6000, tpm: 4000000}]
+latency: {ttft_ms: {p50: 400, p95: 900}, tpot_ms: {p50: 15, p95: 25}, prefill_ms_per_1k_tokens: 20, knee: 64}
+classes:
+  - {name: chat, quota: k, mode: interactive, demand: {rps: 2}, input_tokens: {p50: 800, p95: 2000}, output_tokens: {p50: 150, p95: 400},
+     slo: {ttft_ms: 2500, e2e_ms: 20000, tpot_ms: 60, percentile: 99}}
+  - {name: coder, quota: k, mode: interactive, demand: {rps: 0.2}, input_tokens: {fixed: 2000}, output_tokens: {fixed: 200},
+     task: {calls: {fixed: 4}, tool_ms: {fixed: 1000}}, slo: {ttft_ms: 3000, tpot_ms: 60, task_e2e_ms: 90000, percentile: 99}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := newApp().Plan(context.Background(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := exampleCardInput(t)
+	in.Scenario, in.Plan = &sc, p
+	card := NewRecordCard(in)
+	chat, coder := p.Classes[0].Predicted, p.Classes[1].Predicted
+	want := []CardSLO{
+		{Class: "chat", Percentile: 99, Targets: []CardTarget{{MetricTTFT, 2500, chat.TTFTMsAtPercentile}, {MetricE2E, 20000, chat.E2EMsAtPercentile}, {MetricTPOT, 60, chat.TPOTMsAtPercentile}}},
+		{Class: "coder", Percentile: 99, Targets: []CardTarget{{MetricTTFT, 3000, coder.TTFTMsAtPercentile}, {MetricTPOT, 60, coder.TPOTMsAtPercentile}, {MetricTaskE2E, 90000, coder.E2EMsAtPercentile}}},
+	}
+	var md bytes.Buffer
+	if err := WriteRecordCardMarkdown(&md, card); err != nil {
+		t.Fatal(err)
+	}
+	if len(card.SLOs) != len(want) {
+		t.Fatalf("SLOs %+v", card.SLOs)
+	}
+	for i, pool := range card.Pools {
+		got := card.SLOs[i]
+		if pool.SLOTTFTP95Ms != 0 || pool.SLOE2EP95Ms != 0 || got.Class != want[i].Class || got.Percentile != want[i].Percentile || len(got.Targets) != len(want[i].Targets) {
+			t.Fatalf("%s: %+v, SLO %+v", pool.Class, pool, got)
+		}
+		for k, tg := range got.Targets {
+			w := want[i].Targets[k]
+			if tg.Metric != w.Metric || tg.TargetMs != w.TargetMs || w.PredictedMs == nil || tg.PredictedMs == nil || *tg.PredictedMs != *w.PredictedMs {
+				t.Errorf("%s target %d: %+v, want %+v", pool.Class, k, tg, w)
+			}
+		}
+	}
+	for _, s := range []string{
+		"- chat: p99: TTFT 2,500 ms (predicted " + fmtNum(*chat.TTFTMsAtPercentile) + " ms), E2E 20,000 ms (predicted " + fmtNum(*chat.E2EMsAtPercentile) + " ms), TPOT 60 ms (predicted " + fmtNum(*chat.TPOTMsAtPercentile) + " ms)",
+		"- coder: p99: TTFT 3,000 ms (predicted " + fmtNum(*coder.TTFTMsAtPercentile) + " ms), TPOT 60 ms (predicted " + fmtNum(*coder.TPOTMsAtPercentile) + " ms), task E2E 90,000 ms (predicted " + fmtNum(*coder.E2EMsAtPercentile) + " ms)",
+	} {
+		if !strings.Contains(md.String(), s) {
+			t.Errorf("the Markdown lacks %q:\n%s", s, md.String())
+		}
 	}
 }

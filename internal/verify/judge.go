@@ -280,7 +280,19 @@ func overall(classes []ClassReport) (verdict, summary string) {
 	case "":
 		return VerdictFails, "no class could be validated"
 	case VerdictOK:
-		return verdict, fmt.Sprintf("the plan holds: every class validated (%d), beside the other classes of its endpoint, measured throughput, TTFT p95 and E2E p95 within the tolerance of the model beyond their 95 %% intervals at its pool and 1.25 × it, without 429s at the pool", len(validated))
+		tasks := 0
+		for _, c := range classes {
+			if c.Verdict != VerdictSkipped && c.Task != nil {
+				tasks++
+			}
+		}
+		switch tasks {
+		case 0:
+			return verdict, fmt.Sprintf("the plan holds: every class validated (%d), beside the other classes of its endpoint, measured throughput, TTFT p95 and E2E p95 within the tolerance of the model beyond their 95 %% intervals at its pool and 1.25 × it, without 429s at the pool", len(validated))
+		case len(validated):
+			return verdict, fmt.Sprintf("the plan holds: every agent task class validated (%d) measured TTFT and task E2E at its SLO's percentile within the tolerance of the model beyond their 95 %% intervals at its pool of tasks, without 429s", tasks)
+		}
+		return verdict, fmt.Sprintf("the plan holds: every class of single calls validated (%d), beside the other classes of its endpoint, measured throughput, TTFT p95 and E2E p95 within the tolerance of the model beyond their 95 %% intervals at its pool and 1.25 × it, and every agent task class (%d) TTFT and task E2E at its SLO's percentile at its pool of tasks, without 429s at the pools", len(validated)-tasks, tasks)
 	}
 	return verdict, fmt.Sprintf("%s: %s (see each class's reasons)", verdict, joinNames(worst))
 }

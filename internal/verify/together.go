@@ -30,12 +30,17 @@ type validation struct {
 }
 
 // groups are the classes with a probe, by the plan's endpoint, in the
-// order the endpoints first appear among the classes.
+// order the endpoints first appear among the classes; an agent task
+// class is a group of its own, validated alone.
 func groups(p *plan.Plan, probes []*classProbe) [][]int {
 	var out [][]int
 	at := map[string]int{}
 	for i, cp := range p.Classes {
 		if probes[i] == nil {
+			continue
+		}
+		if probes[i].task != nil {
+			out = append(out, []int{i})
 			continue
 		}
 		k, ok := at[cp.Endpoint]

@@ -45,6 +45,11 @@
 //     binds are expected and only noted.
 //   - ok: neither.
 //
+// An agent task class is validated alone, by replaying its tasks call by
+// call at its pool of tasks (task.go): each call's TTFT and the task's E2E
+// at the SLO's percentile are judged as a class's figures at its pool
+// are, and the share of tasks that met every target is reported.
+//
 // The overall verdict is the worst of the classes validated.
 package verify
 
@@ -178,8 +183,9 @@ func Check(sc scenario.Scenario, p *plan.Plan, o Options) []fieldpath.Error {
 // concurrencies, as Check judges it (Run sends one step at a time).
 type classProbe struct {
 	cfg     probe.Config
-	in, out int    // prompt and answer lengths in tokens
-	capped  string // a reason to give when the output was capped
+	in, out int        // prompt and answer lengths in tokens
+	capped  string     // a reason to give when the output was capped
+	task    *taskShape // an agent task class's tasks, nil for single calls
 }
 
 // prepare builds every class's probe (nil for a class without a pool)
@@ -212,7 +218,7 @@ func prepare(sc scenario.Scenario, p *plan.Plan, o Options) ([]*classProbe, []fi
 			case seen[e]: // the option's own problem, as Validate found it
 			case e.Path == "requests_per_step": // only a step size given makes one
 				add(e)
-			case e.Path == "" || strings.HasPrefix(e.Path, "steps") || e.Path == "input_tokens" || e.Path == "max_tokens":
+			case e.Path == "" || strings.HasPrefix(e.Path, "steps") || strings.HasPrefix(e.Path, "conversation") || e.Path == "input_tokens" || e.Path == "max_tokens":
 				add(fieldpath.Error{Path: at, Message: fmt.Sprintf("class %s: %s", cp.Name, classProblem(cp, e))})
 			default:
 				add(under("probe", e))
@@ -227,6 +233,8 @@ func prepare(sc scenario.Scenario, p *plan.Plan, o Options) ([]*classProbe, []fi
 // class: the concurrency, prompt or answer that the plan gives.
 func classProblem(cp plan.ClassPlan, e fieldpath.Error) string {
 	switch {
+	case strings.HasPrefix(e.Path, "conversation"):
+		return fmt.Sprintf("its tasks at its pool of %d: %s", cp.Pool, e.Message)
 	case strings.HasPrefix(e.Path, "steps"):
 		concs := Concurrencies(cp.Pool)
 		return fmt.Sprintf("it would run at %d and %d (its pool and %g × it): %s", concs[0], concs[1], HeadroomFactor, e.Message)
@@ -245,10 +253,7 @@ func classProblem(cp plan.ClassPlan, e fieldpath.Error) string {
 // classes' lengths, makes a validation allocate for them.
 func classProbeOf(sc scenario.Scenario, cp plan.ClassPlan, base probe.Config, o Options) (*classProbe, []fieldpath.Error) {
 	if cp.Task != nil {
-		// Its predictions are a task's, of serial calls with tool runs
-		// between them, which a probe's closed loop of single calls does
-		// not measure.
-		return nil, []fieldpath.Error{{Message: "an agent task class is not validated: a probe measures single calls, and its pool and predictions are a task's"}}
+		return taskProbeOf(sc, cp, base, o)
 	}
 	concs := Concurrencies(cp.Pool)
 	if concs[1] > probe.MaxConcurrency {
@@ -314,6 +319,9 @@ type ClassReport struct {
 	Together          []string `json:"together,omitempty" doc:"The other classes of its endpoint, in flight at the same time."`
 	Points            []Point  `json:"points" doc:"At the pool and at 1.25 times it, every class of the endpoint at the same time."`
 	StopReason        string   `json:"stop_reason,omitempty" doc:"Why the class's probe at its pool stopped: completed once every class of the endpoint had measured its step."`
+	// Task is the validation of an agent task class, whose points are
+	// then empty; nil for a class of single calls.
+	Task *TaskCheck `json:"task,omitempty" doc:"An agent task class's validation: its tasks replayed call by call at its pool of tasks in flight, each call's TTFT and the task's E2E at the SLO's percentile against the model's, and the share of tasks that met every target; its points are empty."`
 }
 
 // Point compares the prediction and the measurement at one concurrency.
@@ -401,7 +409,11 @@ func Run(ctx context.Context, sc scenario.Scenario, p *plan.Plan, opts Options) 
 		if gi > 0 && !probe.Sleep(ctx, probes[g[0]].cfg.Pause.Or(DefaultPause)) {
 			break
 		}
-		if err := v.runGroup(ctx, g); err != nil {
+		run := v.runGroup
+		if probes[g[0]].task != nil {
+			run = func(ctx context.Context, g []int) error { return v.runTask(ctx, g[0]) }
+		}
+		if err := run(ctx, g); err != nil {
 			return nil, err
 		}
 	}
@@ -460,6 +472,9 @@ func shapeAll(sc scenario.Scenario, p *plan.Plan, probes []*classProbe) scenario
 			c.Classes[k].InputTokens = scenario.Dist{Fixed: &fi}
 			c.Classes[k].OutputTokens = scenario.Dist{Fixed: &fo}
 			c.Classes[k].MaxTokens = pr.out
+			if pr.task != nil {
+				shapeTask(&c.Classes[k], pr.task)
+			}
 		}
 	}
 	return c

@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -256,9 +257,21 @@ func TestCheck(t *testing.T) {
 			}
 		})
 	}
-	sct, pt := planOf(t, matched+"    task: {calls: {fixed: 3}}\n")
-	if errs := Check(sct, pt, Options{Probe: base}); len(errs) != 1 || errs[0].Path != "classes[0]" || !strings.Contains(errs[0].Message, "agent task class is not validated") {
-		t.Errorf("an agent task class: problems %v, want one at classes[0]", errs)
+	sct, pt := planOf(t, matched+"    task: {calls: {fixed: 1}}\n")
+	if errs := Check(sct, pt, Options{Probe: base}); len(errs) != 1 || errs[0].Path != "classes[0]" || !strings.Contains(errs[0].Message, "class jobs: its tasks make 1 call on average") {
+		t.Errorf("an agent task of one call: problems %v, want one at classes[0]", errs)
+	}
+	sct, pt = planOf(t, agentTask)
+	if errs := Check(sct, pt, Options{Probe: base}); len(errs) != 0 {
+		t.Errorf("an agent task class: problems %v", errs)
+	}
+	if errs := Check(sct, pt, Options{Probe: base, RequestsPerStep: optional.Of(12)}); len(errs) != 1 || errs[0].Path != "requests_per_step" ||
+		!strings.Contains(errs[0].Message, "12 tasks with 12 of warm-up leave 0 measured") {
+		t.Errorf("as many tasks as the pool: problems %v, want one at requests_per_step", errs)
+	}
+	if errs := Check(sct, pt, Options{Probe: base, Caps: caps}); len(errs) != 1 || errs[0].Path != "classes[0]" ||
+		!strings.Contains(errs[0].Message, "class agent: its tasks at its pool of 12: 12 is above the server's limit probe.max_concurrency of 4") {
+		t.Errorf("an agent task class above the concurrency cap: problems %v, want one at classes[0]", errs)
 	}
 	if errs := Check(sc, p, Options{Probe: base, Caps: &probe.Caps{MaxConcurrency: 8, MaxRequests: 100, MaxTokens: 10_000, MaxDuration: time.Minute}}); len(errs) > 0 {
 		t.Errorf("a plan within the caps: %v", errs)
@@ -437,6 +450,123 @@ func TestSLOAttainment(t *testing.T) {
 	for _, pt := range run(t, matched, sim).Classes[0].Points {
 		if pt.Measured.SLO != nil {
 			t.Errorf("a class without an SLO has an attainment: %+v", pt.Measured.SLO)
+		}
+	}
+}
+
+// agentTask is an agent task class whose latency is the simulator's
+// below (TTFT 100 ms, TPOT 10 ms, 8 output tokens): 3 calls a task with
+// 200 ms of tool time after each, so a task takes 3 × (100 + 7 × 10) +
+// 3 × 200 = 1,110 ms; a knee of 8 calls in flight binds its pool at 12
+// tasks (binomial(12, 0.46)'s p95 is 8).
+const agentTask = `
+quotas: [{name: k, rpm: 100000}]
+latency: {ttft_ms: {fixed: 100}, tpot_ms: {fixed: 10}, knee: 8}
+classes:
+  - name: agent
+    quota: k
+    mode: batch
+    input_tokens: {fixed: 64}
+    output_tokens: {fixed: 8}
+    max_tokens: 8
+    task: {calls: {fixed: 3}, tool_ms: {fixed: 200}, tool_result_tokens: {fixed: 16}}
+    slo: {ttft_ms: 500, task_e2e_ms: 2000, percentile: 99}
+`
+
+// TestAgentTaskValidates replays the plan's tasks against a simulator of
+// the scenario's latency at the pool of tasks: each call's TTFT and the
+// task's E2E at p99 are the model's, every task meets every target, and
+// the verdict is ok.
+func TestAgentTaskValidates(t *testing.T) {
+	rep := run(t, agentTask, fakeendpoint.Config{MaxNumSeqs: 64, TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth})
+	c := rep.Classes[0]
+	tc := c.Task
+	if tc == nil || c.Pool != 12 || tc.TasksInFlight != 12 || tc.Calls != 3 || tc.ToolMs != 200 || tc.ToolResultTokens != 16 ||
+		tc.Context != scenario.ContextAccumulate || tc.Percentile != 99 || len(c.Points) != 0 {
+		t.Fatalf("class %+v, task %+v", c, tc)
+	}
+	if tc.Predicted != (TaskFigures{TTFTMs: 100, TaskE2EMs: 1110}) {
+		t.Errorf("predicted %+v, want TTFT 100 ms and task E2E 1,110 ms", tc.Predicted)
+	}
+	m := tc.Measured
+	if m == nil {
+		t.Fatalf("nothing measured: %v", c.Reasons)
+	}
+	// 40 measured tasks after a round of 12 of warm-up, 3 calls each.
+	if m.Tasks != 40 || m.FailedTasks != 0 || m.Calls != 120 || m.Errors != 0 || m.RateLimited != 0 ||
+		m.TTFTMs != 100 || m.TaskE2EMs != 1110 || m.Goodput == nil || m.Goodput.Met != 40 || m.Goodput.Attainment != 1 {
+		t.Errorf("measured %+v (goodput %+v)", m, m.Goodput)
+	}
+	if *tc.IntervalErrorPct != (TaskErrors{}) {
+		t.Errorf("interval errors %+v, want none", tc.IntervalErrorPct)
+	}
+	if c.Verdict != VerdictOK || rep.Verdict != VerdictOK || !strings.Contains(rep.Summary, "every agent task class validated (1) measured TTFT and task E2E") {
+		t.Fatalf("verdict %s / %s (%s): %v", c.Verdict, rep.Verdict, rep.Summary, c.Reasons)
+	}
+}
+
+// TestAgentTaskTooTightFails: against a simulator three times as slow to
+// the first token as the scenario says, TTFT and task E2E at p99 lie
+// above the SLO, which the plan met on paper: the verdict fails, naming
+// each metric, and no task meets the SLO.
+func TestAgentTaskTooTightFails(t *testing.T) {
+	tight := strings.Replace(agentTask, "slo: {ttft_ms: 500, task_e2e_ms: 2000, percentile: 99}", "slo: {ttft_ms: 250, task_e2e_ms: 1500, percentile: 99}", 1)
+	rep := run(t, tight, fakeendpoint.Config{MaxNumSeqs: 64, TTFT: 300 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth})
+	c := rep.Classes[0]
+	if c.Verdict != VerdictFails || rep.Verdict != VerdictFails || c.Task == nil || c.Task.Measured == nil {
+		t.Fatalf("verdict %s / %s: %v", c.Verdict, rep.Verdict, c.Reasons)
+	}
+	// Each call 300 + 70 ms: TTFT 300 ms, a task 3 × 370 + 600 = 1,710 ms.
+	if m := c.Task.Measured; m.TTFTMs != 300 || m.TaskE2EMs != 1710 || m.Goodput.Met != 0 {
+		t.Errorf("measured %+v", m)
+	}
+	all := strings.Join(c.Reasons, "\n")
+	for _, want := range []string{
+		"TTFT p99 at the pool of 12 tasks is 300 ms, above the SLO of 250 ms",
+		"task E2E p99 at the pool of 12 tasks is 1710 ms, above the SLO of 1500 ms",
+		"TTFT p99 at the pool of 12 tasks is 300.0 ms (95 %: 300.0–300.0), +200 % off the predicted 100.0 ms",
+		"0 of 40 tasks (0.0 %) met every target of the SLO at once",
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("reasons lack %q:\n%s", want, all)
+		}
+	}
+}
+
+// TestAgentTaskContext: with 100 ms of prefill per 1,000 input tokens, a
+// task whose context accumulates sends its last call 2 × (8 + 400) more
+// input than its first, and one whose context is fresh sends every call
+// the first input alone: the replay sends each as the class says, and
+// each validates against its own prediction (TTFT p99 100 + 100 × 1.816
+// ms and 100 + 100 ms).
+func TestAgentTaskContext(t *testing.T) {
+	const text = `
+quotas: [{name: k, rpm: 100000}]
+latency: {ttft_ms: {fixed: 100}, tpot_ms: {fixed: 10}, prefill_ms_per_1k_tokens: 100, knee: 8}
+classes:
+  - name: agent
+    quota: k
+    mode: batch
+    input_tokens: {fixed: 1000}
+    output_tokens: {fixed: 8}
+    max_tokens: 8
+    task: {calls: {fixed: 3}, tool_ms: {fixed: 200}, tool_result_tokens: {fixed: 400}, context: CONTEXT}
+    slo: {ttft_ms: 1000, percentile: 99}
+`
+	for _, tc := range []struct {
+		context string
+		ttft    float64
+	}{{scenario.ContextAccumulate, 281.6}, {scenario.ContextFresh, 200}} {
+		rep := run(t, strings.Replace(text, "CONTEXT", tc.context, 1), fakeendpoint.Config{MaxNumSeqs: 64, TTFT: 100 * time.Millisecond,
+			PrefillPer1K: 100 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth})
+		c := rep.Classes[0]
+		if c.Task == nil || c.Task.Measured == nil {
+			t.Fatalf("%s: %+v", tc.context, c)
+		}
+		t.Logf("%s: predicted %+v, measured TTFT %.1f ms, task %.1f ms; %v", tc.context, c.Task.Predicted, c.Task.Measured.TTFTMs, c.Task.Measured.TaskE2EMs, c.Reasons)
+		if c.Task.Context != tc.context || c.Task.Predicted.TTFTMs != tc.ttft || c.Verdict != VerdictOK ||
+			math.Abs(c.Task.Measured.TTFTMs-tc.ttft) > 0.05*tc.ttft {
+			t.Errorf("%s: %s, predicted %+v, measured %+v: %v", tc.context, c.Verdict, c.Task.Predicted, c.Task.Measured, c.Reasons)
 		}
 	}
 }
