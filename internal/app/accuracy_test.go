@@ -229,8 +229,6 @@ func inBand(pred float64, sims []float64, slack float64) (bool, float64) {
 // them holds, so that the list stays true.
 var knownMisses = map[string]string{
 	"support chat, bursty summaries and the nightly batch/nightly": "the lowest class's pacing wait behind smooth (scv 0.5) interactive arrivals is under-predicted",
-	"assistant and reports on a curve/assistant":                   "beside a closed-loop class on a curve, the waiting requests' latency is taken with both pools full, which over-predicts TTFT p95",
-	"assistant and reports on a curve, a tight key/assistant":      "beside a closed-loop class on a curve, the waiting requests' latency is taken with both pools full, which over-predicts TTFT p95",
 }
 
 // TestPlanAgainstItsSimulation holds the plan to planner simulate's runs
