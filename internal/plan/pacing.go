@@ -215,7 +215,7 @@ func (l pacingLaw) sample(dr *model.Draws, in []float64, inHi float64) []float64
 
 // never reports whether wait is 0 for every draw whose pacing uniform lies
 // in [uLo, uHi] and whose input is at most inHi: no draw falls in the
-// first two cases (u ≥ pDrained), every charge fits the bucket's credit
+// cases below pDrained (u ≥ pDrained), every charge fits the bucket's credit
 // (k ≤ b), and the largest uniform keeps X below the credit that every
 // charge leaves (q < qMin) or finds the bucket idle. Each step of wait is
 // monotone in u and in the input, so the extremes decide for every draw.

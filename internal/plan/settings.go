@@ -36,13 +36,14 @@ func (r *run) predict(ctx context.Context, i, pool int) (Predicted, error) {
 		if err != nil {
 			return pr, err
 		}
-		mean := waitMean(w)
+		mean, keep := waitMean(w), 1.0 // keep: the served share of the slot's mean wait
 		if served < 0.95 {
 			tau, _, err := m.maxQueueWait(ctx, load)
 			if err != nil {
 				return pr, err
 			}
 			mean = servedWaitMean(w, tau)
+			keep = mean / w.Expected()
 		}
 		pr.QueueWaitMeanMs, pr.QueueWaitP95Ms = msPtr(mean), msPtr(waitQuantile(w, served))
 		if m.lambda > 0 && m.pace.unstable {
@@ -66,7 +67,7 @@ func (r *run) predict(ctx context.Context, i, pool int) (Predicted, error) {
 					}
 					over /= float64(n)
 				}
-				mean = m.paceMean() + w.Prob*over
+				mean = m.paceMean() + w.Prob*over*keep
 				p95 = m.paceQuantile(w, served)
 				if m.paceMean() > 0 {
 					pr.PacingWaitMeanMs = msPtr(m.paceMean())
