@@ -224,15 +224,6 @@ func inBand(pred float64, sims []float64, slack float64) (bool, float64) {
 	return ok, pred / mean
 }
 
-// knownMisses are the classes whose predictions fall outside the band,
-// with why: the test skips them while they miss, and fails once one of
-// them holds, so that the list stays true.
-var knownMisses = map[string]string{
-	"support chat, bursty summaries and the nightly batch/nightly": "the lowest class's pacing wait behind smooth (scv 0.5) interactive arrivals is under-predicted",
-	"assistant and reports on a curve/assistant":                   "beside a closed-loop class on a curve, the waiting requests' latency is taken with both pools full, which over-predicts TTFT p95",
-	"assistant and reports on a curve, a tight key/assistant":      "beside a closed-loop class on a curve, the waiting requests' latency is taken with both pools full, which over-predicts TTFT p95",
-}
-
 // TestPlanAgainstItsSimulation holds the plan to planner simulate's runs
 // of it, three replications of an hour each (four hours with
 // -accuracy.long), on every shipped example and 41 more scenarios: for
@@ -310,7 +301,7 @@ func TestPlanAgainstItsSimulation(t *testing.T) {
 					{"queue wait p95", cp.Predicted.QueueWaitP95Ms, s.wait, 0.05 * *cp.Predicted.TTFTP95Ms},
 				} {
 					ok, ratio := inBand(value(m.pred), m.sim, m.slack)
-					if m.slack == 0 && knownMisses[name] == "" {
+					if m.slack == 0 {
 						ratios = append(ratios, ratio)
 						if ratio < worst[0].ratio {
 							worst[0] = named{name + " " + m.name, ratio}
@@ -323,21 +314,14 @@ func TestPlanAgainstItsSimulation(t *testing.T) {
 						misses = append(misses, fmt.Sprintf("predicted %s %.0f ms, simulated %.0f ms (%+.1f %%; runs %.0f)", m.name, value(m.pred), m.sim[0], 100*(ratio-1), m.sim))
 					}
 				}
-				switch why, known := knownMisses[name]; {
-				case known && len(misses) > 0:
-					t.Skipf("a known miss, %s: %s", why, strings.Join(misses, "; "))
-				case known:
-					t.Errorf("holds now: take it off knownMisses")
-				default:
-					for _, miss := range misses {
-						t.Error(miss)
-					}
+				for _, miss := range misses {
+					t.Error(miss)
 				}
 			})
 		}
 	}
 	slices.Sort(ratios)
-	t.Logf("predicted/simulated TTFT and E2E p95 over %d comparisons (known misses left out): min %.3f, 10th percentile %.3f, median %.3f, 90th percentile %.3f, max %.3f; lowest %s, highest %s",
+	t.Logf("predicted/simulated TTFT and E2E p95 over %d comparisons: min %.3f, 10th percentile %.3f, median %.3f, 90th percentile %.3f, max %.3f; lowest %s, highest %s",
 		len(ratios), ratios[0], ratios[len(ratios)/10], ratios[len(ratios)/2], ratios[len(ratios)*9/10], ratios[len(ratios)-1], worst[0].name, worst[1].name)
 }
 

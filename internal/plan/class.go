@@ -503,6 +503,12 @@ func (m *classModel) p95(ctx context.Context, c, load int, which percentile) (fl
 // goes through its tails and caches, any other is selected from the
 // Monte Carlo sample.
 func (m *classModel) percentileAt(ctx context.Context, c, load int, which percentile, p float64) (float64, error) {
+	return m.percentileOf(ctx, c, load, which, p, true)
+}
+
+// percentileOf is percentileAt over the requests the client serves
+// (served) or over every request, which is at least as large.
+func (m *classModel) percentileOf(ctx context.Context, c, load int, which percentile, p float64, served bool) (float64, error) {
 	s := m.at(load)
 	if which == pctService {
 		return m.quantileAt(ctx, s, nil, model.Wait{}, which, p)
@@ -527,7 +533,84 @@ func (m *classModel) percentileAt(ctx context.Context, c, load int, which percen
 	if which == pctTTFT && m.task != nil {
 		w = m.task.firstCallWait(w)
 	}
-	return m.quantileAt(ctx, s, full, w, which, p)
+	v, err := m.quantileAt(ctx, s, full, w, which, p)
+	if err != nil || !served {
+		return v, err
+	}
+	ps, err := m.servedP(ctx, load, w, m.lambda*q.mean/float64(c), p)
+	if err != nil || ps == p {
+		return v, err
+	}
+	// The percentiles are over the requests the client serves: the
+	// quantile at served over every draw when it lies at or below the
+	// shedding wait τ (each request shed waited beyond τ, so lies above
+	// it either way); above τ, the quantile over every draw, which is at
+	// least the served one.
+	vs, err := m.quantileAt(ctx, s, full, w, which, ps)
+	if err != nil {
+		return 0, err
+	}
+	if tau, _, err := m.maxQueueWait(ctx, load); err != nil || vs <= tau {
+		return vs, err
+	}
+	return v, nil
+}
+
+// maxShedShare is the share of a class's requests its client may shed
+// for a plan to hold: the simulation's verdict allows 1 % of requests
+// lost (docs/simulate.md).
+const maxShedShare = 0.01
+
+// maxQueueWait is the wait for a slot after which the class's client sheds
+// a request (Admission.MaxQueueWaitMs), in seconds: slo_e2e minus the
+// class's percentile of S without queueing at the load; ok is false
+// without an e2e target, when nothing is shed.
+func (m *classModel) maxQueueWait(ctx context.Context, load int) (tau float64, ok bool, err error) {
+	if !m.hasSLO(metricE2E) {
+		return 0, false, nil
+	}
+	v, err := m.noWait95(ctx, load, metricE2E)
+	if err != nil {
+		return 0, false, err
+	}
+	return math.Max(0, m.slo[metricE2E]-v), true, nil
+}
+
+// servedP is the probability at which a p-quantile over the requests
+// the client serves is taken over all of them, the client shedding those
+// that wait longer than τ (maxQueueWait) for a slot. A queue whose
+// waiting requests leave after a fixed patience τ (M/M/c+D) has, below
+// τ, the density of the wait of one without abandonment, up to its
+// scale (Baccelli and Hebuterne, Performance '81, 1981; Zeltyn and
+// Mandelbaum, Queueing Syst. 51, 2005, for M/M/n+G): the requests served
+// wait as W without shedding given W ≤ τ. So P(X + W > t | W ≤ τ) = 1 − p
+// for t ≤ τ is P(X + W > t) = 1 − p·(1 − q), q = P(W > τ) = π·e^{−τ/θ}.
+// Above τ the density falls at the rate cμ instead of cμ − λ, so that
+// the share shed is q·(1 − ρ)/(1 − q·ρ) at utilisation ρ. A request
+// that also waits for the pacing buckets is shed on the longer of its
+// waits, so that more are shed than W alone says: conditioning on W
+// alone stays on the safe side.
+//
+// It is p itself for arrivals burstier than Poisson (a burst's requests
+// wait together, and the wait's law, matched at the percentile by
+// model.Queue.Wait, says little of its tail at τ), when q is below one
+// draw of the Monte Carlo (a change the percentile cannot resolve), and
+// when the share shed exceeds maxShedShare: a pool that sheds more fails
+// the plan's simulation however fast it serves the rest, and its
+// percentiles over every request keep it from meeting the SLO.
+func (m *classModel) servedP(ctx context.Context, load int, w model.Wait, rho, p float64) (float64, error) {
+	if m.task != nil || w.Prob == 0 || !w.Stable() || m.ca2 > 1 {
+		return p, nil
+	}
+	tau, ok, err := m.maxQueueWait(ctx, load)
+	if err != nil || !ok {
+		return p, err
+	}
+	q := w.Prob * math.Exp(-tau/w.Mean)
+	if q*float64(m.draws.N) < 1 || q*(1-rho)/(1-q*rho) > maxShedShare {
+		return p, nil
+	}
+	return p * (1 - q), nil
 }
 
 // fullLoad is the load on the endpoint when class i's pool of c is full,
@@ -675,16 +758,23 @@ var exact = bounds{1, 1}
 
 // meets reports whether a pool of c at the load meets each target times
 // its bound, computing the TTFT percentile only when the E2E target holds.
+// The percentile over the requests served is at most the one over every
+// request, which the engine keeps in its tails and caches: it is worked
+// out only when that one misses.
 func (m *classModel) meets(ctx context.Context, c, load int, b bounds) (bool, error) {
-	if m.hasSLO(metricE2E) {
-		v, err := m.p95(ctx, c, load, pctE2E)
-		if err != nil || v > b[metricE2E]*m.slo[metricE2E] {
-			return false, err
+	for _, t := range []struct {
+		metric int
+		which  percentile
+	}{{metricE2E, pctE2E}, {metricTTFT, pctTTFT}} {
+		if !m.hasSLO(t.metric) {
+			continue
 		}
-	}
-	if m.hasSLO(metricTTFT) {
-		v, err := m.p95(ctx, c, load, pctTTFT)
-		if err != nil || v > b[metricTTFT]*m.slo[metricTTFT] {
+		target := b[t.metric] * m.slo[t.metric]
+		v, err := m.percentileOf(ctx, c, load, t.which, m.pct, false)
+		if err == nil && v > target {
+			v, err = m.p95(ctx, c, load, t.which)
+		}
+		if err != nil || v > target {
 			return false, err
 		}
 	}

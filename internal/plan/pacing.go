@@ -101,8 +101,12 @@ func (r *run) pacing(i, pool int, allot quota.Vector) Pacing {
 //   - with probability pOwn, when its own and the higher classes' work is
 //     beyond the bucket's credit, that excess (exponential, of mean
 //     thetaOwn) plus k/r′;
-//   - with probability pDrained − pOwn, when the lower classes keep the
-//     bucket drained (they take its tokens as they come), k/r′;
+//   - with probability pEmpty − pOwn, when the whole key's work is
+//     beyond the credit, k/r′;
+//   - with probability pDrained − pEmpty, when the lower classes keep the
+//     bucket drained (they take its tokens as they come), (k − L)⁺/r′,
+//     with L the tokens that the lower send waiting has gathered so far,
+//     uniform between 0 and gathered, the mean work of their sends;
 //   - otherwise the bucket holds some of its credit: the work of every
 //     class, 0 with probability 1 − piAll and otherwise exponential of
 //     mean thetaAll, taken below b/r′, gives (X + (k − b)/r′)⁺;
@@ -112,7 +116,9 @@ type pacingDim struct {
 	on              bool
 	rate, size      float64 // r′, units per second, and b, units
 	pOwn, thetaOwn  float64
+	pEmpty          float64
 	pDrained        float64
+	gathered        float64
 	piAll, thetaAll float64
 	stretch         float64
 	top             float64 // 1 − e^{−b/(r′·thetaAll)}: the mass of the truncated X
@@ -126,7 +132,7 @@ type pacingDim struct {
 // rounds of solve settle on one law instead of ones that differ in the
 // last digits, and the caches see one key.
 func (p pacingDim) rounded() pacingDim {
-	for _, v := range []*float64{&p.rate, &p.size, &p.pOwn, &p.thetaOwn, &p.pDrained, &p.piAll, &p.thetaAll, &p.stretch} {
+	for _, v := range []*float64{&p.rate, &p.size, &p.pOwn, &p.thetaOwn, &p.pEmpty, &p.pDrained, &p.gathered, &p.piAll, &p.thetaAll, &p.stretch} {
 		*v = sig6(*v)
 	}
 	if p.thetaAll > 0 {
@@ -209,7 +215,7 @@ func (l pacingLaw) sample(dr *model.Draws, in []float64, inHi float64) []float64
 
 // never reports whether wait is 0 for every draw whose pacing uniform lies
 // in [uLo, uHi] and whose input is at most inHi: no draw falls in the
-// first two cases (u ≥ pDrained), every charge fits the bucket's credit
+// cases below pDrained (u ≥ pDrained), every charge fits the bucket's credit
 // (k ≤ b), and the largest uniform keeps X below the credit that every
 // charge leaves (q < qMin) or finds the bucket idle. Each step of wait is
 // monotone in u and in the input, so the extremes decide for every draw.
@@ -234,8 +240,13 @@ func (p *pacingDim) wait(u, e, in float64) float64 {
 	switch {
 	case u < p.pOwn:
 		d = e*p.thetaOwn + k/p.rate
-	case u < p.pDrained:
+	case u < p.pEmpty:
 		d = k / p.rate
+	case u < p.pDrained:
+		// The tokens gathered by the lower send that waits, at the
+		// draw's uniform within this case.
+		v := (u - p.pEmpty) / (p.pDrained - p.pEmpty)
+		d = math.Max(0, k-v*p.gathered) / p.rate
 	default:
 		v := (u - p.pDrained) / (1 - p.pDrained)
 		x := 0.0
@@ -314,6 +325,21 @@ func third(x model.Dist) float64 {
 // probability Prob, and that work is exponential of mean Mean (a GI/G/1
 // queue; model.Queue), and the load ρ.
 func (r *run) workload(flows []flow, rate float64) (model.Wait, float64) {
+	q, rho := merged(flows, rate)
+	if q.Lambda == 0 || q.Mean == 0 {
+		return model.Wait{}, 0
+	}
+	if rho >= 1 {
+		return model.Wait{Prob: 1, Mean: math.Inf(1)}, rho
+	}
+	return r.eng.wait(q), rho
+}
+
+// merged is the single-server queue of a bucket of rate r′ fed by flows:
+// their sends merged into one stream, with the rate-weighted ca² of
+// their arrivals, and the moments of a send's service time k/r′; and its
+// load ρ.
+func merged(flows []flow, rate float64) (model.Queue, float64) {
 	var lam, b1, b2, b3, ca2 float64
 	for _, f := range flows {
 		lam += f.rate
@@ -323,18 +349,53 @@ func (r *run) workload(flows []flow, rate float64) (model.Wait, float64) {
 		ca2 += f.rate * f.ca2
 	}
 	if lam == 0 || b1 == 0 {
-		return model.Wait{}, 0
+		return model.Queue{}, 0
 	}
 	rho := b1
 	b1, b2, b3, ca2 = b1/lam, b2/lam, b3/lam, ca2/lam
-	if rho >= 1 {
-		return model.Wait{Prob: 1, Mean: math.Inf(1)}, rho
-	}
 	q := model.Queue{C: 1, Lambda: lam, CA2: ca2, Mean: b1, CS2: math.Max(0, b2/(b1*b1)-1)}
 	if b2 > 0 {
 		q.Tail = b1 * b3 / (b2 * b2)
 	}
-	return r.eng.wait(q), rho
+	return q, rho
+}
+
+// meanWork is the mean work of a send of flows, units, weighted by their
+// rates; 0 when they send nothing.
+func meanWork(flows []flow) float64 {
+	var lam, w float64
+	for _, f := range flows {
+		lam += f.rate
+		w += f.rate * f.m1
+	}
+	if lam == 0 {
+		return 0
+	}
+	return w / lam
+}
+
+// seenBy is the work that the sends of one class, whose arrivals have
+// squared coefficient of variation ca2, find in a bucket fed by flows,
+// from w, the work the merged sends find. The time-average work of a
+// GI/G/1 queue is V = ρ·W_q + λ·E[B²]/2 (Brumelle, J. Appl. Prob. 8(3),
+// 1971): what Poisson arrivals find (PASTA), more than the merged
+// arrivals find when the merged stream is smoother than Poisson, less
+// when it is burstier. With the Allen–Cunneen wait of the merged stream,
+// W_q = ρ·E[B]·(ca²_m + cs²)/(2(1 − ρ)), a stream of ca² finds
+// V + ρ·E[B]·(ca² − 1)/2, which is W_q·(ρ + (1 − ρ)·(ca² + cs²)/(ca²_m +
+// cs²)): W_q itself for ca² = ca²_m (a class alone on its key), and the
+// rate-weighted mean over the streams is W_q. So a Poisson class behind
+// smooth interactive arrivals finds the time average, not the little
+// that those arrivals find. For a merged stream burstier than Poisson
+// the wait is the GI/M/c law's, the worse of two laws of the gaps
+// (model.Queue.Wait), not Allen–Cunneen's, and is kept as it is.
+func seenBy(flows []flow, rate float64, w model.Wait, ca2 float64) model.Wait {
+	q, rho := merged(flows, rate)
+	if w.Prob == 0 || !w.Stable() || q.CA2+q.CS2 == 0 || q.CA2 > 1 {
+		return w
+	}
+	w.Mean *= rho + (1-rho)*(ca2+q.CS2)/(q.CA2+q.CS2)
+	return w
 }
 
 // mean is about what a send of a flow waits on the dimension, E[D], at
@@ -346,8 +407,17 @@ func (p pacingDim) mean(f flow) float64 {
 	if !p.on {
 		return 0
 	}
-	k := f.m1
-	return p.stretch * (p.pOwn*(p.thetaOwn+k/p.rate) + (p.pDrained-p.pOwn)*k/p.rate)
+	k, g := f.m1, p.gathered
+	// E[(k − U·g)⁺] for U uniform on (0, 1).
+	short := k
+	switch {
+	case g == 0:
+	case k <= g:
+		short = k * k / (2 * g)
+	default:
+		short = k - g/2
+	}
+	return p.stretch * (p.pOwn*(p.thetaOwn+k/p.rate) + (p.pEmpty-p.pOwn)*k/p.rate + (p.pDrained-p.pEmpty)*short/p.rate)
 }
 
 // pacingLaws sets the pacing wait of every class with demand from the
@@ -372,11 +442,7 @@ func (r *run) pacingLaws() bool {
 				refund += flows[j].rate * flows[j].refund
 			}
 			rate, size := k.Capacity(d)+refund, bucketSize(k, d)
-			all, rhoAll := r.workload(flows, rate)
-			drainedAll := 1.0
-			if rhoAll < 1 {
-				drainedAll = all.Prob * math.Exp(-size/(rate*all.Mean))
-			}
+			whole, rhoAll := r.workload(flows, rate)
 			// From the lowest class up, so that each class knows how often
 			// the classes below it have a send waiting.
 			lower := 0.0
@@ -395,12 +461,22 @@ func (r *run) pacingLaws() bool {
 					lower = 1
 					continue
 				}
+				// The work its own sends find, of its own and the higher
+				// classes and of the whole key.
+				own = seenBy(flows[:j+1], rate, own, flows[j].ca2)
+				all := seenBy(flows, rate, whole, flows[j].ca2)
+				drainedAll := 1.0
+				if rhoAll < 1 {
+					drainedAll = all.Prob * math.Exp(-size/(rate*all.Mean))
+				}
 				pd := pacingDim{on: true, rate: rate, size: size, adm0: flows[j].adm0, admIn: flows[j].admIn,
 					thetaOwn: own.Mean, piAll: all.Prob, thetaAll: all.Mean, stretch: 1 / (1 - rhoHigh)}
 				if own.Prob > 0 {
 					pd.pOwn = own.Prob * math.Exp(-size/(rate*own.Mean))
 				}
 				pd.pDrained = math.Max(pd.pOwn, 1-(1-drainedAll)*(1-lower))
+				pd.pEmpty = math.Min(pd.pDrained, math.Max(pd.pOwn, drainedAll))
+				pd.gathered = meanWork(flows[j+1:])
 				if pd.pDrained >= 1 {
 					pd.pDrained, pd.piAll = 1, 1
 				}
@@ -557,7 +633,7 @@ func (l pacingLaw) appendKey(b []byte) []byte {
 			continue
 		}
 		b = append(b, byte(d))
-		for _, v := range []float64{p.rate, p.size, p.pOwn, p.thetaOwn, p.pDrained, p.piAll, p.thetaAll, p.stretch, p.adm0, p.admIn} {
+		for _, v := range []float64{p.rate, p.size, p.pOwn, p.thetaOwn, p.pEmpty, p.pDrained, p.gathered, p.piAll, p.thetaAll, p.stretch, p.adm0, p.admIn} {
 			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
 		}
 	}

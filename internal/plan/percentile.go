@@ -18,6 +18,19 @@ func (m *classModel) quantileAt(ctx context.Context, s, full *service, w model.W
 	if which == pctService {
 		which, w = pctE2E, model.Wait{}
 	}
+	metric := metricE2E
+	if which == pctTTFT {
+		metric = metricTTFT
+	}
+	// The engine's cache keeps them too: a search asks again at the same
+	// pool as the plan's rounds settle.
+	k := percentileKey{service: s.keyOf(metric), wait: w, which: which, p: p}
+	if full != nil {
+		k.full = full.keyOf(metric)
+	}
+	if v, ok := m.eng.percentiles.Get(k); ok {
+		return v, nil
+	}
 	first, total, err := m.sample(ctx, s)
 	if err != nil {
 		return 0, err
@@ -26,18 +39,22 @@ func (m *classModel) quantileAt(ctx context.Context, s, full *service, w model.W
 	if which == pctTTFT {
 		x = first
 	}
+	var v float64
 	if full == nil {
-		return model.QuantileWithPacedWait(x, m.headOf(s), m.draws, w, p, m.scratch()), nil
+		v = model.QuantileWithPacedWait(x, m.headOf(s), m.draws, w, p, m.scratch())
+	} else {
+		ffirst, ftotal, err := m.sample(ctx, full)
+		if err != nil {
+			return 0, err
+		}
+		xw := ftotal
+		if which == pctTTFT {
+			xw = ffirst
+		}
+		v = model.QuantileWithSplitWait(x, xw, m.headOf(s), m.draws, w, p, m.scratch())
 	}
-	ffirst, ftotal, err := m.sample(ctx, full)
-	if err != nil {
-		return 0, err
-	}
-	xw := ftotal
-	if which == pctTTFT {
-		xw = ffirst
-	}
-	return model.QuantileWithSplitWait(x, xw, m.headOf(s), m.draws, w, p, m.scratch()), nil
+	m.eng.percentiles.Add(k, v)
+	return v, nil
 }
 
 // statesPercentile reports whether the class's SLO names its percentile:

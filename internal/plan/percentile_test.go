@@ -56,6 +56,10 @@ func TestPercentile99AgainstBruteForce(t *testing.T) {
 	first, total := make([]float64, d.N), make([]float64, d.N)
 	ws[0].At(1).Fill(d, first, total)
 	w := m.waitAt(cp.Pool, m.pacedOf(m.at(1)))
+	tau, _, err := m.maxQueueWait(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	at := func(x []float64, p float64) float64 {
 		sum := slices.Clone(x)
 		for i := range sum {
@@ -64,6 +68,14 @@ func TestPercentile99AgainstBruteForce(t *testing.T) {
 			}
 		}
 		slices.Sort(sum)
+		// Over the requests served, below the shedding wait (servedP).
+		served, err := m.servedP(ctx, 1, w, m.lambda*m.at(1).mean/float64(cp.Pool), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := model.QuantileSorted(sum, served); v <= tau {
+			return ms(v)
+		}
 		return ms(model.QuantileSorted(sum, p))
 	}
 	pr := cp.Predicted

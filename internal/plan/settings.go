@@ -31,7 +31,21 @@ func (r *run) predict(ctx context.Context, i, pool int) (Predicted, error) {
 			return pr, err
 		}
 		pr.TTFTP95Ms, pr.E2EP95Ms = msPtr(ttft), msPtr(e2e)
-		pr.QueueWaitMeanMs, pr.QueueWaitP95Ms = msPtr(waitMean(w)), msPtr(waitQuantile(w, 0.95))
+		// Over the requests served (servedP): the wait given W ≤ τ.
+		served, err := m.servedP(ctx, load, w, m.lambda*m.pacedOf(s).mean/float64(pool), 0.95)
+		if err != nil {
+			return pr, err
+		}
+		mean, keep := waitMean(w), 1.0 // keep: the served share of the slot's mean wait
+		if served < 0.95 {
+			tau, _, err := m.maxQueueWait(ctx, load)
+			if err != nil {
+				return pr, err
+			}
+			mean = servedWaitMean(w, tau)
+			keep = mean / w.Expected()
+		}
+		pr.QueueWaitMeanMs, pr.QueueWaitP95Ms = msPtr(mean), msPtr(waitQuantile(w, served))
 		if m.lambda > 0 && m.pace.unstable {
 			// The key cannot carry the demand: every wait grows without
 			// bound.
@@ -53,8 +67,8 @@ func (r *run) predict(ctx context.Context, i, pool int) (Predicted, error) {
 					}
 					over /= float64(n)
 				}
-				mean = m.paceMean() + w.Prob*over
-				p95 = m.paceQuantile(w, 0.95)
+				mean = m.paceMean() + w.Prob*over*keep
+				p95 = m.paceQuantile(w, served)
 				if m.paceMean() > 0 {
 					pr.PacingWaitMeanMs = msPtr(m.paceMean())
 					pr.PacingWaitP95Ms = msPtr(m.paceQuantile(model.Wait{}, 0.95))
@@ -83,6 +97,15 @@ func waitMean(w model.Wait) float64 {
 	return w.Expected()
 }
 
+// servedWaitMean is E[W | W ≤ τ] for a wait that is 0 with probability
+// 1 − π and exponential of mean θ otherwise: the mean wait of the
+// requests a client that sheds at τ serves (servedP),
+// π·(θ − (θ + τ)·e^{−τ/θ}) / (1 − π·e^{−τ/θ}).
+func servedWaitMean(w model.Wait, tau float64) float64 {
+	e := math.Exp(-tau / w.Mean)
+	return w.Prob * (w.Mean - (w.Mean+tau)*e) / (1 - w.Prob*e)
+}
+
 // waitQuantile is the p-quantile of a wait that is 0 with probability
 // 1 − C and exponential with mean m otherwise: m·ln(C/(1−p)) when C > 1 − p.
 func waitQuantile(w model.Wait, p float64) float64 {
@@ -108,12 +131,12 @@ func (r *run) admission(ctx context.Context, i, pool int) (Admission, error) {
 	} else {
 		a.RetryAfterS = 86400
 	}
-	if m.hasSLO(metricE2E) {
-		p95, err := m.noWait95(ctx, load, metricE2E)
-		if err != nil {
-			return a, err
-		}
-		a.MaxQueueWaitMs = msPtr(math.Max(0, m.slo[metricE2E]-p95))
+	tau, ok, err := m.maxQueueWait(ctx, load)
+	if err != nil {
+		return a, err
+	}
+	if ok {
+		a.MaxQueueWaitMs = msPtr(tau)
 	}
 	return a, nil
 }
