@@ -324,12 +324,15 @@ func (e *Estimator) Estimate(w Wait) float64 {
 }
 
 // Quantile is the p-quantile of X + W (type 7). An unstable wait gives +Inf.
+// A wait whose probability is at most the least of the draws' uniforms
+// makes no draw wait: the answer is the p-quantile of X alone, the value
+// a query would select again (a large pool's wait is often that rare).
 // A Tail is immutable after NewPacedTail, so Quantile is safe for concurrent use.
 func (tl *Tail) Quantile(w Wait) float64 {
 	switch {
 	case !w.Stable():
 		return math.Inf(1)
-	case w.Prob == 0:
+	case w.Prob == 0 || len(tl.uByU) > 0 && w.Prob <= tl.uByU[0]:
 		return tl.base
 	}
 	return tl.query(w)

@@ -68,6 +68,30 @@ func TestTailTiesAndSmallSamples(t *testing.T) {
 	}
 }
 
+// TestTailRareWaitsAreExact asks waits around the least of the draws'
+// uniforms, where the tail answers without a query when no draw waits:
+// every answer has the bits of the quantile over the whole sample, paced
+// or not.
+func TestTailRareWaitsAreExact(t *testing.T) {
+	d := NewDraws(11, 3000)
+	x, head := make([]float64, d.N), make([]float64, d.N)
+	for i := range x {
+		head[i] = math.Max(0, d.EP[i]-4)
+		x[i] = 0.3*d.E[(i+1)%d.N] + head[i]
+	}
+	least := slices.Min(d.U)
+	for _, h := range [][]float64{nil, head} {
+		tail := NewPacedTail(x, h, d, 0.95)
+		for _, prob := range []float64{1e-300, least / 2, math.Nextafter(least, 0), least, math.Nextafter(least, 1), 2 * least} {
+			w := Wait{Prob: prob, Mean: 1e6}
+			want := QuantileWithPacedWait(x, h, d, w, 0.95, make([]float64, d.N))
+			if got := tail.Quantile(w); math.Float64bits(got) != math.Float64bits(want) {
+				t.Errorf("paced %v, wait %+v: tail %v, whole sample %v", h != nil, w, got, want)
+			}
+		}
+	}
+}
+
 // TestRankValue checks the bracketed selection against sorting, with a
 // subsample that brackets the rank and one that misses it (the fallback).
 func TestRankValue(t *testing.T) {
