@@ -23,8 +23,11 @@ type Draws struct {
 	UP, EP []float64
 	// UPMin and UPMax are the least and the largest of UP.
 	UPMin, UPMax float64
-	byU          []int32   // indices in ascending order of U
-	uByU, eByU   []float64 // U and E in that order, shared by every Tail
+	// ByUP is the draws' indices in ascending order of UP, so that the
+	// draws of a range of pacing uniforms are found by bisection.
+	ByUP       []int32
+	byU        []int32   // indices in ascending order of U
+	uByU, eByU []float64 // U and E in that order, shared by every Tail
 }
 
 // NewDraws generates n draws from a PCG generator seeded with seed.
@@ -55,6 +58,11 @@ func NewDraws(seed uint64, n int) *Draws {
 	if n > 0 {
 		d.UPMin, d.UPMax = slices.Min(d.UP), slices.Max(d.UP)
 	}
+	d.ByUP = make([]int32, n)
+	for i := range d.ByUP {
+		d.ByUP[i] = int32(i)
+	}
+	slices.SortFunc(d.ByUP, func(a, b int32) int { return cmp.Compare(d.UP[a], d.UP[b]) })
 	slices.SortFunc(d.byU, func(a, b int32) int { return cmp.Compare(d.U[a], d.U[b]) })
 	d.uByU, d.eByU = make([]float64, n), make([]float64, n)
 	for j, i := range d.byU {

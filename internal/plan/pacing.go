@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
+	"sort"
 
 	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/quota"
@@ -186,7 +187,9 @@ func (l pacingLaw) waits() bool {
 // exponentials and their input tokens in, none above inHi: the longest of
 // its dimensions' waits (the same draw sets every dimension's state),
 // worked out one dimension at a time over the draws. A dimension on which
-// no draw can wait (never) is left out: it adds only zeros to the longest.
+// no draw can wait (never) is left out: it adds only zeros to the longest;
+// on the others, the draws whose uniform keeps them from waiting whatever
+// their input (idleSpan) are left out the same way.
 func (l pacingLaw) sample(dr *model.Draws, in []float64, inHi float64) []float64 {
 	d := make([]float64, len(in))
 	if l.unstable {
@@ -200,11 +203,40 @@ func (l pacingLaw) sample(dr *model.Draws, in []float64, inHi float64) []float64
 		if !p.on || p.never(dr.UPMin, dr.UPMax, inHi) {
 			continue
 		}
-		for i := range d {
-			d[i] = math.Max(d[i], p.wait(dr.UP[i], dr.EP[i], in[i]))
+		lo, hi := p.idleSpan(dr)
+		for _, order := range [][]int32{dr.ByUP[:lo], dr.ByUP[hi:]} {
+			for _, i := range order {
+				d[i] = math.Max(d[i], p.wait(dr.UP[i], dr.EP[i], in[i]))
+			}
 		}
 	}
 	return d
+}
+
+// idleSpan is the range [lo, hi) of the draws in ascending order of their
+// pacing uniform (Draws.ByUP) whose wait is 0 whatever their input, for a
+// law prepared for the sample's largest input (qMin > 0): past the first
+// two cases of wait, a uniform whose X is 0 (v < idle) or stays below the
+// credit that the largest charge leaves (q < qMin). Each step from u to q
+// is monotone in u, so the span is one range, found by bisection with the
+// same expressions wait evaluates; without qMin it is empty.
+func (p *pacingDim) idleSpan(dr *model.Draws) (lo, hi int) {
+	n := len(dr.ByUP)
+	if !(p.qMin > 0) || p.admIn < 0 || !(p.thetaAll > 0) {
+		return n, n
+	}
+	u := func(j int) float64 { return dr.UP[dr.ByUP[j]] }
+	lo = sort.Search(n, func(j int) bool { return !(u(j) < p.pOwn) && !(u(j) < p.pDrained) })
+	hi = lo + sort.Search(n-lo, func(j int) bool {
+		v := (u(lo+j) - p.pDrained) / (1 - p.pDrained)
+		idle := (1 - p.piAll) / (1 - p.pDrained)
+		if !(v >= idle) {
+			return false // X is 0, and every charge fits the credit
+		}
+		q := (v - idle) / (1 - idle)
+		return !(q < p.qMin)
+	})
+	return lo, hi
 }
 
 // never reports whether wait is 0 for every draw whose pacing uniform lies

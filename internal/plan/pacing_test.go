@@ -27,7 +27,8 @@ func (l *pacingLaw) wait(u, e, in float64) float64 {
 
 // TestPacingSampleLeavesOutOnlyDimensionsThatNeverWait holds the draws'
 // pacing waits, worked out a dimension at a time with the dimensions on
-// which no draw can wait left out, to the law's wait at every draw with
+// which no draw can wait left out, and on the others the draws whose
+// uniform keeps them from waiting, to the law's wait at every draw with
 // every dimension, bit for bit, over random laws: buckets
 // idle, busy and drained, charges that fit the credit and ones that do
 // not, and laws on the edge where only the largest uniform or input waits.
@@ -39,7 +40,7 @@ func TestPacingSampleLeavesOutOnlyDimensionsThatNeverWait(t *testing.T) {
 		in[i] = math.Round(r.ExpFloat64() * 2000)
 	}
 	inHi := slices.Max(in)
-	left := 0
+	left, idle := 0, 0
 	for trial := range 400 {
 		var law pacingLaw
 		for d := range 2 {
@@ -69,6 +70,9 @@ func TestPacingSampleLeavesOutOnlyDimensionsThatNeverWait(t *testing.T) {
 		for d := range law.dims {
 			if p := &law.dims[d]; p.on && p.never(draws.UPMin, draws.UPMax, inHi) {
 				left++
+			} else if p.on {
+				lo, hi := p.idleSpan(draws)
+				idle += hi - lo
 			}
 		}
 		for i := range got {
@@ -78,10 +82,10 @@ func TestPacingSampleLeavesOutOnlyDimensionsThatNeverWait(t *testing.T) {
 			}
 		}
 	}
-	if left == 0 {
-		t.Fatal("no dimension was left out: the test does not reach the shortcut")
+	if left == 0 || idle == 0 {
+		t.Fatalf("%d dimensions and %d draws left out: the test does not reach the shortcuts", left, idle)
 	}
-	t.Logf("%d dimensions of 800 left out", left)
+	t.Logf("%d dimensions of 800 left out, and %d draws of the others", left, idle)
 }
 
 // TestPaceQuantileIsKeptByPercentile asks a class's quantile of
