@@ -95,6 +95,18 @@ type Tail struct {
 	// hiD and dByU are each draw's head start D (NewPacedTail): nil
 	// without one.
 	hiD, dByU []float64
+	// hiIdx are the high draws' indices; t is the rank-k value of X and
+	// lastTie the last index of a draw equal to it among the high draws.
+	hiIdx   []int32
+	t       float64
+	lastTie int
+	// A sparse tail (NewSparsePacedTail) has, besides its leaders, the
+	// draws with a head start outside them as challengers of every query
+	// (exX = X + D, exU, exE, exD), and skip, their positions in the order
+	// of U, which a query's pass over xByU (X without D) leaves out.
+	exX, exU, exE, exD []float64
+	skip               []int
+	sparse             bool
 	// xByU is X in ascending order of U, −Inf for the high draws (already
 	// among the leaders); U and E in that order are the draws' own.
 	xByU       []float64
@@ -115,7 +127,7 @@ func NewPacedTail(x, head []float64, d *Draws, p float64) *Tail {
 	tl := &Tail{p: p, uByU: d.uByU, eByU: d.eByU}
 	tl.k, tl.frac = quantileRank(n, p)
 	top := n - tl.k // K
-	sample := subsample(x)
+	sample := subsample(x, nil)
 	// The K largest values of x are the high draws: all above the rank-k
 	// value t, then as many equal to t as needed, lowest index first (those
 	// at or below index lastTie).
@@ -143,6 +155,7 @@ func NewPacedTail(x, head []float64, d *Draws, p float64) *Tail {
 	if head != nil {
 		hiD, dByU = cols[3*top+n:4*top+n:4*top+n], cols[4*top+n:]
 	}
+	hiIdx := make([]int32, top)
 	h := 0
 	for j, i := range d.byU {
 		v := x[i]
@@ -150,7 +163,7 @@ func NewPacedTail(x, head []float64, d *Draws, p float64) *Tail {
 			dByU[j] = head[i]
 		}
 		if v > t || (v == t && int(i) <= lastTie) {
-			hiX[h], hiU[h], hiE[h] = v, d.uByU[j], d.eByU[j]
+			hiX[h], hiU[h], hiE[h], hiIdx[h] = v, d.uByU[j], d.eByU[j], i
 			if head != nil {
 				hiD[h] = head[i]
 			}
@@ -160,9 +173,62 @@ func NewPacedTail(x, head []float64, d *Draws, p float64) *Tail {
 		xByU[j] = v
 	}
 	tl.hiX, tl.hiU, tl.hiE, tl.xByU, tl.hiD, tl.dByU = hiX, hiU, hiE, xByU, hiD, dByU
+	tl.hiIdx, tl.t, tl.lastTie = hiIdx, t, lastTie
+	tl.finish(sample)
+	return tl
+}
+
+// finish sets the tail's scratch buffers, its answer without a wait, and
+// its estimator from a sorted subsample of its sample.
+func (tl *Tail) finish(sample []float64) {
+	top := len(tl.hiX)
 	tl.scratch.New = func() any { b := make([]float64, 2*top); return &b }
 	tl.base = tl.query(Wait{})
-	tl.est = newEstimator(sample, p, tl.base)
+	tl.est = newEstimator(sample, tl.p, tl.base)
+}
+
+// NewSparsePacedTail is NewPacedTail on the sample x + head for a head
+// start that is zero at most draws, built from base, the tail of x at the
+// same percentile on the same draws d, without a selection over the
+// draws: at lists the draws whose head start is positive. Because
+// X + max(W, D) ≥ X + W, the K largest values of x + max(W, head) are
+// among base's high draws (with their head starts), the draws of at and
+// the draws that wait: base's high draws are the new tail's leaders, the
+// draws of at outside them challenge every query, and a query's pass over
+// the waiting draws takes the others' X from base. Each draw's value is
+// the expression NewPacedTail's query evaluates (x + 0 is x), so every
+// answer is NewPacedTail's, bit for bit.
+func NewSparsePacedTail(base *Tail, x, head []float64, at []int32, d *Draws) *Tail {
+	top := len(base.hiX)
+	tl := &Tail{p: base.p, k: base.k, frac: base.frac, uByU: base.uByU, eByU: base.eByU, xByU: base.xByU,
+		hiU: base.hiU, hiE: base.hiE, hiIdx: base.hiIdx, t: base.t, lastTie: base.lastTie, sparse: true}
+	cols := make([]float64, 2*top)
+	tl.hiX, tl.hiD = cols[:top:top], cols[top:]
+	for h, i := range base.hiIdx {
+		tl.hiX[h], tl.hiD[h] = x[i]+head[i], head[i]
+	}
+	var extra []int32
+	for _, i := range at {
+		if v := x[i]; !(v > base.t || (v == base.t && int(i) <= base.lastTie)) {
+			extra = append(extra, i)
+		}
+	}
+	ex := make([]float64, 4*len(extra))
+	m := len(extra)
+	tl.exX, tl.exU, tl.exE, tl.exD = ex[:m:m], ex[m:2*m:2*m], ex[2*m:3*m:3*m], ex[3*m:]
+	tl.skip = make([]int, m)
+	for e, i := range extra {
+		tl.exX[e], tl.exU[e], tl.exE[e], tl.exD[e] = x[i]+head[i], d.U[i], d.E[i], head[i]
+		// The draw's position in the order of U: the first of its value,
+		// then along the draws of that value to its own.
+		j, _ := slices.BinarySearch(d.uByU, d.U[i])
+		for d.byU[j] != i {
+			j++
+		}
+		tl.skip[e] = j
+	}
+	slices.Sort(tl.skip)
+	tl.finish(subsample(x, head))
 	return tl
 }
 
@@ -170,13 +236,17 @@ func NewPacedTail(x, head []float64, d *Draws, p float64) *Tail {
 // estimator's summary quantiles and to bracket the rank a tail selects.
 const subsampleSize = 512
 
-// subsample is a strided subsample of x, sorted. The draws are independent,
-// so every stride is a random sample of X.
-func subsample(x []float64) []float64 {
+// subsample is a strided subsample of x (plus head, when given), sorted.
+// The draws are independent, so every stride is a random sample of X.
+func subsample(x, head []float64) []float64 {
 	step := max(1, len(x)/subsampleSize)
 	sample := make([]float64, 0, len(x)/step+1)
 	for i := 0; i < len(x); i += step {
-		sample = append(sample, x[i])
+		if head != nil {
+			sample = append(sample, x[i]+head[i])
+		} else {
+			sample = append(sample, x[i])
+		}
 	}
 	slices.Sort(sample)
 	return sample
@@ -237,7 +307,7 @@ func rankValue(x []float64, k int, sample []float64) (float64, int) {
 // Monte Carlo sample of X whose p-quantile is base. Estimates only guide
 // searches, so a strided subsample of the draws is summary enough.
 func NewSampleEstimator(x []float64, p, base float64) *Estimator {
-	return newEstimator(subsample(x), p, base)
+	return newEstimator(subsample(x, nil), p, base)
 }
 
 // newEstimator builds an Estimator from a sorted sample of X.
@@ -263,6 +333,13 @@ func (tl *Tail) N() int { return len(tl.xByU) }
 
 // Paced reports whether the tail has a head start per draw (NewPacedTail).
 func (tl *Tail) Paced() bool { return tl.dByU != nil }
+
+// Sparse reports whether the tail was built by NewSparsePacedTail: it
+// keeps its base's columns and adds Extra challengers.
+func (tl *Tail) Sparse() bool { return tl.sparse }
+
+// Extra is how many challengers a sparse tail adds to its base's draws.
+func (tl *Tail) Extra() int { return len(tl.exX) }
 
 // Estimator approximates the p-quantile of X + W in microseconds rather
 // than a pass over Monte Carlo draws, from X's quantiles at evenly spaced
@@ -363,9 +440,26 @@ func (tl *Tail) query(w Wait) float64 {
 	}
 	threshold := slices.Min(all[:top])
 	n := top // leaders in all[:top], challengers in all[top:n]
-	for j, u := range tl.uByU {
-		if u >= w.Prob {
-			break
+	for e, v := range tl.exX {
+		if tl.exU[e] < w.Prob {
+			v += math.Max(0, tl.exE[e]*w.Mean-tl.exD[e])
+		}
+		if v > threshold {
+			all[n] = v
+			n++
+			if n == len(all) {
+				threshold = keepTop(all, top)
+				n = top
+			}
+		}
+	}
+	// The waiting draws, U < w.Prob, but those at the skipped positions.
+	end, _ := slices.BinarySearch(tl.uByU, w.Prob)
+	skip := tl.skip
+	for j := 0; j < end; j++ {
+		if len(skip) > 0 && skip[0] == j {
+			skip = skip[1:]
+			continue
 		}
 		v := tl.xByU[j] + tl.eByU[j]*w.Mean
 		if tl.dByU != nil {

@@ -92,6 +92,49 @@ func TestTailRareWaitsAreExact(t *testing.T) {
 	}
 }
 
+// TestSparsePacedTailMatchesPacedTail holds the tail built from the
+// unpaced tail's high draws and the draws with a head start to the tail
+// built by a selection over the paced sample, bit for bit, over waits
+// from none to every draw's: head starts on a few draws, some of them
+// high draws, some lifting a low draw above the rank, with ties in X.
+func TestSparsePacedTailMatchesPacedTail(t *testing.T) {
+	d := NewDraws(21, 6000)
+	x := make([]float64, d.N)
+	for i := range x {
+		x[i] = math.Round(40*d.E[(i+7)%d.N]) / 10 // ties at every value
+	}
+	for trial, share := range []float64{0, 0.001, 0.01, 0.05} {
+		head := make([]float64, d.N)
+		var at []int32
+		for i := range head {
+			if d.UP[i] < share {
+				head[i] = 5 * d.EP[i]
+				at = append(at, int32(i))
+			}
+		}
+		paced := make([]float64, d.N)
+		for i := range paced {
+			paced[i] = x[i] + head[i]
+		}
+		for _, p := range []float64{0.5, 0.95, 0.99} {
+			dense := NewPacedTail(paced, head, d, p)
+			sparse := NewSparsePacedTail(NewPacedTail(x, nil, d, p), x, head, at, d)
+			if !sparse.Sparse() || share >= 0.01 && sparse.Extra() == 0 {
+				t.Fatalf("trial %d p=%g: sparse %v with %d extra of %d head starts", trial, p, sparse.Sparse(), sparse.Extra(), len(at))
+			}
+			for _, w := range []Wait{{}, {Prob: 1e-4, Mean: 3}, {Prob: 0.02, Mean: 1}, {Prob: 0.3, Mean: 4}, {Prob: 0.9, Mean: 20}, {Prob: 1, Mean: 0.5}} {
+				want, got := dense.Quantile(w), sparse.Quantile(w)
+				if math.Float64bits(got) != math.Float64bits(want) {
+					t.Errorf("trial %d p=%g wait %+v: sparse %v, dense %v", trial, p, w, got, want)
+				}
+				if e1, e2 := dense.Estimate(w), sparse.Estimate(w); math.Float64bits(e1) != math.Float64bits(e2) {
+					t.Errorf("trial %d p=%g wait %+v: estimates %v and %v", trial, p, w, e2, e1)
+				}
+			}
+		}
+	}
+}
+
 // TestRankValue checks the bracketed selection against sorting, with a
 // subsample that brackets the rank and one that misses it (the fallback).
 func TestRankValue(t *testing.T) {
@@ -99,7 +142,7 @@ func TestRankValue(t *testing.T) {
 	x := slices.Clone(d.E)
 	sorted := slices.Sorted(slices.Values(x))
 	for _, k := range []int{0, 17, 5000, 9499, 9998, 9999} {
-		for name, sample := range map[string][]float64{"subsample": subsample(x), "misleading": slices.Repeat([]float64{100}, 512)} {
+		for name, sample := range map[string][]float64{"subsample": subsample(x, nil), "misleading": slices.Repeat([]float64{100}, 512)} {
 			v, above := rankValue(x, k, sample)
 			wantAbove := len(x) - 1 - k
 			if v != sorted[k] || above != wantAbove {

@@ -101,10 +101,15 @@ func drawsBytes(d *model.Draws) int { return d.N*(10*8+2*4) + 256 }
 
 // tailBytes estimates the memory of a tail over its draws: X in the order
 // of U, and its high draws (5 %) with their U and E and a scratch buffer;
-// a paced tail also each draw's pacing wait in both orders.
+// a paced tail also each draw's pacing wait in both orders. A sparse one
+// keeps its base's columns (counted as its own: it holds them when the
+// base is evicted) and adds its high draws' values and its challengers.
 func tailBytes(t *model.Tail) int {
-	if t.Paced() {
+	switch {
+	case t.Paced():
 		return 19*t.N() + 512
+	case t.Sparse():
+		return 10*t.N() + 44*t.Extra() + 512
 	}
 	return 10*t.N() + 512
 }

@@ -55,7 +55,10 @@ type classModel struct {
 	pace   pacingLaw
 	paceD  []float64
 	paceD1 float64 // the mean of paceD
-	paced  map[*service]*service
+	// paceNZ are the draws whose pacing wait is positive, once paceAtOK.
+	paceNZ   []int32
+	paceAtOK bool
+	paced    map[*service]*service
 	// paceQ is the quantile of max(W, D) by the slot's wait W and the
 	// percentile (paceQuantile).
 	paceQ map[paceKey]float64
@@ -270,6 +273,24 @@ func (m *classModel) tail(ctx context.Context, s *service, metric int) (*model.T
 		return t, nil
 	}
 	build := func() (*model.Tail, error) {
+		if s.base != nil && len(m.paceAt()) <= m.draws.N/sparseTailShare {
+			// Few draws wait for the buckets: the tail without pacing
+			// and those draws give the paced tail without a selection or
+			// a paced sample.
+			base, err := m.tail(ctx, s.base, metric)
+			if err != nil {
+				return nil, err
+			}
+			first, total, err := m.sample(ctx, s.base)
+			if err != nil {
+				return nil, err
+			}
+			x := total
+			if metric == metricTTFT {
+				x = first
+			}
+			return model.NewSparsePacedTail(base, x, m.paceSample(), m.paceAt(), m.draws), nil
+		}
 		first, total, err := m.sample(ctx, s)
 		if err != nil {
 			return nil, err
@@ -293,6 +314,11 @@ func (m *classModel) tail(ctx context.Context, s *service, metric int) (*model.T
 	s.tails[metric] = t
 	return t, nil
 }
+
+// sparseTailShare is the inverse of the largest share of the draws with a
+// pacing wait for which a paced tail is built from the tail without
+// pacing (model.NewSparsePacedTail): each query then offers those draws.
+const sparseTailShare = 32
 
 // sample returns the Monte Carlo sample of TTFT and of S for a service
 // time, drawn on first use.

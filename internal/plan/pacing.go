@@ -454,6 +454,7 @@ func (m *classModel) setPacing(l pacingLaw) bool {
 		return false
 	}
 	m.pace, m.paceD, m.paced, m.paceQ = l, nil, nil, nil
+	m.paceNZ, m.paceAtOK = nil, false
 	return true
 }
 
@@ -556,6 +557,21 @@ func (m *classModel) paceQuantile(w model.Wait, p float64) float64 {
 type paceKey struct {
 	wait model.Wait
 	p    float64
+}
+
+// paceAt is the draws whose pacing wait is positive, in ascending order;
+// nil for a class without pacing.
+func (m *classModel) paceAt() []int32 {
+	if m.paceAtOK || !m.pace.waits() || m.pace.unstable {
+		return m.paceNZ
+	}
+	for i, v := range m.paceSample() {
+		if v > 0 {
+			m.paceNZ = append(m.paceNZ, int32(i))
+		}
+	}
+	m.paceAtOK = true
+	return m.paceNZ
 }
 
 // paceNever reports whether no draw of the class waits for its pacing
