@@ -203,10 +203,24 @@ func (l pacingLaw) sample(dr *model.Draws, in []float64, inHi float64) []float64
 		if !p.on || p.never(dr.UPMin, dr.UPMax, inHi) {
 			continue
 		}
-		lo, hi := p.idleSpan(dr)
+		q, inCap := p.qMin, math.Inf(1)
+		if !(q > 0) {
+			q, inCap = p.capped()
+		}
+		lo, hi := p.idleSpan(dr, q)
 		for _, order := range [][]int32{dr.ByUP[:lo], dr.ByUP[hi:]} {
 			for _, i := range order {
 				d[i] = math.Max(d[i], p.wait(dr.UP[i], dr.EP[i], in[i]))
+			}
+		}
+		if lo < hi && inCap < inHi {
+			// The span holds for inputs up to inCap: the larger ones are
+			// worked out wherever they lie (again, for those outside it,
+			// to the same value).
+			for i, v := range in {
+				if v > inCap {
+					d[i] = math.Max(d[i], p.wait(dr.UP[i], dr.EP[i], v))
+				}
 			}
 		}
 	}
@@ -214,15 +228,15 @@ func (l pacingLaw) sample(dr *model.Draws, in []float64, inHi float64) []float64
 }
 
 // idleSpan is the range [lo, hi) of the draws in ascending order of their
-// pacing uniform (Draws.ByUP) whose wait is 0 whatever their input, for a
-// law prepared for the sample's largest input (qMin > 0): past the first
-// two cases of wait, a uniform whose X is 0 (v < idle) or stays below the
-// credit that the largest charge leaves (q < qMin). Each step from u to q
-// is monotone in u, so the span is one range, found by bisection with the
-// same expressions wait evaluates; without qMin it is empty.
-func (p *pacingDim) idleSpan(dr *model.Draws) (lo, hi int) {
+// pacing uniform (Draws.ByUP) past the first two cases of wait whose X is
+// 0 (v < idle) or whose truncated uniform is below q (0 < q ≤ qMin, or
+// capped's bound for the inputs it names): their wait is 0. Each step
+// from u to q is monotone in u, so the span is one range, found by
+// bisection with the same expressions wait evaluates; with q = 0 it is
+// empty.
+func (p *pacingDim) idleSpan(dr *model.Draws, q float64) (lo, hi int) {
 	n := len(dr.ByUP)
-	if !(p.qMin > 0) || p.admIn < 0 || !(p.thetaAll > 0) {
+	if !(q > 0) || p.admIn < 0 || !(p.thetaAll > 0) {
 		return n, n
 	}
 	u := func(j int) float64 { return dr.UP[dr.ByUP[j]] }
@@ -233,10 +247,30 @@ func (p *pacingDim) idleSpan(dr *model.Draws) (lo, hi int) {
 		if !(v >= idle) {
 			return false // X is 0, and every charge fits the credit
 		}
-		q := (v - idle) / (1 - idle)
-		return !(q < p.qMin)
+		return !((v-idle)/(1-idle) < q)
 	})
 	return lo, hi
+}
+
+// capped is, for a law whose largest charge does not fit the credit (no
+// qMin), a bound on the truncated uniform below which a send of at most
+// inCap input tokens does not wait: inCap is the input whose charge
+// leaves half the credit beyond the bare charge adm0, and the bound is
+// qMin's for that charge less a relative 10⁻⁶, so that X, as wait
+// computes it (within an ulp or two of its exact value), stays below
+// (b − k)/r′ with a margin far above rounding, and (X + (k − b)/r′)⁺ is 0.
+// It is 0 when no send fits (adm0 ≥ b) or the law has no truncated X.
+func (p *pacingDim) capped() (q, inCap float64) {
+	if !(p.admIn > 0) || !(p.thetaAll > 0) || !(p.top > 0) || !(p.adm0 < p.size) {
+		return 0, math.Inf(1)
+	}
+	inCap = (p.size - p.adm0) / 2 / p.admIn
+	k := p.adm0 + p.admIn*inCap
+	if !(k < p.size) {
+		return 0, math.Inf(1)
+	}
+	x0 := (p.size - k) / p.rate
+	return -math.Expm1(-x0/p.thetaAll) / p.top * (1 - 1e-6), inCap
 }
 
 // never reports whether wait is 0 for every draw whose pacing uniform lies
