@@ -501,6 +501,55 @@ func QuantileWithPacedWait(x, head []float64, d *Draws, w Wait, p float64, scrat
 	return QuantileWithSplitWait(x, x, head, d, w, p, scratch)
 }
 
+// QuantileWithSparsePacedWait is QuantileWithPacedWait(d, d, dr, w, p,
+// scratch), the p-quantile of max(W, D) over the draws, for a pacing wait
+// d that is zero but at the draws of at (in any order): only those and
+// the draws that wait for W are selected among, the others being zeros
+// below them, and each value is the expression the whole selection
+// evaluates (0 + (E·m − 0)⁺ is E·m), so the answer is the same, bit for
+// bit. scratch must have length len(d) and is overwritten.
+func QuantileWithSparsePacedWait(d []float64, at []int32, dr *Draws, w Wait, p float64, scratch []float64) float64 {
+	if !w.Stable() {
+		return math.Inf(1)
+	}
+	c := 0
+	for _, i := range at {
+		if !(dr.U[i] < w.Prob) {
+			scratch[c] = d[i]
+			c++
+		}
+	}
+	end, _ := slices.BinarySearch(dr.uByU, w.Prob)
+	for j, i := range dr.byU[:end] {
+		v := d[i]
+		if v > 0 {
+			v += math.Max(0, dr.eByU[j]*w.Mean-v)
+		} else {
+			v = dr.eByU[j] * w.Mean
+		}
+		scratch[c] = v
+		c++
+	}
+	cand, zeros := scratch[:c], len(d)-c
+	k, frac := quantileRank(len(d), p)
+	// The sorted values are zeros zeros, then the candidates sorted.
+	var q float64
+	if k >= zeros {
+		q = selectK(cand, k-zeros)
+	}
+	if frac == 0 || k+1 >= len(d) {
+		return q
+	}
+	var next float64
+	switch {
+	case k >= zeros:
+		next = slices.Min(cand[k-zeros+1:])
+	case k+1 == zeros:
+		next = slices.Min(cand)
+	}
+	return q + frac*(next-q)
+}
+
 // QuantileWithSplitWait is QuantileWithPacedWait with the draws that wait
 // taking their value from xWait instead of x: a request that waits for a
 // slot starts when the pool is full, at a higher load than one that does

@@ -135,6 +135,44 @@ func TestSparsePacedTailMatchesPacedTail(t *testing.T) {
 	}
 }
 
+// TestSparsePacedWaitQuantileMatchesWholeSample holds the quantile of
+// max(W, D) selected among the draws with a pacing wait and those that
+// wait for a slot to the selection over every draw, bit for bit: pacing
+// waits on none, few and most draws, waits for a slot from none to every
+// draw's, and percentiles whose ranks fall among the zeros, at their edge
+// and above it.
+func TestSparsePacedWaitQuantileMatchesWholeSample(t *testing.T) {
+	dr := NewDraws(23, 5000)
+	for _, share := range []float64{0, 0.003, 0.04, 0.6, 1} {
+		d := make([]float64, dr.N)
+		var at []int32
+		for i := range d {
+			if dr.UP[i] < share {
+				d[i] = 2 * dr.EP[i]
+				at = append(at, int32(i))
+			}
+		}
+		for _, w := range []Wait{{}, {Prob: 1e-3, Mean: 0.5}, {Prob: 0.03, Mean: 1}, {Prob: 0.5, Mean: 3}, {Prob: 1, Mean: 0.2}, {Prob: 1, Mean: math.Inf(1)}} {
+			// The rank just below the candidates: its neighbour above is
+			// their least.
+			zeros := 0
+			for i := range d {
+				if d[i] == 0 && !(dr.U[i] < w.Prob) {
+					zeros++
+				}
+			}
+			edge := (float64(zeros) - 0.5) / float64(dr.N-1)
+			for _, p := range []float64{0.5, 0.9, 0.95, 0.99, 0.9994, 1, edge} {
+				want := QuantileWithPacedWait(d, d, dr, w, p, make([]float64, dr.N))
+				got := QuantileWithSparsePacedWait(d, at, dr, w, p, make([]float64, dr.N))
+				if math.Float64bits(got) != math.Float64bits(want) {
+					t.Errorf("share %g, wait %+v, p=%g: %v, whole sample %v", share, w, p, got, want)
+				}
+			}
+		}
+	}
+}
+
 // TestRankValue checks the bracketed selection against sorting, with a
 // subsample that brackets the rank and one that misses it (the fallback).
 func TestRankValue(t *testing.T) {

@@ -566,7 +566,8 @@ func (m *classModel) paceSample() []float64 {
 
 // paceQuantile is the p-quantile over the draws of max(W, D), the longer
 // of a request's waits for a slot (w) and for the buckets (its draw's D):
-// with w zero, the p-quantile of the pacing wait alone. Each prediction of
+// with w zero, the p-quantile of the pacing wait alone. It is selected
+// among the draws that wait for either (the others are zeros below them). Each prediction of
 // the class asks it again at the same waits, so the class keeps them, by
 // wait and percentile, until its law changes.
 func (m *classModel) paceQuantile(w model.Wait, p float64) float64 {
@@ -577,8 +578,7 @@ func (m *classModel) paceQuantile(w model.Wait, p float64) float64 {
 	if v, ok := m.paceQ[k]; ok {
 		return v
 	}
-	d := m.paceSample()
-	v := model.QuantileWithPacedWait(d, d, m.draws, w, p, m.scratch())
+	v := model.QuantileWithSparsePacedWait(m.paceSample(), m.paceAt(), m.draws, w, p, m.scratch())
 	if m.paceQ == nil {
 		m.paceQ = map[paceKey]float64{}
 	}
@@ -593,18 +593,16 @@ type paceKey struct {
 	p    float64
 }
 
-// paceAt is the draws whose pacing wait is positive, in ascending order;
-// nil for a class without pacing.
+// paceAt is the draws whose pacing wait is positive, in ascending order.
 func (m *classModel) paceAt() []int32 {
-	if m.paceAtOK || !m.pace.waits() || m.pace.unstable {
-		return m.paceNZ
-	}
-	for i, v := range m.paceSample() {
-		if v > 0 {
-			m.paceNZ = append(m.paceNZ, int32(i))
+	if !m.paceAtOK {
+		for i, v := range m.paceSample() {
+			if v > 0 {
+				m.paceNZ = append(m.paceNZ, int32(i))
+			}
 		}
+		m.paceAtOK = true
 	}
-	m.paceAtOK = true
 	return m.paceNZ
 }
 
