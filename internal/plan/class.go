@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math"
@@ -348,16 +349,32 @@ func (m *classModel) sample(ctx context.Context, s *service) (first, total []flo
 	}
 	n := m.draws.N
 	p := m.eng.parts(s.svc, m.draws)
-	s.total = make([]float64, n)
+	// The sample is kept in the engine's cache of samples, shared
+	// read-only by the plans of the same service time (a what-if over
+	// the demand plans it in every cell).
 	if p.In == nil {
 		// Without a prefill term the TTFT is its part's sample, shared
 		// read-only.
-		s.first = p.TTFT
-		s.svc.FillTotal(p, s.total)
-	} else {
-		s.first = make([]float64, n)
-		s.svc.FillParts(p, s.first, s.total)
+		total, err := cachedOnce(ctx, m.eng, m.eng.samples, sha256.Sum256(append(s.key[:], 'S')), func() ([]float64, error) {
+			total := make([]float64, n)
+			s.svc.FillTotal(p, total)
+			return total, nil
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		s.first, s.total = p.TTFT, total
+		return s.first, s.total, nil
 	}
+	both, err := cachedOnce(ctx, m.eng, m.eng.samples, sha256.Sum256(append(s.key[:], 'F', 'S')), func() ([]float64, error) {
+		both := make([]float64, 2*n)
+		s.svc.FillParts(p, both[:n], both[n:])
+		return both, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	s.first, s.total = both[:n:n], both[n:]
 	return s.first, s.total, nil
 }
 
