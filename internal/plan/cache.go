@@ -47,7 +47,10 @@ type Engine struct {
 	// inflight lets one caller compute a sample or a tail that several
 	// need at once (classes prepared in parallel, concurrent plans).
 	inflight singleflight.Group
-	limits   *limits
+	// scratch holds buffers of one value per draw for quantile
+	// selections (*[]float64), which plans take and hand back.
+	scratch sync.Pool
+	limits  *limits
 	// tiers is the catalogue that remedies name tiers from (Options.Tiers).
 	tiers []scenario.Quota
 }

@@ -668,10 +668,16 @@ func (m *classModel) quantile(ctx context.Context, s, full *service, w model.Wai
 // selects from its sample instead.
 func (m *classModel) tailed(int) bool { return m.static != nil }
 
-// scratch is a buffer of one value per draw for quantile selections.
+// scratch is a buffer of one value per draw for quantile selections,
+// taken from the engine's pool of them; a plan's run hands it back when
+// it ends (run.release).
 func (m *classModel) scratch() []float64 {
 	if m.buf == nil {
-		m.buf = make([]float64, m.draws.N)
+		if b, ok := m.eng.scratch.Get().(*[]float64); ok && cap(*b) >= m.draws.N {
+			m.buf = (*b)[:m.draws.N]
+		} else {
+			m.buf = make([]float64, m.draws.N)
+		}
 	}
 	return m.buf
 }

@@ -99,7 +99,7 @@ func TestPacingSampleLeavesOutOnlyDimensionsThatNeverWait(t *testing.T) {
 func TestPaceQuantileIsKeptByPercentile(t *testing.T) {
 	d := model.NewDraws(5, 4000)
 	r := rand.New(rand.NewPCG(1, 2))
-	m := &classModel{draws: d, paceD: make([]float64, d.N)}
+	m := &classModel{eng: New(Options{}), draws: d, paceD: make([]float64, d.N)}
 	for i := range m.paceD {
 		m.paceD[i] = 0.2 * r.ExpFloat64()
 	}
