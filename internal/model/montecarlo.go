@@ -1,7 +1,6 @@
 package model
 
 import (
-	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -27,6 +26,7 @@ type Draws struct {
 	// draws of a range of pacing uniforms are found by bisection.
 	ByUP       []int32
 	byU        []int32   // indices in ascending order of U
+	rankU      []int32   // each draw's position in byU
 	uByU, eByU []float64 // U and E in that order, shared by every Tail
 }
 
@@ -42,11 +42,9 @@ func NewDraws(seed uint64, n int) *Draws {
 	}
 	d.U = make([]float64, n)
 	d.E = make([]float64, n)
-	d.byU = make([]int32, n)
 	for i := range n {
 		d.U[i] = r.Float64()
 		d.E[i] = r.ExpFloat64()
-		d.byU[i] = int32(i)
 	}
 	// Drawn after the others, so that adding them left every other column
 	// as it was.
@@ -58,17 +56,51 @@ func NewDraws(seed uint64, n int) *Draws {
 	if n > 0 {
 		d.UPMin, d.UPMax = slices.Min(d.UP), slices.Max(d.UP)
 	}
-	d.ByUP = make([]int32, n)
-	for i := range d.ByUP {
-		d.ByUP[i] = int32(i)
+	d.ByUP, d.byU = ascending(d.UP), ascending(d.U)
+	d.rankU = make([]int32, n)
+	for j, i := range d.byU {
+		d.rankU[i] = int32(j)
 	}
-	slices.SortFunc(d.ByUP, func(a, b int32) int { return cmp.Compare(d.UP[a], d.UP[b]) })
-	slices.SortFunc(d.byU, func(a, b int32) int { return cmp.Compare(d.U[a], d.U[b]) })
 	d.uByU, d.eByU = make([]float64, n), make([]float64, n)
 	for j, i := range d.byU {
 		d.uByU[j], d.eByU[j] = d.U[i], d.E[i]
 	}
 	return d
+}
+
+// ascending is the indices of v, uniforms in [0, 1), in ascending order
+// of their values (equal values by index): a least-significant-digit
+// radix sort of the values' bits, whose order is the values' own for
+// floats that are not negative, 11 bits a pass.
+func ascending(v []float64) []int32 {
+	const bits = 11
+	n := len(v)
+	idx, keys := make([]int32, n), make([]uint64, n)
+	tmpIdx, tmpKeys := make([]int32, n), make([]uint64, n)
+	for i, x := range v {
+		idx[i], keys[i] = int32(i), math.Float64bits(x)
+	}
+	var count [1 << bits]int
+	for shift := 0; shift < 64; shift += bits {
+		clear(count[:])
+		for _, k := range keys {
+			count[(k>>shift)&(1<<bits-1)]++
+		}
+		if slices.Contains(count[:], n) {
+			continue // every key has this digit: the pass would keep the order
+		}
+		sum := 0
+		for b, c := range count {
+			count[b], sum = sum, sum+c
+		}
+		for j, k := range keys {
+			b := (k >> shift) & (1<<bits - 1)
+			tmpIdx[count[b]], tmpKeys[count[b]] = idx[j], k
+			count[b]++
+		}
+		idx, tmpIdx, keys, tmpKeys = tmpIdx, idx, tmpKeys, keys
+	}
+	return idx
 }
 
 // Tail answers "what is the p-quantile of X + W" for one Monte Carlo sample
@@ -113,6 +145,7 @@ type Tail struct {
 	uByU, eByU []float64
 	base       float64 // the p-quantile of X alone, the answer when nobody waits
 	est        *Estimator
+	sample     []float64 // the sorted strided subsample of X the estimator summarises
 	scratch    sync.Pool // *[]float64 of length 2K, so that queries may run concurrently
 }
 
@@ -184,7 +217,7 @@ func (tl *Tail) finish(sample []float64) {
 	top := len(tl.hiX)
 	tl.scratch.New = func() any { b := make([]float64, 2*top); return &b }
 	tl.base = tl.query(Wait{})
-	tl.est = newEstimator(sample, tl.p, tl.base)
+	tl.sample, tl.est = sample, newEstimator(sample, tl.p, tl.base)
 }
 
 // NewSparsePacedTail is NewPacedTail on the sample x + head for a head
@@ -219,16 +252,26 @@ func NewSparsePacedTail(base *Tail, x, head []float64, at []int32, d *Draws) *Ta
 	tl.skip = make([]int, m)
 	for e, i := range extra {
 		tl.exX[e], tl.exU[e], tl.exE[e], tl.exD[e] = x[i]+head[i], d.U[i], d.E[i], head[i]
-		// The draw's position in the order of U: the first of its value,
-		// then along the draws of that value to its own.
-		j, _ := slices.BinarySearch(d.uByU, d.U[i])
-		for d.byU[j] != i {
-			j++
-		}
-		tl.skip[e] = j
+		tl.skip[e] = int(d.rankU[i])
 	}
 	slices.Sort(tl.skip)
-	tl.finish(subsample(x, head))
+	// The subsample of x + head is base's with the values of its draws
+	// that have a head start moved up.
+	sample := slices.Clone(base.sample)
+	step := max(1, len(x)/subsampleSize)
+	for _, i := range at {
+		if int(i)%step != 0 {
+			continue
+		}
+		old, v := x[i], x[i]+head[i]
+		j, _ := slices.BinarySearch(sample, old)
+		for j+1 < len(sample) && sample[j+1] < v {
+			sample[j] = sample[j+1]
+			j++
+		}
+		sample[j] = v
+	}
+	tl.finish(sample)
 	return tl
 }
 

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"testing"
@@ -169,6 +170,26 @@ func TestSparsePacedWaitQuantileMatchesWholeSample(t *testing.T) {
 					t.Errorf("share %g, wait %+v, p=%g: %v, whole sample %v", share, w, p, got, want)
 				}
 			}
+		}
+	}
+}
+
+// TestAscendingSortsUniforms holds the radix sort of the draws' uniforms
+// to a stable sort by value: uniforms, ties, zeros and tiny values.
+func TestAscendingSortsUniforms(t *testing.T) {
+	d := NewDraws(5, 3000)
+	for name, v := range map[string][]float64{
+		"uniforms": d.U,
+		"ties":     {0.5, 0, 0.25, 0.5, 1e-300, 0, 0.999, 0.25, 5e-324},
+		"empty":    {},
+	} {
+		want := make([]int32, len(v))
+		for i := range want {
+			want[i] = int32(i)
+		}
+		slices.SortStableFunc(want, func(a, b int32) int { return cmp.Compare(v[a], v[b]) })
+		if got := ascending(v); !slices.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", name, got[:min(len(got), 12)], want[:min(len(want), 12)])
 		}
 	}
 }

@@ -99,8 +99,8 @@ func (e *Engine) CacheBytes() int {
 }
 
 // drawsBytes estimates the memory of a Monte Carlo run: ten columns of
-// float64 and two of int32 per draw.
-func drawsBytes(d *model.Draws) int { return d.N*(10*8+2*4) + 256 }
+// float64 and three of int32 per draw.
+func drawsBytes(d *model.Draws) int { return d.N*(10*8+3*4) + 256 }
 
 // tailBytes estimates the memory of a tail over its draws: X in the order
 // of U, and its high draws (5 %) with their U and E and a scratch buffer;
