@@ -1,7 +1,6 @@
 package model
 
 import (
-	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -23,8 +22,12 @@ type Draws struct {
 	UP, EP []float64
 	// UPMin and UPMax are the least and the largest of UP.
 	UPMin, UPMax float64
-	byU          []int32   // indices in ascending order of U
-	uByU, eByU   []float64 // U and E in that order, shared by every Tail
+	// ByUP is the draws' indices in ascending order of UP, so that the
+	// draws of a range of pacing uniforms are found by bisection.
+	ByUP       []int32
+	byU        []int32   // indices in ascending order of U
+	rankU      []int32   // each draw's position in byU
+	uByU, eByU []float64 // U and E in that order, shared by every Tail
 }
 
 // NewDraws generates n draws from a PCG generator seeded with seed.
@@ -39,11 +42,9 @@ func NewDraws(seed uint64, n int) *Draws {
 	}
 	d.U = make([]float64, n)
 	d.E = make([]float64, n)
-	d.byU = make([]int32, n)
 	for i := range n {
 		d.U[i] = r.Float64()
 		d.E[i] = r.ExpFloat64()
-		d.byU[i] = int32(i)
 	}
 	// Drawn after the others, so that adding them left every other column
 	// as it was.
@@ -55,12 +56,51 @@ func NewDraws(seed uint64, n int) *Draws {
 	if n > 0 {
 		d.UPMin, d.UPMax = slices.Min(d.UP), slices.Max(d.UP)
 	}
-	slices.SortFunc(d.byU, func(a, b int32) int { return cmp.Compare(d.U[a], d.U[b]) })
+	d.ByUP, d.byU = ascending(d.UP), ascending(d.U)
+	d.rankU = make([]int32, n)
+	for j, i := range d.byU {
+		d.rankU[i] = int32(j)
+	}
 	d.uByU, d.eByU = make([]float64, n), make([]float64, n)
 	for j, i := range d.byU {
 		d.uByU[j], d.eByU[j] = d.U[i], d.E[i]
 	}
 	return d
+}
+
+// ascending is the indices of v, uniforms in [0, 1), in ascending order
+// of their values (equal values by index): a least-significant-digit
+// radix sort of the values' bits, whose order is the values' own for
+// floats that are not negative, 11 bits a pass.
+func ascending(v []float64) []int32 {
+	const bits = 11
+	n := len(v)
+	idx, keys := make([]int32, n), make([]uint64, n)
+	tmpIdx, tmpKeys := make([]int32, n), make([]uint64, n)
+	for i, x := range v {
+		idx[i], keys[i] = int32(i), math.Float64bits(x)
+	}
+	var count [1 << bits]int
+	for shift := 0; shift < 64; shift += bits {
+		clear(count[:])
+		for _, k := range keys {
+			count[(k>>shift)&(1<<bits-1)]++
+		}
+		if slices.Contains(count[:], n) {
+			continue // every key has this digit: the pass would keep the order
+		}
+		sum := 0
+		for b, c := range count {
+			count[b], sum = sum, sum+c
+		}
+		for j, k := range keys {
+			b := (k >> shift) & (1<<bits - 1)
+			tmpIdx[count[b]], tmpKeys[count[b]] = idx[j], k
+			count[b]++
+		}
+		idx, tmpIdx, keys, tmpKeys = tmpIdx, idx, tmpKeys, keys
+	}
+	return idx
 }
 
 // Tail answers "what is the p-quantile of X + W" for one Monte Carlo sample
@@ -87,12 +127,25 @@ type Tail struct {
 	// hiD and dByU are each draw's head start D (NewPacedTail): nil
 	// without one.
 	hiD, dByU []float64
+	// hiIdx are the high draws' indices; t is the rank-k value of X and
+	// lastTie the last index of a draw equal to it among the high draws.
+	hiIdx   []int32
+	t       float64
+	lastTie int
+	// A sparse tail (NewSparsePacedTail) has, besides its leaders, the
+	// draws with a head start outside them as challengers of every query
+	// (exX = X + D, exU, exE, exD), and skip, their positions in the order
+	// of U, which a query's pass over xByU (X without D) leaves out.
+	exX, exU, exE, exD []float64
+	skip               []int
+	sparse             bool
 	// xByU is X in ascending order of U, −Inf for the high draws (already
 	// among the leaders); U and E in that order are the draws' own.
 	xByU       []float64
 	uByU, eByU []float64
 	base       float64 // the p-quantile of X alone, the answer when nobody waits
 	est        *Estimator
+	sample     []float64 // the sorted strided subsample of X the estimator summarises
 	scratch    sync.Pool // *[]float64 of length 2K, so that queries may run concurrently
 }
 
@@ -107,7 +160,7 @@ func NewPacedTail(x, head []float64, d *Draws, p float64) *Tail {
 	tl := &Tail{p: p, uByU: d.uByU, eByU: d.eByU}
 	tl.k, tl.frac = quantileRank(n, p)
 	top := n - tl.k // K
-	sample := subsample(x)
+	sample := subsample(x, nil)
 	// The K largest values of x are the high draws: all above the rank-k
 	// value t, then as many equal to t as needed, lowest index first (those
 	// at or below index lastTie).
@@ -135,6 +188,7 @@ func NewPacedTail(x, head []float64, d *Draws, p float64) *Tail {
 	if head != nil {
 		hiD, dByU = cols[3*top+n:4*top+n:4*top+n], cols[4*top+n:]
 	}
+	hiIdx := make([]int32, top)
 	h := 0
 	for j, i := range d.byU {
 		v := x[i]
@@ -142,7 +196,7 @@ func NewPacedTail(x, head []float64, d *Draws, p float64) *Tail {
 			dByU[j] = head[i]
 		}
 		if v > t || (v == t && int(i) <= lastTie) {
-			hiX[h], hiU[h], hiE[h] = v, d.uByU[j], d.eByU[j]
+			hiX[h], hiU[h], hiE[h], hiIdx[h] = v, d.uByU[j], d.eByU[j], i
 			if head != nil {
 				hiD[h] = head[i]
 			}
@@ -152,9 +206,72 @@ func NewPacedTail(x, head []float64, d *Draws, p float64) *Tail {
 		xByU[j] = v
 	}
 	tl.hiX, tl.hiU, tl.hiE, tl.xByU, tl.hiD, tl.dByU = hiX, hiU, hiE, xByU, hiD, dByU
+	tl.hiIdx, tl.t, tl.lastTie = hiIdx, t, lastTie
+	tl.finish(sample)
+	return tl
+}
+
+// finish sets the tail's scratch buffers, its answer without a wait, and
+// its estimator from a sorted subsample of its sample.
+func (tl *Tail) finish(sample []float64) {
+	top := len(tl.hiX)
 	tl.scratch.New = func() any { b := make([]float64, 2*top); return &b }
 	tl.base = tl.query(Wait{})
-	tl.est = newEstimator(sample, p, tl.base)
+	tl.sample, tl.est = sample, newEstimator(sample, tl.p, tl.base)
+}
+
+// NewSparsePacedTail is NewPacedTail on the sample x + head for a head
+// start that is zero at most draws, built from base, the tail of x at the
+// same percentile on the same draws d, without a selection over the
+// draws: at lists the draws whose head start is positive. Because
+// X + max(W, D) ≥ X + W, the K largest values of x + max(W, head) are
+// among base's high draws (with their head starts), the draws of at and
+// the draws that wait: base's high draws are the new tail's leaders, the
+// draws of at outside them challenge every query, and a query's pass over
+// the waiting draws takes the others' X from base. Each draw's value is
+// the expression NewPacedTail's query evaluates (x + 0 is x), so every
+// answer is NewPacedTail's, bit for bit.
+func NewSparsePacedTail(base *Tail, x, head []float64, at []int32, d *Draws) *Tail {
+	top := len(base.hiX)
+	tl := &Tail{p: base.p, k: base.k, frac: base.frac, uByU: base.uByU, eByU: base.eByU, xByU: base.xByU,
+		hiU: base.hiU, hiE: base.hiE, hiIdx: base.hiIdx, t: base.t, lastTie: base.lastTie, sparse: true}
+	cols := make([]float64, 2*top)
+	tl.hiX, tl.hiD = cols[:top:top], cols[top:]
+	for h, i := range base.hiIdx {
+		tl.hiX[h], tl.hiD[h] = x[i]+head[i], head[i]
+	}
+	var extra []int32
+	for _, i := range at {
+		if v := x[i]; !(v > base.t || (v == base.t && int(i) <= base.lastTie)) {
+			extra = append(extra, i)
+		}
+	}
+	ex := make([]float64, 4*len(extra))
+	m := len(extra)
+	tl.exX, tl.exU, tl.exE, tl.exD = ex[:m:m], ex[m:2*m:2*m], ex[2*m:3*m:3*m], ex[3*m:]
+	tl.skip = make([]int, m)
+	for e, i := range extra {
+		tl.exX[e], tl.exU[e], tl.exE[e], tl.exD[e] = x[i]+head[i], d.U[i], d.E[i], head[i]
+		tl.skip[e] = int(d.rankU[i])
+	}
+	slices.Sort(tl.skip)
+	// The subsample of x + head is base's with the values of its draws
+	// that have a head start moved up.
+	sample := slices.Clone(base.sample)
+	step := max(1, len(x)/subsampleSize)
+	for _, i := range at {
+		if int(i)%step != 0 {
+			continue
+		}
+		old, v := x[i], x[i]+head[i]
+		j, _ := slices.BinarySearch(sample, old)
+		for j+1 < len(sample) && sample[j+1] < v {
+			sample[j] = sample[j+1]
+			j++
+		}
+		sample[j] = v
+	}
+	tl.finish(sample)
 	return tl
 }
 
@@ -162,13 +279,17 @@ func NewPacedTail(x, head []float64, d *Draws, p float64) *Tail {
 // estimator's summary quantiles and to bracket the rank a tail selects.
 const subsampleSize = 512
 
-// subsample is a strided subsample of x, sorted. The draws are independent,
-// so every stride is a random sample of X.
-func subsample(x []float64) []float64 {
+// subsample is a strided subsample of x (plus head, when given), sorted.
+// The draws are independent, so every stride is a random sample of X.
+func subsample(x, head []float64) []float64 {
 	step := max(1, len(x)/subsampleSize)
 	sample := make([]float64, 0, len(x)/step+1)
 	for i := 0; i < len(x); i += step {
-		sample = append(sample, x[i])
+		if head != nil {
+			sample = append(sample, x[i]+head[i])
+		} else {
+			sample = append(sample, x[i])
+		}
 	}
 	slices.Sort(sample)
 	return sample
@@ -229,7 +350,7 @@ func rankValue(x []float64, k int, sample []float64) (float64, int) {
 // Monte Carlo sample of X whose p-quantile is base. Estimates only guide
 // searches, so a strided subsample of the draws is summary enough.
 func NewSampleEstimator(x []float64, p, base float64) *Estimator {
-	return newEstimator(subsample(x), p, base)
+	return newEstimator(subsample(x, nil), p, base)
 }
 
 // newEstimator builds an Estimator from a sorted sample of X.
@@ -255,6 +376,13 @@ func (tl *Tail) N() int { return len(tl.xByU) }
 
 // Paced reports whether the tail has a head start per draw (NewPacedTail).
 func (tl *Tail) Paced() bool { return tl.dByU != nil }
+
+// Sparse reports whether the tail was built by NewSparsePacedTail: it
+// keeps its base's columns and adds Extra challengers.
+func (tl *Tail) Sparse() bool { return tl.sparse }
+
+// Extra is how many challengers a sparse tail adds to its base's draws.
+func (tl *Tail) Extra() int { return len(tl.exX) }
 
 // Estimator approximates the p-quantile of X + W in microseconds rather
 // than a pass over Monte Carlo draws, from X's quantiles at evenly spaced
@@ -324,12 +452,15 @@ func (e *Estimator) Estimate(w Wait) float64 {
 }
 
 // Quantile is the p-quantile of X + W (type 7). An unstable wait gives +Inf.
+// A wait whose probability is at most the least of the draws' uniforms
+// makes no draw wait: the answer is the p-quantile of X alone, the value
+// a query would select again (a large pool's wait is often that rare).
 // A Tail is immutable after NewPacedTail, so Quantile is safe for concurrent use.
 func (tl *Tail) Quantile(w Wait) float64 {
 	switch {
 	case !w.Stable():
 		return math.Inf(1)
-	case w.Prob == 0:
+	case w.Prob == 0 || len(tl.uByU) > 0 && w.Prob <= tl.uByU[0]:
 		return tl.base
 	}
 	return tl.query(w)
@@ -352,9 +483,26 @@ func (tl *Tail) query(w Wait) float64 {
 	}
 	threshold := slices.Min(all[:top])
 	n := top // leaders in all[:top], challengers in all[top:n]
-	for j, u := range tl.uByU {
-		if u >= w.Prob {
-			break
+	for e, v := range tl.exX {
+		if tl.exU[e] < w.Prob {
+			v += math.Max(0, tl.exE[e]*w.Mean-tl.exD[e])
+		}
+		if v > threshold {
+			all[n] = v
+			n++
+			if n == len(all) {
+				threshold = keepTop(all, top)
+				n = top
+			}
+		}
+	}
+	// The waiting draws, U < w.Prob, but those at the skipped positions.
+	end, _ := slices.BinarySearch(tl.uByU, w.Prob)
+	skip := tl.skip
+	for j := 0; j < end; j++ {
+		if len(skip) > 0 && skip[0] == j {
+			skip = skip[1:]
+			continue
 		}
 		v := tl.xByU[j] + tl.eByU[j]*w.Mean
 		if tl.dByU != nil {
@@ -394,6 +542,55 @@ func keepTop(a []float64, k int) float64 {
 // building a Tail. scratch must have length len(x) and is overwritten.
 func QuantileWithPacedWait(x, head []float64, d *Draws, w Wait, p float64, scratch []float64) float64 {
 	return QuantileWithSplitWait(x, x, head, d, w, p, scratch)
+}
+
+// QuantileWithSparsePacedWait is QuantileWithPacedWait(d, d, dr, w, p,
+// scratch), the p-quantile of max(W, D) over the draws, for a pacing wait
+// d that is zero but at the draws of at (in any order): only those and
+// the draws that wait for W are selected among, the others being zeros
+// below them, and each value is the expression the whole selection
+// evaluates (0 + (E·m − 0)⁺ is E·m), so the answer is the same, bit for
+// bit. scratch must have length len(d) and is overwritten.
+func QuantileWithSparsePacedWait(d []float64, at []int32, dr *Draws, w Wait, p float64, scratch []float64) float64 {
+	if !w.Stable() {
+		return math.Inf(1)
+	}
+	c := 0
+	for _, i := range at {
+		if !(dr.U[i] < w.Prob) {
+			scratch[c] = d[i]
+			c++
+		}
+	}
+	end, _ := slices.BinarySearch(dr.uByU, w.Prob)
+	for j, i := range dr.byU[:end] {
+		v := d[i]
+		if v > 0 {
+			v += math.Max(0, dr.eByU[j]*w.Mean-v)
+		} else {
+			v = dr.eByU[j] * w.Mean
+		}
+		scratch[c] = v
+		c++
+	}
+	cand, zeros := scratch[:c], len(d)-c
+	k, frac := quantileRank(len(d), p)
+	// The sorted values are zeros zeros, then the candidates sorted.
+	var q float64
+	if k >= zeros {
+		q = selectK(cand, k-zeros)
+	}
+	if frac == 0 || k+1 >= len(d) {
+		return q
+	}
+	var next float64
+	switch {
+	case k >= zeros:
+		next = slices.Min(cand[k-zeros+1:])
+	case k+1 == zeros:
+		next = slices.Min(cand)
+	}
+	return q + frac*(next-q)
 }
 
 // QuantileWithSplitWait is QuantileWithPacedWait with the draws that wait

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"testing"
@@ -68,6 +69,131 @@ func TestTailTiesAndSmallSamples(t *testing.T) {
 	}
 }
 
+// TestTailRareWaitsAreExact asks waits around the least of the draws'
+// uniforms, where the tail answers without a query when no draw waits:
+// every answer has the bits of the quantile over the whole sample, paced
+// or not.
+func TestTailRareWaitsAreExact(t *testing.T) {
+	d := NewDraws(11, 3000)
+	x, head := make([]float64, d.N), make([]float64, d.N)
+	for i := range x {
+		head[i] = math.Max(0, d.EP[i]-4)
+		x[i] = 0.3*d.E[(i+1)%d.N] + head[i]
+	}
+	least := slices.Min(d.U)
+	for _, h := range [][]float64{nil, head} {
+		tail := NewPacedTail(x, h, d, 0.95)
+		for _, prob := range []float64{1e-300, least / 2, math.Nextafter(least, 0), least, math.Nextafter(least, 1), 2 * least} {
+			w := Wait{Prob: prob, Mean: 1e6}
+			want := QuantileWithPacedWait(x, h, d, w, 0.95, make([]float64, d.N))
+			if got := tail.Quantile(w); math.Float64bits(got) != math.Float64bits(want) {
+				t.Errorf("paced %v, wait %+v: tail %v, whole sample %v", h != nil, w, got, want)
+			}
+		}
+	}
+}
+
+// TestSparsePacedTailMatchesPacedTail holds the tail built from the
+// unpaced tail's high draws and the draws with a head start to the tail
+// built by a selection over the paced sample, bit for bit, over waits
+// from none to every draw's: head starts on a few draws, some of them
+// high draws, some lifting a low draw above the rank, with ties in X.
+func TestSparsePacedTailMatchesPacedTail(t *testing.T) {
+	d := NewDraws(21, 6000)
+	x := make([]float64, d.N)
+	for i := range x {
+		x[i] = math.Round(40*d.E[(i+7)%d.N]) / 10 // ties at every value
+	}
+	for trial, share := range []float64{0, 0.001, 0.01, 0.05} {
+		head := make([]float64, d.N)
+		var at []int32
+		for i := range head {
+			if d.UP[i] < share {
+				head[i] = 5 * d.EP[i]
+				at = append(at, int32(i))
+			}
+		}
+		paced := make([]float64, d.N)
+		for i := range paced {
+			paced[i] = x[i] + head[i]
+		}
+		for _, p := range []float64{0.5, 0.95, 0.99} {
+			dense := NewPacedTail(paced, head, d, p)
+			sparse := NewSparsePacedTail(NewPacedTail(x, nil, d, p), x, head, at, d)
+			if !sparse.Sparse() || share >= 0.01 && sparse.Extra() == 0 {
+				t.Fatalf("trial %d p=%g: sparse %v with %d extra of %d head starts", trial, p, sparse.Sparse(), sparse.Extra(), len(at))
+			}
+			for _, w := range []Wait{{}, {Prob: 1e-4, Mean: 3}, {Prob: 0.02, Mean: 1}, {Prob: 0.3, Mean: 4}, {Prob: 0.9, Mean: 20}, {Prob: 1, Mean: 0.5}} {
+				want, got := dense.Quantile(w), sparse.Quantile(w)
+				if math.Float64bits(got) != math.Float64bits(want) {
+					t.Errorf("trial %d p=%g wait %+v: sparse %v, dense %v", trial, p, w, got, want)
+				}
+				if e1, e2 := dense.Estimate(w), sparse.Estimate(w); math.Float64bits(e1) != math.Float64bits(e2) {
+					t.Errorf("trial %d p=%g wait %+v: estimates %v and %v", trial, p, w, e2, e1)
+				}
+			}
+		}
+	}
+}
+
+// TestSparsePacedWaitQuantileMatchesWholeSample holds the quantile of
+// max(W, D) selected among the draws with a pacing wait and those that
+// wait for a slot to the selection over every draw, bit for bit: pacing
+// waits on none, few and most draws, waits for a slot from none to every
+// draw's, and percentiles whose ranks fall among the zeros, at their edge
+// and above it.
+func TestSparsePacedWaitQuantileMatchesWholeSample(t *testing.T) {
+	dr := NewDraws(23, 5000)
+	for _, share := range []float64{0, 0.003, 0.04, 0.6, 1} {
+		d := make([]float64, dr.N)
+		var at []int32
+		for i := range d {
+			if dr.UP[i] < share {
+				d[i] = 2 * dr.EP[i]
+				at = append(at, int32(i))
+			}
+		}
+		for _, w := range []Wait{{}, {Prob: 1e-3, Mean: 0.5}, {Prob: 0.03, Mean: 1}, {Prob: 0.5, Mean: 3}, {Prob: 1, Mean: 0.2}, {Prob: 1, Mean: math.Inf(1)}} {
+			// The rank just below the candidates: its neighbour above is
+			// their least.
+			zeros := 0
+			for i := range d {
+				if d[i] == 0 && !(dr.U[i] < w.Prob) {
+					zeros++
+				}
+			}
+			edge := (float64(zeros) - 0.5) / float64(dr.N-1)
+			for _, p := range []float64{0.5, 0.9, 0.95, 0.99, 0.9994, 1, edge} {
+				want := QuantileWithPacedWait(d, d, dr, w, p, make([]float64, dr.N))
+				got := QuantileWithSparsePacedWait(d, at, dr, w, p, make([]float64, dr.N))
+				if math.Float64bits(got) != math.Float64bits(want) {
+					t.Errorf("share %g, wait %+v, p=%g: %v, whole sample %v", share, w, p, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestAscendingSortsUniforms holds the radix sort of the draws' uniforms
+// to a stable sort by value: uniforms, ties, zeros and tiny values.
+func TestAscendingSortsUniforms(t *testing.T) {
+	d := NewDraws(5, 3000)
+	for name, v := range map[string][]float64{
+		"uniforms": d.U,
+		"ties":     {0.5, 0, 0.25, 0.5, 1e-300, 0, 0.999, 0.25, 5e-324},
+		"empty":    {},
+	} {
+		want := make([]int32, len(v))
+		for i := range want {
+			want[i] = int32(i)
+		}
+		slices.SortStableFunc(want, func(a, b int32) int { return cmp.Compare(v[a], v[b]) })
+		if got := ascending(v); !slices.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", name, got[:min(len(got), 12)], want[:min(len(want), 12)])
+		}
+	}
+}
+
 // TestRankValue checks the bracketed selection against sorting, with a
 // subsample that brackets the rank and one that misses it (the fallback).
 func TestRankValue(t *testing.T) {
@@ -75,7 +201,7 @@ func TestRankValue(t *testing.T) {
 	x := slices.Clone(d.E)
 	sorted := slices.Sorted(slices.Values(x))
 	for _, k := range []int{0, 17, 5000, 9499, 9998, 9999} {
-		for name, sample := range map[string][]float64{"subsample": subsample(x), "misleading": slices.Repeat([]float64{100}, 512)} {
+		for name, sample := range map[string][]float64{"subsample": subsample(x, nil), "misleading": slices.Repeat([]float64{100}, 512)} {
 			v, above := rankValue(x, k, sample)
 			wantAbove := len(x) - 1 - k
 			if v != sorted[k] || above != wantAbove {

@@ -157,7 +157,7 @@ func TestCachesAreBoundedByBytes(t *testing.T) {
 			t.Fatalf("after %d plans the caches hold %d bytes, more than their bound of %d", i+1, n, bound)
 		}
 	}
-	// Each plan's draws take 13.6 MB and its samples 1.6 MB a part: 8
+	// Each plan's draws take 18.4 MB and its samples 1.6 MB a part: 8
 	// plans, with entries bounded by count, kept about 100 MB of them.
 	grown := heap() - before
 	runtime.KeepAlive(e) // the engine and its caches are what is measured

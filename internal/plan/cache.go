@@ -47,7 +47,10 @@ type Engine struct {
 	// inflight lets one caller compute a sample or a tail that several
 	// need at once (classes prepared in parallel, concurrent plans).
 	inflight singleflight.Group
-	limits   *limits
+	// scratch holds buffers of one value per draw for quantile
+	// selections (*[]float64), which plans take and hand back.
+	scratch sync.Pool
+	limits  *limits
 	// tiers is the catalogue that remedies name tiers from (Options.Tiers).
 	tiers []scenario.Quota
 }
@@ -96,15 +99,20 @@ func (e *Engine) CacheBytes() int {
 }
 
 // drawsBytes estimates the memory of a Monte Carlo run: ten columns of
-// float64 and one of int32 per draw.
-func drawsBytes(d *model.Draws) int { return d.N*(10*8+4) + 256 }
+// float64 and three of int32 per draw.
+func drawsBytes(d *model.Draws) int { return d.N*(10*8+3*4) + 256 }
 
 // tailBytes estimates the memory of a tail over its draws: X in the order
 // of U, and its high draws (5 %) with their U and E and a scratch buffer;
-// a paced tail also each draw's pacing wait in both orders.
+// a paced tail also each draw's pacing wait in both orders. A sparse one
+// keeps its base's columns (counted as its own: it holds them when the
+// base is evicted) and adds its high draws' values and its challengers.
 func tailBytes(t *model.Tail) int {
-	if t.Paced() {
+	switch {
+	case t.Paced():
 		return 19*t.N() + 512
+	case t.Sparse():
+		return 10*t.N() + 44*t.Extra() + 512
 	}
 	return 10*t.N() + 512
 }

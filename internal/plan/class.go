@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math"
@@ -55,7 +56,10 @@ type classModel struct {
 	pace   pacingLaw
 	paceD  []float64
 	paceD1 float64 // the mean of paceD
-	paced  map[*service]*service
+	// paceNZ are the draws whose pacing wait is positive, once paceAtOK.
+	paceNZ   []int32
+	paceAtOK bool
+	paced    map[*service]*service
 	// paceQ is the quantile of max(W, D) by the slot's wait W and the
 	// percentile (paceQuantile).
 	paceQ map[paceKey]float64
@@ -270,6 +274,24 @@ func (m *classModel) tail(ctx context.Context, s *service, metric int) (*model.T
 		return t, nil
 	}
 	build := func() (*model.Tail, error) {
+		if s.base != nil && len(m.paceAt()) <= m.draws.N/sparseTailShare {
+			// Few draws wait for the buckets: the tail without pacing
+			// and those draws give the paced tail without a selection or
+			// a paced sample.
+			base, err := m.tail(ctx, s.base, metric)
+			if err != nil {
+				return nil, err
+			}
+			first, total, err := m.sample(ctx, s.base)
+			if err != nil {
+				return nil, err
+			}
+			x := total
+			if metric == metricTTFT {
+				x = first
+			}
+			return model.NewSparsePacedTail(base, x, m.paceSample(), m.paceAt(), m.draws), nil
+		}
 		first, total, err := m.sample(ctx, s)
 		if err != nil {
 			return nil, err
@@ -293,6 +315,11 @@ func (m *classModel) tail(ctx context.Context, s *service, metric int) (*model.T
 	s.tails[metric] = t
 	return t, nil
 }
+
+// sparseTailShare is the inverse of the largest share of the draws with a
+// pacing wait for which a paced tail is built from the tail without
+// pacing (model.NewSparsePacedTail): each query then offers those draws.
+const sparseTailShare = 32
 
 // sample returns the Monte Carlo sample of TTFT and of S for a service
 // time, drawn on first use.
@@ -322,16 +349,32 @@ func (m *classModel) sample(ctx context.Context, s *service) (first, total []flo
 	}
 	n := m.draws.N
 	p := m.eng.parts(s.svc, m.draws)
-	s.total = make([]float64, n)
+	// The sample is kept in the engine's cache of samples, shared
+	// read-only by the plans of the same service time (a what-if over
+	// the demand plans it in every cell).
 	if p.In == nil {
 		// Without a prefill term the TTFT is its part's sample, shared
 		// read-only.
-		s.first = p.TTFT
-		s.svc.FillTotal(p, s.total)
-	} else {
-		s.first = make([]float64, n)
-		s.svc.FillParts(p, s.first, s.total)
+		total, err := cachedOnce(ctx, m.eng, m.eng.samples, sha256.Sum256(append(s.key[:], 'S')), func() ([]float64, error) {
+			total := make([]float64, n)
+			s.svc.FillTotal(p, total)
+			return total, nil
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		s.first, s.total = p.TTFT, total
+		return s.first, s.total, nil
 	}
+	both, err := cachedOnce(ctx, m.eng, m.eng.samples, sha256.Sum256(append(s.key[:], 'F', 'S')), func() ([]float64, error) {
+		both := make([]float64, 2*n)
+		s.svc.FillParts(p, both[:n], both[n:])
+		return both, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	s.first, s.total = both[:n:n], both[n:]
 	return s.first, s.total, nil
 }
 
@@ -708,10 +751,16 @@ func (m *classModel) quantile(ctx context.Context, s, full *service, w model.Wai
 // selects from its sample instead.
 func (m *classModel) tailed(int) bool { return m.static != nil }
 
-// scratch is a buffer of one value per draw for quantile selections.
+// scratch is a buffer of one value per draw for quantile selections,
+// taken from the engine's pool of them; a plan's run hands it back when
+// it ends (run.release).
 func (m *classModel) scratch() []float64 {
 	if m.buf == nil {
-		m.buf = make([]float64, m.draws.N)
+		if b, ok := m.eng.scratch.Get().(*[]float64); ok && cap(*b) >= m.draws.N {
+			m.buf = (*b)[:m.draws.N]
+		} else {
+			m.buf = make([]float64, m.draws.N)
+		}
 	}
 	return m.buf
 }

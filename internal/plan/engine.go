@@ -97,6 +97,7 @@ func (e *Engine) plan(ctx context.Context, in scenario.Scenario, withRemedies bo
 	if err != nil {
 		return nil, err
 	}
+	defer r.release()
 	r.lean, r.floors = !withRemedies, floors
 	if err := r.solve(ctx); err != nil {
 		return nil, err
@@ -148,6 +149,18 @@ func (e *Engine) plan(ctx context.Context, in scenario.Scenario, withRemedies bo
 
 // newRun builds the models, the endpoints, their budgets and the shared
 // resources of a valid scenario, for one window of the day when w is not
+// release hands the run's scratch buffers back to the engine's pool: the
+// run is done with them.
+func (r *run) release() {
+	for _, m := range r.models {
+		if m.buf != nil {
+			b := m.buf
+			r.eng.scratch.Put(&b)
+			m.buf = nil
+		}
+	}
+}
+
 // nil: the classes it does not hold share only daily limits there.
 func (e *Engine) newRun(ctx context.Context, in scenario.Scenario, w *dayWindow) (*run, error) {
 	s := in.WithDefaults()

@@ -19,9 +19,10 @@ import (
 // equals the quantile of the whole Monte Carlo sample with the planned
 // wait and the class's pacing wait at its key's buckets (its law at each
 // draw's pacing uniform, exponential and input tokens; a request waits the
-// longer of the two), drawn afresh from
-// the same draws, whether the engine plans the scenario cold or after
-// planning others that fill its caches.
+// longer of the two), drawn afresh from the same draws, whether the engine
+// plans the scenario cold or after planning others that fill its caches;
+// some of the paced tails are built from the tails without pacing and the
+// few draws that wait.
 func TestPercentilesMatchBruteForce(t *testing.T) {
 	var scenarios []scenario.Scenario
 	for _, name := range planner.ExampleNames() {
@@ -32,6 +33,7 @@ func TestPercentilesMatchBruteForce(t *testing.T) {
 		scenarios = append(scenarios, randomScenario(r))
 	}
 	warm := New(Options{})
+	sparse := 0 // paced tails built from the tails without pacing
 	for si, s := range scenarios {
 		for _, e := range []*Engine{New(Options{}), warm} {
 			run, err := e.newRun(context.Background(), s, nil)
@@ -93,7 +95,15 @@ func TestPercentilesMatchBruteForce(t *testing.T) {
 						t.Errorf("scenario %d, class %s at pool %d: p95 (%d) %g, brute force %g", si, s.Classes[i].Name, pool, tc.which, got, want)
 					}
 				}
+				for _, tl := range m.pacedOf(svc).tails {
+					if tl != nil && tl.Sparse() {
+						sparse++
+					}
+				}
 			}
 		}
+	}
+	if sparse == 0 {
+		t.Error("no paced tail was built from a tail without pacing: the test does not reach that shortcut")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
+	"sort"
 
 	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/quota"
@@ -192,7 +193,9 @@ func (l pacingLaw) waits() bool {
 // exponentials and their input tokens in, none above inHi: the longest of
 // its dimensions' waits (the same draw sets every dimension's state),
 // worked out one dimension at a time over the draws. A dimension on which
-// no draw can wait (never) is left out: it adds only zeros to the longest.
+// no draw can wait (never) is left out: it adds only zeros to the longest;
+// on the others, the draws whose uniform keeps them from waiting whatever
+// their input (idleSpan) are left out the same way.
 func (l pacingLaw) sample(dr *model.Draws, in []float64, inHi float64) []float64 {
 	d := make([]float64, len(in))
 	if l.unstable {
@@ -206,11 +209,74 @@ func (l pacingLaw) sample(dr *model.Draws, in []float64, inHi float64) []float64
 		if !p.on || p.never(dr.UPMin, dr.UPMax, inHi) {
 			continue
 		}
-		for i := range d {
-			d[i] = math.Max(d[i], p.wait(dr.UP[i], dr.EP[i], in[i]))
+		q, inCap := p.qMin, math.Inf(1)
+		if !(q > 0) {
+			q, inCap = p.capped()
+		}
+		lo, hi := p.idleSpan(dr, q)
+		for _, order := range [][]int32{dr.ByUP[:lo], dr.ByUP[hi:]} {
+			for _, i := range order {
+				d[i] = math.Max(d[i], p.wait(dr.UP[i], dr.EP[i], in[i]))
+			}
+		}
+		if lo < hi && inCap < inHi {
+			// The span holds for inputs up to inCap: the larger ones are
+			// worked out wherever they lie (again, for those outside it,
+			// to the same value).
+			for i, v := range in {
+				if v > inCap {
+					d[i] = math.Max(d[i], p.wait(dr.UP[i], dr.EP[i], v))
+				}
+			}
 		}
 	}
 	return d
+}
+
+// idleSpan is the range [lo, hi) of the draws in ascending order of their
+// pacing uniform (Draws.ByUP) past the first two cases of wait whose X is
+// 0 (v < idle) or whose truncated uniform is below q (0 < q ≤ qMin, or
+// capped's bound for the inputs it names): their wait is 0. Each step
+// from u to q is monotone in u, so the span is one range, found by
+// bisection with the same expressions wait evaluates; with q = 0 it is
+// empty.
+func (p *pacingDim) idleSpan(dr *model.Draws, q float64) (lo, hi int) {
+	n := len(dr.ByUP)
+	if !(q > 0) || p.admIn < 0 || !(p.thetaAll > 0) {
+		return n, n
+	}
+	u := func(j int) float64 { return dr.UP[dr.ByUP[j]] }
+	lo = sort.Search(n, func(j int) bool { return !(u(j) < p.pOwn) && !(u(j) < p.pDrained) })
+	hi = lo + sort.Search(n-lo, func(j int) bool {
+		v := (u(lo+j) - p.pDrained) / (1 - p.pDrained)
+		idle := (1 - p.piAll) / (1 - p.pDrained)
+		if !(v >= idle) {
+			return false // X is 0, and every charge fits the credit
+		}
+		return !((v-idle)/(1-idle) < q)
+	})
+	return lo, hi
+}
+
+// capped is, for a law whose largest charge does not fit the credit (no
+// qMin), a bound on the truncated uniform below which a send of at most
+// inCap input tokens does not wait: inCap is the input whose charge
+// leaves half the credit beyond the bare charge adm0, and the bound is
+// qMin's for that charge less a relative 10⁻⁶, so that X, as wait
+// computes it (within an ulp or two of its exact value), stays below
+// (b − k)/r′ with a margin far above rounding, and (X + (k − b)/r′)⁺ is 0.
+// It is 0 when no send fits (adm0 ≥ b) or the law has no truncated X.
+func (p *pacingDim) capped() (q, inCap float64) {
+	if !(p.admIn > 0) || !(p.thetaAll > 0) || !(p.top > 0) || !(p.adm0 < p.size) {
+		return 0, math.Inf(1)
+	}
+	inCap = (p.size - p.adm0) / 2 / p.admIn
+	k := p.adm0 + p.admIn*inCap
+	if !(k < p.size) {
+		return 0, math.Inf(1)
+	}
+	x0 := (p.size - k) / p.rate
+	return -math.Expm1(-x0/p.thetaAll) / p.top * (1 - 1e-6), inCap
 }
 
 // never reports whether wait is 0 for every draw whose pacing uniform lies
@@ -498,6 +564,7 @@ func (m *classModel) setPacing(l pacingLaw) bool {
 		return false
 	}
 	m.pace, m.paceD, m.paced, m.paceQ = l, nil, nil, nil
+	m.paceNZ, m.paceAtOK = nil, false
 	return true
 }
 
@@ -575,7 +642,8 @@ func (m *classModel) paceSample() []float64 {
 
 // paceQuantile is the p-quantile over the draws of max(W, D), the longer
 // of a request's waits for a slot (w) and for the buckets (its draw's D):
-// with w zero, the p-quantile of the pacing wait alone. Each prediction of
+// with w zero, the p-quantile of the pacing wait alone. It is selected
+// among the draws that wait for either (the others are zeros below them). Each prediction of
 // the class asks it again at the same waits, so the class keeps them, by
 // wait and percentile, until its law changes.
 func (m *classModel) paceQuantile(w model.Wait, p float64) float64 {
@@ -586,8 +654,7 @@ func (m *classModel) paceQuantile(w model.Wait, p float64) float64 {
 	if v, ok := m.paceQ[k]; ok {
 		return v
 	}
-	d := m.paceSample()
-	v := model.QuantileWithPacedWait(d, d, m.draws, w, p, m.scratch())
+	v := model.QuantileWithSparsePacedWait(m.paceSample(), m.paceAt(), m.draws, w, p, m.scratch())
 	if m.paceQ == nil {
 		m.paceQ = map[paceKey]float64{}
 	}
@@ -600,6 +667,19 @@ func (m *classModel) paceQuantile(w model.Wait, p float64) float64 {
 type paceKey struct {
 	wait model.Wait
 	p    float64
+}
+
+// paceAt is the draws whose pacing wait is positive, in ascending order.
+func (m *classModel) paceAt() []int32 {
+	if !m.paceAtOK {
+		for i, v := range m.paceSample() {
+			if v > 0 {
+				m.paceNZ = append(m.paceNZ, int32(i))
+			}
+		}
+		m.paceAtOK = true
+	}
+	return m.paceNZ
 }
 
 // paceNever reports whether no draw of the class waits for its pacing

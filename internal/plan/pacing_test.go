@@ -27,7 +27,9 @@ func (l *pacingLaw) wait(u, e, in float64) float64 {
 
 // TestPacingSampleLeavesOutOnlyDimensionsThatNeverWait holds the draws'
 // pacing waits, worked out a dimension at a time with the dimensions on
-// which no draw can wait left out, to the law's wait at every draw with
+// which no draw can wait left out, and on the others the draws whose
+// uniform keeps them from waiting (for their input, where the largest
+// charge does not fit the credit), to the law's wait at every draw with
 // every dimension, bit for bit, over random laws: buckets
 // idle, busy and drained, charges that fit the credit and ones that do
 // not, and laws on the edge where only the largest uniform or input waits.
@@ -39,7 +41,7 @@ func TestPacingSampleLeavesOutOnlyDimensionsThatNeverWait(t *testing.T) {
 		in[i] = math.Round(r.ExpFloat64() * 2000)
 	}
 	inHi := slices.Max(in)
-	left := 0
+	left, idle, capped := 0, 0, 0
 	for trial := range 400 {
 		var law pacingLaw
 		for d := range 2 {
@@ -69,6 +71,12 @@ func TestPacingSampleLeavesOutOnlyDimensionsThatNeverWait(t *testing.T) {
 		for d := range law.dims {
 			if p := &law.dims[d]; p.on && p.never(draws.UPMin, draws.UPMax, inHi) {
 				left++
+			} else if p.on && p.qMin > 0 {
+				lo, hi := p.idleSpan(draws, p.qMin)
+				idle += hi - lo
+			} else if q, _ := p.capped(); p.on && q > 0 {
+				lo, hi := p.idleSpan(draws, q)
+				capped += hi - lo
 			}
 		}
 		for i := range got {
@@ -78,10 +86,10 @@ func TestPacingSampleLeavesOutOnlyDimensionsThatNeverWait(t *testing.T) {
 			}
 		}
 	}
-	if left == 0 {
-		t.Fatal("no dimension was left out: the test does not reach the shortcut")
+	if left == 0 || idle == 0 || capped == 0 {
+		t.Fatalf("%d dimensions, %d draws and %d with inputs capped left out: the test does not reach the shortcuts", left, idle, capped)
 	}
-	t.Logf("%d dimensions of 800 left out", left)
+	t.Logf("%d dimensions of 800 left out, %d draws of the others, and %d of those whose largest charge does not fit, for their smaller inputs", left, idle, capped)
 }
 
 // TestPaceQuantileIsKeptByPercentile asks a class's quantile of
@@ -91,7 +99,7 @@ func TestPacingSampleLeavesOutOnlyDimensionsThatNeverWait(t *testing.T) {
 func TestPaceQuantileIsKeptByPercentile(t *testing.T) {
 	d := model.NewDraws(5, 4000)
 	r := rand.New(rand.NewPCG(1, 2))
-	m := &classModel{draws: d, paceD: make([]float64, d.N)}
+	m := &classModel{eng: New(Options{}), draws: d, paceD: make([]float64, d.N)}
 	for i := range m.paceD {
 		m.paceD[i] = 0.2 * r.ExpFloat64()
 	}
