@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/quota"
@@ -34,10 +35,11 @@ type event struct {
 
 // entry is an event's place in the queue: its time, the order it was
 // scheduled in (events at the same time run in that order, so that a run
-// is deterministic) and the slot that holds the event itself.
+// is deterministic) and the slot that holds the event itself: sixteen
+// bytes to move.
 type entry struct {
 	t    float64
-	seq  uint64
+	seq  uint32
 	slot uint32
 }
 
@@ -60,6 +62,8 @@ type events struct {
 	arrivals, rest heap
 	slots          []event
 	free           []uint32
+	// seq is the sequence number of the last event pushed.
+	seq uint32
 }
 
 func (q *events) len() int { return len(q.arrivals) + len(q.rest) }
@@ -79,8 +83,13 @@ func (q *events) first() *heap {
 // next is the time of the earliest event; the queue must not be empty.
 func (q *events) next() float64 { return (*q.first())[0].t }
 
-// push adds an event at time t with sequence number seq.
-func (q *events) push(t float64, seq uint64, e event) {
+// push adds an event at time t, after every event already pushed for the
+// same time.
+func (q *events) push(t float64, e event) {
+	if q.seq == math.MaxUint32 {
+		q.renumber()
+	}
+	q.seq++
 	var slot uint32
 	if n := len(q.free); n > 0 {
 		slot, q.free = q.free[n-1], q.free[:n-1]
@@ -93,7 +102,34 @@ func (q *events) push(t float64, seq uint64, e event) {
 	if e.kind == evArrival {
 		h = &q.arrivals
 	}
-	h.push(entry{t: t, seq: seq, slot: slot})
+	h.push(entry{t: t, seq: q.seq, slot: slot})
+}
+
+// renumber gives the entries in the queue the sequence numbers 1, 2, … in
+// their order, so that numbering may go on from there: a run of more than
+// 2³² events keeps the order of events at the same time.
+func (q *events) renumber() {
+	all := append(slices.Clone(q.arrivals), q.rest...)
+	slices.SortFunc(all, func(a, b entry) int {
+		switch {
+		case a.before(&b):
+			return -1
+		case b.before(&a):
+			return 1
+		}
+		return 0
+	})
+	q.seq = 0
+	q.arrivals, q.rest = q.arrivals[:0], q.rest[:0]
+	for _, x := range all {
+		q.seq++
+		x.seq = q.seq
+		h := &q.rest
+		if q.slots[x.slot].kind == evArrival {
+			h = &q.arrivals
+		}
+		*h = append(*h, x) // ascending: still a heap
+	}
 }
 
 // pop removes the earliest event and returns it with its entry; the queue
@@ -164,7 +200,6 @@ type sim struct {
 	now, end   float64
 	queue      events
 	spare      []*request // completed requests, for reuse
-	seq        uint64
 	processed  int
 	maxEvents  int
 	grid       *grid
@@ -178,8 +213,7 @@ type sim struct {
 
 // at schedules an event.
 func (s *sim) at(t float64, k kind, c *client, r *request) {
-	s.seq++
-	s.queue.push(t, s.seq, event{c: c, r: r, kind: k})
+	s.queue.push(t, event{c: c, r: r, kind: k})
 }
 
 // spareRequest is a zeroed request: a completed one reused, or a new one.
