@@ -27,17 +27,20 @@ type request struct {
 // its FIFO queue, the key's shared pacing buckets, admission shedding,
 // retries and optionally AIMD (docs/simulate.md, "Clients").
 type client struct {
-	s     *sim
-	spec  scenario.Class
-	cp    *plan.ClassPlan
-	w     plan.Workload
-	base  model.Service // token distributions (load-independent)
-	ep    *endpoint
-	key   *key
-	arr   arrivals // nil for a closed loop
-	on    []span   // when its schedule lets it run: a closed loop starts requests only then
-	kind  string
-	meanS float64 // the plan's mean service time at the pool, seconds
+	s    *sim
+	spec scenario.Class
+	cp   *plan.ClassPlan
+	w    plan.Workload
+	base model.Service // token distributions (load-independent)
+	ep   *endpoint
+	// services are the workload's services by load (plan.Workload.At),
+	// nil where not yet looked up.
+	services []*model.Service
+	key      *key
+	arr      arrivals // nil for a closed loop
+	on       []span   // when its schedule lets it run: a closed loop starts requests only then
+	kind     string
+	meanS    float64 // the plan's mean service time at the pool, seconds
 
 	held  int // slots held: sending, in service, or sleeping before a retry
 	queue []*request
@@ -299,12 +302,26 @@ func (c *client) send(r *request) {
 	}
 	r.admitIv = iv
 	c.ep.inFlight++
-	svc := c.w.At(c.ep.inFlight)
+	svc := c.service(c.ep.inFlight)
 	ttft := svc.TTFT.Sample(r.zTTFT) + svc.Prefill*r.in
 	total := ttft + svc.TPOT.Sample(r.zTPOT)*(r.out-1)
 	r.ttftAt = now + ttft
 	c.st.active.set(s.grid, now, c.st.active.v+1)
 	s.at(now+total, evDone, c, r)
+}
+
+// service is the class's service at inFlight requests on its endpoint,
+// looked up once for each load.
+func (c *client) service(inFlight int) *model.Service {
+	if inFlight >= len(c.services) {
+		c.services = append(c.services, make([]*model.Service, inFlight+1-len(c.services))...)
+	}
+	svc := c.services[inFlight]
+	if svc == nil {
+		svc = c.w.At(inFlight)
+		c.services[inFlight] = svc
+	}
+	return svc
 }
 
 // limited handles a 429: AIMD cuts the pool, and the request sleeps for
