@@ -368,17 +368,10 @@ func (c *client) done(r *request) {
 	c.ep.inFlight--
 	c.st.active.set(s.grid, now, c.st.active.v-1)
 	iv := s.grid.index(now)
-	var counted, refund charge
-	for d, n := range c.key.q.Completion(r.out, float64(c.spec.MaxTokens)) {
-		if n > 0 {
-			counted[d] = n
-		} else {
-			refund[d] = -n
-		}
-	}
-	c.key.settle(now, r.sentAt, counted, refund, r.admitIv, iv)
+	completion := c.key.q.Completion(r.out, float64(c.spec.MaxTokens))
+	c.key.settle(now, r.sentAt, &completion, r.admitIv, iv)
 	if c.pacer != nil {
-		c.pacer.settle(c.key.q.Completion(r.out, float64(c.spec.MaxTokens)))
+		c.pacer.settle(&completion)
 	}
 	if r.task != nil {
 		c.callDone(r)

@@ -116,7 +116,7 @@ func (p *pacer) woken() {
 // settle counts what a request counts at completion (quota.Key.Completion):
 // the output under actual accounting, which may leave a bucket in debt,
 // or the refund of unused max_tokens.
-func (p *pacer) settle(v quota.Vector) {
+func (p *pacer) settle(v *quota.Vector) {
 	p.refill()
 	for j, d := range p.dims {
 		if n := v[d]; n != 0 {

@@ -133,20 +133,22 @@ func (k *key) admit(now float64, c charge, iv int) (bool, float64) {
 	return true, 0
 }
 
-// settle counts, when a request completes, the output produced under
-// actual accounting (at the completion's interval) and refunds the unused
-// part of max_tokens under max_tokens accounting (at the admission's
-// interval, so that an interval's use is what its requests used).
-// A window refunds only what it counted itself: a request admitted in an
-// earlier window was counted in a window that has since been reset.
-func (k *key) settle(now, admittedAt float64, counted, refund charge, admitted, completed int) {
+// settle counts what a request counts when it completes
+// (quota.Key.Completion): the output produced under actual accounting (at
+// the completion's interval), or, negative, the refund of the unused part
+// of max_tokens under max_tokens accounting (at the admission's interval,
+// so that an interval's use is what its requests used). A window refunds
+// only what it counted itself: a request admitted in an earlier window
+// was counted in a window that has since been reset.
+func (k *key) settle(now, admittedAt float64, completion *quota.Vector, admitted, completed int) {
 	for _, l := range k.limits {
 		l.sync(now)
-		if n := counted[l.dim]; n > 0 {
+		v := completion[l.dim]
+		if n := v; n > 0 {
 			l.count(n)
 			l.use[completed] += n
 		}
-		if n := refund[l.dim]; n > 0 {
+		if n := -v; n > 0 {
 			if l.window == 0 || int(math.Floor(admittedAt/l.window)) == l.epoch {
 				l.count(-n)
 			}
