@@ -65,16 +65,20 @@ func (p *pacer) refill() {
 
 // dispatch sends, in priority order, every send whose charge the buckets
 // hold; when the highest-priority send that waits does not fit, it
-// schedules a wake-up for when it will, and lower ones wait too.
+// schedules a wake-up for when it will, and lower ones wait too. After a
+// send the scan goes on from the client that sent: those before it had
+// nothing to send, and a send changes only its own client's queue, slots
+// and retries, so that at the same instant they still have nothing.
 func (p *pacer) dispatch() {
+	p.refill()
+	from := 0
 	for {
-		p.refill()
 		var c *client
 		var r *request
 		var src source
-		for _, cl := range p.clients {
-			if r, src = cl.next(); r != nil {
-				c = cl
+		for i := from; i < len(p.clients); i++ {
+			if r, src = p.clients[i].next(); r != nil {
+				c, from = p.clients[i], i
 				break
 			}
 		}
