@@ -6,6 +6,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/plan"
+	"github.com/plannerdev/planner/internal/quota"
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
@@ -37,8 +38,9 @@ type client struct {
 	// nil where not yet looked up.
 	services []*model.Service
 	key      *key
-	arr      arrivals // nil for a closed loop
-	on       []span   // when its schedule lets it run: a closed loop starts requests only then
+	charges  quota.Charges // what its requests count against the key
+	arr      arrivals      // nil for a closed loop
+	on       []span        // when its schedule lets it run: a closed loop starts requests only then
 	kind     string
 	meanS    float64 // the plan's mean service time at the pool, seconds
 
@@ -92,7 +94,8 @@ func newClient(s *sim, i int, spec scenario.Class, cp *plan.ClassPlan, w plan.Wo
 	n := s.grid.n
 	c := &client{
 		s: s, spec: spec, cp: cp, w: w, base: *w.At(1), ep: ep, key: k,
-		meanS: cp.Predicted.MeanServiceMs / 1000, wait: math.Inf(1),
+		charges: k.q.Charges(float64(spec.MaxTokens), spec.CachedInputFraction),
+		meanS:   cp.Predicted.MeanServiceMs / 1000, wait: math.Inf(1),
 		aimd: s.opts.AIMD, window: float64(cp.Adaptive.Start), lastCut: math.Inf(-1),
 		deadline: cp.Retry.DeadlineMs / 1000, maxAttempts: cp.Retry.MaxAttempts,
 		backoffBase: cp.Retry.BaseMs / 1000, backoffLimit: cp.Retry.CapMs / 1000,
@@ -144,7 +147,7 @@ func (c *client) newRequest() *request {
 	r.arrival = c.s.now
 	r.in, r.out = c.base.In.Sample(g.NormFloat64()), c.base.Out.Sample(g.NormFloat64())
 	r.zTTFT, r.zTPOT = g.NormFloat64(), g.NormFloat64()
-	r.charge = c.key.q.Admission(r.in, float64(c.spec.MaxTokens), c.spec.CachedInputFraction)
+	r.charge = c.charges.Admission(r.in)
 	c.st.requests++
 	if c.w.Task != nil {
 		c.startTask(r)
@@ -368,7 +371,7 @@ func (c *client) done(r *request) {
 	c.ep.inFlight--
 	c.st.active.set(s.grid, now, c.st.active.v-1)
 	iv := s.grid.index(now)
-	completion := c.key.q.Completion(r.out, float64(c.spec.MaxTokens))
+	completion := c.charges.Completion(r.out)
 	c.key.settle(now, r.sentAt, &completion, r.admitIv, iv)
 	if c.pacer != nil {
 		c.pacer.settle(&completion)

@@ -63,7 +63,7 @@ func (c *client) toolDone(r *request) {
 	}
 	r.in, r.out = in, c.base.Out.Sample(g.NormFloat64())
 	r.zTTFT, r.zTPOT = g.NormFloat64(), g.NormFloat64()
-	r.charge = c.key.q.Admission(r.in, float64(c.spec.MaxTokens), c.spec.CachedInputFraction)
+	r.charge = c.charges.Admission(r.in)
 	r.arrival, r.attempts = s.now, 0
 	c.resend = append(c.resend, r)
 	c.dispatch()
