@@ -349,7 +349,7 @@ func (c *client) limited(r *request, retryAfter float64, iv int) {
 		// A closed loop's worker waits as told before its next request
 		// instead of sending it into the same refusal at the same instant.
 		r.gone = true
-		c.s.at(now+math.Max(sleep, 0.001), evRetry, c, r)
+		c.s.at(now+max(sleep, 0.001), evRetry, c, r)
 		return
 	}
 	c.release()
@@ -446,7 +446,7 @@ func (c *client) cut() {
 		return
 	}
 	c.lastCut = c.s.now
-	c.setWindow(math.Max(float64(c.cp.Adaptive.Floor), c.window*c.cp.Adaptive.DecreaseFactor))
+	c.setWindow(max(float64(c.cp.Adaptive.Floor), c.window*c.cp.Adaptive.DecreaseFactor))
 }
 
 // grow is AIMD's additive increase after a success: while at least
@@ -458,7 +458,7 @@ func (c *client) grow() {
 	if !c.aimd || float64(c.held) < a.IncreaseWhenUsed*c.window {
 		return
 	}
-	c.setWindow(math.Min(float64(a.Ceiling), c.window+float64(a.IncreaseStep)/c.window))
+	c.setWindow(min(float64(a.Ceiling), c.window+float64(a.IncreaseStep)/c.window))
 }
 
 func (c *client) setWindow(w float64) {

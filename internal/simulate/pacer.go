@@ -87,7 +87,7 @@ func (p *pacer) dispatch() {
 		}
 		wait := 0.0
 		for j, d := range p.dims {
-			wait = math.Max(wait, p.buckets[j].Wait(r.charge[d]))
+			wait = max(wait, p.buckets[j].Wait(r.charge[d]))
 		}
 		if wait > 0 {
 			p.wakeAt(p.s.now + wait)

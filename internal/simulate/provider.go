@@ -83,7 +83,7 @@ func (l *limit) fits(now, need float64) (bool, float64) {
 // count counts n units now (negative: a refund), without a check.
 func (l *limit) count(n float64) {
 	if l.window > 0 {
-		l.used = math.Max(0, l.used+n)
+		l.used = max(0, l.used+n)
 		return
 	}
 	l.bucket.Take(n)
@@ -116,9 +116,9 @@ func (k *key) admit(now float64, c charge, iv int) (bool, float64) {
 	for _, l := range k.limits {
 		l.sync(now)
 		if fit, w := l.fits(now, c[l.dim]); !fit {
-			ok, wait = false, math.Max(wait, w)
+			ok, wait = false, max(wait, w)
 			l.limited++
-			l.peak[iv] = math.Max(l.peak[iv], 1)
+			l.peak[iv] = max(l.peak[iv], 1)
 		}
 	}
 	if !ok {
@@ -128,7 +128,7 @@ func (k *key) admit(now float64, c charge, iv int) (bool, float64) {
 	for _, l := range k.limits {
 		l.count(c[l.dim])
 		l.use[iv] += c[l.dim]
-		l.peak[iv] = math.Max(l.peak[iv], l.fill())
+		l.peak[iv] = max(l.peak[iv], l.fill())
 	}
 	return true, 0
 }
