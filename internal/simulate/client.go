@@ -54,6 +54,7 @@ type client struct {
 
 	waking  bool       // a wake-up for the schedule's next hours is in the event queue
 	pacer   *pacer     // the key's pacing buckets; nil without pacing
+	rank    int        // its place in the pacer's priority order; -1 when it has none
 	pending *request   // a closed loop's next request, drawn while it waits for pacing
 	resend  []*request // retries that hold a slot and wait for pacing
 
@@ -96,7 +97,7 @@ func newClient(s *sim, i int, spec scenario.Class, cp *plan.ClassPlan, w plan.Wo
 		s: s, spec: spec, cp: cp, w: w, base: *w.At(1), ep: ep, key: k,
 		charges: k.q.Charges(float64(spec.MaxTokens), spec.CachedInputFraction),
 		meanS:   cp.Predicted.MeanServiceMs / 1000, wait: math.Inf(1),
-		aimd: s.opts.AIMD, window: float64(cp.Adaptive.Start), lastCut: math.Inf(-1),
+		aimd: s.opts.AIMD, window: float64(cp.Adaptive.Start), lastCut: math.Inf(-1), rank: -1,
 		deadline: cp.Retry.DeadlineMs / 1000, maxAttempts: cp.Retry.MaxAttempts,
 		backoffBase: cp.Retry.BaseMs / 1000, backoffLimit: cp.Retry.CapMs / 1000,
 		reqRNG:    rand.New(stream(seed, i, streamRequests)),
@@ -179,6 +180,9 @@ func (c *client) arrive() {
 // while a slot is free.
 func (c *client) dispatch() {
 	if c.pacer != nil {
+		if c.rank >= 0 {
+			c.pacer.ready.set(c.rank)
+		}
 		c.pacer.dispatch()
 		return
 	}
