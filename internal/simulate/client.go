@@ -22,6 +22,8 @@ type request struct {
 	ttftAt       float64  // the first token of the attempt that succeeded
 	queued, gone bool     // waiting for a slot; shed
 	task         *taskRun // the agent task it is a call of; nil for a single call
+	c            *client  // its class's
+	id           uint32   // its index in sim.requests, kept when it is reused
 }
 
 // client is one class's client: the arrivals, the pool's semaphore with
@@ -29,6 +31,7 @@ type request struct {
 // retries and optionally AIMD (docs/simulate.md, "Clients").
 type client struct {
 	s    *sim
+	idx  uint32 // its index in sim.clients
 	spec scenario.Class
 	cp   *plan.ClassPlan
 	w    plan.Workload
@@ -94,7 +97,7 @@ func (st *stats) sent(now, wait float64) {
 func newClient(s *sim, i int, spec scenario.Class, cp *plan.ClassPlan, w plan.Workload, ep *endpoint, k *key, seed uint64) *client {
 	n := s.grid.n
 	c := &client{
-		s: s, spec: spec, cp: cp, w: w, base: *w.At(1), ep: ep, key: k,
+		s: s, idx: uint32(i), spec: spec, cp: cp, w: w, base: *w.At(1), ep: ep, key: k,
 		charges: k.q.Charges(float64(spec.MaxTokens), spec.CachedInputFraction),
 		meanS:   cp.Predicted.MeanServiceMs / 1000, wait: math.Inf(1),
 		aimd: s.opts.AIMD, window: float64(cp.Adaptive.Start), lastCut: math.Inf(-1), rank: -1,
@@ -144,7 +147,7 @@ func (c *client) slots() int {
 // is known, all from the class's own stream.
 func (c *client) newRequest() *request {
 	g := c.reqRNG
-	r := c.s.spareRequest()
+	r := c.s.spareRequest(c)
 	r.arrival = c.s.now
 	r.in, r.out = c.base.In.Sample(g.NormFloat64()), c.base.Out.Sample(g.NormFloat64())
 	r.zTTFT, r.zTPOT = g.NormFloat64(), g.NormFloat64()
