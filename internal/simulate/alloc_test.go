@@ -1,0 +1,43 @@
+package simulate
+
+import (
+	"context"
+	"testing"
+
+	"github.com/plannerdev/planner/internal/plan"
+	"github.com/plannerdev/planner/internal/testutil"
+)
+
+// TestSteadyStateAllocatesNothing: once a run is under way its events
+// allocate nothing: four simulated hours of docs/examples/three-classes.yaml
+// allocate no more than one hour does (what they allocate is the run's
+// set-up, its samples and its result, sized by the options, not by the
+// events), so that a run's memory is bounded by its event cap.
+func TestSteadyStateAllocatesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("four simulated hours")
+	}
+	ctx := context.Background()
+	sc := testutil.Example(t, "three-classes")
+	eng := plan.New(plan.Options{})
+	p, err := eng.Plan(ctx, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(hours float64) (allocs float64, events int) {
+		allocs = testing.AllocsPerRun(2, func() {
+			r, err := RunPlan(ctx, eng, sc, p, Options{DurationS: hours * 3600, Samples: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			events = r.Settings.Events
+		})
+		return allocs, events
+	}
+	a1, e1 := run(1)
+	a4, e4 := run(4)
+	t.Logf("an hour: %.0f allocations, %d events; four hours: %.0f allocations, %d events", a1, e1, a4, e4)
+	if extra := (a4 - a1) / float64(e4-e1); extra > 0.001 {
+		t.Errorf("%.4f allocations an event once under way (%.0f more for %d more events), want none", extra, a4-a1, e4-e1)
+	}
+}
