@@ -68,9 +68,12 @@ func (p *pacer) order(qp plan.QuotaPlan, byName map[string]*client) {
 	}
 }
 
-// refill brings the buckets to the current time.
+// refill brings the buckets to the current time, once an instant.
 func (p *pacer) refill() {
 	now := p.s.now
+	if now == p.last {
+		return // Refill(0) adds nothing
+	}
 	for j := range p.buckets {
 		p.buckets[j].Refill(now - p.last)
 	}
