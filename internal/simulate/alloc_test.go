@@ -41,3 +41,63 @@ func TestSteadyStateAllocatesNothing(t *testing.T) {
 		t.Errorf("%.4f allocations an event once under way (%.0f more for %d more events), want none", extra, a4-a1, e4-e1)
 	}
 }
+
+// TestDroppedRequestsAreForgotten: the table of requests holds only those
+// something still refers to (a queue, an event, a retry waiting to go, a
+// closed loop's next request, the spares), not the shed and given up, so
+// that a run that loses most of its requests holds no more than one that
+// does not.
+func TestDroppedRequestsAreForgotten(t *testing.T) {
+	ctx := context.Background()
+	sc := testutil.Example(t, "daily-limit-batch")
+	eng := plan.New(plan.Options{})
+	p, err := eng.Plan(ctx, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := eng.Workloads(ctx, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSim(ctx, sc.WithDefaults(), p, ws, Options{DurationS: 24 * 3600}.withDefaults(sc))
+	if err := s.run(); err != nil {
+		t.Fatal(err)
+	}
+	held := map[*request]bool{}
+	for _, r := range s.spare {
+		held[r] = true
+	}
+	var lost int
+	for _, c := range s.clients {
+		lost += c.st.gaveUp + c.st.shed
+		for _, r := range c.queue[c.head:] {
+			held[r] = true
+		}
+		for _, r := range c.resend {
+			held[r] = true
+		}
+		if c.pending != nil {
+			held[c.pending] = true
+		}
+	}
+	for _, h := range []heap{s.queue.arrivals, s.queue.rest} {
+		for _, e := range h {
+			if e.kind() >= evRetry {
+				held[s.requests[e.ref]] = true
+			}
+		}
+	}
+	var tabled int
+	for _, r := range s.requests {
+		if r != nil {
+			tabled++
+			if !held[r] {
+				t.Fatalf("request %d is in the table but nothing refers to it", r.id)
+			}
+		}
+	}
+	if lost == 0 {
+		t.Fatal("no request was shed or given up: the run tests nothing")
+	}
+	t.Logf("%d requests lost, %d in the table, all referred to", lost, tabled)
+}

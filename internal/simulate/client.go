@@ -254,6 +254,7 @@ func (c *client) launch(r *request, src source) {
 // peek is the first request still waiting, dropping shed ones.
 func (c *client) peek() *request {
 	for c.head < len(c.queue) && c.queue[c.head].gone {
+		c.s.drop(c.queue[c.head])
 		c.queue[c.head] = nil
 		c.head++
 	}
@@ -359,6 +360,7 @@ func (c *client) limited(r *request, retryAfter float64, iv int) {
 		c.s.at(now+max(sleep, 0.001), evRetry, c, r)
 		return
 	}
+	c.s.drop(r)
 	c.release()
 }
 

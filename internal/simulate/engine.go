@@ -189,8 +189,9 @@ type sim struct {
 	ctx        context.Context
 	now, end   float64
 	queue      events
-	requests   []*request // every request made, by index (request.id)
+	requests   []*request // the requests in the run, by index (request.id); nil where dropped
 	spare      []*request // completed requests, for reuse
+	freeIDs    []uint32   // the indices of dropped requests, for reuse
 	processed  int
 	maxEvents  int
 	grid       *grid
@@ -200,6 +201,14 @@ type sim struct {
 	retryAfter bool
 	opts       Options
 	plan       *plan.Plan
+}
+
+// drop forgets a request that is shed or given up, which no event or
+// queue refers to any more, so that the collector takes it as it would
+// without the table of requests; its index goes to the next new request.
+func (s *sim) drop(r *request) {
+	s.requests[r.id] = nil
+	s.freeIDs = append(s.freeIDs, r.id)
 }
 
 // at schedules an event of kind k: to request r, which must be c's, for
@@ -217,8 +226,14 @@ func (s *sim) at(t float64, k kind, c *client, r *request) {
 func (s *sim) spareRequest(c *client) *request {
 	n := len(s.spare)
 	if n == 0 {
-		r := &request{c: c, id: uint32(len(s.requests))}
-		s.requests = append(s.requests, r)
+		r := &request{c: c}
+		if k := len(s.freeIDs); k > 0 {
+			r.id, s.freeIDs = s.freeIDs[k-1], s.freeIDs[:k-1]
+			s.requests[r.id] = r
+		} else {
+			r.id = uint32(len(s.requests))
+			s.requests = append(s.requests, r)
+		}
 		return r
 	}
 	r := s.spare[n-1]
@@ -265,6 +280,7 @@ func (s *sim) run() error {
 			r := s.requests[at.ref]
 			if r.gone { // a closed loop's pause after giving up
 				r.c.release()
+				s.drop(r)
 				break
 			}
 			r.c.st.retries++
