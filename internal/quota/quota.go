@@ -94,29 +94,8 @@ func (k Key) Use(r Request) Vector {
 // output of a key with actual accounting is counted at completion
 // (Completion).
 func (k Key) Admission(in, maxTokens, cachedFraction float64) Vector {
-	out := 0.0
-	if k.countsMaxTokens(maxTokens) {
-		out = maxTokens
-	}
-	counted := in
-	if k.CachedInputFree {
-		counted *= 1 - cachedFraction
-	}
-	tokensIn := k.tokensIn(in, cachedFraction)
-	var v Vector
-	for d := range scenario.NumDimensions {
-		switch d.Charge() {
-		case scenario.ChargeRequest:
-			v[d] = 1
-		case scenario.ChargeTokens:
-			v[d] = tokensIn + out
-		case scenario.ChargeInput:
-			v[d] = counted
-		case scenario.ChargeOutput:
-			v[d] = out
-		}
-	}
-	return v
+	c := k.Charges(maxTokens, cachedFraction)
+	return c.Admission(in)
 }
 
 // Completion is what a request that produced out output tokens counts
@@ -125,13 +104,79 @@ func (k Key) Admission(in, maxTokens, cachedFraction float64) Vector {
 // max_tokens accounting, on the dimensions that count output (tpm, otpm
 // and tpd).
 func (k Key) Completion(out, maxTokens float64) Vector {
-	n := out
+	c := k.Charges(maxTokens, 0)
+	return c.Completion(out)
+}
+
+// Charges are Admission and Completion for the requests of one class,
+// whose max_tokens and cached share of the input are the same for every
+// request: what does not depend on the request is worked out once, so
+// that a simulation charging every request pays a multiply and an add a
+// dimension. On every dimension a request's admission is
+// in·perIn + fixed: perIn is 1 where its input counts, 1 − the cached
+// share where cache reads are free there, 0 where input does not count;
+// fixed is 1 on rpm and rpd, and max_tokens, where the key counts it at
+// admission, on the dimensions that count output.
+type Charges struct {
+	perIn, fixed Vector
+	// output marks the dimensions that count output (tpm, otpm, tpd).
+	output [scenario.NumDimensions]bool
+	// reserved is max_tokens where the key counts it at admission, else 0.
+	reserved float64
+}
+
+// Charges works out Admission and Completion for requests of max_tokens
+// maxTokens (0: none) whose input has the cached share cachedFraction.
+func (k Key) Charges(maxTokens, cachedFraction float64) Charges {
+	var c Charges
 	if k.countsMaxTokens(maxTokens) {
-		n = -(maxTokens - out)
+		c.reserved = maxTokens
+	}
+	uncached := 1 - cachedFraction
+	for d := range scenario.NumDimensions {
+		switch d.Charge() {
+		case scenario.ChargeRequest:
+			c.fixed[d] = 1
+		case scenario.ChargeTokens:
+			c.perIn[d], c.fixed[d], c.output[d] = 1, c.reserved, true
+			if k.CachedInputTPMFree {
+				c.perIn[d] = uncached
+			}
+		case scenario.ChargeInput:
+			c.perIn[d] = 1
+			if k.CachedInputFree {
+				c.perIn[d] = uncached
+			}
+		case scenario.ChargeOutput:
+			c.fixed[d], c.output[d] = c.reserved, true
+		}
+	}
+	return c
+}
+
+// Admission is what a request of in input tokens counts when it is sent
+// (Key.Admission).
+func (c *Charges) Admission(in float64) Vector {
+	var v Vector
+	for d := range v {
+		// The conversion rounds the product, so that no build fuses the
+		// multiply and the add into one rounding.
+		v[d] = float64(in*c.perIn[d]) + c.fixed[d]
+	}
+	return v
+}
+
+// Completion is what a request that produced out output tokens counts
+// when it completes (Key.Completion): out, or, negative, the refund of
+// the unused max_tokens, on the dimensions that count output.
+func (c *Charges) Completion(out float64) Vector {
+	n := out
+	if c.reserved > 0 {
+		n = -(c.reserved - out)
 	}
 	var v Vector
-	for d := range scenario.NumDimensions {
-		if c := d.Charge(); c == scenario.ChargeTokens || c == scenario.ChargeOutput {
+	for d, counts := range c.output {
+		if counts {
 			v[d] = n
 		}
 	}

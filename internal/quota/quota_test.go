@@ -188,3 +188,51 @@ func TestCapacityForIsEnough(t *testing.T) {
 		}
 	}
 }
+
+// TestChargesAreAdmissionAndCompletion: a class's charges worked out once
+// give what the request's own rule does, every accounting and cache
+// setting, on every dimension, to the bit.
+func TestChargesAreAdmissionAndCompletion(t *testing.T) {
+	for _, q := range []scenario.Quota{
+		{Name: "a", RPM: 1, TPM: 1},
+		{Name: "m", TPM: 1, TokenAccounting: scenario.AccountingMaxTokens},
+		{Name: "c", ITPM: 1, CachedInputFree: true},
+		{Name: "t", TPM: 1, TokenAccounting: scenario.AccountingMaxTokens, CachedInputFree: true, CachedInputTPMFree: true},
+	} {
+		k := key(q)
+		for _, mt := range []float64{0, 600} {
+			for _, cf := range []float64{0, 0.3, 1} {
+				c := k.Charges(mt, cf)
+				for _, in := range []float64{0, 1, 801.7, 12345.678} {
+					a := c.Admission(in)
+					counted := in
+					if q.CachedInputFree {
+						counted *= 1 - cf
+					}
+					tokensIn := in
+					if q.CachedInputTPMFree {
+						tokensIn *= 1 - cf
+					}
+					out := 0.0
+					if q.TokenAccounting == scenario.AccountingMaxTokens && mt > 0 {
+						out = mt
+					}
+					want := Vector{1, tokensIn + out, counted, out, 1, tokensIn + out}
+					if a != want || k.Admission(in, mt, cf) != want {
+						t.Errorf("%s, max_tokens %g, cached %g, in %g: admission %v, want %v", q.Name, mt, cf, in, a, want)
+					}
+				}
+				for _, o := range []float64{1, 150.25, 600} {
+					n := o
+					if q.TokenAccounting == scenario.AccountingMaxTokens && mt > 0 {
+						n = -(mt - o)
+					}
+					want := Vector{0, n, 0, n, 0, n}
+					if got := c.Completion(o); got != want || k.Completion(o, mt) != want {
+						t.Errorf("%s, max_tokens %g: completion of %g %v, want %v", q.Name, mt, o, got, want)
+					}
+				}
+			}
+		}
+	}
+}

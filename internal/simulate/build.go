@@ -49,7 +49,7 @@ func (s *sim) result() *Simulation {
 			for j := range g.n {
 				total += l.use[j]
 				d.Use[j] = round(l.use[j]*seconds/(l.limit*g.width(j)), 4)
-				d.Peak[j] = round(l.peak[j], 4)
+				d.Peak[j] = round(l.peak(j), 4)
 			}
 			d.UseMean = round(total*seconds/(l.limit*s.end), 4)
 			q.Dimensions = append(q.Dimensions, d)

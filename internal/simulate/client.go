@@ -6,6 +6,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/plan"
+	"github.com/plannerdev/planner/internal/quota"
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
@@ -22,23 +23,30 @@ type request struct {
 	ttftAt       float64  // the first token of the attempt that succeeded
 	queued, gone bool     // waiting for a slot; shed
 	task         *taskRun // the agent task it is a call of; nil for a single call
+	c            *client  // its class's
+	id           uint32   // its index in sim.requests, kept when it is reused
 }
 
 // client is one class's client: the arrivals, the pool's semaphore with
 // its FIFO queue, the key's shared pacing buckets, admission shedding,
 // retries and optionally AIMD (docs/simulate.md, "Clients").
 type client struct {
-	s     *sim
-	spec  scenario.Class
-	cp    *plan.ClassPlan
-	w     plan.Workload
-	base  model.Service // token distributions (load-independent)
-	ep    *endpoint
-	key   *key
-	arr   arrivals // nil for a closed loop
-	on    []span   // when its schedule lets it run: a closed loop starts requests only then
-	kind  string
-	meanS float64 // the plan's mean service time at the pool, seconds
+	s    *sim
+	idx  uint32 // its index in sim.clients
+	spec scenario.Class
+	cp   *plan.ClassPlan
+	w    plan.Workload
+	base model.Service // token distributions (load-independent)
+	ep   *endpoint
+	// services are the workload's services by load (plan.Workload.At),
+	// nil where not yet looked up.
+	services []*model.Service
+	key      *key
+	charges  quota.Charges // what its requests count against the key
+	arr      arrivals      // nil for a closed loop
+	on       []span        // when its schedule lets it run: a closed loop starts requests only then
+	kind     string
+	meanS    float64 // the plan's mean service time at the pool, seconds
 
 	held  int // slots held: sending, in service, or sleeping before a retry
 	queue []*request
@@ -50,6 +58,7 @@ type client struct {
 
 	waking  bool       // a wake-up for the schedule's next hours is in the event queue
 	pacer   *pacer     // the key's pacing buckets; nil without pacing
+	rank    int        // its place in the pacer's priority order; -1 when it has none
 	pending *request   // a closed loop's next request, drawn while it waits for pacing
 	resend  []*request // retries that hold a slot and wait for pacing
 
@@ -92,9 +101,10 @@ func (st *stats) sent(now, wait float64) {
 func newClient(s *sim, i int, spec scenario.Class, cp *plan.ClassPlan, w plan.Workload, ep *endpoint, k *key, seed uint64) *client {
 	n := s.grid.n
 	c := &client{
-		s: s, spec: spec, cp: cp, w: w, base: *w.At(1), ep: ep, key: k,
-		meanS: cp.Predicted.MeanServiceMs / 1000, wait: math.Inf(1),
-		aimd: s.opts.AIMD, window: float64(cp.Adaptive.Start), lastCut: math.Inf(-1),
+		s: s, idx: uint32(i), spec: spec, cp: cp, w: w, base: *w.At(1), ep: ep, key: k,
+		charges: k.q.Charges(float64(spec.MaxTokens), spec.CachedInputFraction),
+		meanS:   cp.Predicted.MeanServiceMs / 1000, wait: math.Inf(1),
+		aimd: s.opts.AIMD, window: float64(cp.Adaptive.Start), lastCut: math.Inf(-1), rank: -1,
 		deadline: cp.Retry.DeadlineMs / 1000, maxAttempts: cp.Retry.MaxAttempts,
 		backoffBase: cp.Retry.BaseMs / 1000, backoffLimit: cp.Retry.CapMs / 1000,
 		reqRNG:    rand.New(stream(seed, i, streamRequests)),
@@ -142,11 +152,11 @@ func (c *client) slots() int {
 // is known, all from the class's own stream.
 func (c *client) newRequest() *request {
 	g := c.reqRNG
-	r := c.s.spareRequest()
+	r := c.s.spareRequest(c)
 	r.arrival = c.s.now
 	r.in, r.out = c.base.In.Sample(g.NormFloat64()), c.base.Out.Sample(g.NormFloat64())
 	r.zTTFT, r.zTPOT = g.NormFloat64(), g.NormFloat64()
-	r.charge = c.key.q.Admission(r.in, float64(c.spec.MaxTokens), c.spec.CachedInputFraction)
+	r.charge = c.charges.Admission(r.in)
 	c.st.requests++
 	if c.w.Task != nil {
 		c.startTask(r)
@@ -178,6 +188,9 @@ func (c *client) arrive() {
 // while a slot is free.
 func (c *client) dispatch() {
 	if c.pacer != nil {
+		if c.rank >= 0 {
+			c.pacer.ready.set(c.rank)
+		}
 		c.pacer.dispatch()
 		return
 	}
@@ -246,6 +259,7 @@ func (c *client) launch(r *request, src source) {
 // peek is the first request still waiting, dropping shed ones.
 func (c *client) peek() *request {
 	for c.head < len(c.queue) && c.queue[c.head].gone {
+		c.s.drop(c.queue[c.head])
 		c.queue[c.head] = nil
 		c.head++
 	}
@@ -304,12 +318,26 @@ func (c *client) send(r *request) {
 	}
 	r.admitIv = iv
 	c.ep.inFlight++
-	svc := c.w.At(c.ep.inFlight)
+	svc := c.service(c.ep.inFlight)
 	ttft := svc.TTFT.Sample(r.zTTFT) + c.prefill(svc, r)
 	total := ttft + svc.TPOT.Sample(r.zTPOT)*(r.out-1)
 	r.ttftAt = now + ttft
 	c.st.active.set(s.grid, now, c.st.active.v+1)
 	s.at(now+total, evDone, c, r)
+}
+
+// service is the class's service at inFlight requests on its endpoint,
+// looked up once for each load.
+func (c *client) service(inFlight int) *model.Service {
+	if inFlight >= len(c.services) {
+		c.services = append(c.services, make([]*model.Service, inFlight+1-len(c.services))...)
+	}
+	svc := c.services[inFlight]
+	if svc == nil {
+		svc = c.w.At(inFlight)
+		c.services[inFlight] = svc
+	}
+	return svc
 }
 
 // limited handles a 429: AIMD cuts the pool, and the request sleeps for
@@ -334,9 +362,10 @@ func (c *client) limited(r *request, retryAfter float64, iv int) {
 		// A closed loop's worker waits as told before its next request
 		// instead of sending it into the same refusal at the same instant.
 		r.gone = true
-		c.s.at(now+math.Max(sleep, 0.001), evRetry, c, r)
+		c.s.at(now+max(sleep, 0.001), evRetry, c, r)
 		return
 	}
+	c.s.drop(r)
 	c.release()
 }
 
@@ -356,17 +385,10 @@ func (c *client) done(r *request) {
 	c.ep.inFlight--
 	c.st.active.set(s.grid, now, c.st.active.v-1)
 	iv := s.grid.index(now)
-	var counted, refund charge
-	for d, n := range c.key.q.Completion(r.out, float64(c.spec.MaxTokens)) {
-		if n > 0 {
-			counted[d] = n
-		} else {
-			refund[d] = -n
-		}
-	}
-	c.key.settle(now, r.sentAt, counted, refund, r.admitIv, iv)
+	completion := c.charges.Completion(r.out)
+	c.key.settle(now, r.sentAt, &completion, r.admitIv, iv)
 	if c.pacer != nil {
-		c.pacer.settle(c.key.q.Completion(r.out, float64(c.spec.MaxTokens)))
+		c.pacer.settle(&completion)
 	}
 	if r.out >= 2 {
 		c.st.tpot.add((now-r.ttftAt)/(r.out-1), c.st.waitBatches.section(now))
@@ -441,7 +463,7 @@ func (c *client) cut() {
 		return
 	}
 	c.lastCut = c.s.now
-	c.setWindow(math.Max(float64(c.cp.Adaptive.Floor), c.window*c.cp.Adaptive.DecreaseFactor))
+	c.setWindow(max(float64(c.cp.Adaptive.Floor), c.window*c.cp.Adaptive.DecreaseFactor))
 }
 
 // grow is AIMD's additive increase after a success: while at least
@@ -453,7 +475,7 @@ func (c *client) grow() {
 	if !c.aimd || float64(c.held) < a.IncreaseWhenUsed*c.window {
 		return
 	}
-	c.setWindow(math.Min(float64(a.Ceiling), c.window+float64(a.IncreaseStep)/c.window))
+	c.setWindow(min(float64(a.Ceiling), c.window+float64(a.IncreaseStep)/c.window))
 }
 
 func (c *client) setWindow(w float64) {

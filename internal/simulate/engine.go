@@ -6,13 +6,15 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/quota"
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
-// kind is what an event does.
+// kind is what an event does: the first four to a class, the rest to a
+// request.
 type kind uint8
 
 const (
@@ -25,41 +27,43 @@ const (
 	evTool                // an agent task's tool run is over
 )
 
-// event is one entry of the event queue: what happens and to whom.
-type event struct {
-	c    *client
-	r    *request
-	kind kind
-}
+// kindBits is the width of a kind in entry.key.
+const kindBits = 3
 
-// entry is an event's place in the queue: its time, the order it was
-// scheduled in (events at the same time run in that order, so that a run
-// is deterministic) and the slot that holds the event itself.
+// maxSeq is the largest sequence number an entry holds.
+const maxSeq = 1<<(32-kindBits) - 1
+
+// entry is an event in the queue: its time; the order it was scheduled
+// in (events at the same time run in that order, so that a run is
+// deterministic) with its kind below it, key = seq·2³ + kind; and whom it
+// happens to, the index of the class (sim.clients) or of the request
+// (sim.requests) by its kind. Sixteen bytes without pointers, so that
+// moving entries costs no write barriers and the collector does not scan
+// them.
 type entry struct {
-	t    float64
-	seq  uint64
-	slot uint32
+	t   float64
+	key uint32
+	ref uint32
 }
 
 func (e *entry) before(o *entry) bool {
-	return e.t < o.t || (e.t == o.t && e.seq < o.seq)
+	return e.t < o.t || (e.t == o.t && e.key < o.key)
 }
+
+func (e *entry) kind() kind { return kind(e.key & (1<<kindBits - 1)) }
 
 // events is the event queue: two binary min-heaps of entries by (t, seq),
 // one for the classes' next arrivals (at most one a class) and one for
-// everything else, and the slots that hold the events. Keeping arrivals
-// apart keeps both heaps shallow: every request passes through each once.
-// The heaps hold no pointers, so that moving entries costs no write
-// barriers and the collector does not scan them, and they compare inline,
-// several times cheaper per event than container/heap's interface calls.
-// A slot is reused once its event is taken. An event is never removed
-// before its time: a class's admission timer, which one whose request was
-// sent meanwhile no longer applies to, is moved on when it comes up
-// instead (client.shedDue).
+// everything else. Keeping arrivals apart keeps both heaps shallow: every
+// request passes through each once. The heaps compare inline, several
+// times cheaper per event than container/heap's interface calls. An
+// event is never removed before its time: a class's admission timer,
+// which one whose request was sent meanwhile no longer applies to, is
+// moved on when it comes up instead (client.shedDue).
 type events struct {
 	arrivals, rest heap
-	slots          []event
-	free           []uint32
+	// seq is the sequence number of the last event pushed.
+	seq uint32
 }
 
 func (q *events) len() int { return len(q.arrivals) + len(q.rest) }
@@ -79,32 +83,54 @@ func (q *events) first() *heap {
 // next is the time of the earliest event; the queue must not be empty.
 func (q *events) next() float64 { return (*q.first())[0].t }
 
-// push adds an event at time t with sequence number seq.
-func (q *events) push(t float64, seq uint64, e event) {
-	var slot uint32
-	if n := len(q.free); n > 0 {
-		slot, q.free = q.free[n-1], q.free[:n-1]
-		q.slots[slot] = e
-	} else {
-		slot = uint32(len(q.slots))
-		q.slots = append(q.slots, e)
+// push adds an event of kind k for ref at time t, after every event
+// already pushed for the same time.
+func (q *events) push(t float64, k kind, ref uint32) {
+	if q.seq == maxSeq {
+		q.renumber()
 	}
+	q.seq++
 	h := &q.rest
-	if e.kind == evArrival {
+	if k == evArrival {
 		h = &q.arrivals
 	}
-	h.push(entry{t: t, seq: seq, slot: slot})
+	h.push(entry{t: t, key: q.seq<<kindBits | uint32(k), ref: ref})
 }
 
-// pop removes the earliest event and returns it with its entry; the queue
-// must not be empty.
-func (q *events) pop() (entry, event) {
-	top := q.first().pop()
-	e := q.slots[top.slot]
-	q.slots[top.slot] = event{} // drop its references
-	q.free = append(q.free, top.slot)
-	return top, e
+// renumber gives the entries in the queue the sequence numbers 1, 2, … in
+// their order, so that numbering may go on from there: a run of more than
+// 2²⁹ events keeps the order of events at the same time.
+func (q *events) renumber() {
+	for _, h := range []*heap{&q.arrivals, &q.rest} {
+		slices.SortFunc(*h, func(a, b entry) int {
+			switch {
+			case a.before(&b):
+				return -1
+			case b.before(&a):
+				return 1
+			}
+			return 0
+		})
+	}
+	// Merge the two in order, numbering as they come; each stays sorted,
+	// which is a heap.
+	a, r := q.arrivals, q.rest
+	q.seq = 0
+	for i, j := 0, 0; i < len(a) || j < len(r); {
+		var e *entry
+		if j == len(r) || (i < len(a) && a[i].before(&r[j])) {
+			e, i = &a[i], i+1
+		} else {
+			e, j = &r[j], j+1
+		}
+		q.seq++
+		e.key = q.seq<<kindBits | uint32(e.kind())
+	}
 }
+
+// pop removes the earliest event and returns it; the queue must not be
+// empty.
+func (q *events) pop() entry { return q.first().pop() }
 
 // heap is a binary min-heap of entries by (t, seq).
 type heap []entry
@@ -163,8 +189,9 @@ type sim struct {
 	ctx        context.Context
 	now, end   float64
 	queue      events
+	requests   []*request // the requests in the run, by index (request.id); nil where dropped
 	spare      []*request // completed requests, for reuse
-	seq        uint64
+	freeIDs    []uint32   // the indices of dropped requests, for reuse
 	processed  int
 	maxEvents  int
 	grid       *grid
@@ -176,22 +203,43 @@ type sim struct {
 	plan       *plan.Plan
 }
 
-// at schedules an event.
-func (s *sim) at(t float64, k kind, c *client, r *request) {
-	s.seq++
-	s.queue.push(t, s.seq, event{c: c, r: r, kind: k})
+// drop forgets a request that is shed or given up, which no event or
+// queue refers to any more, so that the collector takes it as it would
+// without the table of requests; its index goes to the next new request.
+func (s *sim) drop(r *request) {
+	s.requests[r.id] = nil
+	s.freeIDs = append(s.freeIDs, r.id)
 }
 
-// spareRequest is a zeroed request: a completed one reused, or a new one.
-func (s *sim) spareRequest() *request {
+// at schedules an event of kind k: to request r, which must be c's, for
+// the kinds that happen to a request, else to class c.
+func (s *sim) at(t float64, k kind, c *client, r *request) {
+	ref := c.idx
+	if k >= evRetry {
+		ref = r.id
+	}
+	s.queue.push(t, k, ref)
+}
+
+// spareRequest is a zeroed request of client c: a completed one reused,
+// or a new one.
+func (s *sim) spareRequest(c *client) *request {
 	n := len(s.spare)
 	if n == 0 {
-		return new(request)
+		r := &request{c: c}
+		if k := len(s.freeIDs); k > 0 {
+			r.id, s.freeIDs = s.freeIDs[k-1], s.freeIDs[:k-1]
+			s.requests[r.id] = r
+		} else {
+			r.id = uint32(len(s.requests))
+			s.requests = append(s.requests, r)
+		}
+		return r
 	}
 	r := s.spare[n-1]
 	s.spare[n-1] = nil
 	s.spare = s.spare[:n-1]
-	*r = request{}
+	*r = request{c: c, id: r.id}
 	return r
 }
 
@@ -202,8 +250,9 @@ func (s *sim) run() error {
 		return err
 	}
 	for s.queue.len() > 0 && s.queue.next() <= s.end {
-		at, e := s.queue.pop()
-		if e.kind == evShed && !e.c.shedDue(at.t) {
+		at := s.queue.pop()
+		k := at.kind()
+		if k == evShed && !s.clients[at.ref].shedDue(at.t) {
 			continue // a timer moved on to the next request: no event of the run
 		}
 		s.processed++
@@ -216,29 +265,33 @@ func (s *sim) run() error {
 			}
 		}
 		s.now = at.t
-		c := e.c
-		switch e.kind {
+		switch k {
 		case evArrival:
-			c.arrive()
+			s.clients[at.ref].arrive()
 		case evWake:
+			c := s.clients[at.ref]
 			c.waking = false
 			c.dispatch()
 		case evPace:
-			c.pacer.woken()
+			s.clients[at.ref].pacer.woken()
 		case evShed:
-			c.shed()
+			s.clients[at.ref].shed()
 		case evRetry:
-			if e.r.gone { // a closed loop's pause after giving up
-				c.release()
+			r := s.requests[at.ref]
+			if r.gone { // a closed loop's pause after giving up
+				r.c.release()
+				s.drop(r)
 				break
 			}
-			c.st.retries++
-			c.resend = append(c.resend, e.r)
-			c.dispatch()
+			r.c.st.retries++
+			r.c.resend = append(r.c.resend, r)
+			r.c.dispatch()
 		case evDone:
-			c.done(e.r)
+			r := s.requests[at.ref]
+			r.c.done(r)
 		case evTool:
-			c.toolDone(e.r)
+			r := s.requests[at.ref]
+			r.c.toolDone(r)
 		}
 	}
 	s.now = s.end

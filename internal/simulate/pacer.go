@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"math"
+	"math/bits"
 
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/quota"
@@ -23,6 +24,13 @@ type pacer struct {
 	buckets []quota.Bucket
 	last    float64   // the time of the last refill
 	clients []*client // in the plan's priority order
+	// ready marks, by rank in clients, those whose next send may have
+	// come. A client's dispatch marks it, and follows every change that
+	// can give it one (an arrival, a retry due, a freed slot, a larger
+	// pool, the hours of its schedule); a scan that finds it has nothing
+	// clears the mark. A scan asks only the marked: asking one unmarked
+	// would find nothing and change nothing.
+	ready bitset
 	// wakeT is the earliest wake-up (evPace) in the event queue that has
 	// not come yet, +Inf when none. A later one left there when an
 	// earlier was scheduled is not taken back: it finds nothing new to
@@ -45,18 +53,27 @@ func newPacer(s *sim, qp plan.QuotaPlan) *pacer {
 	return p
 }
 
-// order sets the clients in the order the plan's buckets serve them.
+// order sets the clients in the order the plan's buckets serve them,
+// each marked ready.
 func (p *pacer) order(qp plan.QuotaPlan, byName map[string]*client) {
 	for _, name := range qp.Pacing[0].Classes {
 		if c := byName[name]; c != nil {
+			c.rank = len(p.clients)
 			p.clients = append(p.clients, c)
 		}
 	}
+	p.ready = make(bitset, (len(p.clients)+63)/64)
+	for i := range p.clients {
+		p.ready.set(i)
+	}
 }
 
-// refill brings the buckets to the current time.
+// refill brings the buckets to the current time, once an instant.
 func (p *pacer) refill() {
 	now := p.s.now
+	if now == p.last {
+		return // Refill(0) adds nothing
+	}
 	for j := range p.buckets {
 		p.buckets[j].Refill(now - p.last)
 	}
@@ -65,25 +82,32 @@ func (p *pacer) refill() {
 
 // dispatch sends, in priority order, every send whose charge the buckets
 // hold; when the highest-priority send that waits does not fit, it
-// schedules a wake-up for when it will, and lower ones wait too.
+// schedules a wake-up for when it will, and lower ones wait too. It asks
+// the clients marked ready, clearing the marks of those with nothing to
+// send. After a send the scan goes on from the client that sent: those
+// before it had nothing to send, and a send changes only its own
+// client's queue, slots and retries, so that at the same instant they
+// still have nothing.
 func (p *pacer) dispatch() {
+	p.refill()
+	from := 0
 	for {
-		p.refill()
 		var c *client
 		var r *request
 		var src source
-		for _, cl := range p.clients {
-			if r, src = cl.next(); r != nil {
-				c = cl
+		for i := p.ready.next(from); i >= 0; i = p.ready.next(i + 1) {
+			if r, src = p.clients[i].next(); r != nil {
+				c, from = p.clients[i], i
 				break
 			}
+			p.ready.clear(i)
 		}
 		if c == nil {
 			return
 		}
 		wait := 0.0
 		for j, d := range p.dims {
-			wait = math.Max(wait, p.buckets[j].Wait(r.charge[d]))
+			wait = max(wait, p.buckets[j].Wait(r.charge[d]))
 		}
 		if wait > 0 {
 			p.wakeAt(p.s.now + wait)
@@ -116,11 +140,34 @@ func (p *pacer) woken() {
 // settle counts what a request counts at completion (quota.Key.Completion):
 // the output under actual accounting, which may leave a bucket in debt,
 // or the refund of unused max_tokens.
-func (p *pacer) settle(v quota.Vector) {
+func (p *pacer) settle(v *quota.Vector) {
 	p.refill()
 	for j, d := range p.dims {
 		if n := v[d]; n != 0 {
 			p.buckets[j].Take(n)
 		}
 	}
+}
+
+// bitset is a set of small integers.
+type bitset []uint64
+
+func (b bitset) set(i int)   { b[i>>6] |= 1 << (i & 63) }
+func (b bitset) clear(i int) { b[i>>6] &^= 1 << (i & 63) }
+
+// next is the smallest member at least i, -1 when none.
+func (b bitset) next(i int) int {
+	w := i >> 6
+	if w >= len(b) {
+		return -1
+	}
+	if m := b[w] >> (i & 63); m != 0 {
+		return i + bits.TrailingZeros64(m)
+	}
+	for w++; w < len(b); w++ {
+		if b[w] != 0 {
+			return w<<6 + bits.TrailingZeros64(b[w])
+		}
+	}
+	return -1
 }

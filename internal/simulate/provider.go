@@ -34,11 +34,23 @@ type limit struct {
 	epoch   int     // window: index of the current window
 	limited int
 
-	use, peak []float64 // per interval
+	// Per interval: the use; 1 where a request did not fit, else 0; and
+	// the fullest the limit was left by an admission: the lowest level of
+	// a bucket (+Inf when none), the most a window had counted (-Inf). Its
+	// peak fill is the fill at that extreme, since fill is monotone in
+	// either (peak), worked out once rather than at every admission.
+	use, refused, fullest []float64
 }
 
 func newLimit(d scenario.Dimension, k quota.Key, refill string, intervals int) *limit {
-	l := &limit{dim: d, limit: k.Limit(d), use: make([]float64, intervals), peak: make([]float64, intervals)}
+	l := &limit{dim: d, limit: k.Limit(d), use: make([]float64, intervals), refused: make([]float64, intervals), fullest: make([]float64, intervals)}
+	empty := math.Inf(1)
+	if d.Daily() || refill == RefillWindow {
+		empty = math.Inf(-1)
+	}
+	for i := range l.fullest {
+		l.fullest[i] = empty
+	}
 	switch {
 	case d.Daily():
 		l.allowance, l.window = l.limit, day
@@ -83,18 +95,39 @@ func (l *limit) fits(now, need float64) (bool, float64) {
 // count counts n units now (negative: a refund), without a check.
 func (l *limit) count(n float64) {
 	if l.window > 0 {
-		l.used = math.Max(0, l.used+n)
+		l.used = max(0, l.used+n)
 		return
 	}
 	l.bucket.Take(n)
 }
 
-// fill is how full the bucket or window is, 1 when it allows nothing more.
-func (l *limit) fill() float64 {
+// state is how full the limit is, on the scale fullest keeps: the level
+// of a bucket, what a window has counted.
+func (l *limit) state() float64 {
 	if l.window > 0 {
-		return l.used / l.allowance
+		return l.used
 	}
-	return l.bucket.Fill()
+	return l.bucket.Level
+}
+
+// fillAt is the fill of the limit in state x, 1 when it allows nothing
+// more.
+func (l *limit) fillAt(x float64) float64 {
+	if l.window > 0 {
+		return x / l.allowance
+	}
+	b := l.bucket
+	b.Level = x
+	return b.Fill()
+}
+
+// peak is interval i's highest fill: 1 where a request did not fit, else
+// the fill at the fullest an admission left it, 0 without either. The
+// fill falls as a bucket's level rises and rises with what a window
+// counted (in floating point too, each step being monotone), so that the
+// fill at the extreme is the largest of the fills at every admission.
+func (l *limit) peak(i int) float64 {
+	return max(l.refused[i], l.fillAt(l.fullest[i]))
 }
 
 // key is the provider's side of one API key.
@@ -116,9 +149,9 @@ func (k *key) admit(now float64, c charge, iv int) (bool, float64) {
 	for _, l := range k.limits {
 		l.sync(now)
 		if fit, w := l.fits(now, c[l.dim]); !fit {
-			ok, wait = false, math.Max(wait, w)
+			ok, wait = false, max(wait, w)
 			l.limited++
-			l.peak[iv] = math.Max(l.peak[iv], 1)
+			l.refused[iv] = 1
 		}
 	}
 	if !ok {
@@ -128,25 +161,31 @@ func (k *key) admit(now float64, c charge, iv int) (bool, float64) {
 	for _, l := range k.limits {
 		l.count(c[l.dim])
 		l.use[iv] += c[l.dim]
-		l.peak[iv] = math.Max(l.peak[iv], l.fill())
+		if x := l.state(); l.window > 0 {
+			l.fullest[iv] = max(l.fullest[iv], x)
+		} else {
+			l.fullest[iv] = min(l.fullest[iv], x)
+		}
 	}
 	return true, 0
 }
 
-// settle counts, when a request completes, the output produced under
-// actual accounting (at the completion's interval) and refunds the unused
-// part of max_tokens under max_tokens accounting (at the admission's
-// interval, so that an interval's use is what its requests used).
-// A window refunds only what it counted itself: a request admitted in an
-// earlier window was counted in a window that has since been reset.
-func (k *key) settle(now, admittedAt float64, counted, refund charge, admitted, completed int) {
+// settle counts what a request counts when it completes
+// (quota.Key.Completion): the output produced under actual accounting (at
+// the completion's interval), or, negative, the refund of the unused part
+// of max_tokens under max_tokens accounting (at the admission's interval,
+// so that an interval's use is what its requests used). A window refunds
+// only what it counted itself: a request admitted in an earlier window
+// was counted in a window that has since been reset.
+func (k *key) settle(now, admittedAt float64, completion *quota.Vector, admitted, completed int) {
 	for _, l := range k.limits {
 		l.sync(now)
-		if n := counted[l.dim]; n > 0 {
+		v := completion[l.dim]
+		if n := v; n > 0 {
 			l.count(n)
 			l.use[completed] += n
 		}
-		if n := refund[l.dim]; n > 0 {
+		if n := -v; n > 0 {
 			if l.window == 0 || int(math.Floor(admittedAt/l.window)) == l.epoch {
 				l.count(-n)
 			}

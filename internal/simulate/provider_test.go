@@ -117,12 +117,12 @@ func TestAllOrNothing(t *testing.T) {
 // TestRefundOfUnusedMaxTokens: a bucket gets back what a request reserved
 // and did not use; a window only what it counted itself.
 func TestRefundOfUnusedMaxTokens(t *testing.T) {
-	c := charge{1, 70, 20, 50, 1, 70}     // 20 in, max_tokens 50
-	refund := charge{0, 40, 0, 40, 0, 40} // 10 produced
+	c := charge{1, 70, 20, 50, 1, 70}        // 20 in, max_tokens 50
+	refund := charge{0, -40, 0, -40, 0, -40} // 10 produced: the refund of 40
 	t.Run("bucket", func(t *testing.T) {
 		k := newKey(scenario.Quota{TPM: 6000}, RefillContinuous) // 100/s, 100 per window
 		k.admit(0, c, 0)
-		k.settle(0.1, 0, charge{}, refund, 0, 1)
+		k.settle(0.1, 0, &refund, 0, 1)
 		if l := k.limits[0]; math.Abs(l.bucket.Level-80) > 1e-9 || l.use[0] != 30 {
 			t.Errorf("level %g, use %g; want 100 − 70 + 10 + 40 = 80 and 30 used", l.bucket.Level, l.use[0])
 		}
@@ -130,12 +130,12 @@ func TestRefundOfUnusedMaxTokens(t *testing.T) {
 	t.Run("window", func(t *testing.T) {
 		k := newKey(scenario.Quota{TPM: 6000}, RefillWindow)
 		k.admit(0.2, c, 0)
-		k.settle(0.9, 0.2, charge{}, refund, 0, 0)
+		k.settle(0.9, 0.2, &refund, 0, 0)
 		if l := k.limits[0]; l.used != 30 {
 			t.Errorf("same window: used %g, want 30", l.used)
 		}
 		k.admit(1.2, c, 1)
-		k.settle(2.5, 1.2, charge{}, refund, 1, 2)
+		k.settle(2.5, 1.2, &refund, 1, 2)
 		if l := k.limits[0]; l.used != 0 || l.use[1] != 30 {
 			t.Errorf("a later window: used %g, use %g; want 0 (nothing to refund) and 30", l.used, l.use[1])
 		}
@@ -143,7 +143,7 @@ func TestRefundOfUnusedMaxTokens(t *testing.T) {
 	t.Run("actual accounting counts output at completion", func(t *testing.T) {
 		k := newKey(scenario.Quota{TPM: 6000}, RefillContinuous)
 		k.admit(0, charge{1, 20, 20, 0, 1, 20}, 0)
-		k.settle(0, 0, charge{0, 10, 0, 10, 0, 10}, charge{}, 0, 2)
+		k.settle(0, 0, &charge{0, 10, 0, 10, 0, 10}, 0, 2)
 		if l := k.limits[0]; l.bucket.Level != 70 || l.use[0] != 20 || l.use[2] != 10 {
 			t.Errorf("level %g, use %v; want 70 with 20 at admission and 10 at completion", l.bucket.Level, l.use)
 		}

@@ -59,7 +59,7 @@ func gate(segs []segment, on []span) []segment {
 func nextOn(on []span, t float64) (float64, bool) {
 	for _, o := range on {
 		if t < o.end {
-			return math.Max(t, o.start), true
+			return max(t, o.start), true
 		}
 	}
 	return 0, false

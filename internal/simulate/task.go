@@ -81,15 +81,17 @@ func (c *client) toolDone(r *request) {
 	}
 	r.in, r.out = in, c.base.Out.Sample(g.NormFloat64())
 	r.zTTFT, r.zTPOT = g.NormFloat64(), g.NormFloat64()
-	cachedFraction := c.spec.CachedInputFraction
 	if pc := c.w.Task.Cache; pc != nil {
+		// The call's cached share is its own, so its charges are too.
 		r.cached = pc.Cached(r.in, t.prefix)
-		cachedFraction = 0
+		cachedFraction := 0.0
 		if r.in > 0 {
 			cachedFraction = r.cached / r.in
 		}
+		r.charge = c.key.q.Admission(r.in, float64(c.spec.MaxTokens), cachedFraction)
+	} else {
+		r.charge = c.charges.Admission(r.in)
 	}
-	r.charge = c.key.q.Admission(r.in, float64(c.spec.MaxTokens), cachedFraction)
 	r.arrival, r.attempts = s.now, 0
 	c.resend = append(c.resend, r)
 	c.dispatch()
