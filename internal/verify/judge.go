@@ -183,6 +183,12 @@ func judge(sc scenario.Scenario, cp plan.ClassPlan, cr *ClassReport, tol float64
 		f, _ := sloBreaches(sc, cp.Name, above, where, true)
 		fails = append(fails, f...)
 	}
+	cr.conclude(fails, degraded)
+}
+
+// conclude gives a class its verdict, fails if any reason failed it,
+// degraded if any degraded it, else ok, and puts those reasons first.
+func (cr *ClassReport) conclude(fails, degraded []string) {
 	switch {
 	case len(fails) > 0:
 		cr.Verdict = VerdictFails

@@ -59,24 +59,11 @@ func taskProbeOf(sc scenario.Scenario, cp plan.ClassPlan, base probe.Config, o O
 	if shape.calls < 2 {
 		return nil, []fieldpath.Error{{Message: fmt.Sprintf("its tasks make %d call on average: a task of one call is a single call, and a conversation makes at least two", shape.calls)}}
 	}
-	var errs []fieldpath.Error
-	in, out := math.Round(pred.InputTokensP50), math.Round(pred.MeanOutputTokens)
-	if !(in <= probe.MaxInputTokens) {
-		errs = append(errs, fieldpath.Error{Path: "input_tokens", Message: fmt.Sprintf("%.0f tokens, above the most a probe sends, %d", in, probe.MaxInputTokens)})
-	}
-	mt, capped := o.MaxTokens.Get()
-	capped = capped && out > float64(mt)
-	if !capped && !(out <= probe.MaxOutputTokens) {
-		errs = append(errs, fieldpath.Error{Path: "max_tokens", Message: fmt.Sprintf("%.0f tokens, above the most a probe asks for, %d", out, probe.MaxOutputTokens)})
-	}
+	c, errs := lengthsOf(pred, o)
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	c := &classProbe{in: max(1, int(in)), out: max(1, int(out)), task: shape}
-	if capped {
-		c.out = mt
-		c.capped = fmt.Sprintf("output capped at max_tokens %d (the class's mean is %.0f); predicted for that length", mt, out)
-	}
+	c.task = shape
 	tasks := o.RequestsPerStep.Or(analysis.MinMeasured(cp.Pool) + cp.Pool) // one round of warm-up included
 	cfg := base
 	cfg.Steps, cfg.InputTokens, cfg.MaxTokens, cfg.IgnoreEOS = nil, optional.Of(c.in), optional.Of(c.out), true
@@ -410,13 +397,5 @@ func judgeTask(slo scenario.SLO, cr *ClassReport, tol float64) {
 			cr.Reasons = append(cr.Reasons, fmt.Sprintf("%d of %d tasks (%.1f %%) met every target of the SLO at once (goodput)", g.Met, m.Tasks, 100*g.Attainment))
 		}
 	}
-	switch {
-	case len(fails) > 0:
-		cr.Verdict = VerdictFails
-	case len(degraded) > 0:
-		cr.Verdict = VerdictDegraded
-	default:
-		cr.Verdict = VerdictOK
-	}
-	cr.Reasons = slices.Concat(fails, degraded, cr.Reasons)
+	cr.conclude(fails, degraded)
 }

@@ -188,6 +188,32 @@ type classProbe struct {
 	task    *taskShape // an agent task class's tasks, nil for single calls
 }
 
+// lengthsOf is a class's probe's prompt and answer lengths: its input
+// p50 and its mean output at pred, the output capped at the options'
+// max_tokens when that is smaller; lengths beyond what a probe sends are
+// problems at input_tokens and max_tokens.
+func lengthsOf(pred plan.Prediction, o Options) (*classProbe, []fieldpath.Error) {
+	var errs []fieldpath.Error
+	in, out := math.Round(pred.InputTokensP50), math.Round(pred.MeanOutputTokens)
+	if !(in <= probe.MaxInputTokens) {
+		errs = append(errs, fieldpath.Error{Path: "input_tokens", Message: fmt.Sprintf("%.0f tokens, above the most a probe sends, %d", in, probe.MaxInputTokens)})
+	}
+	mt, capped := o.MaxTokens.Get()
+	capped = capped && out > float64(mt)
+	if !capped && !(out <= probe.MaxOutputTokens) {
+		errs = append(errs, fieldpath.Error{Path: "max_tokens", Message: fmt.Sprintf("%.0f tokens, above the most a probe asks for, %d", out, probe.MaxOutputTokens)})
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	c := &classProbe{in: max(1, int(in)), out: max(1, int(out))}
+	if capped {
+		c.out = mt
+		c.capped = fmt.Sprintf("output capped at max_tokens %d (the class's mean is %.0f); predicted for that length", mt, out)
+	}
+	return c, nil
+}
+
 // prepare builds every class's probe (nil for a class without a pool)
 // and reports the problems of the options and the probes.
 func prepare(sc scenario.Scenario, p *plan.Plan, o Options) ([]*classProbe, []fieldpath.Error) {
@@ -263,23 +289,9 @@ func classProbeOf(sc scenario.Scenario, cp plan.ClassPlan, base probe.Config, o 
 	if err != nil {
 		return nil, []fieldpath.Error{{Message: fmt.Sprintf("the plan's scenario cannot predict it: %v", err)}}
 	}
-	var errs []fieldpath.Error
-	in, out := math.Round(pred.InputTokensP50), math.Round(pred.MeanOutputTokens)
-	if !(in <= probe.MaxInputTokens) {
-		errs = append(errs, fieldpath.Error{Path: "input_tokens", Message: fmt.Sprintf("%.0f tokens, above the most a probe sends, %d", in, probe.MaxInputTokens)})
-	}
-	mt, capped := o.MaxTokens.Get()
-	capped = capped && out > float64(mt)
-	if !capped && !(out <= probe.MaxOutputTokens) {
-		errs = append(errs, fieldpath.Error{Path: "max_tokens", Message: fmt.Sprintf("%.0f tokens, above the most a probe asks for, %d", out, probe.MaxOutputTokens)})
-	}
+	c, errs := lengthsOf(pred, o)
 	if len(errs) > 0 {
 		return nil, errs
-	}
-	c := &classProbe{in: max(1, int(in)), out: max(1, int(out))}
-	if capped {
-		c.out = mt
-		c.capped = fmt.Sprintf("output capped at max_tokens %d (the class's mean is %.0f); predicted for that length", mt, out)
 	}
 	cfg := base
 	cfg.Steps, cfg.InputTokens, cfg.MaxTokens, cfg.IgnoreEOS = concs, optional.Of(c.in), optional.Of(c.out), true
