@@ -253,11 +253,17 @@ func allTrue(n int) []bool {
 // slowest of its classes to send checkRequests requests, within checkMinS
 // and checkMaxS and the window's hours, and short enough for about
 // 2.5 events a request (arrival, completion, pacing and retries; an agent
-// task's, a call) to fit in its budget.
+// task's, a call) to fit in its budget. A class without a pool sends
+// nothing, but its arrivals still come, each shed as it comes: they count
+// against the budget, at its demand.
 func checkDuration(p *plan.Plan, active []bool, budget int, hours float64) float64 {
 	total, slowest := 0.0, math.Inf(1)
 	for i, c := range p.Classes {
-		if !active[i] || c.Pool < 1 {
+		if !active[i] {
+			continue
+		}
+		if c.Pool < 1 {
+			total += c.Predicted.OfferedRPS
 			continue
 		}
 		rate := c.Predicted.ThroughputRPS

@@ -139,6 +139,28 @@ func TestSupportChatFitsOnlyWhereItsSimulationHolds(t *testing.T) {
 	}
 }
 
+// TestCheckBudgetsForTheArrivalsOfAClassWithoutAPool: a class that gets
+// no pool (its E2E target is below its service time) still has its 100
+// req/s arrive in the check's run, each shed; the run is sized with them
+// in its event budget, so it runs, and the class that fits holds.
+func TestCheckBudgetsForTheArrivalsOfAClassWithoutAPool(t *testing.T) {
+	p := mustPlan(t, parse(t, `
+quotas:
+  - {name: k, rpm: 100000, tpm: 10000000}
+latency: {ttft_ms: {p50: 300, p95: 700}, tpot_ms: {p50: 15, p95: 25}}
+classes:
+  - {name: a, quota: k, mode: interactive, demand: {rps: 1}, input_tokens: {p50: 500, p95: 1500}, output_tokens: {p50: 150, p95: 400}, slo: {ttft_p95_ms: 2000, e2e_p95_ms: 15000}}
+  - {name: b, quota: k, mode: interactive, demand: {rps: 100}, input_tokens: {p50: 500, p95: 1500}, output_tokens: {p50: 150, p95: 400}, slo: {e2e_p95_ms: 1000}}
+`))
+	a, b := p.Classes[0], p.Classes[1]
+	if b.Pool != 0 || b.Feasible {
+		t.Fatalf("b: pool %d, feasible %v; want no pool", b.Pool, b.Feasible)
+	}
+	if !a.Feasible || !a.Fitting() || !a.Check.Holds || a.Check.Requests == 0 {
+		t.Fatalf("a: feasible %v, fits %v, check %+v", a.Feasible, a.Fitting(), a.Check)
+	}
+}
+
 // TestCheckRaisesMinPoolWhereItsSimulationBreaks: a plan whose chat pool
 // is too small for its demand (here set by hand to 12 where it needs
 // about twice that) breaks in its own simulation; the check plans again
