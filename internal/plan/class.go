@@ -887,7 +887,7 @@ func (m *classModel) minPoolAt(ctx context.Context, load int) (*int, error) {
 			if err != nil {
 				return nil, err
 			}
-			b[metric] = math.Max(1, v/m.slo[metric]*1.05)
+			b[metric] = withinReach(v, m.slo[metric])
 		}
 	}
 	c, err := m.firstMeeting(ctx, start, load, b)
@@ -897,6 +897,16 @@ func (m *classModel) minPoolAt(ctx context.Context, load int) (*int, error) {
 	m.eng.minPools.Add(k, c)
 	s.minPool = &minPoolResult{Pool: &c}
 	return &c, nil
+}
+
+// withinReach is the factor of a target that min_pool's search holds a
+// metric to, given v, its value without queueing: the target itself when
+// v meets it, else 5 % above v, the best any pool comes near.
+func withinReach(v, target float64) float64 {
+	if v <= target {
+		return 1
+	}
+	return v / target * 1.05
 }
 
 // approxMinPoolAt is min_pool at a load from the closed-form stand-ins
@@ -914,7 +924,7 @@ func (m *classModel) approxMinPoolAt(load int) (int, bool) {
 	for metric := range 2 {
 		est[metric], _ = m.estimatorOf(ctx, s, metric)
 		if m.hasSLO(metric) {
-			b[metric] = math.Max(1, est[metric].Estimate(model.Wait{})/m.slo[metric]*1.05)
+			b[metric] = withinReach(est[metric].Estimate(model.Wait{}), m.slo[metric])
 		}
 	}
 	return firstTrue(start, func(c int) bool {
