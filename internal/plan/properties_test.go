@@ -445,6 +445,17 @@ func TestPropertyRemediesMakeTheClassFeasible(t *testing.T) {
 				continue
 			}
 			checked++
+			for _, rem := range cp.Remedies {
+				var k int
+				var dim string
+				if n, _ := fmt.Sscanf(strings.ReplaceAll(rem.Path, "/", " "), " quotas %d %s", &k, &dim); n != 2 {
+					continue
+				}
+				d, _ := scenario.DimensionNamed(dim)
+				if from := "from " + num(s.Quotas[k].Limit(d)) + " to"; !strings.Contains(rem.Change, from) {
+					t.Fatalf("trial %d class %s: remedy %q does not start %s, the limit given", trial, cp.Name, rem.Change, from)
+				}
+			}
 			fixed := mustPlan(t, applyRemedies(t, s, ci, cp.Remedies)).Classes[ci]
 			if !fixed.Feasible {
 				t.Fatalf("trial %d class %s: remedies %+v left it infeasible: pool %d by %s, min_pool %v", trial, cp.Name, cp.Remedies, fixed.Pool, fixed.BindingConstraint, fixed.MinPool)

@@ -25,7 +25,7 @@ const remedyRounds = 4
 // load as fast as it adds room), there are none: an unchecked remedy would
 // send a team to buy a tier that does not help.
 func (r *run) remedies(ctx context.Context, in scenario.Scenario, i int, cp *ClassPlan) ([]Remedy, error) {
-	rems, err := r.remediesFor(ctx, i, *cp, false)
+	rems, err := r.remediesFor(ctx, r, i, *cp, false)
 	if err != nil || len(rems) == 0 {
 		return rems, err
 	}
@@ -57,7 +57,7 @@ func (r *run) remedies(ctx context.Context, in scenario.Scenario, i int, cp *Cla
 		}
 		// The last round assumes that the other classes take all the
 		// policy lets them, which lifting this class's limits may let them.
-		more, err := r2.remediesFor(ctx, i, p2.Classes[i], round == remedyRounds-1)
+		more, err := r2.remediesFor(ctx, r, i, p2.Classes[i], round == remedyRounds-1)
 		if err != nil {
 			return nil, err
 		}
@@ -140,8 +140,10 @@ func mergeRemedies(a, b []Remedy) []Remedy {
 
 // remediesFor computes, from this run, the change that lifts each ceiling
 // of class i that is below its min_pool to it; pessimistic assumes that the
-// other classes sharing a limit grow as far as the policy lets them.
-func (r *run) remediesFor(ctx context.Context, i int, cp ClassPlan, pessimistic bool) ([]Remedy, error) {
+// other classes sharing a limit grow as far as the policy lets them. given
+// is the run of the scenario as it was given, whose limits the changes
+// start from: this run's may already carry earlier remedies.
+func (r *run) remediesFor(ctx context.Context, given *run, i int, cp ClassPlan, pessimistic bool) ([]Remedy, error) {
 	out := []Remedy{}
 	m := r.models[i]
 	if cp.MinPool == nil {
@@ -197,7 +199,7 @@ func (r *run) remediesFor(ctx context.Context, i int, cp ClassPlan, pessimistic 
 			if r.overWindow(i, d) {
 				// One window must allow a request's charge: h·L·w/60 ≥ k.
 				capacity = math.Max(capacity, m.windowCharge(d)/k.BurstWindowS)
-				window = r.windowRemedies(i, d)
+				window = r.windowRemedies(given, i, d)
 			}
 			l := math.Ceil(k.LimitFor(d, capacity) * (1 + tolerance))
 			if !(l <= scenario.Bounds().LimitMax[d.String()]) {
@@ -207,7 +209,7 @@ func (r *run) remediesFor(ctx context.Context, i int, cp ClassPlan, pessimistic 
 				continue
 			}
 			out = append(out, Remedy{Constraint: c.Constraint, Value: l, Path: fmt.Sprintf("/quotas/%d/%s", mb.res.key, d),
-				Change: fmt.Sprintf("raise %s on key %s from %s to %s (a higher tier, or a second key for this class)", c.Constraint, k.Name, num(k.Limit(d)), num(l))})
+				Change: fmt.Sprintf("raise %s on key %s from %s to %s (a higher tier, or a second key for this class)", c.Constraint, k.Name, num(given.keys[mb.res.key].Limit(d)), num(l))})
 			out = append(out, window...)
 		}
 	}
@@ -237,7 +239,7 @@ func (r *run) missedTargets(i int, pr Predicted) []int {
 // admission, and a cap on the prompt, where d counts it. Any one of them,
 // or the higher limit they are listed with, lifts the window's ceiling;
 // applied together, as every class's remedies are checked, they do too.
-func (r *run) windowRemedies(i int, d scenario.Dimension) []Remedy {
+func (r *run) windowRemedies(given *run, i int, d scenario.Dimension) []Remedy {
 	m := r.models[i]
 	mt := float64(m.spec.MaxTokens)
 	a0 := m.key.Admission(0, mt, m.cachedFraction())[d]
@@ -249,7 +251,7 @@ func (r *run) windowRemedies(i int, d scenario.Dimension) []Remedy {
 		// The key counts max_tokens at admission on d.
 		if v := math.Floor(b - a1*in99 - (a0 - mt)); v >= 1 && v < mt {
 			out = append(out, Remedy{Constraint: d.String(), Value: v, Path: fmt.Sprintf("/classes/%d/max_tokens", i),
-				Change: fmt.Sprintf("lower max_tokens from %s to %.0f: one window of %s then holds a request's charge (longer answers are cut short)", num(mt), v, d)})
+				Change: fmt.Sprintf("lower max_tokens from %s to %.0f: one window of %s then holds a request's charge (longer answers are cut short)", num(float64(given.models[i].spec.MaxTokens)), v, d)})
 		}
 	}
 	if a1 > 0 {
