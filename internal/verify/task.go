@@ -331,9 +331,11 @@ func measureTasks(recs []measure.Record, slo scenario.SLO, calls int, toolMs, p 
 // check, as judge does for a class of single calls at its pool: it fails
 // with no complete task, with any 429 or failed call, with TTFT or task
 // E2E at the percentile off the prediction by more than tol percent
-// beyond the measurement's interval, or with a target of the SLO whose
-// measured interval lies wholly above it; it is degraded by a measured
-// value above its target whose interval still reaches under it.
+// beyond the measurement's interval, with a target of the SLO whose
+// measured interval lies wholly above it, or with a goodput (the share of
+// tasks that met every target at once) whose interval lies below the
+// SLO's percentile; it is degraded by a measured value above its target,
+// or a goodput below the percentile, whose interval still reaches it.
 func judgeTask(slo scenario.SLO, cr *ClassReport, tol float64) {
 	tc := cr.Task
 	var fails, degraded []string
@@ -394,7 +396,19 @@ func judgeTask(slo scenario.SLO, cr *ClassReport, tol float64) {
 			}
 		}
 		if g := m.Goodput; g != nil {
-			cr.Reasons = append(cr.Reasons, fmt.Sprintf("%d of %d tasks (%.1f %%) met every target of the SLO at once (goodput)", g.Met, m.Tasks, 100*g.Attainment))
+			// The SLO binds its percentile of tasks to every target at
+			// once: a goodput below it is a miss of some target (a call's
+			// TPOT, say) that no percentile above names.
+			want := tc.Percentile / 100
+			said := fmt.Sprintf("%d of %d tasks (%.1f %%) met every target of the SLO at once (goodput)", g.Met, m.Tasks, 100*g.Attainment)
+			switch {
+			case g.Attainment >= want:
+				cr.Reasons = append(cr.Reasons, said)
+			case g.AttainmentCI != nil && g.AttainmentCI.Hi >= want:
+				degraded = append(degraded, fmt.Sprintf("%s, fewer than the %g %% the SLO's %s asks, though its 95 %% interval reaches %.1f %%", said, tc.Percentile, at, 100*g.AttainmentCI.Hi))
+			default:
+				fails = append(fails, fmt.Sprintf("%s, fewer than the %g %% the SLO's %s asks", said, tc.Percentile, at))
+			}
 		}
 	}
 	cr.conclude(fails, degraded)

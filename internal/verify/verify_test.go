@@ -533,6 +533,22 @@ func TestAgentTaskTooTightFails(t *testing.T) {
 	}
 }
 
+// TestAgentTaskMissingTPOTFails: the tasks are as fast as predicted to
+// their first tokens and as a whole, but every call's TPOT (10 ms) is over
+// the SLO's 8 ms: no task meets every target at once, so the class fails
+// on its goodput, which no percentile of TTFT or task E2E names.
+func TestAgentTaskMissingTPOTFails(t *testing.T) {
+	tight := strings.Replace(agentTask, "slo: {ttft_ms: 500, task_e2e_ms: 2000, percentile: 99}", "slo: {ttft_ms: 500, task_e2e_ms: 2000, tpot_ms: 8, percentile: 99}", 1)
+	rep := run(t, tight, fakeendpoint.Config{MaxNumSeqs: 64, TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth})
+	c := rep.Classes[0]
+	if c.Verdict != VerdictFails || c.Task == nil || c.Task.Measured == nil || c.Task.Measured.Goodput == nil || c.Task.Measured.Goodput.Met != 0 {
+		t.Fatalf("verdict %s: %v", c.Verdict, c.Reasons)
+	}
+	if all := strings.Join(c.Reasons, "\n"); !strings.Contains(all, "0 of 40 tasks (0.0 %) met every target of the SLO at once (goodput), fewer than the 99 % the SLO's p99 asks") {
+		t.Errorf("reasons:\n%s", all)
+	}
+}
+
 // TestAgentTaskContext: with 100 ms of prefill per 1,000 input tokens, a
 // task whose context accumulates sends its last call 2 × (8 + 400) more
 // input than its first, and one whose context is fresh sends every call
