@@ -254,7 +254,9 @@ func (r *run) windowRemedies(given *run, i int, d scenario.Dimension) []Remedy {
 				Change: fmt.Sprintf("lower max_tokens from %s to %.0f: one window of %s then holds a request's charge (longer answers are cut short)", num(float64(given.models[i].spec.MaxTokens)), v, d)})
 		}
 	}
-	if a1 > 0 {
+	// An accumulating task's last call carries its earlier context
+	// whatever its first input is, which is all input_tokens.max caps.
+	if a1 > 0 && (m.task == nil || !m.task.spec.Accumulates()) {
 		if v := math.Floor((b - a0) / a1); v >= 1 {
 			out = append(out, Remedy{Constraint: d.String(), Value: v, Path: fmt.Sprintf("/classes/%d/input_tokens/max", i),
 				Change: fmt.Sprintf("cap the prompt at %.0f input tokens (input_tokens.max): one window of %s then holds a request's charge", v, d)})

@@ -195,6 +195,13 @@ func TestTaskLastCallMustFitAWindow(t *testing.T) {
 	if c := ceiling(cp, "tpm"); c == nil || c.MaxPool == nil || *c.MaxPool != 0 || !strings.Contains(c.Detail, "3,100") {
 		t.Fatalf("tpm ceiling %+v, want 0 for a charge of 3,100 tokens", c)
 	}
+	// A cap on the first input does not bound the context the last call
+	// carries: no remedy offers one.
+	for _, r := range cp.Remedies {
+		if strings.HasSuffix(r.Path, "/input_tokens/max") {
+			t.Errorf("remedy %q caps the first input", r.Change)
+		}
+	}
 	s.Classes[0].Task.Context = scenario.ContextFresh
 	if c := ceiling(mustPlan(t, s).Classes[0], "tpm"); c == nil || c.MaxPool == nil || *c.MaxPool == 0 {
 		t.Fatalf("fresh context: tpm ceiling %+v, want a pool", c)
