@@ -238,6 +238,9 @@ func keyCost(p *Plan, key string) *float64 {
 			sum = ptrTo(deref(sum) + c.Cost.PerDay)
 		}
 	}
+	if sum != nil {
+		*sum = roundTo(*sum, 4) // a sum of rounded costs, rounded as they are
+	}
 	return sum
 }
 

@@ -227,3 +227,15 @@ func TestRemedyCostWithoutATier(t *testing.T) {
 		t.Errorf("an unpriced key's remedy has a cost: %s", js(rem.Cost))
 	}
 }
+
+// TestKeyCostIsRoundedAsItsParts: the classes' costs are rounded to four
+// places, and so is their sum: 0.1 + 0.2 is 0.3, not 0.30000000000000004.
+func TestKeyCostIsRoundedAsItsParts(t *testing.T) {
+	p := &Plan{Classes: []ClassPlan{{Quota: "k", Cost: &Cost{PerDay: 0.1}}, {Quota: "k", Cost: &Cost{PerDay: 0.2}}, {Quota: "other", Cost: &Cost{PerDay: 5}}}}
+	if got := keyCost(p, "k"); got == nil || *got != 0.3 {
+		t.Fatalf("key k costs %v a day, want 0.3", got)
+	}
+	if got := keyCost(p, "none"); got != nil {
+		t.Fatalf("a key without classes costs %v", *got)
+	}
+}
