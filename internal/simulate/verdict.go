@@ -49,6 +49,12 @@ func (c *client) verdict(sm Simulated) SimulationVerdict {
 		return SimulationVerdict{Holds: true, Summary: fmt.Sprintf("%s: not scheduled in this run", c.spec.Name),
 			Reasons: []string{fmt.Sprintf("it runs %s h a day from %s UTC, outside this run", num(sc.Hours), clock(sc.StartHour))}}
 	}
+	if sm.Requests == 0 && c.spec.Demand != nil && c.spec.Demand.Rate() > 0 {
+		// Its demand is too light for one arrival in the run: nothing
+		// happened that could break the plan (the plan's check says so too).
+		return SimulationVerdict{Holds: true, Summary: fmt.Sprintf("%s: no request arrived in this run", c.spec.Name),
+			Reasons: []string{fmt.Sprintf("at %.3g req/s no request arrived in the run: nothing to judge; run it longer", c.spec.Demand.Rate())}}
+	}
 	var checks []check
 	add := func(ok bool, label, format string, args ...any) {
 		checks = append(checks, check{ok: ok, label: label, reason: fmt.Sprintf(format, args...)})
