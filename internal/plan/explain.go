@@ -162,7 +162,7 @@ func (r *run) warnings(i int, cp ClassPlan) []string {
 	if m.key.Headroom > 0.9 {
 		w = append(w, fmt.Sprintf("headroom %g on key %s leaves less than 10 %% of its limits for bursts and retries", m.key.Headroom, m.key.Name))
 	}
-	if m.lambda > 0 && m.spec.SLO == nil && m.spec.Mode != scenario.ModeBatch {
+	if m.lambda > 0 && (m.spec.SLO == nil || m.spec.SLO.IsZero()) && m.spec.Mode != scenario.ModeBatch {
 		w = append(w, "no SLO given: min_pool only keeps the client queue stable, however long it is")
 	}
 	if a := cp.Admission.MaxQueueWaitMs; a != nil && *a == 0 && cp.Pool > 0 {

@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/plannerdev/planner/internal/scenario"
@@ -38,5 +40,19 @@ func TestMinPoolMeetsATargetWithinReach(t *testing.T) {
 	}
 	if v := at(*cp.MinPool - 1); v <= 1260 {
 		t.Errorf("one below min_pool %d the TTFT p99 is %.1f ms, within the target: min_pool is not the least", *cp.MinPool, v)
+	}
+}
+
+// TestZeroTargetsAreNoSLO: an SLO whose every target is 0 sets none, and
+// the plan warns as it does without an SLO.
+func TestZeroTargetsAreNoSLO(t *testing.T) {
+	for _, slo := range []*scenario.SLO{nil, {}, {TTFTMs: 0, TaskE2EMs: 0}} {
+		s := handScenario(scenario.Quota{RPM: 600})
+		s.Classes[0].Demand = &scenario.Demand{RPS: 1}
+		s.Classes[0].SLO = slo
+		cp := mustPlan(t, s).Classes[0]
+		if !slices.ContainsFunc(cp.Warnings, func(w string) bool { return strings.HasPrefix(w, "no SLO given") }) {
+			t.Errorf("slo %+v: warnings %q", slo, cp.Warnings)
+		}
 	}
 }

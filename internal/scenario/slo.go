@@ -28,6 +28,12 @@ func (s SLO) TPOT() float64 { return s.TPOTMs }
 // none.
 func (s SLO) TaskE2E() float64 { return s.TaskE2EMs }
 
+// IsZero reports whether the SLO sets no target: every target absent or
+// 0, which is no target.
+func (s SLO) IsZero() bool {
+	return s.TTFT() == 0 && s.E2E() == 0 && s.TPOT() == 0 && s.TaskE2E() == 0
+}
+
 // At is the percentile the targets bind: percentile when given, else 95.
 func (s SLO) At() float64 {
 	if s.Percentile > 0 {

@@ -62,8 +62,8 @@ var notes = map[string]string{
 	"SLO": "Give `ttft_ms`, `e2e_ms` and `tpot_ms` with `percentile` (95 unless given), or the older " +
 		"`ttft_p95_ms` and `e2e_p95_ms`, which are targets at the 95th percentile; a class that mixes the two forms " +
 		"is refused. `task_e2e_ms`, a class with a task's target on the whole task, goes with either form and binds " +
-		"at its percentile. TTFT and E2E include the queue wait; the plan sizes `min_pool` and predicts at the " +
-		"percentile ([concepts.md](concepts.md#slos-at-a-percentile)).",
+		"at its percentile. A target of 0 is no target. TTFT and E2E include the queue wait; the plan sizes " +
+		"`min_pool` and predicts at the percentile ([concepts.md](concepts.md#slos-at-a-percentile)).",
 	"Dist": "A distribution is given in exactly one of four forms: `fixed`; `p50` and `p95` (a lognormal with " +
 		"mu = ln p50 and sigma = ln(p95/p50) / 1.6449, so p95 must be at least p50); `mean` and `stddev` (a " +
 		"lognormal with those moments; stddev 0 is fixed); or `samples` (the measured values, drawn with equal " +
