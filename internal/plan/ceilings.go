@@ -86,7 +86,7 @@ func (r *run) quotaCeiling(i int, mb membership) Ceiling {
 			return Ceiling{Constraint: name, Detail: head + "; no pool reaches it"}
 		}
 		return Ceiling{Constraint: name, MaxPool: intPtr(c),
-			Detail: fmt.Sprintf("%s × %s %s s = %s → %d", head, m.serviceName(), num(m.static.mean), num(allowed*m.static.mean), c)}
+			Detail: fmt.Sprintf("%s × %s %s s = %s → %d", head, m.serviceName(), num(m.static.mean), floorNum(allowed*m.static.mean, c), c)}
 	}
 	if c == unbounded {
 		return Ceiling{Constraint: name, Detail: fmt.Sprintf("%s; the measured endpoint never sends that fast with up to %d in flight", head, searchLimit)}
@@ -111,7 +111,7 @@ func (r *run) kneeCeiling(i int, mb membership) Ceiling {
 	}
 	return Ceiling{Constraint: ConstraintKnee, MaxPool: intPtr(c),
 		Detail: fmt.Sprintf("knee: endpoint %s holds ⌊%s × %s⌋ = %d in flight for its %d classes (the smallest knee safety among them); this class's share is %s → %d%s",
-			e.displayName(), num(e.safety), knee, e.kneeBudget, len(e.members), num(share), c, caveat)}
+			e.displayName(), num(e.safety), knee, e.kneeBudget, len(e.members), floorNum(share, c), c, caveat)}
 }
 
 // sloCeiling is the class's SLO ceiling on one metric, or nil when neither
@@ -170,7 +170,7 @@ func (r *run) sloCeiling(ctx context.Context, i, metric int) (*Ceiling, error) {
 	}
 	return &Ceiling{Constraint: name, MaxPool: intPtr(c),
 		Detail: fmt.Sprintf("%s: endpoint %s keeps every %s target with up to %d in flight (%s); this class's share is %s → %d",
-			name, e.displayName(), label, *b.total, why, num(share), c)}, nil
+			name, e.displayName(), label, *b.total, why, floorNum(share, c), c)}, nil
 }
 
 // sloBound is how far an endpoint's SLO budget is searched: as far as its
