@@ -32,6 +32,9 @@ func (r *run) ceilings(ctx context.Context, i int) ([]Ceiling, error) {
 			out = append(out, *c)
 		}
 	}
+	if c := r.tpotCeiling(i); c != nil {
+		out = append(out, *c)
+	}
 	out = append(out, Ceiling{Constraint: ConstraintPolicy, MaxPool: intPtr(m.maxPool),
 		Detail: fmt.Sprintf("policy_cap: policy.max_pool = %d", m.maxPool)})
 	return out, nil
@@ -171,6 +174,25 @@ func (r *run) sloCeiling(ctx context.Context, i, metric int) (*Ceiling, error) {
 	return &Ceiling{Constraint: name, MaxPool: intPtr(c),
 		Detail: fmt.Sprintf("%s: endpoint %s keeps every %s target with up to %d in flight (%s); this class's share is %s → %d",
 			name, e.displayName(), label, *b.total, why, floorNum(share, c), c)}, nil
+}
+
+// tpotCeiling is the class's TPOT ceiling, or nil when it has no TPOT
+// target or its endpoint's latency depends on its load. A request's TPOT
+// does not include its wait for a slot, so with load-independent latency
+// no pool changes it: the ceiling is unbounded when the TPOT at the SLO's
+// percentile meets the target and 0 when it does not (tpotMissed).
+func (r *run) tpotCeiling(i int) *Ceiling {
+	m := r.models[i]
+	if !m.hasTPOTTarget() || m.loadDependent() {
+		return nil
+	}
+	v, target := m.tpotAt(r.load(i))*1000, m.spec.SLO.TPOT()
+	if m.tpotMissed(r.load(i)) {
+		return &Ceiling{Constraint: ConstraintSLOTPOT, MaxPool: intPtr(0),
+			Detail: fmt.Sprintf("slo_tpot: the TPOT %s is %s ms at every pool, over the %s ms target: a pool changes only the wait for a slot, which TPOT does not include", m.pctLabel(), num(v), num(target))}
+	}
+	return &Ceiling{Constraint: ConstraintSLOTPOT,
+		Detail: fmt.Sprintf("slo_tpot: the TPOT %s is %s ms at every pool, within the %s ms target: a pool changes only the wait for a slot, which TPOT does not include", m.pctLabel(), num(v), num(target))}
 }
 
 // sloBound is how far an endpoint's SLO budget is searched: as far as its
