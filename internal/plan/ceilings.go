@@ -32,6 +32,9 @@ func (r *run) ceilings(ctx context.Context, i int) ([]Ceiling, error) {
 			out = append(out, *c)
 		}
 	}
+	if c := r.tpotCeiling(i); c != nil {
+		out = append(out, *c)
+	}
 	out = append(out, Ceiling{Constraint: ConstraintPolicy, MaxPool: intPtr(m.maxPool),
 		Detail: fmt.Sprintf("policy_cap: policy.max_pool = %d", m.maxPool)})
 	return out, nil
@@ -86,7 +89,7 @@ func (r *run) quotaCeiling(i int, mb membership) Ceiling {
 			return Ceiling{Constraint: name, Detail: head + "; no pool reaches it"}
 		}
 		return Ceiling{Constraint: name, MaxPool: intPtr(c),
-			Detail: fmt.Sprintf("%s × %s %s s = %s → %d", head, m.serviceName(), num(m.static.mean), num(allowed*m.static.mean), c)}
+			Detail: fmt.Sprintf("%s × %s %s s = %s → %d", head, m.serviceName(), num(m.static.mean), floorNum(allowed*m.static.mean, c), c)}
 	}
 	if c == unbounded {
 		return Ceiling{Constraint: name, Detail: fmt.Sprintf("%s; the measured endpoint never sends that fast with up to %d in flight", head, searchLimit)}
@@ -111,7 +114,7 @@ func (r *run) kneeCeiling(i int, mb membership) Ceiling {
 	}
 	return Ceiling{Constraint: ConstraintKnee, MaxPool: intPtr(c),
 		Detail: fmt.Sprintf("knee: endpoint %s holds ⌊%s × %s⌋ = %d in flight for its %d classes (the smallest knee safety among them); this class's share is %s → %d%s",
-			e.displayName(), num(e.safety), knee, e.kneeBudget, len(e.members), num(share), c, caveat)}
+			e.displayName(), num(e.safety), knee, e.kneeBudget, len(e.members), floorNum(share, c), c, caveat)}
 }
 
 // sloCeiling is the class's SLO ceiling on one metric, or nil when neither
@@ -170,7 +173,26 @@ func (r *run) sloCeiling(ctx context.Context, i, metric int) (*Ceiling, error) {
 	}
 	return &Ceiling{Constraint: name, MaxPool: intPtr(c),
 		Detail: fmt.Sprintf("%s: endpoint %s keeps every %s target with up to %d in flight (%s); this class's share is %s → %d",
-			name, e.displayName(), label, *b.total, why, num(share), c)}, nil
+			name, e.displayName(), label, *b.total, why, floorNum(share, c), c)}, nil
+}
+
+// tpotCeiling is the class's TPOT ceiling, or nil when it has no TPOT
+// target or its endpoint's latency depends on its load. A request's TPOT
+// does not include its wait for a slot, so with load-independent latency
+// no pool changes it: the ceiling is unbounded when the TPOT at the SLO's
+// percentile meets the target and 0 when it does not (tpotMissed).
+func (r *run) tpotCeiling(i int) *Ceiling {
+	m := r.models[i]
+	if !m.hasTPOTTarget() || m.loadDependent() {
+		return nil
+	}
+	v, target := m.tpotAt(r.load(i))*1000, m.spec.SLO.TPOT()
+	if m.tpotMissed(r.load(i)) {
+		return &Ceiling{Constraint: ConstraintSLOTPOT, MaxPool: intPtr(0),
+			Detail: fmt.Sprintf("slo_tpot: the TPOT %s is %s ms at every pool, over the %s ms target: a pool changes only the wait for a slot, which TPOT does not include", m.pctLabel(), num(v), num(target))}
+	}
+	return &Ceiling{Constraint: ConstraintSLOTPOT,
+		Detail: fmt.Sprintf("slo_tpot: the TPOT %s is %s ms at every pool, within the %s ms target: a pool changes only the wait for a slot, which TPOT does not include", m.pctLabel(), num(v), num(target))}
 }
 
 // sloBound is how far an endpoint's SLO budget is searched: as far as its

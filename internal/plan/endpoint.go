@@ -348,6 +348,9 @@ func refineLast(guess, lo, hi int, exact func(int) (bool, error)) (int, error) {
 
 // hopelessAny reports whether a class fails one of its targets at any pool.
 func (r *run) hopelessAny(ctx context.Context, i int) (bool, error) {
+	if m := r.models[i]; !m.loadDependent() && m.tpotMissed(1) {
+		return true, nil // its TPOT ceiling is 0 (tpotCeiling)
+	}
 	for metric := range 2 {
 		h, err := r.hopeless(ctx, i, metric)
 		if err != nil || h {

@@ -455,7 +455,7 @@ func tableRank(name string) int {
 	if d, ok := scenario.DimensionNamed(name); ok {
 		return int(d)
 	}
-	if i := slices.Index([]string{ConstraintKnee, ConstraintSLOTTFT, ConstraintSLOE2E, ConstraintPolicy}, name); i >= 0 {
+	if i := slices.Index([]string{ConstraintKnee, ConstraintSLOTTFT, ConstraintSLOE2E, ConstraintSLOTPOT, ConstraintPolicy}, name); i >= 0 {
 		return int(scenario.NumDimensions) + i
 	}
 	return -1

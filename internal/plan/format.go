@@ -40,6 +40,27 @@ func commas(digits string) string {
 	return sign + b.String()
 }
 
+// floorNum formats v, a quantity whose floor is c, as num does, with more
+// decimals where num's rounding would carry it past c: 31.99 → 31 reads
+// "31.99", not "32", and 1,234.6 → 1234 "1,234.6". It stops at six
+// decimals, where a value within the planner's tolerance of c+1 still
+// reads as c+1.
+func floorNum(v float64, c int) string {
+	s := num(v)
+	if math.Floor(v) != float64(c) || !finite(v) {
+		return s
+	}
+	for d := 1; d <= 6; d++ {
+		if shown, err := strconv.ParseFloat(strings.ReplaceAll(s, ",", ""), 64); err == nil && math.Floor(shown) == float64(c) {
+			return s
+		}
+		t := strconv.FormatFloat(v, 'f', d, 64)
+		whole, frac, _ := strings.Cut(t, ".")
+		s = commas(whole) + "." + frac
+	}
+	return s
+}
+
 // roundTo keeps d decimals, so that plans read cleanly and stay stable.
 func roundTo(v float64, d int) float64 {
 	p := math.Pow(10, float64(d))

@@ -118,6 +118,12 @@ func TestMinPoolAtP99(t *testing.T) {
 	}
 }
 
+// TestTPOTTarget: a fixed TPOT of 20 ms meets a 25 ms target at every
+// pool, and misses 15 ms at every pool: slo_tpot binds at 0, and the
+// remedy relaxes the target to the 20 ms that every pool gives, which
+// makes the class fit, as a single call and as an agent task (whose calls
+// have the same TPOT). No warning sends it to shed load: that lowers no
+// TPOT.
 func TestTPOTTarget(t *testing.T) {
 	s := handScenario(scenario.Quota{RPM: 600})
 	s.Classes[0].Demand = &scenario.Demand{RPS: 1}
@@ -125,6 +131,42 @@ func TestTPOTTarget(t *testing.T) {
 	cp := mustPlan(t, s).Classes[0]
 	if !cp.Feasible || *cp.Predicted.TPOTMsAtPercentile != 20 {
 		t.Fatalf("a fixed 20 ms TPOT meets 25 ms: feasible %v, tpot %v", cp.Feasible, *cp.Predicted.TPOTMsAtPercentile)
+	}
+	if c := ceiling(cp, ConstraintSLOTPOT); c == nil || c.MaxPool != nil || cp.BindingConstraint != "rpm" ||
+		c.Detail != "slo_tpot: the TPOT p99 is 20 ms at every pool, within the 25 ms target: a pool changes only the wait for a slot, which TPOT does not include" {
+		t.Fatalf("a TPOT target met at every pool: ceiling %+v, binding %s; want unbounded, rpm binding", c, cp.BindingConstraint)
+	}
+	for _, tc := range []struct {
+		name string
+		task bool
+	}{{"single call", false}, {"agent task", true}} {
+		s := handScenario(scenario.Quota{RPM: 600})
+		if tc.task {
+			s = taskScenario(scenario.Quota{RPM: 600})
+		}
+		s.Classes[0].Demand = &scenario.Demand{RPS: 0.5}
+		s.Classes[0].SLO = &scenario.SLO{TPOTMs: 15, Percentile: 99}
+		cp := mustPlan(t, s).Classes[0]
+		c := ceiling(cp, ConstraintSLOTPOT)
+		if cp.Feasible || cp.BindingConstraint != ConstraintSLOTPOT || cp.Pool != 0 || c == nil || c.MaxPool == nil || *c.MaxPool != 0 ||
+			c.Detail != "slo_tpot: the TPOT p99 is 20 ms at every pool, over the 15 ms target: a pool changes only the wait for a slot, which TPOT does not include" {
+			t.Fatalf("%s: a TPOT target missed at every pool: feasible %v, binding %s, pool %d, ceiling %+v", tc.name, cp.Feasible, cp.BindingConstraint, cp.Pool, c)
+		}
+		want := Remedy{Constraint: ConstraintSLOTPOT, Value: 20, Class: "work", Path: "/classes/0/slo/tpot_ms",
+			Change: "relax class work's slo.tpot_ms from 15 to 20 ms (what every pool achieves), or serve it from a faster endpoint or model"}
+		if len(cp.Remedies) != 1 || cp.Remedies[0] != want {
+			t.Fatalf("%s: remedies %+v, want %+v", tc.name, cp.Remedies, want)
+		}
+		if slices.ContainsFunc(cp.Warnings, func(w string) bool { return strings.Contains(w, "shed load") }) {
+			t.Errorf("%s: a warning says to shed load, which does not lower TPOT: %q", tc.name, cp.Warnings)
+		}
+		fixed, err := withRemedies(s, cp.Remedies)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := mustPlan(t, fixed).Classes[0]; !p.Feasible {
+			t.Fatalf("%s: relaxed to 20 ms it does not fit: %s", tc.name, p.Explanation)
+		}
 	}
 	s.Classes[0].SLO = &scenario.SLO{TPOTMs: 15}
 	cp = mustPlan(t, s).Classes[0]

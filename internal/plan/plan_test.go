@@ -291,6 +291,25 @@ func TestUnattainableE2EDoesNotBlameTTFT(t *testing.T) {
 	}
 }
 
+// TestFloorNumReadsAsItsFloor: a quantity shown before "→ c" gets the
+// decimals that keep its shown floor at c, and no more.
+func TestFloorNumReadsAsItsFloor(t *testing.T) {
+	for _, tt := range []struct {
+		v    float64
+		c    int
+		want string
+	}{
+		{31.99, 31, "31.99"}, {31.96, 31, "31.96"}, {31.9, 31, "31.9"}, {28.8, 28, "28.8"}, {122.1, 122, "122.1"},
+		{99.97, 99, "99.97"}, {1234.6, 1234, "1,234.6"}, {999.96, 999, "999.96"},
+		{32, 32, "32"}, {31.9999999999, 32, "32"}, // a floor taken with the planner's tolerance
+		{0.3, 0, "0.3"}, {2.5, 1, "2.5"}, // another floor than v's: as num
+	} {
+		if got := floorNum(tt.v, tt.c); got != tt.want {
+			t.Errorf("floorNum(%g, %d) = %q, want %q", tt.v, tt.c, got, tt.want)
+		}
+	}
+}
+
 // TestNumRoundsForPeople: numbers in details are rounded, not cut.
 func TestNumRoundsForPeople(t *testing.T) {
 	for v, want := range map[float64]string{174.585: "174.6", 174.54: "174.5", 1499.6: "1,500", 0.06664: "0.0666", 12.345: "12.3", 0: "0",

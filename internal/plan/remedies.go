@@ -185,6 +185,8 @@ func (r *run) remediesFor(ctx context.Context, given *run, i int, cp ClassPlan, 
 				k++ // at most a step or two: kf is the exact quotient, rounded
 			}
 			out = append(out, Remedy{Constraint: c.Constraint, Value: float64(k), Path: e.kneePath(), Change: e.kneeChange(k)})
+		case ConstraintSLOTPOT:
+			out = append(out, r.relaxTPOT(i))
 		case ConstraintSLOTTFT, ConstraintSLOE2E:
 			rs, err := r.sloRemedies(ctx, i, c.Constraint, target, pessimistic)
 			if err != nil {
@@ -402,6 +404,16 @@ func (r *run) relax(j, metric int, v float64, at int) Remedy {
 	}
 	return Remedy{Constraint: name, Value: msv, Class: m.spec.Name, Path: fmt.Sprintf("/classes/%d/slo/%s", j, field),
 		Change: fmt.Sprintf("relax class %s's slo.%s from %s to %s ms (what %d in flight achieves), or shorten the answers", m.spec.Name, field, num(m.slo[metric]*1000), num(msv), at)}
+}
+
+// relaxTPOT is the remedy that sets class i's slo.tpot_ms to its TPOT at
+// the SLO's percentile, which no pool changes (tpotCeiling), rounded up
+// to a whole millisecond.
+func (r *run) relaxTPOT(i int) Remedy {
+	m := r.models[i]
+	v := math.Ceil(roundTo(m.tpotAt(r.load(i))*1000, 6))
+	return Remedy{Constraint: ConstraintSLOTPOT, Value: v, Class: m.spec.Name, Path: fmt.Sprintf("/classes/%d/slo/tpot_ms", i),
+		Change: fmt.Sprintf("relax class %s's slo.tpot_ms from %s to %s ms (what every pool achieves), or serve it from a faster endpoint or model", m.spec.Name, num(m.spec.SLO.TPOT()), num(v))}
 }
 
 func finite(v float64) bool { return !math.IsInf(v, 0) && !math.IsNaN(v) }

@@ -26,7 +26,8 @@ func cachedTaskScenario(c scenario.CacheProfile) scenario.Scenario {
 // result of 399 tokens. TTFTs 600, 539.9, 539.9, 539.9 ms; Σ S = 4 × 2.5
 // + 0.1 + 3 × 0.0399 = 10.2197 s; T = 14.2197 s. itpm counts
 // 7,000 − 4,803 = 2,197 tokens a task: 0.5 × 2,197 × 60 / 1e6 = 6.59 %,
-// ceiling ⌊0.9 × 1e6/60 ÷ 2,197 × 14.2197⌋ = 97; tpm counts all 7,404.
+// ceiling ⌊0.9 × 1e6/60 ÷ 2,197 × 14.2197⌋ = 97; tpm counts all 7,404;
+// rpm ⌊0.9 × 600/60 ÷ 4 × 14.2197⌋ = ⌊31.994⌋ = 31.
 func TestTaskPrefixCacheByHand(t *testing.T) {
 	cp := mustPlan(t, cachedTaskScenario(scenario.CacheProfile{MinPrefixTokens: 1024})).Classes[0]
 	tk := cp.Task
@@ -38,6 +39,12 @@ func TestTaskPrefixCacheByHand(t *testing.T) {
 	}
 	if c := ceiling(cp, "itpm"); c == nil || c.MaxPool == nil || *c.MaxPool != 97 {
 		t.Fatalf("itpm ceiling %+v, want 97", c)
+	}
+	// rpm: 0.9 × 600/60 = 9 calls/s ÷ 4 = 2.25 tasks/s × 14.2197 s =
+	// 31.994 → 31, which the detail shows with the digits that read so.
+	if c := ceiling(cp, "rpm"); c == nil || c.MaxPool == nil || *c.MaxPool != 31 ||
+		c.Detail != "rpm: 0.9 × 600.0 requests/min = 9/s ÷ 4 requests/task = 2.25 tasks/s × E[T] 14.2 s = 31.99 → 31" {
+		t.Fatalf("rpm ceiling %+v, want 31.99 → 31", c)
 	}
 	pc := cp.PromptCache
 	if pc == nil || pc.TTFTP95Ms == nil || pc.TTFTP95MsWithoutCache == nil {

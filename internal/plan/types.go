@@ -12,6 +12,7 @@ const (
 	ConstraintKnee    = "knee"
 	ConstraintSLOTTFT = "slo_ttft"
 	ConstraintSLOE2E  = "slo_e2e"
+	ConstraintSLOTPOT = "slo_tpot"
 	ConstraintPolicy  = "policy_cap"
 )
 

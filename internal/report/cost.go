@@ -53,14 +53,15 @@ var pricingWords = map[string]string{
 
 // costWords is a cost in one sentence without a final stop: "48.60 USD
 // an hour, 1,166.40 a day, 6.75 per 1,000 requests (pay as you go); the
-// prompt cache saves 583.20 a day".
-func costWords(c *plan.Cost) string {
+// prompt cache saves 583.20 a day". unit names what the cost per 1,000
+// counts (costUnit).
+func costWords(c *plan.Cost, unit string) string {
 	s := fmt.Sprintf("%s %s an hour, %s a day", fmtMoney(c.PerHour), c.Currency, fmtMoney(c.PerDay))
 	if c.PerBatch != nil && *c.PerBatch != c.PerDay {
 		s += fmt.Sprintf(", %s the whole batch", fmtMoney(*c.PerBatch))
 	}
 	if c.Per1KRequests != nil {
-		s += fmt.Sprintf(", %s per 1,000 requests", fmtMoney(*c.Per1KRequests))
+		s += fmt.Sprintf(", %s per 1,000 %s", fmtMoney(*c.Per1KRequests), unit)
 	}
 	s += " (" + pricingWords[c.Pricing] + ")"
 	switch {
@@ -73,12 +74,52 @@ func costWords(c *plan.Cost) string {
 }
 
 // totalWords is the plan's cost in one sentence, with the keys left out.
-func totalWords(c *plan.Cost) string {
-	s := "the plan costs " + costWords(c)
+func totalWords(c *plan.Cost, unit string) string {
+	s := "the plan costs " + costWords(c, unit)
 	if len(c.Unpriced) > 0 {
 		s += "; keys without a price, not counted: " + strings.Join(c.Unpriced, ", ")
 	}
 	return s
+}
+
+// costUnit names what a cost per 1,000 counts over the priced classes that
+// keep says it covers: an agent task class's demand, and so its cost,
+// counts tasks (docs/concepts.md, "Agent tasks"), any other's requests;
+// a key or plan with both counts each of them once.
+func costUnit(cs []plan.ClassPlan, keep func(plan.ClassPlan) bool) string {
+	tasks, requests := false, false
+	for _, c := range cs {
+		if c.Cost == nil || !keep(c) {
+			continue
+		}
+		if c.Task != nil {
+			tasks = true
+		} else {
+			requests = true
+		}
+	}
+	switch {
+	case tasks && requests:
+		return "requests and tasks"
+	case tasks:
+		return "tasks"
+	}
+	return "requests"
+}
+
+// classUnit is what class c's cost per 1,000 counts.
+func classUnit(c plan.ClassPlan) string {
+	return costUnit([]plan.ClassPlan{c}, func(plan.ClassPlan) bool { return true })
+}
+
+// keyUnit is what the cost per 1,000 of the key named key counts.
+func keyUnit(p *plan.Plan, key string) string {
+	return costUnit(p.Classes, func(c plan.ClassPlan) bool { return c.Quota == key })
+}
+
+// planUnit is what the plan's cost per 1,000 counts.
+func planUnit(p *plan.Plan) string {
+	return costUnit(p.Classes, func(plan.ClassPlan) bool { return true })
 }
 
 // remedyCostWords is what a remedy costs, in words: "tier large gives it:
@@ -151,7 +192,7 @@ func writeCostMarkdown(w io.Writer, p *plan.Plan) {
 		return
 	}
 	fmt.Fprintf(w, "\n## Cost\n\nIn %s, at the stated demand; a day is each key's active hours.\n\n", p.Cost.Currency)
-	fmt.Fprintln(w, "| | Pricing | Per hour | Per day | Per 1,000 requests | Cache saves a day |")
+	fmt.Fprintf(w, "| | Pricing | Per hour | Per day | Per 1,000 %s | Cache saves a day |\n", planUnit(p))
 	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|")
 	for _, r := range rows {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", mdText(r.Name), r.Pricing, r.PerHour, r.PerDay, r.Per1K, r.CacheSaving)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/plannerdev/planner/internal/plan"
+	"github.com/plannerdev/planner/internal/scenario"
 	"github.com/plannerdev/planner/internal/testutil"
 )
 
@@ -80,5 +81,78 @@ func TestRemedyCostWords(t *testing.T) {
 		if got := fmtMoney(v); got != want {
 			t.Errorf("fmtMoney(%g) = %q, want %q", v, got, want)
 		}
+	}
+}
+
+// TestCostOfTasks: an agent task class's cost per 1,000 counts tasks, and a
+// key or plan that carries tasks and requests says both. By hand: a task of
+// 4 calls of 101 output tokens, each carrying the earlier output and 399
+// tool result tokens, reads 1,000 + 1,500 + 2,000 + 2,500 = 7,000 input
+// and writes 404 output tokens: (7,000 × 2.50 + 404 × 10) / 10⁶ = 0.02154,
+// 21.54 per 1,000 tasks and 0.02154 × 0.5 × 3,600 = 38.77 an hour; a
+// request of 1,000 in and 100 out costs 0.0035, 3.50 per 1,000 requests.
+// The key's day is 0.02154 × 43,200 + 0.0035 × 86,400 = 1,232.93 over
+// 129,600 arrivals, 9.51 per 1,000.
+func TestCostOfTasks(t *testing.T) {
+	s, err := scenario.Parse([]byte(`
+quotas:
+  - name: k
+    rpm: 600
+    tpm: 1000000
+    price: {input_per_mtok: 2.5, output_per_mtok: 10}
+latency:
+  ttft_ms: {fixed: 500}
+  tpot_ms: {fixed: 20}
+  knee: 40
+classes:
+  - name: agent
+    quota: k
+    mode: interactive
+    demand: {rps: 0.5}
+    input_tokens: {fixed: 1000}
+    output_tokens: {fixed: 101}
+    task:
+      calls: {fixed: 4}
+      tool_ms: {fixed: 1000}
+      tool_result_tokens: {fixed: 399}
+  - name: chat
+    quota: k
+    mode: interactive
+    demand: {rps: 1}
+    input_tokens: {fixed: 1000}
+    output_tokens: {fixed: 100}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.New(plan.Options{}).Plan(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table, md, html bytes.Buffer
+	if err := WriteTable(&table, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMarkdown(&md, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteReportHTML(&html, ReportInput{Scenario: s, Plan: p}); err != nil {
+		t.Fatal(err)
+	}
+	flat := strings.Join(strings.Fields(table.String()), " ")
+	for _, w := range []string{
+		"cost: 38.77 USD an hour, 930.53 a day, 21.54 per 1,000 tasks (pay as you go)",
+		"cost: 12.60 USD an hour, 302.40 a day, 3.50 per 1,000 requests (pay as you go)",
+		"cost: 51.37 USD an hour, 1,232.93 a day, 9.51 per 1,000 requests and tasks (pay as you go)",
+	} {
+		if !strings.Contains(flat, w) {
+			t.Errorf("table lacks %q:\n%s", w, table.String())
+		}
+	}
+	if w := "| | Pricing | Per hour | Per day | Per 1,000 requests and tasks | Cache saves a day |"; !strings.Contains(md.String(), w) {
+		t.Errorf("markdown lacks %q:\n%s", w, md.String())
+	}
+	if w := `<th class="n">Per 1,000 requests and tasks</th>`; !strings.Contains(html.String(), w) {
+		t.Errorf("html lacks %q", w)
 	}
 }

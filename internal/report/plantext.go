@@ -58,7 +58,7 @@ func WriteTable(w io.Writer, p *plan.Plan) error {
 			wrap(ew, "  warning: ", warn)
 		}
 		if c.Cost != nil {
-			wrap(ew, "  cost: ", costWords(c.Cost))
+			wrap(ew, "  cost: ", costWords(c.Cost, classUnit(c)))
 		}
 	}
 	if len(p.Windows) > 0 {
@@ -70,12 +70,12 @@ func WriteTable(w io.Writer, p *plan.Plan) error {
 	for _, q := range p.Quotas {
 		fmt.Fprintf(ew, "\nkey %s: %s\n", q.Name, utilization(q.Utilization))
 		if q.Cost != nil {
-			wrap(ew, "  cost: ", costWords(q.Cost))
+			wrap(ew, "  cost: ", costWords(q.Cost, keyUnit(p, q.Name)))
 		}
 	}
 	if p.Cost != nil {
 		fmt.Fprintln(ew)
-		wrap(ew, "cost: ", strings.TrimPrefix(totalWords(p.Cost), "the plan costs "))
+		wrap(ew, "cost: ", strings.TrimPrefix(totalWords(p.Cost, planUnit(p)), "the plan costs "))
 	}
 	if p.Check != nil {
 		fmt.Fprintln(ew)

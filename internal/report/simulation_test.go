@@ -118,7 +118,7 @@ func TestSimulationEscapesNames(t *testing.T) {
 func TestDescribeDemandProfile(t *testing.T) {
 	d := &scenario.Demand{RPM: 180, Profile: []scenario.DemandWindow{{StartS: 600, DurationS: 300, Factor: 2}, {StartS: 3600, DurationS: 3600, Factor: 1.5}}}
 	want := "demand 180 req/min (3 req/s), in simulations × 2 for 300 s from 600 s, × 1.5 for 3,600 s from 3,600 s"
-	if got := describeDemand(d); got != want {
+	if got := describeDemand(d, false); got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }

@@ -207,6 +207,7 @@ type htmlReport struct {
 	Plan             *plan.Plan
 	Classes          []htmlClass
 	Costs            []costRow
+	CostUnit         string // what the cost table's per 1,000 counts
 	Probe            *htmlProbe
 	Simulation       *htmlSimulation
 }
@@ -245,7 +246,7 @@ func WriteReportHTML(w io.Writer, in ReportInput) error {
 	if err := in.check(); err != nil {
 		return err
 	}
-	view := htmlReport{Title: in.title(), Words: describeScenario(in.Scenario), Plan: in.Plan, Costs: costRows(in.Plan)}
+	view := htmlReport{Title: in.title(), Words: describeScenario(in.Scenario), Plan: in.Plan, Costs: costRows(in.Plan), CostUnit: planUnit(in.Plan)}
 	if !in.Generated.IsZero() {
 		view.Generated = in.Generated.UTC().Format(timeLayout)
 	}

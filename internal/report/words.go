@@ -86,6 +86,9 @@ func describeLatency(l scenario.Latency) string {
 			parts = append(parts, fmt.Sprintf("prefill adds %s ms per 1,000 input tokens", fmtNum(l.PrefillMsPer1K)))
 		}
 	}
+	if c := l.Cache; c != nil {
+		parts = append(parts, describeCache(*c))
+	}
 	switch {
 	case l.Knee != nil && l.KneeLowerBound:
 		parts = append(parts, fmt.Sprintf("knee ≥ %d in flight, a lower bound: the probe never reached it", *l.Knee))
@@ -98,6 +101,23 @@ func describeLatency(l scenario.Latency) string {
 		return "none given"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// describeCache tells what the endpoint's prompt cache does: the share of
+// a repeated prefix it serves (1 when not given), the shortest prefix it
+// caches and the TTFT it saves.
+func describeCache(c scenario.CacheProfile) string {
+	s := "a prompt cache that serves " + fmtNum(c.Rate()*100) + " % of a repeated prefix"
+	if c.HitRate == nil {
+		s += " (no hit_rate given)"
+	}
+	if c.MinPrefixTokens > 0 {
+		s += fmt.Sprintf(" of at least %s tokens", fmtNum(c.MinPrefixTokens))
+	}
+	if c.TTFTSavingMsPer1K > 0 {
+		s += fmt.Sprintf(", saving %s ms of TTFT per 1,000 cached tokens", fmtNum(c.TTFTSavingMsPer1K))
+	}
+	return s
 }
 
 // describeDist tells a distribution: fixed, p50/p95, mean/sd or samples,
@@ -128,16 +148,22 @@ func describeDist(d scenario.Dist, unit string) string {
 	return s
 }
 
-func describeDemand(d *scenario.Demand) string {
+// describeDemand tells a class's demand in its unit: requests, or tasks
+// for an agent task class, whose demand counts tasks.
+func describeDemand(d *scenario.Demand, task bool) string {
+	unit, units := "req", "requests"
+	if task {
+		unit, units = "tasks", "tasks"
+	}
 	switch {
 	case d == nil || d.Rate() == 0:
 		return "no stated demand (runs as fast as its share allows)"
 	case d.RPS > 0:
-		return "demand " + fmtNum(d.RPS) + " req/s" + describeProfile(d.Profile)
+		return "demand " + fmtNum(d.RPS) + " " + unit + "/s" + describeProfile(d.Profile)
 	case d.RPM > 0:
-		return fmt.Sprintf("demand %s req/min (%s req/s)%s", fmtNum(d.RPM), fmtNum(d.Rate()), describeProfile(d.Profile))
+		return fmt.Sprintf("demand %s %s/min (%s %s/s)%s", fmtNum(d.RPM), unit, fmtNum(d.Rate()), unit, describeProfile(d.Profile))
 	}
-	return fmt.Sprintf("a batch of %s requests within %s h (%s req/s)%s", fmtNum(d.Requests), fmtNum(d.WithinHours), fmtNum(d.Rate()), describeProfile(d.Profile))
+	return fmt.Sprintf("a batch of %s %s within %s h (%s %s/s)%s", fmtNum(d.Requests), units, fmtNum(d.WithinHours), fmtNum(d.Rate()), unit, describeProfile(d.Profile))
 }
 
 // describeProfile says how a demand profile varies the rate in
@@ -154,25 +180,15 @@ func describeProfile(ws []scenario.DemandWindow) string {
 }
 
 func describeClass(c scenario.Class, ownLatency bool) string {
-	parts := []string{
-		fmt.Sprintf("%s (%s, key %s): %s", c.Name, c.Mode, c.Quota, describeDemand(c.Demand)),
-		"input " + describeDist(c.InputTokens, "tokens"),
-		"output " + describeDist(c.OutputTokens, "tokens"),
+	parts := []string{fmt.Sprintf("%s (%s, key %s): %s", c.Name, c.Mode, c.Quota, describeDemand(c.Demand, c.Task != nil))}
+	if c.Task != nil {
+		parts = append(parts, describeTask(*c.Task))
 	}
+	parts = append(parts, "input "+describeDist(c.InputTokens, "tokens"), "output "+describeDist(c.OutputTokens, "tokens"))
 	if c.MaxTokens > 0 {
 		parts[len(parts)-1] += fmt.Sprintf(", capped by max_tokens %s", fmtNum(float64(c.MaxTokens)))
 	}
-	var slo []string
-	if c.SLO != nil && c.SLO.TTFT() > 0 {
-		slo = append(slo, "TTFT p"+fmtNum(c.SLO.At())+" "+fmtNum(c.SLO.TTFT())+" ms")
-	}
-	if c.SLO != nil && c.SLO.E2E() > 0 {
-		slo = append(slo, "E2E p"+fmtNum(c.SLO.At())+" "+fmtNum(c.SLO.E2E())+" ms")
-	}
-	if c.SLO != nil && c.SLO.TPOT() > 0 {
-		slo = append(slo, "TPOT p"+fmtNum(c.SLO.At())+" "+fmtNum(c.SLO.TPOT())+" ms")
-	}
-	parts = append(parts, "SLO "+orNone(strings.Join(slo, ", "), "none"))
+	parts = append(parts, "SLO "+describeSLO(c.SLO))
 	if ownLatency {
 		parts = append(parts, "its own latency profile: "+describeLatency(*c.Latency))
 	} else {
@@ -191,6 +207,44 @@ func describeClass(c scenario.Class, ownLatency bool) string {
 		parts = append(parts, "arrival variability (SCV) "+fmtNum(*c.ArrivalSCV))
 	}
 	return strings.Join(parts, "; ") + "."
+}
+
+// describeTask tells what an agent task does: its calls, the tool run
+// after each and what it returns, and the context its calls carry.
+func describeTask(t scenario.Task) string {
+	parts := []string{"each task makes " + describeDist(t.Calls, "calls")}
+	if t.ToolMs != nil {
+		parts = append(parts, "a tool run after each call "+describeDist(*t.ToolMs, "ms"))
+	}
+	if t.ToolResultTokens != nil {
+		parts = append(parts, "tool results "+describeDist(*t.ToolResultTokens, "tokens"))
+	}
+	if t.Accumulates() {
+		parts = append(parts, "each call's input carries the task's earlier outputs and tool results (context accumulate)")
+	} else {
+		parts = append(parts, "each call's input is drawn afresh (context fresh)")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// describeSLO tells every target of an SLO at its percentile: TTFT, E2E
+// and TPOT on each request (an agent task's calls), and task E2E on a
+// whole task; "none" without one.
+func describeSLO(s *scenario.SLO) string {
+	if s == nil {
+		return "none"
+	}
+	at := "p" + fmtNum(s.At())
+	var out []string
+	for _, t := range []struct {
+		name string
+		v    float64
+	}{{"TTFT", s.TTFT()}, {"E2E", s.E2E()}, {"TPOT", s.TPOT()}, {"task E2E", s.TaskE2E()}} {
+		if t.v > 0 {
+			out = append(out, t.name+" "+at+" "+fmtNum(t.v)+" ms")
+		}
+	}
+	return orNone(strings.Join(out, ", "), "none")
 }
 
 func orNone(s, none string) string {

@@ -1,8 +1,11 @@
 package simulate
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	"github.com/plannerdev/planner/internal/scenario"
 )
 
 // TestFixedTPOTIsSimulatedExactly: with a fixed TPOT every request's
@@ -44,21 +47,33 @@ policy: {monte_carlo_draws: 2000}
 
 // TestTPOTTargetIsJudged: a TPOT target above the TPOT distribution's p95
 // holds in the simulation; one below it breaks it, and the verdict names
-// TPOT. TPOT lognormal with p50 20 ms and p95 40 ms.
+// TPOT. TPOT lognormal with p50 20 ms and p95 40 ms. The plan gives a
+// class whose TPOT target no pool meets no pool (slo_tpot binds at 0), so
+// the pools simulated against the 30 ms target are those planned for 60.
 func TestTPOTTargetIsJudged(t *testing.T) {
-	for _, tc := range []struct {
-		target string
-		holds  bool
-	}{{"60", true}, {"30", false}} {
-		sc := parse(t, `
+	scenarioWith := func(target string) scenario.Scenario {
+		return parse(t, `
 quotas: [{name: k, rpm: 100000}]
 latency: {ttft_ms: {fixed: 400}, tpot_ms: {p50: 20, p95: 40}}
 classes:
   - {name: c, quota: k, mode: interactive, demand: {rps: 2}, input_tokens: {fixed: 500}, output_tokens: {fixed: 101},
-     slo: {tpot_ms: `+tc.target+`}}
+     slo: {tpot_ms: `+target+`}}
 policy: {monte_carlo_draws: 2000}
 `)
-		c := run(t, sc, Options{DurationS: 600}).Classes[0]
+	}
+	p, err := engine.Plan(context.Background(), scenarioWith("60"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		target string
+		holds  bool
+	}{{"60", true}, {"30", false}} {
+		sim, err := RunPlan(context.Background(), engine, scenarioWith(tc.target), p, Options{DurationS: 600})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := sim.Classes[0]
 		sm := c.Simulated
 		if p := sm.TPOTP95Ms; p == nil || *p < 38 || *p > 42 {
 			t.Fatalf("TPOT p95 %v ms, want about the distribution's 40", deref(p))

@@ -533,12 +533,16 @@ func TestAgentTaskTooTightFails(t *testing.T) {
 	}
 }
 
-// TestAgentTaskMissingTPOTFails: the tasks are as fast as predicted to
-// their first tokens and as a whole, but every call's TPOT (10 ms) is over
-// the SLO's 8 ms: no task meets every target at once, so the class fails
-// on its goodput, which no percentile of TTFT or task E2E names.
+// TestAgentTaskMissingTPOTFails: the plan predicts a TPOT of 8 ms, which
+// meets the SLO's 8 ms (a TPOT that misses it would get no pool: slo_tpot
+// binds at 0), and the tasks are as fast as predicted to their first
+// tokens and within their task target, but every call's TPOT on the
+// endpoint (10 ms) is over 8 ms: no task meets every target at once, so
+// the class fails on its goodput, which no percentile of TTFT or task E2E
+// names.
 func TestAgentTaskMissingTPOTFails(t *testing.T) {
 	tight := strings.Replace(agentTask, "slo: {ttft_ms: 500, task_e2e_ms: 2000, percentile: 99}", "slo: {ttft_ms: 500, task_e2e_ms: 2000, tpot_ms: 8, percentile: 99}", 1)
+	tight = strings.Replace(tight, "tpot_ms: {fixed: 10}", "tpot_ms: {fixed: 8}", 1)
 	rep := run(t, tight, fakeendpoint.Config{MaxNumSeqs: 64, TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth})
 	c := rep.Classes[0]
 	if c.Verdict != VerdictFails || c.Task == nil || c.Task.Measured == nil || c.Task.Measured.Goodput == nil || c.Task.Measured.Goodput.Met != 0 {
