@@ -53,8 +53,9 @@ function preferredField(doc, plan) {
   const candidates = {
     // The budget uses knee_refined when the latency block gives it.
     knee: [['classes', i, 'latency', 'knee_refined'], ['classes', i, 'latency', 'knee'], ['latency', 'knee_refined'], ['latency', 'knee']],
-    slo_ttft: [['classes', i, 'slo', 'ttft_p95_ms']],
-    slo_e2e: [['classes', i, 'slo', 'e2e_p95_ms']],
+    slo_ttft: [['classes', i, 'slo', 'ttft_ms'], ['classes', i, 'slo', 'ttft_p95_ms']],
+    slo_e2e: [['classes', i, 'slo', 'e2e_ms'], ['classes', i, 'slo', 'e2e_p95_ms'], ['classes', i, 'slo', 'task_e2e_ms']],
+    slo_tpot: [['classes', i, 'slo', 'tpot_ms']],
   }[b] || (LIMITS.includes(b) ? [['quotas', q, b]] : []);
   return candidates.find((segments) => typeof getAt(doc, segments) === 'number') || null;
 }
