@@ -48,11 +48,13 @@ func (r *run) remedies(ctx context.Context, in scenario.Scenario, i int, cp *Cla
 			break
 		}
 		if r2 == nil {
+			if windowsOf(changed) != nil {
+				// Planned window by window, as planRun would plan it again:
+				// no one run to refine from.
+				break
+			}
 			if r2, p2, err = r.eng.planRun(ctx, changed, r.floors); err != nil {
 				return nil, err
-			}
-			if r2 == nil {
-				break // planned window by window: refined no further
 			}
 		}
 		// The last round assumes that the other classes take all the
