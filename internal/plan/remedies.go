@@ -34,6 +34,21 @@ func (r *run) remedies(ctx context.Context, in scenario.Scenario, i int, cp *Cla
 		if err != nil {
 			break
 		}
+		if wins := windowsOf(changed); wins != nil {
+			// Planned window by window: no one run to refine from, and
+			// only the windows that hold the class bear on whether it fits.
+			if len(changed.Check()) > 0 {
+				break
+			}
+			fits, err := r.eng.fitsInWindows(ctx, changed, wins, i, r.floors)
+			if err != nil && ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if err == nil && fits {
+				return rems, nil
+			}
+			break
+		}
 		r2, p2, err := r.eng.leanPlan(ctx, changed, r.floors)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -48,11 +63,6 @@ func (r *run) remedies(ctx context.Context, in scenario.Scenario, i int, cp *Cla
 			break
 		}
 		if r2 == nil {
-			if windowsOf(changed) != nil {
-				// Planned window by window, as planRun would plan it again:
-				// no one run to refine from.
-				break
-			}
 			if r2, p2, err = r.eng.planRun(ctx, changed, r.floors); err != nil {
 				return nil, err
 			}
