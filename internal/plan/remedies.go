@@ -40,7 +40,7 @@ func (r *run) remedies(ctx context.Context, in scenario.Scenario, i int, cp *Cla
 			if len(changed.Check()) > 0 {
 				break
 			}
-			fits, err := r.eng.fitsInWindows(ctx, changed, wins, i, r.floors)
+			fits, err := r.eng.fitsInWindows(ctx, changed, wins, i, r.floors, r.window)
 			if err != nil && ctx.Err() != nil {
 				return nil, ctx.Err()
 			}

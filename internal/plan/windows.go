@@ -262,14 +262,26 @@ func mergeClass(i int, mine []*windowRun) (ClassPlan, *windowRun) {
 // fitsInWindows reports whether class i fits in the plan of s window by
 // window without remedies (planWindows), planning only the windows that
 // hold it and, in each, only its own plan: whether it fits depends on
-// nothing else.
-func (e *Engine) fitsInWindows(ctx context.Context, s scenario.Scenario, wins []dayWindow, i int, floors minPools) (bool, error) {
-	var mine []*windowRun
-	for _, w := range wins {
-		if !w.holds(i) {
-			continue
+// nothing else. It does not fit when it does not in one of them, so the
+// window first planned is first, where it got the least before the change
+// (the one that set its pool), and the others only while it fits.
+func (e *Engine) fitsInWindows(ctx context.Context, s scenario.Scenario, wins []dayWindow, i int, floors minPools, first *dayWindow) (bool, error) {
+	order := make([]int, 0, len(wins))
+	for k := range wins {
+		if wins[k].holds(i) {
+			order = append(order, k)
 		}
-		r, err := e.newRun(ctx, s, &w)
+	}
+	if first != nil {
+		if at := slices.IndexFunc(order, func(k int) bool { return wins[k].start == first.start }); at > 0 {
+			k := order[at]
+			copy(order[1:at+1], order[:at])
+			order[0] = k
+		}
+	}
+	planned := make([]*windowRun, len(wins))
+	for _, k := range order {
+		r, err := e.newRun(ctx, s, &wins[k])
 		if err != nil {
 			return false, err
 		}
@@ -277,11 +289,20 @@ func (e *Engine) fitsInWindows(ctx context.Context, s scenario.Scenario, wins []
 		if err := r.solve(ctx); err != nil {
 			return false, err
 		}
-		wr := &windowRun{w: w, r: r, classes: make([]ClassPlan, len(s.Classes))}
+		wr := &windowRun{w: wins[k], r: r, classes: make([]ClassPlan, len(s.Classes))}
 		if wr.classes[i], err = r.classPlan(ctx, i); err != nil {
 			return false, err
 		}
-		mine = append(mine, wr)
+		if !wr.classes[i].Feasible {
+			return false, nil // one window where it does not fit is enough
+		}
+		planned[k] = wr
+	}
+	var mine []*windowRun // in the order of the day, as planWindows has them
+	for _, wr := range planned {
+		if wr != nil {
+			mine = append(mine, wr)
+		}
 	}
 	cp, _ := mergeClass(i, mine)
 	return cp.Feasible, nil
