@@ -263,8 +263,8 @@ func mergeClass(i int, mine []*windowRun) (ClassPlan, *windowRun) {
 // window without remedies (planWindows), planning only the windows that
 // hold it and, in each, only its own plan: whether it fits depends on
 // nothing else. It does not fit when it does not in one of them, so the
-// window first planned is first, where it got the least before the change
-// (the one that set its pool), and the others only while it fits.
+// windows are planned from first (where it got the least before the
+// change: the one that set its pool) and only while it fits.
 func (e *Engine) fitsInWindows(ctx context.Context, s scenario.Scenario, wins []dayWindow, i int, floors minPools, first *dayWindow) (bool, error) {
 	order := make([]int, 0, len(wins))
 	for k := range wins {
