@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/plannerdev/planner/internal/plan"
@@ -77,3 +78,25 @@ func BenchmarkWhatIfThreeClasses50(b *testing.B) { benchmarkWhatIf(b, false) }
 // BenchmarkWhatIfThreeClasses50Checked is the same grid with every cell
 // checked.
 func BenchmarkWhatIfThreeClasses50Checked(b *testing.B) { benchmarkWhatIf(b, true) }
+
+// BenchmarkPlanBig32Tight plans and checks testdata/big32-tight.yaml on a
+// new engine each time: 32 classes on one key whose tokens-per-minute
+// limit binds, arrivals from smooth to bursty (arrival_scv 0, 1, 4, 9)
+// and a schedule on every fifth class, so that the day splits into
+// windows planned apart.
+func BenchmarkPlanBig32Tight(b *testing.B) {
+	text, err := os.ReadFile("testdata/big32-tight.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := scenario.Parse(text)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := New(plan.New(plan.Options{})).Plan(context.Background(), s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -20,10 +20,12 @@ const remedyRounds = 4
 // they make the class feasible: each set is checked by planning the
 // scenario with the changes made and, when the class still does not fit
 // there (lifting one limit moves the endpoint's load, and with it
-// min_pool), refined from that plan. When no set is found that makes it
-// fit (on a saturated endpoint, a higher knee lets the other classes add
-// load as fast as it adds room), there are none: an unchecked remedy would
-// send a team to buy a tier that does not help.
+// min_pool), refined from that plan; with schedules only the windows
+// that hold the class are planned, and a set that does not make it fit
+// there is not refined (no one run plans every window). When no set is
+// found that makes it fit (on a saturated endpoint, a higher knee lets the
+// other classes add load as fast as it adds room), there are none: an
+// unchecked remedy would send a team to buy a tier that does not help.
 func (r *run) remedies(ctx context.Context, in scenario.Scenario, i int, cp *ClassPlan) ([]Remedy, error) {
 	rems, err := r.remediesFor(ctx, r, i, *cp, false)
 	if err != nil || len(rems) == 0 {
@@ -32,6 +34,21 @@ func (r *run) remedies(ctx context.Context, in scenario.Scenario, i int, cp *Cla
 	for round := 0; round <= remedyRounds; round++ {
 		changed, err := withRemedies(in, rems)
 		if err != nil {
+			break
+		}
+		if wins := windowsOf(changed); wins != nil {
+			// Planned window by window: no one run to refine from, and
+			// only the windows that hold the class bear on whether it fits.
+			if len(changed.Check()) > 0 {
+				break
+			}
+			fits, err := r.eng.fitsInWindows(ctx, changed, wins, i, r.floors, r.window)
+			if err != nil && ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if err == nil && fits {
+				return rems, nil
+			}
 			break
 		}
 		r2, p2, err := r.eng.leanPlan(ctx, changed, r.floors)
@@ -50,9 +67,6 @@ func (r *run) remedies(ctx context.Context, in scenario.Scenario, i int, cp *Cla
 		if r2 == nil {
 			if r2, p2, err = r.eng.planRun(ctx, changed, r.floors); err != nil {
 				return nil, err
-			}
-			if r2 == nil {
-				break // planned window by window: refined no further
 			}
 		}
 		// The last round assumes that the other classes take all the

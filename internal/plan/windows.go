@@ -175,32 +175,7 @@ func (e *Engine) planWindows(ctx context.Context, in scenario.Scenario, wins []d
 				mine = append(mine, wr)
 			}
 		}
-		b := mine[0]
-		for _, wr := range mine[1:] {
-			if wr.classes[i].Pool < b.classes[i].Pool {
-				b = wr
-			}
-		}
-		binding[i] = b
-		cp := b.classes[i]
-		cp.Warnings = slices.Clone(cp.Warnings)
-		min, fits := cp.MinPool, true
-		for _, wr := range mine {
-			c := wr.classes[i]
-			fits = fits && c.Feasible
-			if c.MinPool == nil || (min != nil && *c.MinPool > *min) {
-				min = c.MinPool
-			}
-		}
-		if min != cp.MinPool || fits != cp.Feasible {
-			cp.MinPool = min
-			cp.Feasible = fits && min != nil && *min <= cp.Pool && cp.Pool >= 1
-			cp.Explanation = b.r.explain(i, cp)
-		}
-		if len(mine) > 1 {
-			cp.Warnings = append(cp.Warnings, fmt.Sprintf("it runs in %d windows of the day with different classes beside it; the one from %s UTC, where it gets the least, sets its pool", len(mine), clock(b.w.start)))
-		}
-		p.Classes[i] = cp
+		p.Classes[i], binding[i] = mergeClass(i, mine)
 	}
 	for _, wr := range runs {
 		for i := range in.Classes {
@@ -249,6 +224,88 @@ func (e *Engine) planWindows(ctx context.Context, in scenario.Scenario, wins []d
 	p.Endpoints = busiestEndpoints(p.Windows)
 	p.Warnings = runs[0].r.planWarnings(p)
 	return p, nil
+}
+
+// mergeClass is class i's plan from those of the windows that hold it
+// (mine, in the order of the day), and the window that sets its pool: the
+// one where it gets the least, the first on a tie. Its min_pool is the
+// largest of the windows' (none when one has none), and it fits when it
+// fits in every one.
+func mergeClass(i int, mine []*windowRun) (ClassPlan, *windowRun) {
+	b := mine[0]
+	for _, wr := range mine[1:] {
+		if wr.classes[i].Pool < b.classes[i].Pool {
+			b = wr
+		}
+	}
+	cp := b.classes[i]
+	cp.Warnings = slices.Clone(cp.Warnings)
+	min, fits := cp.MinPool, true
+	for _, wr := range mine {
+		c := wr.classes[i]
+		fits = fits && c.Feasible
+		if c.MinPool == nil || (min != nil && *c.MinPool > *min) {
+			min = c.MinPool
+		}
+	}
+	if min != cp.MinPool || fits != cp.Feasible {
+		cp.MinPool = min
+		cp.Feasible = fits && min != nil && *min <= cp.Pool && cp.Pool >= 1
+		cp.Explanation = b.r.explain(i, cp)
+	}
+	if len(mine) > 1 {
+		cp.Warnings = append(cp.Warnings, fmt.Sprintf("it runs in %d windows of the day with different classes beside it; the one from %s UTC, where it gets the least, sets its pool", len(mine), clock(b.w.start)))
+	}
+	return cp, b
+}
+
+// fitsInWindows reports whether class i fits in the plan of s window by
+// window without remedies (planWindows), planning only the windows that
+// hold it and, in each, only its own plan: whether it fits depends on
+// nothing else. It does not fit when it does not in one of them, so the
+// windows are planned from first (where it got the least before the
+// change: the one that set its pool) and only while it fits.
+func (e *Engine) fitsInWindows(ctx context.Context, s scenario.Scenario, wins []dayWindow, i int, floors minPools, first *dayWindow) (bool, error) {
+	order := make([]int, 0, len(wins))
+	for k := range wins {
+		if wins[k].holds(i) {
+			order = append(order, k)
+		}
+	}
+	if first != nil {
+		if at := slices.IndexFunc(order, func(k int) bool { return wins[k].start == first.start }); at > 0 {
+			k := order[at]
+			copy(order[1:at+1], order[:at])
+			order[0] = k
+		}
+	}
+	planned := make([]*windowRun, len(wins))
+	for _, k := range order {
+		r, err := e.newRun(ctx, s, &wins[k])
+		if err != nil {
+			return false, err
+		}
+		r.lean, r.floors = true, floors
+		if err := r.solve(ctx); err != nil {
+			return false, err
+		}
+		wr := &windowRun{w: wins[k], r: r, classes: make([]ClassPlan, len(s.Classes))}
+		if wr.classes[i], err = r.classPlan(ctx, i); err != nil {
+			return false, err
+		}
+		if !wr.classes[i].Feasible {
+			return false, nil // one window where it does not fit is enough
+		}
+		planned[k] = wr
+	}
+	var mine []*windowRun // in the order of the day, as planWindows has them
+	for _, wr := range planned {
+		if wr != nil {
+			mine = append(mine, wr)
+		}
+	}
+	cp, _ := mergeClass(i, mine)
+	return cp.Feasible, nil
 }
 
 // busiestQuotas shows each key at the window of the day where it is used
