@@ -43,8 +43,8 @@ func (r *run) remedies(ctx context.Context, in scenario.Scenario, i int, cp *Cla
 				break
 			}
 			fits, err := r.eng.fitsInWindows(ctx, changed, wins, i, r.floors, r.window)
-			if err != nil && ctx.Err() != nil {
-				return nil, ctx.Err()
+			if ctx.Err() != nil {
+				return nil, ctx.Err() // a check cut short says nothing of the remedy
 			}
 			if err == nil && fits {
 				return rems, nil
