@@ -51,12 +51,8 @@ func measuredAt(res *probe.Result, c int) (Measured, bool) {
 // did, the SLO's p95s hold (the share its percentile names, for an SLO
 // that names one). nil for a class without an SLO.
 func sloAttainment(sc scenario.Scenario, class string, res *probe.Result, c int) *measure.SLOStats {
-	var targets measure.Targets
-	for _, cl := range sc.Classes {
-		if cl.Name == class && cl.SLO != nil {
-			targets = measure.Targets{TTFTMs: cl.SLO.TTFT(), TPOTMs: cl.SLO.TPOT(), E2EMs: cl.SLO.E2E()}
-		}
-	}
+	slo := sloOfClass(sc, class)
+	targets := measure.Targets{TTFTMs: slo.TTFT(), TPOTMs: slo.TPOT(), E2EMs: slo.E2E()}
 	if targets.IsZero() {
 		return nil
 	}

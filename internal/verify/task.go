@@ -93,19 +93,31 @@ func taskProbeOf(sc scenario.Scenario, cp plan.ClassPlan, base probe.Config, o O
 	return c, errs
 }
 
+// workloadOf is the named class's workload, as the plan draws it.
+func workloadOf(ctx context.Context, sc scenario.Scenario, class string) (plan.Workload, error) {
+	ws, err := plan.New(plan.Options{}).Workloads(ctx, sc)
+	if err != nil {
+		return plan.Workload{}, err
+	}
+	for _, w := range ws {
+		if w.Class == class {
+			return w, nil
+		}
+	}
+	return plan.Workload{}, fmt.Errorf("no class named %q", class)
+}
+
 // taskLaw is what the named agent task class's tasks are made of, as the
 // plan draws them.
 func taskLaw(sc scenario.Scenario, class string) (plan.TaskLaw, error) {
-	ws, err := plan.New(plan.Options{}).Workloads(context.Background(), sc)
+	w, err := workloadOf(context.Background(), sc, class)
 	if err != nil {
 		return plan.TaskLaw{}, err
 	}
-	for _, w := range ws {
-		if w.Class == class && w.Task != nil {
-			return *w.Task, nil
-		}
+	if w.Task == nil {
+		return plan.TaskLaw{}, fmt.Errorf("class %q makes no agent task", class)
 	}
-	return plan.TaskLaw{}, fmt.Errorf("no agent task class named %q", class)
+	return *w.Task, nil
 }
 
 // shapeTask gives class cl the fixed task of shape.
@@ -243,25 +255,19 @@ func sloOfClass(sc scenario.Scenario, class string) scenario.SLO {
 // flight and no queue wait.
 func taskPrediction(shaped scenario.Scenario, class string, pool int, p float64) (TaskFigures, error) {
 	ctx := context.Background()
-	ws, err := plan.New(plan.Options{}).Workloads(ctx, shaped)
+	w, err := workloadOf(ctx, shaped, class)
 	if err != nil {
 		return TaskFigures{}, err
 	}
-	for _, w := range ws {
-		if w.Class != class {
-			continue
-		}
-		ttft, err := w.QuantileAt(ctx, pool, true, p)
-		if err != nil {
-			return TaskFigures{}, err
-		}
-		e2e, err := w.QuantileAt(ctx, pool, false, p)
-		if err != nil {
-			return TaskFigures{}, err
-		}
-		return TaskFigures{TTFTMs: round(ttft*1000, 1), TaskE2EMs: round(e2e*1000, 1)}, nil
+	ttft, err := w.QuantileAt(ctx, pool, true, p)
+	if err != nil {
+		return TaskFigures{}, err
 	}
-	return TaskFigures{}, fmt.Errorf("no class named %q", class)
+	e2e, err := w.QuantileAt(ctx, pool, false, p)
+	if err != nil {
+		return TaskFigures{}, err
+	}
+	return TaskFigures{TTFTMs: round(ttft*1000, 1), TaskE2EMs: round(e2e*1000, 1)}, nil
 }
 
 // measureTasks is what the conversation's rows say of its measured tasks
@@ -321,7 +327,7 @@ func measureTasks(recs []measure.Record, slo scenario.SLO, calls int, toolMs, p 
 	m.TaskE2EMs, m.TaskE2ECI = analysis.QuantileCI(times, p)
 	m.TTFTMs, m.TaskE2EMs = round(m.TTFTMs, 1), round(m.TaskE2EMs, 1)
 	m.TTFTCI, m.TaskE2ECI = roundCI(m.TTFTCI, 1), roundCI(m.TaskE2ECI, 1)
-	if slo.TTFT() > 0 || slo.TPOT() > 0 || slo.TaskE2E() > 0 {
+	if !slo.IsZero() {
 		m.Goodput = analysis.Attainment(met, m.Tasks)
 	}
 	return m
