@@ -312,7 +312,7 @@ func judge(spec scenario.Class, run simulate.ClassRun, start float64) *plan.Clas
 			switch {
 			case got == nil:
 				miss(t.Metric, 0, t.Bound, "no request completed, so the %s SLO of %s ms is not met", t.Name, num(t.Bound))
-			case got.Value-ci(got) > t.Bound:
+			case !t.Met():
 				miss(t.Metric, got.Value, t.Bound, "%s %s %s%s ms is over the SLO of %s ms by %s %%", t.Name, t.At, num(got.Value), within(got), num(t.Bound), num(overPct(got.Value, t.Bound)))
 			}
 		}
@@ -361,10 +361,10 @@ func summary(cc *plan.ClassCheck, targets []simulate.Target) string {
 		got := estimate(t.Got, t.CI95)
 		switch {
 		case got == nil:
-		case got.Value <= t.Bound:
-			parts = append(parts, fmt.Sprintf("%s %s %s%s ms within %s ms", t.Name, t.At, num(got.Value), within(got), num(t.Bound)))
-		default:
+		case t.OnlyWithinInterval():
 			parts = append(parts, fmt.Sprintf("%s %s %s%s ms, over %s ms only within its interval", t.Name, t.At, num(got.Value), within(got), num(t.Bound)))
+		default:
+			parts = append(parts, fmt.Sprintf("%s %s %s%s ms within %s ms", t.Name, t.At, num(got.Value), within(got), num(t.Bound)))
 		}
 	}
 	parts = append(parts, fmt.Sprintf("%.1f %% of sends answered 429", 100*cc.RateLimitedShare))
@@ -379,13 +379,6 @@ func estimate(v, hw *float64) *plan.Estimate {
 		return nil
 	}
 	return &plan.Estimate{Value: *v, CI95: hw}
-}
-
-func ci(e *plan.Estimate) float64 {
-	if e.CI95 == nil {
-		return 0
-	}
-	return *e.CI95
 }
 
 // within is " ± h" for an estimate with an interval.

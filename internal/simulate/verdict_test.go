@@ -1,0 +1,71 @@
+package simulate
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestTargetMetWithinItsInterval: a value meets its target when it lies
+// at most its interval's half-width above it; without an interval only
+// at or below it; nothing completed never meets it.
+func TestTargetMetWithinItsInterval(t *testing.T) {
+	for _, tc := range []struct {
+		got, hw    *float64
+		met, noise bool
+	}{
+		{new(900.0), new(50.0), true, false},
+		{new(1000.0), new(50.0), true, false},
+		{new(1040.0), new(50.0), true, true},
+		{new(1050.0), new(50.0), true, true},
+		{new(1051.0), new(50.0), false, false},
+		{new(1001.0), nil, false, false},
+		{new(1000.0), nil, true, false},
+		{nil, nil, false, false},
+	} {
+		tg := Target{Bound: 1000, Got: tc.got, CI95: tc.hw}
+		if tg.Met() != tc.met || tg.OnlyWithinInterval() != tc.noise {
+			t.Errorf("value %v ± %v against 1,000: met %v, only within its interval %v; want %v, %v",
+				deref(tc.got), deref(tc.hw), tg.Met(), tg.OnlyWithinInterval(), tc.met, tc.noise)
+		}
+	}
+}
+
+// TestVerdictJudgesSLOsWithinTheirIntervals: the verdict holds a TTFT
+// target that the run's p95 exceeds by less than its interval's
+// half-width, saying so, and breaks one it exceeds by more, as the plan's
+// check does. The pool is capped so that the targets do not move it.
+func TestVerdictJudgesSLOsWithinTheirIntervals(t *testing.T) {
+	withTarget := func(ms float64) ClassRun {
+		sc := parse(t, fmt.Sprintf(`
+quotas: [{name: k, rpm: 100000}]
+latency: {ttft_ms: {p50: 400, p95: 900}, tpot_ms: {fixed: 10}}
+policy: {max_pool: 3}
+classes:
+  - {name: c, quota: k, mode: interactive, demand: {rps: 2}, input_tokens: {fixed: 500}, output_tokens: {fixed: 50},
+     slo: {ttft_p95_ms: %g}}
+`, ms))
+		return run(t, sc, Options{DurationS: 1800}).Classes[0]
+	}
+	base := withTarget(1e6)
+	p95, hw := base.Simulated.TTFTP95Ms, base.Simulated.TTFTP95CI95Ms
+	if p95 == nil || hw == nil || *hw <= 0 {
+		t.Fatalf("TTFT p95 %v ± %v: want a value with an interval", deref(p95), deref(hw))
+	}
+	for _, tc := range []struct {
+		target float64
+		holds  bool
+		reason string
+	}{
+		{*p95 - *hw/2, true, "only within its interval"},
+		{*p95 - 2**hw, false, "breaks the SLO"},
+	} {
+		c := withTarget(tc.target)
+		if c.Pool != base.Pool || *c.Simulated.TTFTP95Ms != *p95 {
+			t.Fatalf("target %.0f ms: pool %d, TTFT p95 %v; the run with no binding target had %d, %v", tc.target, c.Pool, deref(c.Simulated.TTFTP95Ms), base.Pool, *p95)
+		}
+		if reasons := strings.Join(c.Verdict.Reasons, "; "); c.Verdict.Holds != tc.holds || !strings.Contains(reasons, tc.reason) {
+			t.Errorf("TTFT p95 %.0f ± %.0f ms against %.0f: holds %v (%s), want %v and %q", *p95, *hw, tc.target, c.Verdict.Holds, reasons, tc.holds, tc.reason)
+		}
+	}
+}
