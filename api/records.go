@@ -55,7 +55,7 @@ func (s *Server) registerRecords() {
 		Description: "Returns the dated record cards of the probes that have ended with at least one step measured in a steady state, " +
 			"newest first: the endpoint and model, the date, the deadline, the knee with its p95 and goodput, the " +
 			"pools of the newest plan the probe backs with their binding constraints and shedding rule, and the " +
-			"decision table (what to do when 429s appear, when p95 exceeds the SLO, when goodput falls). The " +
+			"decision table (what to do when 429s appear, when latency exceeds the SLO at its percentile, when goodput falls). The " +
 			"artefact an on-call engineer reads; JSON or Markdown.",
 		Tags:   []string{tagRecords},
 		Errors: []int{http.StatusUnauthorized, http.StatusUnprocessableEntity, http.StatusServiceUnavailable},

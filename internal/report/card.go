@@ -16,7 +16,7 @@ import (
 // RecordCard is the dated summary of one probe that an on-call engineer
 // reads: where and when the endpoint was measured, where its knee is and
 // how it behaved there, the pools in use with what binds them and how to
-// shed, and what to do when 429s appear, when p95 exceeds the SLO, and
+// shed, and what to do when 429s appear, when latency exceeds the SLO at its percentile, and
 // when goodput falls. Its JSON names are a stable contract.
 type RecordCard struct {
 	ProbeID    string    `json:"probe_id,omitempty"`
@@ -185,7 +185,7 @@ type Decision struct {
 // The symptoms of the decision table, in its order.
 const (
 	WhenRateLimited  = "429s appear"
-	WhenSLOExceeded  = "p95 exceeds the SLO"
+	WhenSLOExceeded  = "p95 exceeds the SLO" // with every SLO at the p95 (whenSLOExceeded)
 	WhenGoodputFalls = "goodput falls"
 )
 
@@ -253,13 +253,30 @@ func NewRecordCard(in CardInput) RecordCard {
 	}
 	card.Decisions = []Decision{
 		{When: WhenRateLimited, Do: card.on429()},
-		{When: WhenSLOExceeded, Do: card.onSLO()},
+		{When: whenSLOExceeded(card.SLOs), Do: card.onSLO()},
 		{When: WhenGoodputFalls, Do: card.onGoodputFall(safety)},
 	}
 	return card
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// whenSLOExceeded is the decision table's symptom for latency: the
+// percentile the SLOs bind, "p99 exceeds the SLO" when every one names
+// the 99th, WhenSLOExceeded when they bind the p95 or there are none.
+func whenSLOExceeded(slos []CardSLO) string {
+	at := scenario.DefaultPercentile
+	for i, s := range slos {
+		if i > 0 && s.Percentile != at {
+			return "a latency percentile exceeds its SLO"
+		}
+		at = s.Percentile
+	}
+	if at == scenario.DefaultPercentile {
+		return WhenSLOExceeded
+	}
+	return "p" + fmtNum(at) + " exceeds the SLO"
+}
 
 // kneeText is the knee as the card says it: "4", or "≥ 4" for a lower
 // bound; the card must have a knee.

@@ -321,7 +321,8 @@ func TestRecordCardServedModelAndConnections(t *testing.T) {
 // TestRecordCardShowsEveryTarget: a plan whose classes give every SLO
 // form at the 99th percentile puts each target on the card, with the
 // plan's prediction there (an agent task's E2E is its task's), and none
-// in the first form's p95 fields; the Markdown says each.
+// in the first form's p95 fields; the Markdown says each, and the
+// decision table's symptom names the 99th percentile.
 func TestRecordCardShowsEveryTarget(t *testing.T) {
 	sc, err := scenario.Parse([]byte(`
 quotas: [{name: k, rpm: 6000, tpm: 4000000}]
@@ -366,12 +367,41 @@ classes:
 			}
 		}
 	}
+	if d := card.Decisions[1]; d.When != "p99 exceeds the SLO" {
+		t.Errorf("the decision on latency is headed %q, want p99's", d.When)
+	}
 	for _, s := range []string{
+		"### When p99 exceeds the SLO",
 		"- chat: p99: TTFT 2,500 ms (predicted " + fmtNum(*chat.TTFTMsAtPercentile) + " ms), E2E 20,000 ms (predicted " + fmtNum(*chat.E2EMsAtPercentile) + " ms), TPOT 60 ms (predicted " + fmtNum(*chat.TPOTMsAtPercentile) + " ms)",
 		"- coder: p99: TTFT 3,000 ms (predicted " + fmtNum(*coder.TTFTMsAtPercentile) + " ms), TPOT 60 ms (predicted " + fmtNum(*coder.TPOTMsAtPercentile) + " ms), task E2E 90,000 ms (predicted " + fmtNum(*coder.E2EMsAtPercentile) + " ms)",
 	} {
 		if !strings.Contains(md.String(), s) {
 			t.Errorf("the Markdown lacks %q:\n%s", s, md.String())
+		}
+	}
+}
+
+// TestWhenSLOExceededNamesThePercentile: the latency symptom names the
+// percentile every SLO binds, the p95 when there is none, and no single
+// percentile when the SLOs bind several.
+func TestWhenSLOExceededNamesThePercentile(t *testing.T) {
+	for _, tc := range []struct {
+		at   []float64
+		want string
+	}{
+		{nil, "p95 exceeds the SLO"},
+		{[]float64{95, 95}, "p95 exceeds the SLO"},
+		{[]float64{99}, "p99 exceeds the SLO"},
+		{[]float64{99.9, 99.9}, "p99.9 exceeds the SLO"},
+		{[]float64{95, 99}, "a latency percentile exceeds its SLO"},
+		{[]float64{99, 95}, "a latency percentile exceeds its SLO"},
+	} {
+		var slos []CardSLO
+		for _, p := range tc.at {
+			slos = append(slos, CardSLO{Percentile: p})
+		}
+		if got := whenSLOExceeded(slos); got != tc.want {
+			t.Errorf("SLOs at %v: %q, want %q", tc.at, got, tc.want)
 		}
 	}
 }
