@@ -39,8 +39,12 @@ func (c *checker) task(p string, cl Class, l *Latency) {
 	t := *cl.Task
 	tp := p + ".task"
 	c.dist(tp+".calls", t.Calls)
-	if v := t.Calls.Fixed; v != nil && !(*v >= 1 && *v <= MaxTaskCalls) {
-		c.add(tp+".calls.fixed", "must be between 1 and %d: a task makes at least one call", MaxTaskCalls)
+	switch v := t.Calls.Fixed; {
+	case v == nil:
+	case *v < 1:
+		c.add(tp+".calls.fixed", "must be at least 1: a task makes at least one call")
+	case *v > MaxTaskCalls:
+		c.add(tp+".calls.fixed", "must be at most %d: a task makes at most %d calls", MaxTaskCalls, MaxTaskCalls)
 	}
 	if v := t.Calls.Max; v != nil && *v < 1 {
 		c.add(tp+".calls.max", "must be at least 1: a task makes at least one call")
