@@ -124,8 +124,10 @@ func (o *recordingObserver) Record(r measure.Record) { fmt.Fprintf(&o.b, "%+v\n"
 func (o *recordingObserver) StepDone(s measure.Step) { fmt.Fprintf(&o.b, "%+v\n", s) }
 
 // TestAPIKeyNeverLeaks runs with a key against an endpoint that accepts it
-// and one that echoes it back in its errors, and looks for the key in every
-// output: files, the result as JSON, the failure, the observer's view.
+// and one that echoes it back in its errors, and with a key in the query
+// of a base URL that cannot be reached (whose transport errors quote the
+// URL), and looks for the key in every output: files, the result as JSON,
+// the failure, the observer's view.
 func TestAPIKeyNeverLeaks(t *testing.T) {
 	const key = "sk-never-leak-9f8e7d6c5b4a39281706"
 	_, good := startSim(t, fakeendpoint.Config{APIKey: key, TTFT: time.Millisecond, ITL: time.Millisecond, MaxNumSeqs: 8, RPM: 100000})
@@ -135,9 +137,15 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 	}))
 	t.Cleanup(echo.Close)
 
-	for _, base := range []string{good, echo.URL + "/v1?api-version=1&key=" + key} {
+	const queryKey = "query-key-never-leak-5a4b3c2d1e"
+	for _, tc := range []struct{ base, key, header string }{
+		{good, key, key},
+		{echo.URL + "/v1?api-version=1&key=" + key, key, key},
+		{"http://" + closedPort(t) + "/v1?api-version=1&key=" + queryKey, queryKey, ""},
+	} {
+		base, key := tc.base, tc.key
 		cfg := quick(base)
-		cfg.APIKey = key
+		cfg.APIKey = tc.header
 		obs := &recordingObserver{}
 		res := run(t, t.Context(), cfg, obs)
 		dir := t.TempDir()

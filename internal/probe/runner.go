@@ -107,7 +107,7 @@ func newRunner(cfg Config, obs Observer, top int) (*runner, error) {
 		rnd:         newLockedRand(cfg.Seed),
 		limits:      &rateLimitLog{},
 		budget:      r.budget,
-		redact:      redact.New(cfg.APIKey),
+		redact:      redact.New(append(redact.URLValues(cfg.BaseURL), cfg.APIKey)...),
 	}
 	if cfg.APIKey != "" {
 		r.sender.keyHeader, r.sender.keyValue = cfg.apiKeyHeader(), cfg.APIKey

@@ -92,6 +92,30 @@ func Tokens(s string) string {
 	})
 }
 
+// URLValues are the values URL would hide in raw: its user information's
+// name and password and the value of every query parameter but
+// api-version, so that a redactor of them (New) also clears them from
+// text that quotes the URL, such as a transport error.
+func URLValues(raw string) []string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	if u.User != nil {
+		out = append(out, u.User.Username())
+		if pw, ok := u.User.Password(); ok {
+			out = append(out, pw)
+		}
+	}
+	for k, vs := range u.Query() {
+		if k != "api-version" {
+			out = append(out, vs...)
+		}
+	}
+	return out
+}
+
 // URL is raw for display and for storing: without its user information,
 // and with the value of every query parameter but api-version replaced by
 // Mark ("https://x.openai.azure.com/openai?api-key=[redacted]&api-version=2024-06-01").

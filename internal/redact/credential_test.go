@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -65,5 +66,28 @@ func TestURL(t *testing.T) {
 		if why := Find(got); why != "" || strings.Contains(got, "abc") {
 			t.Errorf("URL(%q) = %q still %s", tc.in, got, why)
 		}
+	}
+}
+
+// TestURLValues: the values URL hides are what a redactor of the URL's
+// credentials needs, and a text quoting the URL keeps none of them.
+func TestURLValues(t *testing.T) {
+	raw := "https://user:pa55word@x.example/v1?api-version=2024-06-01&key=k3y-value&sig=s1gnature"
+	got := URLValues(raw)
+	slices.Sort(got)
+	if want := []string{"k3y-value", "pa55word", "s1gnature", "user"}; !slices.Equal(got, want) {
+		t.Errorf("URLValues(%q) = %q, want %q", raw, got, want)
+	}
+	text := New(got...).String(`Post "` + raw + `": dial tcp: connection refused`)
+	for _, v := range []string{"k3y-value", "pa55word", "s1gnature"} {
+		if strings.Contains(text, v) {
+			t.Errorf("%q survives in %q", v, text)
+		}
+	}
+	if !strings.Contains(text, "api-version=2024-06-01") {
+		t.Errorf("the api-version is gone from %q", text)
+	}
+	if URLValues("://bad") != nil {
+		t.Error("an unparsable URL has values")
 	}
 }
