@@ -176,8 +176,9 @@ func (c *Cost) round() {
 
 // uses is what each class of the run uses: at its stated demand, whether
 // or not its pool serves it, or without a demand at its pool's rate; a
-// day is the key's active_hours, and a batch runs once in each of the
-// days it spreads over.
+// day is the key's active_hours (a class with a schedule runs its own
+// hours of them), and a batch runs once in each of the days it spreads
+// over.
 func (r *run) uses() []classUse {
 	out := make([]classUse, len(r.models))
 	for i, m := range r.models {
@@ -195,7 +196,7 @@ func (r *run) uses() []classUse {
 			if u.rate == 0 {
 				u.rate = r.runRate(i, r.pools[i])
 			}
-			u.perDay = u.rate * 3600 * r.keys[k].ActiveHours
+			u.perDay = u.rate * 3600 * r.keys[k].ActiveHours * r.dailyScale[i]
 		}
 		out[i] = u
 	}
@@ -218,8 +219,12 @@ func (r *run) quotas() []scenario.Quota {
 
 // setCosts puts the cost of every class, key and of the whole plan on p,
 // whose classes (and keys, when it has them) are the run's.
-func (r *run) setCosts(p *Plan) {
-	classes, keys, total := costs(r.quotas(), r.uses())
+func (r *run) setCosts(p *Plan) { setCosts(p, r.quotas(), r.uses()) }
+
+// setCosts puts on p the cost of every class, of every key of quotas and
+// of the whole plan, for what its classes use.
+func setCosts(p *Plan, quotas []scenario.Quota, uses []classUse) {
+	classes, keys, total := costs(quotas, uses)
 	for i := range p.Classes {
 		p.Classes[i].Cost = classes[i]
 	}

@@ -239,3 +239,28 @@ func TestKeyCostIsRoundedAsItsParts(t *testing.T) {
 		t.Fatalf("a key without classes costs %v", *got)
 	}
 }
+
+// TestScheduledClassesCostTheirHours: with schedules the plan is made
+// window by window and still costs every class: support running 12 hours
+// of the day costs half its day (86,400 requests at 0.00675: 583.20), the
+// nightly batch in its 6 hours costs what it does without a schedule (its
+// key is provisioned all day), and assistant is unchanged.
+func TestScheduledClassesCostTheirHours(t *testing.T) {
+	s := example(t, "priced")
+	s.Classes = slices.Clone(s.Classes)
+	s.Classes[0].Schedule = &scenario.Schedule{StartHour: 8, Hours: 12}
+	s.Classes[2].Schedule = &scenario.Schedule{StartHour: 22, Hours: 6}
+	p := mustPlan(t, s)
+	if len(p.Windows) == 0 {
+		t.Fatal("the plan with schedules has no windows")
+	}
+	perDay := map[string]float64{"support": 583.2, "assistant": 496.8, "nightly": 288}
+	for _, c := range p.Classes {
+		if c.Cost == nil || !near(c.Cost.PerDay, perDay[c.Name]) {
+			t.Errorf("%s costs %s a day, want %.2f", c.Name, js(c.Cost), perDay[c.Name])
+		}
+	}
+	if p.Cost == nil || !near(p.Cost.PerDay, 583.2+496.8+288) || p.Quotas[0].Cost == nil || !near(p.Quotas[0].Cost.PerDay, 583.2+496.8) {
+		t.Errorf("the plan costs %s, key payg %s", js(p.Cost), js(p.Quotas[0].Cost))
+	}
+}

@@ -222,6 +222,16 @@ func (e *Engine) planWindows(ctx context.Context, in scenario.Scenario, wins []d
 	}
 	p.Quotas = busiestQuotas(p.Windows, runs)
 	p.Endpoints = busiestEndpoints(p.Windows)
+	// Each class costs what it uses in the window that sets its pool, over
+	// its own hours of the day.
+	uses, byRun := make([]classUse, len(in.Classes)), map[*windowRun][]classUse{}
+	for i, wr := range binding {
+		if byRun[wr] == nil {
+			byRun[wr] = wr.r.uses()
+		}
+		uses[i] = byRun[wr][i]
+	}
+	setCosts(p, runs[0].r.quotas(), uses)
 	p.Warnings = runs[0].r.planWarnings(p)
 	return p, nil
 }
