@@ -38,7 +38,7 @@ type Plan struct {
 // (internal/simulate), one for each window of the day, whose figures and
 // intervals decide with the analytic prediction whether each class fits.
 type Check struct {
-	Holds   bool       `json:"holds" doc:"Every class's simulation holds: its SLO met within the simulation's interval, at most 1 % of its sends answered 429, at most 1 % of its requests shed or given up, and its arrivals served (a batch done in its window)."`
+	Holds   bool       `json:"holds" doc:"Every class's simulation holds: its SLO met at its percentile, at most 1 % of its sends answered 429, at most 1 % of its requests shed or given up, and its arrivals served (a batch done in its window)."`
 	Summary string     `json:"summary"`
 	Runs    []CheckRun `json:"runs" doc:"The simulated runs: one, or one for each window of the day."`
 	// Rounds is how often the plan was made again with raised min_pools.
