@@ -122,14 +122,16 @@ func (e *Engine) plan(ctx context.Context, in scenario.Scenario, withRemedies bo
 		p.Endpoints = append(p.Endpoints, epl)
 	}
 	if withRemedies {
+		rems, err := e.remediesOf(ctx, in, p.Classes, func(int) *run { return r })
+		if err != nil {
+			return nil, err
+		}
 		for i := range p.Classes {
 			cp := &p.Classes[i]
 			if cp.Feasible {
 				continue
 			}
-			if cp.Remedies, err = r.remedies(ctx, in, i, cp); err != nil {
-				return nil, err
-			}
+			cp.Remedies = rems[i]
 			if err := r.costRemedies(ctx, in, i, cp.Remedies, p); err != nil {
 				return nil, err
 			}
