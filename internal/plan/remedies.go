@@ -197,6 +197,33 @@ func (e *Engine) refineGroup(ctx context.Context, changed scenario.Scenario, mem
 	return nil
 }
 
+// fits reports whether class i is feasible in the plan of s without
+// remedies, with the given least min_pools, as planRun would have it:
+// whether it fits depends on nothing but its own plan, so only that is
+// worked out, and with schedules only in the windows that hold it
+// (fitsInWindows), from first. It fails as planRun does on a scenario
+// that is not valid.
+func (e *Engine) fits(ctx context.Context, s scenario.Scenario, i int, floors minPools, first *dayWindow) (bool, error) {
+	if errs := s.Check(); len(errs) > 0 {
+		return false, errs
+	}
+	if wins := windowsOf(s); wins != nil {
+		solved := make([]*run, len(wins))
+		defer releaseAll(solved)
+		return e.fitsInWindows(ctx, s, wins, i, floors, first, solved)
+	}
+	r, err := e.solvedRun(ctx, s, floors)
+	if err != nil {
+		return false, err
+	}
+	defer r.release()
+	cp, err := r.classPlan(ctx, i)
+	if err != nil {
+		return false, err
+	}
+	return cp.Feasible, nil
+}
+
 // releaseAll releases the runs that were made (run.release).
 func releaseAll(runs []*run) {
 	for _, r := range runs {
@@ -660,7 +687,8 @@ const shedRounds = 8
 // checkShed plans the scenario with class i's demand lowered to the
 // sustainable rate: with less demand the class reserves less of what it
 // shares, and on a curve endpoint the load moves, so the rate is lowered by
-// 5 % at a time until the class fits there.
+// 5 % at a time until the class fits there (only its own plan is worked
+// out: fits).
 func (r *run) checkShed(ctx context.Context, in scenario.Scenario, i int, sh *Shed) (*Shed, error) {
 	if sh == nil || sh.SustainableRPS <= 0 {
 		return sh, nil
@@ -668,14 +696,14 @@ func (r *run) checkShed(ctx context.Context, in scenario.Scenario, i int, sh *Sh
 	demand := r.models[i].lambda
 	rate := sh.SustainableRPS
 	for range shedRounds {
-		_, p, err := r.eng.leanPlan(ctx, withDemand(in, i, rate), r.floors)
+		fits, err := r.eng.fits(ctx, withDemand(in, i, rate), i, r.floors, r.window)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 			return sh, nil
 		}
-		if p.Classes[i].Feasible {
+		if fits {
 			return &Shed{SustainableRPS: rate, ShedRPS: roundTo(demand-rate, 4)}, nil
 		}
 		rate = math.Floor(rate*0.95/shedResolution) / (1 / shedResolution)
