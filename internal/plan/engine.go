@@ -152,8 +152,6 @@ func (e *Engine) plan(ctx context.Context, in scenario.Scenario, withRemedies bo
 	return p, nil
 }
 
-// newRun builds the models, the endpoints, their budgets and the shared
-// resources of a valid scenario, for one window of the day when w is not
 // release hands the run's scratch buffers back to the engine's pool: the
 // run is done with them.
 func (r *run) release() {
@@ -166,6 +164,8 @@ func (r *run) release() {
 	}
 }
 
+// newRun builds the models, the endpoints, their budgets and the shared
+// resources of a valid scenario, for one window of the day when w is not
 // nil: the classes it does not hold share only daily limits there.
 func (e *Engine) newRun(ctx context.Context, in scenario.Scenario, w *dayWindow) (*run, error) {
 	s := in.WithDefaults()
