@@ -84,8 +84,20 @@ func BenchmarkWhatIfThreeClasses50Checked(b *testing.B) { benchmarkWhatIf(b, tru
 // limit binds, arrivals from smooth to bursty (arrival_scv 0, 1, 4, 9)
 // and a schedule on every fifth class, so that the day splits into
 // windows planned apart.
-func BenchmarkPlanBig32Tight(b *testing.B) {
-	text, err := os.ReadFile("testdata/big32-tight.yaml")
+func BenchmarkPlanBig32Tight(b *testing.B) { benchmarkPlanFile(b, "testdata/big32-tight.yaml") }
+
+// BenchmarkPlanBig32TightNoSchedules is BenchmarkPlanBig32Tight without
+// the schedules (testdata/big32-tight-nosched.yaml): one plan of the whole
+// day, whose classes that do not fit have their remedies refined from
+// plans of the changed scenario.
+func BenchmarkPlanBig32TightNoSchedules(b *testing.B) {
+	benchmarkPlanFile(b, "testdata/big32-tight-nosched.yaml")
+}
+
+// benchmarkPlanFile plans and checks the scenario of a file on a new
+// engine each time.
+func benchmarkPlanFile(b *testing.B, path string) {
+	text, err := os.ReadFile(path)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -34,9 +34,11 @@ type Engine struct {
 	percentiles *lru.Cache[percentileKey, float64]
 	minPools    *lru.Cache[minPoolKey, int]
 	plans       *sizedCache[[sha256.Size]byte, cachedPlan]
-	// leanPlans are plans without remedies of the scenarios that remedies
-	// and shedding are checked on: what-if cells that differ in one limit
-	// often check the same change.
+	// leanPlans are plans without remedies of the scenarios that the cost
+	// of a remedy is planned on (a catalogue tier's limits, or the
+	// remedies applied): the classes of a key often ask for the same tier.
+	// Checking a remedy or a sustainable rate works out the class's own
+	// plan alone, which is not kept.
 	leanPlans *sizedCache[[sha256.Size]byte, cachedPlan]
 	// checked are plans with their checks (PlanChecked).
 	checked *sizedCache[[sha256.Size]byte, cachedPlan]

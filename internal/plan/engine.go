@@ -61,8 +61,11 @@ type run struct {
 	resources   []*resource
 	memberships [][]membership
 	private     []int  // each class's ceiling of its own: policy cap, SLOs no pool meets
-	minPool     []*int // at its endpoint's load
-	pools       []int
+	minPool     []*int // at its endpoint's load, once minPoolKnown
+	// minPoolKnown says, by class, whether minPool is computed at the
+	// run's pacing waits and loads (setMinPools).
+	minPoolKnown []bool
+	pools        []int
 	// lean plans leave out what a what-if cell does not show: remedies
 	// and the sustainable rate of a class that does not fit.
 	lean bool
@@ -122,14 +125,16 @@ func (e *Engine) plan(ctx context.Context, in scenario.Scenario, withRemedies bo
 		p.Endpoints = append(p.Endpoints, epl)
 	}
 	if withRemedies {
+		rems, err := e.remediesOf(ctx, in, p.Classes, func(int) *run { return r })
+		if err != nil {
+			return nil, err
+		}
 		for i := range p.Classes {
 			cp := &p.Classes[i]
 			if cp.Feasible {
 				continue
 			}
-			if cp.Remedies, err = r.remedies(ctx, in, i, cp); err != nil {
-				return nil, err
-			}
+			cp.Remedies = rems[i]
 			if err := r.costRemedies(ctx, in, i, cp.Remedies, p); err != nil {
 				return nil, err
 			}
@@ -147,8 +152,6 @@ func (e *Engine) plan(ctx context.Context, in scenario.Scenario, withRemedies bo
 	return p, nil
 }
 
-// newRun builds the models, the endpoints, their budgets and the shared
-// resources of a valid scenario, for one window of the day when w is not
 // release hands the run's scratch buffers back to the engine's pool: the
 // run is done with them.
 func (r *run) release() {
@@ -161,6 +164,8 @@ func (r *run) release() {
 	}
 }
 
+// newRun builds the models, the endpoints, their budgets and the shared
+// resources of a valid scenario, for one window of the day when w is not
 // nil: the classes it does not hold share only daily limits there.
 func (e *Engine) newRun(ctx context.Context, in scenario.Scenario, w *dayWindow) (*run, error) {
 	s := in.WithDefaults()
@@ -208,6 +213,7 @@ func (e *Engine) newRun(ctx context.Context, in scenario.Scenario, w *dayWindow)
 	}
 	r.private = make([]int, len(r.models))
 	r.minPool = make([]*int, len(r.models))
+	r.minPoolKnown = make([]bool, len(r.models))
 	r.pools = make([]int, len(r.models))
 	if err := r.prepare(ctx, draws); err != nil {
 		return nil, err
@@ -304,10 +310,52 @@ func (r *run) keyOf(name string) quota.Key {
 // load is the load class i's latency is predicted at.
 func (r *run) load(i int) int { return r.byClass[i].load }
 
+// minPoolOf is class i's min_pool at its endpoint's load, at least its
+// floor, computed on first use at the run's pacing waits and loads.
+func (r *run) minPoolOf(ctx context.Context, i int) (*int, error) {
+	if r.minPoolKnown[i] {
+		return r.minPool[i], nil
+	}
+	m := r.models[i]
+	c, err := m.minPoolAt(ctx, r.byClass[i].load)
+	if err != nil {
+		return nil, err
+	}
+	if f := r.floors[m.spec.Name]; c != nil && *c < f {
+		c = &f // raised by the plan's check (Engine.PlanWithMinPools)
+	}
+	r.minPool[i], r.minPoolKnown[i] = c, true
+	return c, nil
+}
+
+// minPoolsDivided reports whether dividing the shared limits needs the
+// classes' min_pools: an endpoint's slots, of which a class with demand
+// reserves its min_pool's (need). A key's limits are reserved by the
+// demand's use alone, so where they are all that is shared, min_pool
+// bears on no pool, and a class's is worked out only for its own plan:
+// the check of a remedy, which plans the changed scenario, asks for one.
+func (r *run) minPoolsDivided() bool {
+	for _, res := range r.resources {
+		if !res.slots() {
+			continue
+		}
+		for _, i := range res.members {
+			if r.models[i].lambda > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // classPlan assembles everything for one class but its remedies.
 func (r *run) classPlan(ctx context.Context, i int) (ClassPlan, error) {
 	m := r.models[i]
-	cp := ClassPlan{Name: m.spec.Name, Mode: m.spec.Mode, Quota: m.spec.Quota, Endpoint: r.byClass[i].displayName(), MinPool: r.minPool[i], Warnings: []string{}, Remedies: []Remedy{}}
+	minPool, err := r.minPoolOf(ctx, i)
+	if err != nil {
+		return ClassPlan{}, err
+	}
+	cp := ClassPlan{Name: m.spec.Name, Mode: m.spec.Mode, Quota: m.spec.Quota, Endpoint: r.byClass[i].displayName(), MinPool: minPool, Warnings: []string{}, Remedies: []Remedy{}}
 	cs, err := r.ceilings(ctx, i)
 	if err != nil {
 		return cp, err

@@ -372,17 +372,19 @@ func (r *run) setMinPoolsAndFill(ctx context.Context) error {
 	return r.fill(ctx)
 }
 
-// setMinPools computes every class's min_pool at its endpoint's load.
+// setMinPools computes every class's min_pool at its endpoint's load
+// where the division of the shared limits needs it (minPoolsDivided);
+// otherwise it forgets those computed at earlier pacing waits and loads,
+// and each is computed when the class's plan asks for it (minPoolOf).
 func (r *run) setMinPools(ctx context.Context) error {
-	for i, m := range r.models {
-		c, err := m.minPoolAt(ctx, r.byClass[i].load)
-		if err != nil {
+	clear(r.minPoolKnown)
+	if !r.minPoolsDivided() {
+		return nil
+	}
+	for i := range r.models {
+		if _, err := r.minPoolOf(ctx, i); err != nil {
 			return err
 		}
-		if f := r.floors[m.spec.Name]; c != nil && *c < f {
-			c = &f // raised by the plan's check (Engine.PlanWithMinPools)
-		}
-		r.minPool[i] = c
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"math"
 	"slices"
@@ -15,72 +16,221 @@ import (
 // changed scenario.
 const remedyRounds = 4
 
-// remedies lists, for every ceiling of class i below its min_pool, the
-// change that lifts it (docs/concepts.md, "Remedies"). Applied together
-// they make the class feasible: each set is checked by planning the
-// scenario with the changes made and, when the class still does not fit
-// there (lifting one limit moves the endpoint's load, and with it
-// min_pool), refined from that plan; with schedules only the windows
-// that hold the class are planned, and a set that does not make it fit
-// there is not refined (no one run plans every window). When no set is
-// found that makes it fit (on a saturated endpoint, a higher knee lets the
+// refining is one class's remedies while they are refined: the class, the
+// run its remedies start from (the plan's, or with schedules that of the
+// window that sets its pool), its plan there, the set so far and, once it
+// is decided, the answer.
+type refining struct {
+	i    int
+	r    *run
+	cp   ClassPlan
+	rems []Remedy
+	out  []Remedy
+	done bool
+}
+
+// decide ends the refining of a class's remedies with rems.
+func (f *refining) decide(rems []Remedy) { f.out, f.done = rems, true }
+
+// remediesOf lists, for every class of cps that does not fit, the change
+// that lifts each of its ceilings below its min_pool (docs/concepts.md,
+// "Remedies"), by class (nil for a class that fits); runOf is the run a
+// class's remedies start from. Applied together they make the class
+// feasible: each set is checked by planning the scenario with the changes
+// made and, when the class still does not fit there (lifting one limit
+// moves the endpoint's load, and with it min_pool), refined from that
+// plan, at most remedyRounds times; with schedules only the windows that
+// hold the class are planned, and a set that does not make it fit there
+// is not refined (no one run plans every window). When no set is found
+// that makes it fit (on a saturated endpoint, a higher knee lets the
 // other classes add load as fast as it adds room), there are none: an
 // unchecked remedy would send a team to buy a tier that does not help.
-func (r *run) remedies(ctx context.Context, in scenario.Scenario, i int, cp *ClassPlan) ([]Remedy, error) {
-	rems, err := r.remediesFor(ctx, r, i, *cp, false)
-	if err != nil || len(rems) == 0 {
-		return rems, err
-	}
-	for round := 0; round <= remedyRounds; round++ {
-		changed, err := withRemedies(in, rems)
-		if err != nil {
-			break
+//
+// Whether a class fits in a plan depends on nothing but its own plan
+// there, so the classes are refined round by round together: the classes
+// whose changed scenarios are the same in a round share one solve of it
+// (on a tight key, classes alike in demand often ask for the same limit),
+// and each of them has only its own plan worked out in it.
+func (e *Engine) remediesOf(ctx context.Context, in scenario.Scenario, cps []ClassPlan, runOf func(i int) *run) ([][]Remedy, error) {
+	out := make([][]Remedy, len(cps))
+	var active []*refining
+	for i := range cps {
+		if cps[i].Feasible {
+			continue
 		}
-		if wins := windowsOf(changed); wins != nil {
-			// Planned window by window: no one run to refine from, and
-			// only the windows that hold the class bear on whether it fits.
-			if len(changed.Check()) > 0 {
-				break
-			}
-			fits, err := r.eng.fitsInWindows(ctx, changed, wins, i, r.floors, r.window)
-			if ctx.Err() != nil {
-				return nil, ctx.Err() // a check cut short says nothing of the remedy
-			}
-			if err == nil && fits {
-				return rems, nil
-			}
-			break
-		}
-		r2, p2, err := r.eng.leanPlan(ctx, changed, r.floors)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			break
-		}
-		if p2.Classes[i].Feasible {
-			return rems, nil
-		}
-		if round == remedyRounds {
-			break
-		}
-		if r2 == nil {
-			if r2, p2, err = r.eng.planRun(ctx, changed, r.floors); err != nil {
-				return nil, err
-			}
-		}
-		// The last round assumes that the other classes take all the
-		// policy lets them, which lifting this class's limits may let them.
-		more, err := r2.remediesFor(ctx, r, i, p2.Classes[i], round == remedyRounds-1)
+		f := &refining{i: i, r: runOf(i), cp: cps[i]}
+		rems, err := f.r.remediesFor(ctx, f.r, i, f.cp, false)
 		if err != nil {
 			return nil, err
 		}
-		if len(more) == 0 {
-			break
+		f.rems = rems
+		if len(rems) == 0 {
+			out[i] = rems
+			continue
 		}
-		rems = mergeRemedies(rems, more)
+		active = append(active, f)
 	}
-	return []Remedy{}, nil
+	for round := 0; round <= remedyRounds && len(active) > 0; round++ {
+		if err := e.refineRound(ctx, in, active, round); err != nil {
+			return nil, err
+		}
+		next := active[:0]
+		for _, f := range active {
+			if f.done {
+				out[f.i] = f.out
+			} else {
+				next = append(next, f)
+			}
+		}
+		active = next
+	}
+	for _, f := range active {
+		out[f.i] = []Remedy{} // refined as often as allowed without a set that makes it fit
+	}
+	return out, nil
+}
+
+// refineRound checks each class's set of remedies by planning the changed
+// scenario, one plan for the classes whose changed scenarios are the same,
+// and decides the classes that fit there, or that no further round can
+// make fit; the others have their sets refined from that plan for the
+// next round.
+func (e *Engine) refineRound(ctx context.Context, in scenario.Scenario, active []*refining, round int) error {
+	type group struct {
+		changed scenario.Scenario
+		members []*refining
+	}
+	var groups []*group
+	byKey := map[[sha256.Size]byte]*group{}
+	for _, f := range active {
+		changed, err := withRemedies(in, f.rems)
+		if err != nil {
+			f.decide([]Remedy{})
+			continue
+		}
+		key, ok := planKey(changed)
+		key = f.r.floors.key(key)
+		if g := byKey[key]; ok && g != nil {
+			g.members = append(g.members, f)
+			continue
+		}
+		g := &group{changed: changed, members: []*refining{f}}
+		groups = append(groups, g)
+		if ok {
+			byKey[key] = g
+		}
+	}
+	for _, g := range groups {
+		if err := e.refineGroup(ctx, g.changed, g.members, round); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refineGroup is refineRound for the classes whose sets of remedies give
+// the same changed scenario.
+func (e *Engine) refineGroup(ctx context.Context, changed scenario.Scenario, members []*refining, round int) error {
+	floors := members[0].r.floors
+	if len(changed.Check()) > 0 {
+		for _, f := range members {
+			f.decide([]Remedy{})
+		}
+		return nil
+	}
+	if wins := windowsOf(changed); wins != nil {
+		// Planned window by window: no one run to refine from, and only
+		// the windows that hold the class bear on whether it fits.
+		solved := make([]*run, len(wins))
+		defer releaseAll(solved)
+		for _, f := range members {
+			fits, err := e.fitsInWindows(ctx, changed, wins, f.i, floors, f.r.window, solved)
+			if ctx.Err() != nil {
+				return ctx.Err() // a check cut short says nothing of the remedy
+			}
+			if err == nil && fits {
+				f.decide(f.rems)
+			} else {
+				f.decide([]Remedy{})
+			}
+		}
+		return nil
+	}
+	r2, err := e.solvedRun(ctx, changed, floors)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		for _, f := range members {
+			f.decide([]Remedy{})
+		}
+		return nil
+	}
+	defer r2.release()
+	for _, f := range members {
+		cp2, err := r2.classPlan(ctx, f.i)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			f.decide([]Remedy{})
+			continue
+		case cp2.Feasible:
+			f.decide(f.rems)
+			continue
+		case round == remedyRounds:
+			f.decide([]Remedy{})
+			continue
+		}
+		// The last round assumes that the other classes take all the
+		// policy lets them, which lifting this class's limits may let them.
+		more, err := r2.remediesFor(ctx, f.r, f.i, cp2, round == remedyRounds-1)
+		if err != nil {
+			return err
+		}
+		if len(more) == 0 {
+			f.decide([]Remedy{})
+			continue
+		}
+		f.rems = mergeRemedies(f.rems, more)
+	}
+	return nil
+}
+
+// fits reports whether class i is feasible in the plan of s without
+// remedies, with the given least min_pools, as planRun would have it:
+// whether it fits depends on nothing but its own plan, so only that is
+// worked out, and with schedules only in the windows that hold it
+// (fitsInWindows), from first. It fails as planRun does on a scenario
+// that is not valid.
+func (e *Engine) fits(ctx context.Context, s scenario.Scenario, i int, floors minPools, first *dayWindow) (bool, error) {
+	if errs := s.Check(); len(errs) > 0 {
+		return false, errs
+	}
+	if wins := windowsOf(s); wins != nil {
+		solved := make([]*run, len(wins))
+		defer releaseAll(solved)
+		return e.fitsInWindows(ctx, s, wins, i, floors, first, solved)
+	}
+	r, err := e.solvedRun(ctx, s, floors)
+	if err != nil {
+		return false, err
+	}
+	defer r.release()
+	cp, err := r.classPlan(ctx, i)
+	if err != nil {
+		return false, err
+	}
+	return cp.Feasible, nil
+}
+
+// releaseAll releases the runs that were made (run.release).
+func releaseAll(runs []*run) {
+	for _, r := range runs {
+		if r != nil {
+			r.release()
+		}
+	}
 }
 
 // planRun plans a scenario without remedies, with the given least
@@ -93,12 +243,8 @@ func (e *Engine) planRun(ctx context.Context, s scenario.Scenario, floors minPoo
 		p, err := e.planWindows(ctx, s, wins, false, floors)
 		return nil, p, err // no one run holds every class's window
 	}
-	r, err := e.newRun(ctx, s, nil)
+	r, err := e.solvedRun(ctx, s, floors)
 	if err != nil {
-		return nil, nil, err
-	}
-	r.lean, r.floors = true, floors
-	if err := r.solve(ctx); err != nil {
 		return nil, nil, err
 	}
 	p := &Plan{Classes: make([]ClassPlan, len(r.models))}
@@ -109,6 +255,21 @@ func (e *Engine) planRun(ctx context.Context, s scenario.Scenario, floors minPoo
 	}
 	r.setCosts(p)
 	return r, p, nil
+}
+
+// solvedRun is the run of a valid scenario without schedules, solved as a
+// plan without remedies with the given least min_pools: what planRun
+// works its classes' plans out from.
+func (e *Engine) solvedRun(ctx context.Context, s scenario.Scenario, floors minPools) (*run, error) {
+	r, err := e.newRun(ctx, s, nil)
+	if err != nil {
+		return nil, err
+	}
+	r.lean, r.floors = true, floors
+	if err := r.solve(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // leanPlan is planRun from the engine's cache when the same changed
@@ -526,7 +687,8 @@ const shedRounds = 8
 // checkShed plans the scenario with class i's demand lowered to the
 // sustainable rate: with less demand the class reserves less of what it
 // shares, and on a curve endpoint the load moves, so the rate is lowered by
-// 5 % at a time until the class fits there.
+// 5 % at a time until the class fits there (only its own plan is worked
+// out: fits).
 func (r *run) checkShed(ctx context.Context, in scenario.Scenario, i int, sh *Shed) (*Shed, error) {
 	if sh == nil || sh.SustainableRPS <= 0 {
 		return sh, nil
@@ -534,14 +696,14 @@ func (r *run) checkShed(ctx context.Context, in scenario.Scenario, i int, sh *Sh
 	demand := r.models[i].lambda
 	rate := sh.SustainableRPS
 	for range shedRounds {
-		_, p, err := r.eng.leanPlan(ctx, withDemand(in, i, rate), r.floors)
+		fits, err := r.eng.fits(ctx, withDemand(in, i, rate), i, r.floors, r.window)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 			return sh, nil
 		}
-		if p.Classes[i].Feasible {
+		if fits {
 			return &Shed{SustainableRPS: rate, ShedRPS: roundTo(demand-rate, 4)}, nil
 		}
 		rate = math.Floor(rate*0.95/shedResolution) / (1 / shedResolution)

@@ -184,13 +184,18 @@ func (e *Engine) planWindows(ctx context.Context, in scenario.Scenario, wins []d
 			}
 		}
 	}
+	var rems [][]Remedy
+	if withRemedies {
+		var err error
+		if rems, err = e.remediesOf(ctx, in, p.Classes, func(i int) *run { return binding[i].r }); err != nil {
+			return nil, err
+		}
+	}
 	for i := range p.Classes {
 		if cp := &p.Classes[i]; withRemedies && !cp.Feasible {
 			r := binding[i].r
+			cp.Remedies = rems[i]
 			var err error
-			if cp.Remedies, err = r.remedies(ctx, in, i, cp); err != nil {
-				return nil, err
-			}
 			cp.Warnings = append(cp.Warnings, r.unliftable[i]...)
 			if cp.Shed, err = r.checkShed(ctx, in, i, cp.Shed); err != nil {
 				return nil, err
@@ -274,8 +279,10 @@ func mergeClass(i int, mine []*windowRun) (ClassPlan, *windowRun) {
 // hold it and, in each, only its own plan: whether it fits depends on
 // nothing else. It does not fit when it does not in one of them, so the
 // windows are planned from first (where it got the least before the
-// change: the one that set its pool) and only while it fits.
-func (e *Engine) fitsInWindows(ctx context.Context, s scenario.Scenario, wins []dayWindow, i int, floors minPools, first *dayWindow) (bool, error) {
+// change: the one that set its pool) and only while it fits. solved holds
+// the runs of the windows of s solved so far, by window, which the checks
+// of other classes in the same scenario share; it keeps those it solves.
+func (e *Engine) fitsInWindows(ctx context.Context, s scenario.Scenario, wins []dayWindow, i int, floors minPools, first *dayWindow, solved []*run) (bool, error) {
 	order := make([]int, 0, len(wins))
 	for k := range wins {
 		if wins[k].holds(i) {
@@ -291,15 +298,20 @@ func (e *Engine) fitsInWindows(ctx context.Context, s scenario.Scenario, wins []
 	}
 	planned := make([]*windowRun, len(wins))
 	for _, k := range order {
-		r, err := e.newRun(ctx, s, &wins[k])
-		if err != nil {
-			return false, err
-		}
-		r.lean, r.floors = true, floors
-		if err := r.solve(ctx); err != nil {
-			return false, err
+		r := solved[k]
+		if r == nil {
+			var err error
+			if r, err = e.newRun(ctx, s, &wins[k]); err != nil {
+				return false, err
+			}
+			r.lean, r.floors = true, floors
+			if err := r.solve(ctx); err != nil {
+				return false, err
+			}
+			solved[k] = r
 		}
 		wr := &windowRun{w: wins[k], r: r, classes: make([]ClassPlan, len(s.Classes))}
+		var err error
 		if wr.classes[i], err = r.classPlan(ctx, i); err != nil {
 			return false, err
 		}
