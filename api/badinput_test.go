@@ -69,6 +69,8 @@ func TestBadInput(t *testing.T) {
 		{name: "trailing garbage", body: edit(t, func(map[string]any) {}) + `}`, status: 400, location: "body"},
 		{name: "overflowing number", body: `{"scenario": {"quotas": [{"name": "p", "rpm": 1e400}]}}`, status: 400, location: "body"},
 		{name: "body is a list", body: `[]`, status: 422, location: "body"},
+		{name: "a key given twice", body: strings.Replace(edit(t, func(map[string]any) {}), `"rpm":`, `"rpm":1,"rpm":`, 1), status: 400, location: "body"},
+		{name: "seed beyond 2^53", body: edit(t, func(b map[string]any) { sc(b)["policy"] = map[string]any{"seed": 1 << 60} }), status: 422, location: "body.scenario.policy.seed"},
 		{name: "scenario is a number", body: `{"scenario": 5}`, status: 422, location: "body.scenario"},
 		{name: "scenario missing", body: `{}`, status: 422, location: "body.scenario"},
 		{name: "quotas is a string", body: edit(t, func(b map[string]any) { sc(b)["quotas"] = "prod" }), status: 422, location: "body.scenario.quotas"},
@@ -230,5 +232,34 @@ func TestEveryProblemAtOnce(t *testing.T) {
 	var raw map[string]any
 	if err := json.Unmarshal(rec.Body.Bytes(), &raw); err != nil || raw["title"] != "Unprocessable Entity" {
 		t.Errorf("problem document %v (%v)", raw, err)
+	}
+}
+
+// TestJSONBodiesReadAsScenarioFiles: a request body is read as the
+// command line reads a scenario file: a key given twice is refused with
+// where it is, and whole numbers fill integer fields whatever their
+// notation (7e2, -0), planning as their plain digits do.
+func TestJSONBodiesReadAsScenarioFiles(t *testing.T) {
+	s := newServer(t, Options{})
+	plain := edit(t, func(b map[string]any) {
+		sc(b)["policy"] = map[string]any{"seed": 0, "max_pool": 700}
+		obj(b, "scenario", "classes", 0)["max_tokens"] = 700
+	})
+	rec := send(s, http.MethodPost, "/v1/plans", []byte(plain))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("plain digits: %d %s", rec.Code, rec.Body)
+	}
+	want := rec.Body.String()
+	other := strings.NewReplacer(`"seed":0`, `"seed":-0`, `"max_pool":700`, `"max_pool":7e2`, `"max_tokens":700`, `"max_tokens":0.7E3`).Replace(plain)
+	if other == plain {
+		t.Fatal("the body was not rewritten")
+	}
+	if rec := send(s, http.MethodPost, "/v1/plans", []byte(other)); rec.Code != http.StatusOK || rec.Body.String() != want {
+		t.Errorf("-0, 7e2 and 0.7E3: %d, the same plan as plain digits %v: %.300s", rec.Code, rec.Body.String() == want, rec.Body)
+	}
+	twice := strings.Replace(plain, `"headroom":`, `"headroom":0.5,"headroom":`, 1)
+	rec = send(s, http.MethodPost, "/v1/plans", []byte(twice))
+	if p := readProblem(t, rec); rec.Code != http.StatusBadRequest || len(p.Errors) != 1 || !strings.Contains(p.Errors[0].Message, `scenario.quotas[0].headroom: the key "headroom" is given twice`) {
+		t.Errorf("headroom twice: %d %s", rec.Code, rec.Body)
 	}
 }

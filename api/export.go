@@ -3,6 +3,8 @@ package api
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -48,6 +50,10 @@ func (s *Server) planExport(ctx context.Context, in *exportInput) (*documentOutp
 	}
 	var buf bytes.Buffer
 	if err := export.Write(&buf, in.To, p.Scenario, &p.Plan, export.Options{Model: in.Model}); err != nil {
+		if clash, ok := errors.AsType[*export.KeyEnvClash](err); ok {
+			return nil, huma.Error422UnprocessableEntity("the plan cannot be exported to "+in.To, &huma.ErrorDetail{
+				Location: fmt.Sprintf("scenario.quotas[%d].name", clash.Quota[1]), Message: clash.Error(), Value: clash.Names[1]})
+		}
 		s.log.Error("export a plan", "plan", p.ID, "to", in.To, "error", err)
 		return nil, huma.Error500InternalServerError("the export could not be rendered; the server log has the cause")
 	}

@@ -70,3 +70,30 @@ func TestExportTargetsAreOneList(t *testing.T) {
 		t.Errorf("the enum of to is %q, export.Targets %q", got, export.Targets)
 	}
 }
+
+// TestExportOfKeysThatShareAVariable: a stored plan whose keys' names
+// give one LiteLLM environment variable is refused as a 422 naming the
+// second key, not a 500; its other exports are served.
+func TestExportOfKeysThatShareAVariable(t *testing.T) {
+	env := newProbeEnv(t, Options{})
+	doc := map[string]any{
+		"quotas":  []any{map[string]any{"name": "team.a", "rpm": 1000}, map[string]any{"name": "team-a", "rpm": 1000}},
+		"latency": map[string]any{"ttft_ms": map[string]any{"p50": 400, "p95": 900}, "tpot_ms": map[string]any{"p50": 20, "p95": 30}},
+		"classes": []any{
+			map[string]any{"name": "a", "quota": "team.a", "mode": "interactive", "demand": map[string]any{"rps": 1}, "input_tokens": map[string]any{"fixed": 500}, "output_tokens": map[string]any{"fixed": 100}},
+			map[string]any{"name": "b", "quota": "team-a", "mode": "interactive", "demand": map[string]any{"rps": 1}, "input_tokens": map[string]any{"fixed": 500}, "output_tokens": map[string]any{"fixed": 100}},
+		},
+	}
+	status, _, b := call(t, http.MethodPost, env.url+"/v1/plans", map[string]any{"scenario": doc, "save": true})
+	id := decode[PlanResponse](t, b).ID
+	if status != http.StatusOK || id == "" {
+		t.Fatalf("save: %d %s", status, b)
+	}
+	status, _, b = call(t, http.MethodGet, env.url+"/v1/plans/"+id+"/export?to=litellm", nil)
+	if status != http.StatusUnprocessableEntity || !strings.Contains(string(b), `"location":"scenario.quotas[1].name"`) || !strings.Contains(string(b), "TEAM_A_API_KEY") {
+		t.Errorf("LiteLLM: %d %s", status, b)
+	}
+	if status, _, b := call(t, http.MethodGet, env.url+"/v1/plans/"+id+"/export?to=client", nil); status != http.StatusOK {
+		t.Errorf("client settings: %d %s", status, b)
+	}
+}

@@ -70,6 +70,9 @@ func (s *Server) humaConfig() huma.Config {
 	cfg.Transformers = []huma.Transformer{s.completeProblem}
 	cfg.Formats = maps.Clone(cfg.Formats)
 	cfg.Formats["application/yaml"] = yamlFormat
+	for _, ct := range []string{"application/json", "json"} {
+		cfg.Formats[ct] = jsonFormat(cfg.Formats[ct])
+	}
 	cfg.Info.Description = apiDescription
 	cfg.Info.License = &huma.License{Name: "Proprietary", URL: "https://github.com/plannerdev/planner"}
 	// A relative server URL is resolved against where the document is

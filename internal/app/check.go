@@ -384,12 +384,18 @@ func within(e *plan.Estimate) string {
 	return " ± " + num(*e.CI95)
 }
 
+// overPct is how far v is over bound, in per cent, at most maxOverPct: a
+// target near zero (an SLO of a fraction of a microsecond) would make
+// any miss infinitely far over.
 func overPct(v, bound float64) float64 {
 	if !(bound > 0) {
 		return 0
 	}
-	return math.Round((v-bound)/bound*1000) / 10
+	return math.Min(maxOverPct, math.Round((v-bound)/bound*1000)/10)
 }
+
+// maxOverPct bounds a miss's over_pct: a billion per cent over.
+const maxOverPct = 1e9
 
 func round4(v float64) float64 { return math.Round(v*1e4) / 1e4 }
 

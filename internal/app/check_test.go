@@ -405,3 +405,31 @@ func randomScenario(r *rand.Rand) scenario.Scenario {
 	}
 	return s
 }
+
+// TestAMissOfATargetNearZeroIsFinite: an SLO target of the smallest
+// positive number is met by no request; its misses say so with a finite
+// over_pct, and the plan encodes.
+func TestAMissOfATargetNearZeroIsFinite(t *testing.T) {
+	sc, err := scenario.Parse([]byte(`
+quotas: [{name: k, rpm: 6000}]
+latency: {ttft_ms: {p50: 400, p95: 900}, tpot_ms: {p50: 15, p95: 25}}
+classes:
+  - {name: c, quota: k, mode: interactive, demand: {rps: 0.2}, input_tokens: {fixed: 2000}, output_tokens: {fixed: 200}, slo: {ttft_p95_ms: 4.9e-324}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(plan.New(plan.Options{})).Plan(context.Background(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.Classes[0]
+	if c.Fits == nil || *c.Fits || c.Check == nil || len(c.Check.Misses) == 0 {
+		t.Fatalf("fits %v, check %+v", c.Fits, c.Check)
+	}
+	for _, m := range c.Check.Misses {
+		if m.OverPct != maxOverPct {
+			t.Errorf("%s: over by %v %%, want the bound %v", m.Metric, m.OverPct, maxOverPct)
+		}
+	}
+}

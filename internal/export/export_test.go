@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"os"
@@ -593,5 +595,28 @@ func TestLiteLLMCarriesEverySLOForm(t *testing.T) {
 	cfg.ModelList = nil
 	if err := yaml.Unmarshal(render(t, ToLiteLLM, sc, planOf(t, sc), Options{}), &cfg); err != nil || cfg.ModelList[0].ModelInfo.SLO != nil {
 		t.Errorf("no SLO: %v %+v", err, cfg.ModelList[0].ModelInfo)
+	}
+}
+
+// TestLiteLLMRefusesKeysThatShareAVariable: two keys whose names differ
+// only in case or punctuation would read one environment variable, so
+// that both keys' requests would go out with one credential: the export
+// is refused, naming both and the variable.
+func TestLiteLLMRefusesKeysThatShareAVariable(t *testing.T) {
+	sc := testutil.Example(t, "chat-and-batch")
+	sc.Quotas = append(sc.Quotas, sc.Quotas[0])
+	sc.Quotas[1].Name = strings.ToUpper(sc.Quotas[0].Name) + "."
+	sc.Quotas[0].Name += "-"
+	for i := range sc.Classes {
+		sc.Classes[i].Quota = sc.Quotas[i%2].Name
+	}
+	p := planOf(t, sc)
+	err := Write(io.Discard, ToLiteLLM, sc, p, Options{})
+	clash, ok := errors.AsType[*KeyEnvClash](err)
+	if !ok || clash.Quota != [2]int{0, 1} || clash.Env != KeyEnv(sc.Quotas[0].Name) || !strings.Contains(err.Error(), sc.Quotas[1].Name) {
+		t.Fatalf("keys %q and %q: %v", sc.Quotas[0].Name, sc.Quotas[1].Name, err)
+	}
+	if err := Write(io.Discard, ToPrometheusRules, sc, p, Options{}); err != nil {
+		t.Errorf("the rules, which name keys as they are, are refused too: %v", err)
 	}
 }

@@ -95,6 +95,9 @@ func writeLiteLLM(w io.Writer, sc scenario.Scenario, p *plan.Plan, model string)
 	for _, q := range p.Quotas {
 		quotas[q.Name] = q
 	}
+	if err := distinctKeyEnvs(sc); err != nil {
+		return err
+	}
 	cfg := liteLLMConfig{ModelList: []liteLLMDeployment{}, RouterSettings: liteLLMRouter{RoutingStrategy: "simple-shuffle"}}
 	var left []string
 	for _, c := range classes {
@@ -154,6 +157,33 @@ func KeyEnv(quota string) string {
 		}
 		return '_'
 	}, quota) + "_API_KEY"
+}
+
+// KeyEnvClash is a scenario whose two keys would read their credential
+// from one environment variable of the LiteLLM settings, which would
+// then send both keys' requests with one of them.
+type KeyEnvClash struct {
+	Env   string // the variable, TEAM_A_API_KEY
+	Quota [2]int // the indexes of the two quotas in the scenario
+	Names [2]string
+}
+
+func (e *KeyEnvClash) Error() string {
+	return fmt.Sprintf("export: the keys %q and %q would both read %s; rename one of them so that their names differ in more than case and punctuation", e.Names[0], e.Names[1], e.Env)
+}
+
+// distinctKeyEnvs is a *KeyEnvClash when two of the scenario's keys share
+// a KeyEnv, nil otherwise.
+func distinctKeyEnvs(sc scenario.Scenario) error {
+	seen := map[string]int{}
+	for j, q := range sc.Quotas {
+		env := KeyEnv(q.Name)
+		if i, ok := seen[env]; ok {
+			return &KeyEnvClash{Env: env, Quota: [2]int{i, j}, Names: [2]string{sc.Quotas[i].Name, q.Name}}
+		}
+		seen[env] = j
+	}
+	return nil
 }
 
 // wholeAtLeastOne is v rounded down, and at least 1: LiteLLM reads a limit

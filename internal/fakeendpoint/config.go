@@ -3,6 +3,7 @@ package fakeendpoint
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -41,10 +42,10 @@ const (
 var (
 	ErrMaxNumSeqs      = errors.New("max_num_seqs must not be negative")
 	ErrTTFT            = errors.New("ttft must not be negative")
-	ErrTTFTGrowth      = errors.New("ttft_growth must not be negative")
+	ErrTTFTGrowth      = errors.New("ttft_growth must be a finite number, not negative")
 	ErrPrefillPer1K    = errors.New("prefill_per_1k must not be negative")
 	ErrITL             = errors.New("itl must not be negative")
-	ErrITLGrowth       = errors.New("itl_growth must not be negative (use NoGrowth for none)")
+	ErrITLGrowth       = errors.New("itl_growth must be a finite number, not negative (use NoGrowth for none)")
 	ErrOutputTokens    = errors.New("output_tokens must not be negative")
 	ErrRPM             = errors.New("rpm must not be negative")
 	ErrTPM             = errors.New("tpm must not be negative")
@@ -133,6 +134,10 @@ type Config struct {
 	TimersOnly bool
 }
 
+// finiteAtLeastZero reports whether a growth is a number, finite and not
+// negative: NaN or +Inf would make every request wait forever.
+func finiteAtLeastZero(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }
+
 // withDefaults validates c and returns it with zero values replaced by the
 // defaults.
 func (c Config) withDefaults() (Config, error) {
@@ -143,10 +148,10 @@ func (c Config) withDefaults() (Config, error) {
 	}{
 		{c.MaxNumSeqs < 0, ErrMaxNumSeqs, c.MaxNumSeqs},
 		{c.TTFT < 0, ErrTTFT, c.TTFT},
-		{c.TTFTGrowth < 0, ErrTTFTGrowth, c.TTFTGrowth},
+		{!finiteAtLeastZero(c.TTFTGrowth), ErrTTFTGrowth, c.TTFTGrowth},
 		{c.PrefillPer1K < 0, ErrPrefillPer1K, c.PrefillPer1K},
 		{c.ITL < 0, ErrITL, c.ITL},
-		{c.ITLGrowth < 0 && c.ITLGrowth != NoGrowth, ErrITLGrowth, c.ITLGrowth},
+		{!finiteAtLeastZero(c.ITLGrowth) && c.ITLGrowth != NoGrowth, ErrITLGrowth, c.ITLGrowth},
 		{c.OutputTokens < 0, ErrOutputTokens, c.OutputTokens},
 		{c.RPM < 0, ErrRPM, c.RPM},
 		{c.TPM < 0, ErrTPM, c.TPM},

@@ -26,6 +26,8 @@ func TestNewValidates(t *testing.T) {
 		{"negative prefill", Config{PrefillPer1K: -time.Millisecond}, ErrPrefillPer1K},
 		{"negative itl", Config{ITL: -time.Millisecond}, ErrITL},
 		{"negative itl growth", Config{ITLGrowth: -0.5}, ErrITLGrowth},
+		{"itl growth not a number", Config{ITLGrowth: math.NaN()}, ErrITLGrowth},
+		{"infinite ttft growth", Config{TTFTGrowth: math.Inf(1)}, ErrTTFTGrowth},
 		{"negative output tokens", Config{OutputTokens: -3}, ErrOutputTokens},
 		{"negative rpm", Config{RPM: -1}, ErrRPM},
 		{"negative tpm", Config{TPM: -1}, ErrTPM},

@@ -118,3 +118,16 @@ func TestDerivedRateBeyondTheLimitIsRefused(t *testing.T) {
 		t.Errorf("a batch at rpm's largest rate: %v", err)
 	}
 }
+
+// TestMeanServiceTimeThatIsNotANumber: a latency so small, or so far from
+// its p95, that the mean of its lognormal is not a number is refused at
+// the class with a message that says so, not as "NaN s" or "zero".
+func TestMeanServiceTimeThatIsNotANumber(t *testing.T) {
+	s := handScenario(scenario.Quota{RPM: 600})
+	s.Latency.TTFTMs = &scenario.Dist{P50: new(1e-320), P95: new(900.0)}
+	_, err := compute(s)
+	var errs scenario.Errors
+	if !errors.As(err, &errs) || errs[0].Path != "classes[0]" || !strings.Contains(errs[0].Message, "the mean service time is not a number") {
+		t.Errorf("a TTFT p50 of 1e-320 ms: %v", err)
+	}
+}

@@ -156,7 +156,9 @@ func newClassModel(eng *Engine, spec scenario.Class, key quota.Key, p scenario.P
 		if m.curve, err = eng.curve(l.Curve); err != nil {
 			return nil, fmt.Errorf("latency.curve: %w", err)
 		}
-		if mean := m.at(1).mean; !(mean <= maxServiceSeconds) {
+		if mean := m.at(1).mean; math.IsNaN(mean) {
+			return nil, errors.New("the mean service time at one request in flight is not a number: a latency of the curve's first point is too small, or too far from its p50, to take its mean; check the curve and the output token distribution")
+		} else if !(mean <= maxServiceSeconds) {
 			return nil, fmt.Errorf("the mean service time at one request in flight is %s s, beyond the %s s the planner accepts: check the curve and the output token distribution", num(mean), num(maxServiceSeconds))
 		}
 		return m, nil
@@ -178,7 +180,10 @@ func newClassModel(eng *Engine, spec scenario.Class, key quota.Key, p scenario.P
 	} else {
 		m.static = m.newService(svc, false)
 	}
-	if !(m.static.mean > 0) {
+	switch mean := m.static.mean; {
+	case math.IsNaN(mean):
+		return nil, errors.New("the mean service time is not a number: a latency or token count is too small, or its p95 too far from its p50, to take its mean; check the latency and token distributions")
+	case !(mean > 0):
 		return nil, errors.New("the service time is zero: give a positive ttft_ms, or a positive tpot_ms with more than one output token")
 	}
 	if !(m.static.mean <= maxServiceSeconds) {

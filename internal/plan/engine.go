@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -396,7 +397,11 @@ func (r *run) classPlan(ctx context.Context, i int) (ClassPlan, error) {
 	}
 	r.tpotTarget(i, &cp)
 	if cp.PromptCache, err = r.promptCache(ctx, i, cp.Pool, cp.Predicted); err != nil {
-		return cp, err
+		noCold, ok := errors.AsType[errNoColdModel](err)
+		if !ok {
+			return cp, err
+		}
+		cp.Warnings = append(cp.Warnings, noCold.Error()+"; the plan has no comparison without the cache")
 	}
 	cp.Pacing = r.pacing(i, cp.Pool, allot)
 	if cp.Admission, err = r.admission(ctx, i, cp.Pool); err != nil {

@@ -43,7 +43,10 @@ func (r *run) promptCache(ctx context.Context, i, pool int, pr Predicted) (*Prom
 	}
 	cold, err := newClassModel(m.eng, spec, m.key, r.s.Policy, m.draws)
 	if err != nil {
-		return nil, err
+		// Without the cache the class cannot be planned (its requests
+		// would take more than the planner accepts): there is nothing to
+		// compare the cache with, and the plan with it stands.
+		return nil, errNoColdModel{err}
 	}
 	if m.pace.waits() && !m.pace.unstable {
 		m.paceSample()
@@ -92,4 +95,12 @@ func cacheSentence(pc *PromptCache, unit string) string {
 		return fmt.Sprintf("Its prompt cache (%s %% of the input) changes neither its TTFT nor its use of the key.", num(pc.CachedInputFraction*100))
 	}
 	return fmt.Sprintf("Its prompt cache (%s %% of the input) lowers %s.", num(pc.CachedInputFraction*100), strings.Join(parts, " and "))
+}
+
+// errNoColdModel is why a class's prompt cache has no comparison: the
+// class without its cache, which the planner refuses.
+type errNoColdModel struct{ err error }
+
+func (e errNoColdModel) Error() string {
+	return "without its prompt cache " + e.err.Error()
 }

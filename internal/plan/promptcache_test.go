@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -111,5 +112,24 @@ func TestPromptCacheInTheExplanation(t *testing.T) {
 	want := "Its prompt cache (75 % of the input) lowers its TTFT p95 from 560.0 to 440.0 ms and its itpm per request from 4,000 to 1,000."
 	if e := mustPlan(t, s).Classes[0].Explanation; !strings.HasSuffix(e, want) {
 		t.Errorf("explanation %q does not end %q", e, want)
+	}
+}
+
+// TestPromptCacheWithoutAColdPlan: an agent task whose prompts only its
+// cache makes plannable (a lognormal input of p50 0.0001 and p95 6,000
+// tokens, whose mean without the cache is beyond what the planner
+// accepts) is planned with its cache, and says that there is no
+// comparison without it, rather than failing the plan.
+func TestPromptCacheWithoutAColdPlan(t *testing.T) {
+	s := example(t, "agent")
+	s.Classes = slices.Clone(s.Classes)
+	i := slices.IndexFunc(s.Classes, func(c scenario.Class) bool { return c.Task != nil })
+	s.Classes[i].InputTokens = scenario.Dist{P50: new(0.0001), P95: new(6000.0)}
+	p := mustPlan(t, s)
+	cp := p.Classes[i]
+	if cp.PromptCache != nil || !slices.ContainsFunc(cp.Warnings, func(w string) bool {
+		return strings.HasPrefix(w, "without its prompt cache the mean service time") && strings.HasSuffix(w, "no comparison without the cache")
+	}) {
+		t.Errorf("%s: prompt cache %+v, warnings %q", cp.Name, cp.PromptCache, cp.Warnings)
 	}
 }
