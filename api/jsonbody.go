@@ -82,74 +82,91 @@ func wholeNumbers(doc any) any {
 
 // repeatedKey is an error naming the first key given twice in one object
 // of a JSON document, with where it is ("quotas[0].rpm"); nil when no key
-// repeats.
+// repeats. data has been decoded already, so it is valid JSON: a scan of
+// its bytes that keeps each open object's keys as slices of data, without
+// a token or a map per object, so that a large body (an analysis's
+// measurements) costs little more than its decoding.
 func repeatedKey(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
 	type frame struct {
 		object bool
-		keys   map[string]bool
-		index  int
-		path   string
+		keys   [][]byte // the object's keys so far, raw
+		index  int      // the array's element
 	}
-	var stack []*frame
-	at := func(f *frame, key string) string {
-		if f.path == "" {
-			return key
-		}
-		return f.path + "." + key
-	}
-	// child is the path of the value that comes next in the innermost
-	// object or array; expectKey says whether an object waits for a key.
-	var key string
+	var stack []frame
 	expectKey := false
-	child := func() string {
-		if len(stack) == 0 {
-			return ""
-		}
-		f := stack[len(stack)-1]
-		if f.object {
-			return at(f, key)
-		}
-		return fmt.Sprintf("%s[%d]", f.path, f.index)
-	}
-	done := func() { // a value of the innermost container ended
+	valueDone := func() {
 		if len(stack) == 0 {
 			return
 		}
-		if f := stack[len(stack)-1]; f.object {
+		if f := &stack[len(stack)-1]; f.object {
 			expectKey = true
 		} else {
 			f.index++
 		}
 	}
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil // the end, or a syntax error json.Unmarshal reported
-		}
-		if expectKey {
-			if s, ok := tok.(string); ok {
-				f := stack[len(stack)-1]
-				if f.keys[s] {
-					return fmt.Errorf("%s: the key %q is given twice in one object", at(f, s), s)
-				}
-				f.keys[s] = true
-				key, expectKey = s, false
-				continue
+	path := func() string {
+		var b strings.Builder
+		for _, f := range stack {
+			switch {
+			case f.object && b.Len() > 0:
+				b.WriteByte('.')
+				fallthrough
+			case f.object:
+				b.Write(f.keys[len(f.keys)-1])
+			default:
+				fmt.Fprintf(&b, "[%d]", f.index)
 			}
 		}
-		switch tok {
-		case json.Delim('{'):
-			stack = append(stack, &frame{object: true, keys: map[string]bool{}, path: child()})
+		return b.String()
+	}
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; c {
+		case '{':
+			stack = append(stack, frame{object: true})
 			expectKey = true
-		case json.Delim('['):
-			stack = append(stack, &frame{path: child()})
+		case '[':
+			stack = append(stack, frame{})
 			expectKey = false
-		case json.Delim('}'), json.Delim(']'):
+		case '}', ']':
 			stack = stack[:len(stack)-1]
-			done()
-		default:
-			done()
+			valueDone()
+		case '"':
+			start := i + 1
+			for i++; i < len(data) && data[i] != '"'; i++ {
+				if data[i] == '\\' {
+					i++
+				}
+			}
+			str := data[start:min(i, len(data))]
+			if !expectKey {
+				valueDone()
+				continue
+			}
+			f := &stack[len(stack)-1]
+			for _, k := range f.keys {
+				if bytes.Equal(k, str) {
+					f.keys = append(f.keys, str)
+					return fmt.Errorf("%s: the key %q is given twice in one object", path(), str)
+				}
+			}
+			f.keys = append(f.keys, str)
+			expectKey = false
+		case ',', ':', ' ', '\t', '\n', '\r':
+		default: // a number, true, false or null
+			for i+1 < len(data) && !endsLiteral(data[i+1]) {
+				i++
+			}
+			valueDone()
 		}
 	}
+	return nil
+}
+
+// endsLiteral reports whether c ends a number or a literal in JSON.
+func endsLiteral(c byte) bool {
+	switch c {
+	case ',', ':', ']', '}', ' ', '\t', '\n', '\r':
+		return true
+	}
+	return false
 }
