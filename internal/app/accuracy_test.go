@@ -130,6 +130,27 @@ classes:
   - {name: summar, quota: key, mode: semi, demand: {rps: 1}, arrival_scv: SCV, input_tokens: {p50: 1500, p95: 3000}, output_tokens: {p50: 200, p95: 500}, max_tokens: 600, slo: {e2e_p95_ms: 25000}}
 `
 
+// curveWithDemand is the measured curve of docs/examples/measured-curve.yaml
+// with a demand on both classes: the reports' pool is left what the
+// assistant does not need, which does not serve their demand.
+const curveWithDemand = `
+quotas:
+  - {name: gpu-pool, rpm: 100000}
+latency:
+  curve:
+    - {concurrency: 1,  ttft_p50_ms: 120, ttft_p95_ms: 160, tpot_p50_ms: 14.0, tpot_p95_ms: 15.0, throughput_rps: 0.34}
+    - {concurrency: 4,  ttft_p50_ms: 130, ttft_p95_ms: 190, tpot_p50_ms: 15.0, tpot_p95_ms: 16.5, throughput_rps: 1.28}
+    - {concurrency: 8,  ttft_p50_ms: 150, ttft_p95_ms: 240, tpot_p50_ms: 16.5, tpot_p95_ms: 18.0, throughput_rps: 2.31}
+    - {concurrency: 16, ttft_p50_ms: 190, ttft_p95_ms: 330, tpot_p50_ms: 19.5, tpot_p95_ms: 22.0, throughput_rps: 3.90}
+    - {concurrency: 24, ttft_p50_ms: 240, ttft_p95_ms: 450, tpot_p50_ms: 23.0, tpot_p95_ms: 26.5, throughput_rps: 4.95}
+    - {concurrency: 32, ttft_p50_ms: 900, ttft_p95_ms: 2100, tpot_p50_ms: 27.0, tpot_p95_ms: 32.0, throughput_rps: 5.08}
+    - {concurrency: 48, ttft_p50_ms: 3100, ttft_p95_ms: 5200, tpot_p50_ms: 28.0, tpot_p95_ms: 34.0, throughput_rps: 5.10}
+  knee: 24
+classes:
+  - {name: assistant, quota: gpu-pool, mode: interactive, demand: {rps: 2.5}, arrival_scv: SCV, input_tokens: {p50: 500, p95: 1500}, output_tokens: {p50: 180, p95: 400}, max_tokens: 600, slo: {ttft_p95_ms: TTFT, e2e_p95_ms: 10000}}
+  - {name: reports, quota: gpu-pool, mode: semi, demand: {rps: 1}, arrival_scv: SCV, input_tokens: {p50: 1200, p95: 3000}, output_tokens: {p50: 250, p95: 500}, max_tokens: 800, slo: {e2e_p95_ms: 20000}}
+`
+
 func fill(doc string, kv ...string) string {
 	for i := 0; i+1 < len(kv); i += 2 {
 		doc = strings.ReplaceAll(doc, kv[i], kv[i+1])
@@ -143,7 +164,7 @@ type accuracyCase struct {
 	sc   scenario.Scenario
 }
 
-// accuracyCases are the shipped examples and 44 more scenarios: per-window
+// accuracyCases are the shipped examples and 46 more scenarios: per-window
 // limits at 1 s and 10 s, actual and max_tokens accounting, shared keys
 // under priority and weighted allocation, batches with and without
 // demand, measured curves, and arrival scv from 0 to 9.
@@ -206,6 +227,8 @@ func accuracyCases(t *testing.T) []accuracyCase {
 		add("three classes on a tight key, bursty, "+alloc, fill(tightKey, "ALLOCATION", alloc, "SCV", "4"))
 	}
 	add("three classes on a tight key, Poisson", fill(tightKey, "ALLOCATION", "priority", "SCV", "1"))
+	add("assistant and reports with demand on a curve, scv 0", fill(curveWithDemand, "SCV", "0", "TTFT", "1000"))
+	add("assistant and reports with demand on a curve, scv 1", fill(curveWithDemand, "SCV", "1", "TTFT", "1500"))
 	// One slot at ρ 0.92, which per-class pacing at X(pool)/0.9 made unstable.
 	add("one slot at rho 0.92", `
 quotas: [{name: k, rpm: 100}]
@@ -246,7 +269,7 @@ func inBand(pred float64, sims []float64, slack float64) (bool, float64) {
 
 // TestPlanAgainstItsSimulation holds the plan to planner simulate's runs
 // of it, three replications of an hour each (four hours with
-// -accuracy.long), on every shipped example and 44 more scenarios: for
+// -accuracy.long), on every shipped example and 46 more scenarios: for
 // every class with a pool, its predicted TTFT p95, E2E p95 and queue-wait
 // p95 are within −5 % and +20 % of the simulation's (widened by the
 // replications' spread; a queue wait within 5 % of the class's TTFT p95
