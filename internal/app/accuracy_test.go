@@ -114,6 +114,43 @@ const reports = `
     max_tokens: 800
 `
 
+// tightKey is three classes on one key of 1 s windows, the chat first
+// and bursty, the lower two taking most of what is left of the key's
+// tokens per minute.
+const tightKey = `
+quotas:
+  - {name: key, rpm: 3000, tpm: 600000, token_accounting: max_tokens, headroom: 0.9, burst_window_s: 1}
+latency:
+  ttft_ms: {p50: 400, p95: 900}
+  tpot_ms: {p50: 20, p95: 35}
+policy: {allocation: ALLOCATION}
+classes:
+  - {name: chat, quota: key, mode: interactive, demand: {rps: 3}, arrival_scv: SCV, input_tokens: {p50: 500, p95: 1500}, output_tokens: {p50: 100, p95: 250}, max_tokens: 300, slo: {ttft_p95_ms: 1500, e2e_p95_ms: 9000}}
+  - {name: search, quota: key, mode: interactive, priority: 2, weight: 3, demand: {rps: 2}, arrival_scv: SCV, input_tokens: {p50: 800, p95: 2000}, output_tokens: {p50: 60, p95: 150}, max_tokens: 200, slo: {ttft_p95_ms: 2000, e2e_p95_ms: 7000}}
+  - {name: summar, quota: key, mode: semi, demand: {rps: 1}, arrival_scv: SCV, input_tokens: {p50: 1500, p95: 3000}, output_tokens: {p50: 200, p95: 500}, max_tokens: 600, slo: {e2e_p95_ms: 25000}}
+`
+
+// curveWithDemand is the measured curve of docs/examples/measured-curve.yaml
+// with a demand on both classes: the reports' pool is left what the
+// assistant does not need, which does not serve their demand.
+const curveWithDemand = `
+quotas:
+  - {name: gpu-pool, rpm: 100000}
+latency:
+  curve:
+    - {concurrency: 1,  ttft_p50_ms: 120, ttft_p95_ms: 160, tpot_p50_ms: 14.0, tpot_p95_ms: 15.0, throughput_rps: 0.34}
+    - {concurrency: 4,  ttft_p50_ms: 130, ttft_p95_ms: 190, tpot_p50_ms: 15.0, tpot_p95_ms: 16.5, throughput_rps: 1.28}
+    - {concurrency: 8,  ttft_p50_ms: 150, ttft_p95_ms: 240, tpot_p50_ms: 16.5, tpot_p95_ms: 18.0, throughput_rps: 2.31}
+    - {concurrency: 16, ttft_p50_ms: 190, ttft_p95_ms: 330, tpot_p50_ms: 19.5, tpot_p95_ms: 22.0, throughput_rps: 3.90}
+    - {concurrency: 24, ttft_p50_ms: 240, ttft_p95_ms: 450, tpot_p50_ms: 23.0, tpot_p95_ms: 26.5, throughput_rps: 4.95}
+    - {concurrency: 32, ttft_p50_ms: 900, ttft_p95_ms: 2100, tpot_p50_ms: 27.0, tpot_p95_ms: 32.0, throughput_rps: 5.08}
+    - {concurrency: 48, ttft_p50_ms: 3100, ttft_p95_ms: 5200, tpot_p50_ms: 28.0, tpot_p95_ms: 34.0, throughput_rps: 5.10}
+  knee: 24
+classes:
+  - {name: assistant, quota: gpu-pool, mode: interactive, demand: {rps: 2.5}, arrival_scv: SCV, input_tokens: {p50: 500, p95: 1500}, output_tokens: {p50: 180, p95: 400}, max_tokens: 600, slo: {ttft_p95_ms: TTFT, e2e_p95_ms: 10000}}
+  - {name: reports, quota: gpu-pool, mode: semi, demand: {rps: 1}, arrival_scv: SCV, input_tokens: {p50: 1200, p95: 3000}, output_tokens: {p50: 250, p95: 500}, max_tokens: 800, slo: {e2e_p95_ms: 20000}}
+`
+
 func fill(doc string, kv ...string) string {
 	for i := 0; i+1 < len(kv); i += 2 {
 		doc = strings.ReplaceAll(doc, kv[i], kv[i+1])
@@ -127,7 +164,7 @@ type accuracyCase struct {
 	sc   scenario.Scenario
 }
 
-// accuracyCases are the shipped examples and 41 more scenarios: per-window
+// accuracyCases are the shipped examples and 46 more scenarios: per-window
 // limits at 1 s and 10 s, actual and max_tokens accounting, shared keys
 // under priority and weighted allocation, batches with and without
 // demand, measured curves, and arrival scv from 0 to 9.
@@ -186,6 +223,12 @@ func accuracyCases(t *testing.T) []accuracyCase {
 	add("assistant and reports on a curve", fill(curve, "RATE", "2", "SCV", "1", "TPM", "10000000", "WINDOW", "1")+reports)
 	add("assistant and reports on a curve, a tight key", fill(curve, "RATE", "2", "SCV", "1", "TPM", "900000", "WINDOW", "1")+reports)
 	add("assistant on a curve at 3 req/s, window 10 s", fill(curve, "RATE", "3", "SCV", "2", "TPM", "900000", "WINDOW", "10"))
+	for _, alloc := range []string{"priority", "weighted"} {
+		add("three classes on a tight key, bursty, "+alloc, fill(tightKey, "ALLOCATION", alloc, "SCV", "4"))
+	}
+	add("three classes on a tight key, Poisson", fill(tightKey, "ALLOCATION", "priority", "SCV", "1"))
+	add("assistant and reports with demand on a curve, scv 0", fill(curveWithDemand, "SCV", "0", "TTFT", "1000"))
+	add("assistant and reports with demand on a curve, scv 1", fill(curveWithDemand, "SCV", "1", "TTFT", "1500"))
 	// One slot at ρ 0.92, which per-class pacing at X(pool)/0.9 made unstable.
 	add("one slot at rho 0.92", `
 quotas: [{name: k, rpm: 100}]
@@ -226,7 +269,7 @@ func inBand(pred float64, sims []float64, slack float64) (bool, float64) {
 
 // TestPlanAgainstItsSimulation holds the plan to planner simulate's runs
 // of it, three replications of an hour each (four hours with
-// -accuracy.long), on every shipped example and 41 more scenarios: for
+// -accuracy.long), on every shipped example and 46 more scenarios: for
 // every class with a pool, its predicted TTFT p95, E2E p95 and queue-wait
 // p95 are within −5 % and +20 % of the simulation's (widened by the
 // replications' spread; a queue wait within 5 % of the class's TTFT p95

@@ -102,12 +102,16 @@ func (r *run) pacing(i, pool int, allot quota.Vector) Pacing {
 //   - with probability pOwn, when its own and the higher classes' work is
 //     beyond the bucket's credit, that excess (exponential, of mean
 //     thetaOwn) plus k/r′;
-//   - with probability pEmpty − pOwn, when the whole key's work is
-//     beyond the credit, k/r′;
-//   - with probability pDrained − pEmpty, when the lower classes keep the
-//     bucket drained (they take its tokens as they come), (k − L)⁺/r′,
-//     with L the tokens that the lower send waiting has gathered so far,
-//     uniform between 0 and gathered, the mean work of their sends;
+//   - with probability pDrained − pOwn, when the whole key's work is
+//     beyond the credit and the bucket holds no credit for it: with
+//     probability pBusy the send that waits at the bucket is of its own
+//     or a higher class (as often as their share ρ_p/ρ of the key's
+//     work), and it waits for their work (exponential, of mean thetaOwn)
+//     plus k/r′, since the bucket passes the charges ahead at its rate;
+//     otherwise a lower send waits, which
+//     it overtakes, and it waits (k − L)⁺/r′, with L the tokens that the
+//     lower send has gathered so far, uniform between 0 and gathered, the
+//     mean work of their sends;
 //   - otherwise the bucket holds some of its credit: the work of every
 //     class, 0 with probability 1 − piAll and otherwise exponential of
 //     mean thetaAll, taken below b/r′, gives (X + (k − b)/r′)⁺;
@@ -117,8 +121,7 @@ type pacingDim struct {
 	on              bool
 	rate, size      float64 // r′, units per second, and b, units
 	pOwn, thetaOwn  float64
-	pEmpty          float64
-	pDrained        float64
+	pDrained, pBusy float64
 	gathered        float64
 	piAll, thetaAll float64
 	stretch         float64
@@ -133,7 +136,7 @@ type pacingDim struct {
 // rounds of solve settle on one law instead of ones that differ in the
 // last digits, and the caches see one key.
 func (p pacingDim) rounded() pacingDim {
-	for _, v := range []*float64{&p.rate, &p.size, &p.pOwn, &p.thetaOwn, &p.pEmpty, &p.pDrained, &p.gathered, &p.piAll, &p.thetaAll, &p.stretch} {
+	for _, v := range []*float64{&p.rate, &p.size, &p.pOwn, &p.thetaOwn, &p.pDrained, &p.pBusy, &p.gathered, &p.piAll, &p.thetaAll, &p.stretch} {
 		*v = sig6(*v)
 	}
 	if p.thetaAll > 0 {
@@ -306,12 +309,16 @@ func (p *pacingDim) wait(u, e, in float64) float64 {
 	switch {
 	case u < p.pOwn:
 		d = e*p.thetaOwn + k/p.rate
-	case u < p.pEmpty:
-		d = k / p.rate
 	case u < p.pDrained:
-		// The tokens gathered by the lower send that waits, at the
-		// draw's uniform within this case.
-		v := (u - p.pEmpty) / (p.pDrained - p.pEmpty)
+		// The draw's uniform within this case says whether sends of its
+		// own and the higher classes are ahead, and else the tokens that
+		// the lower send that waits has gathered.
+		v := (u - p.pOwn) / (p.pDrained - p.pOwn)
+		if v < p.pBusy {
+			d = e*p.thetaOwn + k/p.rate
+			break
+		}
+		v = (v - p.pBusy) / (1 - p.pBusy)
 		d = math.Max(0, k-v*p.gathered) / p.rate
 	default:
 		v := (u - p.pDrained) / (1 - p.pDrained)
@@ -373,6 +380,21 @@ func (r *run) flowOf(i int, d scenario.Dimension, pool int) flow {
 		// pool, at its rate flat out.
 		f.rate = float64(pool) / s.mean
 		f.ca2 = math.Max(0, 1+(s.scv-1)/math.Sqrt(float64(pool)))
+	case pool >= 1 && m.lambda > 0:
+		// A request is sent as it arrives when it finds a slot free, and
+		// when a slot frees when it waits for one: the sends are the
+		// arrivals but for the share π that wait (the pool's probability
+		// of waiting at S), which leave as the pool's completions, at
+		// most at its rate flat out, c/E[S], with the ca² of a closed
+		// loop's sends above. So a pool that queues its bursts sends them
+		// smoothed, and one that never queues sends its arrivals.
+		c := float64(pool)
+		f.rate = math.Min(m.lambda, c/s.mean)
+		pi := 1.0
+		if w := m.waitAt(pool, s); w.Stable() {
+			pi = w.Prob
+		}
+		f.ca2 = (1-pi)*m.ca2 + pi*math.Max(0, 1+(s.scv-1)/math.Sqrt(c))
 	}
 	if t := m.task; t != nil {
 		t.callFlow(&f, m.base.In.Mean())
@@ -454,42 +476,30 @@ func meanWork(flows []flow) float64 {
 // smooth interactive arrivals finds the time average, not the little
 // that those arrivals find. For a merged stream burstier than Poisson
 // the wait is the GI/M/c law's, the worse of two laws of the gaps
-// (model.Queue.Wait), not Allen–Cunneen's, and is kept as it is.
+// (model.Queue.Wait), not Allen–Cunneen's: its work is kept as it is,
+// and how often a stream finds the server busy goes from the merged
+// stream's π_m, for a stream as bursty, down to the time average ρ for
+// one no burstier than Poisson (by PASTA), linearly in ca² between:
+// a smooth class beside a bursty one does not meet its bursts.
 func seenBy(flows []flow, rate float64, w model.Wait, ca2 float64) model.Wait {
 	q, rho := merged(flows, rate)
-	if w.Prob == 0 || !w.Stable() || q.CA2+q.CS2 == 0 || q.CA2 > 1 {
+	if w.Prob == 0 || !w.Stable() || q.CA2+q.CS2 == 0 {
+		return w
+	}
+	if q.CA2 > 1 {
+		if ca2 < q.CA2 && w.Prob > rho {
+			t := math.Max(0, ca2-1) / (q.CA2 - 1)
+			w.Prob = rho + t*(w.Prob-rho)
+		}
 		return w
 	}
 	w.Mean *= rho + (1-rho)*(ca2+q.CS2)/(q.CA2+q.CS2)
 	return w
 }
 
-// mean is about what a send of a flow waits on the dimension, E[D], at
-// its mean charge, for how often the classes above have a send waiting
-// (by Little's law λ·E[D] of each, taking every token as it comes): the
-// excess beyond the credit with its own charge, or the charge alone when
-// drained (the part while the bucket holds its credit is left out).
-func (p pacingDim) mean(f flow) float64 {
-	if !p.on {
-		return 0
-	}
-	k, g := f.m1, p.gathered
-	// E[(k − U·g)⁺] for U uniform on (0, 1).
-	short := k
-	switch {
-	case g == 0:
-	case k <= g:
-		short = k * k / (2 * g)
-	default:
-		short = k - g/2
-	}
-	return p.stretch * (p.pOwn*(p.thetaOwn+k/p.rate) + (p.pEmpty-p.pOwn)*k/p.rate + (p.pDrained-p.pEmpty)*short/p.rate)
-}
-
 // pacingLaws sets the pacing wait of every class with demand from the
-// classes' flows at their pools: the work of its own and higher classes,
-// of the whole key, and whether the lower classes keep it drained. It reports
-// whether any class's wait changed.
+// classes' flows at their pools: the work of its own and higher classes
+// and of the whole key. It reports whether any class's wait changed.
 func (r *run) pacingLaws() bool {
 	changed := false
 	for _, k := range r.keys {
@@ -509,22 +519,14 @@ func (r *run) pacingLaws() bool {
 			}
 			rate, size := k.Capacity(d)+refund, bucketSize(k, d)
 			whole, rhoAll := r.workload(flows, rate)
-			// From the lowest class up, so that each class knows how often
-			// the classes below it have a send waiting.
-			lower := 0.0
-			for j := len(members) - 1; j >= 0; j-- {
-				i := members[j]
+			for j, i := range members {
 				if r.models[i].lambda == 0 {
 					continue
-				}
-				if j+1 < len(members) && r.models[members[j+1]].lambda > 0 {
-					lower = math.Min(1, lower+r.models[members[j+1]].lambda*laws[j+1].dims[d].mean(flows[j+1]))
 				}
 				own, rhoOwn := r.workload(flows[:j+1], rate)
 				_, rhoHigh := r.workload(flows[:j], rate)
 				if rhoOwn >= 1 || rhoHigh >= 1 {
 					laws[j].unstable = true
-					lower = 1
 					continue
 				}
 				// The work its own sends find, of its own and the higher
@@ -536,12 +538,11 @@ func (r *run) pacingLaws() bool {
 					drainedAll = all.Prob * math.Exp(-size/(rate*all.Mean))
 				}
 				pd := pacingDim{on: true, rate: rate, size: size, adm0: flows[j].adm0, admIn: flows[j].admIn,
-					thetaOwn: own.Mean, piAll: all.Prob, thetaAll: all.Mean, stretch: 1 / (1 - rhoHigh)}
+					thetaOwn: own.Mean, pBusy: rhoOwn / rhoAll, piAll: all.Prob, thetaAll: all.Mean, stretch: 1 / (1 - rhoHigh)}
 				if own.Prob > 0 {
 					pd.pOwn = own.Prob * math.Exp(-size/(rate*own.Mean))
 				}
-				pd.pDrained = math.Max(pd.pOwn, 1-(1-drainedAll)*(1-lower))
-				pd.pEmpty = math.Min(pd.pDrained, math.Max(pd.pOwn, drainedAll))
+				pd.pDrained = math.Max(pd.pOwn, drainedAll)
 				pd.gathered = meanWork(flows[j+1:])
 				if pd.pDrained >= 1 {
 					pd.pDrained, pd.piAll = 1, 1
@@ -713,7 +714,7 @@ func (l pacingLaw) appendKey(b []byte) []byte {
 			continue
 		}
 		b = append(b, byte(d))
-		for _, v := range []float64{p.rate, p.size, p.pOwn, p.thetaOwn, p.pEmpty, p.pDrained, p.gathered, p.piAll, p.thetaAll, p.stretch, p.adm0, p.admIn} {
+		for _, v := range []float64{p.rate, p.size, p.pOwn, p.thetaOwn, p.pDrained, p.pBusy, p.gathered, p.piAll, p.thetaAll, p.stretch, p.adm0, p.admIn} {
 			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
 		}
 	}
