@@ -86,3 +86,23 @@ func TestSweepRejectsBadVariations(t *testing.T) {
 		})
 	}
 }
+
+// TestOverlappingVariationsAreRefused: two variations of one value, or of
+// a value and what holds it, would let one cell's value hide the other's.
+func TestOverlappingVariationsAreRefused(t *testing.T) {
+	for _, tc := range []struct {
+		a, b    string
+		overlap bool
+	}{
+		{"/quotas/0/tpm", "/quotas/0/tpm", true},
+		{"/quotas/0", "/quotas/0/tpm", true},
+		{"/quotas/0/tpm", "/quotas/0", true},
+		{"/quotas/0/tpm", "/quotas/0/tpmx", false},
+		{"/quotas/1/tpm", "/quotas/10/tpm", false},
+		{"/quotas/0/tpm", "/quotas/0/rpm", false},
+	} {
+		if got := overlaps(tc.a, tc.b); got != tc.overlap {
+			t.Errorf("%s and %s: overlap %v, want %v", tc.a, tc.b, got, tc.overlap)
+		}
+	}
+}
