@@ -113,8 +113,8 @@ type analysisInput struct {
 
 var analysisSchema = sync.OnceValue(schemaOf[AnalysisRequest])
 
-// Resolve requires exactly one of rows, steps and file, and an SLO only
-// with rows or a file.
+// Resolve requires exactly one of rows, steps and file, an SLO only with
+// rows or a file, and steps that a probe could have measured (stepRules).
 func (in *analysisInput) Resolve(huma.Context) []error {
 	n := 0
 	for _, given := range []bool{len(in.Body.Rows) > 0, len(in.Body.Steps) > 0, in.Body.File != nil} {
@@ -129,10 +129,47 @@ func (in *analysisInput) Resolve(huma.Context) []error {
 	if in.Body.SLO != nil && !in.Body.SLO.IsZero() && len(in.Body.Steps) > 0 {
 		rules = append(rules, rule{location: "body.slo", message: "judges per-request rows or a file; steps carry their own goodput_rps, which no SLO can recount"})
 	}
+	rules = append(rules, stepRules(in.Body.Steps)...)
 	if len(rules) == 0 {
 		return nil
 	}
 	return uncoveredRules(in.RawBody, analysisSchema(), rules)
+}
+
+// stepRules are the problems of steps no run could have measured: a p95
+// below its p50 (the latency block made of them would be refused by a
+// plan), more requests answered ok, 429 or in error than were sent, and
+// two closed-loop steps at one concurrency (or open-loop steps at one
+// rate), which would be summarised as one.
+func stepRules(steps []AnalysisStep) []rule {
+	var rules []rule
+	closed, open := map[int]int{}, map[float64]int{}
+	for i, st := range steps {
+		at := func(f string) string { return fmt.Sprintf("body.steps[%d].%s", i, f) }
+		for _, p := range []struct {
+			name     string
+			p50, p95 float64
+		}{{"ttft", st.TTFTP50Ms, st.TTFTP95Ms}, {"e2e", st.E2EP50Ms, st.E2EP95Ms}, {"tpot", st.TPOTP50Ms, st.TPOTP95Ms}} {
+			if p.p95 > 0 && p.p95 < p.p50 {
+				rules = append(rules, rule{location: at(p.name + "_p95_ms"), message: "must be >= " + p.name + "_p50_ms"})
+			}
+		}
+		if st.Requests > 0 && st.OK+st.Errors > st.Requests {
+			rules = append(rules, rule{location: at("ok"), message: "ok and errors together must be at most requests"})
+		}
+		if st.RateRPS > 0 {
+			if j, ok := open[st.RateRPS]; ok {
+				rules = append(rules, rule{location: at("rate_rps"), message: fmt.Sprintf("steps[%d] has the same rate: give each rate once", j)})
+			}
+			open[st.RateRPS] = i
+		} else {
+			if j, ok := closed[st.Concurrency]; ok {
+				rules = append(rules, rule{location: at("concurrency"), message: fmt.Sprintf("steps[%d] has the same concurrency: give each concurrency once", j)})
+			}
+			closed[st.Concurrency] = i
+		}
+	}
+	return rules
 }
 
 type analysisOutput struct {

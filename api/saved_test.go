@@ -267,6 +267,9 @@ func TestAnalyses(t *testing.T) {
 		{"nothing", map[string]any{"deadline_ms": 1000}, "body", "exactly one of rows, steps or file"},
 		{"two inputs", map[string]any{"rows": rows, "steps": analysisExampleSteps}, "body", "exactly one"},
 		{"bad error class", map[string]any{"rows": []map[string]any{{"step": 1, "ok": false, "error": "oops"}}}, "body.rows[0].error", "expected value to be one of"},
+		{"p95 below p50", map[string]any{"steps": []map[string]any{{"concurrency": 1, "goodput_rps": 1, "ttft_p50_ms": 300, "ttft_p95_ms": 200}}}, "body.steps[0].ttft_p95_ms", "must be >= ttft_p50_ms"},
+		{"more ok than requests", map[string]any{"steps": []map[string]any{{"concurrency": 1, "goodput_rps": 1, "requests": 1, "ok": 1000}}}, "body.steps[0].ok", "at most requests"},
+		{"one concurrency twice", map[string]any{"steps": []map[string]any{{"concurrency": 1, "goodput_rps": 1}, {"concurrency": 2, "goodput_rps": 2}, {"concurrency": 1, "goodput_rps": 1}}}, "body.steps[2].concurrency", "steps[0] has the same concurrency"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, _, b := call(t, http.MethodPost, env.url+"/v1/analyses", tc.body)
