@@ -2,6 +2,7 @@ package importer
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -118,5 +119,22 @@ func TestSwappedPercentilesAreRefused(t *testing.T) {
 	_, err := Import("swapped.json", data, deadline12s)
 	if err == nil || !strings.Contains(err.Error(), "TTFT p95 (244.1 ms) is below its p50 (257 ms)") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestDisorderedPercentilesAreRefused: a p95 above the file's p99, or a
+// latency beyond a scenario's largest, is not a distribution: refused
+// with both quantiles named, rather than planned as a 309-digit number.
+func TestDisorderedPercentilesAreRefused(t *testing.T) {
+	orig := readTestdata(t, "vllm/benchmark_2025-05-13_04-55-27.json")
+	for value, want := range map[string]string{
+		"1e308":  "TTFT p95 (1e+308 ms) is beyond the 1e+09 ms a latency may be",
+		"100000": "TTFT p99 (",
+	} {
+		data := regexp.MustCompile(`"p95_ttft_ms": [0-9.]+`).ReplaceAll(orig, []byte(`"p95_ttft_ms": `+value))
+		_, err := Import("disordered.json", data, deadline12s)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("p95 TTFT %s: err = %v, want %q", value, err, want)
+		}
 	}
 }

@@ -60,6 +60,9 @@ func (s summary) quantile(q float64) (v, from float64, ok bool) {
 // saying which, and an error when the tool's own p95 lies below its median:
 // a swapped or corrupt pair is refused, never clamped.
 func (s summary) p50p95(metric string) (p50, p95 float64, estimated bool, notes []string, err error) {
+	if err := s.ordered(metric); err != nil {
+		return 0, 0, false, nil, err
+	}
 	p50, from50, ok := s.quantile(0.5)
 	switch {
 	case !ok:
@@ -88,6 +91,26 @@ func (s summary) p50p95(metric string) (p50, p95 float64, estimated bool, notes 
 		p95 = p50
 	}
 	return p50, p95, estimated, notes, nil
+}
+
+// maxQuantileMs is the largest latency a file may report, as a scenario's
+// latency fields allow: 10⁹ ms, eleven days.
+const maxQuantileMs = 1e9
+
+// ordered is an error when the reported quantiles are not a distribution's:
+// one above maxQuantileMs, or a higher quantile below a lower one (the p95
+// above the p99); a corrupt file is refused, never planned from.
+func (s summary) ordered(metric string) error {
+	keys := slices.Sorted(maps.Keys(s.q))
+	for i, k := range keys {
+		if v := s.q[k]; !(v <= maxQuantileMs) {
+			return fmt.Errorf("%s %s (%.4g ms) is beyond the %.0g ms a latency may be", metric, quantileName(k), v, float64(maxQuantileMs))
+		}
+		if i > 0 && s.q[k] < s.q[keys[i-1]] {
+			return fmt.Errorf("%s %s (%.4g ms) is below its %s (%.4g ms): the file's percentiles are inconsistent", metric, quantileName(k), s.q[k], quantileName(keys[i-1]), s.q[keys[i-1]])
+		}
+	}
+	return nil
 }
 
 // fractionWithin estimates the share of requests at or under x by linear
