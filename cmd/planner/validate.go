@@ -128,8 +128,11 @@ func writeValidation(w io.Writer, rep *verify.Report, markdown bool) error {
 		for _, pt := range c.Points {
 			meas, errPct, ttft, e2e, limited := "-", "-", "-", "-", "-"
 			if m := pt.Measured; m != nil {
-				meas, ttft, e2e, limited = fmt.Sprintf("%.2f", m.ThroughputRPS), fmt.Sprintf("%.0f", m.TTFTP95Ms), fmt.Sprintf("%.0f", m.E2EP95Ms), fmt.Sprint(m.RateLimited)
+				meas, limited = fmt.Sprintf("%.2f", m.ThroughputRPS), fmt.Sprint(m.RateLimited)
 				errPct = fmt.Sprintf("%+.1f %%", pt.RelativeErrorPct.ThroughputRPS)
+				if m.OK > 0 { // a latency is measured over requests that succeeded
+					ttft, e2e = fmt.Sprintf("%.0f", m.TTFTP95Ms), fmt.Sprintf("%.0f", m.E2EP95Ms)
+				}
 			}
 			row(tw, markdown, c.Class, fmt.Sprint(c.Pool), fmt.Sprint(pt.Concurrency), fmt.Sprint(pt.Load), fmt.Sprintf("%.2f", pt.Predicted.ThroughputRPS), meas, errPct,
 				fmt.Sprintf("%.0f", pt.Predicted.TTFTP95Ms), ttft, fmt.Sprintf("%.0f", pt.Predicted.E2EP95Ms), e2e, limited, c.Verdict)

@@ -131,6 +131,15 @@ func intervalErrors(pt Point) *Errors {
 	return &Errors{ThroughputRPS: fs[0].beyondPct(), TTFTP95Ms: fs[1].beyondPct(), E2EP95Ms: fs[2].beyondPct()}
 }
 
+// failureOf is ": " and why nothing succeeded, for a class whose probe
+// says so, else empty.
+func failureOf(cr *ClassReport) string {
+	if cr.Failure == "" {
+		return ""
+	}
+	return ": " + cr.Failure
+}
+
 // judge sets a class's verdict and reasons from its points; tol is the
 // tolerance in percent.
 func judge(sc scenario.Scenario, cp plan.ClassPlan, cr *ClassReport, tol float64) {
@@ -138,7 +147,7 @@ func judge(sc scenario.Scenario, cp plan.ClassPlan, cr *ClassReport, tol float64
 	at, above := cr.Points[0], cr.Points[1]
 	quotaBound := isQuotaDimension(cp.BindingConstraint)
 	if at.Measured == nil || at.Measured.OK == 0 {
-		fails = append(fails, fmt.Sprintf("nothing succeeded at the pool of %d (probe stopped: %s)", cr.Pool, cr.StopReason))
+		fails = append(fails, fmt.Sprintf("nothing succeeded at the pool of %d (probe stopped: %s)%s", cr.Pool, cr.StopReason, failureOf(cr)))
 	} else {
 		m := at.Measured
 		if m.RateLimited > 0 {

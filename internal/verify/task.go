@@ -229,6 +229,9 @@ func (v *validation) runTask(ctx context.Context, i int) error {
 	v.spend.requests += res.Sent
 	v.spend.tokens += res.TokensUsed
 	cr.StopReason = res.StopReason
+	if err := res.Failure(); err != nil {
+		cr.Failure = err.Error()
+	}
 	tc.Measured = measureTasks(res.Records, slo, pr.task.calls, pr.task.toolMs, pct/100)
 	if m := tc.Measured; m != nil {
 		tc.IntervalErrorPct = &TaskErrors{
@@ -350,7 +353,7 @@ func judgeTask(slo scenario.SLO, cr *ClassReport, tol float64) {
 	where := fmt.Sprintf("at the pool of %d tasks", cr.Pool)
 	switch {
 	case m == nil || m.Tasks == m.FailedTasks:
-		fails = append(fails, fmt.Sprintf("no task completed at the pool of %d tasks (probe stopped: %s)", cr.Pool, cr.StopReason))
+		fails = append(fails, fmt.Sprintf("no task completed at the pool of %d tasks (probe stopped: %s)%s", cr.Pool, cr.StopReason, failureOf(cr)))
 	default:
 		if m.RateLimited > 0 {
 			fails = append(fails, fmt.Sprintf("%d 429 answers %s: the quota is tighter than the plan assumes", m.RateLimited, where))

@@ -175,6 +175,9 @@ func (v *validation) runStep(ctx context.Context, ms []member, left probe.Budget
 		cr := &v.rep.Classes[m.class]
 		if step == 0 {
 			cr.StopReason = res.StopReason
+			if err := res.Failure(); err != nil {
+				cr.Failure = err.Error()
+			}
 		}
 		pt := Point{Concurrency: m.pred.Concurrency, Load: m.pred.Load, Predicted: m.pred}
 		if meas, ok := measuredAt(res, pt.Concurrency); ok {

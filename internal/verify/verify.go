@@ -331,6 +331,9 @@ type ClassReport struct {
 	Together          []string `json:"together,omitempty" doc:"The other classes of its endpoint, in flight at the same time."`
 	Points            []Point  `json:"points" doc:"At the pool and at 1.25 times it, every class of the endpoint at the same time."`
 	StopReason        string   `json:"stop_reason,omitempty" doc:"Why the class's probe at its pool stopped: completed once every class of the endpoint had measured its step."`
+	// Failure is why nothing succeeded at the pool, in the probe's
+	// words, credentials removed; empty when a request did.
+	Failure string `json:"failure,omitempty" doc:"Why no request succeeded at the pool, as the probe says it (the endpoint unreachable, refused, every request failing); absent when one did."`
 	// Task is the validation of an agent task class, whose points are
 	// then empty; nil for a class of single calls.
 	Task *TaskCheck `json:"task,omitempty" doc:"An agent task class's validation: its tasks replayed call by call at its pool of tasks in flight, each call's TTFT and the task's E2E at the SLO's percentile against the model's, and the share of tasks that met every target; its points are empty."`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -588,5 +589,22 @@ classes:
 			math.Abs(c.Task.Measured.TTFTMs-tc.ttft) > 0.05*tc.ttft {
 			t.Errorf("%s: %s, predicted %+v, measured %+v: %v", tc.context, c.Verdict, c.Task.Predicted, c.Task.Measured, c.Reasons)
 		}
+	}
+}
+
+// TestNothingSucceededSaysWhy: against an endpoint that fails every
+// request, the class fails with the probe's own account of why in its
+// reasons and in failure, and nothing is given as measured latency.
+func TestNothingSucceededSaysWhy(t *testing.T) {
+	rep := run(t, matched, fakeendpoint.Config{MaxNumSeqs: 64, TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond, FailRate: 1, FailStatus: 500})
+	c := rep.Classes[0]
+	if c.Verdict != VerdictFails || c.Failure == "" || c.StopReason != probe.StopNoSuccess {
+		t.Fatalf("verdict %s, stop %s, failure %q: %v", c.Verdict, c.StopReason, c.Failure, c.Reasons)
+	}
+	if want := "nothing succeeded at the pool of 4 (probe stopped: no_success): " + c.Failure; !slices.Contains(c.Reasons, want) {
+		t.Errorf("reasons %q lack %q", c.Reasons, want)
+	}
+	if m := c.Points[0].Measured; m != nil && m.OK != 0 {
+		t.Errorf("measured %+v at the pool", m)
 	}
 }
