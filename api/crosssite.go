@@ -144,10 +144,19 @@ func declaredBody(r *http.Request) bool {
 	return false
 }
 
+// encoded reports whether a request's body comes compressed (gzip, br):
+// this service reads bodies as sent, and a compressed one would only
+// fail to parse as JSON (RFC 9110, §15.5.16: 415 for a content coding
+// the server does not accept).
+func encoded(r *http.Request) bool {
+	ce := strings.TrimSpace(r.Header.Get("Content-Encoding"))
+	return r.ContentLength != 0 && ce != "" && !strings.EqualFold(ce, "identity")
+}
+
 // crossSite refuses what a web page on another site could send: a Host
 // that does not name the service (DNS rebinding), a foreign Origin, and
 // a body not declared as JSON or YAML (which a page can send without the
-// browser asking the server first).
+// browser asking the server first); and a body in a content coding.
 func (s *Server) crossSite(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
@@ -160,6 +169,9 @@ func (s *Server) crossSite(next http.Handler) http.Handler {
 		case !declaredBody(r):
 			writeProblem(w, http.StatusUnsupportedMediaType, "a request body must be declared as application/json or application/yaml",
 				&huma.ErrorDetail{Location: "header.Content-Type", Message: "must be application/json or application/yaml", Value: r.Header.Get("Content-Type")})
+		case encoded(r):
+			writeProblem(w, http.StatusUnsupportedMediaType, "a request body must be sent as it is, without a Content-Encoding",
+				&huma.ErrorDetail{Location: "header.Content-Encoding", Message: "must be absent or identity", Value: r.Header.Get("Content-Encoding")})
 		default:
 			next.ServeHTTP(w, r)
 		}

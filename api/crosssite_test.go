@@ -162,6 +162,20 @@ func TestBodyMustBeDeclared(t *testing.T) {
 	}
 }
 
+// TestEncodedBodyIsRefused: a compressed body is a 415 at its
+// Content-Encoding, not a body that fails to parse; identity is none.
+func TestEncodedBodyIsRefused(t *testing.T) {
+	s := newServer(t, Options{})
+	for ce, want := range map[string]int{"gzip": http.StatusUnsupportedMediaType, "br": http.StatusUnsupportedMediaType, "identity": http.StatusOK, "": http.StatusOK} {
+		rec := send(s, http.MethodPost, "/v1/plans", planBody(t), "Content-Encoding", ce)
+		if rec.Code != want {
+			t.Errorf("Content-Encoding %q: %d, want %d: %.300s", ce, rec.Code, want, rec.Body)
+		} else if want != http.StatusOK && !slices.Equal(readProblem(t, rec).locations(), []string{"header.Content-Encoding"}) {
+			t.Errorf("Content-Encoding %q: %s", ce, rec.Body)
+		}
+	}
+}
+
 // TestYAMLBody plans a scenario sent as YAML, as the command line and the
 // page read it: the same plan as the JSON body, and problems located the
 // same way.
