@@ -100,3 +100,24 @@ func TestBareServeTakesServeFlags(t *testing.T) {
 		t.Errorf("plan --listen: exit %d %s; serve's flags are the root's own, not every command's", code, errOut)
 	}
 }
+
+// TestUnknownCommandIsAUsageError: a command planner does not have is a
+// usage error, asked for its help or not; the help of the root and of a
+// command is not.
+func TestUnknownCommandIsAUsageError(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"nonexist"}, exitUsage},
+		{[]string{"nonexist", "--help"}, exitUsage},
+		{[]string{"validate", "-h"}, exitUsage},
+		{[]string{"--help"}, exitOK},
+		{[]string{"plan", "--help"}, exitOK},
+	} {
+		code, _, errOut := execute(t, "", tc.args...)
+		if code != tc.code || (code == exitUsage && !strings.Contains(errOut, `unknown command "`+tc.args[0]+`" for "planner"`)) {
+			t.Errorf("planner %s: exit %d, want %d: %s", strings.Join(tc.args, " "), code, tc.code, errOut)
+		}
+	}
+}

@@ -113,7 +113,12 @@ func newRootCmd(s streams) *cobra.Command {
 func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer) int {
 	root := newRootCmd(streams{in: in, out: out, err: errOut})
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil && cmd == root && cmd.Flags().Changed("help") && cmd.Flags().NArg() > 0 {
+		// planner nonexist --help: cobra prints the root's help for a
+		// command it does not know, which is still a wrong command line.
+		err = usageError{fmt.Errorf("unknown command %q for \"planner\"", cmd.Flags().Arg(0))}
+	}
 	if err == nil {
 		return exitOK
 	}
