@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"strings"
 
 	"golang.org/x/sync/errgroup"
 
@@ -78,15 +77,6 @@ func (e *Engine) Sweep(ctx context.Context, base scenario.Scenario, vars []Varia
 	return e.sweepWith(ctx, base, vars, nil)
 }
 
-// overlaps reports whether two JSON Pointers name the same value or one
-// lies inside the other (/quotas/0 and /quotas/0/tpm).
-func overlaps(a, b string) bool {
-	inside := func(outer, inner string) bool {
-		return strings.HasPrefix(inner, outer) && (len(inner) == len(outer) || inner[len(outer)] == '/')
-	}
-	return inside(a, b) || inside(b, a)
-}
-
 // sweepWith is Sweep, each valid cell's plan checked by check when it is
 // not nil.
 func (e *Engine) sweepWith(ctx context.Context, base scenario.Scenario, vars []Variation, check Checker) (*WhatIf, error) {
@@ -104,8 +94,11 @@ func (e *Engine) sweepWith(ctx context.Context, base scenario.Scenario, vars []V
 		if ptrs[i], err = variationPointer(base, v.Path); err != nil {
 			return nil, scenario.Errors{{Path: fmt.Sprintf("variations[%d].path", i), Message: err.Error()}}
 		}
-		if i == 1 && overlaps(vars[0].Path, v.Path) {
-			return nil, scenario.Errors{{Path: "variations[1].path", Message: fmt.Sprintf("varies what variations[0] (%s) varies: one cell's value would hide the other's", vars[0].Path)}}
+		if i == 1 && ptrs[0].String() == ptrs[1].String() {
+			// The second's values would replace the first's in every cell.
+			// (A field inside the first's object may vary: its values are
+			// written into each of the first's.)
+			return nil, scenario.Errors{{Path: "variations[1].path", Message: fmt.Sprintf("varies what variations[0] (%s) varies: give its values in one variation", vars[0].Path)}}
 		}
 	}
 	if cells > MaxWhatIfCells {

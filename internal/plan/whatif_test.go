@@ -2,6 +2,7 @@ package plan
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/plannerdev/planner/internal/scenario"
@@ -87,22 +88,17 @@ func TestSweepRejectsBadVariations(t *testing.T) {
 	}
 }
 
-// TestOverlappingVariationsAreRefused: two variations of one value, or of
-// a value and what holds it, would let one cell's value hide the other's.
-func TestOverlappingVariationsAreRefused(t *testing.T) {
-	for _, tc := range []struct {
-		a, b    string
-		overlap bool
-	}{
-		{"/quotas/0/tpm", "/quotas/0/tpm", true},
-		{"/quotas/0", "/quotas/0/tpm", true},
-		{"/quotas/0/tpm", "/quotas/0", true},
-		{"/quotas/0/tpm", "/quotas/0/tpmx", false},
-		{"/quotas/1/tpm", "/quotas/10/tpm", false},
-		{"/quotas/0/tpm", "/quotas/0/rpm", false},
-	} {
-		if got := overlaps(tc.a, tc.b); got != tc.overlap {
-			t.Errorf("%s and %s: overlap %v, want %v", tc.a, tc.b, got, tc.overlap)
-		}
+// TestOneValueVariedTwiceIsRefused: two variations of one value would
+// let the second's values replace the first's in every cell; a field
+// inside the first's object may vary (TestSweepCellProblems).
+func TestOneValueVariedTwiceIsRefused(t *testing.T) {
+	base := handScenario(scenario.Quota{RPM: 600, TPM: 100000})
+	_, err := sweep(base, []Variation{{Path: "/quotas/0/tpm", Values: []any{1000.0}}, {Path: "/quotas/0/tpm", Values: []any{2000.0}}})
+	var errs scenario.Errors
+	if !errors.As(err, &errs) || len(errs) != 1 || errs[0].Path != "variations[1].path" || !strings.Contains(errs[0].Message, "varies what variations[0] (/quotas/0/tpm) varies") {
+		t.Errorf("tpm twice: %v", err)
+	}
+	if _, err := sweep(base, []Variation{{Path: "/quotas/0/tpm", Values: []any{1000.0}}, {Path: "/quotas/0/rpm", Values: []any{100.0}}}); err != nil {
+		t.Errorf("tpm and rpm: %v", err)
 	}
 }
