@@ -508,20 +508,29 @@ func (m *classModel) firstAbove(bound, scale float64, limit int) (int, bool) {
 
 // waitAt is the client-side queue wait with a pool of c at the class's
 // demand, for the service time s.
-func (m *classModel) waitAt(c int, s *service) model.Wait {
+func (m *classModel) waitAt(c int, s *service) model.Wait { return m.waitAtP(c, s, m.pct) }
+
+// waitAtP is waitAt with the wait's law matched at the p-quantile of the
+// latency (model.Queue.P).
+func (m *classModel) waitAtP(c int, s *service, p float64) model.Wait {
+	queue := func(s *service) model.Queue {
+		q := m.queue(c, m.lambda, s)
+		q.P = p
+		return q
+	}
 	if s.base == nil {
-		return m.eng.wait(m.queue(c, m.lambda, s))
+		return m.eng.wait(queue(s))
 	}
 	// A request at the head of the queue that waits for the buckets keeps
 	// the slot it would take idle for what its pacing wait lasts beyond
 	// its wait for a slot: for the whole of it when it found a slot free,
 	// hardly at all when it waited long for one. The pool's queue sees
 	// S + (1 − π)·D, with π its probability of waiting at S + D.
-	w := m.eng.wait(m.queue(c, m.lambda, s))
+	w := m.eng.wait(queue(s))
 	if !w.Stable() {
 		w = model.Wait{Prob: 1}
 	}
-	return m.eng.wait(m.queue(c, m.lambda, s.occupancy(1-w.Prob)))
+	return m.eng.wait(queue(s.occupancy(1 - w.Prob)))
 }
 
 // percentile names one of the percentiles the plan predicts.
@@ -555,7 +564,7 @@ func (m *classModel) percentileOf(ctx context.Context, c, load int, which percen
 	if which == pctService {
 		return m.quantileAt(ctx, m.at(load), nil, model.Wait{}, which, p)
 	}
-	s, full, _, w := m.slotWait(c, load)
+	s, full, q, w := m.slotWait(c, load)
 	if !w.Stable() {
 		return math.Inf(1), nil
 	}
@@ -568,6 +577,12 @@ func (m *classModel) percentileOf(ctx context.Context, c, load int, which percen
 			return 0, err
 		}
 		if ok && m.resolves(w, tau) {
+			// Over the requests served the p-quantile lies where the one
+			// over every request at p·(1 − q) does: the wait's law is
+			// matched there.
+			if m.task == nil {
+				w = m.waitAtP(c, q, p*(1-w.LeftOut(tau)))
+			}
 			return m.servedQuantile(ctx, s, full, w, which, p, tau)
 		}
 	}

@@ -61,14 +61,18 @@ func TestPercentile99AgainstBruteForce(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := func(x []float64, p float64) float64 {
-		// Over the requests served: the draws that wait at most τ.
+		// Over the requests served, with the wait's law matched at
+		// p·(1 − q): the draws it puts beyond τ are left out, and a wait
+		// between τ and the cut counts as τ.
+		w := m.waitAtP(cp.Pool, m.pacedOf(m.at(1)), p*(1-w.LeftOut(tau)))
+		cut := w.Cut(tau)
 		var sum []float64
 		for i, v := range x {
 			if d.U[i] < w.Prob {
-				if d.E[i]*w.Mean > tau {
+				if d.E[i]*w.Mean > cut {
 					continue
 				}
-				v += d.E[i] * w.Mean
+				v += math.Min(d.E[i]*w.Mean, tau)
 			}
 			sum = append(sum, v)
 		}
