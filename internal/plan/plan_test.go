@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -161,6 +162,16 @@ func TestMinPoolHandWorked(t *testing.T) {
 		!strings.Contains(c14.Explanation, "sheds 1.3 % of its requests") {
 		t.Errorf("at 14: feasible %v, shed share %v, E2E p95 %v ms, want not feasible, 0.0129 and at most 3,000: %s",
 			c14.Feasible, c14.Predicted.ShedShare, *c14.Predicted.E2EP95Ms, c14.Explanation)
+	}
+	// The rate it sustains is the most it serves shedding at most 1 %:
+	// 3.8 req/s sheds 0.92 %, 3.9 req/s 1.09 %.
+	if c14.Shed == nil || !(c14.Shed.SustainableRPS > 3.8 && c14.Shed.SustainableRPS < 3.9) {
+		t.Fatalf("at 14: shed %+v, want a sustainable rate between 3.8 and 3.9 req/s", c14.Shed)
+	}
+	at14.Classes = slices.Clone(at14.Classes)
+	at14.Classes[0].Demand = &scenario.Demand{RPS: c14.Shed.SustainableRPS}
+	if c := mustPlan(t, at14).Classes[0]; !c.Feasible || c.Predicted.ShedShare > 0.01 {
+		t.Errorf("at its sustainable %g req/s: feasible %v, shed share %v", c14.Shed.SustainableRPS, c.Feasible, c.Predicted.ShedShare)
 	}
 	// rpm allows 22 (see TestHandWorkedCeilings): feasible, pool 22.
 	if !cp.Feasible || cp.Pool != 22 {
