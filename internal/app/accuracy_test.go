@@ -132,7 +132,8 @@ classes:
 
 // curveWithDemand is the measured curve of docs/examples/measured-curve.yaml
 // with a demand on both classes: the reports' pool is left what the
-// assistant does not need, which does not serve their demand.
+// assistant does not need, which does not serve their demand, and the
+// assistant sheds what waits longer than its E2E target of 10 s allows.
 const curveWithDemand = `
 quotas:
   - {name: gpu-pool, rpm: 100000}
@@ -151,6 +152,46 @@ classes:
   - {name: reports, quota: gpu-pool, mode: semi, demand: {rps: 1}, arrival_scv: SCV, input_tokens: {p50: 1200, p95: 3000}, output_tokens: {p50: 250, p95: 500}, max_tokens: 800, slo: {e2e_p95_ms: 20000}}
 `
 
+// shedding is one chat whose E2E target leaves its client 828 ms of
+// waiting for a slot before it sheds a request: bursty arrivals at its
+// pool of 13 shed several percent of them.
+const shedding = `
+quotas:
+  - {name: k, rpm: 3000, tpm: 300000, token_accounting: max_tokens, headroom: 0.9, burst_window_s: 10}
+latency:
+  ttft_ms: {p50: 400, p95: 900}
+  tpot_ms: {p50: 20, p95: 35}
+classes:
+  - name: chat
+    quota: k
+    mode: interactive
+    demand: {rps: 2.5}
+    arrival_scv: SCV
+    input_tokens: {p50: 500, p95: 1500}
+    output_tokens: {p50: 100, p95: 250}
+    max_tokens: 300
+    slo: {ttft_p95_ms: 3000, e2e_p95_ms: 7000}
+`
+
+// oneSlot is a class held to a pool of one, which sheds what waits
+// longer than its E2E target allows.
+const oneSlot = `
+quotas: [{name: k, rpm: 600, tpm: 2000000, headroom: 0.9}]
+latency:
+  ttft_ms: {p50: 300, p95: 700}
+  tpot_ms: {p50: 15, p95: 25}
+policy: {max_pool: 1}
+classes:
+  - name: a
+    quota: k
+    mode: interactive
+    demand: {rps: 0.15}
+    arrival_scv: SCV
+    input_tokens: {p50: 500, p95: 1500}
+    output_tokens: {p50: 150, p95: 400}
+    slo: {ttft_p95_ms: 20000, e2e_p95_ms: 30000}
+`
+
 func fill(doc string, kv ...string) string {
 	for i := 0; i+1 < len(kv); i += 2 {
 		doc = strings.ReplaceAll(doc, kv[i], kv[i+1])
@@ -164,10 +205,11 @@ type accuracyCase struct {
 	sc   scenario.Scenario
 }
 
-// accuracyCases are the shipped examples and 46 more scenarios: per-window
+// accuracyCases are the shipped examples and 54 more scenarios: per-window
 // limits at 1 s and 10 s, actual and max_tokens accounting, shared keys
 // under priority and weighted allocation, batches with and without
-// demand, measured curves, and arrival scv from 0 to 9.
+// demand, measured curves, clients that shed (a tight max queue wait, a
+// curve's class, one slot), and arrival scv from 0 to 9.
 func accuracyCases(t *testing.T) []accuracyCase {
 	var out []accuracyCase
 	for _, name := range planner.ExampleNames() {
@@ -229,6 +271,15 @@ func accuracyCases(t *testing.T) []accuracyCase {
 	add("three classes on a tight key, Poisson", fill(tightKey, "ALLOCATION", "priority", "SCV", "1"))
 	add("assistant and reports with demand on a curve, scv 0", fill(curveWithDemand, "SCV", "0", "TTFT", "1000"))
 	add("assistant and reports with demand on a curve, scv 1", fill(curveWithDemand, "SCV", "1", "TTFT", "1500"))
+	// Clients that shed: a tight max queue wait, a curve's class held to
+	// its knee budget, one slot.
+	for _, scv := range []string{"1", "4", "9"} {
+		add("a chat that sheds, scv "+scv, fill(shedding, "SCV", scv))
+		add("one slot that sheds, scv "+scv, fill(oneSlot, "SCV", scv))
+	}
+	for _, scv := range []string{"4", "9"} {
+		add("an assistant that sheds beside reports on a knee of 24, scv "+scv, fill(curveWithDemand, "SCV", scv, "TTFT", "1000"))
+	}
 	// One slot at ρ 0.92, which per-class pacing at X(pool)/0.9 made unstable.
 	add("one slot at rho 0.92", `
 quotas: [{name: k, rpm: 100}]
@@ -269,13 +320,14 @@ func inBand(pred float64, sims []float64, slack float64) (bool, float64) {
 
 // TestPlanAgainstItsSimulation holds the plan to planner simulate's runs
 // of it, three replications of an hour each (four hours with
-// -accuracy.long), on every shipped example and 46 more scenarios: for
+// -accuracy.long), on every shipped example and 54 more scenarios: for
 // every class with a pool, its predicted TTFT p95, E2E p95 and queue-wait
 // p95 are within −5 % and +20 % of the simulation's (widened by the
 // replications' spread; a queue wait within 5 % of the class's TTFT p95
-// besides, as a wait's p95 near nothing has no relative precision), and a
-// class the plan says fits holds in every replication, one it says does
-// not fit fails in every one.
+// besides, as a wait's p95 near nothing has no relative precision); for
+// every class whose client sheds, its predicted shed share is within
+// shedInBand of the simulation's; and a class the plan says fits holds in
+// every replication, one it says does not fit fails in every one.
 func TestPlanAgainstItsSimulation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates hundreds of hours of traffic")
@@ -291,6 +343,7 @@ func TestPlanAgainstItsSimulation(t *testing.T) {
 		ratio float64
 	}
 	var ratios []float64
+	var shedRatios [][2]float64 // predicted and simulated shed shares
 	worst := [2]named{{ratio: math.Inf(1)}, {ratio: math.Inf(-1)}}
 	for _, tc := range cases {
 		p, err := a.Plan(ctx, tc.sc)
@@ -298,8 +351,8 @@ func TestPlanAgainstItsSimulation(t *testing.T) {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		type sims struct {
-			ttft, e2e, wait []float64
-			holds           int
+			ttft, e2e, wait, shed []float64
+			holds                 int
 		}
 		got := make([]sims, len(p.Classes))
 		for seed := uint64(1); seed <= replications; seed++ {
@@ -312,6 +365,7 @@ func TestPlanAgainstItsSimulation(t *testing.T) {
 				got[i].ttft = append(got[i].ttft, value(s.TTFTP95Ms))
 				got[i].e2e = append(got[i].e2e, value(s.E2EP95Ms))
 				got[i].wait = append(got[i].wait, s.QueueWaitP95Ms)
+				got[i].shed = append(got[i].shed, float64(s.Shed)/math.Max(1, float64(s.Requests)))
 				if c.Verdict.Holds {
 					got[i].holds++
 				}
@@ -321,12 +375,18 @@ func TestPlanAgainstItsSimulation(t *testing.T) {
 			s := got[i]
 			name := tc.name + "/" + cp.Name
 			if *accuracyVerbose {
-				t.Logf("%-60s %-10s pool %3d fits %-5v TTFT %7.0f/%7.0f E2E %7.0f/%7.0f wait %7.0f/%7.0f holds %d/%d",
+				t.Logf("%-60s %-10s pool %3d fits %-5v TTFT %7.0f/%7.0f E2E %7.0f/%7.0f wait %7.0f/%7.0f shed %.4f/%.4f holds %d/%d",
 					tc.name, cp.Name, cp.Pool, cp.Feasible, value(cp.Predicted.TTFTP95Ms), s.ttft[0], value(cp.Predicted.E2EP95Ms), s.e2e[0],
-					value(cp.Predicted.QueueWaitP95Ms), s.wait[0], s.holds, replications)
+					value(cp.Predicted.QueueWaitP95Ms), s.wait[0], cp.Predicted.ShedShare, s.shed[0], s.holds, replications)
 			}
 			if cp.Feasible && s.holds != replications || !cp.Feasible && s.holds != 0 {
 				t.Errorf("%s: the plan says fits %v, the simulation holds in %d of %d runs", name, cp.Feasible, s.holds, replications)
+			}
+			if cp.Pool >= 1 && cp.Admission.MaxQueueWaitMs != nil && cp.Task == nil {
+				shedRatios = append(shedRatios, [2]float64{cp.Predicted.ShedShare, s.shed[0]})
+				if !shedInBand(cp.Predicted.ShedShare, s.shed) {
+					t.Errorf("%s: predicted shed share %.4f, simulated %.4f (runs %.4f)", name, cp.Predicted.ShedShare, s.shed[0], s.shed)
+				}
 			}
 			if cp.Pool < 1 || cp.Predicted.TTFTP95Ms == nil || math.IsInf(s.ttft[0], 1) {
 				continue
@@ -363,9 +423,38 @@ func TestPlanAgainstItsSimulation(t *testing.T) {
 			})
 		}
 	}
+	shedding := 0
+	for _, r := range shedRatios {
+		if r[1] > 0.005 {
+			shedding++
+		}
+	}
+	if shedding < 5 {
+		t.Errorf("only %d classes shed more than 0.5 %% of their requests: the shed share is hardly tested", shedding)
+	}
 	slices.Sort(ratios)
 	t.Logf("predicted/simulated TTFT and E2E p95 over %d comparisons: min %.3f, 10th percentile %.3f, median %.3f, 90th percentile %.3f, max %.3f; lowest %s, highest %s",
 		len(ratios), ratios[0], ratios[len(ratios)/10], ratios[len(ratios)/2], ratios[len(ratios)*9/10], ratios[len(ratios)-1], worst[0].name, worst[1].name)
+}
+
+// shedInBand reports whether a predicted shed share is on the safe side
+// of what the replications measured, widened by their spread (half their
+// range): never more than 0.75 percentage points, or a quarter, below
+// their mean, and at most twice it and 0.75 points above. The plan's wait
+// laws are its safe side: for bursty arrivals the worse of two laws of
+// gaps, on a measured curve one taken a third of the way up to a full
+// pool's load, and they shed up to about twice as many as the
+// simulation; a plan that predicts no shedding where a pool sheds a few
+// percent, or one far above it, fails.
+func shedInBand(pred float64, sims []float64) bool {
+	lo, hi := slices.Min(sims), slices.Max(sims)
+	mean := 0.0
+	for _, v := range sims {
+		mean += v
+	}
+	mean /= float64(len(sims))
+	spread := (hi - lo) / 2
+	return pred >= mean-spread-math.Max(0.0075, 0.25*mean) && pred <= 2*(mean+spread)+0.0075
 }
 
 func value(p *float64) float64 {

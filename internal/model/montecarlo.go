@@ -619,3 +619,47 @@ func QuantileWithSplitWait(x, xWait, head []float64, d *Draws, w Wait, p float64
 	}
 	return q + frac*(slices.Min(scratch[k+1:])-q)
 }
+
+// QuantileServed is QuantileWithSplitWait over the draws a client that
+// sheds at τ serves: those whose wait for a slot, E[i]·w.Mean when
+// U[i] < w.Prob, is at most cut = w.Cut(τ), the share of the draws the
+// wait's law puts beyond τ being left out; a wait the draws put between τ
+// and cut counts as τ, the most a request served waits. The draws are the
+// queue without shedding, so the ones kept are its law given W ≤ τ, which
+// is the law of the requests served of a queue with patience τ
+// (ShedShare). A request that also waits for the pacing buckets (head) is
+// kept on its wait for a slot alone.
+func QuantileServed(x, xWait, head []float64, d *Draws, w Wait, p, tau float64, scratch []float64) float64 {
+	if !w.Stable() {
+		return math.Inf(1)
+	}
+	cut := w.Cut(tau)
+	n := 0
+	for i, v := range x {
+		if d.U[i] < w.Prob {
+			wq := d.E[i] * w.Mean
+			if wq > cut {
+				continue
+			}
+			wq = math.Min(wq, tau)
+			v = xWait[i]
+			if head != nil {
+				v += math.Max(0, wq-head[i])
+			} else {
+				v += wq
+			}
+		}
+		scratch[n] = v
+		n++
+	}
+	if n == 0 {
+		return math.Inf(1)
+	}
+	s := scratch[:n]
+	k, frac := quantileRank(n, p)
+	q := selectK(s, k)
+	if frac == 0 || k+1 >= n {
+		return q
+	}
+	return q + frac*(slices.Min(s[k+1:])-q)
+}

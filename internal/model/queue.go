@@ -31,6 +31,11 @@ func ErlangC(c int, a float64) float64 {
 type Wait struct {
 	Prob float64 // P(W > 0), the Erlang C probability
 	Mean float64 // E[W | W > 0] = Wq / C
+	// Shape is the squared coefficient of variation of the gamma law of
+	// the wait given that it is positive, whose quantile at the level a
+	// percentile needs Mean matches (Queue.Wait), and ShapeMean its mean;
+	// both 0 when that law is the exponential of mean Mean itself.
+	Shape, ShapeMean float64
 }
 
 // Expected is E[W] = Prob·Mean, the mean wait Wq.
@@ -139,7 +144,8 @@ func (q Queue) Wait() Wait {
 			level = math.Max(0.15, 1-out/pi)
 		}
 		k := 1 / cw
-		theta = distuv.Gamma{Alpha: k, Beta: k / theta}.Quantile(level) / -math.Log1p(-level)
+		matched := distuv.Gamma{Alpha: k, Beta: k / theta}.Quantile(level) / -math.Log1p(-level)
+		return Wait{Prob: pi, Mean: matched, Shape: cw, ShapeMean: theta}
 	}
 	return Wait{Prob: pi, Mean: theta}
 }

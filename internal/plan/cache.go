@@ -281,6 +281,10 @@ type percentileKey struct {
 	wait    model.Wait
 	which   percentile
 	p       float64 // the percentile, a probability
+	// served is set for the percentile over the requests a client that
+	// sheds at tau serves.
+	served bool
+	tau    float64
 }
 
 type minPoolKey struct {

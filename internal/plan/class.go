@@ -513,20 +513,29 @@ func (m *classModel) firstAbove(bound, scale float64, limit int) (int, bool) {
 
 // waitAt is the client-side queue wait with a pool of c at the class's
 // demand, for the service time s.
-func (m *classModel) waitAt(c int, s *service) model.Wait {
+func (m *classModel) waitAt(c int, s *service) model.Wait { return m.waitAtP(c, s, m.pct) }
+
+// waitAtP is waitAt with the wait's law matched at the p-quantile of the
+// latency (model.Queue.P).
+func (m *classModel) waitAtP(c int, s *service, p float64) model.Wait {
+	queue := func(s *service) model.Queue {
+		q := m.queue(c, m.lambda, s)
+		q.P = p
+		return q
+	}
 	if s.base == nil {
-		return m.eng.wait(m.queue(c, m.lambda, s))
+		return m.eng.wait(queue(s))
 	}
 	// A request at the head of the queue that waits for the buckets keeps
 	// the slot it would take idle for what its pacing wait lasts beyond
 	// its wait for a slot: for the whole of it when it found a slot free,
 	// hardly at all when it waited long for one. The pool's queue sees
 	// S + (1 − π)·D, with π its probability of waiting at S + D.
-	w := m.eng.wait(m.queue(c, m.lambda, s))
+	w := m.eng.wait(queue(s))
 	if !w.Stable() {
 		w = model.Wait{Prob: 1}
 	}
-	return m.eng.wait(m.queue(c, m.lambda, s.occupancy(1-w.Prob)))
+	return m.eng.wait(queue(s.occupancy(1 - w.Prob)))
 }
 
 // percentile names one of the percentiles the plan predicts.
@@ -557,50 +566,96 @@ func (m *classModel) percentileAt(ctx context.Context, c, load int, which percen
 // percentileOf is percentileAt over the requests the client serves
 // (served) or over every request, which is at least as large.
 func (m *classModel) percentileOf(ctx context.Context, c, load int, which percentile, p float64, served bool) (float64, error) {
-	s := m.at(load)
 	if which == pctService {
-		return m.quantileAt(ctx, s, nil, model.Wait{}, which, p)
+		return m.quantileAt(ctx, m.at(load), nil, model.Wait{}, which, p)
 	}
-	s = m.pacedOf(s)
-	// With a measured curve a request that waits for a slot starts when
-	// the pool is full, at a higher load than the endpoint's mean: those
-	// draws take the service time there. The slots that free for them
-	// were taken at loads between the two: the pool's queue sees the
-	// service time a third of the way up (fitted to the discrete-event
-	// simulation of the tests).
-	var full *service
-	q := s
-	if fl := m.fullLoad(c, load); fl != load {
-		full = m.pacedOf(m.at(fl))
-		q = m.pacedOf(m.at(load + (fl-load+1)/3))
-	}
-	w := m.waitAt(c, q)
+	s, full, q, w := m.slotWait(c, load)
 	if !w.Stable() {
 		return math.Inf(1), nil
 	}
 	if which == pctTTFT && m.task != nil {
 		w = m.task.firstCallWait(w)
 	}
-	v, err := m.quantileAt(ctx, s, full, w, which, p)
-	if err != nil || !served {
-		return v, err
+	if served {
+		tau, ok, err := m.shedWait(ctx, load)
+		if err != nil {
+			return 0, err
+		}
+		if ok && m.resolves(w, tau) {
+			// Over the requests served the p-quantile lies where the one
+			// over every request at p·(1 − q) does: the wait's law is
+			// matched there.
+			if m.task == nil {
+				w = m.waitAtP(c, q, p*(1-w.LeftOut(tau)))
+			}
+			return m.servedQuantile(ctx, s, full, w, which, p, tau)
+		}
 	}
-	ps, err := m.servedP(ctx, load, w, m.lambda*q.mean/float64(c), p)
-	if err != nil || ps == p {
-		return v, err
+	return m.quantileAt(ctx, s, full, w, which, p)
+}
+
+// slotWait is the wait for a slot of a pool of c with load in flight on
+// the endpoint: s is the service time (with the pacing wait) that the
+// class's percentiles take, full the one of the draws that wait when it
+// is not s (nil when it is), and q the one the pool's queue sees.
+func (m *classModel) slotWait(c, load int) (s, full, q *service, w model.Wait) {
+	s = m.pacedOf(m.at(load))
+	// With a measured curve a request that waits for a slot starts when
+	// the pool is full, at a higher load than the endpoint's mean: those
+	// draws take the service time there. The slots that free for them
+	// were taken at loads between the two: the pool's queue sees the
+	// service time a third of the way up (fitted to the discrete-event
+	// simulation of the tests).
+	q = s
+	if fl := m.fullLoad(c, load); fl != load {
+		full = m.pacedOf(m.at(fl))
+		q = m.pacedOf(m.at(load + (fl-load+1)/3))
 	}
-	// The percentiles are over the requests the client serves: the
-	// quantile at served over every draw when it lies at or below the
-	// shedding wait τ (each request shed waited beyond τ, so lies above
-	// it either way); above τ, the quantile over every draw, which is at
-	// least the served one.
-	vs, err := m.quantileAt(ctx, s, full, w, which, ps)
+	return s, full, q, m.waitAt(c, q)
+}
+
+// servedQuantile is the p-quantile of TTFT or E2E (which) with the wait
+// w over the requests a client that sheds at τ serves: over the Monte
+// Carlo's draws whose wait for a slot is at most τ (model.QuantileServed).
+func (m *classModel) servedQuantile(ctx context.Context, s, full *service, w model.Wait, which percentile, p, tau float64) (float64, error) {
+	if s.base != nil && m.paceNever() {
+		// X + max(W, 0) is X + W: the draws without pacing.
+		s = s.base
+		if full != nil && full.base != nil {
+			full = full.base
+		}
+	}
+	metric := metricE2E
+	if which == pctTTFT {
+		metric = metricTTFT
+	}
+	k := percentileKey{service: s.keyOf(metric), wait: w, which: which, p: p, served: true, tau: tau}
+	if full != nil {
+		k.full = full.keyOf(metric)
+	}
+	if v, ok := m.eng.percentiles.Get(k); ok {
+		return v, nil
+	}
+	first, total, err := m.sample(ctx, s)
 	if err != nil {
 		return 0, err
 	}
-	if tau, _, err := m.maxQueueWait(ctx, load); err != nil || vs <= tau {
-		return vs, err
+	x, xw := total, total
+	if which == pctTTFT {
+		x, xw = first, first
 	}
+	if full != nil {
+		ffirst, ftotal, err := m.sample(ctx, full)
+		if err != nil {
+			return 0, err
+		}
+		xw = ftotal
+		if which == pctTTFT {
+			xw = ffirst
+		}
+	}
+	v := model.QuantileServed(x, xw, m.headOf(s), m.draws, w, p, tau, m.scratch())
+	m.eng.percentiles.Add(k, v)
 	return v, nil
 }
 
@@ -624,41 +679,53 @@ func (m *classModel) maxQueueWait(ctx context.Context, load int) (tau float64, o
 	return math.Max(0, m.slo[metricE2E]-v), true, nil
 }
 
-// servedP is the probability at which a p-quantile over the requests
-// the client serves is taken over all of them, the client shedding those
-// that wait longer than τ (maxQueueWait) for a slot. A queue whose
-// waiting requests leave after a fixed patience τ (M/M/c+D) has, below
-// τ, the density of the wait of one without abandonment, up to its
-// scale (Baccelli and Hebuterne, Performance '81, 1981; Zeltyn and
-// Mandelbaum, Queueing Syst. 51, 2005, for M/M/n+G): the requests served
-// wait as W without shedding given W ≤ τ. So P(X + W > t | W ≤ τ) = 1 − p
-// for t ≤ τ is P(X + W > t) = 1 − p·(1 − q), q = P(W > τ) = π·e^{−τ/θ}.
-// Above τ the density falls at the rate cμ instead of cμ − λ, so that
-// the share shed is q·(1 − ρ)/(1 − q·ρ) at utilisation ρ. A request
-// that also waits for the pacing buckets is shed on the longer of its
-// waits, so that more are shed than W alone says: conditioning on W
-// alone stays on the safe side.
-//
-// It is p itself for arrivals burstier than Poisson (a burst's requests
-// wait together, and the wait's law, matched at the percentile by
-// model.Queue.Wait, says little of its tail at τ), when q is below one
-// draw of the Monte Carlo (a change the percentile cannot resolve), and
-// when the share shed exceeds maxShedShare: a pool that sheds more fails
-// the plan's simulation however fast it serves the rest, and its
-// percentiles over every request keep it from meeting the SLO.
-func (m *classModel) servedP(ctx context.Context, load int, w model.Wait, rho, p float64) (float64, error) {
-	if m.task != nil || w.Prob == 0 || !w.Stable() || m.ca2 > 1 {
-		return p, nil
+// shedWait is maxQueueWait for a class whose shedding the plan models:
+// one of single calls with demand (an agent task's percentiles stay over
+// every task).
+func (m *classModel) shedWait(ctx context.Context, load int) (tau float64, ok bool, err error) {
+	if m.task != nil || m.lambda == 0 {
+		return 0, false, nil
 	}
-	tau, ok, err := m.maxQueueWait(ctx, load)
-	if err != nil || !ok {
-		return p, err
+	return m.maxQueueWait(ctx, load)
+}
+
+// resolves reports whether the Monte Carlo resolves the shedding at τ of
+// a stable queue with the wait w: q = P(W > τ) (docs/concepts.md,
+// "Shedding") is at least one draw's worth. Below it, the percentiles
+// over every draw are those over the requests served.
+func (m *classModel) resolves(w model.Wait, tau float64) bool {
+	return w.Prob > 0 && w.Stable() && w.Beyond(tau)*float64(m.draws.N) >= 1
+}
+
+// shedShare is the share of its requests the class's client sheds with a
+// pool of c and load in flight on the endpoint, waiting longer than τ
+// (maxQueueWait) for a slot; 0 for a class that sheds nothing. A queue
+// whose waiting requests leave after a fixed patience τ, GI/G/c+D, has
+// below τ the density of the wait without shedding, up to its scale
+// (exact for M/M/c+D: Baccelli and Hebuterne, Performance '81, 1981;
+// Zeltyn and Mandelbaum, Queueing Syst. 51, 2005): with q = P(W > τ) of
+// the plan's wait law and utilisation ρ, it sheds q·(1 − ρ)/(1 − q·ρ)
+// (model.ShedShare). A pool at ρ ≥ 1 is stable only because it sheds:
+// its share is the M/M/c+D one (model.MMcDShed), at least the excess
+// 1 − 1/ρ it cannot serve, and its percentiles stay unbounded (null), as
+// the plan never counts on a pool that sheds that much. A request that
+// also waits for the pacing buckets is shed on the longer of its waits:
+// the share from the wait for a slot alone is the least of it.
+func (m *classModel) shedShare(ctx context.Context, c, load int) (float64, error) {
+	tau, ok, err := m.shedWait(ctx, load)
+	if err != nil || !ok || c < 1 {
+		return 0, err
 	}
-	q := w.Prob * math.Exp(-tau/w.Mean)
-	if q*float64(m.draws.N) < 1 || q*(1-rho)/(1-q*rho) > maxShedShare {
-		return p, nil
+	// The wait of the pool's own queue at the endpoint's load, as the
+	// predicted queue wait takes it (on a measured curve, not the
+	// full pool's load its waiting draws are served at).
+	s := m.pacedOf(m.at(load))
+	w := m.waitAt(c, s)
+	a := model.LittleConcurrency(m.lambda, s.mean)
+	if !w.Stable() {
+		return math.Max(model.MMcDShed(c, a, tau/s.mean), 1-float64(c)/a), nil
 	}
-	return p * (1 - q), nil
+	return model.ShedShare(w, a/float64(c), tau), nil
 }
 
 // fullLoad is the load on the endpoint when class i's pool of c is full,
@@ -811,11 +878,15 @@ type bounds [2]float64
 var exact = bounds{1, 1}
 
 // meets reports whether a pool of c at the load meets each target times
-// its bound, computing the TTFT percentile only when the E2E target holds.
-// The percentile over the requests served is at most the one over every
-// request, which the engine keeps in its tails and caches: it is worked
-// out only when that one misses.
+// its bound, computing the TTFT percentile only when the E2E target holds,
+// and sheds at most maxShedShare of the class's requests, whatever the
+// percentiles of those it serves. The percentile over the requests served
+// is at most the one over every request, which the engine keeps in its
+// tails and caches: it is worked out only when that one misses.
 func (m *classModel) meets(ctx context.Context, c, load int, b bounds) (bool, error) {
+	if share, err := m.shedShare(ctx, c, load); err != nil || share > maxShedShare {
+		return false, err
+	}
 	for _, t := range []struct {
 		metric int
 		which  percentile
@@ -964,7 +1035,14 @@ func (m *classModel) minPoolShared(ctx context.Context, others int) (*int, error
 		return nil, nil
 	}
 	violation := func(c int) (float64, error) {
-		v := 0.0
+		// A pool that sheds more than maxShedShare violates in proportion.
+		v, err := m.shedShare(ctx, c, others+c)
+		if err != nil {
+			return 0, err
+		}
+		if v /= maxShedShare; v <= 1 {
+			v = 0
+		}
 		for metric, which := range []percentile{pctTTFT, pctE2E} {
 			if !m.hasSLO(metric) {
 				continue
@@ -1053,8 +1131,15 @@ func (m *classModel) firstMeeting(ctx context.Context, start, load int, b bounds
 			est[metric] = e
 		}
 	}
+	tau, sheds, err := m.shedWait(ctx, load)
+	if err != nil {
+		return 0, err
+	}
 	estimate := func(c int) bool {
 		w := m.waitAt(c, s)
+		if sheds && w.Stable() && model.ShedShare(w, m.lambda*s.mean/float64(c), tau) > maxShedShare {
+			return false
+		}
 		for metric := range 2 {
 			if m.hasSLO(metric) && est[metric].Estimate(w) > b[metric]*m.slo[metric] {
 				return false

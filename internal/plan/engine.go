@@ -395,6 +395,11 @@ func (r *run) classPlan(ctx context.Context, i int) (ClassPlan, error) {
 		// than within 5 % of it) does not fit.
 		cp.Feasible = false
 	}
+	if cp.Predicted.ShedShare > maxShedShare {
+		// Nor does a pool that sheds more of its requests than a plan may
+		// lose, however fast it serves the rest.
+		cp.Feasible = false
+	}
 	r.tpotTarget(i, &cp)
 	if cp.PromptCache, err = r.promptCache(ctx, i, cp.Pool, cp.Predicted); err != nil {
 		noCold, ok := errors.AsType[errNoColdModel](err)

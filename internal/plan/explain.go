@@ -50,9 +50,14 @@ func (r *run) explain(i int, cp ClassPlan) string {
 		if hasSLO {
 			need = "within its SLO needs"
 		}
-		if missed := r.missedTargets(i, cp.Predicted); cp.Pool >= *cp.MinPool && len(missed) > 0 {
+		missed := r.missedTargets(i, cp.Predicted)
+		switch sh := cp.Predicted.ShedShare; {
+		case cp.Pool >= *cp.MinPool && len(missed) > 0:
 			fmt.Fprintf(&b, " It does not fit: at this pool its predicted %s %s is over its target, and no pool comes within 5 %% of it.", metricLabel(missed[0]), m.pctLabel())
-		} else {
+		case sh > maxShedShare && len(missed) == 0:
+			fmt.Fprintf(&b, " It does not fit: at this pool its client sheds %s %% of its requests, those that wait longer than admission.max_queue_wait_ms for a slot, more than the 1 %% a plan may lose; %s %s %s a pool of %d.",
+				num(roundTo(100*sh, 1)), num(m.lambda), m.rateUnit(), need, *cp.MinPool)
+		default:
 			fmt.Fprintf(&b, " It does not fit: %s %s %s a pool of %d.", num(m.lambda), m.rateUnit(), need, *cp.MinPool)
 		}
 		if len(cp.Remedies) > 0 {

@@ -61,21 +61,22 @@ func TestPercentile99AgainstBruteForce(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := func(x []float64, p float64) float64 {
-		sum := slices.Clone(x)
-		for i := range sum {
+		// Over the requests served, with the wait's law matched at
+		// p·(1 − q): the draws it puts beyond τ are left out, and a wait
+		// between τ and the cut counts as τ.
+		w := m.waitAtP(cp.Pool, m.pacedOf(m.at(1)), p*(1-w.LeftOut(tau)))
+		cut := w.Cut(tau)
+		var sum []float64
+		for i, v := range x {
 			if d.U[i] < w.Prob {
-				sum[i] += d.E[i] * w.Mean
+				if d.E[i]*w.Mean > cut {
+					continue
+				}
+				v += math.Min(d.E[i]*w.Mean, tau)
 			}
+			sum = append(sum, v)
 		}
 		slices.Sort(sum)
-		// Over the requests served, below the shedding wait (servedP).
-		served, err := m.servedP(ctx, 1, w, m.lambda*m.at(1).mean/float64(cp.Pool), p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v := model.QuantileSorted(sum, served); v <= tau {
-			return ms(v)
-		}
 		return ms(model.QuantileSorted(sum, p))
 	}
 	pr := cp.Predicted

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/quota"
 	"github.com/plannerdev/planner/internal/scenario"
 )
@@ -616,13 +617,19 @@ func (r *run) shed(ctx context.Context, i, pool int) (*Shed, error) {
 		return &Shed{SustainableRPS: 0, ShedRPS: roundTo(m.lambda, 4)}, nil
 	}
 	s := m.pacedOf(m.at(r.load(i)))
+	// A rate the pool serves within the SLO also sheds at most
+	// maxShedShare of its requests (docs/concepts.md, "Shedding").
+	tau, sheds, err := m.shedWait(ctx, r.load(i))
+	if err != nil {
+		return nil, err
+	}
 	var fail error
 	ok := func(l float64) bool {
 		if l*s.mean > m.rhoMax*float64(pool)*(1+tolerance) {
 			return false
 		}
 		w := m.eng.wait(m.queue(pool, l, s))
-		if !w.Stable() {
+		if !w.Stable() || sheds && model.ShedShare(w, l*s.mean/float64(pool), tau) > maxShedShare {
 			return false
 		}
 		for metric, which := range []percentile{pctTTFT, pctE2E} {

@@ -31,21 +31,31 @@ func (r *run) predict(ctx context.Context, i, pool int) (Predicted, error) {
 			return pr, err
 		}
 		pr.TTFTP95Ms, pr.E2EP95Ms = msPtr(ttft), msPtr(e2e)
-		// Over the requests served (servedP): the wait given W ≤ τ.
-		served, err := m.servedP(ctx, load, w, m.lambda*m.pacedOf(s).mean/float64(pool), 0.95)
+		// Over the requests served: the wait given W ≤ τ, its
+		// p-quantile the one at p·(1 − q) over every request, q = P(W > τ)
+		// (docs/concepts.md, "Shedding").
+		tau, sheds, err := m.shedWait(ctx, load)
 		if err != nil {
 			return pr, err
 		}
-		mean, keep := waitMean(w), 1.0 // keep: the served share of the slot's mean wait
-		if served < 0.95 {
-			tau, _, err := m.maxQueueWait(ctx, load)
-			if err != nil {
-				return pr, err
-			}
+		served, mean, keep := 0.95, waitMean(w), 1.0 // keep: the served share of the slot's mean wait
+		if sheds && m.resolves(w, tau) {
+			served = 0.95 * (1 - w.LeftOut(tau))
 			mean = servedWaitMean(w, tau)
 			keep = mean / w.Expected()
 		}
-		pr.QueueWaitMeanMs, pr.QueueWaitP95Ms = msPtr(mean), msPtr(waitQuantile(w, served))
+		if sheds {
+			share, err := m.shedShare(ctx, pool, load)
+			if err != nil {
+				return pr, err
+			}
+			pr.ShedShare = roundTo(share, 4)
+		}
+		p95 := waitQuantile(w, served)
+		if sheds && m.resolves(w, tau) {
+			p95 = math.Min(p95, tau) // a request served waits at most τ
+		}
+		pr.QueueWaitMeanMs, pr.QueueWaitP95Ms = msPtr(mean), msPtr(p95)
 		if m.lambda > 0 && m.pace.unstable {
 			// The key cannot carry the demand: every wait grows without
 			// bound.
@@ -97,13 +107,17 @@ func waitMean(w model.Wait) float64 {
 	return w.Expected()
 }
 
-// servedWaitMean is E[W | W ≤ τ] for a wait that is 0 with probability
-// 1 − π and exponential of mean θ otherwise: the mean wait of the
-// requests a client that sheds at τ serves (servedP),
-// π·(θ − (θ + τ)·e^{−τ/θ}) / (1 − π·e^{−τ/θ}).
+// servedWaitMean is the mean wait of the requests a client that sheds at
+// τ serves (docs/concepts.md, "Shedding"), for a wait that is 0 with
+// probability 1 − π and exponential of mean θ otherwise, whose draws
+// beyond cut = w.Cut(τ) are shed and whose draws between τ and cut wait τ:
+// π·(θ − (θ + m)·e^{−m/θ} + τ·(e^{−m/θ} − e^{−cut/θ}))/(1 − q), m = min(τ, cut),
+// q = π·e^{−cut/θ}; E[W | W ≤ τ] when cut is τ.
 func servedWaitMean(w model.Wait, tau float64) float64 {
-	e := math.Exp(-tau / w.Mean)
-	return w.Prob * (w.Mean - (w.Mean+tau)*e) / (1 - w.Prob*e)
+	cut := w.Cut(tau)
+	m := math.Min(tau, cut)
+	em, ec := math.Exp(-m/w.Mean), math.Exp(-cut/w.Mean)
+	return w.Prob * (w.Mean - (w.Mean+m)*em + tau*(em-ec)) / (1 - w.Prob*ec)
 }
 
 // waitQuantile is the p-quantile of a wait that is 0 with probability

@@ -184,6 +184,7 @@ type Predicted struct {
 	E2EP95Ms         *float64           `json:"e2e_p95_ms"`
 	QueueWaitMeanMs  *float64           `json:"queue_wait_mean_ms" doc:"Arrival to send: the wait for a pool slot and for the key's pacing buckets."`
 	QueueWaitP95Ms   *float64           `json:"queue_wait_p95_ms"`
+	ShedShare        float64            `json:"shed_share,omitempty" doc:"Share of the class's requests its client sheds, those that wait longer than admission.max_queue_wait_ms for a slot: 0 to 1, absent when nothing is shed (no e2e SLO, or no demand); over 0.01 the class does not fit. The percentiles are over the requests served."`
 	PacingWaitMeanMs *float64           `json:"pacing_wait_mean_ms,omitempty" doc:"The part of the queue wait spent waiting for the key's pacing buckets (quotas[].pacing) with a slot free."`
 	PacingWaitP95Ms  *float64           `json:"pacing_wait_p95_ms,omitempty"`
 	WithoutPacing    *WithoutPacing     `json:"without_pacing,omitempty" doc:"What the key would answer if clients did not pace their sends."`

@@ -47,8 +47,8 @@ func WriteMarkdown(w io.Writer, p *plan.Plan) error {
 		fmt.Fprintf(ew, "\nClient settings: pacing %s req/s with a burst of %d; AIMD from %d between %d and %d; up to %d attempts with full-jitter backoff from %s ms (cap %s ms).\n",
 			fmtNum(c.Pacing.RateRPS), c.Pacing.Burst, c.Adaptive.Start, c.Adaptive.Floor, c.Adaptive.Ceiling,
 			c.Retry.MaxAttempts, fmtNum(c.Retry.BaseMs), fmtNum(c.Retry.CapMs))
-		if a := c.Admission.MaxQueueWaitMs; a != nil {
-			fmt.Fprintf(ew, "Shed a request that waits more than %s ms for a slot, with %d and Retry-After: %d.\n", fmtNum(*a), c.Admission.Status, c.Admission.RetryAfterS)
+		if v := classShedRule(c); v != "" {
+			fmt.Fprintln(ew, mdProse(v))
 		}
 		if len(c.Remedies) > 0 {
 			fmt.Fprintln(ew, "\nTo make it fit:")

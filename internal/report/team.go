@@ -185,7 +185,7 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 	"use":            func(u map[string]float64) string { return upperFirst(utilization(u)) },
 	"stepLabel":      stepLabel,
 	"clientSettings": clientSettings,
-	"shedRule":       shedRule,
+	"shedRule":       classShedRule,
 	"classFacts":     classFacts,
 	"keyFacts":       keyFacts,
 	"settingsLine":   func(s simulate.SimulationSettings) string { return upperFirst(settingsLine(s)) },
@@ -360,6 +360,16 @@ func shedRule(a plan.Admission) string {
 		return ""
 	}
 	return fmt.Sprintf("Shed a request that waits more than %s ms for a slot, with %d and Retry-After: %d.", fmtNum(*a.MaxQueueWaitMs), a.Status, a.RetryAfterS)
+}
+
+// classShedRule is a class's shedRule with the share of its requests the
+// plan predicts it sheds, when that is not 0.
+func classShedRule(c plan.ClassPlan) string {
+	s := shedRule(c.Admission)
+	if sh := c.Predicted.ShedShare; s != "" && sh > 0 {
+		s += fmt.Sprintf(" Predicted to shed %s %% of its requests (its percentiles are over those served).", fmtNum(100*sh))
+	}
+	return s
 }
 
 // upperFirst capitalises the first letter of a sentence.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
@@ -288,5 +289,27 @@ func TestDescribe(t *testing.T) {
 		if tc.got != tc.want {
 			t.Errorf("got  %q\nwant %q", tc.got, tc.want)
 		}
+	}
+}
+
+// TestClassShedRuleTellsTheShareShed: the admission rule says what share
+// of its requests the plan predicts the class sheds, and nothing of it
+// when none is shed or there is no rule.
+func TestClassShedRuleTellsTheShareShed(t *testing.T) {
+	tau := 828.2
+	c := plan.ClassPlan{Admission: plan.Admission{MaxQueueWaitMs: &tau, Status: 429, RetryAfterS: 3}}
+	c.Predicted.ShedShare = 0.0482
+	want := "Shed a request that waits more than 828.2 ms for a slot, with 429 and Retry-After: 3. Predicted to shed 4.82 % of its requests (its percentiles are over those served)."
+	if got := classShedRule(c); got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	c.Predicted.ShedShare = 0
+	if got := classShedRule(c); strings.Contains(got, "Predicted") {
+		t.Errorf("nothing shed: %q", got)
+	}
+	c.Admission.MaxQueueWaitMs = nil
+	c.Predicted.ShedShare = 0.0482
+	if got := classShedRule(c); got != "" {
+		t.Errorf("no rule: %q", got)
 	}
 }

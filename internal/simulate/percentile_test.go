@@ -97,6 +97,10 @@ classes:
      slo: {ttft_ms: 1e7, e2e_ms: 1e8, percentile: 99}}
 `, ttft50, ttft50*u(1.3, 3), tpot50, tpot50*u(1.2, 2), u(0, 60), u(0.5, 4), scv, in50, in50*u(1.2, 3), out50, out50*u(1.3, 3))
 		sc := parse(t, doc)
+		// A p99 of 20,000 draws rests on 200 of them: as for the shipped
+		// examples, the plan takes 200,000, so that min_pool is the
+		// model's and not its sampling's.
+		sc.Policy.MonteCarloDraws = 200000
 		// The p99s without queueing: the class alone, without demand,
 		// at a pool of 1.
 		alone := sc

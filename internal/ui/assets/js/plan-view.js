@@ -94,7 +94,11 @@ function classRows(cls) {
         cls.feasible && cls.fits === false ? h('span', { class: 'hint', text: ' (feasible by the model)' }) : null),
       cell('check', 'Check', checkCell(cls)),
       cell('ttft', 'TTFT p95', latency(p.ttft_p95_ms, cls)),
-      cell('e2e', 'E2E p95', latency(p.e2e_p95_ms, cls)),
+      cell('e2e', 'E2E p95', latency(p.e2e_p95_ms, cls), p.shed_share ? h('span', {
+        class: p.shed_share > 0.01 ? 'bad' : 'hint',
+        title: 'Share of its requests the client sheds, those that wait longer than admission.max_queue_wait_ms for a slot; the percentiles are over the requests served, and over 1 % the class does not fit.',
+        text: ` sheds ${num(100 * p.shed_share, 1)}\u00a0%`,
+      }) : null),
       cell('throughput', 'req/s (demand / capacity)', rates(cls))),
     h('tr', { class: 'more' },
       h('td', { colspan: COLUMNS.length, 'data-field': 'ceilings' },
