@@ -131,3 +131,28 @@ func TestMeanServiceTimeThatIsNotANumber(t *testing.T) {
 		t.Errorf("a TTFT p50 of 1e-320 ms: %v", err)
 	}
 }
+
+// TestHeavyTailedTTFTAtP99Plans: a TTFT whose p95 is a thousand times its
+// p50, under an E2E target at the 99th percentile that leaves no wait
+// for a slot, once made the plan select a quantile at a probability that
+// was not a number (a panic); every such plan is made, and encodes.
+func TestHeavyTailedTTFTAtP99Plans(t *testing.T) {
+	for _, ttft := range [][2]float64{{5, 5000}, {1.5, 900}, {100, 90000}} {
+		for _, pct := range []float64{95, 99, 99.9} {
+			s := handScenario(scenario.Quota{RPM: 3000, TPM: 2000000})
+			s.Latency.TTFTMs = &scenario.Dist{P50: new(ttft[0]), P95: new(ttft[1])}
+			s.Classes[0].Demand = &scenario.Demand{RPS: 2}
+			s.Classes[0].SLO = &scenario.SLO{E2EMs: 12000, Percentile: pct}
+			var p *Plan
+			var err error
+			within(t, func() { p, err = compute(s) })
+			if err != nil {
+				t.Errorf("TTFT %v, p%v: %v", ttft, pct, err)
+				continue
+			}
+			if _, err := json.Marshal(p); err != nil {
+				t.Errorf("TTFT %v, p%v: %v", ttft, pct, err)
+			}
+		}
+	}
+}
