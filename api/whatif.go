@@ -27,7 +27,7 @@ type WhatIfRequest struct {
 // over quota tiers of the catalogue.
 type Variation struct {
 	Path   string   `json:"path" minLength:"1" maxLength:"256" pattern:"^/" doc:"JSON Pointer (RFC 6901) into the scenario, e.g. /quotas/0/tpm or /classes/1/output_tokens/p95; with tiers, a quota: /quotas/N." example:"/quotas/0/tpm"`
-	Values []any    `json:"values,omitempty" minItems:"1" maxItems:"200" doc:"Values to put at the path. Give values or tiers, not both."`
+	Values []any    `json:"values,omitempty" minItems:"1" maxItems:"200" doc:"Values to put at the path; null leaves the field out (null at /quotas/0/tpm plans without a tpm limit). Give values or tiers, not both."`
 	Tiers  []string `json:"tiers,omitempty" minItems:"1" maxItems:"200" doc:"Names of catalogue tiers (GET /v1/tiers): each puts the tier's limits, token_accounting and price on the quota at path, keeping its name, headroom and other settings. As the one variation, the tiers are ranked by cost."`
 }
 
