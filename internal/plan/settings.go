@@ -21,7 +21,7 @@ func (r *run) predict(ctx context.Context, i, pool int) (Predicted, error) {
 	}
 	if pool >= 1 {
 		pr.ThroughputRPS = roundTo(float64(pool)/s.mean, 4)
-		w := m.waitAt(pool, m.pacedOf(s))
+		_, _, _, w := m.slotWait(pool, load) // the wait the percentiles take
 		ttft, err := m.percentileAt(ctx, pool, load, pctTTFT, 0.95)
 		if err != nil {
 			return pr, err
