@@ -618,17 +618,8 @@ func (m *classModel) slotWait(c, load int) (s, full, q *service, w model.Wait) {
 // w over the requests a client that sheds at τ serves: over the Monte
 // Carlo's draws whose wait for a slot is at most τ (model.QuantileServed).
 func (m *classModel) servedQuantile(ctx context.Context, s, full *service, w model.Wait, which percentile, p, tau float64) (float64, error) {
-	if s.base != nil && m.paceNever() {
-		// X + max(W, 0) is X + W: the draws without pacing.
-		s = s.base
-		if full != nil && full.base != nil {
-			full = full.base
-		}
-	}
-	metric := metricE2E
-	if which == pctTTFT {
-		metric = metricTTFT
-	}
+	s, full = m.drawsOf(s, full)
+	metric := metricOf(which)
 	k := percentileKey{service: s.keyOf(metric), wait: w, which: which, p: p, served: true, tau: tau}
 	if full != nil {
 		k.full = full.keyOf(metric)
@@ -768,25 +759,36 @@ func (m *classModel) busySlots(c, load int) int {
 	return min(c, max(1, int(math.Round(a+f*math.Sqrt(a*(1+m.ca2)/2)))))
 }
 
+// drawsOf is the service times, s and full, whose draws a percentile
+// takes: without their pacing wait when no draw waits for the buckets
+// (X + max(W, 0) is X + W), so that plans with other limits share them.
+func (m *classModel) drawsOf(s, full *service) (*service, *service) {
+	if s.base != nil && m.paceNever() {
+		s = s.base
+		if full != nil && full.base != nil {
+			full = full.base
+		}
+	}
+	return s, full
+}
+
+// metricOf is the metric whose samples a percentile of TTFT (pctTTFT) or
+// of E2E takes.
+func metricOf(which percentile) int {
+	if which == pctTTFT {
+		return metricTTFT
+	}
+	return metricE2E
+}
+
 // quantile is the p95 of TTFT (pctTTFT) or S plus the wait w; with full,
 // the draws that wait take their service time from it.
 func (m *classModel) quantile(ctx context.Context, s, full *service, w model.Wait, which percentile) (float64, error) {
 	if which == pctService {
 		which, w = pctE2E, model.Wait{}
 	}
-	if s.base != nil && m.paceNever() {
-		// No draw waits for the buckets: X + max(W, 0) is X + W, the
-		// percentile of the service times without pacing, which plans
-		// with other limits share.
-		s = s.base
-		if full != nil && full.base != nil {
-			full = full.base
-		}
-	}
-	metric := metricE2E
-	if which == pctTTFT {
-		metric = metricTTFT
-	}
+	s, full = m.drawsOf(s, full)
+	metric := metricOf(which)
 	k := percentileKey{service: s.keyOf(metric), wait: w, which: which, p: m.pct}
 	if full != nil {
 		k.full = full.keyOf(metric)

@@ -18,10 +18,7 @@ func (m *classModel) quantileAt(ctx context.Context, s, full *service, w model.W
 	if which == pctService {
 		which, w = pctE2E, model.Wait{}
 	}
-	metric := metricE2E
-	if which == pctTTFT {
-		metric = metricTTFT
-	}
+	metric := metricOf(which)
 	// The engine's cache keeps them too: a search asks again at the same
 	// pool as the plan's rounds settle.
 	k := percentileKey{service: s.keyOf(metric), wait: w, which: which, p: p}
