@@ -334,7 +334,7 @@ func (r *run) remediesFor(ctx context.Context, given *run, i int, cp ClassPlan, 
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, r.relax(i, metric, v, cp.Pool))
+			out = append(out, r.relax(given, i, metric, v, cp.Pool))
 		}
 		return out, nil
 	}
@@ -364,7 +364,7 @@ func (r *run) remediesFor(ctx context.Context, given *run, i int, cp ClassPlan, 
 		case ConstraintSLOTPOT:
 			out = append(out, r.relaxTPOT(i))
 		case ConstraintSLOTTFT, ConstraintSLOE2E:
-			rs, err := r.sloRemedies(ctx, i, c.Constraint, target, pessimistic)
+			rs, err := r.sloRemedies(ctx, given, i, c.Constraint, target, pessimistic)
 			if err != nil {
 				return nil, err
 			}
@@ -507,7 +507,7 @@ func (r *run) neededCapacity(mb *membership, i, target int, pessimistic bool) fl
 // target on the metric that breaks at that total is relaxed to what the
 // total achieves there (a higher knee, more serving capacity, would lower
 // latency instead: measure again after adding it).
-func (r *run) sloRemedies(ctx context.Context, i int, name string, target int, pessimistic bool) ([]Remedy, error) {
+func (r *run) sloRemedies(ctx context.Context, given *run, i int, name string, target int, pessimistic bool) ([]Remedy, error) {
 	metric := metricTTFT
 	if name == ConstraintSLOE2E {
 		metric = metricE2E
@@ -523,7 +523,7 @@ func (r *run) sloRemedies(ctx context.Context, i int, name string, target int, p
 		if err != nil {
 			return nil, err
 		}
-		return []Remedy{r.relax(i, metric, v, target)}, nil
+		return []Remedy{r.relax(given, i, metric, v, target)}, nil
 	}
 	total := int(math.Ceil(r.neededCapacity(mb, i, target, pessimistic) - tolerance))
 	var out []Remedy
@@ -550,7 +550,7 @@ func (r *run) sloRemedies(ctx context.Context, i int, name string, target int, p
 			}
 		}
 		if v > mj.slo[metric]*(1+tolerance) || (mj.lambda > 0 && pool == 0) {
-			out = append(out, r.relax(j, metric, v, total))
+			out = append(out, r.relax(given, j, metric, v, total))
 		}
 	}
 	return out, nil
@@ -564,8 +564,10 @@ func pctOf(metric int) percentile {
 }
 
 // relax is the remedy that sets class j's target on the metric to v
-// seconds, what a pool (or an endpoint total) of at achieves.
-func (r *run) relax(j, metric int, v float64, at int) Remedy {
+// seconds, what a pool (or an endpoint total) of at achieves, from the
+// target of the scenario given (not a refinement's, which an earlier
+// round relaxed).
+func (r *run) relax(given *run, j, metric int, v float64, at int) Remedy {
 	m := r.models[j]
 	field, name := sloField(m.spec.SLO, metric), ConstraintSLOTTFT
 	if metric == metricE2E {
@@ -579,7 +581,7 @@ func (r *run) relax(j, metric int, v float64, at int) Remedy {
 		msv = 1e9
 	}
 	return Remedy{Constraint: name, Value: msv, Class: m.spec.Name, Path: fmt.Sprintf("/classes/%d/slo/%s", j, field),
-		Change: fmt.Sprintf("relax class %s's slo.%s from %s to %s ms (what %d in flight achieves), or shorten the answers", m.spec.Name, field, num(m.slo[metric]*1000), num(msv), at)}
+		Change: fmt.Sprintf("relax class %s's slo.%s from %s to %s ms (what %d in flight achieves), or shorten the answers", m.spec.Name, field, num(given.models[j].slo[metric]*1000), num(msv), at)}
 }
 
 // relaxTPOT is the remedy that sets class i's slo.tpot_ms to its TPOT at
