@@ -82,15 +82,17 @@ func wholeNumbers(doc any) any {
 
 // repeatedKey is an error naming the first key given twice in one object
 // of a JSON document, with where it is ("quotas[0].rpm"); nil when no key
-// repeats. data has been decoded already, so it is valid JSON: a scan of
-// its bytes that keeps each open object's keys as slices of data, without
-// a token or a map per object, so that a large body (an analysis's
-// measurements) costs little more than its decoding.
+// repeats. Keys are compared as encoding/json matches them to fields:
+// unescaped, and without regard to case ("rpm", "RPM" and "\u0072pm" are
+// one key). data has been decoded already, so it is valid JSON: a scan of
+// its bytes that keeps each open object's keys as slices of data while it
+// has few and in a set beyond, in time linear in the body.
 func repeatedKey(data []byte) error {
 	type frame struct {
 		object bool
-		keys   [][]byte // the object's keys so far, raw
-		index  int      // the array's element
+		keys   [][]byte            // the object's keys so far, raw
+		set    map[string]struct{} // folded keys, once there are many
+		index  int                 // the array's element
 	}
 	var stack []frame
 	expectKey := false
@@ -112,7 +114,7 @@ func repeatedKey(data []byte) error {
 				b.WriteByte('.')
 				fallthrough
 			case f.object:
-				b.Write(f.keys[len(f.keys)-1])
+				b.WriteString(keyText(f.keys[len(f.keys)-1]))
 			default:
 				fmt.Fprintf(&b, "[%d]", f.index)
 			}
@@ -143,11 +145,9 @@ func repeatedKey(data []byte) error {
 				continue
 			}
 			f := &stack[len(stack)-1]
-			for _, k := range f.keys {
-				if bytes.Equal(k, str) {
-					f.keys = append(f.keys, str)
-					return fmt.Errorf("%s: the key %q is given twice in one object", path(), str)
-				}
+			if seen(f.keys, &f.set, str) {
+				f.keys = append(f.keys, str)
+				return fmt.Errorf("%s: the key %q is given twice in one object", path(), keyText(str))
 			}
 			f.keys = append(f.keys, str)
 			expectKey = false
@@ -160,6 +160,51 @@ func repeatedKey(data []byte) error {
 		}
 	}
 	return nil
+}
+
+// manyKeys is the number of keys past which an object's keys are looked
+// up in a set rather than compared one by one.
+const manyKeys = 16
+
+// seen reports whether key, raw, is one of keys (folded as encoding/json
+// matches field names), keeping the set of them once there are manyKeys.
+func seen(keys [][]byte, set *map[string]struct{}, key []byte) bool {
+	folded := func(k []byte) string { return strings.ToLower(keyText(k)) }
+	if *set == nil && len(keys) < manyKeys && bytes.IndexByte(key, '\\') < 0 {
+		for _, k := range keys {
+			if bytes.EqualFold(k, key) && bytes.IndexByte(k, '\\') < 0 {
+				return true
+			}
+			if bytes.IndexByte(k, '\\') >= 0 && folded(k) == folded(key) {
+				return true
+			}
+		}
+		return false
+	}
+	if *set == nil {
+		*set = make(map[string]struct{}, 2*len(keys))
+		for _, k := range keys {
+			(*set)[folded(k)] = struct{}{}
+		}
+	}
+	f := folded(key)
+	if _, ok := (*set)[f]; ok {
+		return true
+	}
+	(*set)[f] = struct{}{}
+	return false
+}
+
+// keyText is a raw key, as written between its quotes, unescaped.
+func keyText(raw []byte) string {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw)
+	}
+	var s string
+	if json.Unmarshal(append(append([]byte{'"'}, raw...), '"'), &s) != nil {
+		return string(raw)
+	}
+	return s
 }
 
 // endsLiteral reports whether c ends a number or a literal in JSON.
