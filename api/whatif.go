@@ -19,7 +19,7 @@ import (
 // WhatIfRequest is the body of POST /v1/what-if.
 type WhatIfRequest struct {
 	Scenario   scenario.Scenario `json:"scenario" doc:"The scenario to vary."`
-	Variations []Variation       `json:"variations" nullable:"false" minItems:"1" maxItems:"2" doc:"One or two variations of different values (the second may vary a field inside the first's object); the grid has one cell per combination of their values."`
+	Variations []Variation       `json:"variations" nullable:"false" minItems:"1" maxItems:"2" doc:"One or two variations of different values (the second may vary a field inside the first's object, not the object that holds the first); the grid has one cell per combination of their values."`
 	Check      bool              `json:"check,omitempty" doc:"Check every cell's plan by its own short simulation, as POST /v1/plans does: each class then says whether it fits (fits) and what breaks (misses). Off by default, since a check costs a simulation a cell; a sweep over tiers alone is always checked, as its ranking needs."`
 }
 

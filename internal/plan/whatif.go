@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
 
@@ -77,6 +78,13 @@ func (e *Engine) Sweep(ctx context.Context, base scenario.Scenario, vars []Varia
 	return e.sweepWith(ctx, base, vars, nil)
 }
 
+// encloses reports whether the JSON Pointer outer names the value inner
+// names or an object or array that holds it (/quotas/0 holds
+// /quotas/0/tpm).
+func encloses(outer, inner string) bool {
+	return strings.HasPrefix(inner, outer) && (len(inner) == len(outer) || inner[len(outer)] == '/')
+}
+
 // sweepWith is Sweep, each valid cell's plan checked by check when it is
 // not nil.
 func (e *Engine) sweepWith(ctx context.Context, base scenario.Scenario, vars []Variation, check Checker) (*WhatIf, error) {
@@ -94,11 +102,11 @@ func (e *Engine) sweepWith(ctx context.Context, base scenario.Scenario, vars []V
 		if ptrs[i], err = variationPointer(base, v.Path); err != nil {
 			return nil, scenario.Errors{{Path: fmt.Sprintf("variations[%d].path", i), Message: err.Error()}}
 		}
-		if i == 1 && ptrs[0].String() == ptrs[1].String() {
+		if i == 1 && encloses(v.Path, vars[0].Path) {
 			// The second's values would replace the first's in every cell.
 			// (A field inside the first's object may vary: its values are
 			// written into each of the first's.)
-			return nil, scenario.Errors{{Path: "variations[1].path", Message: fmt.Sprintf("varies what variations[0] (%s) varies: give its values in one variation", vars[0].Path)}}
+			return nil, scenario.Errors{{Path: "variations[1].path", Message: fmt.Sprintf("varies what variations[0] (%s) varies, or the object that holds it: every cell would show the second's values; vary the object first, then a field inside it", vars[0].Path)}}
 		}
 	}
 	if cells > MaxWhatIfCells {

@@ -88,9 +88,10 @@ func TestSweepRejectsBadVariations(t *testing.T) {
 	}
 }
 
-// TestOneValueVariedTwiceIsRefused: two variations of one value would
-// let the second's values replace the first's in every cell; a field
-// inside the first's object may vary (TestSweepCellProblems).
+// TestOneValueVariedTwiceIsRefused: two variations of one value, or of a
+// field and then the object that holds it, would let the second's values
+// replace the first's in every cell; a field inside the first's object
+// may vary (TestSweepCellProblems).
 func TestOneValueVariedTwiceIsRefused(t *testing.T) {
 	base := handScenario(scenario.Quota{RPM: 600, TPM: 100000})
 	_, err := sweep(base, []Variation{{Path: "/quotas/0/tpm", Values: []any{1000.0}}, {Path: "/quotas/0/tpm", Values: []any{2000.0}}})
@@ -100,5 +101,17 @@ func TestOneValueVariedTwiceIsRefused(t *testing.T) {
 	}
 	if _, err := sweep(base, []Variation{{Path: "/quotas/0/tpm", Values: []any{1000.0}}, {Path: "/quotas/0/rpm", Values: []any{100.0}}}); err != nil {
 		t.Errorf("tpm and rpm: %v", err)
+	}
+	// The object after a field inside it would replace the field's values.
+	base.Classes[0].Demand = &scenario.Demand{RPS: 1}
+	_, err = sweep(base, []Variation{{Path: "/classes/0/demand/rps", Values: []any{0.1, 0.2}}, {Path: "/classes/0/demand", Values: []any{map[string]any{"rps": 0.3}}}})
+	if !errors.As(err, &errs) || errs[0].Path != "variations[1].path" {
+		t.Errorf("demand after demand.rps: %v", err)
+	}
+	for _, tc := range [][2]string{{"/quotas/0", "/quotas/0/tpm"}, {"/quotas/0/tpm", "/quotas/0/tpm"}, {"/quotas/1", "/quotas/10/tpm"}, {"/quotas/0/tpm", "/quotas/0/tpmx"}} {
+		want := tc[0] == "/quotas/0" || tc[0] == tc[1]
+		if got := encloses(tc[0], tc[1]); got != want {
+			t.Errorf("%s encloses %s: %v, want %v", tc[0], tc[1], got, want)
+		}
 	}
 }
