@@ -93,24 +93,36 @@ func Tokens(s string) string {
 }
 
 // URLValues are the values URL would hide in raw: its user information's
-// name and password and the value of every query parameter but
-// api-version, so that a redactor of them (New) also clears them from
-// text that quotes the URL, such as a transport error.
+// name and password and every query parameter's value but api-version's,
+// each as written (percent-encoded, as a transport error quotes the URL)
+// and decoded, parameters split at & and ; and a bare one (?SECRET) taken
+// whole, so that a redactor of them (New) also clears them from text that
+// quotes the URL.
 func URLValues(raw string) []string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil
 	}
 	var out []string
-	if u.User != nil {
-		out = append(out, u.User.Username())
-		if pw, ok := u.User.Password(); ok {
-			out = append(out, pw)
+	add := func(v string) {
+		out = append(out, v)
+		if d, err := url.QueryUnescape(v); err == nil && d != v {
+			out = append(out, d)
 		}
 	}
-	for k, vs := range u.Query() {
+	if u.User != nil {
+		add(u.User.Username())
+		if pw, ok := u.User.Password(); ok {
+			add(pw)
+		}
+	}
+	for _, part := range strings.FieldsFunc(u.RawQuery, func(r rune) bool { return r == '&' || r == ';' }) {
+		k, v, ok := strings.Cut(part, "=")
+		if !ok {
+			v = k // a bare parameter
+		}
 		if k != "api-version" {
-			out = append(out, vs...)
+			add(v)
 		}
 	}
 	return out
@@ -118,7 +130,7 @@ func URLValues(raw string) []string {
 
 // URL is raw for display and for storing: without its user information,
 // and with the value of every query parameter but api-version replaced by
-// Mark ("https://x.openai.azure.com/openai?api-key=[redacted]&api-version=2024-06-01").
+// Mark ("https://x.openai.azure.com/openai?api-key=[redacted]&api-version=2024-06-01"), and a parameter without a value (?KEY) replaced whole.
 func URL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -128,6 +140,10 @@ func URL(raw string) string {
 	q := u.Query()
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(q)) {
+		if !slices.ContainsFunc(q[k], func(v string) bool { return v != "" }) {
+			parts = append(parts, Mark) // a bare parameter (?KEY) may be the credential itself
+			continue
+		}
 		if k != "api-version" {
 			parts = append(parts, url.QueryEscape(k)+"="+Mark)
 			continue

@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -57,6 +58,7 @@ func TestURL(t *testing.T) {
 		{"https://u:p@x.openai.azure.com/openai?api-version=2024-06-01&api-key=abc", "https://x.openai.azure.com/openai?api-key=[redacted]&api-version=2024-06-01"},
 		{"http://h/v1?token=a&token=b&x=1", "http://h/v1?token=[redacted]&x=[redacted]"},
 		{"http://h/v1?api-version=a+b", "http://h/v1?api-version=a+b"},
+		{"http://h/v1?abcSECRET", "http://h/v1?[redacted]"},
 		{"://nope", "(unparsable url)"},
 	} {
 		got := URL(tc.in)
@@ -86,6 +88,20 @@ func TestURLValues(t *testing.T) {
 	}
 	if !strings.Contains(text, "api-version=2024-06-01") {
 		t.Errorf("the api-version is gone from %q", text)
+	}
+	for _, raw := range []string{
+		"http://h/v1?api-key=abc%2Bdef%2FSECRETX",
+		"http://h/v1?a=1;key=SECRET3",
+		"http://h/v1?SECRET5",
+		"http://h/v1?k=SECRET9&k=SECRET10",
+	} {
+		u, _ := url.Parse(raw)
+		text := New(URLValues(raw)...).String(`Post "` + raw + `": refused; ` + u.Query().Encode())
+		for _, secret := range []string{"SECRET", "abc+def"} {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s: %q survives in %q", raw, secret, text)
+			}
+		}
 	}
 	if URLValues("://bad") != nil {
 		t.Error("an unparsable URL has values")
