@@ -129,8 +129,9 @@ func URLValues(raw string) []string {
 }
 
 // URL is raw for display and for storing: without its user information,
-// and with the value of every query parameter but api-version replaced by
-// Mark ("https://x.openai.azure.com/openai?api-key=[redacted]&api-version=2024-06-01"), and a parameter without a value (?KEY) replaced whole.
+// with the value of every query parameter but api-version replaced by
+// Mark ("https://x.openai.azure.com/openai?api-key=[redacted]&api-version=2024-06-01"),
+// and a parameter without a value (?KEY) replaced whole.
 func URL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
