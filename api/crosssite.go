@@ -149,8 +149,17 @@ func declaredBody(r *http.Request) bool {
 // fail to parse as JSON (RFC 9110, §15.5.16: 415 for a content coding
 // the server does not accept).
 func encoded(r *http.Request) bool {
-	ce := strings.TrimSpace(r.Header.Get("Content-Encoding"))
-	return r.ContentLength != 0 && ce != "" && !strings.EqualFold(ce, "identity")
+	if r.ContentLength == 0 {
+		return false
+	}
+	for _, h := range r.Header.Values("Content-Encoding") {
+		for _, ce := range strings.Split(h, ",") {
+			if ce = strings.TrimSpace(ce); ce != "" && !strings.EqualFold(ce, "identity") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // crossSite refuses what a web page on another site could send: a Host
@@ -171,7 +180,7 @@ func (s *Server) crossSite(next http.Handler) http.Handler {
 				&huma.ErrorDetail{Location: "header.Content-Type", Message: "must be application/json or application/yaml", Value: r.Header.Get("Content-Type")})
 		case encoded(r):
 			writeProblem(w, http.StatusUnsupportedMediaType, "a request body must be sent as it is, without a Content-Encoding",
-				&huma.ErrorDetail{Location: "header.Content-Encoding", Message: "must be absent or identity", Value: r.Header.Get("Content-Encoding")})
+				&huma.ErrorDetail{Location: "header.Content-Encoding", Message: "must be absent or identity", Value: strings.Join(r.Header.Values("Content-Encoding"), ", ")})
 		default:
 			next.ServeHTTP(w, r)
 		}

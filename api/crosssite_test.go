@@ -1,8 +1,10 @@
 package api
 
 import (
+	"bytes"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -173,6 +175,18 @@ func TestEncodedBodyIsRefused(t *testing.T) {
 		} else if want != http.StatusOK && !slices.Equal(readProblem(t, rec).locations(), []string{"header.Content-Encoding"}) {
 			t.Errorf("Content-Encoding %q: %s", ce, rec.Body)
 		}
+	}
+	// Every header and every coding of a list counts.
+	req := httptest.NewRequest(http.MethodPost, "/v1/plans", bytes.NewReader(planBody(t)))
+	req.Host, req.Header["Content-Type"] = testHost, []string{"application/json"}
+	req.Header["Content-Encoding"] = []string{"identity", "gzip"}
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	if rec.Code != http.StatusUnsupportedMediaType {
+		t.Errorf("identity, then gzip in a second header: %d", rec.Code)
+	}
+	if rec := send(s, http.MethodPost, "/v1/plans", planBody(t), "Content-Encoding", "identity, gzip"); rec.Code != http.StatusUnsupportedMediaType {
+		t.Errorf("identity, gzip: %d", rec.Code)
 	}
 }
 
