@@ -619,4 +619,11 @@ func TestLiteLLMRefusesKeysThatShareAVariable(t *testing.T) {
 	if err := Write(io.Discard, ToPrometheusRules, sc, p, Options{}); err != nil {
 		t.Errorf("the rules, which name keys as they are, are refused too: %v", err)
 	}
+	// A key no deployment uses reads no variable: no clash.
+	for i := range sc.Classes {
+		sc.Classes[i].Quota = sc.Quotas[0].Name
+	}
+	if err := Write(io.Discard, ToLiteLLM, sc, planOf(t, sc), Options{}); err != nil {
+		t.Errorf("a second key without a class: %v", err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -95,7 +96,7 @@ func writeLiteLLM(w io.Writer, sc scenario.Scenario, p *plan.Plan, model string)
 	for _, q := range p.Quotas {
 		quotas[q.Name] = q
 	}
-	if err := distinctKeyEnvs(sc); err != nil {
+	if err := distinctKeyEnvs(sc, classes); err != nil {
 		return err
 	}
 	cfg := liteLLMConfig{ModelList: []liteLLMDeployment{}, RouterSettings: liteLLMRouter{RoutingStrategy: "simple-shuffle"}}
@@ -172,11 +173,15 @@ func (e *KeyEnvClash) Error() string {
 	return fmt.Sprintf("export: the keys %q and %q would both read %s; rename one of them so that their names differ in more than case and punctuation", e.Names[0], e.Names[1], e.Env)
 }
 
-// distinctKeyEnvs is a *KeyEnvClash when two of the scenario's keys share
-// a KeyEnv, nil otherwise.
-func distinctKeyEnvs(sc scenario.Scenario) error {
+// distinctKeyEnvs is a *KeyEnvClash when two of the scenario's keys that
+// the settings' deployments use (a class with a pool) share a KeyEnv, nil
+// otherwise.
+func distinctKeyEnvs(sc scenario.Scenario, classes []classPair) error {
 	seen := map[string]int{}
 	for j, q := range sc.Quotas {
+		if !slices.ContainsFunc(classes, func(c classPair) bool { return c.plan.Pool >= 1 && c.plan.Quota == q.Name }) {
+			continue
+		}
 		env := KeyEnv(q.Name)
 		if i, ok := seen[env]; ok {
 			return &KeyEnvClash{Env: env, Quota: [2]int{i, j}, Names: [2]string{sc.Quotas[i].Name, q.Name}}
