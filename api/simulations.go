@@ -22,7 +22,7 @@ type SimulationRequest struct {
 	Scenario   scenario.Scenario `json:"scenario" doc:"The scenario whose plan to simulate (the same document POST /v1/plans takes); a class's demand.profile varies its rate over the run."`
 	DurationS  float64           `json:"duration_s,omitempty" minimum:"1" maximum:"604800" doc:"Simulated time in seconds, at least 1; default 3,600. At most the server's limits.simulation_max_duration."`
 	StartHour  float64           `json:"start_hour,omitempty" minimum:"0" exclusiveMaximum:"24" doc:"Time of day the run starts at, hours after midnight UTC, for classes with a schedule; default 0, midnight."`
-	Seed       *uint64           `json:"seed,omitempty" maximum:"9007199254740992" doc:"Seed of every random stream, at most 2⁵³; default the scenario's policy.seed, else 1. The same request gives the same answer."`
+	Seed       *uint64           `json:"seed,omitempty" maximum:"9007199254740991" doc:"Seed of every random stream, below 2⁵³; default the scenario's policy.seed, else 1. The same request gives the same answer."`
 	Pacing     *bool             `json:"pacing,omitempty" doc:"Clients pace their sends with the plan's token bucket; default true."`
 	AIMD       bool              `json:"aimd,omitempty" doc:"Clients resize their pools with the plan's AIMD settings."`
 	Refill     string            `json:"refill,omitempty" enum:"continuous,window" doc:"How the provider refills per-minute limits: continuous (default), a bucket holding one burst window's allowance and refilled at the limit's rate; or window, a counter reset every burst_window_s."`

@@ -134,6 +134,8 @@ func (f *simulateFlags) options(cmd *cobra.Command) (simulate.Options, error) {
 		return simulate.Options{}, usageError{fmt.Errorf("--interval must be positive, got %s", f.interval)}
 	case f.maxEvents < 1:
 		return simulate.Options{}, usageError{fmt.Errorf("--max-events must be at least 1, got %d", f.maxEvents)}
+	case f.seed >= 1<<53:
+		return simulate.Options{}, usageError{fmt.Errorf("--seed must be below 2^53, as the API's seed is, got %d", f.seed)}
 	}
 	o := simulate.Options{
 		DurationS: f.duration.Seconds(), IntervalS: f.interval.Seconds(), NoPacing: f.noPacing, AIMD: f.aimd,

@@ -87,6 +87,7 @@ func TestSimulateUsageErrors(t *testing.T) {
 		{[]string{"--example", "chat", "-o", "xml"}, "--output"},
 		{[]string{"--example", "chat", "--interval", "1s", "--duration", "2h"}, "--interval"},
 		{[]string{"--example", "chat", "--max-events", "100"}, "--duration"},
+		{[]string{"--example", "chat", "--seed", "9007199254740992"}, "--seed must be below 2^53"},
 		{[]string{"--example", "chat", "--replay", "chat"}, "CLASS=FILE"},
 		{[]string{"--example", "nope"}, "no example"},
 		{[]string{}, "-f FILE"},

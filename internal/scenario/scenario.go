@@ -274,7 +274,7 @@ type Policy struct {
 	Allocation      string      `json:"allocation,omitempty" enum:"priority,weighted" default:"priority" doc:"How classes share a quota."`
 	KneeSafety      *KneeSafety `json:"knee_safety,omitempty" doc:"Fraction of the knee each mode may use."`
 	MonteCarloDraws int         `json:"monte_carlo_draws,omitempty" minimum:"1000" maximum:"200000" default:"20000"`
-	Seed            *uint64     `json:"seed,omitempty" maximum:"9007199254740992" doc:"Seed of the Monte Carlo draws (default 1), at most 2⁵³ so that every JSON reader reads it exactly."`
+	Seed            *uint64     `json:"seed,omitempty" maximum:"9007199254740991" doc:"Seed of the Monte Carlo draws (default 1), below 2⁵³ so that every JSON reader reads it exactly."`
 	MaxPool         int         `json:"max_pool,omitempty" minimum:"1" maximum:"100000" default:"1000" doc:"Largest pool the plan considers."`
 	MaxUtilization  float64     `json:"max_utilization,omitempty" exclusiveMinimum:"0" exclusiveMaximum:"1" default:"0.95" doc:"Largest offered load per pool slot, A / pool, that min_pool accepts: a pool run at 100 % has a queue that grows without bound."`
 }

@@ -94,8 +94,12 @@ func (v *validator) value(path string, doc any, t reflect.Type, tag reflect.Stru
 			v.add(path, "expected number")
 			return
 		}
-		if t.Kind() != reflect.Float64 && (f != math.Trunc(f) || math.Abs(f) > 1<<53) {
+		if t.Kind() != reflect.Float64 && f != math.Trunc(f) {
 			v.add(path, "expected integer")
+			return
+		}
+		if t.Kind() != reflect.Float64 && math.Abs(f) >= 1<<53 {
+			v.add(path, "expected an integer below 2^53 in magnitude, which every JSON reader reads exactly")
 			return
 		}
 		if t.Kind() == reflect.Uint64 && f < 0 {
