@@ -114,10 +114,13 @@ func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
 	root := newRootCmd(streams{in: in, out: out, err: errOut})
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
-	if err == nil && cmd == root && cmd.Flags().Changed("help") && cmd.Flags().NArg() > 0 {
-		// planner nonexist --help: cobra prints the root's help for a
-		// command it does not know, which is still a wrong command line.
-		err = usageError{fmt.Errorf("unknown command %q for \"planner\"", cmd.Flags().Arg(0))}
+	if err == nil && cmd.Flags().NArg() > 0 && (cmd == root && cmd.Flags().Changed("help") || cmd.Name() == "help" && cmd.Parent() == root) {
+		// planner nonexist --help and planner help nonexist: cobra prints
+		// the root's help for a command it does not know, which is still
+		// a wrong command line.
+		if c, _, ferr := root.Find(cmd.Flags().Args()); ferr != nil || c == root {
+			err = usageError{fmt.Errorf("unknown command %q for \"planner\"", cmd.Flags().Arg(0))}
+		}
 	}
 	if err == nil {
 		return exitOK
