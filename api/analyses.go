@@ -138,9 +138,11 @@ func (in *analysisInput) Resolve(huma.Context) []error {
 
 // stepRules are the problems of steps no run could have measured: a p95
 // below its p50 (the latency block made of them would be refused by a
-// plan), more requests answered ok, 429 or in error than were sent, and
-// two closed-loop steps at one concurrency (or open-loop steps at one
-// rate), which would be summarised as one.
+// plan), an E2E below its TTFT, more requests answered ok, 429 or in
+// error than were sent or answered, a goodput above the throughput or
+// without a request ok, an interval upside down, and two closed-loop
+// steps at one concurrency (or open-loop steps at one rate), which would
+// be summarised as one.
 func stepRules(steps []AnalysisStep) []rule {
 	var rules []rule
 	closed, open := map[int]int{}, map[float64]int{}
@@ -156,6 +158,28 @@ func stepRules(steps []AnalysisStep) []rule {
 		}
 		if st.Requests > 0 && st.OK+st.Errors > st.Requests {
 			rules = append(rules, rule{location: at("ok"), message: "ok and errors together must be at most requests"})
+		}
+		if answers := cmp.Or(st.Answers, st.Requests); answers > 0 && st.RateLimited > answers {
+			rules = append(rules, rule{location: at("rate_limited"), message: "must be at most answers (requests when answers is not given)"})
+		} else if answers > 0 && st.OK > answers {
+			rules = append(rules, rule{location: at("ok"), message: "must be at most answers (requests when answers is not given)"})
+		}
+		for _, p := range []struct {
+			name      string
+			ttft, e2e float64
+		}{{"p50", st.TTFTP50Ms, st.E2EP50Ms}, {"p95", st.TTFTP95Ms, st.E2EP95Ms}} {
+			if p.ttft > 0 && p.e2e > 0 && p.e2e < p.ttft {
+				rules = append(rules, rule{location: at("e2e_" + p.name + "_ms"), message: "must be >= ttft_" + p.name + "_ms: a request ends after its first token"})
+			}
+		}
+		switch {
+		case st.ThroughputRPS > 0 && st.GoodputRPS > st.ThroughputRPS:
+			rules = append(rules, rule{location: at("goodput_rps"), message: "must be at most throughput_rps: goodput counts requests that completed"})
+		case st.Requests > 0 && st.OK == 0 && st.GoodputRPS > 0:
+			rules = append(rules, rule{location: at("goodput_rps"), message: "must be 0 when no request was ok"})
+		}
+		if ci := st.GoodputCI; ci != nil && ci.Lo > ci.Hi {
+			rules = append(rules, rule{location: at("goodput_ci"), message: "lo must be at most hi"})
 		}
 		if st.RateRPS > 0 {
 			if j, ok := open[st.RateRPS]; ok {

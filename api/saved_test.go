@@ -269,6 +269,11 @@ func TestAnalyses(t *testing.T) {
 		{"bad error class", map[string]any{"rows": []map[string]any{{"step": 1, "ok": false, "error": "oops"}}}, "body.rows[0].error", "expected value to be one of"},
 		{"p95 below p50", map[string]any{"steps": []map[string]any{{"concurrency": 1, "goodput_rps": 1, "ttft_p50_ms": 300, "ttft_p95_ms": 200}}}, "body.steps[0].ttft_p95_ms", "must be >= ttft_p50_ms"},
 		{"more ok than requests", map[string]any{"steps": []map[string]any{{"concurrency": 1, "goodput_rps": 1, "requests": 1, "ok": 1000}}}, "body.steps[0].ok", "at most requests"},
+		{"more 429s than answers", map[string]any{"steps": []map[string]any{{"concurrency": 1, "goodput_rps": 1, "requests": 5, "ok": 5, "answers": 5, "rate_limited": 9}}}, "body.steps[0].rate_limited", "at most answers"},
+		{"E2E below TTFT", map[string]any{"steps": []map[string]any{{"concurrency": 1, "goodput_rps": 1, "ttft_p50_ms": 5000, "e2e_p50_ms": 1000}}}, "body.steps[0].e2e_p50_ms", "must be >= ttft_p50_ms"},
+		{"goodput above throughput", map[string]any{"steps": []map[string]any{{"concurrency": 1, "goodput_rps": 100, "throughput_rps": 1}}}, "body.steps[0].goodput_rps", "at most throughput_rps"},
+		{"goodput without an ok", map[string]any{"steps": []map[string]any{{"concurrency": 1, "goodput_rps": 100, "requests": 10, "errors": 10}}}, "body.steps[0].goodput_rps", "no request was ok"},
+		{"interval upside down", map[string]any{"steps": []map[string]any{{"concurrency": 1, "goodput_rps": 1, "goodput_ci": map[string]any{"lo": 2, "hi": 0.5}}}}, "body.steps[0].goodput_ci", "lo must be at most hi"},
 		{"one concurrency twice", map[string]any{"steps": []map[string]any{{"concurrency": 1, "goodput_rps": 1}, {"concurrency": 2, "goodput_rps": 2}, {"concurrency": 1, "goodput_rps": 1}}}, "body.steps[2].concurrency", "steps[0] has the same concurrency"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
