@@ -56,7 +56,7 @@ func (r *run) explain(i int, cp ClassPlan) string {
 			fmt.Fprintf(&b, " It does not fit: at this pool its predicted %s %s is over its target, and no pool comes within 5 %% of it.", metricLabel(missed[0]), m.pctLabel())
 		case sh > maxShedShare && len(missed) == 0:
 			fmt.Fprintf(&b, " It does not fit: at this pool its client sheds %s %% of its requests, those that wait longer than admission.max_queue_wait_ms for a slot, more than the 1 %% a plan may lose; %s %s %s a pool of %d.",
-				num(roundTo(100*sh, 1)), num(m.lambda), m.rateUnit(), need, *cp.MinPool)
+				num(100*sh), num(m.lambda), m.rateUnit(), need, *cp.MinPool)
 		default:
 			fmt.Fprintf(&b, " It does not fit: %s %s %s a pool of %d.", num(m.lambda), m.rateUnit(), need, *cp.MinPool)
 		}
@@ -67,7 +67,7 @@ func (r *run) explain(i int, cp ClassPlan) string {
 			}
 			fmt.Fprintf(&b, " To fit: %s", strings.Join(changes, "; and "))
 			if cp.Shed != nil && cp.Shed.ShedRPS > 0 {
-				fmt.Fprintf(&b, "; or shed %s %s (it sustains %s)", num(cp.Shed.ShedRPS), m.rateUnit(), num(cp.Shed.SustainableRPS))
+				fmt.Fprintf(&b, "; or shed %s %s (it sustains %s)", num(cp.Shed.ShedRPS), m.rateUnit(), numBeside(cp.Shed.SustainableRPS, m.lambda))
 			}
 			b.WriteString(".")
 		}

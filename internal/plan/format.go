@@ -21,6 +21,21 @@ func num(v float64) string {
 	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
+// numBeside is num(v), with as many more significant digits as it takes
+// (up to six) to tell it from other, a different number it is read
+// beside: a sustainable rate of 0.2716 beside a demand of 0.272.
+func numBeside(v, other float64) string {
+	if v == other || num(v) != num(other) || math.Abs(v) >= 1000 {
+		return num(v)
+	}
+	for digits := 4; digits <= 6; digits++ {
+		if s := strconv.FormatFloat(v, 'g', digits, 64); s != strconv.FormatFloat(other, 'g', digits, 64) {
+			return s
+		}
+	}
+	return strconv.FormatFloat(v, 'g', 6, 64)
+}
+
 // commas puts a comma between each group of three digits of an integer.
 func commas(digits string) string {
 	sign := ""

@@ -37,3 +37,23 @@ func TestPredictAt(t *testing.T) {
 		t.Error("concurrency 0 predicted")
 	}
 }
+
+// TestNumBeside: a number read beside another that num shows alike gets
+// the digits that tell them apart.
+func TestNumBeside(t *testing.T) {
+	for _, tc := range []struct {
+		v, other float64
+		want     string
+	}{
+		{0.2716, 0.272, "0.2716"},
+		{0.27201, 0.272, "0.27201"},
+		{0.25, 0.272, "0.25"},
+		{0.272, 0.272, "0.272"},
+		{512.3, 512.31, "512.3"},
+		{1500, 1500.4, "1,500"},
+	} {
+		if got := numBeside(tc.v, tc.other); got != tc.want {
+			t.Errorf("numBeside(%v, %v) = %q, want %q", tc.v, tc.other, got, tc.want)
+		}
+	}
+}

@@ -97,7 +97,7 @@ function classRows(cls) {
       cell('e2e', 'E2E p95', latency(p.e2e_p95_ms, cls), p.shed_share ? h('span', {
         class: p.shed_share > 0.01 ? 'bad' : 'hint',
         title: 'Share of its requests the client sheds, those that wait longer than admission.max_queue_wait_ms for a slot; the percentiles are over the requests served, and over 1 % the class does not fit.',
-        text: ` sheds ${num(100 * p.shed_share, 1)}\u00a0%`,
+        text: ` sheds ${num(100 * p.shed_share, 2)}\u00a0%`,
       }) : null),
       cell('throughput', 'req/s (demand / capacity)', rates(cls))),
     h('tr', { class: 'more' },
