@@ -159,7 +159,7 @@ func TestMinPoolHandWorked(t *testing.T) {
 	at14.Policy.MaxPool = 14
 	c14 := mustPlan(t, at14).Classes[0]
 	if c14.Feasible || c14.Predicted.ShedShare != 0.0129 || *c14.Predicted.E2EP95Ms > 3000 ||
-		!strings.Contains(c14.Explanation, "sheds 1.3 % of its requests") {
+		!strings.Contains(c14.Explanation, "sheds 1.29 % of its requests") {
 		t.Errorf("at 14: feasible %v, shed share %v, E2E p95 %v ms, want not feasible, 0.0129 and at most 3,000: %s",
 			c14.Feasible, c14.Predicted.ShedShare, *c14.Predicted.E2EP95Ms, c14.Explanation)
 	}
