@@ -166,33 +166,43 @@ func repeatedKey(data []byte) error {
 // up in a set rather than compared one by one.
 const manyKeys = 16
 
-// seen reports whether key, raw, is one of keys (folded as encoding/json
-// matches field names), keeping the set of them once there are manyKeys.
+// seen reports whether key, raw, is one of keys, folded as encoding/json
+// matches field names. While an object has fewer than manyKeys, all plain
+// (ASCII, unescaped), they are compared in place; a key that is not plain,
+// or one past manyKeys, moves them into a set of their folded text.
 func seen(keys [][]byte, set *map[string]struct{}, key []byte) bool {
-	folded := func(k []byte) string { return strings.ToLower(keyText(k)) }
-	if *set == nil && len(keys) < manyKeys && bytes.IndexByte(key, '\\') < 0 {
+	if *set == nil && len(keys) < manyKeys && plain(key) {
 		for _, k := range keys {
-			if bytes.EqualFold(k, key) && bytes.IndexByte(k, '\\') < 0 {
-				return true
-			}
-			if bytes.IndexByte(k, '\\') >= 0 && folded(k) == folded(key) {
+			if bytes.EqualFold(k, key) {
 				return true
 			}
 		}
 		return false
 	}
+	fold := func(k []byte) string { return strings.ToLower(keyText(k)) }
 	if *set == nil {
 		*set = make(map[string]struct{}, 2*len(keys))
 		for _, k := range keys {
-			(*set)[folded(k)] = struct{}{}
+			(*set)[fold(k)] = struct{}{}
 		}
 	}
-	f := folded(key)
+	f := fold(key)
 	if _, ok := (*set)[f]; ok {
 		return true
 	}
 	(*set)[f] = struct{}{}
 	return false
+}
+
+// plain reports whether a raw key is ASCII without an escape, so that
+// comparing its bytes without case is comparing its folded text.
+func plain(raw []byte) bool {
+	for _, c := range raw {
+		if c == '\\' || c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // keyText is a raw key, as written between its quotes, unescaped.
