@@ -287,9 +287,9 @@ func checkDuration(p *plan.Plan, active []bool, budget int, hours float64) float
 }
 
 // judge is a class's check from its run: its SLOs met at their
-// percentile (simulate.Target.Met), at most 1 % of its sends answered 429, at most 1 % of its
-// requests shed or given up, and its arrivals served (a batch done in its
-// window), with what breaks and by how much.
+// percentile (simulate.Target.Met), at most 1 % of its sends answered
+// 429, at most 1 % of its requests shed or given up, and its arrivals
+// served (a batch done in its window), with what breaks and by how much.
 func judge(spec scenario.Class, run simulate.ClassRun, start float64) *plan.ClassCheck {
 	sm := run.Simulated
 	cc := &plan.ClassCheck{StartHour: start, Requests: sm.Requests, Completed: sm.Completed, Shed: sm.Shed,

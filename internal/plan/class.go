@@ -627,23 +627,9 @@ func (m *classModel) servedQuantile(ctx context.Context, s, full *service, w mod
 	if v, ok := m.eng.percentiles.Get(k); ok {
 		return v, nil
 	}
-	first, total, err := m.sample(ctx, s)
+	x, xw, err := m.drawsOfMetric(ctx, s, full, which)
 	if err != nil {
 		return 0, err
-	}
-	x, xw := total, total
-	if which == pctTTFT {
-		x, xw = first, first
-	}
-	if full != nil {
-		ffirst, ftotal, err := m.sample(ctx, full)
-		if err != nil {
-			return 0, err
-		}
-		xw = ftotal
-		if which == pctTTFT {
-			xw = ffirst
-		}
 	}
 	v := model.QuantileServed(x, xw, m.headOf(s), m.draws, w, p, tau, m.scratch())
 	m.eng.percentiles.Add(k, v)
@@ -772,6 +758,31 @@ func (m *classModel) drawsOf(s, full *service) (*service, *service) {
 	return s, full
 }
 
+// drawsOfMetric is the Monte Carlo's draws of TTFT (pctTTFT) or of S
+// without a wait: x from s, xw those the draws that wait take, from full
+// when it is given, else x.
+func (m *classModel) drawsOfMetric(ctx context.Context, s, full *service, which percentile) (x, xw []float64, err error) {
+	first, total, err := m.sample(ctx, s)
+	if err != nil {
+		return nil, nil, err
+	}
+	x = total
+	if which == pctTTFT {
+		x = first
+	}
+	if full == nil {
+		return x, x, nil
+	}
+	ffirst, ftotal, err := m.sample(ctx, full)
+	if err != nil {
+		return nil, nil, err
+	}
+	if which == pctTTFT {
+		return x, ffirst, nil
+	}
+	return x, ftotal, nil
+}
+
 // metricOf is the metric whose samples a percentile of TTFT (pctTTFT) or
 // of E2E takes.
 func metricOf(which percentile) int {
@@ -797,36 +808,22 @@ func (m *classModel) quantile(ctx context.Context, s, full *service, w model.Wai
 		return v, nil
 	}
 	var v float64
-	if full != nil {
-		first, total, err := m.sample(ctx, s)
-		if err != nil {
-			return 0, err
-		}
-		ffirst, ftotal, err := m.sample(ctx, full)
-		if err != nil {
-			return 0, err
-		}
-		x, xw := total, ftotal
-		if which == pctTTFT {
-			x, xw = first, ffirst
-		}
-		v = model.QuantileWithSplitWait(x, xw, m.headOf(s), m.draws, w, m.pct, m.scratch())
-	} else if m.tailed(metric) {
+	if full == nil && m.tailed(metric) {
 		t, err := m.tail(ctx, s, metric)
 		if err != nil {
 			return 0, err
 		}
 		v = t.Quantile(w)
 	} else {
-		first, total, err := m.sample(ctx, s)
+		x, xw, err := m.drawsOfMetric(ctx, s, full, which)
 		if err != nil {
 			return 0, err
 		}
-		x := total
-		if which == pctTTFT {
-			x = first
+		if full != nil {
+			v = model.QuantileWithSplitWait(x, xw, m.headOf(s), m.draws, w, m.pct, m.scratch())
+		} else {
+			v = model.QuantileWithPacedWait(x, m.headOf(s), m.draws, w, m.pct, m.scratch())
 		}
-		v = model.QuantileWithPacedWait(x, m.headOf(s), m.draws, w, m.pct, m.scratch())
 	}
 	m.eng.percentiles.Add(k, v)
 	return v, nil

@@ -38,8 +38,9 @@ func (r *run) predict(ctx context.Context, i, pool int) (Predicted, error) {
 		if err != nil {
 			return pr, err
 		}
+		apart := sheds && m.resolves(w, tau)
 		served, mean, keep := 0.95, waitMean(w), 1.0 // keep: the served share of the slot's mean wait
-		if sheds && m.resolves(w, tau) {
+		if apart {
 			served = 0.95 * (1 - w.LeftOut(tau))
 			mean = servedWaitMean(w, tau)
 			keep = mean / w.Expected()
@@ -52,7 +53,7 @@ func (r *run) predict(ctx context.Context, i, pool int) (Predicted, error) {
 			pr.ShedShare = roundTo(share, 4)
 		}
 		p95 := waitQuantile(w, served)
-		if sheds && m.resolves(w, tau) {
+		if apart {
 			p95 = math.Min(p95, tau) // a request served waits at most τ
 		}
 		pr.QueueWaitMeanMs, pr.QueueWaitP95Ms = msPtr(mean), msPtr(p95)
