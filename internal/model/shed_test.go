@@ -42,7 +42,7 @@ func TestShedShareIsMMcDBelowSaturation(t *testing.T) {
 		a, tau float64
 	}{{1, 0.5, 1}, {2, 1.5, 0.3}, {10, 8, 0.1}, {55, 48, 0.05}, {300, 280, 0.02}} {
 		q := Queue{C: tc.c, Lambda: tc.a, CA2: 1, Mean: 1, CS2: 1, Tail: 1.5}
-		got := ShedShare(q.Wait(), tc.a/float64(tc.c), tc.tau)
+		got := q.ShedShare(q.Wait(), tc.tau)
 		want := MMcDShed(tc.c, tc.a, tc.tau)
 		if math.Abs(got-want) > 1e-9*math.Max(1, want) || want <= 0 {
 			t.Errorf("c %d, a %g, τ %g: ShedShare %.9f, MMcDShed %.9f", tc.c, tc.a, tc.tau, got, want)

@@ -694,8 +694,9 @@ func (m *classModel) resolves(w model.Wait, tau float64) bool {
 // below τ the density of the wait without shedding, up to its scale
 // (exact for M/M/c+D: Baccelli and Hebuterne, Performance '81, 1981;
 // Zeltyn and Mandelbaum, Queueing Syst. 51, 2005): with q = P(W > τ) of
-// the plan's wait law and utilisation ρ, it sheds q·(1 − ρ)/(1 − q·ρ)
-// (model.ShedShare). A pool at ρ ≥ 1 is stable only because it sheds:
+// the plan's wait law and utilisation ρ, it sheds q·r/(1 − q·(1 − r)),
+// r = (1 − ρ) for Poisson arrivals and more for smoother ones
+// (model.Queue.ShedShare). A pool at ρ ≥ 1 is stable only because it sheds:
 // its share is the M/M/c+D one (model.MMcDShed), at least the excess
 // 1 − 1/ρ it cannot serve, and its percentiles stay unbounded (null), as
 // the plan never counts on a pool that sheds that much. A request that
@@ -715,7 +716,7 @@ func (m *classModel) shedShare(ctx context.Context, c, load int) (float64, error
 	if !w.Stable() {
 		return math.Max(model.MMcDShed(c, a, tau/s.mean), 1-float64(c)/a), nil
 	}
-	return model.ShedShare(w, a/float64(c), tau), nil
+	return m.queue(c, m.lambda, s).ShedShare(w, tau), nil
 }
 
 // fullLoad is the load on the endpoint when class i's pool of c is full,
@@ -1149,7 +1150,7 @@ func (m *classModel) firstMeeting(ctx context.Context, start, load int, b bounds
 	}
 	estimate := func(c int) bool {
 		w := m.waitAt(c, s)
-		if sheds && w.Stable() && model.ShedShare(w, m.lambda*s.mean/float64(c), tau) > maxShedShare {
+		if sheds && w.Stable() && m.queue(c, m.lambda, s).ShedShare(w, tau) > maxShedShare {
 			return false
 		}
 		for metric := range 2 {

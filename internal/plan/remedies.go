@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/quota"
 	"github.com/plannerdev/planner/internal/scenario"
 )
@@ -631,7 +630,7 @@ func (r *run) shed(ctx context.Context, i, pool int) (*Shed, error) {
 			return false
 		}
 		w := m.eng.wait(m.queue(pool, l, s))
-		if !w.Stable() || sheds && model.ShedShare(w, l*s.mean/float64(pool), tau) > maxShedShare {
+		if !w.Stable() || sheds && m.queue(pool, l, s).ShedShare(w, tau) > maxShedShare {
 			return false
 		}
 		for metric, which := range []percentile{pctTTFT, pctE2E} {
