@@ -205,11 +205,11 @@ type accuracyCase struct {
 	sc   scenario.Scenario
 }
 
-// accuracyCases are the shipped examples and 54 more scenarios: per-window
+// accuracyCases are the shipped examples and 55 more scenarios: per-window
 // limits at 1 s and 10 s, actual and max_tokens accounting, shared keys
 // under priority and weighted allocation, batches with and without
 // demand, measured curves, clients that shed (a tight max queue wait, a
-// curve's class, one slot), and arrival scv from 0 to 9.
+// curve's class, one slot, an agent's tasks), and arrival scv from 0 to 9.
 func accuracyCases(t *testing.T) []accuracyCase {
 	var out []accuracyCase
 	for _, name := range planner.ExampleNames() {
@@ -280,6 +280,11 @@ func accuracyCases(t *testing.T) []accuracyCase {
 	for _, scv := range []string{"4", "9"} {
 		add("an assistant that sheds beside reports on a knee of 24, scv "+scv, fill(curveWithDemand, "SCV", scv, "TTFT", "1000"))
 	}
+	// An agent whose pool of tasks is capped below its min_pool: its
+	// tasks wait for a slot and some are shed.
+	agent := testutil.Example(t, "agent")
+	agent.Policy.MaxPool = 44
+	out = append(out, accuracyCase{"example agent, max_pool 44", agent})
 	// One slot at ρ 0.92, which per-class pacing at X(pool)/0.9 made unstable.
 	add("one slot at rho 0.92", `
 quotas: [{name: k, rpm: 100}]
@@ -320,7 +325,7 @@ func inBand(pred float64, sims []float64, slack float64) (bool, float64) {
 
 // TestPlanAgainstItsSimulation holds the plan to planner simulate's runs
 // of it, three replications of an hour each (four hours with
-// -accuracy.long), on every shipped example and 54 more scenarios: for
+// -accuracy.long), on every shipped example and 55 more scenarios: for
 // every class with a pool, its predicted TTFT p95, E2E p95 and queue-wait
 // p95 are within −5 % and +20 % of the simulation's (widened by the
 // replications' spread; a queue wait within 5 % of the class's TTFT p95
@@ -382,7 +387,7 @@ func TestPlanAgainstItsSimulation(t *testing.T) {
 			if cp.Feasible && s.holds != replications || !cp.Feasible && s.holds != 0 {
 				t.Errorf("%s: the plan says fits %v, the simulation holds in %d of %d runs", name, cp.Feasible, s.holds, replications)
 			}
-			if cp.Pool >= 1 && cp.Admission.MaxQueueWaitMs != nil && cp.Task == nil {
+			if cp.Pool >= 1 && cp.Admission.MaxQueueWaitMs != nil {
 				shedRatios = append(shedRatios, [2]float64{cp.Predicted.ShedShare, s.shed[0]})
 				if !shedInBand(cp.Predicted.ShedShare, s.shed) {
 					t.Errorf("%s: predicted shed share %.4f, simulated %.4f (runs %.4f)", name, cp.Predicted.ShedShare, s.shed[0], s.shed)

@@ -701,9 +701,13 @@ func (m *classModel) resolves(w model.Wait, tau float64) bool {
 // 1 − 1/ρ it cannot serve, and its percentiles stay unbounded (null), as
 // the plan never counts on a pool that sheds that much. A request that
 // also waits for the pacing buckets is shed on the longer of its waits:
-// the share from the wait for a slot alone is the least of it.
+// the share from the wait for a slot alone is the least of it. An agent
+// task's share is of its tasks, the task's time its service time.
 func (m *classModel) shedShare(ctx context.Context, c, load int) (float64, error) {
-	tau, ok, err := m.shedWait(ctx, load)
+	if m.lambda == 0 {
+		return 0, nil
+	}
+	tau, ok, err := m.maxQueueWait(ctx, load)
 	if err != nil || !ok || c < 1 {
 		return 0, err
 	}

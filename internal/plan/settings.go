@@ -45,13 +45,11 @@ func (r *run) predict(ctx context.Context, i, pool int) (Predicted, error) {
 			mean = servedWaitMean(w, tau)
 			keep = mean / w.Expected()
 		}
-		if sheds {
-			share, err := m.shedShare(ctx, pool, load)
-			if err != nil {
-				return pr, err
-			}
-			pr.ShedShare = roundTo(share, 4)
+		share, err := m.shedShare(ctx, pool, load)
+		if err != nil {
+			return pr, err
 		}
+		pr.ShedShare = roundTo(share, 4)
 		p95 := waitQuantile(w, served)
 		if apart {
 			p95 = math.Min(p95, tau) // a request served waits at most τ
