@@ -86,6 +86,10 @@ type Queue struct {
 //     Pollaczek–Khinchine moments, cw² = 2ρ − 1 + (4/3)(1 − ρ)·Tail (1 for
 //     exponential service, more for heavy-tailed service), and tends to 1
 //     as slots are added; here cw² = 1 + (cw₁² − 1)/√c.
+//   - For arrivals smoother than Poisson, π, the mean and cw² are then
+//     corrected for what evenly spaced arrivals do away from heavy
+//     traffic: they wait less often, longer when they do, and more
+//     variably (smoothWait).
 //   - The conditional wait is then a gamma with that mean and cw², and θ is
 //     the mean of the exponential that has the gamma's quantile at the
 //     level the overall p-quantile needs, q = max(0.5, 1 − (1 − p)/π)
@@ -120,12 +124,16 @@ func (q Queue) Wait() Wait {
 	if !(theta > 0) {
 		return Wait{}
 	}
+	var widen float64 // how much more variable smooth arrivals' wait is
+	if q.CA2 < 1 {
+		pi, theta, widen = q.smoothWait(rho, pi, theta)
+	}
 	tail := q.Tail
 	if !(tail > 0) {
 		tail = 1.5
 	}
 	cw1 := 2*rho - 1 + 4.0/3*(1-rho)*tail
-	cw := math.Max(0.05, 1+(cw1-1)/math.Sqrt(c))
+	cw := math.Max(0.05, 1+(cw1-1)/math.Sqrt(c)+widen)
 	if q.CA2 > 1 {
 		// Clumps keep the slots they fill in step whatever their number:
 		// the wait of those who wait keeps the one-server shape.
@@ -148,6 +156,33 @@ func (q Queue) Wait() Wait {
 		return Wait{Prob: pi, Mean: matched, Shape: cw, ShapeMean: theta}
 	}
 	return Wait{Prob: pi, Mean: theta}
+}
+
+// smoothWait corrects the law of the wait for arrivals smoother than
+// Poisson (ca² < 1), given π and the mean θ of the wait of those who wait
+// as Queue.Wait derives them: with u = (1 − ca²)² and cs² at least 0.05,
+//
+//	π′ = π·(1 − min(0.9, 0.3·(1 − ρ)·c^¼·u/√cs²)),
+//	θ′ = θ·(1 + 0.4·(1 − ρ)·u/cs²^0.3),
+//
+// and the squared coefficient of variation of the wait of those who wait
+// grows by widen = (1 − ρ)·u/√c. Evenly spaced arrivals find every slot
+// busy less often than the heavy-traffic scaling says, but wait longer
+// when they do, and the wait of those who wait is more variable: each
+// wait follows a service time longer than the gap, not a clump of
+// arrivals. The corrections vanish for Poisson arrivals and in heavy
+// traffic; they were fitted to an event-by-event GI/G/c simulation
+// (gamma gaps, lognormal service; c 1 to 16, ca² 0 to 0.5, cs² 0.1 to 1,
+// ρ 0.5 to 0.92), whose p95 and p99 of the wait they meet within a few
+// per cent where the law without them read the p99 up to a fifth low
+// (docs/concepts.md, "Queueing").
+func (q Queue) smoothWait(rho, pi, theta float64) (piS, thetaS, widen float64) {
+	c := float64(q.C)
+	u := (1 - q.CA2) * (1 - q.CA2)
+	cs := math.Max(0.05, q.CS2)
+	piS = pi * (1 - math.Min(0.9, 0.3*(1-rho)*math.Pow(c, 0.25)*u/math.Sqrt(cs)))
+	thetaS = theta * (1 + 0.4*(1-rho)*u/math.Pow(cs, 0.3))
+	return piS, thetaS, (1 - rho) * u / math.Sqrt(c)
 }
 
 // burstyWait is the probability of waiting and the mean wait of those

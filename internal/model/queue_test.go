@@ -2,6 +2,7 @@ package model
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -159,5 +160,85 @@ func TestGIMcOneServer(t *testing.T) {
 	}
 	if sigma, _ := giMc(1, 0.5, 1, func(s float64) float64 { return logLSTGamma(0.5, 9, s) }); math.Abs(sigma-0.8800) > 5e-5 {
 		t.Errorf("gamma ca² 9, ρ 0.5: σ = %.5f, want 0.8800", sigma)
+	}
+}
+
+// TestSmoothArrivalsWaitAgainstSimulation runs GI/G/c queues event by event
+// (first come, first served; gaps evenly spaced or gamma of ca² ¼;
+// lognormal service of mean 1 and cs² ⅓ or 1) and holds the wait's law
+// matched at p95 and at p99 to the simulated p95 and p99 of the wait:
+// the law's quantile plus a mean service time is within −5 % and +20 %
+// of the simulated one plus the same (a latency's percentile, which a
+// wait near nothing does not upset). Without the smooth-arrival
+// correction the p99 on one slot came out up to a fifth low.
+func TestSmoothArrivalsWaitAgainstSimulation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates millions of requests")
+	}
+	for _, tc := range []struct {
+		c             int
+		ca2, cs2, rho float64
+	}{
+		{1, 0, 0.336, 0.6}, {1, 0, 0.336, 0.85}, {1, 0, 1, 0.6}, {1, 0, 1, 0.75},
+		{1, 0.25, 1, 0.75}, {1, 0.25, 0.336, 0.5}, {2, 0, 1, 0.75}, {2, 0, 0.336, 0.85},
+		{4, 0, 0.336, 0.9}, {4, 0.25, 1, 0.85},
+	} {
+		r := rand.New(rand.NewPCG(7, uint64(tc.c)))
+		lambda := tc.rho * float64(tc.c)
+		s2 := math.Log(1 + tc.cs2)
+		free := make([]float64, tc.c)
+		n := 600000
+		waits := make([]float64, 0, n)
+		t0 := 0.0
+		for range n {
+			if tc.ca2 == 0 {
+				t0 += 1 / lambda
+			} else {
+				k := 1 / tc.ca2
+				t0 += gammaVariate(r, k) / (lambda * k)
+			}
+			j := 0
+			for i, f := range free {
+				if f < free[j] {
+					j = i
+				}
+			}
+			start := math.Max(t0, free[j])
+			waits = append(waits, start-t0)
+			free[j] = start + math.Exp(-s2/2+math.Sqrt(s2)*r.NormFloat64())
+		}
+		sim := QuantilesSelect(waits[n/10:], 0.95, 0.99)
+		for i, p := range []float64{0.95, 0.99} {
+			w := Queue{C: tc.c, Lambda: lambda, CA2: tc.ca2, Mean: 1, CS2: tc.cs2, Tail: 1 + tc.cs2, P: p}.Wait()
+			law := 0.0
+			if w.Prob > 1-p {
+				law = w.Mean * math.Log(w.Prob/(1-p))
+			}
+			if ratio := (law + 1) / (sim[i] + 1); ratio < 0.95 || ratio > 1.2 {
+				t.Errorf("c %d, ca² %g, cs² %g, ρ %g: the law's p%g wait %.3f, simulated %.3f (%+.0f %% with E[S])",
+					tc.c, tc.ca2, tc.cs2, tc.rho, 100*p, law, sim[i], 100*(ratio-1))
+			}
+		}
+	}
+}
+
+// gammaVariate is a Gamma(k, 1) draw (Marsaglia and Tsang, ACM TOMS 26(3),
+// 2000), boosted by U^{1/k} for k < 1.
+func gammaVariate(r *rand.Rand, k float64) float64 {
+	if k < 1 {
+		return gammaVariate(r, k+1) * math.Pow(r.Float64(), 1/k)
+	}
+	d := k - 1.0/3
+	c := 1 / math.Sqrt(9*d)
+	for {
+		x := r.NormFloat64()
+		v := 1 + c*x
+		if v <= 0 {
+			continue
+		}
+		v = v * v * v
+		if math.Log(r.Float64()) < x*x/2+d-d*v+d*math.Log(v) {
+			return d * v
+		}
 	}
 }
