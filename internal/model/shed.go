@@ -88,14 +88,19 @@ func (w Wait) LeftOut(tau float64) float64 {
 // slowly than the one that sheds, and so do less variable service times
 // on several slots:
 //
-//	g = ((1 + cs²)/(ca² + cs²))^¼ · (1 + (1 − cs²)/10 for c > 1)
+//	g = 1 + (g₀ − 1)·min(1, √((1 − ρ)/0.4)),
+//	g₀ = ((1 + cs²)/(ca² + cs²))^¼ · (1 + (1 − cs²)/10 for c > 1)
 //
 // for ca² ≤ 1 (ca² + cs² at least 0.05, cs² at most 1 in the second
-// factor), g = 1 for bursty arrivals, whose wait's law is already the
-// worse of two (fitted to an event-by-event GI/G/c+D simulation of gamma
-// gaps and lognormal service: c 1 to 16, ca² 0 to 1, cs² 0.1 to 1, ρ 0.6
-// to 0.92, τ 1 to 4 E[S]; within about a fifth, on the safe side where it
-// misses most). It is 0 for ρ ≤ 0 and q = 0, and assumes ρ < 1 (MMcDShed
+// factor): towards heavy traffic the wait of every law of arrivals
+// approaches the same exponential, and g with it approaches 1. g = 1 for
+// bursty arrivals, whose wait's law is already the worse of two. g₀ was
+// fitted to an event-by-event GI/G/c+D simulation of gamma gaps and
+// lognormal service (c 1 to 16, ca² 0 to 1, cs² 0.1 to 1, ρ 0.6 to 0.92,
+// τ 1 to 4 E[S]; within about a fifth, on the safe side where it misses
+// most), its fade to the shares planner simulate measures for classes
+// near the 1 % limit over runs of up to a week (docs/concepts.md,
+// "Shedding"). It is 0 for ρ ≤ 0 and q = 0, and assumes ρ < 1 (MMcDShed
 // covers any ρ).
 func (q Queue) ShedShare(w Wait, tau float64) float64 {
 	beyond := w.Beyond(tau)
@@ -103,12 +108,12 @@ func (q Queue) ShedShare(w Wait, tau float64) float64 {
 	if beyond <= 0 || !(rho > 0) {
 		return 0
 	}
-	r := math.Min(1, (1-rho)*q.shedDrain())
+	r := math.Min(1, (1-rho)*q.shedDrain(rho))
 	return beyond * r / (1 - beyond*(1-r))
 }
 
-// shedDrain is g of ShedShare.
-func (q Queue) shedDrain() float64 {
+// shedDrain is g of ShedShare at utilisation ρ.
+func (q Queue) shedDrain(rho float64) float64 {
 	if q.CA2 > 1 {
 		return 1
 	}
@@ -116,7 +121,7 @@ func (q Queue) shedDrain() float64 {
 	if q.C > 1 {
 		g *= 1 + math.Max(0, 1-q.CS2)/10
 	}
-	return g
+	return 1 + (g-1)*math.Min(1, math.Sqrt((1-rho)/0.4))
 }
 
 // MMcDShed is the share of arrivals an M/M/c+D queue sheds, with c

@@ -472,8 +472,11 @@ func shedBand(sim float64) float64 { return math.Max(0.0075, 0.25*sim) }
 // for arrivals evenly spaced, of scv ½ and Poisson, on pools of 1, 8 and
 // 30 at ρ 0.7 and 0.9, the patience is set where the plan predicts 1 %
 // shed (where a client that sheds every request that would wait sheds
-// more), and the simulation of that client sheds at most a fifth more,
-// and at least half as much.
+// more), and the simulation of that client sheds at most a fifth more
+// and at least four fifths as much: a plan that turned away classes
+// that hold, as one whose drain rate does not fade towards heavy traffic
+// did at ρ 0.9, fails it as one that lets through classes that shed too
+// much does.
 func TestShedShareNearTheLimitAgainstSimulation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates millions of requests")
@@ -523,7 +526,7 @@ func TestShedShareNearTheLimitAgainstSimulation(t *testing.T) {
 				sim := simulatePool(w[0], pool, lambda, scv, lawGamma, 800000, 17, *cp.Admission.MaxQueueWaitMs/1000)
 				got := cp.Predicted.ShedShare
 				t.Logf("scv %g, pool %d (ρ %.1f), τ %.2f E[S]: shed predicted %.4f, simulated %.4f", scv, pool, rho, hi/mean, got, sim.shedShare)
-				if sim.shedShare > 1.2*got || sim.shedShare < got/2 {
+				if sim.shedShare > 1.2*got || sim.shedShare < 0.8*got {
 					t.Errorf("scv %g, pool %d (ρ %.1f): predicted shed share %.4f, simulated %.4f", scv, pool, rho, got, sim.shedShare)
 				}
 			}
