@@ -205,7 +205,7 @@ type accuracyCase struct {
 	sc   scenario.Scenario
 }
 
-// accuracyCases are the shipped examples and 55 more scenarios: per-window
+// accuracyCases are the shipped examples and 57 more scenarios: per-window
 // limits at 1 s and 10 s, actual and max_tokens accounting, shared keys
 // under priority and weighted allocation, batches with and without
 // demand, measured curves, clients that shed (a tight max queue wait, a
@@ -280,6 +280,19 @@ func accuracyCases(t *testing.T) []accuracyCase {
 	for _, scv := range []string{"4", "9"} {
 		add("an assistant that sheds beside reports on a knee of 24, scv "+scv, fill(curveWithDemand, "SCV", scv, "TTFT", "1000"))
 	}
+	// An evenly spaced class below a bursty one on a 1 s key: it meets
+	// the bursts' backlog at the bucket less often than Poisson sends do.
+	for _, scv := range []string{"0", "1"} {
+		add("a chat of scv "+scv+" below a bursty one on a tight key", `
+quotas:
+  - {name: key, rpm: 100000, tpm: 420000, token_accounting: max_tokens, headroom: 0.9, burst_window_s: 1}
+latency: {ttft_ms: {p50: 400, p95: 900}, tpot_ms: {p50: 20, p95: 35}}
+policy: {allocation: priority}
+classes:
+  - {name: bursty, quota: key, mode: interactive, priority: 0, demand: {rps: 3}, arrival_scv: 9, input_tokens: {p50: 500, p95: 1500}, output_tokens: {p50: 100, p95: 250}, max_tokens: 300, slo: {ttft_p95_ms: 9000, e2e_p95_ms: 30000}}
+  - {name: even, quota: key, mode: interactive, priority: 1, demand: {rps: 2}, arrival_scv: `+scv+`, input_tokens: {p50: 500, p95: 1500}, output_tokens: {p50: 100, p95: 250}, max_tokens: 300, slo: {ttft_p95_ms: 9000, e2e_p95_ms: 30000}}
+`)
+	}
 	// An agent whose pool of tasks is capped below its min_pool: its
 	// tasks wait for a slot and some are shed.
 	agent := testutil.Example(t, "agent")
@@ -325,7 +338,7 @@ func inBand(pred float64, sims []float64, slack float64) (bool, float64) {
 
 // TestPlanAgainstItsSimulation holds the plan to planner simulate's runs
 // of it, three replications of an hour each (four hours with
-// -accuracy.long), on every shipped example and 55 more scenarios: for
+// -accuracy.long), on every shipped example and 57 more scenarios: for
 // every class with a pool, its predicted TTFT p95, E2E p95 and queue-wait
 // p95 are within −5 % and +20 % of the simulation's (widened by the
 // replications' spread; a queue wait within 5 % of the class's TTFT p95
