@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/plannerdev/planner/internal/testutil"
 )
 
 func TestErlangCPublishedValues(t *testing.T) {
@@ -195,7 +197,7 @@ func TestSmoothArrivalsWaitAgainstSimulation(t *testing.T) {
 				t0 += 1 / lambda
 			} else {
 				k := 1 / tc.ca2
-				t0 += gammaVariate(r, k) / (lambda * k)
+				t0 += testutil.GammaDraw(r, k) / (lambda * k)
 			}
 			j := 0
 			for i, f := range free {
@@ -218,27 +220,6 @@ func TestSmoothArrivalsWaitAgainstSimulation(t *testing.T) {
 				t.Errorf("c %d, ca² %g, cs² %g, ρ %g: the law's p%g wait %.3f, simulated %.3f (%+.0f %% with E[S])",
 					tc.c, tc.ca2, tc.cs2, tc.rho, 100*p, law, sim[i], 100*(ratio-1))
 			}
-		}
-	}
-}
-
-// gammaVariate is a Gamma(k, 1) draw (Marsaglia and Tsang, ACM TOMS 26(3),
-// 2000), boosted by U^{1/k} for k < 1.
-func gammaVariate(r *rand.Rand, k float64) float64 {
-	if k < 1 {
-		return gammaVariate(r, k+1) * math.Pow(r.Float64(), 1/k)
-	}
-	d := k - 1.0/3
-	c := 1 / math.Sqrt(9*d)
-	for {
-		x := r.NormFloat64()
-		v := 1 + c*x
-		if v <= 0 {
-			continue
-		}
-		v = v * v * v
-		if math.Log(r.Float64()) < x*x/2+d-d*v+d*math.Log(v) {
-			return d * v
 		}
 	}
 }

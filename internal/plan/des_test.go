@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/testutil"
 )
 
 // The discrete-event simulation here is the reference the plan's queueing
@@ -50,7 +51,7 @@ func interarrival(r *rand.Rand, lambda, scv float64, law string) func() float64 
 		return func() float64 { return r.ExpFloat64() / lambda }
 	case scv < 1 || law != lawH2:
 		k := 1 / scv
-		return func() float64 { return gammaDraw(r, k) / (k * lambda) }
+		return func() float64 { return testutil.GammaDraw(r, k) / (k * lambda) }
 	}
 	p := (1 + math.Sqrt((scv-1)/(scv+1))) / 2
 	m1, m2 := 2*p*lambda, 2*(1-p)*lambda
@@ -68,28 +69,6 @@ const (
 	lawGamma = "gamma"
 	lawH2    = "h2"
 )
-
-// gammaDraw is a Gamma(k, 1) draw (Marsaglia and Tsang, ACM TOMS 26(3),
-// 2000), with the boost k → k+1 for k < 1.
-func gammaDraw(r *rand.Rand, k float64) float64 {
-	if k < 1 {
-		return gammaDraw(r, k+1) * math.Pow(r.Float64(), 1/k)
-	}
-	d := k - 1.0/3
-	c := 1 / math.Sqrt(9*d)
-	for {
-		x := r.NormFloat64()
-		v := 1 + c*x
-		if v <= 0 {
-			continue
-		}
-		v = v * v * v
-		u := r.Float64()
-		if math.Log(u) < x*x/2+d-d*v+d*math.Log(v) {
-			return d * v
-		}
-	}
-}
 
 // simResult is what the simulation measured, in seconds.
 type simResult struct {
