@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/store"
@@ -62,7 +63,8 @@ func (p *Progress) add(r measure.Record) {
 // to the final status and done. A run that has already ended gives only
 // done. It returns when done was given (nil), when fn fails (its error),
 // or when ctx ends. A follower that reads slowly only falls behind: the
-// probe never waits for it.
+// probe never waits for it. Without a wake-up for followRecheck it reads
+// the run again, so that a lost notification cannot leave it waiting.
 func (m *Manager) Follow(ctx context.Context, id string, fn func(Event) error) error {
 	wake, stop := m.st.WatchEvents(id)
 	defer stop()
@@ -95,10 +97,48 @@ func (m *Manager) Follow(ctx context.Context, id string, fn func(Event) error) e
 		}
 		select {
 		case <-wake:
+		case <-time.After(followRecheck):
+			// A wake-up may be lost (another service's notification
+			// that never came): the run itself says whether it ended.
+			// Its final status event, stored with the end, is read on
+			// the next pass; a run ended without one ends the stream
+			// with the status it has.
+			run, err := m.st.GetProbe(ctx, id)
+			if err != nil {
+				return err
+			}
+			if run.Status.Ended() {
+				return m.followEnd(ctx, id, pos, run.Status, fn)
+			}
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
+}
+
+// followRecheck is how long a follower waits for a wake-up before it
+// reads the run again.
+const followRecheck = 2 * time.Second
+
+// followEnd gives a follower the events of an ended run stored after pos, up
+// to its final status, then done with the run's status.
+func (m *Manager) followEnd(ctx context.Context, id string, pos int64, status store.Status, fn func(Event) error) error {
+	evs, _, err := m.readAll(ctx, id, pos)
+	if err != nil {
+		return err
+	}
+	for _, ev := range evs {
+		if err := fn(ev); err != nil {
+			return err
+		}
+		if ev.Kind == EventStatus && ev.Status.Ended() {
+			return fn(Event{Kind: EventDone, Status: ev.Status})
+		}
+	}
+	if err := fn(Event{Kind: EventStatus, Status: status}); err != nil {
+		return err
+	}
+	return fn(Event{Kind: EventDone, Status: status})
 }
 
 // readAll reads the events stored after pos, page after page, and

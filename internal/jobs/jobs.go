@@ -430,6 +430,7 @@ func (m *Manager) Cancel(ctx context.Context, id string) error {
 		}
 		select {
 		case <-wake:
+		case <-time.After(followRecheck): // a wake-up may be lost
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -392,3 +392,38 @@ func TestShutdownEndsHeldSlots(t *testing.T) {
 		t.Errorf("a released slot: context %v, shut down %v", own.Context().Err(), own.ShutDown())
 	}
 }
+
+// deaf is a store whose watchers are never woken: every notification is
+// lost.
+type deaf struct{ *store.Store }
+
+func (deaf) WatchEvents(string) (<-chan struct{}, func()) { return make(chan struct{}), func() {} }
+
+// A follower that never hears of the run's new events still sees it end:
+// it reads the run again after followRecheck, and its stream ends with
+// the final status and done.
+func TestFollowSurvivesLostWakeUps(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := openStore(t)
+		m := New(deaf{st}, Options{ProgressInterval: 20 * time.Millisecond})
+		started, err := start(m, spec(serve(t, slow()), []int{1}, 41))
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs := follow(t, m, started.ID)
+		last := evs[len(evs)-1]
+		if last.Kind != EventDone || last.Status != store.StatusSucceeded ||
+			evs[len(evs)-2].Kind != EventStatus || evs[len(evs)-2].Status != store.StatusSucceeded {
+			t.Fatalf("events end with %+v, want the final status and done", evs[max(0, len(evs)-2):])
+		}
+		steps := 0
+		for _, ev := range evs {
+			if ev.Kind == EventStep {
+				steps++
+			}
+		}
+		if steps != 1 {
+			t.Errorf("%d step summaries, want 1", steps)
+		}
+	})
+}
