@@ -656,14 +656,25 @@ func (m *classModel) maxQueueWait(ctx context.Context, load int) (tau float64, o
 	return math.Max(0, m.slo[metricE2E]-v), true, nil
 }
 
-// shedWait is maxQueueWait for a class whose shedding the plan models:
-// one of single calls with demand (an agent task's percentiles stay over
-// every task).
-func (m *classModel) shedWait(ctx context.Context, load int) (tau float64, ok bool, err error) {
-	if m.task != nil || m.lambda == 0 {
+// patience is maxQueueWait for a class whose client sheds: one with
+// demand (a closed loop sends only when a slot is free), requests or
+// agent tasks alike. Its share shed (shedShare) and the rates and pools
+// that keep that share at most maxShedShare are worked out with it.
+func (m *classModel) patience(ctx context.Context, load int) (tau float64, ok bool, err error) {
+	if m.lambda == 0 {
 		return 0, false, nil
 	}
 	return m.maxQueueWait(ctx, load)
+}
+
+// shedWait is patience for a class whose percentiles the plan takes over
+// the requests served: one of single calls (an agent task's percentiles
+// stay over every task).
+func (m *classModel) shedWait(ctx context.Context, load int) (tau float64, ok bool, err error) {
+	if m.task != nil {
+		return 0, false, nil
+	}
+	return m.patience(ctx, load)
 }
 
 // servedApart reports whether the class's TTFT and E2E percentiles over
@@ -704,10 +715,7 @@ func (m *classModel) resolves(w model.Wait, tau float64) bool {
 // the share from the wait for a slot alone is the least of it. An agent
 // task's share is of its tasks, the task's time its service time.
 func (m *classModel) shedShare(ctx context.Context, c, load int) (float64, error) {
-	if m.lambda == 0 {
-		return 0, nil
-	}
-	tau, ok, err := m.maxQueueWait(ctx, load)
+	tau, ok, err := m.patience(ctx, load)
 	if err != nil || !ok || c < 1 {
 		return 0, err
 	}
@@ -1148,7 +1156,7 @@ func (m *classModel) firstMeeting(ctx context.Context, start, load int, b bounds
 			est[metric] = e
 		}
 	}
-	tau, sheds, err := m.shedWait(ctx, load)
+	tau, sheds, err := m.patience(ctx, load)
 	if err != nil {
 		return 0, err
 	}

@@ -620,7 +620,7 @@ func (r *run) shed(ctx context.Context, i, pool int) (*Shed, error) {
 	s := m.pacedOf(m.at(r.load(i)))
 	// A rate the pool serves within the SLO also sheds at most
 	// maxShedShare of its requests (docs/concepts.md, "Shedding").
-	tau, sheds, err := m.shedWait(ctx, r.load(i))
+	tau, sheds, err := m.patience(ctx, r.load(i))
 	if err != nil {
 		return nil, err
 	}
@@ -629,8 +629,9 @@ func (r *run) shed(ctx context.Context, i, pool int) (*Shed, error) {
 		if l*s.mean > m.rhoMax*float64(pool)*(1+tolerance) {
 			return false
 		}
-		w := m.eng.wait(m.queue(pool, l, s))
-		if !w.Stable() || sheds && m.queue(pool, l, s).ShedShare(w, tau) > maxShedShare {
+		q := m.queue(pool, l, s)
+		w := m.eng.wait(q)
+		if !w.Stable() || sheds && q.ShedShare(w, tau) > maxShedShare {
 			return false
 		}
 		for metric, which := range []percentile{pctTTFT, pctE2E} {
