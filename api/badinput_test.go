@@ -70,6 +70,7 @@ func TestBadInput(t *testing.T) {
 		{name: "overflowing number", body: `{"scenario": {"quotas": [{"name": "p", "rpm": 1e400}]}}`, status: 400, location: "body"},
 		{name: "body is a list", body: `[]`, status: 422, location: "body"},
 		{name: "a key given twice", body: strings.Replace(edit(t, func(map[string]any) {}), `"rpm":`, `"rpm":1,"rpm":`, 1), status: 400, location: "body"},
+		{name: "a key in another case", body: strings.Replace(edit(t, func(map[string]any) {}), `"rpm":`, `"RPM":`, 1), status: 422, location: "body.scenario.quotas[0].RPM"},
 		{name: "seed beyond 2^53", body: edit(t, func(b map[string]any) { sc(b)["policy"] = map[string]any{"seed": 1 << 60} }), status: 422, location: "body.scenario.policy.seed"},
 		{name: "seed at 2^53 + 1", body: strings.Replace(edit(t, func(b map[string]any) { sc(b)["policy"] = map[string]any{"seed": 1} }), `"seed":1`, `"seed":9007199254740993`, 1), status: 422, location: "body.scenario.policy.seed"},
 		{name: "scenario is a number", body: `{"scenario": 5}`, status: 422, location: "body.scenario"},

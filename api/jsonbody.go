@@ -12,6 +12,12 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 )
 
+// Object keys are matched as the schema spells them. huma otherwise
+// validates a key in any case as the property it folds to
+// ("requeSts" as requests) and encoding/json then fills that field, so a
+// body the published schema refuses would be planned.
+func init() { huma.ValidateStrictCasing = true }
+
 // jsonFormat reads and writes application/json as huma does, and reads
 // request bodies as the command line reads scenario files: a key given
 // twice in one object is refused (encoding/json would keep the last one
