@@ -513,29 +513,43 @@ func (m *classModel) firstAbove(bound, scale float64, limit int) (int, bool) {
 
 // waitAt is the client-side queue wait with a pool of c at the class's
 // demand, for the service time s.
-func (m *classModel) waitAt(c int, s *service) model.Wait { return m.waitAtP(c, s, m.pct) }
+func (m *classModel) waitAt(c int, s *service) model.Wait {
+	_, w := m.slotQueue(c, s, m.pct)
+	return w
+}
 
 // waitAtP is waitAt with the wait's law matched at the p-quantile of the
 // latency (model.Queue.P).
 func (m *classModel) waitAtP(c int, s *service, p float64) model.Wait {
+	_, w := m.slotQueue(c, s, p)
+	return w
+}
+
+// slotQueue is the pool's queue of c slots at the class's demand, for the
+// service time s, with its wait matched at the p-quantile: the queue whose
+// utilisation and service the wait describes, as the share shed
+// (model.Queue.ShedShare) must read them.
+func (m *classModel) slotQueue(c int, s *service, p float64) (model.Queue, model.Wait) {
 	queue := func(s *service) model.Queue {
 		q := m.queue(c, m.lambda, s)
 		q.P = p
 		return q
 	}
+	q := queue(s)
 	if s.base == nil {
-		return m.eng.wait(queue(s))
+		return q, m.eng.wait(q)
 	}
 	// A request at the head of the queue that waits for the buckets keeps
 	// the slot it would take idle for what its pacing wait lasts beyond
 	// its wait for a slot: for the whole of it when it found a slot free,
 	// hardly at all when it waited long for one. The pool's queue sees
 	// S + (1 − π)·D, with π its probability of waiting at S + D.
-	w := m.eng.wait(queue(s))
+	w := m.eng.wait(q)
 	if !w.Stable() {
 		w = model.Wait{Prob: 1}
 	}
-	return m.eng.wait(queue(s.occupancy(1 - w.Prob)))
+	q = queue(s.occupancy(1 - w.Prob))
+	return q, m.eng.wait(q)
 }
 
 // percentile names one of the percentiles the plan predicts.
@@ -723,12 +737,12 @@ func (m *classModel) shedShare(ctx context.Context, c, load int) (float64, error
 	// predicted queue wait takes it (on a measured curve, not the
 	// full pool's load its waiting draws are served at).
 	s := m.pacedOf(m.at(load))
-	w := m.waitAt(c, s)
-	a := model.LittleConcurrency(m.lambda, s.mean)
+	q, w := m.slotQueue(c, s, m.pct)
 	if !w.Stable() {
+		a := model.LittleConcurrency(m.lambda, s.mean)
 		return math.Max(model.MMcDShed(c, a, tau/s.mean), 1-float64(c)/a), nil
 	}
-	return m.queue(c, m.lambda, s).ShedShare(w, tau), nil
+	return q.ShedShare(w, tau), nil
 }
 
 // fullLoad is the load on the endpoint when class i's pool of c is full,
@@ -1161,8 +1175,8 @@ func (m *classModel) firstMeeting(ctx context.Context, start, load int, b bounds
 		return 0, err
 	}
 	estimate := func(c int) bool {
-		w := m.waitAt(c, s)
-		if sheds && w.Stable() && m.queue(c, m.lambda, s).ShedShare(w, tau) > maxShedShare {
+		q, w := m.slotQueue(c, s, m.pct)
+		if sheds && w.Stable() && q.ShedShare(w, tau) > maxShedShare {
 			return false
 		}
 		for metric := range 2 {
