@@ -40,7 +40,7 @@ type section struct {
 // notes explain what the schema cannot say: the rules that span fields.
 var notes = map[string]string{
 	"Scenario": "A scenario is a YAML or JSON document; `planner plan -f FILE`, `POST /v1/plans` and the page " +
-		"all read the same fields. A field not listed here is refused, a key given twice in one object is refused, " +
+		"all read the same fields. A field not listed here is refused (names are matched as written: `RPM` is not `rpm`), a key given twice in one object is refused, " +
 		"and a field given as null is read as left out (its default, or missing where it is required). Every " +
 		"problem is reported with its path, such as `classes[1].output_tokens.p95`. YAML is read as YAML 1.2 (its core schema): only `true` " +
 		"and `false` are booleans, so a class named `y`, `no` or `on` is a name, as in JSON. How the fields are " +
