@@ -179,12 +179,17 @@ func (r *run) fill(ctx context.Context) error {
 			return nil
 		}
 	}
-	// Not settled (it does in a few rounds): every class keeps what its
-	// actual shares allow, which the division keeps within capacity.
+	// Not settled (it does in a few rounds, but a class whose use of a
+	// resource grows in steps, as an agent task's calls in flight do, can
+	// make two states follow each other for ever): every class keeps what
+	// its actual shares allow, which the division keeps within capacity,
+	// and its ceilings read those shares too (ceilingShare), so that the
+	// class's pool and its endpoint's allocations agree.
+	r.unsettled = true
 	for i := range r.models {
 		p := r.private[i]
 		for _, mb := range r.memberships[i] {
-			p = minCeil(p, r.ceil(mb.res, i, mb.res.shares[mb.j]))
+			p = minCeil(p, r.ceil(mb.res, i, r.ceilingShare(mb)))
 		}
 		r.pools[i] = max(0, min(p, searchLimit))
 	}
@@ -200,9 +205,12 @@ func (r *run) fill(ctx context.Context) error {
 // priority order leave of the capacity: its use is its demand's whatever
 // its pool, and its pool may run flat out (to clear a backlog) on all the
 // key's pacing buckets pass it, which is what they do not give the
-// classes before it.
+// classes before it. When filling did not settle it is the actual share.
 func (r *run) ceilingShare(mb membership) float64 {
 	res := mb.res
+	if r.unsettled {
+		return res.shares[mb.j]
+	}
 	if !res.slots() && r.models[res.members[mb.j]].lambda > 0 {
 		return math.Max(res.capacity-r.reservedBefore(res, mb.j), res.shares[mb.j])
 	}

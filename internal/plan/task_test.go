@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"context"
 	"math"
 	"math/big"
 	"strings"
@@ -226,5 +227,75 @@ func TestTaskSharesTheKneeBudgetInCalls(t *testing.T) {
 	q := 10.7 / 14.7
 	if task.BindingConstraint != ConstraintKnee || binomial95(task.Pool, q) > 7 || binomial95(task.Pool+1, q) <= 7 {
 		t.Fatalf("tasks: pool %d bound by %s keeps %d calls in flight at p95, want the largest within 7", task.Pool, task.BindingConstraint, binomial95(task.Pool, q))
+	}
+}
+
+// An agent task's calls in flight grow in steps with its pool, so that
+// weighted shares of a knee budget can alternate between two states for
+// ever: the pools are then what the last shares allow, the same in the
+// classes' plans and in their endpoint's allocations, and together they
+// keep the budget in calls in flight.
+func TestUnsettledSharesKeepPoolsAndAllocationsTogether(t *testing.T) {
+	s, err := scenario.Parse([]byte(`
+quotas:
+  - {name: k, otpm: 1000000, token_accounting: max_tokens}
+latency:
+  ttft_ms: {p50: 450, p95: 1100}
+  tpot_ms: {p50: 18, p95: 30}
+  knee: 96
+classes:
+  - name: a
+    quota: k
+    mode: interactive
+    demand: {rps: 0.2}
+    arrival_scv: 30
+    input_tokens: {p50: 3000, p95: 6000}
+    output_tokens: {p50: 250, p95: 700}
+    max_tokens: 1500
+    weight: 3
+    task:
+      calls: {p50: 6, p95: 14}
+      tool_ms: {p50: 1500, p95: 6000}
+    slo: {task_e2e_ms: 180000, percentile: 99}
+  - name: b
+    quota: k
+    mode: interactive
+    demand: {rps: 2}
+    input_tokens: {p50: 1500, p95: 3000}
+    output_tokens: {p50: 500, p95: 1400}
+    max_tokens: 3000
+    priority: -2
+policy: {allocation: weighted}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, _, err := New(Options{}).planRun(context.Background(), s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := mustPlan(t, s)
+	if !run.unsettled {
+		t.Fatal("the shares settled: the scenario no longer tests the fallback")
+	}
+	ep := p.Endpoints[0]
+	inFlight := 0
+	for _, al := range ep.Allocations {
+		for _, c := range p.Classes {
+			if c.Name != al.Class {
+				continue
+			}
+			if c.Pool != al.Pool {
+				t.Errorf("class %s: pool %d, its endpoint allocates it %d", c.Name, c.Pool, al.Pool)
+			}
+			use := c.Pool
+			if c.Task != nil {
+				use = c.Task.CallsInFlightP95
+			}
+			inFlight += use
+		}
+	}
+	if inFlight > *ep.Budget {
+		t.Errorf("the pools keep %d calls in flight, over the budget %d", inFlight, *ep.Budget)
 	}
 }
