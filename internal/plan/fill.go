@@ -118,6 +118,7 @@ const maxFillRounds = 64
 // its other ceilings let it use, so that a share it cannot use goes to the
 // classes that can still grow, round after round until no cap changes.
 func (r *run) fill(ctx context.Context) error {
+	r.unsettled = false
 	for _, res := range r.resources {
 		res.caps = make([]float64, len(res.members))
 		for j := range res.caps {
@@ -183,8 +184,9 @@ func (r *run) fill(ctx context.Context) error {
 	// resource grows in steps, as an agent task's calls in flight do, can
 	// make two states follow each other for ever): every class keeps what
 	// its actual shares allow, which the division keeps within capacity,
-	// and its ceilings read those shares too (ceilingShare), so that the
-	// class's pool and its endpoint's allocations agree.
+	// and its ceilings read those shares too where its use grows with its
+	// pool (ceilingShare), so that the class's pool and its endpoint's
+	// allocations agree.
 	r.unsettled = true
 	for i := range r.models {
 		p := r.private[i]
@@ -205,16 +207,16 @@ func (r *run) fill(ctx context.Context) error {
 // priority order leave of the capacity: its use is its demand's whatever
 // its pool, and its pool may run flat out (to clear a backlog) on all the
 // key's pacing buckets pass it, which is what they do not give the
-// classes before it. When filling did not settle it is the actual share.
+// classes before it. Otherwise, when filling did not settle, it is the
+// actual share: a pool's use of an endpoint's slots, or of a quota by a
+// class without demand, grows with the pool, and the shares are what keeps
+// them within capacity.
 func (r *run) ceilingShare(mb membership) float64 {
 	res := mb.res
-	if r.unsettled {
-		return res.shares[mb.j]
-	}
 	if !res.slots() && r.models[res.members[mb.j]].lambda > 0 {
 		return math.Max(res.capacity-r.reservedBefore(res, mb.j), res.shares[mb.j])
 	}
-	if math.IsInf(res.caps[mb.j], 1) {
+	if r.unsettled || math.IsInf(res.caps[mb.j], 1) {
 		return res.shares[mb.j]
 	}
 	claims := slices.Clone(res.claims)

@@ -233,8 +233,9 @@ func TestTaskSharesTheKneeBudgetInCalls(t *testing.T) {
 // An agent task's calls in flight grow in steps with its pool, so that
 // weighted shares of a knee budget can alternate between two states for
 // ever: the pools are then what the last shares allow, the same in the
-// classes' plans and in their endpoint's allocations, and together they
-// keep the budget in calls in flight.
+// classes' plans and in their endpoint's allocations, together within the
+// budget in calls in flight, and bound by it rather than by the key, whose
+// ceilings keep their usual reading.
 func TestUnsettledSharesKeepPoolsAndAllocationsTogether(t *testing.T) {
 	s, err := scenario.Parse([]byte(`
 quotas:
@@ -287,6 +288,9 @@ policy: {allocation: weighted}
 			}
 			if c.Pool != al.Pool {
 				t.Errorf("class %s: pool %d, its endpoint allocates it %d", c.Name, c.Pool, al.Pool)
+			}
+			if c.BindingConstraint != ConstraintKnee { // the key has room: its otpm is half used
+				t.Errorf("class %s: bound by %s, want the knee budget", c.Name, c.BindingConstraint)
 			}
 			use := c.Pool
 			if c.Task != nil {
