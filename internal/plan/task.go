@@ -92,7 +92,7 @@ func (m *classModel) newTask(t scenario.Task, call model.Service, pc *PrefixCach
 		last = make([]float64, n)
 	}
 	r := rand.New(rand.NewPCG(m.draws.Seed, taskStream))
-	var sumN, sumN2, sumCached, sumPrefill float64
+	var sumN, sumN2, sumIn, sumCached, sumPrefill float64
 	acc := t.Accumulates()
 	for j := range n {
 		k := float64(TaskCalls(calls.Sample(r.NormFloat64())))
@@ -111,6 +111,7 @@ func (m *classModel) newTask(t scenario.Task, call model.Service, pc *PrefixCach
 			if pc != nil {
 				cached := pc.Cached(in+carried, prefix)
 				prefill = pc.PrefillS(in+carried, cached)
+				sumIn += in + carried
 				sumCached += cached
 				sumPrefill += prefill
 			}
@@ -130,11 +131,17 @@ func (m *classModel) newTask(t scenario.Task, call model.Service, pc *PrefixCach
 	tm := &taskModel{spec: t, law: TaskLaw{Calls: calls, ToolS: tool, Result: result, Accumulate: acc, Cache: pc},
 		calls: sumN / float64(n), calls2: sumN2 / float64(n), p95: map[int]int{}}
 	if pc != nil {
-		tm.cached, tm.prefill = sumCached/float64(n), sumPrefill/float64(n)
+		tm.prefill = sumPrefill / float64(n)
 	}
 	tm.moments(call, tool.Mean(), result.Mean())
 	if pc == nil {
 		tm.cached = m.spec.CachedInputFraction * tm.in
+	} else if sumIn > 0 {
+		// The share of the input read from the cache is the Monte
+		// Carlo's, of its own draws' input, and the input the exact mean
+		// (moments): the reads are never more than the input, and all of
+		// it where every call's input is read from the cache.
+		tm.cached = tm.in * sumCached / sumIn
 	}
 	tm.in99 = call.In.Quantile(0.99)
 	if last != nil {
@@ -203,8 +210,9 @@ func boolByte(b bool) byte {
 // Σ_{i=1}^{n} (i − 1) = n(n − 1)/2 (Wald's identity for the sums over a
 // random n). With a prefix cache, whose cached tokens depend on each
 // call's prefix through its minimum, prefill·E[Σ in_i] is the Monte
-// Carlo's E[Σ prefill_i] and E[Σ cached_i] is the Monte Carlo's too;
-// without it, E[Σ cached_i] = r·E[Σ in_i].
+// Carlo's E[Σ prefill_i] and E[Σ cached_i] is E[Σ in_i] times the share
+// of its draws' input that the Monte Carlo reads from the cache; without
+// it, E[Σ cached_i] = r·E[Σ in_i].
 func (t *taskModel) moments(call model.Service, tool, result float64) {
 	in, out := call.In.Mean(), call.Out.Mean()
 	t.in = t.calls * in

@@ -132,3 +132,23 @@ func TestPrefixCacheFormula(t *testing.T) {
 		t.Error("a fresh task has a prefix cache")
 	}
 }
+
+// A task whose every input token is read from the cache (cached_input_fraction
+// 1, and every earlier context a prefix of hit rate 1) reads exactly its
+// input, never more: the cache's reads are the Monte Carlo's mean and the
+// input the exact one, and the difference made the key's charges, and its
+// tpm use, negative where cache reads are free.
+func TestTaskWhollyCachedReadsItsInput(t *testing.T) {
+	s := cachedTaskScenario(scenario.CacheProfile{})
+	s.Quotas[0].CachedInputTPMFree = true
+	s.Classes[0].CachedInputFraction = 1
+	s.Classes[0].Task.Calls = scenario.Dist{P50: new(6.0), P95: new(30.0), Max: new(40.0)}
+	s.Classes[0].InputTokens = scenario.Dist{P50: new(3000.0), P95: new(6000.0)}
+	cp := mustPlan(t, s).Classes[0]
+	if tk := cp.Task; tk == nil || tk.CachedTokens != tk.InputTokens {
+		t.Fatalf("task %+v: want every input token cached", tk)
+	}
+	if u := cp.Predicted.Utilization; u["itpm"] != 0 || u["tpm"] <= 0 {
+		t.Fatalf("utilization %v: want no itpm and the output's tpm", u)
+	}
+}
