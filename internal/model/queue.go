@@ -85,7 +85,8 @@ type Queue struct {
 //     coefficient of variation in M/G/1 follows from the
 //     Pollaczek–Khinchine moments, cw² = 2ρ − 1 + (4/3)(1 − ρ)·Tail (1 for
 //     exponential service, more for heavy-tailed service), and tends to 1
-//     as slots are added; here cw² = 1 + (cw₁² − 1)/√c.
+//     as slots are added; here cw² = 1 + (cw₁² − 1)/√c, within 0.05 and
+//     maxWaitSCV.
 //   - For arrivals smoother than Poisson, π, the mean and cw² are then
 //     corrected for what evenly spaced arrivals do away from heavy
 //     traffic: they wait less often, longer when they do, and more
@@ -133,12 +134,13 @@ func (q Queue) Wait() Wait {
 		tail = 1.5
 	}
 	cw1 := 2*rho - 1 + 4.0/3*(1-rho)*tail
-	cw := math.Max(0.05, 1+(cw1-1)/math.Sqrt(c)+widen)
+	cw := 1 + (cw1-1)/math.Sqrt(c) + widen
 	if q.CA2 > 1 {
 		// Clumps keep the slots they fill in step whatever their number:
 		// the wait of those who wait keeps the one-server shape.
-		cw = math.Max(0.05, cw1)
+		cw = cw1
 	}
+	cw = math.Min(maxWaitSCV, math.Max(0.05, cw))
 	if math.Abs(cw-1) > 1e-9 {
 		out := 0.05 // 1 − 0.95, exactly
 		if q.P > 0 && q.P != 0.95 {
@@ -157,6 +159,13 @@ func (q Queue) Wait() Wait {
 	}
 	return Wait{Prob: pi, Mean: theta}
 }
+
+// maxWaitSCV bounds the squared coefficient of variation of the wait of
+// those who wait: a service time whose third moment overflows (a
+// lognormal of σ above about 10, Tail +Inf) would otherwise give a gamma
+// of shape 0, which has no quantile. 100 is the most variable arrivals a
+// scenario may state (arrival_scv).
+const maxWaitSCV = 100
 
 // smoothWait corrects the law of the wait for arrivals smoother than
 // Poisson (ca² < 1), given π and the mean θ of the wait of those who wait

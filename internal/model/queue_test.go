@@ -223,3 +223,15 @@ func TestSmoothArrivalsWaitAgainstSimulation(t *testing.T) {
 		}
 	}
 }
+
+// A service time whose third moment overflows (Tail +Inf, as a lognormal
+// of σ 13 gives) has a wait with a finite law, its shape at most
+// maxWaitSCV, rather than a gamma of shape 0, which has no quantile.
+func TestWaitOfAnOverflowingTail(t *testing.T) {
+	for _, ca2 := range []float64{0, 1, 4} {
+		w := Queue{C: 2, Lambda: 1, CA2: ca2, Mean: 1, CS2: 3, Tail: math.Inf(1)}.Wait()
+		if !(w.Prob > 0 && w.Prob < 1) || math.IsNaN(w.Mean) || math.IsInf(w.Mean, 0) || w.Shape != maxWaitSCV {
+			t.Errorf("ca² %g: wait %+v, want a finite law of shape %d", ca2, w, maxWaitSCV)
+		}
+	}
+}
