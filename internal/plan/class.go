@@ -513,10 +513,7 @@ func (m *classModel) firstAbove(bound, scale float64, limit int) (int, bool) {
 
 // waitAt is the client-side queue wait with a pool of c at the class's
 // demand, for the service time s.
-func (m *classModel) waitAt(c int, s *service) model.Wait {
-	_, w := m.slotQueue(c, s, m.pct)
-	return w
-}
+func (m *classModel) waitAt(c int, s *service) model.Wait { return m.waitAtP(c, s, m.pct) }
 
 // waitAtP is waitAt with the wait's law matched at the p-quantile of the
 // latency (model.Queue.P).

@@ -67,9 +67,10 @@ type run struct {
 	// run's pacing waits and loads (setMinPools).
 	minPoolKnown []bool
 	pools        []int
-	// unsettled says that progressive filling did not settle (fill): the
-	// pools are what the actual shares allow, and so are the ceilings
-	// that name the binding constraint.
+	// unsettled says that the last progressive filling did not settle
+	// (fill): the pools are what the actual shares allow, and the
+	// ceilings of uses that grow with the pool read those shares too
+	// (ceilingShare).
 	unsettled bool
 	// lean plans leave out what a what-if cell does not show: remedies
 	// and the sustainable rate of a class that does not fit.
