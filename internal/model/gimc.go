@@ -14,6 +14,16 @@ func logLSTGamma(lambda, ca2, s float64) float64 {
 	return -k * math.Log1p(s/(k*lambda))
 }
 
+// logLSTSmooth is ln A*(s) of gaps smoother than Poisson (ca² < 1): gamma
+// of shape 1/ca², and for ca² = 0, the gamma's limit, evenly spaced gaps
+// of 1/λ, A*(s) = e^{−s/λ}.
+func logLSTSmooth(lambda, ca2, s float64) float64 {
+	if ca2 == 0 {
+		return -s / lambda
+	}
+	return logLSTGamma(lambda, ca2, s)
+}
+
 // logLSTH2 is ln A*(s) of two-phase hyperexponential gaps with balanced
 // means (Whitt, "Approximating a point process by a renewal process, I",
 // Oper. Res. 30(1), 1982): phase i is taken with probability pᵢ and has

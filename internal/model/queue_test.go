@@ -100,6 +100,16 @@ func TestQueueWaitCorrections(t *testing.T) {
 	if even := (Queue{C: 10, Lambda: 8, CA2: 0, Mean: 1, CS2: 1, Tail: 1.5}).Wait(); even.Prob >= mm.Prob {
 		t.Errorf("evenly spaced arrivals wait with P %g, Poisson %g", even.Prob, mm.Prob)
 	}
+	// Evenly spaced arrivals in light traffic with exponential service
+	// (D/M/1, ρ 0.3) wait with the exact probability σ = e^{−(1−σ)/ρ} =
+	// 0.040882 (by fixed-point iteration), not the 0.146 of the scaling.
+	sigma := 0.5
+	for range 200 {
+		sigma = math.Exp(-(1 - sigma) / 0.3)
+	}
+	if dm1 := (Queue{C: 1, Lambda: 0.3, CA2: 0, Mean: 1, CS2: 1, Tail: 1.5}).Wait(); math.Abs(dm1.Prob-sigma) > 1e-9 || math.Abs(sigma-0.040882) > 1e-6 {
+		t.Errorf("D/M/1 at ρ 0.3 waits with P %g, want σ = %g", dm1.Prob, sigma)
+	}
 }
 
 func TestQueueWaitUnstable(t *testing.T) {
@@ -172,7 +182,9 @@ func TestGIMcOneServer(t *testing.T) {
 // the law's quantile plus a mean service time is within −5 % and +20 %
 // of the simulated one plus the same (a latency's percentile, which a
 // wait near nothing does not upset). Without the smooth-arrival
-// correction the p99 on one slot came out up to a fifth low.
+// correction the p99 on one slot came out up to a fifth low, and without
+// the bound of light traffic (smoothCap) the p95 on one slot at ρ 0.3 was
+// most of a service time where the simulation's is 0.
 func TestSmoothArrivalsWaitAgainstSimulation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates millions of requests")
@@ -180,11 +192,21 @@ func TestSmoothArrivalsWaitAgainstSimulation(t *testing.T) {
 	for _, tc := range []struct {
 		c             int
 		ca2, cs2, rho float64
+		upper         float64 // of the ratio; 1.2 when 0
 	}{
-		{1, 0, 0.336, 0.6}, {1, 0, 0.336, 0.85}, {1, 0, 1, 0.6}, {1, 0, 1, 0.75},
-		{1, 0.25, 1, 0.75}, {1, 0.25, 0.336, 0.5}, {2, 0, 1, 0.75}, {2, 0, 0.336, 0.85},
-		{4, 0, 0.336, 0.9}, {4, 0.25, 1, 0.85},
+		{1, 0, 0.336, 0.6, 0}, {1, 0, 0.336, 0.85, 0}, {1, 0, 1, 0.6, 0}, {1, 0, 1, 0.75, 0},
+		{1, 0.25, 1, 0.75, 0}, {1, 0.25, 0.336, 0.5, 0}, {2, 0, 1, 0.75, 0}, {2, 0, 0.336, 0.85, 0},
+		{4, 0, 0.336, 0.9, 0}, {4, 0.25, 1, 0.85, 0},
+		// Light traffic, where evenly spaced arrivals rarely find every
+		// slot busy.
+		// slot busy: within −5 % and +30 % (the law without the bound
+		// was at +27 % to +79 % on these).
+		{1, 0, 1, 0.3, 0}, {1, 0.25, 1, 0.2, 1.3}, {2, 0, 1, 0.4, 1.3}, {2, 0.5, 1, 0.3, 0}, {1, 0, 2, 0.3, 1.3}, {1, 0.25, 0.6, 0.3, 0},
 	} {
+		upper := tc.upper
+		if upper == 0 {
+			upper = 1.2
+		}
 		r := rand.New(rand.NewPCG(7, uint64(tc.c)))
 		lambda := tc.rho * float64(tc.c)
 		s2 := math.Log(1 + tc.cs2)
@@ -216,7 +238,7 @@ func TestSmoothArrivalsWaitAgainstSimulation(t *testing.T) {
 			if w.Prob > 1-p {
 				law = w.Mean * math.Log(w.Prob/(1-p))
 			}
-			if ratio := (law + 1) / (sim[i] + 1); ratio < 0.95 || ratio > 1.2 {
+			if ratio := (law + 1) / (sim[i] + 1); ratio < 0.95 || ratio > upper {
 				t.Errorf("c %d, ca² %g, cs² %g, ρ %g: the law's p%g wait %.3f, simulated %.3f (%+.0f %% with E[S])",
 					tc.c, tc.ca2, tc.cs2, tc.rho, 100*p, law, sim[i], 100*(ratio-1))
 			}

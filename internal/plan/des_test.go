@@ -226,7 +226,12 @@ func desCases(long bool) []desCase {
 	one.name, one.scv, one.load, one.slack = "one slot, scv 1, A 0.2", 1, 0.2, 20
 	lone := moderate
 	lone.name, lone.scv, lone.law, lone.load, lone.slack = "one slot, scv 9 gamma, A 0.2", 9, lawGamma, 0.2, 40
-	out = append(out, one, lone)
+	// Light traffic with evenly spaced arrivals and long answers, where a
+	// wait for the one slot is rare and long.
+	even := moderate
+	even.out, even.maxTokens = pct(600, 1800), 2340
+	even.name, even.scv, even.load, even.slack = "one slot, scv 0, A 0.3, long answers", 0, 0.3, 20
+	out = append(out, one, lone, even)
 	if !long {
 		big := moderate
 		big.name, big.scv, big.law, big.load = "about 300 slots, scv 4 gamma, A 250", 4, lawGamma, 250
