@@ -88,16 +88,17 @@ func wholeNumbers(doc any) any {
 
 // repeatedKey is an error naming the first key given twice in one object
 // of a JSON document, with where it is ("quotas[0].rpm"); nil when no key
-// repeats. Keys are compared as encoding/json matches them to fields:
-// unescaped, and without regard to case ("rpm", "RPM" and "\u0072pm" are
-// one key). data has been decoded already, so it is valid JSON: a scan of
+// repeats. Keys are compared as the API reads them: unescaped, and as
+// written ("rpm" and "\u0072pm" are one key; "RPM" is another, which a
+// body's schema refuses as unknown, and in a map such as labels a key of
+// its own). data has been decoded already, so it is valid JSON: a scan of
 // its bytes that keeps each open object's keys as slices of data while it
 // has few and in a set beyond, in time linear in the body.
 func repeatedKey(data []byte) error {
 	type frame struct {
 		object bool
 		keys   [][]byte            // the object's keys so far, raw
-		set    map[string]struct{} // folded keys, once there are many
+		set    map[string]struct{} // unescaped keys, once there are many
 		index  int                 // the array's element
 	}
 	var stack []frame
@@ -172,27 +173,26 @@ func repeatedKey(data []byte) error {
 // up in a set rather than compared one by one.
 const manyKeys = 16
 
-// seen reports whether key, raw, is one of keys, folded as encoding/json
-// matches field names. While an object has fewer than manyKeys, all plain
-// (ASCII, unescaped), they are compared in place; a key that is not plain,
-// or one past manyKeys, moves them into a set of their folded text.
+// seen reports whether key, raw, is one of keys, unescaped. While an
+// object has fewer than manyKeys, all plain (without an escape), they are
+// compared in place; a key that is not plain, or one past manyKeys, moves
+// them into a set of their unescaped text.
 func seen(keys [][]byte, set *map[string]struct{}, key []byte) bool {
 	if *set == nil && len(keys) < manyKeys && plain(key) {
 		for _, k := range keys {
-			if bytes.EqualFold(k, key) {
+			if bytes.Equal(k, key) {
 				return true
 			}
 		}
 		return false
 	}
-	fold := func(k []byte) string { return strings.ToLower(keyText(k)) }
 	if *set == nil {
 		*set = make(map[string]struct{}, 2*len(keys))
 		for _, k := range keys {
-			(*set)[fold(k)] = struct{}{}
+			(*set)[keyText(k)] = struct{}{}
 		}
 	}
-	f := fold(key)
+	f := keyText(key)
 	if _, ok := (*set)[f]; ok {
 		return true
 	}
@@ -200,15 +200,10 @@ func seen(keys [][]byte, set *map[string]struct{}, key []byte) bool {
 	return false
 }
 
-// plain reports whether a raw key is ASCII without an escape, so that
-// comparing its bytes without case is comparing its folded text.
+// plain reports whether a raw key has no escape, so that comparing its
+// bytes is comparing its text.
 func plain(raw []byte) bool {
-	for _, c := range raw {
-		if c == '\\' || c >= 0x80 {
-			return false
-		}
-	}
-	return true
+	return bytes.IndexByte(raw, '\\') < 0
 }
 
 // keyText is a raw key, as written between its quotes, unescaped.

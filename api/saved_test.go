@@ -18,13 +18,14 @@ import (
 
 // TestSavedPlans stores plans and reads them back: the answer carries the
 // id and a Location; the list pages newest first; a stored plan has its
-// scenario, name, labels and probe; unknown ids are 404 problems.
+// scenario, name, labels (as written: keys in two cases are two labels)
+// and probe; unknown ids are 404 problems.
 func TestSavedPlans(t *testing.T) {
 	env := newProbeEnv(t, Options{})
 	var ids []string
 	for i, name := range []string{"chat", "chat-and-batch", "three-classes"} {
 		status, h, b := call(t, http.MethodPost, env.url+"/v1/plans", map[string]any{
-			"scenario": exampleDoc(t, name), "save": true, "name": name, "labels": map[string]string{"team": "search", "n": string(rune('0' + i))},
+			"scenario": exampleDoc(t, name), "save": true, "name": name, "labels": map[string]string{"team": "search", "Team": "ads", "n": string(rune('0' + i))},
 		})
 		resp := decode[PlanResponse](t, b)
 		if status != http.StatusOK || resp.ID == "" || h.Get("Location") != "/v1/plans/"+resp.ID || len(resp.Classes) == 0 {
@@ -52,7 +53,7 @@ func TestSavedPlans(t *testing.T) {
 
 	status, _, b = call(t, http.MethodGet, env.url+"/v1/plans/"+ids[0], nil)
 	sp := decode[StoredPlan](t, b)
-	if status != http.StatusOK || sp.ID != ids[0] || sp.Name != "chat" || sp.Labels["n"] != "0" || sp.CreatedAt.IsZero() ||
+	if status != http.StatusOK || sp.ID != ids[0] || sp.Name != "chat" || sp.Labels["n"] != "0" || sp.Labels["Team"] != "ads" || sp.Labels["team"] != "search" || sp.CreatedAt.IsZero() ||
 		len(sp.Scenario.Classes) != 1 || len(sp.Plan.Classes) != 1 || sp.ProbeID != "" {
 		t.Fatalf("stored plan: %d %.400s", status, b)
 	}
