@@ -34,7 +34,7 @@ func (r *run) predict(ctx context.Context, i, pool int) (Predicted, error) {
 		// Over the requests served: the wait given W ≤ τ, its
 		// p-quantile the one at p·(1 − q) over every request, q = P(W > τ)
 		// (docs/concepts.md, "Shedding").
-		tau, sheds, err := m.shedWait(ctx, load)
+		tau, sheds, err := m.patience(ctx, load)
 		if err != nil {
 			return pr, err
 		}
