@@ -50,6 +50,21 @@ func (r *run) predict(ctx context.Context, i, pool int) (Predicted, error) {
 			return pr, err
 		}
 		pr.ShedShare = roundTo(share, 4)
+		if m.task != nil {
+			// An agent class's queue wait is each call's, as its TTFT is
+			// and as planner simulate measures it (arrival, or readiness,
+			// to send): one of a task's E[n] calls waits for the slot, so
+			// the calls' mean is the tasks' over E[n], and beyond their
+			// p95 lie the first calls of the tasks beyond 0.05·E[n]·(1 − q)
+			// + q, q the tasks shed (who take all their calls).
+			q := 0.0
+			if apart {
+				q = w.LeftOut(tau)
+			}
+			served = 1 - (0.05*(1-q) + q/m.task.calls)
+			mean /= m.task.calls
+			w = m.task.firstCallWait(w)
+		}
 		p95 := waitQuantile(w, served)
 		if apart {
 			p95 = math.Min(p95, tau) // a request served waits at most τ

@@ -223,7 +223,9 @@ func TestTaskPlansAtP99MeetTheirSLO(t *testing.T) {
 // the client sheds the tasks that would wait past the target's slack; the
 // plan's task E2E p95, over the tasks it serves, is within −5 %/+20 % of
 // the simulation's, which measures the tasks completed (1.5 % to 18 %
-// shed; over every task, 11 of the 12 came out more than 20 % above it).
+// shed; over every task, 11 of the 12 came out more than 20 % above it),
+// and the queue wait of a call is the simulation's, within its intervals
+// and on the safe side.
 func TestShedTaskE2EAgainstTheSimulation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates 12 agent task classes")
@@ -260,6 +262,17 @@ func TestShedTaskE2EAgainstTheSimulation(t *testing.T) {
 				c.Pool, 100*shed, c.Simulated.Shed, c.Simulated.Requests, plan, got, 100*e)
 			if e < -0.05 || e > 0.20 {
 				t.Errorf("task E2E p95: plan %.0f ms against the simulation's %.0f ms (%+.1f %%), outside −5 %%/+20 %%", plan, got, 100*e)
+			}
+			// A call's queue wait: the mean not below the simulation's
+			// interval and at most 1.5 times its top (the tasks' own wait
+			// is E[n] times as long), the p95 not more than 5 % below the
+			// interval.
+			pm, pq := *c.Predicted.QueueWaitMeanMs, *c.Predicted.QueueWaitP95Ms
+			sm, sq := c.Simulated.QueueWaitMeanMs, c.Simulated.QueueWaitP95Ms
+			hm, hq := *c.Simulated.QueueWaitMeanCI95Ms, *c.Simulated.QueueWaitP95CI95Ms
+			t.Logf("a call's queue wait: mean plan %.0f ms, simulation %.0f ± %.0f; p95 plan %.0f, simulation %.0f ± %.0f", pm, sm, hm, pq, sq, hq)
+			if pm < sm-hm || pm > 1.5*(sm+hm) || pq < 0.95*(sq-hq) {
+				t.Errorf("a call's queue wait: mean %.0f ms against %.0f ± %.0f, p95 %.0f ms against %.0f ± %.0f", pm, sm, hm, pq, sq, hq)
 			}
 		})
 	}
