@@ -16,10 +16,12 @@ func logLSTGamma(lambda, ca2, s float64) float64 {
 
 // logLSTSmooth is ln A*(s) of gaps smoother than Poisson (ca² < 1): gamma
 // of shape 1/ca², and for ca² = 0, the gamma's limit, evenly spaced gaps
-// of 1/λ, A*(s) = e^{−s/λ}.
+// of 1/λ, A*(s) = e^{−s/λ}. Where x = ca²·s/λ is below 1e-6 it is the
+// gamma's to second order, −(s/λ)·(1 − x/2), which a tiny ca² (where
+// s/(kλ) underflows to 0) also needs.
 func logLSTSmooth(lambda, ca2, s float64) float64 {
-	if ca2 == 0 {
-		return -s / lambda
+	if x := ca2 * s / lambda; x < 1e-6 {
+		return -s / lambda * (1 - x/2)
 	}
 	return logLSTGamma(lambda, ca2, s)
 }

@@ -132,6 +132,9 @@ func (q Queue) Wait() Wait {
 	if q.CA2 < 1 {
 		pi, theta, widen = q.smoothWait(rho, pi, theta)
 		pi, theta = q.smoothCap(pi, theta)
+		if pi <= 0 {
+			return Wait{}
+		}
 	}
 	tail := q.tailRatio()
 	cw1 := 2*rho - 1 + 4.0/3*(1-rho)*tail
@@ -217,8 +220,11 @@ func (q Queue) smoothCap(pi, theta float64) (float64, float64) {
 	pe, _ := giMc(q.C, q.Lambda, 1/q.Mean, func(s float64) float64 { return logLSTSmooth(q.Lambda, q.CA2, s) })
 	heavy := math.Pow(math.Max(0, q.tailRatio()/1.5-1), 1.5)
 	pe = math.Pow(pe, 1/(1+0.7*(1-q.CA2)*heavy))
-	if !(pe < pi) || pe <= 0 {
+	if !(pe < pi) {
 		return pi, theta
+	}
+	if pe <= 0 {
+		return 0, theta // so light a load that no arrival waits
 	}
 	l := math.Min(0.01, pe/math.E)
 	return pe, theta * math.Log(pi/l) / math.Log(pe/l)
@@ -286,14 +292,21 @@ func delayRatio(rho, c, z float64) float64 {
 		return 1
 	}
 	beta := (1 - rho) * math.Sqrt(c)
-	return halfinWhitt(beta/math.Sqrt(math.Max(z, 1e-3))) / halfinWhitt(beta)
+	return math.Exp(logHalfinWhitt(beta/math.Sqrt(math.Max(z, 1e-3))) - logHalfinWhitt(beta))
 }
 
-// halfinWhitt is α(b) = 1/(1 + b·Φ(b)/φ(b)), the heavy-traffic limit of the
-// probability of waiting in M/M/c with β = b (α(0) = 1).
-func halfinWhitt(b float64) float64 {
-	phi := math.Exp(-b*b/2) / math.Sqrt(2*math.Pi)
-	return 1 / (1 + b*normCDF(b)/phi)
+// logHalfinWhitt is ln α(b), α(b) = 1/(1 + b·Φ(b)/φ(b)) the heavy-traffic
+// limit of the probability of waiting in M/M/c with β = b (α(0) = 1). In
+// logarithms, since b·Φ(b)/φ(b) = b·Φ(b)·√(2π)·e^{b²/2} overflows past b
+// of about 37 (a light load on thousands of slots), where the ratio of two
+// α would be 0/0.
+func logHalfinWhitt(b float64) float64 {
+	r := b * normCDF(b) * math.Sqrt(2*math.Pi)
+	e := b * b / 2
+	if e < 700 {
+		return -math.Log1p(r * math.Exp(e))
+	}
+	return -(e + math.Log(r))
 }
 
 // LittleConcurrency is Little's Law L = λ·W: the mean number in flight for an
