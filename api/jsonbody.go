@@ -173,10 +173,10 @@ func repeatedKey(data []byte) error {
 // up in a set rather than compared one by one.
 const manyKeys = 16
 
-// seen reports whether key, raw, is one of keys, unescaped. While an
-// object has fewer than manyKeys, all plain (without an escape), they are
+// seen reports whether key, raw, is one of keys, read as keyText reads
+// them. While an object has fewer than manyKeys, all plain, they are
 // compared in place; a key that is not plain, or one past manyKeys, moves
-// them into a set of their unescaped text.
+// them into a set of their text.
 func seen(keys [][]byte, set *map[string]struct{}, key []byte) bool {
 	if *set == nil && len(keys) < manyKeys && plain(key) {
 		for _, k := range keys {
@@ -200,15 +200,22 @@ func seen(keys [][]byte, set *map[string]struct{}, key []byte) bool {
 	return false
 }
 
-// plain reports whether a raw key has no escape, so that comparing its
-// bytes is comparing its text.
+// plain reports whether a raw key is ASCII without an escape, so that
+// comparing its bytes is comparing its text (encoding/json reads a byte
+// that is not UTF-8 as U+FFFD: "a\xff" and "a\xfe" are one key).
 func plain(raw []byte) bool {
-	return bytes.IndexByte(raw, '\\') < 0
+	for _, c := range raw {
+		if c == '\\' || c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
-// keyText is a raw key, as written between its quotes, unescaped.
+// keyText is a raw key, as written between its quotes, read as
+// encoding/json reads it: unescaped, a byte that is not UTF-8 as U+FFFD.
 func keyText(raw []byte) string {
-	if bytes.IndexByte(raw, '\\') < 0 {
+	if plain(raw) {
 		return string(raw)
 	}
 	var s string

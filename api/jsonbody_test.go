@@ -23,6 +23,8 @@ func TestRepeatedKey(t *testing.T) {
 		`{"R\u0070m":1,"Rpm":2}`:                      `Rpm: the key "Rpm" is given twice in one object`,
 		`{"a\"b":1,"a\"b":2}`:                         `a"b: the key "a\"b" is given twice in one object`,
 		`{"a\"b":1,"a\\b":2}`:                         "",
+		"{\"a\xff\":1,\"a\xfe\":2}":                   "a\ufffd: the key \"a\ufffd\" is given twice in one object",
+		"{\"a\xff\":1,\"a\\ufffd\":2}":                "a\ufffd: the key \"a\ufffd\" is given twice in one object",
 	} {
 		got := ""
 		if err := repeatedKey([]byte(doc)); err != nil {
