@@ -589,8 +589,8 @@ func (m *classModel) percentileOf(ctx context.Context, c, load int, which percen
 		// slot (firstCallWait). Their TTFT stays over every task's calls:
 		// leaving out the draws whose first-call wait passes τ put it at
 		// half to nine tenths of the simulation's where 0.8 % to 5 % of
-		// the tasks were shed, and over every task it is at or above it
-		// (docs/concepts.md, "Shedding").
+		// the tasks were shed, and over every task it is 0.94 times it
+		// or more (docs/concepts.md, "Shedding").
 		return m.quantileAt(ctx, s, full, m.task.firstCallWait(w), which, p)
 	}
 	if served {
