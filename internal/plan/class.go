@@ -585,13 +585,12 @@ func (m *classModel) percentileOf(ctx context.Context, c, load int, which percen
 		return math.Inf(1), nil
 	}
 	if which == pctTTFT && m.task != nil {
-		// An agent task's calls: one of a task's E[n] calls waits for a
-		// slot (firstCallWait). Their TTFT stays over every task's calls:
-		// leaving out the draws whose first-call wait passes τ put it at
+		// An agent task's calls' TTFT (waitOf) stays over every task's
+		// calls: leaving out the draws whose first-call wait passes τ put it at
 		// half to nine tenths of the simulation's where 0.8 % to 5 % of
 		// the tasks were shed, and over every task it is 0.94 times it
 		// or more (docs/concepts.md, "Shedding").
-		return m.quantileAt(ctx, s, full, m.task.firstCallWait(w), which, p)
+		return m.quantileAt(ctx, s, full, m.waitOf(w, which), which, p)
 	}
 	if served {
 		tau, ok, err := m.patience(ctx, load)
@@ -607,6 +606,17 @@ func (m *classModel) percentileOf(ctx context.Context, c, load int, which percen
 		}
 	}
 	return m.quantileAt(ctx, s, full, w, which, p)
+}
+
+// waitOf is the wait that the percentile which sees of the pool's wait
+// w: an agent task's calls' TTFT sees it on one of a task's E[n] calls,
+// the first, which waits for the slot (firstCallWait); every other
+// percentile, and a task's E2E, sees w itself.
+func (m *classModel) waitOf(w model.Wait, which percentile) model.Wait {
+	if which == pctTTFT && m.task != nil {
+		return m.task.firstCallWait(w)
+	}
+	return w
 }
 
 // slotWait is the wait for a slot of a pool of c with load in flight on

@@ -638,7 +638,7 @@ func (r *run) shed(ctx context.Context, i, pool int) (*Shed, error) {
 			if !m.hasSLO(metric) {
 				continue
 			}
-			v, err := m.quantile(ctx, s, nil, w, which)
+			v, err := m.quantile(ctx, s, nil, m.waitOf(w, which), which)
 			if err != nil {
 				fail = err
 				return false
