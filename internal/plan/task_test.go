@@ -303,3 +303,31 @@ policy: {allocation: weighted}
 		t.Errorf("the pools keep %d calls in flight, over the budget %d", inFlight, *ep.Budget)
 	}
 }
+
+// The rate an agent class sustains is the most its pool serves within
+// its SLO, read as its percentiles are: at that rate the class is
+// feasible and 3 % above it not. With a TTFT target, only a task's first
+// call waits for the slot; reading the task's wait on every call, it
+// once offered a rate well below what the pool serves.
+func TestTaskSustainableRateIsTheMostItServes(t *testing.T) {
+	s := taskScenario(scenario.Quota{RPM: 1e6, TPM: 1e9})
+	s.Policy.MaxPool = 4
+	s.Classes[0].Demand = &scenario.Demand{RPS: 0.95 * 4 / 14.7}
+	s.Classes[0].SLO = &scenario.SLO{TTFTP95Ms: 2000}
+	cp := mustPlan(t, s).Classes[0]
+	if cp.Feasible || cp.Shed == nil || !(cp.Shed.SustainableRPS > 0) {
+		t.Fatalf("feasible %v, shed %+v, want not feasible with a sustainable rate: %s", cp.Feasible, cp.Shed, cp.Explanation)
+	}
+	at := func(rps float64) ClassPlan {
+		s.Classes[0].Demand = &scenario.Demand{RPS: rps}
+		return mustPlan(t, s).Classes[0]
+	}
+	sus := cp.Shed.SustainableRPS
+	if c := at(sus); !c.Feasible {
+		t.Errorf("at the sustainable %g tasks/s: not feasible, TTFT p95 %v: %s", sus, *c.Predicted.TTFTP95Ms, c.Explanation)
+	}
+	if c := at(1.03 * sus); c.Feasible {
+		t.Errorf("at 3 %% above the sustainable %g tasks/s: feasible, TTFT p95 %v", sus, *c.Predicted.TTFTP95Ms)
+	}
+	t.Logf("sustains %g of %g tasks/s", sus, 0.95*4/14.7)
+}
