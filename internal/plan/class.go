@@ -584,15 +584,12 @@ func (m *classModel) percentileOf(ctx context.Context, c, load int, which percen
 	if !w.Stable() {
 		return math.Inf(1), nil
 	}
-	if which == pctTTFT && m.task != nil {
-		// An agent task's calls' TTFT (waitOf) stays over every task's
-		// calls: leaving out the draws whose first-call wait passes τ put it at
-		// half to nine tenths of the simulation's where 0.8 % to 5 % of
-		// the tasks were shed, and over every task it is 0.94 times it
-		// or more (docs/concepts.md, "Shedding").
-		return m.quantileAt(ctx, s, full, m.waitOf(w, which), which, p)
-	}
-	if served {
+	// An agent task's calls' TTFT stays over every task's calls: leaving
+	// out the draws whose first-call wait passes τ put it at half to nine
+	// tenths of the simulation's where 0.8 % to 5 % of the tasks were
+	// shed, and over every task it is 0.94 times it or more
+	// (docs/concepts.md, "Shedding").
+	if served && (which != pctTTFT || m.task == nil) {
 		tau, ok, err := m.patience(ctx, load)
 		if err != nil {
 			return 0, err
@@ -605,7 +602,7 @@ func (m *classModel) percentileOf(ctx context.Context, c, load int, which percen
 			return m.servedQuantile(ctx, s, full, w, which, p, tau)
 		}
 	}
-	return m.quantileAt(ctx, s, full, w, which, p)
+	return m.quantileAt(ctx, s, full, m.waitOf(w, which), which, p)
 }
 
 // waitOf is the wait that the percentile which sees of the pool's wait
