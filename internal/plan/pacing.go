@@ -106,8 +106,10 @@ func (r *run) pacing(i, pool int, allot quota.Vector) Pacing {
 //     beyond the credit and the bucket holds no credit for it: with
 //     probability pBusy the send that waits at the bucket is of its own
 //     or a higher class (as often as their share ρ_p/ρ of the key's
-//     work), and it waits for their work (exponential, of mean thetaOwn)
-//     plus k/r′, since the bucket passes the charges ahead at its rate;
+//     work, but no more often than the class's sends find that work
+//     queued at all, own.Prob), and it waits for their work
+//     (exponential, of mean thetaOwn) plus k/r′, since the bucket passes
+//     the charges ahead at its rate;
 //     otherwise a lower send waits, which
 //     it overtakes, and it waits (k − L)⁺/r′, with L the tokens that the
 //     lower send has gathered so far, uniform between 0 and gathered, the
@@ -546,7 +548,7 @@ func (r *run) pacingLaws() bool {
 					drainedAll = all.Prob * math.Exp(-size/(rate*all.Mean))
 				}
 				pd := pacingDim{on: true, rate: rate, size: size, adm0: flows[j].adm0, admIn: flows[j].admIn,
-					thetaOwn: own.Mean, pBusy: rhoOwn / rhoAll, piAll: all.Prob, thetaAll: all.Mean, stretch: 1 / (1 - rhoHigh)}
+					thetaOwn: own.Mean, pBusy: math.Min(rhoOwn/rhoAll, own.Prob), piAll: all.Prob, thetaAll: all.Mean, stretch: 1 / (1 - rhoHigh)}
 				if own.Prob > 0 {
 					pd.pOwn = own.Prob * math.Exp(-size/(rate*own.Mean))
 				}
