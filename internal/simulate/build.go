@@ -56,7 +56,11 @@ func (s *sim) result() *Simulation {
 		}
 		res.Quotas[i] = q
 	}
-	res.Verdict = overall(res.Classes)
+	unjudged := make([]bool, len(s.clients))
+	for i, c := range s.clients {
+		unjudged[i] = c.unjudged
+	}
+	res.Verdict = overall(res.Classes, unjudged)
 	return res
 }
 

@@ -71,6 +71,9 @@ type client struct {
 	st                        stats
 	maxAttempts               int
 	backoffBase, backoffLimit float64
+	// unjudged is set by verdict when the run had nothing to judge the
+	// class by (nothingToJudge).
+	unjudged bool
 }
 
 // stats are what a client measures.

@@ -45,16 +45,39 @@ type check struct {
 // (for a batch: done in its window). The comparison with the plan's
 // figures is given as a reason but does not decide.
 func (c *client) verdict(sm Simulated) SimulationVerdict {
+	if v, ok := c.nothingToJudge(sm); ok {
+		c.unjudged = true
+		return v
+	}
+	return c.judge(sm)
+}
+
+// nothingToJudge is the verdict of a class the run had nothing to judge
+// by, and whether it had nothing: not scheduled in the run, no arrival,
+// or a run too short for any request to complete. Such a class holds, and
+// the run's verdict names it.
+func (c *client) nothingToJudge(sm Simulated) (SimulationVerdict, bool) {
 	if sc := c.spec.Schedule; len(c.on) == 0 && c.kind != ArrivalsReplay {
 		return SimulationVerdict{Holds: true, Summary: fmt.Sprintf("%s: not scheduled in this run", c.spec.Name),
-			Reasons: []string{fmt.Sprintf("it runs %s h a day from %s UTC, outside this run", num(sc.Hours), clock(sc.StartHour))}}
+			Reasons: []string{fmt.Sprintf("it runs %s h a day from %s UTC, outside this run", num(sc.Hours), clock(sc.StartHour))}}, true
 	}
 	if sm.Requests == 0 && c.spec.Demand != nil && c.spec.Demand.Rate() > 0 {
 		// Its demand is too light for one arrival in the run: nothing
 		// happened that could break the plan (the plan's check says so too).
 		return SimulationVerdict{Holds: true, Summary: fmt.Sprintf("%s: no request arrived in this run", c.spec.Name),
-			Reasons: []string{fmt.Sprintf("at %.3g req/s no request arrived in the run: nothing to judge; run it longer", c.spec.Demand.Rate())}}
+			Reasons: []string{fmt.Sprintf("at %.3g req/s no request arrived in the run: nothing to judge; run it longer", c.spec.Demand.Rate())}}, true
 	}
+	if e2e := c.cp.Predicted.E2EP95Ms; sm.Completed == 0 && sm.Shed == 0 && sm.GaveUp == 0 && e2e != nil && c.s.end*1000 < *e2e {
+		// The run ended before a request could complete, none of them
+		// lost: it is too short to say anything about the plan.
+		return SimulationVerdict{Holds: true, Summary: fmt.Sprintf("%s: no request could complete in this run", c.spec.Name),
+			Reasons: []string{fmt.Sprintf("%s requests arrived and none completed in %s s, shorter than the plan's E2E p95 of %s ms: nothing to judge; run it longer", count(sm.Requests), num(c.s.end), num(*e2e))}}, true
+	}
+	return SimulationVerdict{}, false
+}
+
+// judge is the verdict of a class the run judged (verdict).
+func (c *client) judge(sm Simulated) SimulationVerdict {
 	var checks []check
 	add := func(ok bool, label, format string, args ...any) {
 		checks = append(checks, check{ok: ok, label: label, reason: fmt.Sprintf(format, args...)})
@@ -158,16 +181,28 @@ func (c *client) against(sm Simulated) string {
 }
 
 // overall is the plan's verdict: it holds when it holds for every class.
-func overall(classes []ClassRun) SimulationVerdict {
+func overall(classes []ClassRun, unjudged []bool) SimulationVerdict {
 	v := SimulationVerdict{Holds: true, Reasons: []string{}}
-	var failing []string
-	for _, c := range classes {
+	var failing, nothing []string
+	for i, c := range classes {
 		if !c.Verdict.Holds {
 			v.Holds = false
 			failing = append(failing, c.Verdict.Summary)
 		}
+		if unjudged[i] {
+			nothing = append(nothing, c.Verdict.Summary)
+		}
 	}
-	if v.Holds {
+	switch {
+	case v.Holds && len(nothing) == len(classes):
+		v.Summary = "nothing to judge: " + strings.Join(nothing, "; ")
+		v.Reasons = nothing
+		return v
+	case v.Holds && len(nothing) > 0:
+		v.Summary = "the plan holds for every class the run could judge: each met its SLOs, with at most 1 % of its sends answered 429, and kept pace with its arrivals; nothing to judge for " + strings.Join(nothing, "; ")
+		v.Reasons = nothing
+		return v
+	case v.Holds:
 		v.Summary = "the plan holds: every class met its SLOs, with at most 1 % of its sends answered 429, and kept pace with its arrivals"
 		return v
 	}
