@@ -179,6 +179,12 @@ func sig6(v float64) float64 {
 type pacingLaw struct {
 	dims     [scenario.NumDimensions]pacingDim
 	unstable bool
+	// others is the share of the key's work that is not the class's own,
+	// 1 − ρ_own/ρ_all, the largest over its paced dimensions: the part of
+	// its pacing wait that other classes' sends cause; burst is how many
+	// of its sends of mean charge the buckets let go at once, the least
+	// over them (sendsCA2).
+	others, burst float64
 }
 
 // waits reports whether the law can make a send wait.
@@ -558,6 +564,15 @@ func (r *run) pacingLaws() bool {
 					pd.pDrained, pd.piAll = 1, 1
 				}
 				laws[j].dims[d] = pd.rounded()
+				if rhoAll > 0 && flows[j].rate > 0 {
+					// A class without a pool sends nothing for the
+					// buckets to hold back: its min_pool is what it needs
+					// once it sends.
+					laws[j].others = math.Max(laws[j].others, sig6(1-(rhoOwn-rhoHigh)/rhoAll))
+				}
+				if b := sig6(size / flows[j].m1); laws[j].burst == 0 || b < laws[j].burst {
+					laws[j].burst = b
+				}
 			}
 		}
 		for j, i := range members {
@@ -625,7 +640,7 @@ func (p *service) occupancy(f float64) *service {
 	d1, d2, d3 := f*p.d[0], f*f*p.d[1], f*f*f*p.d[2]
 	m1, m2 := s1+d1, s2+2*s1*d1+d2
 	m3 := s3 + 3*s2*d1 + 3*s1*d2 + d3
-	return &service{mean: m1, scv: m2/(m1*m1) - 1, tail: m1 * m3 / (m2 * m2)}
+	return &service{mean: m1, scv: m2/(m1*m1) - 1, tail: m1 * m3 / (m2 * m2), d: p.d}
 }
 
 // paceSample is the pacing wait of every draw: the law at the draw's
