@@ -194,7 +194,7 @@ func overall(classes []ClassRun, unjudged []bool) SimulationVerdict {
 		}
 	}
 	switch {
-	case v.Holds && len(nothing) == len(classes):
+	case v.Holds && len(nothing) > 0 && len(nothing) == len(classes):
 		v.Summary = "nothing to judge: " + strings.Join(nothing, "; ")
 		v.Reasons = nothing
 		return v
