@@ -570,13 +570,33 @@ func (m *classModel) slotQueue(c int, s *service, p float64) (model.Queue, model
 	// the slot it would take idle for what its pacing wait lasts beyond
 	// its wait for a slot: for the whole of it when it found a slot free,
 	// hardly at all when it waited long for one. The pool's queue sees
-	// S + (1 − π)·D, with π its probability of waiting at S + D.
-	w := m.eng.wait(q)
-	if !w.Stable() {
-		w = model.Wait{Prob: 1}
+	// S + (1 − π)·D, with π its own probability of waiting at that
+	// occupancy: the fixed point, found by bisection (the probability
+	// falls as π rises, so there is one). Taking π at S + D alone, 1
+	// where that is unstable, read a pool run near its limit by its
+	// pacing waits as one that hardly queues.
+	probAt := func(pi float64) (model.Queue, model.Wait, float64) {
+		q := queue(s.occupancy(1 - pi))
+		w := m.eng.wait(q)
+		if !w.Stable() {
+			return q, w, 1
+		}
+		return q, w, w.Prob
 	}
-	q = queue(s.occupancy(1 - w.Prob))
-	return q, m.eng.wait(q)
+	lo, hi := 0.0, 1.0
+	if _, _, p0 := probAt(0); p0 <= 0 {
+		hi = 0
+	}
+	for hi-lo > 1e-3 {
+		mid := (lo + hi) / 2
+		if _, _, g := probAt(mid); g > mid {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	q, w, _ := probAt(hi)
+	return q, w
 }
 
 // percentile names one of the percentiles the plan predicts.
