@@ -84,15 +84,26 @@ func (r *run) quotaCeiling(i int, mb membership) Ceiling {
 		head += fmt.Sprintf(" ÷ %s %s/request = %s req/s", num(u), d.Unit(), num(allowed))
 	}
 	c := r.ceil(mb.res, i, a)
+	// One slot that could send faster than the share still gets the
+	// pool of 1 that its demand needs (ceil).
+	oneSlot := fmt.Sprintf(" → 1: one slot could send faster, but its demand of %s req/s is within it and the key's pacing holds its sends to it", num(m.lambda))
 	if m.static != nil {
 		if c == unbounded {
 			return Ceiling{Constraint: name, Detail: head + "; no pool reaches it"}
+		}
+		if c == 1 && allowed*m.static.mean*(1+tolerance) < 1 {
+			return Ceiling{Constraint: name, MaxPool: intPtr(c),
+				Detail: fmt.Sprintf("%s × %s %s s = %s%s", head, m.serviceName(), num(m.static.mean), num(allowed*m.static.mean), oneSlot)}
 		}
 		return Ceiling{Constraint: name, MaxPool: intPtr(c),
 			Detail: fmt.Sprintf("%s × %s %s s = %s → %d", head, m.serviceName(), num(m.static.mean), floorNum(allowed*m.static.mean, c), c)}
 	}
 	if c == unbounded {
 		return Ceiling{Constraint: name, Detail: fmt.Sprintf("%s; the measured endpoint never sends that fast with up to %d in flight", head, searchLimit)}
+	}
+	if c == 1 && m.rate(1)*u > a*(1+tolerance) {
+		return Ceiling{Constraint: name, MaxPool: intPtr(c),
+			Detail: fmt.Sprintf("%s; at 1 in flight the curve gives E[S] %s s and %s req/s%s", head, num(m.at(1).mean), num(m.rate(1)), oneSlot)}
 	}
 	return Ceiling{Constraint: name, MaxPool: intPtr(c),
 		Detail: fmt.Sprintf("%s; at %d in flight the curve gives E[S] %s s and %s req/s, over it → %d", head, c+1, num(m.at(c+1).mean), num(m.rate(c+1)), c)}

@@ -73,7 +73,11 @@ const unboundedThreshold = 1e9
 // ceil is the largest pool of class i whose use of the resource stays
 // within the allotment a, or unbounded. With load-independent latency a
 // quota ceiling is ⌊a/u · E[S]⌋; with a curve it is searched, as X(c) need
-// not grow with c (docs/concepts.md, "Ceilings").
+// not grow with c (docs/concepts.md, "Ceilings"). It is at least 1 for a
+// class whose demand fits the allotment, λ·u ≤ a, however fast one slot
+// could send: its sends are its arrivals, which the key's pacing holds to
+// the key's limits, so that one slot on a fast endpoint uses λ·u, not
+// X(1)·u.
 func (r *run) ceil(res *resource, i int, a float64) int {
 	if res.slots() {
 		return r.slotCeil(i, a)
@@ -86,15 +90,19 @@ func (r *run) ceil(res *resource, i int, a float64) int {
 	if u <= 0 || math.IsInf(a, 1) {
 		return unbounded
 	}
+	least := 0
+	if m.lambda > 0 && m.lambda*u <= a*(1+tolerance) {
+		least = 1
+	}
 	if m.static != nil {
 		v := math.Floor(a / u * m.static.mean * (1 + tolerance))
 		if v > unboundedThreshold {
 			return unbounded
 		}
-		return int(v)
+		return max(least, int(v))
 	}
 	if c, ok := m.firstAbove(a*(1+tolerance), u, searchLimit); ok {
-		return c - 1
+		return max(least, c-1)
 	}
 	return unbounded
 }

@@ -12,6 +12,38 @@ import (
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
+// TestOneSlotOnAFastEndpoint: a class whose demand fits its key's share
+// gets a pool of 1 even where one slot running flat out would send faster
+// than the share (the key's pacing holds its sends to it), and one whose
+// demand does not fit gets none. E[S] = 5 ms + 0.1 ms × 100 = 15 ms; the
+// key allows 0.9 × 100,000/60 = 1,500 tokens/s ÷ 1,101 = 1.36 req/s, so
+// the flat-out ceiling is 1.36 × 0.015 = 0.02 → 0 slots.
+func TestOneSlotOnAFastEndpoint(t *testing.T) {
+	for _, tc := range []struct {
+		rps  float64
+		pool int
+		fits bool
+	}{
+		{1, 1, true},
+		{2, 0, false},
+	} {
+		s := handScenario(scenario.Quota{TPM: 100_000})
+		s.Latency = scenario.Latency{TTFTMs: fixedMs(5), TPOTMs: fixedMs(0.1)}
+		s.Classes[0].Demand = &scenario.Demand{RPS: tc.rps}
+		cp := mustPlan(t, s).Classes[0]
+		c := ceiling(cp, "tpm")
+		if c == nil || c.MaxPool == nil || *c.MaxPool != tc.pool {
+			t.Fatalf("%g req/s: tpm ceiling %+v, want %d", tc.rps, c, tc.pool)
+		}
+		if cp.Pool != tc.pool || cp.Feasible != tc.fits {
+			t.Errorf("%g req/s: pool %d, fits %v; want %d, %v", tc.rps, cp.Pool, cp.Feasible, tc.pool, tc.fits)
+		}
+		if tc.fits && !strings.Contains(c.Detail, "pacing holds its sends") {
+			t.Errorf("%g req/s: the ceiling's detail %q should say why one slot is allowed", tc.rps, c.Detail)
+		}
+	}
+}
+
 // TestHandWorkedCeilings checks each constraint against arithmetic done by
 // hand, with the fixed service time E[S] = 0.5 + 0.02 × 100 = 2.5 s and
 // headroom 0.9.
