@@ -17,6 +17,7 @@ import (
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/probe"
 	"github.com/plannerdev/planner/internal/report"
+	"github.com/plannerdev/planner/internal/signed"
 	"github.com/plannerdev/planner/internal/verify"
 )
 
@@ -129,7 +130,7 @@ func writeValidation(w io.Writer, rep *verify.Report, markdown bool) error {
 			meas, errPct, ttft, e2e, limited := "-", "-", "-", "-", "-"
 			if m := pt.Measured; m != nil {
 				meas, limited = fmt.Sprintf("%.2f", m.ThroughputRPS), fmt.Sprint(m.RateLimited)
-				errPct = fmt.Sprintf("%+.1f %%", pt.RelativeErrorPct.ThroughputRPS)
+				errPct = signed.Pct(pt.RelativeErrorPct.ThroughputRPS)
 				if m.OK > 0 { // a latency is measured over requests that succeeded
 					ttft, e2e = fmt.Sprintf("%.0f", m.TTFTP95Ms), fmt.Sprintf("%.0f", m.E2EP95Ms)
 				}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plannerdev/planner/internal/compare"
+	"github.com/plannerdev/planner/internal/signed"
 )
 
 // ComparisonFormats are the formats of WriteComparison.
@@ -107,7 +108,7 @@ func driftText(r compare.Row, f func(compare.Drift) *float64) string {
 	if p == nil {
 		return "-"
 	}
-	return fmt.Sprintf("%+.1f %%", *p)
+	return signed.Pct(*p)
 }
 
 var (

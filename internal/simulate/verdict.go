@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/dustin/go-humanize"
+
+	"github.com/plannerdev/planner/internal/signed"
 )
 
 // Thresholds of the verdict (docs/simulate.md, "Verdict"); a plan's check
@@ -169,13 +171,13 @@ func (c *client) against(sm Simulated) string {
 	vp := c.vsPlan(sm)
 	s := fmt.Sprintf("throughput %s req/s against the plan's %s", num(sm.ThroughputRPS), num(vp.ExpectedRPS))
 	if e := vp.ThroughputErrorPct; e != nil {
-		s += fmt.Sprintf(" (%+.1f %%)", *e)
+		s += " (" + signed.Pct(*e) + ")"
 	}
 	if e := vp.TTFTP95ErrorPct; e != nil {
-		s += fmt.Sprintf("; TTFT p95 %s ms against %s (%+.1f %%)", num(*sm.TTFTP95Ms), num(*c.cp.Predicted.TTFTP95Ms), *e)
+		s += fmt.Sprintf("; TTFT p95 %s ms against %s (%s)", num(*sm.TTFTP95Ms), num(*c.cp.Predicted.TTFTP95Ms), signed.Pct(*e))
 	}
 	if e := vp.E2EP95ErrorPct; e != nil {
-		s += fmt.Sprintf("; E2E p95 %s ms against %s (%+.1f %%)", num(*sm.E2EP95Ms), num(*c.cp.Predicted.E2EP95Ms), *e)
+		s += fmt.Sprintf("; E2E p95 %s ms against %s (%s)", num(*sm.E2EP95Ms), num(*c.cp.Predicted.E2EP95Ms), signed.Pct(*e))
 	}
 	return s
 }

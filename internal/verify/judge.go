@@ -11,6 +11,7 @@ import (
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/probe"
 	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/signed"
 )
 
 // measuredAt is the measurement at concurrency c, false when the probe has
@@ -217,7 +218,7 @@ func offPrediction(pt Point, where string, tol float64) (fails, ok []string) {
 		}
 		off := f.beyondPct()
 		if math.Abs(off) <= tol {
-			within = append(within, fmt.Sprintf("%s %+.1f %%", f.name, relPct(f.meas, f.pred)))
+			within = append(within, f.name+" "+signed.Pct(relPct(f.meas, f.pred)))
 			continue
 		}
 		why := f.faster
@@ -228,12 +229,12 @@ func offPrediction(pt Point, where string, tol float64) (fails, ok []string) {
 		if lo, hi := f.bounds(); hi > lo {
 			measured += fmt.Sprintf(" (95 %%: %.1f–%.1f)", lo, hi)
 			off = relPct(f.meas, f.pred)
-			fails = append(fails, fmt.Sprintf("%s %s is %s, %+.0f %% off the predicted %.1f %s, %+.0f %% beyond its interval (tolerance %g %%): %s",
-				f.name, where, measured, off, f.pred, f.unit, f.beyondPct(), tol, why))
+			fails = append(fails, fmt.Sprintf("%s %s is %s, %s %% off the predicted %.1f %s, %s %% beyond its interval (tolerance %g %%): %s",
+				f.name, where, measured, signed.Fixed(off, 0), f.pred, f.unit, signed.Fixed(f.beyondPct(), 0), tol, why))
 			continue
 		}
-		fails = append(fails, fmt.Sprintf("%s %s is %s, %+.0f %% off the predicted %.1f %s (tolerance %g %%): %s",
-			f.name, where, measured, off, f.pred, f.unit, tol, why))
+		fails = append(fails, fmt.Sprintf("%s %s is %s, %s %% off the predicted %.1f %s (tolerance %g %%): %s",
+			f.name, where, measured, signed.Fixed(off, 0), f.pred, f.unit, tol, why))
 	}
 	if len(within) > 0 {
 		ok = append(ok, fmt.Sprintf("%s, within %g %% of the prediction beyond the 95 %% intervals: %s", where, tol, strings.Join(within, ", ")))

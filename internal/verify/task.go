@@ -16,6 +16,7 @@ import (
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/probe"
 	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/signed"
 )
 
 // An agent task class (docs/service-probes.md, "Validating an agent
@@ -371,7 +372,7 @@ func judgeTask(slo scenario.SLO, cr *ClassReport, tol float64) {
 			}
 			off := f.beyondPct()
 			if math.Abs(off) <= tol {
-				within = append(within, fmt.Sprintf("%s %+.1f %%", f.name, relPct(f.meas, f.pred)))
+				within = append(within, f.name+" "+signed.Pct(relPct(f.meas, f.pred)))
 				continue
 			}
 			why := f.faster
@@ -379,8 +380,8 @@ func judgeTask(slo scenario.SLO, cr *ClassReport, tol float64) {
 				why = f.slower
 			}
 			lo, hi := f.bounds()
-			fails = append(fails, fmt.Sprintf("%s %s is %.1f ms (95 %%: %.1f–%.1f), %+.0f %% off the predicted %.1f ms, %+.0f %% beyond its interval (tolerance %g %%): %s",
-				f.name, where, f.meas, lo, hi, relPct(f.meas, f.pred), f.pred, off, tol, why))
+			fails = append(fails, fmt.Sprintf("%s %s is %.1f ms (95 %%: %.1f–%.1f), %s %% off the predicted %.1f ms, %s %% beyond its interval (tolerance %g %%): %s",
+				f.name, where, f.meas, lo, hi, signed.Fixed(relPct(f.meas, f.pred), 0), f.pred, signed.Fixed(off, 0), tol, why))
 		}
 		if len(within) > 0 {
 			cr.Reasons = append(cr.Reasons, fmt.Sprintf("%s, within %g %% of the prediction beyond the 95 %% intervals: %s", where, tol, strings.Join(within, ", ")))

@@ -1,0 +1,35 @@
+package signed
+
+import (
+	"math"
+	"testing"
+)
+
+func TestFixed(t *testing.T) {
+	for _, tc := range []struct {
+		v      float64
+		digits int
+		want   string
+	}{
+		{0, 1, "+0.0"},
+		{math.Copysign(0, -1), 1, "+0.0"},
+		{-0.04, 1, "+0.0"},
+		{-0.05000001, 1, "-0.1"},
+		{0.04, 1, "+0.0"},
+		{12.345, 1, "+12.3"},
+		{-3.25, 1, "-3.2"},
+		{-100, 1, "-100.0"},
+		{-0.4, 0, "+0"},
+		{-0.6, 0, "-1"},
+		{1e6, 0, "+1000000"},
+		{math.Inf(1), 1, "+Inf"},
+		{math.Inf(-1), 1, "-Inf"},
+	} {
+		if got := Fixed(tc.v, tc.digits); got != tc.want {
+			t.Errorf("Fixed(%v, %d) = %q, want %q", tc.v, tc.digits, got, tc.want)
+		}
+	}
+	if got := Pct(-0.03); got != "+0.0 %" {
+		t.Errorf("Pct(-0.03) = %q", got)
+	}
+}
