@@ -160,7 +160,7 @@ func predictedMisses(spec scenario.Class, c plan.ClassPlan) []plan.Miss {
 		Percentile: pr.Percentile, TTFTMsAtPercentile: pr.TTFTMsAtPercentile, E2EMsAtPercentile: pr.E2EMsAtPercentile, TPOTMsAtPercentile: pr.TPOTMsAtPercentile}
 	for _, t := range simulate.Targets(spec.SLO, at) {
 		if t.Got != nil && *t.Got > t.Bound {
-			out = append(out, plan.Miss{Metric: "predicted_" + t.Metric, Value: *t.Got, Bound: t.Bound, OverPct: overPct(*t.Got, t.Bound),
+			out = append(out, plan.Miss{Metric: "predicted_" + t.Metric, Value: t.Got, Bound: t.Bound, OverPct: ptr(overPct(*t.Got, t.Bound)),
 				Detail: fmt.Sprintf("the predicted %s %s %s ms is over the SLO of %s ms", t.Name, t.At, num(*t.Got), num(t.Bound))})
 		}
 	}
@@ -212,7 +212,7 @@ func (a *App) simulateCheck(ctx context.Context, s scenario.Scenario, p *plan.Pl
 			for i := range p.Classes {
 				if w.active[i] && (byClass[i] == nil || byClass[i].Holds) {
 					byClass[i] = &plan.ClassCheck{StartHour: w.start, Summary: "its run stopped at its event cap: " + oe.Error(),
-						Misses: []plan.Miss{{Metric: "events", Value: float64(o.MaxEvents), Bound: float64(o.MaxEvents), Detail: oe.Error()}}}
+						Misses: []plan.Miss{{Metric: "events", Value: ptr(float64(o.MaxEvents)), Bound: float64(o.MaxEvents), OverPct: ptr(0.0), Detail: oe.Error()}}}
 				}
 			}
 			runs = append(runs, cr)
@@ -302,8 +302,16 @@ func judge(spec scenario.Class, run simulate.ClassRun, start float64) *plan.Clas
 	if sm.Requests > 0 {
 		cc.LostShare = round4(float64(sm.Shed+sm.GaveUp) / float64(sm.Requests))
 	}
+	// miss records what breaks; value nil when nothing completed to give it.
+	missAt := func(metric string, value *float64, bound float64, format string, args ...any) {
+		m := plan.Miss{Metric: metric, Value: value, Bound: bound, Detail: fmt.Sprintf(format, args...)}
+		if value != nil {
+			m.OverPct = ptr(overPct(*value, bound))
+		}
+		cc.Misses = append(cc.Misses, m)
+	}
 	miss := func(metric string, value, bound float64, format string, args ...any) {
-		cc.Misses = append(cc.Misses, plan.Miss{Metric: metric, Value: value, Bound: bound, OverPct: overPct(value, bound), Detail: fmt.Sprintf(format, args...)})
+		missAt(metric, &value, bound, format, args...)
 	}
 	targets := simulate.Targets(spec.SLO, sm)
 	if sm.Requests > 0 {
@@ -311,7 +319,7 @@ func judge(spec scenario.Class, run simulate.ClassRun, start float64) *plan.Clas
 			got := estimate(t.Got, t.CI95)
 			switch {
 			case got == nil:
-				miss(t.Metric, 0, t.Bound, "no request completed, so the %s SLO of %s ms is not met", t.Name, num(t.Bound))
+				missAt(t.Metric, nil, t.Bound, "no request completed, so the %s SLO of %s ms is not met", t.Name, num(t.Bound))
 			case !t.Met():
 				miss(t.Metric, got.Value, t.Bound, "%s %s %s%s ms is over the SLO of %s ms by %s %%", t.Name, t.At, num(got.Value), within(got), num(t.Bound), num(overPct(got.Value, t.Bound)))
 			}
@@ -393,6 +401,9 @@ func overPct(v, bound float64) float64 {
 	}
 	return math.Min(maxOverPct, math.Round((v-bound)/bound*1000)/10)
 }
+
+// ptr is a pointer to a copy of v.
+func ptr[T any](v T) *T { return &v }
 
 // maxOverPct bounds a miss's over_pct: a billion per cent over.
 const maxOverPct = 1e9

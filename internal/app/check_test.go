@@ -62,8 +62,13 @@ func consistent(t *testing.T, s scenario.Scenario, p *plan.Plan) {
 			t.Errorf("%s: the check breaks without naming what", c.Name)
 		}
 		for _, m := range cc.Misses {
-			unmeasured := strings.HasPrefix(m.Detail, "no request completed") // a class without a pool
-			if m.Detail == "" || (m.Metric != "events" && m.Value <= m.Bound && !slices.Contains(withinInterval, m.Metric) && !unmeasured) {
+			// Nothing completed (a class without a pool): no value, no
+			// percentage; otherwise both.
+			if unmeasured := strings.HasPrefix(m.Detail, "no request completed"); unmeasured != (m.Value == nil) || (m.Value == nil) != (m.OverPct == nil) {
+				t.Errorf("%s: miss %+v: a value and its percentage when something completed, neither when nothing did", c.Name, m)
+				continue
+			}
+			if m.Detail == "" || (m.Value != nil && m.Metric != "events" && *m.Value <= m.Bound && !slices.Contains(withinInterval, m.Metric)) {
 				t.Errorf("%s: miss %+v", c.Name, m)
 			}
 		}
@@ -131,7 +136,7 @@ func TestSupportChatFitsOnlyWhereItsSimulationHolds(t *testing.T) {
 			t.Errorf("fits with a check %+v", c.Check)
 		}
 	default:
-		if !strings.Contains(p.Check.Summary, "chat") || !slices.ContainsFunc(c.Check.Misses, func(m plan.Miss) bool { return m.OverPct > 0 && m.Detail != "" }) {
+		if !strings.Contains(p.Check.Summary, "chat") || !slices.ContainsFunc(c.Check.Misses, func(m plan.Miss) bool { return m.OverPct != nil && *m.OverPct > 0 && m.Detail != "" }) {
 			t.Errorf("does not fit, and the check says %q with misses %+v", p.Check.Summary, c.Check.Misses)
 		}
 		if c.Feasible && !slices.ContainsFunc(p.Warnings, func(w string) bool { return strings.Contains(w, "does not fit by its own simulation") }) {
@@ -202,7 +207,6 @@ func TestCheckRaisesMinPoolWhereItsSimulationBreaks(t *testing.T) {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
 
 // TestNightlyBatchIsCheckedAtNight: a plan of windows is checked in each
 // window from its start; the batch is done in its window at night.
@@ -428,7 +432,7 @@ classes:
 		t.Fatalf("fits %v, check %+v", c.Fits, c.Check)
 	}
 	for _, m := range c.Check.Misses {
-		if m.OverPct != maxOverPct {
+		if m.OverPct == nil || *m.OverPct != maxOverPct {
 			t.Errorf("%s: over by %v %%, want the bound %v", m.Metric, m.OverPct, maxOverPct)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/plannerdev/planner/internal/plan"
 )
 
 // TestFormatNames: Markdown goes by markdown and md wherever it is
@@ -24,5 +26,18 @@ func TestFormatNames(t *testing.T) {
 	_, err = ParseFormat("pdf", PlanFormats)
 	if err == nil || !strings.Contains(err.Error(), "table, json, yaml, markdown (or md), csv") || !strings.Contains(err.Error(), `"pdf"`) {
 		t.Errorf("an unknown format: %v", err)
+	}
+}
+
+// TestMissWords: a what-if cell's misses read with their sign, and one
+// with nothing completed reads as that rather than as a percentage.
+func TestMissWords(t *testing.T) {
+	over, under := 9889.0, -12.5
+	got := missWords([]plan.Miss{{Metric: "ttft_p95_ms"}, {Metric: "lost_share", OverPct: &over}, {Metric: "batch_hours", OverPct: &under}})
+	if want := "ttft_p95_ms (nothing completed), lost_share +9,889 %, batch_hours -12.5 %"; got != want {
+		t.Errorf("missWords = %q, want %q", got, want)
+	}
+	if got := missWords(nil); got != "holds" {
+		t.Errorf("no misses: %q, want holds", got)
 	}
 }

@@ -117,7 +117,14 @@ func missWords(ms []plan.Miss) string {
 	}
 	names := make([]string, len(ms))
 	for i, m := range ms {
-		names[i] = fmt.Sprintf("%s +%s %%", m.Metric, fmtNum(m.OverPct))
+		switch {
+		case m.OverPct == nil:
+			names[i] = m.Metric + " (nothing completed)"
+		case *m.OverPct < 0:
+			names[i] = fmt.Sprintf("%s %s %%", m.Metric, fmtNum(*m.OverPct))
+		default:
+			names[i] = fmt.Sprintf("%s +%s %%", m.Metric, fmtNum(*m.OverPct))
+		}
 	}
 	return strings.Join(names, ", ")
 }
