@@ -132,6 +132,34 @@ func TestMeanServiceTimeThatIsNotANumber(t *testing.T) {
 	}
 }
 
+// TestMeanServiceTimeOutOfRange: a mean service time under a microsecond
+// (flat latency or a curve's first point) or too large to represent is
+// refused at the class with a message that says which, never one that
+// prints an infinite rate or "+Inf s".
+func TestMeanServiceTimeOutOfRange(t *testing.T) {
+	tiny := handScenario(scenario.Quota{RPM: 600})
+	tiny.Latency = scenario.Latency{TTFTMs: fixedMs(1e-320), TPOTMs: fixedMs(1e-320)}
+	curve := handScenario(scenario.Quota{RPM: 600})
+	curve.Latency = scenario.Latency{Curve: []scenario.CurvePoint{{Concurrency: 1, TTFTP50Ms: 1e-320, TTFTP95Ms: 1e-320, TPOTP50Ms: 1e-320, TPOTP95Ms: 1e-320}}}
+	huge := handScenario(scenario.Quota{RPM: 600})
+	huge.Latency.TTFTMs = &scenario.Dist{P50: new(1e-300), P95: new(800.0)}
+	for _, tc := range []struct {
+		name string
+		s    scenario.Scenario
+		want string
+	}{
+		{"flat latency of 1e-320 ms", tiny, "s, under the 1 µs the planner accepts"},
+		{"a curve of 1e-320 ms", curve, "the mean service time at one request in flight is"},
+		{"a TTFT p50 of 1e-300 ms beside a p95 of 800", huge, "the mean service time is too large to represent"},
+	} {
+		_, err := compute(tc.s)
+		var errs scenario.Errors
+		if !errors.As(err, &errs) || errs[0].Path != "classes[0]" || !strings.Contains(errs[0].Message, tc.want) || strings.Contains(errs[0].Message, "Inf") {
+			t.Errorf("%s: %v, want a problem at classes[0] saying %q", tc.name, err, tc.want)
+		}
+	}
+}
+
 // TestHeavyTailedTTFTAtP99Plans: a TTFT whose p95 is a thousand times its
 // p50, under an E2E target at the 99th percentile that leaves no wait
 // for a slot, once made the plan select a quantile at a probability that

@@ -156,10 +156,8 @@ func newClassModel(eng *Engine, spec scenario.Class, key quota.Key, p scenario.P
 		if m.curve, err = eng.curve(l.Curve); err != nil {
 			return nil, fmt.Errorf("latency.curve: %w", err)
 		}
-		if mean := m.at(1).mean; math.IsNaN(mean) {
-			return nil, errors.New("the mean service time at one request in flight is not a number: a latency of the curve's first point is too small, or too far from its p50, to take its mean; check the curve and the output token distribution")
-		} else if !(mean <= maxServiceSeconds) {
-			return nil, fmt.Errorf("the mean service time at one request in flight is %s s, beyond the %s s the planner accepts: check the curve and the output token distribution", num(mean), num(maxServiceSeconds))
+		if err := checkServiceTime(m.at(1).mean, "at one request in flight ", "the curve's first point", "check the curve and the output token distribution"); err != nil {
+			return nil, err
 		}
 		return m, nil
 	}
@@ -180,14 +178,11 @@ func newClassModel(eng *Engine, spec scenario.Class, key quota.Key, p scenario.P
 	} else {
 		m.static = m.newService(svc, false)
 	}
-	switch mean := m.static.mean; {
-	case math.IsNaN(mean):
-		return nil, errors.New("the mean service time is not a number: a latency or token count is too small, or its p95 too far from its p50, to take its mean; check the latency and token distributions")
-	case !(mean > 0):
+	if m.static.mean == 0 {
 		return nil, errors.New("the service time is zero: give a positive ttft_ms, or a positive tpot_ms with more than one output token")
 	}
-	if !(m.static.mean <= maxServiceSeconds) {
-		return nil, fmt.Errorf("the mean service time is %s s, beyond the %s s the planner accepts: check the latency and token distributions", num(m.static.mean), num(maxServiceSeconds))
+	if err := checkServiceTime(m.static.mean, "", "a latency or token count", "check the latency and token distributions"); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -196,6 +191,28 @@ func newClassModel(eng *Engine, spec scenario.Class, key quota.Key, p scenario.P
 // beyond it, no quota, queue or pool is meaningful and products such as
 // λ·E[S] lose their range.
 const maxServiceSeconds = 365 * 24 * 3600
+
+// minServiceSeconds bounds it below (a microsecond): below it a pool's
+// rate c/E[S] leaves the range of numbers, and no endpoint answers that
+// fast.
+const minServiceSeconds = 1e-6
+
+// checkServiceTime holds a mean service time, at the load that at names,
+// to [minServiceSeconds, maxServiceSeconds]; what names the inputs it
+// comes from, and fix says where to look.
+func checkServiceTime(mean float64, at, what, fix string) error {
+	switch {
+	case math.IsNaN(mean):
+		return fmt.Errorf("the mean service time %sis not a number: %s is too small, or its p95 too far from its p50, to take its mean; %s", at, what, fix)
+	case math.IsInf(mean, 0):
+		return fmt.Errorf("the mean service time %sis too large to represent: %s is too large, or its p95 too far from its p50; %s", at, what, fix)
+	case !(mean >= minServiceSeconds):
+		return fmt.Errorf("the mean service time %sis %s s, under the 1 µs the planner accepts: %s is too small; %s", at, num(mean), what, fix)
+	case !(mean <= maxServiceSeconds):
+		return fmt.Errorf("the mean service time %sis %s s, beyond the %s s the planner accepts: %s", at, num(mean), num(maxServiceSeconds), fix)
+	}
+	return nil
+}
 
 func (m *classModel) newService(svc model.Service, extrapolated bool) *service {
 	s := &service{svc: svc, extrapolated: extrapolated,

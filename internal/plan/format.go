@@ -11,6 +11,10 @@ import (
 func num(v float64) string {
 	a := math.Abs(v)
 	switch {
+	case math.IsNaN(v):
+		return "not a number"
+	case math.IsInf(v, 0):
+		return "infinite"
 	case a >= 1000:
 		return commas(strconv.FormatFloat(math.Round(v), 'f', 0, 64))
 	case a >= 100:

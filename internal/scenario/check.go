@@ -246,7 +246,7 @@ func (c *checker) demand(p string, d Demand) {
 	case d.Requests <= 0 && d.WithinHours > 0:
 		c.add(p+".requests", "required with within_hours")
 	case d.Requests > 0 && !(d.Rate() <= maxRate()): // NaN and +Inf fail too
-		c.add(p+".within_hours", "requests / within_hours comes to %.3g requests per second, more than the %.3g a demand may have (rpm's maximum): give more hours or fewer requests", d.Rate(), maxRate())
+		c.add(p+".within_hours", "requests / within_hours comes to more than the %.3g requests per second a demand may have (rpm's maximum): give more hours or fewer requests", maxRate())
 	}
 	end := 0.0
 	for i, w := range d.Profile {

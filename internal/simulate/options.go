@@ -141,7 +141,7 @@ func (o Options) check(sc scenario.Scenario) OptionErrors {
 	case !(o.IntervalS > 0) || math.IsInf(o.IntervalS, 0):
 		add("interval_s", "must be more than 0")
 	case o.DurationS > 0 && o.DurationS/o.IntervalS > MaxIntervals:
-		add("interval_s", "gives %.0f points over %g s; at most %d: use at least %g s", math.Ceil(o.DurationS/o.IntervalS), o.DurationS, MaxIntervals, math.Ceil(o.DurationS/MaxIntervals))
+		add("interval_s", "gives more than %d points over %g s: use at least %g s", MaxIntervals, o.DurationS, math.Ceil(o.DurationS/MaxIntervals))
 	}
 	if o.MaxEvents < 1 {
 		add("max_events", "must be at least 1")
