@@ -207,7 +207,6 @@ func TestCheckRaisesMinPoolWhereItsSimulationBreaks(t *testing.T) {
 	}
 }
 
-
 // TestNightlyBatchIsCheckedAtNight: a plan of windows is checked in each
 // window from its start; the batch is done in its window at night.
 func TestNightlyBatchIsCheckedAtNight(t *testing.T) {
