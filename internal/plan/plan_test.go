@@ -12,6 +12,16 @@ import (
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
+// TestSmallDemandIsKept: a demand too small for four decimals is given
+// with its own digits, not left out as if there were none.
+func TestSmallDemandIsKept(t *testing.T) {
+	s := handScenario(scenario.Quota{RPM: 600})
+	s.Classes[0].Demand = &scenario.Demand{RPS: 1.5e-5}
+	if got := mustPlan(t, s).Classes[0].Predicted.OfferedRPS; got != 1.5e-5 {
+		t.Errorf("offered_rps %v, want 1.5e-05", got)
+	}
+}
+
 // TestOneSlotOnAFastEndpoint: a class whose demand fits its key's share
 // gets a pool of 1 even where one slot running flat out would send faster
 // than the share (the key's pacing holds its sends to it), and one whose

@@ -18,6 +18,9 @@ func (r *run) predict(ctx context.Context, i, pool int) (Predicted, error) {
 	pr := Predicted{MeanServiceMs: ms(s.mean), Utilization: map[string]float64{}, Extrapolated: s.extrapolated}
 	if m.lambda > 0 {
 		pr.OfferedRPS = roundTo(m.lambda, 4)
+		if pr.OfferedRPS == 0 {
+			pr.OfferedRPS = sig6(m.lambda) // below 0.00005 req/s: not none
+		}
 	}
 	if pool >= 1 {
 		pr.ThroughputRPS = roundTo(float64(pool)/s.mean, 4)

@@ -41,3 +41,13 @@ func TestMissWords(t *testing.T) {
 		t.Errorf("no misses: %q, want holds", got)
 	}
 }
+
+// TestFmtNumSmall: a number too small for two decimals keeps two
+// significant digits instead of reading as 0 or -0.
+func TestFmtNumSmall(t *testing.T) {
+	for v, want := range map[float64]string{0: "0", 0.001: "0.001", -0.001: "-0.001", 1e-5: "1e-05", 0.0042: "0.0042", 0.25: "0.25", 1234.5: "1,234.5"} {
+		if got := fmtNum(v); got != want {
+			t.Errorf("fmtNum(%v) = %q, want %q", v, got, want)
+		}
+	}
+}

@@ -225,10 +225,16 @@ func yesNo(b bool) string {
 }
 
 // fmtNum formats a number with thousands separators and at most two
-// decimals.
+// decimals, or with two significant digits when it is too small for two
+// decimals (0.001 req/s is not none).
 func fmtNum(v float64) string {
 	s := strconv.FormatFloat(v, 'f', 2, 64)
 	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	if v != 0 && strings.TrimPrefix(s, "-") == "0" {
+		// Too small for two decimals: two significant digits, rather than
+		// a 0 (or -0) that reads as none.
+		return strconv.FormatFloat(v, 'g', 2, 64)
+	}
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")
 	intPart, frac, hasFrac := strings.Cut(s, ".")
