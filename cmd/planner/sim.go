@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -28,6 +29,7 @@ var simFlagErrors = []struct {
 	flag string
 }{
 	{fakeendpoint.ErrTTFTGrowth, "ttft-growth"},
+	{fakeendpoint.ErrITLGrowth, "itl-growth"},
 	{fakeendpoint.ErrPrefillPer1K, "prefill-per-1k"},
 	{fakeendpoint.ErrRPM, "rpm"},
 	{fakeendpoint.ErrTPM, "tpm"},
@@ -87,7 +89,7 @@ func newSimCmd(s streams) *cobra.Command {
 				{cfg.TTFT <= 0, "ttft", "positive"},
 				{cfg.ITL <= 0, "itl", "positive"},
 				{cfg.OutputTokens < 1, "output-tokens", "at least 1"},
-				{cfg.ITLGrowth < 0, "itl-growth", "zero or more"},
+				{!(cfg.ITLGrowth >= 0) || math.IsInf(cfg.ITLGrowth, 1), "itl-growth", "a finite number, zero or more"},
 			} {
 				if c.bad {
 					v := cmd.Flags().Lookup(c.flag).Value
