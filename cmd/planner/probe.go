@@ -354,8 +354,12 @@ func (p *progress) StepDone(s measure.Step) {
 	if s.Refine {
 		what = "refining at"
 	}
-	fmt.Fprintf(p.w, "%s %d: %d requests, %d ok, %d 429, %d errors, goodput %.2f%s/s, TTFT p95 %.0f ms, E2E p95 %.0f ms\n",
-		what, s.Concurrency, s.Requests, s.OK, s.RateLimited, s.Errors, s.GoodputRPS, ci, s.TTFTP95Ms, s.E2EP95Ms)
+	latency := "no latency: no request succeeded"
+	if s.OK > 0 { // a latency is measured over requests that succeeded
+		latency = fmt.Sprintf("TTFT p95 %.0f ms, E2E p95 %.0f ms", s.TTFTP95Ms, s.E2EP95Ms)
+	}
+	fmt.Fprintf(p.w, "%s %d: %d requests, %d ok, %d 429, %d errors, goodput %.2f%s/s, %s\n",
+		what, s.Concurrency, s.Requests, s.OK, s.RateLimited, s.Errors, s.GoodputRPS, ci, latency)
 }
 
 // printProbe prints the run: as a table (the step table, the verdicts,
@@ -389,7 +393,11 @@ func printProbe(w io.Writer, res *probe.Result, format string) error {
 	parts := map[string]string{"ladder": "the ladder", "search": "the search", "refine": "the refinement", "open_loop": "the open loop",
 		"prefill": "the prefill ladder", "cache": "the cache comparison", "conversation": "the conversation"}
 	for _, sp := range res.Spent() {
-		fmt.Fprintf(&b, "spent on %s: %d steps, %d requests, %d tokens, %.1f s\n", parts[sp.Part], sp.Steps, sp.Requests, sp.Tokens, sp.WallS)
+		steps := "steps"
+		if sp.Steps == 1 {
+			steps = "step"
+		}
+		fmt.Fprintf(&b, "spent on %s: %d %s, %d requests, %d tokens, %.1f s\n", parts[sp.Part], sp.Steps, steps, sp.Requests, sp.Tokens, sp.WallS)
 	}
 	if rl := rateLimitLine(res.RateLimits); rl != "" {
 		fmt.Fprintf(&b, "rate limits announced: %s\n", rl)

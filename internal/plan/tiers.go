@@ -191,7 +191,7 @@ func RankTiers(s scenario.Scenario, g *WhatIf) *TierRanking {
 		r.Cheapest = &cheapest.Tier
 		r.Summary = fmt.Sprintf("the cheapest tier in which every class fits is %s, at %s %s a day", cheapest.Tier, money(cheapest.Cost.PerDay), cheapest.Cost.Currency)
 	} else {
-		r.Summary = "every class fits in none of the priced tiers"
+		r.Summary = "no priced tier fits every class"
 		if !slices.ContainsFunc(r.Tiers, func(t RankedTier) bool { return t.Cost != nil }) {
 			r.Summary = "no tier has a price, so none is ranked by cost"
 		}
