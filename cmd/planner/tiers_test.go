@@ -177,10 +177,15 @@ func TestTiersCommand(t *testing.T) {
 		{[]string{"--path", "/quotas/0"}, "together"},
 		{[]string{"--tiers", "example-gold", "--path", "/quotas/0"}, `--tiers example-gold: no tier named "example-gold"`},
 		{[]string{"--tiers", "example-small", "--path", "/quotas/4"}, "--path: a tier variation must point at a quota"},
+		{[]string{"--tiers", ",", "--path", "/quotas/0"}, "--tiers: a tier name is empty"},
+		{[]string{"--tiers", "example-gold,example-gold", "--path", "/quotas/0"}, `--tiers example-gold: no tier named "example-gold"`},
 	} {
 		code, _, errOut := execute(t, "", append([]string{"what-if", "--example", "chat"}, tt.args...)...)
 		if code != exitUsage || !strings.Contains(errOut, tt.want) {
 			t.Errorf("%v: exit %d, %s; want a usage error saying %q", tt.args, code, errOut, tt.want)
+		}
+		if strings.Count(errOut, tt.want) > 1 {
+			t.Errorf("%v: %s says it more than once", tt.args, errOut)
 		}
 	}
 }

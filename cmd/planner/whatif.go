@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -115,18 +116,20 @@ func newWhatIfCmd(s streams) *cobra.Command {
 // tierVariationError names the flag a tier variation's problem is about,
 // as a usage error.
 func tierVariationError(errs scenario.Errors, tiers []string) error {
-	msgs := make([]string, len(errs))
-	for i, e := range errs {
+	var msgs []string
+	for _, e := range errs {
 		where := "--path"
 		if e.Path != "path" {
 			where = "--tiers"
 			var j int
-			if _, err := fmt.Sscanf(e.Path, "tiers[%d]", &j); err == nil && j < len(tiers) {
+			if _, err := fmt.Sscanf(e.Path, "tiers[%d]", &j); err == nil && j < len(tiers) && tiers[j] != "" {
 				where = fmt.Sprintf("--tiers %s", tiers[j])
 			}
 			e.Message += "; planner tiers lists the catalogue"
 		}
-		msgs[i] = where + ": " + e.Message
+		if m := where + ": " + e.Message; !slices.Contains(msgs, m) { // once for a name given twice
+			msgs = append(msgs, m)
+		}
 	}
 	return usageError{errors.New(strings.Join(msgs, "; "))}
 }

@@ -32,6 +32,10 @@ func TierVariation(s scenario.Scenario, path string, names []string, catalogue [
 	currency := ""
 	for j, name := range names {
 		k := slices.IndexFunc(catalogue, func(t scenario.Quota) bool { return t.Name == name })
+		if name == "" {
+			errs = append(errs, scenario.FieldError{Path: fmt.Sprintf("tiers[%d]", j), Message: "a tier name is empty: give the names between the commas"})
+			continue
+		}
 		if k < 0 {
 			errs = append(errs, scenario.FieldError{Path: fmt.Sprintf("tiers[%d]", j), Message: fmt.Sprintf("no tier named %q in the catalogue (%s)", name, tierNames(catalogue))})
 			continue
