@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -124,24 +125,23 @@ func (p originPolicy) foreign(r *http.Request) bool {
 	return err != nil || (u.Scheme != "http" && u.Scheme != "https") || !strings.EqualFold(u.Host, r.Host)
 }
 
-// declaredBody reports whether a request has no body, or one declared as
-// one of bodyTypes. A browser can send a body cross-site without asking
-// the server first only as text/plain, a form or nothing declared, so
-// each of those is refused.
-func declaredBody(r *http.Request) bool {
+// bodyType is the media type a request's body is declared as, lower
+// case and without parameters (media types are case-insensitive, RFC
+// 9110 §8.3.1: APPLICATION/JSON is application/json), with the problem
+// of a body that is not declared as one of bodyTypes: "" and nil for a
+// request without a body. A browser can send a body cross-site without
+// asking the server first only as text/plain, a form or nothing declared,
+// so each of those is refused.
+func bodyType(r *http.Request) (string, *huma.ErrorDetail) {
 	if r.ContentLength == 0 {
-		return true
+		return "", nil
 	}
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil {
-		return false
+	ct := r.Header.Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || !slices.Contains(bodyTypes, mt) {
+		return "", &huma.ErrorDetail{Location: "header.Content-Type", Message: "must be application/json or application/yaml", Value: ct}
 	}
-	for _, t := range bodyTypes {
-		if mt == t {
-			return true
-		}
-	}
-	return false
+	return mt, nil
 }
 
 // encoded reports whether a request's body comes compressed (gzip, br):
@@ -166,8 +166,13 @@ func encoded(r *http.Request) bool {
 // that does not name the service (DNS rebinding), a foreign Origin, and
 // a body not declared as JSON or YAML (which a page can send without the
 // browser asking the server first); and a body in a content coding.
+//
+// A body that passes is read as the media type it is declared as, which
+// the request then carries in lower case and without parameters: the one
+// spelling of it that huma's formats are looked up by.
 func (s *Server) crossSite(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mt, undeclared := bodyType(r)
 		switch {
 		case !s.hosts.allows(r.Host):
 			writeProblem(w, http.StatusForbidden, "the Host header does not name this service; a name that reaches it through a proxy must be listed in allowed_hosts",
@@ -175,13 +180,17 @@ func (s *Server) crossSite(next http.Handler) http.Handler {
 		case s.origins.foreign(r):
 			writeProblem(w, http.StatusForbidden, "a page of another origin may not call this API; an origin that should must be listed in allowed_origins",
 				&huma.ErrorDetail{Location: "header.Origin", Message: "not this service's origin nor an allowed one", Value: r.Header.Get("Origin")})
-		case !declaredBody(r):
-			writeProblem(w, http.StatusUnsupportedMediaType, "a request body must be declared as application/json or application/yaml",
-				&huma.ErrorDetail{Location: "header.Content-Type", Message: "must be application/json or application/yaml", Value: r.Header.Get("Content-Type")})
+		case undeclared != nil:
+			writeProblem(w, http.StatusUnsupportedMediaType, "a request body must be declared as application/json or application/yaml", undeclared)
 		case encoded(r):
 			writeProblem(w, http.StatusUnsupportedMediaType, "a request body must be sent as it is, without a Content-Encoding",
 				&huma.ErrorDetail{Location: "header.Content-Encoding", Message: "must be absent or identity", Value: strings.Join(r.Header.Values("Content-Encoding"), ", ")})
 		default:
+			if mt != "" && r.Header.Get("Content-Type") != mt {
+				r = r.WithContext(r.Context())
+				r.Header = r.Header.Clone()
+				r.Header.Set("Content-Type", mt)
+			}
 			next.ServeHTTP(w, r)
 		}
 	})

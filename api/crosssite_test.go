@@ -141,6 +141,10 @@ func TestBodyMustBeDeclared(t *testing.T) {
 		{"application/json;;", http.StatusUnsupportedMediaType},
 		{"application/json", http.StatusOK},
 		{"application/json; charset=utf-8", http.StatusOK},
+		{"application/json; charset=UTF-8", http.StatusOK},
+		{`application/json; charset="utf-8"`, http.StatusOK},
+		{"APPLICATION/XML", http.StatusUnsupportedMediaType},
+		{"Text/Plain", http.StatusUnsupportedMediaType},
 	} {
 		rec := send(s, http.MethodPost, "/v1/plans", planBody(t), "Content-Type", tc.ctype)
 		if rec.Code != tc.want {
@@ -161,6 +165,40 @@ func TestBodyMustBeDeclared(t *testing.T) {
 	// A request without a body needs no type.
 	if rec := send(s, http.MethodDelete, "/v1/probes/nope", nil); rec.Code == http.StatusUnsupportedMediaType {
 		t.Errorf("a request without a body: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestMediaTypeIsCaseInsensitive: a media type is read in any case (RFC
+// 9110, §8.3.1), so a body declared APPLICATION/JSON or Application/YAML
+// gets exactly the answer of one declared in lower case, and its
+// problems are those of its body.
+func TestMediaTypeIsCaseInsensitive(t *testing.T) {
+	s := newServer(t, Options{})
+	text, _ := planner.Example("chat")
+	yamlBody := []byte("scenario:\n  " + strings.ReplaceAll(strings.TrimSpace(string(text)), "\n", "\n  ") + "\n")
+	badJSON := bytes.Replace(planBody(t), []byte(`"name":"chat"`), []byte(`"name":"bad name!"`), 1)
+	if bytes.Equal(badJSON, planBody(t)) {
+		t.Fatal("the chat scenario has no class named chat")
+	}
+	for _, tc := range []struct {
+		lower string
+		body  []byte
+		cases []string
+	}{
+		{"application/json", planBody(t), []string{"APPLICATION/JSON", "Application/Json", "application/JSON; Charset=UTF-8"}},
+		{"application/json", badJSON, []string{"APPLICATION/JSON"}},
+		{"application/yaml", yamlBody, []string{"Application/YAML", "APPLICATION/YAML", "application/Yaml; charset=utf-8"}},
+	} {
+		want := send(s, http.MethodPost, "/v1/plans", tc.body, "Content-Type", tc.lower)
+		if want.Code != http.StatusOK && want.Code != http.StatusUnprocessableEntity {
+			t.Fatalf("%s: %d %s", tc.lower, want.Code, want.Body)
+		}
+		for _, ct := range tc.cases {
+			got := send(s, http.MethodPost, "/v1/plans", tc.body, "Content-Type", ct)
+			if got.Code != want.Code || got.Body.String() != want.Body.String() {
+				t.Errorf("Content-Type %q: %d %.400s\nwant, as %s: %d %.400s", ct, got.Code, got.Body, tc.lower, want.Code, want.Body)
+			}
+		}
 	}
 }
 
