@@ -128,18 +128,23 @@ func (p originPolicy) foreign(r *http.Request) bool {
 // bodyType is the media type a request's body is declared as, lower
 // case and without parameters (media types are case-insensitive, RFC
 // 9110 §8.3.1: APPLICATION/JSON is application/json), with the problem
-// of a body that is not declared as one of bodyTypes: "" and nil for a
-// request without a body. A browser can send a body cross-site without
-// asking the server first only as text/plain, a form or nothing declared,
-// so each of those is refused.
+// of a body that is not declared as one of bodyTypes in UTF-8: "" and nil
+// for a request without a body. A browser can send a body cross-site
+// without asking the server first only as text/plain, a form or nothing
+// declared, so each of those is refused; and a body is read as UTF-8, so
+// a charset other than utf-8 is refused rather than read as what it is
+// not.
 func bodyType(r *http.Request) (string, *huma.ErrorDetail) {
 	if r.ContentLength == 0 {
 		return "", nil
 	}
 	ct := r.Header.Get("Content-Type")
-	mt, _, err := mime.ParseMediaType(ct)
+	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil || !slices.Contains(bodyTypes, mt) {
 		return "", &huma.ErrorDetail{Location: "header.Content-Type", Message: "must be application/json or application/yaml", Value: ct}
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return "", &huma.ErrorDetail{Location: "header.Content-Type", Message: fmt.Sprintf("the charset %q is not read: a body must be UTF-8", cs), Value: ct}
 	}
 	return mt, nil
 }
@@ -181,7 +186,7 @@ func (s *Server) crossSite(next http.Handler) http.Handler {
 			writeProblem(w, http.StatusForbidden, "a page of another origin may not call this API; an origin that should must be listed in allowed_origins",
 				&huma.ErrorDetail{Location: "header.Origin", Message: "not this service's origin nor an allowed one", Value: r.Header.Get("Origin")})
 		case undeclared != nil:
-			writeProblem(w, http.StatusUnsupportedMediaType, "a request body must be declared as application/json or application/yaml", undeclared)
+			writeProblem(w, http.StatusUnsupportedMediaType, "a request body must be declared as application/json or application/yaml, in UTF-8", undeclared)
 		case encoded(r):
 			writeProblem(w, http.StatusUnsupportedMediaType, "a request body must be sent as it is, without a Content-Encoding",
 				&huma.ErrorDetail{Location: "header.Content-Encoding", Message: "must be absent or identity", Value: strings.Join(r.Header.Values("Content-Encoding"), ", ")})

@@ -2,10 +2,12 @@ package api
 
 import (
 	"bytes"
+	"mime"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -143,6 +145,9 @@ func TestBodyMustBeDeclared(t *testing.T) {
 		{"application/json; charset=utf-8", http.StatusOK},
 		{"application/json; charset=UTF-8", http.StatusOK},
 		{`application/json; charset="utf-8"`, http.StatusOK},
+		{"application/json; charset=iso-8859-1", http.StatusUnsupportedMediaType},
+		{"APPLICATION/JSON; CHARSET=LATIN1", http.StatusUnsupportedMediaType},
+		{"application/yaml; charset=utf-16", http.StatusUnsupportedMediaType},
 		{"APPLICATION/XML", http.StatusUnsupportedMediaType},
 		{"Text/Plain", http.StatusUnsupportedMediaType},
 	} {
@@ -152,8 +157,14 @@ func TestBodyMustBeDeclared(t *testing.T) {
 			continue
 		}
 		if tc.want == http.StatusUnsupportedMediaType {
-			if p := readProblem(t, rec); !slices.Equal(p.locations(), []string{"header.Content-Type"}) {
+			p := readProblem(t, rec)
+			if !slices.Equal(p.locations(), []string{"header.Content-Type"}) {
 				t.Errorf("Content-Type %q: %+v", tc.ctype, p)
+			}
+			// A refused charset is named.
+			if mt, params, err := mime.ParseMediaType(tc.ctype); err == nil && slices.Contains(bodyTypes, mt) &&
+				(len(p.Errors) == 0 || !strings.Contains(p.Errors[0].Message, strconv.Quote(params["charset"]))) {
+				t.Errorf("Content-Type %q: the problem does not name the charset: %+v", tc.ctype, p)
 			}
 		}
 	}

@@ -139,7 +139,7 @@ var answerDescriptions = map[int]string{
 		"request (allowed_origins): docs/security.md, \"Cross-site requests\".",
 	http.StatusRequestTimeout:        "The body did not arrive in time.",
 	http.StatusRequestEntityTooLarge: "The body is larger than the server's limit (limits.max_body_bytes), or, where the operation stores, what it stores is larger than store.max_document_bytes.",
-	http.StatusUnsupportedMediaType:  "A body is declared as neither application/json nor application/yaml (in any case), or is not declared.",
+	http.StatusUnsupportedMediaType:  "A body is declared as neither application/json nor application/yaml (in any case), or in a charset other than UTF-8, or is not declared.",
 	http.StatusInternalServerError:   "The server failed to answer; its log has the cause.",
 }
 
