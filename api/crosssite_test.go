@@ -261,6 +261,11 @@ func TestYAMLBody(t *testing.T) {
 	}{
 		{"a field problem", strings.Replace(yamlBody, "- name: chat", "- name: 'bad name!'", 1), http.StatusUnprocessableEntity, "body.scenario.classes[0].name"},
 		{"not YAML", "scenario: [unclosed", http.StatusBadRequest, "body"},
+		// Only one document is read: a second one, valid or not, is
+		// refused rather than ignored.
+		{"a malformed second document", yamlBody + "---\nscenario: [unclosed\n", http.StatusBadRequest, "body"},
+		{"a second scenario", yamlBody + "---\n" + yamlBody, http.StatusBadRequest, "body"},
+		{"an empty second document", yamlBody + "---\n", http.StatusBadRequest, "body"},
 		{"aliases that expand without end", "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n" +
 			"d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n" +
 			"g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\nh: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g, *g]\nscenario: [*h, *h, *h, *h, *h, *h, *h, *h, *h]\n", http.StatusBadRequest, "body"},
@@ -270,10 +275,18 @@ func TestYAMLBody(t *testing.T) {
 			if rec.Code != tc.status {
 				t.Fatalf("%d, want %d: %.500s", rec.Code, tc.status, rec.Body)
 			}
-			if p := readProblem(t, rec); !slices.Contains(p.locations(), tc.location) {
+			p := readProblem(t, rec)
+			if !slices.Contains(p.locations(), tc.location) {
 				t.Errorf("locations %q lack %q", p.locations(), tc.location)
 			}
+			if strings.Contains(tc.body, "---") && (len(p.Errors) != 1 || !strings.Contains(p.Errors[0].Message, "more than one YAML document")) {
+				t.Errorf("the problem does not say the body holds more than one document: %+v", p)
+			}
 		})
+	}
+	// A document end marker ends the one document; it starts none.
+	if rec := send(s, http.MethodPost, "/v1/plans", []byte(yamlBody+"...\n"), "Content-Type", "application/yaml"); rec.Code != http.StatusOK {
+		t.Errorf("one document ended by ...: %d %.300s", rec.Code, rec.Body)
 	}
 }
 

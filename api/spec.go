@@ -132,7 +132,7 @@ var bodyTypes = []string{"application/json", "application/yaml"}
 // answerDescriptions describe the problems that declareAnswers adds to
 // the operations, as the layers every request passes answer them.
 var answerDescriptions = map[int]string{
-	http.StatusBadRequest: "The body is not a JSON or YAML document (or repeats a key), or its YAML aliases expand it beyond what is read.",
+	http.StatusBadRequest: "The body is not a JSON or YAML document (or repeats a key), holds more than one YAML document, or its YAML aliases expand it beyond what is read.",
 	http.StatusUnauthorized: "The server is configured with tokens and the request carries none of them as `Authorization: Bearer <token>`; " +
 		"the WWW-Authenticate header names the scheme.",
 	http.StatusForbidden: "The Host header does not name this service (allowed_hosts), or a web page of another origin sent the " +
@@ -292,7 +292,7 @@ var yamlFormat = huma.Format{
 	},
 	Unmarshal: func(data []byte, v any) error {
 		js, err := yamldoc.ToJSON(data)
-		if errors.Is(err, yamldoc.ErrExpansion) {
+		if errors.Is(err, yamldoc.ErrExpansion) || errors.Is(err, yamldoc.ErrDocuments) {
 			return fmt.Errorf("the body is refused: %w", err)
 		}
 		if err != nil {

@@ -15,12 +15,13 @@ import (
 // found: keys given twice, schema violations (types, ranges, unknown
 // fields) and the rules of Check. The error is Errors when the document
 // parsed but is invalid. A document whose aliases would expand it past
-// yamldoc.Bound of its size is refused before it is expanded.
+// yamldoc.Bound of its size is refused before it is expanded, and so is
+// a file of more than one YAML document (yamldoc.ErrDocuments).
 func Parse(data []byte) (Scenario, error) {
 	// Strict: a key given twice (a curve.yaml appended to a scenario that
 	// has its own latency) is refused rather than silently overridden.
 	js, err := yamldoc.ToJSON(data)
-	if errors.Is(err, yamldoc.ErrExpansion) {
+	if errors.Is(err, yamldoc.ErrExpansion) || errors.Is(err, yamldoc.ErrDocuments) {
 		return Scenario{}, fmt.Errorf("scenario: %w", err)
 	}
 	if err != nil {

@@ -30,6 +30,17 @@ func TestParseRefusesAliasBombs(t *testing.T) {
 	}
 }
 
+// TestParseRefusesSecondDocument: a scenario file is one YAML document; a
+// second one (a scenario appended after ---, or one that does not parse)
+// is refused rather than ignored.
+func TestParseRefusesSecondDocument(t *testing.T) {
+	for _, more := range []string{good, "classes: [unclosed\n", ""} {
+		if _, err := Parse([]byte(good + "---\n" + more)); !errors.Is(err, yamldoc.ErrDocuments) || !strings.HasPrefix(err.Error(), "scenario: ") {
+			t.Errorf("a second document %q: error %v, want ErrDocuments", more, err)
+		}
+	}
+}
+
 // TestParseClassNamedLikeABoolean: YAML 1.1 would read y, no or on as a
 // boolean and refuse it as a name; scenarios are read as YAML 1.2 (the
 // core schema), where they are strings, as they are in JSON.

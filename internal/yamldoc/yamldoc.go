@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/big"
 	"regexp"
@@ -38,19 +39,30 @@ const (
 // the bound.
 var ErrExpansion = errors.New("the document's aliases expand it too far")
 
+// ErrDocuments is the error of a stream of more than one YAML document,
+// of which only one would be read.
+var ErrDocuments = errors.New("it holds more than one YAML document (a --- line starts another); give one")
+
 // ToJSON converts YAML (or JSON, which is YAML) to JSON, with object keys
 // in sorted order, refusing a key given twice and a number JSON cannot
 // hold (an infinity or NaN), once it has checked, without expanding them,
 // that the document's aliases keep its expanded size within the bound;
 // the error is then ErrExpansion. Merge keys (<<) are applied as YAML 1.1
-// defines them, a key of the mapping itself taking precedence.
+// defines them, a key of the mapping itself taking precedence. A stream
+// of more than one document, whatever the documents after the first
+// hold, is refused with ErrDocuments rather than read as its first.
 func ToJSON(data []byte) ([]byte, error) {
+	dec := yamlv3.NewDecoder(bytes.NewReader(data))
 	var doc yamlv3.Node
-	if err := yamlv3.Unmarshal(data, &doc); err != nil {
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
 	if doc.Kind == 0 { // no document at all: empty, or only comments
 		return []byte("null"), nil
+	}
+	var next yamlv3.Node
+	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
+		return nil, ErrDocuments
 	}
 	if bytes.ContainsRune(data, '&') {
 		if err := checkExpansion(&doc, len(data)); err != nil {

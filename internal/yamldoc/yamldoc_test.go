@@ -148,3 +148,20 @@ func TestEmptyDocuments(t *testing.T) {
 		}
 	}
 }
+
+// TestOneDocument: a stream of more than one document is refused, whatever
+// the documents after the first hold (valid, malformed or empty), where
+// it was read as its first; a document end marker, or comments after
+// it, start none.
+func TestOneDocument(t *testing.T) {
+	for _, in := range []string{"a: 1\n---\nb: 2\n", "a: 1\n---\nb: [unclosed\n", "a: 1\n---\n", "---\na: 1\n--- # c\n", "{\"a\": 1}\n---\n{}\n"} {
+		if js, err := ToJSON([]byte(in)); !errors.Is(err, ErrDocuments) {
+			t.Errorf("%q: %s, %v; want ErrDocuments", in, js, err)
+		}
+	}
+	for _, in := range []string{"a: 1\n", "---\na: 1\n", "a: 1\n...\n", "a: 1\n...\n# done\n"} {
+		if js, err := ToJSON([]byte(in)); err != nil || string(js) != `{"a":1}` {
+			t.Errorf("%q: %s, %v; want {\"a\":1}", in, js, err)
+		}
+	}
+}
