@@ -240,6 +240,7 @@ func TestForbiddenTargets(t *testing.T) {
 		{name: "307 to a forbidden address", url: redirector(http.StatusTemporaryRedirect, "http://169.254.169.254"), dials: true,
 			message: "307, a redirect to http://169.254.169.254/v1/models"},
 		{name: "user information", url: "http://user:secret@127.0.0.1:" + port + "/v1", message: "user information"},
+		{name: "fragment", url: "http://127.0.0.1:" + port + "/v1#access_token=secret12345678", message: "a fragment"},
 		{name: "scheme", url: "file:///etc/passwd", message: "http or https"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

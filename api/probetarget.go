@@ -25,7 +25,7 @@ const keyHeader = "X-Probe-Authorization"
 
 // ProbeTarget is the endpoint a probe or a validation measures.
 type ProbeTarget struct {
-	BaseURL    string `json:"base_url" minLength:"1" maxLength:"2048" doc:"API root: requests go to base_url/chat/completions, after GET base_url/models has answered without a redirect. http or https without user information; the host, its port and every address it resolves to must pass the server's probe allow-list (default: loopback only)." example:"http://127.0.0.1:8000/v1"`
+	BaseURL    string `json:"base_url" minLength:"1" maxLength:"2048" doc:"API root: requests go to base_url/chat/completions, after GET base_url/models has answered without a redirect. http or https without user information or a fragment; the host, its port and every address it resolves to must pass the server's probe allow-list (default: loopback only)." example:"http://127.0.0.1:8000/v1"`
 	Model      string `json:"model" minLength:"1" maxLength:"256" doc:"Model (or Azure deployment) name sent in each request." example:"sim-model"`
 	Credential string `json:"credential,omitempty" maxLength:"64" doc:"Name of a credential of the server's configuration (probe.credentials): its key is read from the server's environment when the probe starts. Or send the key in the X-Probe-Authorization header. Without either, no key is sent."`
 }
@@ -225,11 +225,14 @@ func operationCaps(ctx huma.Context) probe.Caps {
 	return c
 }
 
-// bodyRules locates a configuration's problems in a request body.
+// bodyRules locates a configuration's problems in a request body. A
+// problem with a base URL does not echo it: its user information, query
+// or fragment may hold a credential.
 func bodyRules(names fieldpath.Names, errs []fieldpath.Error) []rule {
 	rules := make([]rule, 0, len(errs))
 	for _, e := range errs {
-		rules = append(rules, rule{location: names.Of(e.Path), message: e.Message})
+		loc := names.Of(e.Path)
+		rules = append(rules, rule{location: loc, message: e.Message, hide: strings.HasSuffix(loc, "base_url")})
 	}
 	return rules
 }

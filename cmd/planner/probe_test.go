@@ -105,6 +105,7 @@ func TestProbeCommandFailures(t *testing.T) {
 		{"key variable unset", append(fastProbeArgs(base, dir), "--api-key-env", "PLANNER_PROBE_UNSET_VAR"), exitUsage, "PLANNER_PROBE_UNSET_VAR"},
 		{"missing prompts file", append(fastProbeArgs(base, dir), "--prompts", filepath.Join(dir, "none.jsonl")), exitUsage, "--prompts"},
 		{"bad scheme", []string{"probe", "--base-url", "ftp://127.0.0.1/v1", "--model", "m"}, exitUsage, "scheme"},
+		{"a fragment", []string{"probe", "--base-url", base + "#access_token=abcdefgh12345678", "--model", "m"}, exitUsage, "fragment"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -31,6 +31,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -321,7 +322,8 @@ type OpenLoop struct {
 }
 
 // endpoint is the chat-completions URL: BaseURL's path plus
-// "/chat/completions", its query kept.
+// "/chat/completions", its query kept. A BaseURL with a fragment is
+// refused: it would be stored and shown but never sent.
 func (c Config) endpoint() (string, error) {
 	u, err := url.Parse(c.BaseURL)
 	if err != nil {
@@ -332,6 +334,10 @@ func (c Config) endpoint() (string, error) {
 	}
 	if u.Host == "" {
 		return "", fmt.Errorf("base url %q: no host", redact.URL(c.BaseURL))
+	}
+	if strings.ContainsRune(c.BaseURL, '#') {
+		// Not quoted: what follows # may be a token (#access_token=...).
+		return "", errors.New("base url: a fragment (#...) is never sent to a server and has no place in an API root; remove it")
 	}
 	return u.JoinPath("chat/completions").String(), nil
 }

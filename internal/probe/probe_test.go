@@ -554,6 +554,8 @@ func TestValidate(t *testing.T) {
 		{"no model", func(c *Config) { c.Model = "" }, "model", "required"},
 		{"bad scheme", func(c *Config) { c.BaseURL = "ftp://x" }, "base_url", "scheme"},
 		{"no host", func(c *Config) { c.BaseURL = "http:///v1" }, "base_url", "no host"},
+		{"a fragment", func(c *Config) { c.BaseURL = "http://127.0.0.1:8000/v1#access_token=abcdefgh12345678" }, "base_url", "a fragment"},
+		{"an empty fragment", func(c *Config) { c.BaseURL = "http://127.0.0.1:8000/v1#" }, "base_url", "a fragment"},
 		{"no steps", func(c *Config) { c.Steps = []int{} }, "steps", "0 steps, want 1 to 64"},
 		{"steps not ascending", func(c *Config) { c.Steps = []int{1, 4, 2} }, "steps[2]", "strictly ascending (2 after 4)"},
 		{"step too large", func(c *Config) { c.Steps = []int{MaxConcurrency + 1} }, "steps[0]", "outside 1..10000"},
