@@ -189,7 +189,7 @@ func (r ProbeRequest) config(caps probe.Caps) (probe.Config, []fieldpath.Error) 
 		BaseURL: r.Target.BaseURL, Model: r.Target.Model, Steps: r.Steps, Search: r.Search,
 		SearchMax: given(r.MaxConcurrency), RequestsPerStep: given(r.RequestsPerStep), MaxTokens: given(r.MaxTokens),
 		IgnoreEOS: r.IgnoreEOS, InputTokens: given(r.InputTokens), Deadline: givenMs(r.DeadlineMs), Budget: r.Budgets.budget(),
-		Seed: uint64(time.Now().UnixNano()),
+		Seed: probe.NewSeed(),
 	}
 	if r.PauseMs != nil {
 		cfg.Pause = optional.Of(time.Duration(*r.PauseMs) * time.Millisecond)

@@ -41,6 +41,11 @@ func TestProbeLifecycle(t *testing.T) {
 	if p.Target.BaseURL != s.url || p.Config["api_key_set"] != false || p.Config["requests_per_step"] != float64(44) {
 		t.Errorf("target %+v, config %v", p.Target, p.Config)
 	}
+	// The seed drawn for a probe that gave none is below 2⁵³, so that a
+	// JSON reader (this float64) reads it exactly.
+	if seed, ok := p.Config["seed"].(float64); !ok || seed < 0 || seed >= 1<<53 {
+		t.Errorf("config.seed %v, want a whole number below 2^53", p.Config["seed"])
+	}
 	// Every step passed on 64 slots: the knee, 4, is a lower bound in the
 	// resource the page shows, in its latency block and on its card.
 	if *p.Knee != 4 || !p.KneeLowerBound || !p.Latency.KneeLowerBound || *p.Latency.Knee != 4 {

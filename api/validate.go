@@ -134,7 +134,7 @@ func planProblems(errs []fieldpath.Error, id string) []error {
 func (r ValidateRequest) options(caps probe.Caps) verify.Options {
 	cfg := probe.Config{
 		BaseURL: r.Target.BaseURL, Model: r.Target.Model, Deadline: givenMs(r.DeadlineMs),
-		Budget: r.Budgets.budget(), Seed: uint64(time.Now().UnixNano()),
+		Budget: r.Budgets.budget(), Seed: probe.NewSeed(),
 	}
 	if r.PauseMs != nil {
 		cfg.Pause = optional.Of(time.Duration(*r.PauseMs) * time.Millisecond)

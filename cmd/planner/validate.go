@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -71,7 +70,7 @@ func (v *validation) config(cmd *cobra.Command) (probe.Config, error) {
 		return probe.Config{}, usageError{errors.New("--validate needs --base-url and --model")}
 	}
 	cfg := &v.opts.Probe
-	cfg.Seed = uint64(time.Now().UnixNano())
+	cfg.Seed = probe.NewSeed()
 	if v.maxRequests != 0 {
 		cfg.Budget.MaxRequests = optional.Of(v.maxRequests)
 	}

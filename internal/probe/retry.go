@@ -68,6 +68,15 @@ func (b backoff) delay(n int, rnd *lockedRand) time.Duration {
 	return c - time.Duration(rnd.int64N(int64(c)))
 }
 
+// SeedLimit bounds a seed: every seed is below 2⁵³, so that every JSON
+// reader reads it exactly where a run's configuration is echoed (the rule
+// of a scenario's policy.seed).
+const SeedLimit = 1 << 53
+
+// NewSeed is the seed of a run that was given none, the one place such a
+// seed is drawn: random, below SeedLimit.
+func NewSeed() uint64 { return rand.Uint64N(SeedLimit) }
+
 // lockedRand is a seeded generator safe for concurrent use, so that a run's
 // jitter and arrivals are reproducible from Config.Seed.
 type lockedRand struct {

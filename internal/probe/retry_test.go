@@ -83,3 +83,19 @@ func TestBackoffFullJitter(t *testing.T) {
 		}
 	}
 }
+
+// TestNewSeed: a drawn seed is below 2⁵³ (so that the echoed configuration
+// reads exactly in any JSON reader), and two draws differ.
+func TestNewSeed(t *testing.T) {
+	seen := map[uint64]bool{}
+	for range 10000 {
+		s := NewSeed()
+		if s >= SeedLimit || s >= 1<<53 {
+			t.Fatalf("seed %d is not below 2^53", s)
+		}
+		seen[s] = true
+	}
+	if len(seen) < 9990 {
+		t.Errorf("%d distinct seeds in 10,000 draws", len(seen))
+	}
+}
