@@ -64,6 +64,8 @@ func TestCreateSimulationRefusesBadInput(t *testing.T) {
 		{"no duration", good(func(b map[string]any) { delete(b, "duration_s") }), nil},
 		{"zero duration", good(func(b map[string]any) { b["duration_s"] = 0.0 }), []string{"body.duration_s"}},
 		{"negative duration", good(func(b map[string]any) { b["duration_s"] = -5 }), []string{"body.duration_s"}},
+		{"duration of -1", good(func(b map[string]any) { b["duration_s"] = -1 }), []string{"body.duration_s"}},
+		{"negative duration and interval", good(func(b map[string]any) { b["duration_s"], b["interval_s"] = -1, -1 }), []string{"body.duration_s", "body.interval_s"}},
 		{"over the server's duration", good(func(b map[string]any) { b["duration_s"] = 7200 }), []string{"body.duration_s"}},
 		{"over the server's events", good(func(b map[string]any) { b["max_events"] = 600_000 }), []string{"body.max_events"}},
 		{"more events than allowed", good(func(b map[string]any) { b["max_events"] = 1000 }), []string{"body.duration_s"}},
@@ -98,6 +100,13 @@ func TestCreateSimulationRefusesBadInput(t *testing.T) {
 			for _, loc := range tc.want {
 				if !slices.Contains(p.locations(), loc) {
 					t.Errorf("no problem at %s: %s", loc, rec.Body)
+				}
+			}
+			// Only the fields that are wrong: none that the body leaves to
+			// its default (interval_s, from a duration_s that is wrong).
+			for _, loc := range p.locations() {
+				if !slices.Contains(tc.want, loc) {
+					t.Errorf("a problem at %s, which is not wrong: %s", loc, rec.Body)
 				}
 			}
 		})

@@ -110,8 +110,13 @@ func (o Options) withDefaults(sc scenario.Scenario) Options {
 	if o.Refill == "" {
 		o.Refill = RefillContinuous
 	}
-	if o.IntervalS == 0 && o.DurationS > 0 {
-		o.IntervalS = max(1, math.Ceil(o.DurationS/defaultIntervals))
+	if o.IntervalS == 0 {
+		// From a duration that is no positive finite number, a second:
+		// the default is never a problem of its own, only the duration is.
+		o.IntervalS = 1
+		if o.DurationS > 0 && !math.IsInf(o.DurationS, 1) {
+			o.IntervalS = max(1, math.Ceil(o.DurationS/defaultIntervals))
+		}
 	}
 	if o.MaxEvents == 0 {
 		o.MaxEvents = DefaultMaxEvents
@@ -128,7 +133,8 @@ func (o Options) check(sc scenario.Scenario) OptionErrors {
 	add := func(path, format string, args ...any) {
 		errs = append(errs, scenario.FieldError{Path: path, Message: fmt.Sprintf(format, args...)})
 	}
-	if !(o.DurationS >= MinDurationS) || o.DurationS > MaxDurationS {
+	durationOK := o.DurationS >= MinDurationS && o.DurationS <= MaxDurationS
+	if !durationOK {
 		add("duration_s", "must be at least %g s and at most %g s (a week)", MinDurationS, MaxDurationS)
 	}
 	if !(o.StartHour >= 0 && o.StartHour < 24) {
@@ -140,7 +146,7 @@ func (o Options) check(sc scenario.Scenario) OptionErrors {
 	switch {
 	case !(o.IntervalS > 0) || math.IsInf(o.IntervalS, 0):
 		add("interval_s", "must be more than 0")
-	case o.DurationS > 0 && o.DurationS/o.IntervalS > MaxIntervals:
+	case durationOK && o.DurationS/o.IntervalS > MaxIntervals: // else the duration is the problem
 		add("interval_s", "gives more than %d points over %g s: use at least %g s", MaxIntervals, o.DurationS, math.Ceil(o.DurationS/MaxIntervals))
 	}
 	if o.MaxEvents < 1 {

@@ -397,6 +397,22 @@ func TestOptionsAreChecked(t *testing.T) {
 	}
 }
 
+// TestDefaultIntervalIsNoProblem: a duration that is refused is the only
+// problem; the time-series interval left to its default, worked out from
+// it, is not reported as well.
+func TestDefaultIntervalIsNoProblem(t *testing.T) {
+	sc := testutil.Example(t, "three-classes")
+	for _, d := range []float64{-1, -3600, 0.5, math.NaN(), math.Inf(1), math.Inf(-1), 8 * 24 * 3600, 1e300} {
+		errs := CheckOptions(sc, Options{DurationS: d})
+		if len(errs) != 1 || errs[0].Path != "duration_s" {
+			t.Errorf("duration %g: %v, want only a problem at duration_s", d, errs)
+		}
+	}
+	if errs := CheckOptions(sc, Options{DurationS: -1, IntervalS: -1}); len(errs) != 2 {
+		t.Errorf("a given interval that is wrong too: %v, want problems at duration_s and interval_s", errs)
+	}
+}
+
 // TestEventCapStopsARetryStorm: a run whose estimate fits the cap but
 // whose retries do not is stopped at the cap.
 func TestEventCapStopsARetryStorm(t *testing.T) {
