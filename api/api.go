@@ -176,6 +176,7 @@ func New(opts Options) *Server {
 	}
 	s.guard = s.newGuard(opts.Network)
 	s.api = jsonAnswers{humago.New(s.mux, s.humaConfig())}
+	s.api.UseMiddleware(s.oneValueEach)
 	s.registerPlans()
 	s.registerSavedPlans()
 	s.registerValidate()

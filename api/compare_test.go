@@ -128,6 +128,11 @@ func TestCompareProbesRefuses(t *testing.T) {
 		{"probes=" + strings.Repeat(done+",", 16) + done, http.StatusUnprocessableEntity, "query.probes"},
 		{"", http.StatusUnprocessableEntity, "query.probes"},
 		{"probes=" + done + "&format=yaml", http.StatusUnprocessableEntity, "query.format"},
+		// probes is one comma-separated value: given twice, the second is
+		// not dropped but refused, before any probe is looked up.
+		{"probes=" + done + "&probes=nope", http.StatusUnprocessableEntity, "query.probes"},
+		{"probes=" + done + "&format=json&format=csv", http.StatusUnprocessableEntity, "query.format"},
+		{"probes=" + done + "&baseline=" + done + "&baseline=" + done, http.StatusUnprocessableEntity, "query.baseline"},
 	} {
 		resp := api.Get("/v1/compare?" + c.query)
 		var problem struct {

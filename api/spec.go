@@ -41,7 +41,9 @@ latency and quota use, and says what to change when a class does not fit.
 
 Errors are RFC 9457 problem details (application/problem+json); each
 problem in the request is listed under ` + "`errors`" + ` with its ` + "`location`" + `,
-for example ` + "`body.scenario.classes[1].output_tokens.p95`" + `.
+for example ` + "`body.scenario.classes[1].output_tokens.p95`" + `. A query
+parameter takes one value (a list one comma-separated, ` + "`probes=a,b`" + `);
+one given more than once is a 422 at it.
 
 Request bodies are JSON (` + "`application/json`" + `) or YAML
 (` + "`application/yaml`" + `), as scenario files are; a body declared as anything
