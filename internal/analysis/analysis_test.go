@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/gonum/stat/distuv"
+
 	"github.com/plannerdev/planner/internal/measure"
 )
 
@@ -552,5 +554,44 @@ func TestPrecisionOfTheSentPrefix(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(50, func() { Precision(shuffled, 4, measure.Goal{}, 50, &sc) }); n != 0 {
 		t.Errorf("Precision allocates %g times a call", n)
+	}
+}
+
+// TestQuantileCIRanksAsScanned holds the bisected ranks of quantileCI to
+// the definition: l the largest rank with P(B ≤ l−1) ≤ α/2, u the
+// smallest with P(B ≤ u−1) ≥ 1 − α/2, found by a scan over every rank.
+func TestQuantileCIRanksAsScanned(t *testing.T) {
+	scan := func(n int, q float64) (int, int) {
+		bin := distuv.Binomial{N: float64(n), P: q}
+		alpha := (1 - confidence) / 2
+		l := 0
+		for k := 1; k <= n && bin.CDF(float64(k-1)) <= alpha; k++ {
+			l = k
+		}
+		u := n
+		for k := 1; k <= n; k++ {
+			if bin.CDF(float64(k-1)) >= 1-alpha {
+				u = k
+				break
+			}
+		}
+		return l, u
+	}
+	for _, n := range []int{2, 3, 5, 10, 19, 20, 40, 59, 60, 100, 333, 1000, 4096} {
+		xs := make([]float64, n)
+		for i := range xs {
+			xs[i] = float64(i + 1) // the value of rank k is k
+		}
+		for _, q := range []float64{0.5, 0.9, 0.95, 0.99} {
+			l, u := scan(n, q)
+			lo := 1.0
+			if l >= 1 {
+				lo = float64(l)
+			}
+			ci := quantileCI(xs, q)
+			if ci == nil || ci.Lo != lo || ci.Hi != float64(u) {
+				t.Errorf("n %d, q %g: interval %+v, want [%g, %d]", n, q, ci, lo, u)
+			}
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"sort"
 
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
@@ -276,21 +277,14 @@ func quantileCI(sorted []float64, q float64) *measure.Interval {
 	}
 	bin := distuv.Binomial{N: float64(n), P: q}
 	alpha := (1 - confidence) / 2
-	l := 0 // P(B ≤ l−1) ≤ α/2: the largest such l
-	for k := 1; k <= n; k++ {
-		if bin.CDF(float64(k-1)) <= alpha {
-			l = k
-		} else {
-			break
-		}
-	}
-	u := n // P(B ≤ u−1) ≥ 1 − α/2: the smallest such u
-	for k := 1; k <= n; k++ {
-		if bin.CDF(float64(k-1)) >= 1-alpha {
-			u = k
-			break
-		}
-	}
+	// The CDF rises with k, so each rank is the boundary of a predicate
+	// that holds up to it (l) or from it on (u): found by bisection, a
+	// few dozen CDF evaluations where a scan over the ranks took O(n).
+	// l: the largest k in [1, n] with P(B ≤ k−1) ≤ α/2, 0 when none.
+	l := sort.Search(n, func(i int) bool { return bin.CDF(float64(i)) > alpha })
+	// u: the smallest k in [1, n] with P(B ≤ k−1) ≥ 1 − α/2, n when none.
+	u := sort.Search(n, func(i int) bool { return bin.CDF(float64(i)) >= 1-alpha }) + 1
+	u = min(u, n)
 	lo := sorted[0]
 	if l >= 1 {
 		lo = sorted[l-1]
