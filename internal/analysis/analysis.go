@@ -82,18 +82,21 @@ func SummarizeOver(records []measure.Record, opts Options, wall map[int]float64)
 // counted fall inside it; without warm-up, from its first send.
 func SummarizeOpen(records []measure.Record, opts Options) []measure.Step {
 	type key struct {
-		c    int
-		rate float64
-	}
-	by := map[key][]measure.Record{}
-	for _, r := range records {
-		if r.ErrorClass != measure.ErrCancelled {
-			k := key{r.Step, r.RateRPS}
-			by[k] = append(by[k], r)
-		}
+		c         int
+		rate      float64
+		cancelled bool
 	}
 	var steps []measure.Step
+	if len(records) == 0 {
+		return steps
+	}
+	by := measure.GroupRecords(records, func(r *measure.Record) key {
+		return key{r.Step, r.RateRPS, r.ErrorClass == measure.ErrCancelled}
+	})
 	for k, rs := range by {
+		if k.cancelled {
+			continue
+		}
 		if s, ok := summarizeStep(k.c, rs, opts, openWall(rs), false); ok {
 			s.RateRPS = k.rate
 			steps = append(steps, s)
@@ -130,18 +133,21 @@ func openWall(rs []measure.Record) float64 {
 
 func summarize(records []measure.Record, opts Options, wall map[int]float64, closed bool) []measure.Step {
 	type key struct {
-		c    int
-		rate float64
+		c         int
+		rate      float64
+		cancelled bool
 	}
-	by := map[key][]measure.Record{}
-	for _, r := range records {
-		if r.ErrorClass != measure.ErrCancelled {
-			k := key{r.Step, r.RateRPS}
-			by[k] = append(by[k], r)
-		}
+	if len(records) == 0 {
+		return []measure.Step{}
 	}
+	by := measure.GroupRecords(records, func(r *measure.Record) key {
+		return key{r.Step, r.RateRPS, r.ErrorClass == measure.ErrCancelled}
+	})
 	steps := make([]measure.Step, 0, len(by))
 	for k, rs := range by {
+		if k.cancelled {
+			continue
+		}
 		if s, ok := summarizeStep(k.c, rs, opts, wall[k.c], closed); ok {
 			s.RateRPS = k.rate
 			steps = append(steps, s)
@@ -175,7 +181,8 @@ func Provisional(c int, records []measure.Record, opts Options) measure.Step {
 func summarizeStep(c int, rs []measure.Record, opts Options, wallS float64, closed bool) (measure.Step, bool) {
 	s := measure.Step{Concurrency: c}
 	first, last := math.Inf(1), math.Inf(-1)
-	var ttft, e2e, tpot, withRetries []float64
+	ttft, e2e, withRetries := make([]float64, 0, len(rs)), make([]float64, 0, len(rs)), make([]float64, 0, len(rs))
+	var tpot []float64
 	var good, outTokens int
 	retried := false
 	for _, r := range rs {

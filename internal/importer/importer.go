@@ -353,7 +353,11 @@ func assemble(parts []*part, opts analysis.Options, notes []string) (*Imported, 
 				load = fmt.Sprintf("the same unknown load with the same figures (%d requests, %.6g req/s, TTFT p50 %.6g ms)", st.Requests, st.ThroughputRPS, st.TTFTP50Ms)
 			}
 			all = append(all, placed{st, r.label, load})
-			imp.Records = append(imp.Records, recs...)
+			if imp.Records == nil && total == 1 {
+				imp.Records = recs // the one run's rows, not a copy of them
+			} else {
+				imp.Records = append(imp.Records, recs...)
+			}
 		}
 	}
 	measured := map[string]string{}

@@ -3,8 +3,10 @@ package importer
 import (
 	"bytes"
 	"cmp"
+	"encoding/csv"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"slices"
@@ -41,10 +43,7 @@ func parseProbeCSV(_ string, data []byte) (*part, error) {
 		c    int
 		rate float64
 	}
-	byStep := map[key][]measure.Record{}
-	for _, r := range recs {
-		byStep[key{r.Step, r.RateRPS}] = append(byStep[key{r.Step, r.RateRPS}], r)
-	}
+	byStep := measure.GroupRecords(recs, func(r *measure.Record) key { return key{r.Step, r.RateRPS} })
 	keys := slices.SortedFunc(maps.Keys(byStep), func(a, b key) int { return cmp.Or(cmp.Compare(a.c, b.c), cmp.Compare(a.rate, b.rate)) })
 	p := &part{source: Source{Tool: "planner probe"}}
 	for _, k := range keys {
@@ -81,29 +80,43 @@ func looksWorkshopCSV(header []string) bool {
 }
 
 func parseWorkshopCSV(_ string, data []byte) (*part, error) {
-	rows, err := readCSV(data)
+	cr := csv.NewReader(bytes.NewReader(data))
+	cr.FieldsPerRecord = -1
+	cr.ReuseRecord = true
+	header, err := cr.Read()
+	if errors.Is(err, io.EOF) {
+		return nil, errors.New("is empty")
+	}
 	if err != nil {
 		return nil, err
 	}
-	if len(rows) == 0 {
-		return nil, errors.New("is empty")
-	}
-	col := workshopIndex(rows[0])
+	width := len(header)
+	col := workshopIndex(header)
 	for _, c := range workshopColumns {
 		if _, ok := col[c]; !ok {
 			return nil, fmt.Errorf("has no %q column", c)
 		}
 	}
+	// The rows are read into one slice, sized from the lines, and grouped
+	// by step afterwards: a slice per step grown row by row copied every
+	// row several times over.
+	recs := make([]measure.Record, 0, rowsIn(data))
 	type step struct {
-		recs  []measure.Record
+		n     int
 		wallS float64
 	}
 	steps := map[int]*step{}
 	var uneven []string
-	for i, row := range rows[1:] {
-		line := i + 2
-		if len(row) != len(rows[0]) {
-			return nil, fmt.Errorf("line %d has %d fields where the header has %d (truncated file?)", line, len(row), len(rows[0]))
+	for line := 2; ; line++ {
+		row, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(row) != width {
+			return nil, fmt.Errorf("line %d has %d fields where the header has %d (truncated file?)", line, len(row), width)
 		}
 		rec, wall, err := workshopRow(row, col)
 		if err != nil {
@@ -118,7 +131,8 @@ func parseWorkshopCSV(_ string, data []byte) (*part, error) {
 			uneven = append(uneven, s)
 		}
 		st.wallS = math.Max(st.wallS, wall)
-		st.recs = append(st.recs, rec)
+		st.n++
+		recs = append(recs, rec)
 	}
 	if len(steps) == 0 {
 		return nil, errors.New("has no request rows")
@@ -128,14 +142,19 @@ func parseWorkshopCSV(_ string, data []byte) (*part, error) {
 	if len(uneven) > 0 {
 		p.notes = append(p.notes, fmt.Sprintf("wall_s differs between rows of step %s: the largest is used", strings.Join(uneven, ", ")))
 	}
+	byStep := measure.GroupRecords(recs, func(r *measure.Record) int { return r.Step })
 	for _, c := range slices.Sorted(maps.Keys(steps)) {
 		p.runs = append(p.runs, &run{
 			label: fmt.Sprintf("step %d", c), concurrency: c, wallS: steps[c].wallS,
-			records: steps[c].recs, recordsComplete: true,
+			records: byStep[c], recordsComplete: true,
 		})
 	}
 	return p, nil
 }
+
+// rowsIn bounds the number of CSV rows in data by its lines, to size the
+// slice of records.
+func rowsIn(data []byte) int { return bytes.Count(data, []byte{'\n'}) + 1 }
 
 func workshopRow(row []string, col map[string]int) (measure.Record, float64, error) {
 	var rec measure.Record
@@ -196,11 +215,15 @@ func wholeNumber(s string) (int, error) {
 
 // boolish reads 1/0, 1.0/0.0 and true/false in any case.
 func boolish(s string) (bool, error) {
-	switch strings.ToLower(s) {
-	case "1", "1.0", "true", "t", "yes":
-		return true, nil
-	case "0", "0.0", "false", "f", "no", "":
-		return false, nil
+	for _, t := range []string{"1", "1.0", "true", "t", "yes"} {
+		if strings.EqualFold(s, t) {
+			return true, nil
+		}
+	}
+	for _, f := range []string{"0", "0.0", "false", "f", "no", ""} {
+		if strings.EqualFold(s, f) {
+			return false, nil
+		}
 	}
 	return false, fmt.Errorf("ok %q is neither 0/1 nor True/False", s)
 }

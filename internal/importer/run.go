@@ -73,7 +73,7 @@ func (r *run) load() string {
 // (with Step set) plus notes on every estimate made.
 func (r *run) finish(opts analysis.Options) (measure.Step, []measure.Record, []string, error) {
 	for i := range r.records {
-		if err := checkRecord(r.records[i]); err != nil {
+		if err := checkRecord(&r.records[i]); err != nil {
 			return measure.Step{}, nil, nil, fmt.Errorf("request %d: %w", i+1, err)
 		}
 	}
@@ -375,7 +375,7 @@ func checkStep(s measure.Step) error {
 }
 
 // checkRecord rejects a row whose times are negative or not finite.
-func checkRecord(r measure.Record) error {
+func checkRecord(r *measure.Record) error {
 	for _, v := range []float64{r.StartS, r.AckMs, r.TTFTMs, r.E2EMs, r.RetryAfterMs} {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 			return fmt.Errorf("time %g is not a finite non-negative number", v)
