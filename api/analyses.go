@@ -92,7 +92,7 @@ type AnalysisStep struct {
 // AnalysisFile is an uploaded result file.
 type AnalysisFile struct {
 	Name     string `json:"name" minLength:"1" maxLength:"256" doc:"The file's name; some formats are told apart by it (profile_export.jsonl)." example:"profile_export_aiperf.json"`
-	Content  string `json:"content" minLength:"1" doc:"The file's content, as text or, with encoding base64, base64-encoded; within limits.max_analysis_body_bytes (64 MiB by default), the body limit of this operation alone."`
+	Content  string `json:"content" minLength:"1" doc:"The file's content, as text or, with encoding base64, base64-encoded; within limits.max_analysis_body_bytes (64 MiB by default), the body limit of this operation alone, and with at most 1,000,000 request rows (a 422 at body.file beyond)."`
 	Encoding string `json:"encoding,omitempty" enum:"text,base64" default:"text"`
 	Format   string `json:"format,omitempty" maxLength:"32" doc:"A format id to skip detection (as planner import --format takes); default: detect by content."`
 }

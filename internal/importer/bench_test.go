@@ -2,8 +2,10 @@ package importer
 
 import (
 	"bytes"
+	"encoding/csv"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -57,5 +59,37 @@ func TestImportWorkshopCSVAllocatesPerRow(t *testing.T) {
 	perRow := float64(after.TotalAlloc-before.TotalAlloc) / n
 	if limit := 1.5 * float64(unsafe.Sizeof(measure.Record{})); perRow > limit {
 		t.Errorf("%.0f bytes allocated per row, want at most %.0f (1.5 records)", perRow, limit)
+	}
+}
+
+// TestRowCap refuses an import of more request rows than maxRows, in a
+// workshop CSV, a probe requests.csv and several files together, and
+// reads one at the cap.
+func TestRowCap(t *testing.T) {
+	defer func(n int) { maxRows = n }(maxRows)
+	maxRows = 5
+	probe := func(rows int, step int) []byte {
+		var b bytes.Buffer
+		w := csv.NewWriter(&b)
+		w.Write(measure.CSVHeader)
+		for i := range rows {
+			rec := measure.Record{Step: step, Index: i, StartS: float64(i), E2EMs: 10, TTFTMs: 5, OutputTokens: 3, Status: 200, Attempts: 1, OK: true}
+			w.Write(rec.CSVRow())
+		}
+		w.Flush()
+		return b.Bytes()
+	}
+	if _, err := Import("a.csv", workshopRows(5), Options{}); err != nil {
+		t.Fatalf("5 rows at a cap of 5: %v", err)
+	}
+	for name, files := range map[string][]File{
+		"workshop":  {{"a.csv", workshopRows(6)}},
+		"probe":     {{"requests.csv", probe(6, 1)}},
+		"two files": {{"run1/requests.csv", probe(3, 1)}, {"run2/requests.csv", probe(3, 2)}},
+	} {
+		_, err := ImportMany(files, Options{})
+		if err == nil || !strings.Contains(err.Error(), "more than 5") {
+			t.Errorf("%s: error %v, want one naming the cap of 5 rows", name, err)
+		}
 	}
 }

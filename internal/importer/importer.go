@@ -321,6 +321,18 @@ func assemble(parts []*part, opts analysis.Options, notes []string) (*Imported, 
 		load string
 	}
 	var all []placed
+	rows := 0
+	for _, p := range parts {
+		for _, r := range p.runs {
+			rows += len(r.records)
+		}
+	}
+	switch {
+	case rows > maxRows && len(parts) == 1:
+		return nil, fmt.Errorf("%s: %w", parts[0].source.Name, &FormatError{Format: parts[0].source.Format, Err: errTooManyRows()})
+	case rows > maxRows:
+		return nil, fmt.Errorf("the files hold %d request rows together, more than %d, the most one import reads: import fewer files at a time", rows, maxRows)
+	}
 	for _, p := range parts {
 		for _, src := range append([]Source{p.source}, p.extra...) {
 			imp.Sources = append(imp.Sources, src)

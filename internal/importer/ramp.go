@@ -36,6 +36,9 @@ func parseProbeCSV(_ string, data []byte) (*part, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(recs) > maxRows {
+		return nil, errTooManyRows()
+	}
 	if len(recs) == 0 {
 		return nil, errors.New("has no request rows")
 	}
@@ -100,7 +103,7 @@ func parseWorkshopCSV(_ string, data []byte) (*part, error) {
 	// The rows are read into one slice, sized from the lines, and grouped
 	// by step afterwards: a slice per step grown row by row copied every
 	// row several times over.
-	recs := make([]measure.Record, 0, rowsIn(data))
+	recs := make([]measure.Record, 0, min(rowsIn(data), maxRows))
 	type step struct {
 		n     int
 		wallS float64
@@ -114,6 +117,9 @@ func parseWorkshopCSV(_ string, data []byte) (*part, error) {
 		}
 		if err != nil {
 			return nil, err
+		}
+		if len(recs) == maxRows {
+			return nil, errTooManyRows()
 		}
 		if len(row) != width {
 			return nil, fmt.Errorf("line %d has %d fields where the header has %d (truncated file?)", line, len(row), width)

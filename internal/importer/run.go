@@ -14,6 +14,20 @@ import (
 // number cannot overflow the step table.
 const maxConcurrency = 10_000_000
 
+// MaxRows bounds the request rows of one import, over all its files: each
+// row is held as a record of about 250 bytes while the steps are
+// summarised, so a file of many short rows (a workshop CSV row is 20
+// bytes) would otherwise take memory out of proportion to its size.
+const MaxRows = 1_000_000
+
+// maxRows is MaxRows, lowered by tests.
+var maxRows = MaxRows
+
+// errTooManyRows names the cap that a file's rows go beyond.
+func errTooManyRows() error {
+	return fmt.Errorf("holds more than %d request rows, the most one import reads: split the run into several imports, or sample its rows", maxRows)
+}
+
 // run is one step of a ramp as a parser read it: how the load was driven,
 // the tool's summary figures, and the per-request rows when the file has
 // them. finish turns it into an measure.Step.
