@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -236,4 +237,30 @@ func BenchmarkServeCachedPlans(b *testing.B) {
 		}
 		report(b, lat, wall, used)
 	})
+}
+
+// BenchmarkCreateAnalysisWorkshopCSV answers POST /v1/analyses for a
+// workshop ramp CSV of one step (the row step,idx,ok,code,ms,wall_s
+// "1,0,True,200,5.0,8.00" repeated) in process: decoding the body,
+// importing the file and analysing it. It reports the body's size and the
+// bytes allocated per byte of body.
+func BenchmarkCreateAnalysisWorkshopCSV(b *testing.B) {
+	for _, n := range []int{100_000, 500_000, 1_000_000} {
+		content := "step,idx,ok,code,ms,wall_s\n" + strings.Repeat("1,0,True,200,5.0,8.00\n", n)
+		body := mustJSON(b, map[string]any{"file": map[string]any{"name": "a.csv", "content": content}})
+		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {
+			s := newServer(b, Options{})
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for b.Loop() {
+				if rec := send(s, http.MethodPost, "/v1/analyses", body); rec.Code != http.StatusOK {
+					b.Fatalf("status %d: %.300s", rec.Code, rec.Body)
+				}
+			}
+			runtime.ReadMemStats(&after)
+			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N)/float64(len(body)), "alloc-B/body-B")
+		})
+	}
 }

@@ -25,7 +25,7 @@ func workshopRows(n int) []byte {
 // BenchmarkImportWorkshopCSV imports a workshop ramp CSV of one step,
 // the shape of a large upload to POST /v1/analyses.
 func BenchmarkImportWorkshopCSV(b *testing.B) {
-	for _, n := range []int{100_000, 500_000, 2_500_000} {
+	for _, n := range []int{100_000, 500_000, 1_000_000} {
 		data := workshopRows(n)
 		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {
 			b.SetBytes(int64(len(data)))
