@@ -145,3 +145,33 @@ func TestImportManyRefusesMixedToolsAndRepeatedSteps(t *testing.T) {
 		t.Error("no files: no error")
 	}
 }
+
+// TestVLLMSummaryContradictions changes one figure of a real vLLM summary
+// and expects it refused with the key named: counts that contradict the
+// throughput, a negative mean, and a throughput that is negative or
+// beyond the range of a number.
+func TestVLLMSummaryContradictions(t *testing.T) {
+	const file = "vllm/benchmark_2025-05-13_04-37-51.json"
+	cases := []struct{ from, to, says string }{
+		{`"completed": 200,`, `"completed": 0,`, `"completed" is 0 but "request_throughput" is 3.492 req/s: the counts contradict the throughput`},
+		{`"request_throughput": 3.4924899488507317,`, `"request_throughput": 0,`, `"request_throughput" is 0 but "completed" is 200`},
+		{`"request_throughput": 3.4924899488507317,`, `"request_throughput": 7,`, `"request_throughput" is 7 req/s but "completed" / "duration" is 200 / 57.27 s = 3.492 req/s`},
+		{`"request_throughput": 3.4924899488507317,`, `"request_throughput": -5,`, `"request_throughput" is -5: a throughput is not negative`},
+		{`"request_throughput": 3.4924899488507317,`, `"request_throughput": 1e999,`, `"request_throughput" is null or beyond the range of a number`},
+		{`"mean_ttft_ms": 249.5401489152573,`, `"mean_ttft_ms": -5,`, `"mean_ttft_ms" is -5: a latency is not negative`},
+		{`"median_tpot_ms": 17.295888123007717,`, `"median_tpot_ms": -1,`, `"median_tpot_ms" is -1: a latency is not negative`},
+		{`"duration": 57.265733883017674,`, `"duration": 0,`, `"duration" is 0: not a positive number of seconds`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.to, func(t *testing.T) {
+			data := string(readTestdata(t, file))
+			if !strings.Contains(data, tc.from) {
+				t.Fatalf("%s does not contain %q", file, tc.from)
+			}
+			_, err := Import(file, []byte(strings.Replace(data, tc.from, tc.to, 1)), deadline12s)
+			if err == nil || !strings.Contains(err.Error(), "looks like a vLLM bench serve result but "+tc.says) {
+				t.Errorf("err = %v, want %q", err, tc.says)
+			}
+		})
+	}
+}

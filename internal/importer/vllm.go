@@ -211,17 +211,37 @@ func vllmRuns(o obj, label string) ([]*run, []string, error) {
 }
 
 func vllmRun(o obj) (*run, []string, error) {
-	thr, ok := o.num("request_throughput")
-	if !ok || thr < 0 {
-		return nil, nil, errors.New(`has no "request_throughput"`)
+	thr, err := vllmNumber(o, "request_throughput")
+	if err != nil {
+		return nil, nil, err
+	}
+	if thr < 0 {
+		return nil, nil, fmt.Errorf(`"request_throughput" is %g: a throughput is not negative`, thr)
 	}
 	completed, ok := count(o["completed"])
 	if !ok {
-		return nil, nil, errors.New(`has no "completed"`)
+		if !o.has("completed") {
+			return nil, nil, errors.New(`has no "completed"`)
+		}
+		return nil, nil, fmt.Errorf(`"completed" is %v: not a whole number of requests`, o["completed"])
 	}
-	dur, ok := o.num("duration")
-	if !ok || dur <= 0 {
-		return nil, nil, errors.New(`has no "duration"`)
+	dur, err := vllmNumber(o, "duration")
+	if err != nil {
+		return nil, nil, err
+	}
+	if dur <= 0 {
+		return nil, nil, fmt.Errorf(`"duration" is %g: not a positive number of seconds`, dur)
+	}
+	// vLLM writes request_throughput as completed / duration: a summary
+	// whose counts contradict its throughput is corrupt, and planning
+	// from either figure would be planning from a guess.
+	switch {
+	case completed == 0 && thr > 0:
+		return nil, nil, fmt.Errorf(`"completed" is 0 but "request_throughput" is %.4g req/s: the counts contradict the throughput`, thr)
+	case completed > 0 && thr == 0:
+		return nil, nil, fmt.Errorf(`"request_throughput" is 0 but "completed" is %d: the throughput contradicts the counts`, completed)
+	case completed > 0 && math.Abs(thr-float64(completed)/dur) > 0.01*thr:
+		return nil, nil, fmt.Errorf(`"request_throughput" is %.4g req/s but "completed" / "duration" is %d / %.4g s = %.4g req/s: the throughput contradicts the counts`, thr, completed, dur, float64(completed)/dur)
 	}
 	var notes []string
 	r := &run{hasSummary: true, countsKnown: true, wallS: dur, throughputRPS: thr, ok: completed}
@@ -248,7 +268,14 @@ func vllmRun(o obj) (*run, []string, error) {
 			r.concurrency = 0
 		}
 	}
-	r.ttft, r.tpot, r.e2e = vllmSummary(o, "ttft"), vllmSummary(o, "tpot"), vllmSummary(o, "e2el")
+	for _, m := range []struct {
+		s   *summary
+		key string
+	}{{&r.ttft, "ttft"}, {&r.tpot, "tpot"}, {&r.e2e, "e2el"}} {
+		if *m.s, err = vllmSummary(o, m.key); err != nil {
+			return nil, nil, err
+		}
+	}
 	if o.has("queue_times") {
 		notes = append(notes, "queue_times (the client's wait for a --max-concurrency slot before sending) are not part of E2E, which starts at the send as the planner's does")
 	}
@@ -300,27 +327,58 @@ func okCount(recs []measure.Record) int {
 	return n
 }
 
-// vllmSummary collects mean_X_ms, median_X_ms and pNN_X_ms.
-func vllmSummary(o obj, metric string) summary {
+// vllmSummary collects mean_X_ms, median_X_ms and pNN_X_ms; a negative
+// one is an error naming its key.
+func vllmSummary(o obj, metric string) (summary, error) {
 	var s summary
-	s.mean, _ = o.num("mean_" + metric + "_ms")
-	if v, ok := o.num("median_" + metric + "_ms"); ok {
-		s.set(0.5, v)
-	}
 	suffix := "_" + metric + "_ms"
-	for k := range o {
-		if !strings.HasPrefix(k, "p") || !strings.HasSuffix(k, suffix) {
+	for _, k := range slices.Sorted(maps.Keys(o)) {
+		q := -1.0
+		switch {
+		case k == "mean"+suffix:
+		case k == "median"+suffix:
+			q = 0.5
+		case strings.HasPrefix(k, "p") && strings.HasSuffix(k, suffix):
+			pct, err := strconv.ParseFloat(strings.TrimSuffix(k[1:], suffix), 64)
+			if err != nil || !(pct > 0 && pct < 100) {
+				continue
+			}
+			q = pct / 100
+		default:
 			continue
 		}
-		pct, err := strconv.ParseFloat(strings.TrimSuffix(k[1:], suffix), 64)
-		if err != nil || !(pct > 0 && pct < 100) {
+		v, ok := o.num(k)
+		if !ok {
 			continue
 		}
-		if v, ok := o.num(k); ok {
-			s.set(pct/100, v)
+		if v < 0 {
+			return summary{}, fmt.Errorf("%q is %g: a latency is not negative", k, v)
+		}
+		if q < 0 {
+			s.mean = v
+		} else {
+			s.set(q, v)
 		}
 	}
-	return s
+	return s, nil
+}
+
+// vllmNumber reads a summary figure, or says what is wrong with it:
+// missing, or not a finite number (null, text, or beyond the range of a
+// float64, which decodes as null).
+func vllmNumber(o obj, key string) (float64, error) {
+	v, present := o[key]
+	if !present {
+		return 0, fmt.Errorf("has no %q", key)
+	}
+	f, ok := asNum(v)
+	if !ok {
+		if v == nil {
+			return 0, fmt.Errorf("%q is null or beyond the range of a number", key)
+		}
+		return 0, fmt.Errorf("%q is %v: not a finite number", key, v)
+	}
+	return f, nil
 }
 
 // estimateE2E composes E2E = TTFT + TPOT × (out − 1) from the mean and from
