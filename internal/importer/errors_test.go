@@ -175,3 +175,15 @@ func TestVLLMSummaryContradictions(t *testing.T) {
 		})
 	}
 }
+
+// TestRepeatedStepsOfRampCSVsNameTheirFiles: two ramp CSVs that both
+// measure concurrency 1 are refused with both files named, as two vLLM
+// results at one load are.
+func TestRepeatedStepsOfRampCSVsNameTheirFiles(t *testing.T) {
+	files := []File{{"run1/requests.csv", workshopRows(3)}, {"run2/requests.csv", workshopRows(3)}}
+	_, err := ImportMany(files, deadline12s)
+	want := "step 1 of run1/requests.csv and step 1 of run2/requests.csv both measure concurrency 1"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want %q", err, want)
+	}
+}

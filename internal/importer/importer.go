@@ -364,7 +364,11 @@ func assemble(parts []*part, opts analysis.Options, notes []string) (*Imported, 
 				// the same run twice.
 				load = fmt.Sprintf("the same unknown load with the same figures (%d requests, %.6g req/s, TTFT p50 %.6g ms)", st.Requests, st.ThroughputRPS, st.TTFTP50Ms)
 			}
-			all = append(all, placed{st, r.label, load})
+			from := r.label
+			if !strings.Contains(from, baseName(p.source.Name)) {
+				from += " of " + p.source.Name // a step of a ramp CSV: the label alone names no file
+			}
+			all = append(all, placed{st, from, load})
 			if imp.Records == nil && total == 1 {
 				imp.Records = recs // the one run's rows, not a copy of them
 			} else {
