@@ -35,7 +35,7 @@ type AnalysisRequest struct {
 // AnalysisRow is one request of a ramp (measure.Record); only step and
 // ok are required.
 type AnalysisRow struct {
-	Step             int     `json:"step" minimum:"0" maximum:"100000" doc:"Concurrency of the request's step."`
+	Step             int     `json:"step" minimum:"1" maximum:"100000" doc:"Concurrency of the request's step."`
 	Index            int     `json:"idx,omitempty" minimum:"0"`
 	StartS           float64 `json:"start_s,omitempty" minimum:"0" maximum:"1e9" doc:"Send time, seconds from the start of the run."`
 	AckMs            float64 `json:"ack_ms,omitempty" minimum:"0" maximum:"1e9"`
@@ -130,6 +130,7 @@ func (in *analysisInput) Resolve(huma.Context) []error {
 		rules = append(rules, rule{location: "body.slo", message: "judges per-request rows or a file; steps carry their own goodput_rps, which no SLO can recount"})
 	}
 	rules = append(rules, stepRules(in.Body.Steps)...)
+	rules = append(rules, rowRules(in.Body.Rows)...)
 	if len(rules) == 0 {
 		return nil
 	}
@@ -168,8 +169,8 @@ func stepRules(steps []AnalysisStep) []rule {
 			name      string
 			ttft, e2e float64
 		}{{"p50", st.TTFTP50Ms, st.E2EP50Ms}, {"p95", st.TTFTP95Ms, st.E2EP95Ms}} {
-			if p.ttft > 0 && p.e2e > 0 && p.e2e < p.ttft {
-				rules = append(rules, rule{location: at("e2e_" + p.name + "_ms"), message: "must be >= ttft_" + p.name + "_ms: a request ends after its first token"})
+			if endsBeforeFirstToken(p.ttft, p.e2e) {
+				rules = append(rules, rule{location: at("e2e_" + p.name + "_ms"), message: "must be >= ttft_" + p.name + "_ms: " + afterFirstToken})
 			}
 		}
 		switch {
@@ -191,6 +192,29 @@ func stepRules(steps []AnalysisStep) []rule {
 				rules = append(rules, rule{location: at("concurrency"), message: fmt.Sprintf("steps[%d] has the same concurrency: give each concurrency once", j)})
 			}
 			closed[st.Concurrency] = i
+		}
+	}
+	return rules
+}
+
+// afterFirstToken is why an E2E below its TTFT is refused, in the rows
+// and in the steps alike.
+const afterFirstToken = "a request ends after its first token"
+
+// endsBeforeFirstToken reports an E2E below its TTFT, both given: no
+// request, and so no percentile of requests, ends before its first token.
+func endsBeforeFirstToken(ttftMs, e2eMs float64) bool {
+	return ttftMs > 0 && e2eMs > 0 && e2eMs < ttftMs
+}
+
+// rowRules are the problems of rows no request could have had: an E2E
+// below its TTFT (the steps' rule, row by row). A row's step must be a
+// concurrency, at least 1, which the schema says.
+func rowRules(rows []AnalysisRow) []rule {
+	var rules []rule
+	for i, r := range rows {
+		if endsBeforeFirstToken(r.TTFTMs, r.E2EMs) {
+			rules = append(rules, rule{location: fmt.Sprintf("body.rows[%d].e2e_ms", i), message: "must be >= ttft_ms: " + afterFirstToken})
 		}
 	}
 	return rules
