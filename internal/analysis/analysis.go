@@ -298,6 +298,12 @@ func Analyze(steps []measure.Step, opts Options) measure.Result {
 	}
 	var judged, measured []measure.Step
 	for _, s := range ss {
+		if s.Concurrency < 1 {
+			// A load the file does not give and nothing estimates: the
+			// knee's rules order steps by concurrency, and 0 is none.
+			res.Notes = append(res.Notes, "a step of unknown concurrency is shown but not judged: the knee needs each step's concurrency")
+			continue
+		}
 		if s.TooShort {
 			res.Notes = append(res.Notes, fmt.Sprintf("the step at concurrency %d is too short for a steady state (%d measured requests; any step needs at least 2c + 10 = %d with all its slots busy after its warm-up): it is shown but not judged",
 				s.Concurrency, s.Requests, MinAdaptive(s.Concurrency)))
@@ -310,7 +316,8 @@ func Analyze(steps []measure.Step, opts Options) measure.Result {
 	}
 	setEfficiency(ss)
 	if len(judged) == 0 {
-		res.Notes = append(res.Notes, "no step was measured in a steady state: no knee")
+		// The notes above say why each step was left out.
+		res.Notes = append(res.Notes, "no step can be judged: no knee")
 		return res
 	}
 	failed, plateau := -1, false

@@ -595,3 +595,18 @@ func TestQuantileCIRanksAsScanned(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownConcurrencyIsNotJudged: a step whose concurrency is unknown
+// (0) takes no part in the knee rules, so no verdict names concurrency 0,
+// and the notes say why nothing was judged.
+func TestUnknownConcurrencyIsNotJudged(t *testing.T) {
+	st := measure.Step{Concurrency: 0, Requests: 100, OK: 100, Answers: 100, GoodputRPS: 0, ThroughputRPS: 0, E2EP95Ms: 1000}
+	res := Analyze([]measure.Step{st}, Options{})
+	if res.FirstFailing != nil || res.Knee != nil {
+		t.Errorf("first failing %v, knee %v: a step of unknown concurrency was judged", res.FirstFailing, res.Knee)
+	}
+	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "unknown concurrency is shown but not judged") }) ||
+		!slices.Contains(res.Notes, "no step can be judged: no knee") {
+		t.Errorf("notes %q", res.Notes)
+	}
+}
