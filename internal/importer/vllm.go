@@ -240,7 +240,7 @@ func vllmRun(o obj) (*run, []string, error) {
 		return nil, nil, fmt.Errorf(`"completed" is 0 but "request_throughput" is %.4g req/s: the counts contradict the throughput`, thr)
 	case completed > 0 && thr == 0:
 		return nil, nil, fmt.Errorf(`"request_throughput" is 0 but "completed" is %d: the throughput contradicts the counts`, completed)
-	case completed > 0 && math.Abs(thr-float64(completed)/dur) > 0.01*thr:
+	case completed > 0 && math.Abs(thr-float64(completed)/dur) > 0.1*thr: // room for a file edited or rounded by hand
 		return nil, nil, fmt.Errorf(`"request_throughput" is %.4g req/s but "completed" / "duration" is %d / %.4g s = %.4g req/s: the throughput contradicts the counts`, thr, completed, dur, float64(completed)/dur)
 	}
 	var notes []string
