@@ -244,7 +244,8 @@ func TestEveryProblemAtOnce(t *testing.T) {
 // TestJSONBodiesReadAsScenarioFiles: a request body is read as the
 // command line reads a scenario file: a key given twice is refused with
 // where it is, and whole numbers fill integer fields whatever their
-// notation (7e2, -0), planning as their plain digits do.
+// notation (7e2, -0), planning as their plain digits do; a number beyond
+// the range of a float64 is named by where it is.
 func TestJSONBodiesReadAsScenarioFiles(t *testing.T) {
 	s := newServer(t, Options{})
 	plain := edit(t, func(b map[string]any) {
@@ -267,5 +268,10 @@ func TestJSONBodiesReadAsScenarioFiles(t *testing.T) {
 	rec = send(s, http.MethodPost, "/v1/plans", []byte(twice))
 	if p := readProblem(t, rec); rec.Code != http.StatusBadRequest || len(p.Errors) != 1 || !strings.Contains(p.Errors[0].Message, `scenario.quotas[0].headroom: the key "headroom" is given twice`) {
 		t.Errorf("headroom twice: %d %s", rec.Code, rec.Body)
+	}
+	huge := strings.Replace(plain, `"headroom":`, `"headroom":1e999,"x":`, 1)
+	rec = send(s, http.MethodPost, "/v1/plans", []byte(huge))
+	if p := readProblem(t, rec); rec.Code != http.StatusBadRequest || len(p.Errors) != 1 || !strings.Contains(p.Errors[0].Message, "scenario.quotas[0].headroom: the number 1e999 is beyond the range of a number") {
+		t.Errorf("headroom 1e999: %d %s", rec.Code, rec.Body)
 	}
 }

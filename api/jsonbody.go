@@ -34,10 +34,14 @@ func jsonFormat(base huma.Format) huma.Format {
 func decodeJSONBody(data []byte, v any) error {
 	err := json.Unmarshal(data, v)
 	if _, generic := v.(*any); generic {
-		if err != nil {
+		var te *json.UnmarshalTypeError
+		if err != nil && !(errors.As(err, &te) && strings.HasPrefix(te.Value, "number")) {
 			return err
 		}
-		return repeatedKey(data)
+		if perr := repeatedKey(data); perr != nil || err == nil {
+			return perr
+		}
+		return err
 	}
 	var te *json.UnmarshalTypeError
 	if !errors.As(err, &te) || !strings.HasPrefix(te.Value, "number") {
@@ -87,8 +91,8 @@ func wholeNumbers(doc any) any {
 }
 
 // repeatedKey is an error naming the first key given twice in one object
-// of a JSON document, with where it is ("quotas[0].rpm"); nil when no key
-// repeats. Keys are compared as the API reads them: unescaped, and as
+// of a JSON document, or the first number beyond the range of a float64
+// (1e999), with where it is ("quotas[0].rpm"); nil when neither. Keys are compared as the API reads them: unescaped, and as
 // written ("rpm" and "\u0072pm" are one key; "RPM" is another, which a
 // body's schema refuses as unknown, and in a map such as labels a key of
 // its own). data has been decoded already, so it is valid JSON: a scan of
@@ -160,8 +164,14 @@ func repeatedKey(data []byte) error {
 			expectKey = false
 		case ',', ':', ' ', '\t', '\n', '\r':
 		default: // a number, true, false or null
+			start := i
 			for i+1 < len(data) && !endsLiteral(data[i+1]) {
 				i++
+			}
+			if lit := data[start : i+1]; c == '-' || c >= '0' && c <= '9' {
+				if _, err := strconv.ParseFloat(string(lit), 64); errors.Is(err, strconv.ErrRange) {
+					return fmt.Errorf("%s: the number %s is beyond the range of a number", path(), lit)
+				}
 			}
 			valueDone()
 		}

@@ -25,6 +25,8 @@ func TestRepeatedKey(t *testing.T) {
 		`{"a\"b":1,"a\\b":2}`:                         "",
 		"{\"a\xff\":1,\"a\xfe\":2}":                   "a\ufffd: the key \"a\ufffd\" is given twice in one object",
 		"{\"a\xff\":1,\"a\\ufffd\":2}":                "a\ufffd: the key \"a\ufffd\" is given twice in one object",
+		`{"a":[1,{"b":-2e308}]}`:                      "a[1].b: the number -2e308 is beyond the range of a number",
+		`{"a":1e-400,"b":[1.5e300]}`:                  "",
 	} {
 		got := ""
 		if err := repeatedKey([]byte(doc)); err != nil {
