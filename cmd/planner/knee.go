@@ -21,9 +21,11 @@ func newKneeCmd(s streams) *cobra.Command {
 			"file that planner import reads works too). It prints the step table and applies\n" +
 			"the knee rule: a step passes when its goodput grew by at least --min-gain-pct\n" +
 			"over the previous step and its E2E p95 stayed under --max-p95-fraction of\n" +
-			"--deadline; the knee is the last step before the first that fails. A step with\n" +
-			"fewer than 2c + 10 measured requests is shown but not judged. It also reports\n" +
-			"knee_refined, the collapse point (goodput falling beyond its noise and\n" +
+			"--deadline; the knee is the last step before the first that fails. A closed-loop\n" +
+			"step of a probe's requests.csv with fewer than 2c + 10 measured requests, or\n" +
+			"that never ran with all its slots busy, is shown but not judged; the steps of\n" +
+			"the workshop layout and of other tools' files are judged as they were run.\n" +
+			"It also reports knee_refined, the collapse point (goodput falling beyond its noise and\n" +
 			"--collapse-tolerance-pct), whether the quota bound the ramp (the share of 429s\n" +
 			"rising with concurrency), and the Universal Scalability Law fit. FILE of - is\n" +
 			"standard input.",
