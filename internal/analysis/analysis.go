@@ -676,6 +676,9 @@ func Latency(r measure.Result) (scenario.Latency, error) {
 	var l scenario.Latency
 	ss := curveSteps(r)
 	if len(ss) == 0 {
+		if len(r.Steps) > 0 && !slices.ContainsFunc(r.Steps, func(s measure.Step) bool { return !s.TooShort }) {
+			return l, fmt.Errorf("every step is too short for a steady state, so there is no curve")
+		}
 		return l, fmt.Errorf("no step has successful responses with at least two output tokens, so there is no curve")
 	}
 	ws := make([]float64, len(ss))

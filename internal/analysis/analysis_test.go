@@ -431,8 +431,13 @@ func TestLatencyBlock(t *testing.T) {
 	if l.Curve[0].TPOTP95Ms != 26.5 || l.Curve[1].TPOTP95Ms != 26.5 {
 		t.Errorf("TPOT p95 = %g, %g; want 26.5, 26.5", l.Curve[0].TPOTP95Ms, l.Curve[1].TPOTP95Ms)
 	}
-	if _, err := Latency(measure.Result{Steps: ss[1:2]}); err == nil {
-		t.Fatal("a ramp without successes gave a curve")
+	if _, err := Latency(measure.Result{Steps: ss[1:2]}); err == nil || !strings.Contains(err.Error(), "no step has successful responses") {
+		t.Fatalf("a ramp without successes: %v", err)
+	}
+	// Steps too short to judge are said to be that, not to have no
+	// successes.
+	if _, err := Latency(measure.Result{Steps: ss[3:]}); err == nil || !strings.Contains(err.Error(), "every step is too short") {
+		t.Fatalf("a ramp of short steps: %v", err)
 	}
 }
 
