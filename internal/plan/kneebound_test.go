@@ -2,6 +2,7 @@ package plan
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -153,5 +154,36 @@ func TestPropertyLowerBoundKneesNeverAskForCapacity(t *testing.T) {
 	t.Logf("%d classes bound by a lower-bound knee, %d knee remedies", bound, remedied)
 	if bound < 10 || remedied < 3 {
 		t.Fatalf("only %d classes bound by a lower-bound knee and %d knee remedies: the generator needs tuning", bound, remedied)
+	}
+}
+
+// TestKneeRemedyNamesTheMeasuredKnee: the knee remedy names the knee the
+// scenario measured, 8, however far the remedies' own runs raise it (they
+// raised it to 16 before the one that fits, and the text said "measured
+// 16"), on a curve whose TTFT jumps past the knee.
+func TestKneeRemedyNamesTheMeasuredKnee(t *testing.T) {
+	s, err := scenario.Parse([]byte(`
+quotas: [{name: prod, rpm: 3000, tpm: 1000000, token_accounting: max_tokens, headroom: 0.9}]
+latency:
+  knee: 8
+  curve:
+    - {concurrency: 1, ttft_p50_ms: 202, ttft_p95_ms: 204, tpot_p50_ms: 20.2, tpot_p95_ms: 20.204, throughput_rps: 0.8391}
+    - {concurrency: 2, ttft_p50_ms: 202, ttft_p95_ms: 204, tpot_p50_ms: 20.2, tpot_p95_ms: 20.204, throughput_rps: 1.6775}
+    - {concurrency: 4, ttft_p50_ms: 202, ttft_p95_ms: 204, tpot_p50_ms: 20.2, tpot_p95_ms: 20.204, throughput_rps: 3.3547}
+    - {concurrency: 8, ttft_p50_ms: 202, ttft_p95_ms: 204, tpot_p50_ms: 20.2, tpot_p95_ms: 20.204, throughput_rps: 6.7072}
+    - {concurrency: 16, ttft_p50_ms: 1393.3, ttft_p95_ms: 1396.57, tpot_p50_ms: 20.2, tpot_p95_ms: 20.204, throughput_rps: 6.5014}
+classes:
+  - {name: chat, quota: prod, mode: interactive, demand: {rps: 2}, input_tokens: {p50: 600, p95: 2000}, output_tokens: {p50: 150, p95: 450}, max_tokens: 700, slo: {ttft_p95_ms: 1500, e2e_p95_ms: 12000}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := mustPlan(t, s).Classes[0]
+	i := slices.IndexFunc(cp.Remedies, func(r Remedy) bool { return r.Constraint == ConstraintKnee })
+	if cp.BindingConstraint != ConstraintKnee || i < 0 {
+		t.Fatalf("bound by %s, remedies %+v: want a knee remedy", cp.BindingConstraint, cp.Remedies)
+	}
+	if c := cp.Remedies[i].Change; !strings.Contains(c, "(measured 8)") {
+		t.Errorf("knee remedy %q: want it to name the measured knee 8", c)
 	}
 }

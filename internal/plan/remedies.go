@@ -359,7 +359,13 @@ func (r *run) remediesFor(ctx context.Context, given *run, i int, cp ClassPlan, 
 			for k < maxKnee && math.Floor(e.safety*float64(k)+tolerance) < need {
 				k++ // at most a step or two: kf is the exact quotient, rounded
 			}
-			out = append(out, Remedy{Constraint: c.Constraint, Value: float64(k), Path: e.kneePath(), Change: e.kneeChange(k)})
+			// The change starts from the knee the scenario gives, not from
+			// one that an earlier remedy put in this run.
+			from := e
+			if g := findMembership(given.memberships[i], ConstraintKnee); g != nil {
+				from = g.res.ep
+			}
+			out = append(out, Remedy{Constraint: c.Constraint, Value: float64(k), Path: from.kneePath(), Change: from.kneeChange(k)})
 		case ConstraintSLOTPOT:
 			out = append(out, r.relaxTPOT(i))
 		case ConstraintSLOTTFT, ConstraintSLOE2E:
