@@ -144,8 +144,8 @@ var (
 // ruleWords say what each rule of the mapping file asks.
 var ruleWords = map[string]string{
 	"metricname":   "must be a Prometheus metric name: letters, digits, '_' and ':', not starting with a digit",
-	"labelname":    "must be a Prometheus label name: letters, digits and '_', not starting with a digit",
-	"promduration": "must be a Prometheus duration such as 30s, 5m or 1h",
+	"labelname":    "must be a Prometheus label name: letters, digits and '_', not starting with a digit nor with '__', which Prometheus reserves",
+	"promduration": "must be a Prometheus duration greater than 0, such as 30s, 5m or 1h",
 	"matchers":     `must be label matchers as a selector's braces hold them, such as error_type="429" or job="chat",env!="dev"`,
 	"max":          "too long, or too many entries",
 	"min":          "must not be empty",
@@ -159,8 +159,16 @@ var validate = func() *validator.Validate {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		return name
 	})
-	for tag, re := range map[string]*regexp.Regexp{"metricname": metricName, "labelname": labelName, "promduration": promDur, "matchers": matcherList} {
-		if err := v.RegisterValidation(tag, func(fl validator.FieldLevel) bool { return re.MatchString(fl.Field().String()) }); err != nil {
+	for tag, ok := range map[string]func(string) bool{
+		"metricname": metricName.MatchString,
+		// Names beginning with __ are reserved for Prometheus's own use
+		// (__name__ is the metric name: a matcher on it selects by name).
+		"labelname": func(s string) bool { return labelName.MatchString(s) && !strings.HasPrefix(s, "__") },
+		// Prometheus refuses a range or a for of 0 (0s, 0m0s).
+		"promduration": func(s string) bool { return promDur.MatchString(s) && strings.ContainsAny(s, "123456789") },
+		"matchers":     matcherList.MatchString,
+	} {
+		if err := v.RegisterValidation(tag, func(fl validator.FieldLevel) bool { return ok(fl.Field().String()) }); err != nil {
 			panic(err)
 		}
 	}
