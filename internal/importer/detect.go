@@ -114,6 +114,9 @@ func parseFile(f File, forced string) (*part, error) {
 	if len(trimmed) == 0 {
 		return nil, errors.New("the file is empty")
 	}
+	if kind := archive(data); kind != "" {
+		return nil, fmt.Errorf("%w: the file is %s: decompress it first, and import what it holds", ErrUnknownFormat, kind)
+	}
 	if forced != "" && forced != "auto" {
 		fm, ok := lookup(forced)
 		if !ok {
@@ -131,6 +134,26 @@ func parseFile(f File, forced string) (*part, error) {
 		}
 	}
 	return p, err
+}
+
+// archive names the compressed or archive format data begins with by its
+// magic bytes, "" for none: such a file holds a result file, and reading
+// it as text would only echo its bytes.
+func archive(data []byte) string {
+	for _, m := range []struct{ magic, kind string }{
+		{"\x1f\x8b", "gzip-compressed"},
+		{"PK\x03\x04", "a zip archive"},
+		{"\xfd7zXZ\x00", "xz-compressed"},
+		{"\x28\xb5\x2f\xfd", "zstd-compressed"},
+	} {
+		if bytes.HasPrefix(data, []byte(m.magic)) {
+			return m.kind
+		}
+	}
+	if len(data) > 3 && bytes.HasPrefix(data, []byte("BZh")) && data[3] >= '1' && data[3] <= '9' {
+		return "bzip2-compressed"
+	}
+	return ""
 }
 
 // yamlAsJSON converts a YAML mapping (GuideLLM's benchmarks.yaml) into

@@ -187,3 +187,20 @@ func TestRepeatedStepsOfRampCSVsNameTheirFiles(t *testing.T) {
 		t.Errorf("err = %v, want %q", err, want)
 	}
 }
+
+// TestCompressedFileIsNamed: a compressed or archived result file is
+// refused as what it is, without its bytes echoed as a CSV header.
+func TestCompressedFileIsNamed(t *testing.T) {
+	for data, want := range map[string]string{
+		"\x1f\x8b\x08\x08\xc2p\x11k\x00\x03ws.csv": "gzip-compressed",
+		"PK\x03\x04\x14\x00\x00\x00":               "a zip archive",
+		"BZh91AY&SY":                               "bzip2-compressed",
+		"\xfd7zXZ\x00\x00":                         "xz-compressed",
+		"\x28\xb5\x2f\xfd\x00":                     "zstd-compressed",
+	} {
+		_, err := Import("run.csv", []byte(data), Options{})
+		if err == nil || !strings.Contains(err.Error(), "the file is "+want+": decompress it first") || strings.Contains(err.Error(), "header") {
+			t.Errorf("%q: %v, want it named %s", data[:4], err, want)
+		}
+	}
+}
