@@ -204,3 +204,18 @@ func TestCompressedFileIsNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestPythonLiteralsAreNamed: NaN and Infinity, which Python's json module
+// writes for a missing figure, are refused with where they are.
+func TestPythonLiteralsAreNamed(t *testing.T) {
+	for data, want := range map[string]string{
+		"{\"a\": 1,\n \"b\": NaN}":         "line 2, column 7: NaN is not a JSON number",
+		"{\"a\": 1,\n \"b\": -Infinity}\n": "line 2, column 7: -Infinity is not a JSON number",
+		"[Infinity]":                       "line 1, column 2: Infinity is not a JSON number",
+	} {
+		_, err := Import("run.json", []byte(data), Options{})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", data, err, want)
+		}
+	}
+}

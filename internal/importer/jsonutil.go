@@ -61,6 +61,10 @@ func decodeJSONValues(data []byte) ([]any, error) {
 			if errors.Is(err, io.ErrUnexpectedEOF) {
 				return vals, fmt.Errorf("the JSON ends early%s (truncated file?)", after)
 			}
+			var se *json.SyntaxError
+			if errors.As(err, &se) {
+				return vals, fmt.Errorf("invalid JSON%s: %s", after, syntaxAt(data, se))
+			}
 			return vals, fmt.Errorf("invalid JSON%s: %w", after, err)
 		}
 		vals = append(vals, v)
@@ -214,4 +218,24 @@ func count(v any) (int, bool) {
 		return 0, false
 	}
 	return int(f), true
+}
+
+// syntaxAt says where a syntax error is, by line and column, and what it
+// found there when it is a literal that Python's json module writes and
+// JSON has not (NaN, Infinity): the file of a tool that wrote a missing
+// figure so.
+func syntaxAt(data []byte, se *json.SyntaxError) string {
+	off := int(min(max(se.Offset-1, 0), int64(len(data))))
+	if off > 0 && data[off-1] == '-' && bytes.HasPrefix(data[off:], []byte("Infinity")) {
+		off-- // the error is at the I of -Infinity
+	}
+	line := 1 + bytes.Count(data[:off], []byte("\n"))
+	col := 1 + off - (bytes.LastIndexByte(data[:off], '\n') + 1)
+	rest := data[off:]
+	for _, lit := range []string{"NaN", "Infinity", "-Infinity"} {
+		if bytes.HasPrefix(rest, []byte(lit)) {
+			return fmt.Sprintf("line %d, column %d: %s is not a JSON number (Python's json module writes it; a missing figure is null)", line, col, lit)
+		}
+	}
+	return fmt.Sprintf("line %d, column %d: %v", line, col, se)
 }
