@@ -263,6 +263,8 @@ func TestDescribe(t *testing.T) {
 			"Key k: 60 requests/min, 1,000,000 tokens/day; the plan uses 80 % of each limit; output counts as max_tokens at admission; " +
 				"per-minute limits are enforced over 10 s; daily limits are spread over 8 active hours; cached input tokens do not count against itpm."},
 		{describeLatency(scenario.Latency{}), "none given"},
+		{describeLatency(scenario.Latency{Curve: []scenario.CurvePoint{{Concurrency: 16, TTFTP95Ms: 1396.6, TPOTP95Ms: 20.2}}}),
+			"a measured curve of one point, at 16 in flight (TTFT p95 1,396.6 ms, TPOT p95 20.2 ms per token)"},
 		{describeLatency(scenario.Latency{TTFTMs: &scenario.Dist{P50: f(400), P95: f(900)}, TPOTMs: &scenario.Dist{Fixed: f(20)}, PrefillMsPer1K: 30}),
 			"TTFT p50 400, p95 900 ms; TPOT fixed at 20 ms per token; prefill adds 30 ms per 1,000 input tokens"},
 		{describeLatency(scenario.Latency{TTFTMs: &scenario.Dist{Fixed: f(500)}, Cache: &scenario.CacheProfile{MinPrefixTokens: 1024}}),

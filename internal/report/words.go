@@ -73,8 +73,13 @@ func describeLatency(l scenario.Latency) string {
 	var parts []string
 	if n := len(l.Curve); n > 0 {
 		first, last := l.Curve[0], l.Curve[n-1]
-		parts = append(parts, fmt.Sprintf("a measured curve of %d points from %d to %d in flight (TTFT p95 %s to %s ms, TPOT p95 %s to %s ms per token)",
-			n, first.Concurrency, last.Concurrency, fmtNum(first.TTFTP95Ms), fmtNum(last.TTFTP95Ms), fmtNum(first.TPOTP95Ms), fmtNum(last.TPOTP95Ms)))
+		if n == 1 {
+			parts = append(parts, fmt.Sprintf("a measured curve of one point, at %d in flight (TTFT p95 %s ms, TPOT p95 %s ms per token)",
+				first.Concurrency, fmtNum(first.TTFTP95Ms), fmtNum(first.TPOTP95Ms)))
+		} else {
+			parts = append(parts, fmt.Sprintf("a measured curve of %d points from %d to %d in flight (TTFT p95 %s to %s ms, TPOT p95 %s to %s ms per token)",
+				n, first.Concurrency, last.Concurrency, fmtNum(first.TTFTP95Ms), fmtNum(last.TTFTP95Ms), fmtNum(first.TPOTP95Ms), fmtNum(last.TPOTP95Ms)))
+		}
 	} else {
 		if l.TTFTMs != nil {
 			parts = append(parts, "TTFT "+describeDist(*l.TTFTMs, "ms"))
