@@ -69,8 +69,8 @@ type Row struct {
 // AtKnee is what a run measured at its knee.
 type AtKnee struct {
 	_          struct{} `nullable:"true"`
-	TTFTP95Ms  float64  `json:"ttft_p95_ms"`
-	E2EP95Ms   float64  `json:"e2e_p95_ms"`
+	TTFTP95Ms  float64  `json:"ttft_p95_ms,omitempty" doc:"Absent where the run did not measure it (the workshop layout has no TTFT)."`
+	E2EP95Ms   float64  `json:"e2e_p95_ms,omitempty" doc:"Absent where the run did not measure it."`
 	GoodputRPS float64  `json:"goodput_rps"`
 }
 

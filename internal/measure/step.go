@@ -26,21 +26,21 @@ type Step struct {
 	GoodputRPS    float64   `json:"goodput_rps"`
 	GoodputCI     *Interval `json:"goodput_ci,omitempty" doc:"95 % interval of the goodput (batch means)."`
 	ThroughputRPS float64   `json:"throughput_rps"`
-	OutputTPS     float64   `json:"output_tps"`
+	OutputTPS     float64   `json:"output_tps,omitempty" doc:"Output tokens per second; absent where the rows do not count them."`
 
-	TTFTP50Ms float64   `json:"ttft_p50_ms"`
+	TTFTP50Ms float64   `json:"ttft_p50_ms,omitempty" doc:"Absent where nothing measured it: no request succeeded, or the rows carry no TTFT (the workshop layout); so are the other percentiles."`
 	TTFTP90Ms float64   `json:"ttft_p90_ms,omitempty"`
-	TTFTP95Ms float64   `json:"ttft_p95_ms"`
+	TTFTP95Ms float64   `json:"ttft_p95_ms,omitempty"`
 	TTFTP99Ms float64   `json:"ttft_p99_ms,omitempty"`
 	TTFTP95CI *Interval `json:"ttft_p95_ci,omitempty" doc:"95 % interval of the TTFT p95 (order statistics)."`
-	E2EP50Ms  float64   `json:"e2e_p50_ms"`
+	E2EP50Ms  float64   `json:"e2e_p50_ms,omitempty"`
 	E2EP90Ms  float64   `json:"e2e_p90_ms,omitempty"`
-	E2EP95Ms  float64   `json:"e2e_p95_ms"`
+	E2EP95Ms  float64   `json:"e2e_p95_ms,omitempty"`
 	E2EP99Ms  float64   `json:"e2e_p99_ms,omitempty"`
 	E2EP95CI  *Interval `json:"e2e_p95_ci,omitempty" doc:"95 % interval of the E2E p95 (order statistics)."`
-	TPOTP50Ms float64   `json:"tpot_p50_ms"`
+	TPOTP50Ms float64   `json:"tpot_p50_ms,omitempty"`
 	TPOTP90Ms float64   `json:"tpot_p90_ms,omitempty"`
-	TPOTP95Ms float64   `json:"tpot_p95_ms"`
+	TPOTP95Ms float64   `json:"tpot_p95_ms,omitempty"`
 	TPOTP99Ms float64   `json:"tpot_p99_ms,omitempty"`
 	TPOTP95CI *Interval `json:"tpot_p95_ci,omitempty" doc:"95 % interval of the TPOT p95 (order statistics)."`
 	// SLO is how the step's measured requests met the analysis's SLO

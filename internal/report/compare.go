@@ -98,6 +98,15 @@ func atKnee(r compare.Row, f func(compare.AtKnee) float64, d int) string {
 	return num(f(*r.AtKnee), d)
 }
 
+// measured is a latency of the step at the knee, nil (an empty cell)
+// where the run did not measure it: a latency is never 0 ms.
+func measured(ms float64) *float64 {
+	if ms <= 0 {
+		return nil
+	}
+	return &ms
+}
+
 // driftText renders a drift in percent with its sign, "-" when it is
 // null, "base" for the baseline.
 func driftText(r compare.Row, f func(compare.Drift) *float64) string {
@@ -241,7 +250,7 @@ func writeComparisonCSV(w io.Writer, c compare.Comparison) error {
 		}
 		var ttft, e2e, goodput *float64
 		if k := r.AtKnee; k != nil {
-			ttft, e2e, goodput = &k.TTFTP95Ms, &k.E2EP95Ms, &k.GoodputRPS
+			ttft, e2e, goodput = measured(k.TTFTP95Ms), measured(k.E2EP95Ms), &k.GoodputRPS
 		}
 		var d compare.Drift
 		if r.Drift != nil {

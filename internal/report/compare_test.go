@@ -115,3 +115,31 @@ func TestComparisonMarksALowerBoundKnee(t *testing.T) {
 		t.Errorf("a measured knee reads %q", got)
 	}
 }
+
+// TestComparisonOfARunWithoutTTFT: a run whose rows carry no TTFT (the
+// workshop layout) has an empty TTFT cell and no ttft_p95_ms at its knee,
+// not a measured 0 ms.
+func TestComparisonOfARunWithoutTTFT(t *testing.T) {
+	k2 := 2
+	c, err := compare.New([]compare.Run{
+		{Name: "workshop", Result: measure.Result{Knee: &k2, Steps: []measure.Step{{Concurrency: 2, Answers: 20, E2EP95Ms: 900, GoodputRPS: 2}}}},
+	}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteComparison(&b, c, FormatCSV); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&b).ReadAll()
+	if err != nil || len(rows) != 2 || rows[1][9] != "" || rows[1][10] != "900" {
+		t.Fatalf("%v %q: want an empty TTFT cell and E2E 900", err, rows)
+	}
+	var js bytes.Buffer
+	if err := WriteComparison(&js, c, FormatJSON); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(js.String(), `"ttft_p95_ms"`) || !strings.Contains(js.String(), `"e2e_p95_ms": 900`) {
+		t.Errorf("JSON %s: want no ttft_p95_ms at the knee", js.String())
+	}
+}
