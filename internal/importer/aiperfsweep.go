@@ -106,7 +106,7 @@ func aiperfSweepRun(c obj) (*run, []string, error) {
 		if r.concurrency > 0 {
 			notes = append(notes, fmt.Sprintf("open loop at %g req/s with a cap of %d in flight: the concurrency is estimated", rate, r.concurrency))
 		}
-		r.concurrency = 0
+		r.inFlightCap, r.concurrency = r.concurrency, 0
 	}
 	return r, notes, nil
 }

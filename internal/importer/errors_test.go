@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -217,5 +218,27 @@ func TestPythonLiteralsAreNamed(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", data, err, want)
 		}
+	}
+}
+
+// TestRateRunsWithDifferentCapsAreTwoSteps: two vLLM runs at one request
+// rate with different --max-concurrency caps measure two loads, not one
+// step twice, and each step's estimated concurrency is held to its cap
+// (the file's throughput × mean E2E gives 13).
+func TestRateRunsWithDifferentCapsAreTwoSteps(t *testing.T) {
+	data, err := os.ReadFile("testdata/vllm/benchmark_2025-05-13_04-37-51.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []File
+	for _, c := range []string{"4", "8"} {
+		files = append(files, File{Name: "cap" + c + ".json", Data: bytes.Replace(data, []byte(`"max_concurrency": null`), []byte(`"max_concurrency": `+c), 1)})
+	}
+	imp, err := ImportMany(files, Options{})
+	if err != nil {
+		t.Fatalf("two caps at one rate: %v", err)
+	}
+	if len(imp.Steps) != 2 || imp.Steps[0].Concurrency != 4 || imp.Steps[1].Concurrency != 8 {
+		t.Errorf("steps %+v: want concurrencies 4 and 8, each at its cap", imp.Steps)
 	}
 }

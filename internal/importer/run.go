@@ -38,6 +38,7 @@ type run struct {
 	// and its concurrency is estimated.
 	concurrency  int     // configured in-flight cap of a closed loop; 0 when not known
 	rateRPS      float64 // offered rate of an open loop; 0 when closed or not known
+	inFlightCap  int     // an open loop's cap on requests in flight (vLLM's --max-concurrency); 0 when none
 	meanInFlight float64 // average in-flight requests as the tool measured it; 0 when not given
 
 	// Summary figures, when the file has them. tpotDerived and e2eDerived
@@ -75,6 +76,8 @@ func (r *run) load() string {
 	switch {
 	case r.concurrency > 0 && r.rateRPS > 0:
 		return fmt.Sprintf("a request rate of %g req/s with %d in flight at most", r.rateRPS, r.concurrency)
+	case r.inFlightCap > 0 && r.rateRPS > 0:
+		return fmt.Sprintf("a request rate of %g req/s with %d in flight at most", r.rateRPS, r.inFlightCap)
 	case r.concurrency > 0:
 		return fmt.Sprintf("concurrency %d", r.concurrency)
 	case r.rateRPS > 0:
@@ -167,9 +170,13 @@ func (r *run) resolveConcurrency() (int, bool, []string, error) {
 	}
 	c := int(math.Round(l))
 	note := fmt.Sprintf("concurrency %d estimated (%.3g) by %s", max(c, 1), l, how)
-	if c < 1 {
+	switch {
+	case c < 1:
 		c = 1
 		note += "; below 1, so recorded as 1"
+	case r.inFlightCap > 0 && c > r.inFlightCap:
+		c = r.inFlightCap
+		note += fmt.Sprintf("; above the run's cap of %d in flight, so recorded at the cap", r.inFlightCap)
 	}
 	return c, true, []string{note}, nil
 }

@@ -265,7 +265,7 @@ func vllmRun(o obj) (*run, []string, error) {
 		r.rateRPS = rate
 		if r.concurrency > 0 {
 			notes = append(notes, fmt.Sprintf("open loop at %g req/s with max_concurrency %d: the step is placed at the concurrency estimated from the load in flight, not at the cap", rate, r.concurrency))
-			r.concurrency = 0
+			r.inFlightCap, r.concurrency = r.concurrency, 0
 		}
 	}
 	for _, m := range []struct {
