@@ -34,46 +34,71 @@ func quantileRank(n int, p float64) (int, float64) {
 
 // selectK reorders a so that a[k] holds the value it would hold if a were
 // sorted, with no larger value before it and no smaller value after it, and
-// returns a[k]. It is Hoare's quickselect with a median-of-three pivot:
-// O(len(a)) on average and deterministic.
+// returns a[k]. It is Floyd and Rivest's SELECT (Commun. ACM 18(3), 1975,
+// Algorithm 489): on a span of more than selectSample values it first
+// selects within a sample span around where a[k] is expected to fall, so
+// that the value it partitions the whole span on lands close to k, which
+// takes about n + min(k, n − k) comparisons where Hoare's quickselect
+// takes two to three n; smaller spans are partitioned on a[k] itself.
+// Deterministic, and exact: ties and infinities are ordered as by <.
 func selectK(a []float64, k int) float64 {
-	lo, hi := 0, len(a)-1
-	for lo < hi {
-		mid := lo + (hi-lo)/2
-		if a[mid] < a[lo] {
-			a[mid], a[lo] = a[lo], a[mid]
+	floydRivest(a, 0, len(a)-1, k)
+	return a[k]
+}
+
+// selectSample is the span above which floydRivest selects within a
+// sample first (the constant of Algorithm 489).
+const selectSample = 600
+
+// floydRivest is SELECT on a[left..right], k within them.
+func floydRivest(a []float64, left, right, k int) {
+	for right > left {
+		if right-left > selectSample {
+			// A span of s values around k's expected place, s = n^(2/3)/2,
+			// offset by about two standard deviations of where the k-th
+			// of n falls in it, toward the middle.
+			n := float64(right - left + 1)
+			i := float64(k - left + 1)
+			z := math.Log(n)
+			s := 0.5 * math.Exp(2*z/3)
+			sd := 0.5 * math.Sqrt(z*s*(n-s)/n)
+			if i < n/2 {
+				sd = -sd
+			}
+			lo := max(left, int(float64(k)-i*s/n+sd))
+			hi := min(right, int(float64(k)+(n-i)*s/n+sd))
+			floydRivest(a, lo, hi, k)
 		}
-		if a[hi] < a[lo] {
-			a[hi], a[lo] = a[lo], a[hi]
+		t := a[k]
+		i, j := left, right
+		a[left], a[k] = a[k], a[left]
+		if a[right] > t {
+			a[right], a[left] = a[left], a[right]
 		}
-		if a[hi] < a[mid] {
-			a[hi], a[mid] = a[mid], a[hi]
-		}
-		pivot := a[mid]
-		i, j := lo, hi
-		for i <= j {
-			for a[i] < pivot {
+		for i < j {
+			a[i], a[j] = a[j], a[i]
+			i++
+			j--
+			for a[i] < t {
 				i++
 			}
-			for a[j] > pivot {
-				j--
-			}
-			if i <= j {
-				a[i], a[j] = a[j], a[i]
-				i++
+			for a[j] > t {
 				j--
 			}
 		}
-		switch {
-		case k <= j:
-			hi = j
-		case k >= i:
-			lo = i
-		default:
-			return a[k]
+		if a[left] == t {
+			a[left], a[j] = a[j], a[left]
+		} else {
+			j++
+			a[j], a[right] = a[right], a[j]
+		}
+		if j <= k {
+			left = j + 1
+		}
+		if k <= j {
+			right = j - 1
 		}
 	}
-	return a[k]
 }
 
 // QuantileSelect returns the p-quantile of a, type 7 as QuantileSorted,

@@ -48,6 +48,62 @@ func TestSelectKAgreesWithSort(t *testing.T) {
 	}
 }
 
+// TestSelectKPartitionsLargeSpans: on spans long enough to be sampled
+// first, the k-th value is the sorted one and no value before it is
+// larger, none after it smaller, with ties, infinities, sorted and
+// reversed input, and k at both ends.
+func TestSelectKPartitionsLargeSpans(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for trial := range 60 {
+		n := selectSample + 1 + r.IntN(40_000)
+		xs := make([]float64, n)
+		for i := range xs {
+			switch trial % 4 {
+			case 0:
+				xs[i] = float64(r.IntN(7)) // few distinct values
+			case 1:
+				xs[i] = r.ExpFloat64()
+				if r.IntN(50) == 0 {
+					xs[i] = math.Inf(1)
+				}
+			case 2:
+				xs[i] = float64(i) // sorted
+			default:
+				xs[i] = float64(n - i) // reversed
+			}
+		}
+		sorted := slices.Sorted(slices.Values(xs))
+		for _, k := range []int{0, r.IntN(n), n * 95 / 100, n - 1} {
+			a := slices.Clone(xs)
+			got := selectK(a, k)
+			if got != sorted[k] {
+				t.Fatalf("trial %d, n %d: selectK(k=%d) = %g, want %g", trial, n, k, got, sorted[k])
+			}
+			if m := slices.Max(a[:k+1]); m > got {
+				t.Fatalf("trial %d, n %d, k %d: %g before the k-th value %g", trial, n, k, m, got)
+			}
+			if m := slices.Min(a[k:]); m < got {
+				t.Fatalf("trial %d, n %d, k %d: %g after the k-th value %g", trial, n, k, m, got)
+			}
+		}
+	}
+}
+
+// BenchmarkQuantilesSelect is the p50, p95 and p99 of 100,000 samples,
+// the most a simulated class keeps.
+func BenchmarkQuantilesSelect(b *testing.B) {
+	r := rand.New(rand.NewPCG(7, 8))
+	xs := make([]float64, 100_000)
+	for i := range xs {
+		xs[i] = r.ExpFloat64()
+	}
+	a := make([]float64, len(xs))
+	for b.Loop() {
+		copy(a, xs)
+		QuantilesSelect(a, 0.5, 0.95, 0.99)
+	}
+}
+
 // quantile is QuantileSorted of an unsorted sample, which it leaves unchanged.
 func quantile(xs []float64, p float64) float64 {
 	s := slices.Clone(xs)
