@@ -350,12 +350,21 @@ func (p *pacingDim) wait(u, e, in float64) float64 {
 // arrival variability, the moments of the work a send brings (its charge
 // at admission and, under actual accounting, its output at completion),
 // its admission charge adm0 + admIn·input, and the refund of unused
-// max_tokens it brings back on completion, on average.
+// max_tokens it brings back on completion, on average. adm is the mean
+// admission charge, the part of the work a send waits for. held is how
+// many slots of a flow whose sends are its pool's completions (a closed
+// loop, or a pool its demand keeps full) can hold a send waiting at the
+// bucket: a send the bucket holds back holds its slot, so once every
+// slot's send waits the flow sends no more, and its work beyond the
+// bucket's credit stops at held · adm; 0 for a flow that sends as its
+// demand comes.
 type flow struct {
 	rate, ca2   float64
 	m1, m2, m3  float64
 	adm0, admIn float64
+	adm         float64
 	refund      float64
+	held        float64
 }
 
 // flowOf is class i's flow on dimension d of its key at pool.
@@ -388,6 +397,7 @@ func (r *run) flowOf(i int, d scenario.Dimension, pool int) flow {
 		// pool, at its rate flat out.
 		f.rate = float64(pool) / s.mean
 		f.ca2 = math.Max(0, 1+(s.scv-1)/math.Sqrt(float64(pool)))
+		f.held = float64(pool)
 	case pool >= 1 && m.lambda > 0:
 		// A request is sent as it arrives when it finds a slot free, and
 		// when a slot frees when it waits for one: the sends are the
@@ -401,12 +411,15 @@ func (r *run) flowOf(i int, d scenario.Dimension, pool int) flow {
 		pi := 1.0
 		if w := m.waitAt(pool, s); w.Stable() {
 			pi = w.Prob
+		} else {
+			f.held = c
 		}
 		f.ca2 = (1-pi)*m.ca2 + pi*math.Max(0, 1+(s.scv-1)/math.Sqrt(c))
 	}
 	if t := m.task; t != nil {
 		t.callFlow(&f, m.base.In.Mean())
 	}
+	f.adm = f.m1 - c*out.Mean()
 	return f
 }
 
@@ -454,6 +467,71 @@ func merged(flows []flow, rate float64) (model.Queue, float64) {
 		q.Tail = b1 * b3 / (b2 * b2)
 	}
 	return q, rho
+}
+
+// heldWork is the most work the lower classes' flows can have waiting
+// at the bucket, in units; false unless every one of them that sends is
+// held (flow.held).
+func heldWork(lower []flow) (float64, bool) {
+	var w float64
+	for _, f := range lower {
+		if f.rate == 0 {
+			continue
+		}
+		if f.held == 0 {
+			return 0, false
+		}
+		w += f.held * f.adm
+	}
+	return w, w > 0
+}
+
+// drainedHeld is how often a higher send finds the bucket without credit
+// when every lower send is held (heldWork). The key's work X (the
+// bucket's deficit and the charges waiting, in seconds of the bucket's
+// rate) is the open law, exponential of mean theta, up to the credit
+// B = b/r′; beyond it the held flows' sends wait and hold their slots,
+// so that X stops at B + H, H the work their slots can hold waiting,
+// where they send no more. X is taken as the open law truncated to
+// [0, B + H] (the stationary law of a Brownian motion reflected at both
+// ends; Harrison, Brownian Motion and Stochastic Flow Systems, Wiley
+// 1985, §5.6): P(X > B) = (e^{−B/θ} − e^{−(B+H)/θ})/(1 − e^{−(B+H)/θ}),
+// where the open law gives e^{−B/θ}.
+func drainedHeld(B, H, theta float64) float64 {
+	if theta <= 0 {
+		return 0
+	}
+	return (math.Exp(-B/theta) - math.Exp(-(B+H)/theta)) / -math.Expm1(-(B+H)/theta)
+}
+
+// heldBusy bounds how often a send that finds the bucket drained by a
+// held lower send (drainedHeld) finds a send of its own or a higher class
+// waiting ahead of it: the drained spell is that send gathering its
+// charge, and a send of charge k that comes during it, with L of the
+// lower charge gathered (uniform between 0 and gathered), waits
+// (k − L)⁺/r′, and the sends of its own and higher classes that come
+// meanwhile wait behind it for as long as their busy period that this
+// wait starts, (k − L)⁺/(r′(1 − ρ)), ρ their load (a busy period
+// started by work x lasts x/(1 − ρ) on average). By Little's law they
+// number λ·E[(k − L)⁺]/(r′(1 − ρ)) on average, λ their rate, which is at
+// least the chance that one waits. With lower sends that pile up (an
+// open queue) the spell lasts as long as their queue, and the class's own
+// queue is what it is at any time (own.Prob).
+func heldBusy(own []flow, k, gathered, rate, rho float64) float64 {
+	var lam float64
+	for _, f := range own {
+		lam += f.rate
+	}
+	var excess float64 // E[(k − L)⁺]
+	switch {
+	case gathered <= 0:
+		excess = k
+	case k >= gathered:
+		excess = k - gathered/2
+	default:
+		excess = k * k / (2 * gathered)
+	}
+	return lam * excess / (rate * (1 - rho))
 }
 
 // meanWork is the mean work of a send of flows, units, weighted by their
@@ -549,12 +627,15 @@ func (r *run) pacingLaws() bool {
 				// classes and of the whole key.
 				own = seenBy(flows[:j+1], rate, own, flows[j].ca2)
 				all := seenBy(flows, rate, whole, flows[j].ca2)
-				drainedAll := 1.0
-				if rhoAll < 1 {
+				drainedAll, pBusy := 1.0, math.Min(rhoOwn/rhoAll, own.Prob)
+				if h, ok := heldWork(flows[j+1:]); ok && rhoAll < 1 {
+					drainedAll = all.Prob * drainedHeld(size/rate, h/rate, all.Mean)
+					pBusy = math.Min(pBusy, heldBusy(flows[:j+1], flows[j].adm, meanWork(flows[j+1:]), rate, rhoOwn))
+				} else if rhoAll < 1 {
 					drainedAll = all.Prob * math.Exp(-size/(rate*all.Mean))
 				}
 				pd := pacingDim{on: true, rate: rate, size: size, adm0: flows[j].adm0, admIn: flows[j].admIn,
-					thetaOwn: own.Mean, pBusy: math.Min(rhoOwn/rhoAll, own.Prob), piAll: all.Prob, thetaAll: all.Mean, stretch: 1 / (1 - rhoHigh)}
+					thetaOwn: own.Mean, pBusy: pBusy, piAll: all.Prob, thetaAll: all.Mean, stretch: 1 / (1 - rhoHigh)}
 				if own.Prob > 0 {
 					pd.pOwn = own.Prob * math.Exp(-size/(rate*own.Mean))
 				}
