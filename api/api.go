@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path"
 	"runtime"
 	"time"
 
@@ -238,6 +239,10 @@ func (s *Server) handle(pattern, label string, h http.HandlerFunc) {
 // route dispatches to the mux, answering unknown routes and methods with
 // problem details instead of the mux's plain text.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	if clean := cleanPath(r.URL.Path); clean != r.URL.Path {
+		s.notCanonical(w, r, clean)
+		return
+	}
 	h, pattern := s.mux.Handler(r)
 	if pattern != "" {
 		s.mux.ServeHTTP(w, r) // which, unlike h, sets the path's wildcards
@@ -254,8 +259,42 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	writeProblem(w, http.StatusNotFound, "no operation at "+r.URL.Path+"; the operations are listed at /openapi.yaml")
 }
 
-// label names the operation a request is for, "unmatched" when none.
+// notCanonical answers a path with an empty, . or .. segment
+// (//v1//plans, /v1/plans/./id), which the mux would redirect with a 307
+// and an HTML or empty body, with a 404 problem that names the path of
+// the operation meant, when there is one.
+func (s *Server) notCanonical(w http.ResponseWriter, r *http.Request, clean string) {
+	u := *r.URL
+	u.Path, u.RawPath = clean, ""
+	if _, pattern := s.mux.Handler(&http.Request{Method: r.Method, Host: r.Host, URL: &u}); pattern != "" {
+		writeProblem(w, http.StatusNotFound, "no operation at "+r.URL.Path+": a path has no empty, . or .. segment; did you mean "+clean+"?")
+		return
+	}
+	writeProblem(w, http.StatusNotFound, "no operation at "+r.URL.Path+"; the operations are listed at /openapi.yaml")
+}
+
+// cleanPath is a request path as the mux matches it: rooted, without
+// empty, . or .. segments, a trailing slash kept (net/http's cleanPath).
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	clean := path.Clean(p)
+	if p[len(p)-1] == '/' && clean != "/" {
+		clean += "/"
+	}
+	return clean
+}
+
+// label names the operation a request is for, "unmatched" when none (a
+// path that is not in its canonical form included).
 func (s *Server) label(r *http.Request) string {
+	if cleanPath(r.URL.Path) != r.URL.Path {
+		return "unmatched"
+	}
 	_, pattern := s.mux.Handler(r)
 	if l, ok := s.labels[pattern]; ok {
 		return l

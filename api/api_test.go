@@ -356,6 +356,42 @@ func TestUnknownRoutesAreProblems(t *testing.T) {
 	readProblem(t, rec)
 }
 
+// TestNonCanonicalPathsAreProblems checks that a path with an empty, . or
+// .. segment (a client that joined a base URL ending in / with /v1/plans)
+// is answered with a 404 problem naming the operation's path, not with
+// the mux's 307 redirect and its HTML or empty body, which a POST then
+// sends again elsewhere; and that it is counted as unmatched.
+func TestNonCanonicalPathsAreProblems(t *testing.T) {
+	s := newServer(t, Options{})
+	body := mustJSON(t, map[string]any{"scenario": exampleDoc(t, "chat")})
+	for _, tc := range []struct{ method, path, detail string }{
+		{http.MethodPost, "//v1//plans", "no operation at //v1//plans: a path has no empty, . or .. segment; did you mean /v1/plans?"},
+		{http.MethodPost, "/v1//plans?x=1", "no operation at /v1//plans: a path has no empty, . or .. segment; did you mean /v1/plans?"},
+		{http.MethodGet, "/v1/plans/./abc", "no operation at /v1/plans/./abc: a path has no empty, . or .. segment; did you mean /v1/plans/abc?"},
+		{http.MethodGet, "/v1/probes/../plans", "no operation at /v1/probes/../plans: a path has no empty, . or .. segment; did you mean /v1/plans?"},
+		{http.MethodGet, "//nowhere", "no operation at //nowhere; the operations are listed at /openapi.yaml"},
+	} {
+		var b []byte
+		if tc.method == http.MethodPost {
+			b = body
+		}
+		rec := send(s, tc.method, tc.path, b)
+		if rec.Code != http.StatusNotFound || rec.Header().Get("Location") != "" {
+			t.Errorf("%s %s: %d, Location %q; want 404 without a redirect", tc.method, tc.path, rec.Code, rec.Header().Get("Location"))
+			continue
+		}
+		if p := readProblem(t, rec); p.Detail != tc.detail {
+			t.Errorf("%s %s: detail %q, want %q", tc.method, tc.path, p.Detail, tc.detail)
+		}
+	}
+	rec := send(s, http.MethodGet, "/metrics", nil)
+	for _, line := range strings.Split(rec.Body.String(), "\n") {
+		if strings.HasPrefix(line, "planner_http_requests_total{") && strings.Contains(line, `operation="create-plan"`) {
+			t.Errorf("a non-canonical path was counted as its operation: %s", line)
+		}
+	}
+}
+
 // TestAccessLog checks the access log's fields, and that it holds neither
 // the body nor the Authorization header.
 func TestAccessLog(t *testing.T) {
