@@ -49,6 +49,13 @@ func TestPlanExport(t *testing.T) {
 	if status, _, b := call(t, http.MethodGet, env.url+"/v1/plans/"+id+"/export", nil); status != http.StatusUnprocessableEntity || !strings.Contains(string(b), `"location":"query.to"`) {
 		t.Errorf("no target: %d %s", status, b)
 	}
+	for _, to := range []string{export.ToPrometheusRules, export.ToClient} {
+		status, _, b := call(t, http.MethodGet, env.url+"/v1/plans/"+id+"/export?to="+to+"&model=openai/gpt-4o-mini", nil)
+		if p := decode[problem](t, b); status != http.StatusUnprocessableEntity || len(p.Errors) != 1 || p.Errors[0].Location != "query.model" ||
+			p.Errors[0].Message != "only to=litellm takes a model; "+to+" has none" {
+			t.Errorf("a model for %s: %d %s", to, status, b)
+		}
+	}
 	if status, _, b := call(t, http.MethodGet, env.url+"/v1/plans/nope/export?to=client", nil); status != http.StatusNotFound || !strings.Contains(string(b), `"location":"path.id"`) {
 		t.Errorf("an unknown plan: %d %s", status, b)
 	}
