@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -273,5 +274,11 @@ func TestJSONBodiesReadAsScenarioFiles(t *testing.T) {
 	rec = send(s, http.MethodPost, "/v1/plans", []byte(huge))
 	if p := readProblem(t, rec); rec.Code != http.StatusBadRequest || len(p.Errors) != 1 || !strings.Contains(p.Errors[0].Message, "scenario.quotas[0].headroom: the number 1e999 is beyond the range of a number") {
 		t.Errorf("headroom 1e999: %d %s", rec.Code, rec.Body)
+	}
+	nan := strings.Replace(plain, `"headroom":`, `"headroom":NaN,"x":`, 1)
+	rec = send(s, http.MethodPost, "/v1/plans", []byte(nan))
+	if p := readProblem(t, rec); rec.Code != http.StatusBadRequest || len(p.Errors) != 1 || p.Errors[0].Location != "body" ||
+		!regexp.MustCompile(`^scenario\.quotas\[0\]\.headroom: line 1, column \d+: NaN is not a JSON number$`).MatchString(p.Errors[0].Message) {
+		t.Errorf("headroom NaN: %d %s", rec.Code, rec.Body)
 	}
 }

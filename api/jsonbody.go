@@ -33,6 +33,9 @@ func jsonFormat(base huma.Format) huma.Format {
 // notation.
 func decodeJSONBody(data []byte, v any) error {
 	err := json.Unmarshal(data, v)
+	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+		return syntaxProblem(data, se)
+	}
 	if _, generic := v.(*any); generic {
 		var te *json.UnmarshalTypeError
 		if err != nil && !(errors.As(err, &te) && strings.HasPrefix(te.Value, "number")) {
@@ -242,4 +245,101 @@ func endsLiteral(c byte) bool {
 		return true
 	}
 	return false
+}
+
+// syntaxProblem says where a body that is not JSON goes wrong: the path of
+// the value being read there ("scenario.quotas[0].rpm"), line and column,
+// and what is wrong, in plain words for the faults a client makes most
+// (NaN or Infinity, which JSON has not; a body cut short; a second value
+// after the first) and in encoding/json's otherwise.
+func syntaxProblem(data []byte, se *json.SyntaxError) error {
+	off := int(min(max(se.Offset-1, 0), int64(len(data))))
+	what := se.Error()
+	switch rest := data[off:]; {
+	case se.Offset >= int64(len(data)) && strings.HasPrefix(what, "unexpected end"):
+		off, what = len(data), "the body ends before its JSON does (is it cut short?)"
+	case strings.HasSuffix(what, "after top-level value"):
+		what = "a second JSON value follows the first; give one"
+	default:
+		if off > 0 && data[off-1] == '-' && bytes.HasPrefix(rest, []byte("Infinity")) {
+			off-- // encoding/json stops at the I of -Infinity
+			rest = data[off:]
+		}
+		for _, lit := range []string{"NaN", "Infinity", "-Infinity"} {
+			if bytes.HasPrefix(rest, []byte(lit)) {
+				what = lit + " is not a JSON number"
+			}
+		}
+	}
+	line := 1 + bytes.Count(data[:off], []byte("\n"))
+	col := 1 + off - (bytes.LastIndexByte(data[:off], '\n') + 1)
+	where := fmt.Sprintf("line %d, column %d: %s", line, col, what)
+	if p := pathAt(data[:off]); p != "" {
+		return errors.New(p + ": " + where)
+	}
+	return errors.New(where)
+}
+
+// pathAt is the path of the value that a JSON text cut at its end was
+// reading ("a.b[2]"): in an object, its key once one was read; in an
+// array, the element's index; "" at the top level, or between an
+// object's keys at its top.
+func pathAt(prefix []byte) string {
+	type frame struct {
+		object bool
+		key    []byte // the object's last key, while its value is read
+		index  int    // the array's element
+	}
+	var stack []frame
+	expectKey := false
+	for i := 0; i < len(prefix); i++ {
+		switch c := prefix[i]; c {
+		case '{':
+			stack = append(stack, frame{object: true})
+			expectKey = true
+		case '[':
+			stack = append(stack, frame{})
+			expectKey = false
+		case '}', ']':
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+			expectKey = false
+		case ',':
+			if len(stack) == 0 {
+				continue
+			}
+			if f := &stack[len(stack)-1]; f.object {
+				f.key, expectKey = nil, true
+			} else {
+				f.index++
+			}
+		case '"':
+			start := i + 1
+			for i++; i < len(prefix) && prefix[i] != '"'; i++ {
+				if prefix[i] == '\\' {
+					i++
+				}
+			}
+			if expectKey && len(stack) > 0 {
+				stack[len(stack)-1].key = prefix[start:min(i, len(prefix))]
+				expectKey = false
+			}
+		}
+	}
+	var b strings.Builder
+	for _, f := range stack {
+		switch {
+		case !f.object:
+			fmt.Fprintf(&b, "[%d]", f.index)
+		case f.key == nil:
+			return b.String()
+		default:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(keyText(f.key))
+		}
+	}
+	return b.String()
 }

@@ -57,3 +57,28 @@ func TestRepeatedKeyIsLinear(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSyntaxErrorsAreLocated: a body that is not JSON is refused with
+// where the fault is, by the path of the value being read there, line
+// and column, and what is wrong in words a client can act on: NaN and
+// Infinity are not JSON numbers, a body that ends early is truncated, a
+// second value after the first is one too many.
+func TestSyntaxErrorsAreLocated(t *testing.T) {
+	for doc, want := range map[string]string{
+		`{"scenario":{"quotas":[{"rpm":NaN}]}}`:            "scenario.quotas[0].rpm: line 1, column 31: NaN is not a JSON number",
+		"{\"a\":[1,\n  -Infinity]}":                        "a[1]: line 2, column 3: -Infinity is not a JSON number",
+		`{"a":{"b":Infinity}}`:                             "a.b: line 1, column 11: Infinity is not a JSON number",
+		"{\"scenario\": {\"quotas\": [\n":                  "scenario.quotas[0]: line 2, column 1: the body ends before its JSON does (is it cut short?)",
+		`{"a":1} {"b":2}`:                                  "line 1, column 9: a second JSON value follows the first; give one",
+		`{"a":1, b:2}`:                                     "line 1, column 9: invalid character 'b' looking for beginning of object key string",
+		`{"a":{"b":[1,2,x]}}`:                              "a.b[2]: line 1, column 16: invalid character 'x' looking for beginning of value",
+		`{"a\"":{"b":tru}}`:                                "a\".b: line 1, column 16: invalid character '}' in literal true (expecting 'e')",
+		`{"scenario":{"classes":[{"name":"x"},{"n":1,}]}}`: "scenario.classes[1]: line 1, column 45: invalid character '}' looking for beginning of object key string",
+	} {
+		var v any
+		err := decodeJSONBody([]byte(doc), &v)
+		if err == nil || err.Error() != want {
+			t.Errorf("%s: %v, want %q", doc, err, want)
+		}
+	}
+}
