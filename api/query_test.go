@@ -45,3 +45,51 @@ func TestRepeatedQueryParameter(t *testing.T) {
 		t.Errorf("limit given once: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// TestUnknownQueryParameter: every operation of /v1/ refuses a query
+// parameter it does not declare (?limt=5, ?simulate=60 for simulate_s)
+// with a 422 at that parameter naming the ones it takes, which its
+// document declares, rather than answering as if it were not there. The
+// probes of /healthz, /readyz and /metrics take what a checker adds.
+func TestUnknownQueryParameter(t *testing.T) {
+	s := newServer(t, Options{})
+	checked := 0
+	for _, o := range operations(s) {
+		if !strings.HasPrefix(o.path, "/v1/") {
+			continue
+		}
+		checked++
+		path := o.path + "?limt=5"
+		rec := send(s, o.method, path, nil)
+		if rec.Code != http.StatusUnprocessableEntity {
+			t.Errorf("%s %s: %d, want 422: %.300s", o.method, path, rec.Code, rec.Body)
+			continue
+		}
+		var takes []string
+		for _, p := range o.op.Parameters {
+			if p.In == "query" {
+				takes = append(takes, p.Name)
+			}
+		}
+		want := "not a query parameter of this operation, which takes none"
+		if len(takes) > 0 {
+			want = "not a query parameter of this operation, which takes " + strings.Join(takes, ", ")
+		}
+		pr := readProblem(t, rec)
+		if !slices.Contains(pr.locations(), "query.limt") || pr.Errors[slices.Index(pr.locations(), "query.limt")].Message != want {
+			t.Errorf("%s %s: %+v, want a problem at query.limt: %s", o.method, path, pr, want)
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("only %d operations under /v1/", checked)
+	}
+	rec := send(s, http.MethodGet, "/v1/plans?limit=5&limt=5&cursro=x", nil)
+	if pr := readProblem(t, rec); rec.Code != http.StatusUnprocessableEntity || !slices.Equal(pr.locations(), []string{"query.cursro", "query.limt"}) {
+		t.Errorf("two unknown parameters: %d %+v", rec.Code, pr)
+	}
+	for _, path := range []string{"/healthz?probe=1", "/metrics?x=1", "/v1/plans?limit=5"} {
+		if rec := send(s, http.MethodGet, path, nil); rec.Code != http.StatusOK {
+			t.Errorf("%s: %d %s", path, rec.Code, rec.Body)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 	"sigs.k8s.io/yaml"
@@ -150,7 +151,9 @@ var answerDescriptions = map[int]string{
 // on every request), 401 with its WWW-Authenticate header (authenticate,
 // on every operation that takes a token), 500 (observe, the last resort),
 // and on every operation with a body 400, 408, 413 and 415 (huma's reading
-// of the body, crossSite) and the body in YAML as well as JSON. huma's
+// of the body, crossSite), on every operation of /v1/ 422 (a query
+// parameter given twice or not the operation's: oneValueEach), and the
+// body in YAML as well as JSON. huma's
 // catch-all default response goes: every status is declared for what it
 // is, so that a client or a validator knows each answer it can get.
 func (s *Server) declareAnswers() {
@@ -173,6 +176,9 @@ func (s *Server) declareAnswers() {
 				for _, mt := range bodyTypes[1:] {
 					body.Content[mt] = &huma.MediaType{Schema: body.Content[bodyTypes[0]].Schema}
 				}
+			}
+			if strings.HasPrefix(op.Path, "/v1/") {
+				s.problemResponse(op, http.StatusUnprocessableEntity) // a query parameter given twice or not the operation's
 			}
 			for _, status := range statuses {
 				r := s.problemResponse(op, status)
