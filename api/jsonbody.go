@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/danielgtaylor/huma/v2"
 )
@@ -161,7 +162,7 @@ func repeatedKey(data []byte) error {
 			f := &stack[len(stack)-1]
 			if seen(f.keys, &f.set, str) {
 				f.keys = append(f.keys, str)
-				return fmt.Errorf("%s: the key %q is given twice in one object", path(), keyText(str))
+				return fmt.Errorf("%s: the key %q is given twice in one object", shortPath(path()), shortPath(keyText(str)))
 			}
 			f.keys = append(f.keys, str)
 			expectKey = false
@@ -173,7 +174,7 @@ func repeatedKey(data []byte) error {
 			}
 			if lit := data[start : i+1]; c == '-' || c >= '0' && c <= '9' {
 				if _, err := strconv.ParseFloat(string(lit), 64); errors.Is(err, strconv.ErrRange) {
-					return fmt.Errorf("%s: the number %s is beyond the range of a number", path(), lit)
+					return fmt.Errorf("%s: the number %s is beyond the range of a number", shortPath(path()), lit)
 				}
 			}
 			valueDone()
@@ -260,6 +261,8 @@ func syntaxProblem(data []byte, se *json.SyntaxError) error {
 		off, what = len(data), "the body ends before its JSON does (is it cut short?)"
 	case strings.HasSuffix(what, "after top-level value"):
 		what = "a second JSON value follows the first; give one"
+	case strings.HasSuffix(what, "exceeded max depth"):
+		what = "arrays and objects nest deeper than 10,000 levels"
 	default:
 		if off > 0 && data[off-1] == '-' && bytes.HasPrefix(rest, []byte("Infinity")) {
 			off-- // encoding/json stops at the I of -Infinity
@@ -275,7 +278,7 @@ func syntaxProblem(data []byte, se *json.SyntaxError) error {
 	col := 1 + off - (bytes.LastIndexByte(data[:off], '\n') + 1)
 	where := fmt.Sprintf("line %d, column %d: %s", line, col, what)
 	if p := pathAt(data[:off]); p != "" {
-		return errors.New(p + ": " + where)
+		return errors.New(shortPath(p) + ": " + where)
 	}
 	return errors.New(where)
 }
@@ -342,4 +345,30 @@ func pathAt(prefix []byte) string {
 		}
 	}
 	return b.String()
+}
+
+// maxPathText is the most of a path that a problem quotes.
+const maxPathText = 240
+
+// shortPath is a path as a problem quotes it: whole up to maxPathText
+// bytes, and beyond its beginning and end around "…", so that a body
+// nested thousands of levels deep is not echoed in its problem.
+func shortPath(p string) string {
+	if len(p) <= maxPathText {
+		return p
+	}
+	head, tail := p[:maxPathText/2], p[len(p)-maxPathText/2:]
+	if i := strings.LastIndexAny(head, "[."); i > 0 {
+		head = head[:i] // cut between two steps of the path
+	}
+	if i := strings.IndexAny(tail, "[."); i >= 0 {
+		tail = tail[i:]
+	}
+	for !utf8.ValidString(head) {
+		head = head[:len(head)-1]
+	}
+	for !utf8.ValidString(tail) {
+		tail = tail[1:]
+	}
+	return head + "…" + tail
 }

@@ -82,3 +82,25 @@ func TestSyntaxErrorsAreLocated(t *testing.T) {
 		}
 	}
 }
+
+// TestDeepBodiesAreQuotedShort: a problem about a body nested thousands
+// of levels deep, or with a key of thousands of bytes, quotes the path
+// and the key by their beginning and end, not whole (a body of 10,001
+// nested arrays once had a problem of 30 KB).
+func TestDeepBodiesAreQuotedShort(t *testing.T) {
+	deep := `{"scenario":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + "}"
+	dup := `{"a":` + strings.Repeat("[", 5000) + `{"b":1,"b":2}` + strings.Repeat("]", 5000) + "}"
+	long := strings.Repeat("k", 5000)
+	key := `{"` + long + `":1,"` + long + `":2}`
+	for doc, want := range map[string]string{
+		deep: "scenario" + strings.Repeat("[0]", 37) + "…" + strings.Repeat("[0]", 40) + ": line 1, column 10012: arrays and objects nest deeper than 10,000 levels",
+		dup:  "a" + strings.Repeat("[0]", 39) + "…" + strings.Repeat("[0]", 39) + ".b: the key \"b\" is given twice in one object",
+		key:  strings.Repeat("k", 120) + "…" + strings.Repeat("k", 120) + ": the key \"" + strings.Repeat("k", 120) + "…" + strings.Repeat("k", 120) + "\" is given twice in one object",
+	} {
+		var v any
+		err := decodeJSONBody([]byte(doc), &v)
+		if err == nil || err.Error() != want {
+			t.Errorf("%.40s…: %.400v, want %q", doc, err, want)
+		}
+	}
+}
