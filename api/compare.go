@@ -17,7 +17,7 @@ import (
 )
 
 type compareInput struct {
-	Probes   []string `query:"probes" required:"true" nullable:"false" minItems:"1" maxItems:"16" doc:"Ids of ended probes, comma-separated, in the order to show them: the runs of one ladder on several models, or the records of one endpoint over time."`
+	Probes   []string `query:"probes" required:"true" nullable:"false" minItems:"1" maxItems:"16" doc:"Ids of ended probes (each of 1 to 64 characters), comma-separated, in the order to show them: the runs of one ladder on several models, or the records of one endpoint over time."`
 	Baseline string   `query:"baseline" maxLength:"64" doc:"The probe the others are compared with, one of probes; default the first."`
 	Format   string   `query:"format" enum:"json,md,csv" default:"json" doc:"json: the comparison as data; md: a Markdown table; csv: one row per probe, figures unrounded."`
 }
@@ -60,6 +60,14 @@ func (s *Server) compareProbes(ctx context.Context, in *compareInput) (*document
 	runs := make([]compare.Run, 0, len(in.Probes))
 	for i, id := range in.Probes {
 		at := fmt.Sprintf("query.probes[%d]", i)
+		switch {
+		case id == "":
+			return nil, huma.Error422UnprocessableEntity("a probe's id is empty",
+				&huma.ErrorDetail{Location: at, Message: "empty: the ids are comma-separated, one between two commas and none after the last", Value: id})
+		case len(id) > 64:
+			return nil, huma.Error422UnprocessableEntity("a probe's id is too long",
+				&huma.ErrorDetail{Location: at, Message: "expected length <= 64", Value: id})
+		}
 		if slices.Index(in.Probes, id) < i {
 			return nil, huma.Error422UnprocessableEntity("a probe is given twice", &huma.ErrorDetail{Location: at, Message: "given twice", Value: id})
 		}

@@ -133,6 +133,11 @@ func TestCompareProbesRefuses(t *testing.T) {
 		{"probes=" + done + "&probes=nope", http.StatusUnprocessableEntity, "query.probes"},
 		{"probes=" + done + "&format=json&format=csv", http.StatusUnprocessableEntity, "query.format"},
 		{"probes=" + done + "&baseline=" + done + "&baseline=" + done, http.StatusUnprocessableEntity, "query.baseline"},
+		// an empty id (two commas, one at the end) or one longer than any id
+		// is a mistake in the list, not an unknown probe
+		{"probes=" + done + ",,nope", http.StatusUnprocessableEntity, "query.probes[1]"},
+		{"probes=" + done + ",", http.StatusUnprocessableEntity, "query.probes[1]"},
+		{"probes=" + done + "," + strings.Repeat("x", 65), http.StatusUnprocessableEntity, "query.probes[1]"},
 	} {
 		resp := api.Get("/v1/compare?" + c.query)
 		var problem struct {
