@@ -48,7 +48,7 @@ type AnalysisRow struct {
 	ErrorClass       string  `json:"error,omitempty" enum:"timeout,429,5xx,4xx,transport,bad_stream,cancelled" doc:"Empty on success."`
 	Attempts         int     `json:"attempts,omitempty" minimum:"0" maximum:"1000"`
 	RetryAfterMs     float64 `json:"retry_after_ms,omitempty" minimum:"0" maximum:"1e9"`
-	OK               bool    `json:"ok" doc:"HTTP 200 with non-empty output."`
+	OK               bool    `json:"ok" doc:"HTTP 200 with non-empty output; a row that is ok has no error and, when given, a 2xx status."`
 	Warmup           bool    `json:"warmup,omitempty" doc:"Left out of the summaries."`
 	E2EWithRetriesMs float64 `json:"e2e_with_retries_ms,omitempty" minimum:"0" maximum:"1e9" doc:"From the first send, waits before retries included; default e2e_ms."`
 	RateRPS          float64 `json:"rate_rps,omitempty" minimum:"0" maximum:"1e9" doc:"Offered rate of an open-loop step; 0 in a closed loop."`
@@ -208,13 +208,27 @@ func endsBeforeFirstToken(ttftMs, e2eMs float64) bool {
 }
 
 // rowRules are the problems of rows no request could have had: an E2E
-// below its TTFT (the steps' rule, row by row). A row's step must be a
-// concurrency, at least 1, which the schema says.
+// below its TTFT (the steps' rule, row by row), and a row that is ok
+// (an answer of HTTP 200 with output) but has an error class or a status
+// that is not 2xx, which the summaries would count as a success and as a
+// 429 or an error at once. A row's step must be a concurrency, at least
+// 1, which the schema says.
 func rowRules(rows []AnalysisRow) []rule {
 	var rules []rule
 	for i, r := range rows {
 		if endsBeforeFirstToken(r.TTFTMs, r.E2EMs) {
 			rules = append(rules, rule{location: fmt.Sprintf("body.rows[%d].e2e_ms", i), message: "must be >= ttft_ms: " + afterFirstToken})
+		}
+		if !r.OK {
+			continue
+		}
+		if r.ErrorClass != "" {
+			rules = append(rules, rule{location: fmt.Sprintf("body.rows[%d].error", i),
+				message: "a row that is ok has no error class: leave error out, or set ok to false"})
+		}
+		if r.Status != 0 && (r.Status < 200 || r.Status > 299) {
+			rules = append(rules, rule{location: fmt.Sprintf("body.rows[%d].status", i),
+				message: fmt.Sprintf("a row that is ok was answered 2xx, not %d: set ok to false with its error class", r.Status)})
 		}
 	}
 	return rules

@@ -276,6 +276,8 @@ func TestAnalyses(t *testing.T) {
 		{"goodput without an ok", map[string]any{"steps": []map[string]any{{"concurrency": 1, "goodput_rps": 100, "requests": 10, "errors": 10}}}, "body.steps[0].goodput_rps", "no request was ok"},
 		{"interval upside down", map[string]any{"steps": []map[string]any{{"concurrency": 1, "goodput_rps": 1, "goodput_ci": map[string]any{"lo": 2, "hi": 0.5}}}}, "body.steps[0].goodput_ci", "lo must be at most hi"},
 		{"row E2E below TTFT", map[string]any{"rows": []map[string]any{{"step": 1, "ok": true, "ttft_ms": 10, "e2e_ms": 20}, {"step": 1, "ok": true, "ttft_ms": 1000, "e2e_ms": 10}}}, "body.rows[1].e2e_ms", "must be >= ttft_ms: a request ends after its first token"},
+		{"row ok with an error", map[string]any{"rows": []map[string]any{{"step": 1, "ok": true, "e2e_ms": 20}, {"step": 1, "ok": true, "status": 429, "error": "429", "e2e_ms": 20}}}, "body.rows[1].error", "a row that is ok has no error class"},
+		{"row ok with a 500", map[string]any{"rows": []map[string]any{{"step": 1, "ok": true, "status": 500, "e2e_ms": 20}}}, "body.rows[0].status", "a row that is ok was answered 2xx"},
 		{"row at step 0", map[string]any{"rows": []map[string]any{{"step": 0, "ok": true, "e2e_ms": 20}}}, "body.rows[0].step", "expected number >= 1"},
 		{"one concurrency twice", map[string]any{"steps": []map[string]any{{"concurrency": 1, "goodput_rps": 1}, {"concurrency": 2, "goodput_rps": 2}, {"concurrency": 1, "goodput_rps": 1}}}, "body.steps[2].concurrency", "steps[0] has the same concurrency"},
 	} {
