@@ -300,7 +300,7 @@ var yamlFormat = huma.Format{
 	},
 	Unmarshal: func(data []byte, v any) error {
 		js, err := yamldoc.ToJSON(data)
-		if errors.Is(err, yamldoc.ErrExpansion) || errors.Is(err, yamldoc.ErrDocuments) {
+		if _, ok := errors.AsType[*yamldoc.PathError](err); ok || errors.Is(err, yamldoc.ErrExpansion) || errors.Is(err, yamldoc.ErrDocuments) {
 			return fmt.Errorf("the body is refused: %w", err)
 		}
 		if err != nil {

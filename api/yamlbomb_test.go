@@ -3,10 +3,13 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 // yamlBombs are request bodies whose aliases expand them hundreds of
@@ -75,5 +78,32 @@ func TestYAMLAliasBombs(t *testing.T) {
 	}
 	if rec := send(s, http.MethodGet, "/healthz", nil); rec.Code != http.StatusOK {
 		t.Errorf("healthz %d", rec.Code)
+	}
+}
+
+// TestYAMLValueProblemsNameTheirPath: a YAML body with a number JSON
+// cannot hold (.nan, .inf) or a key given twice is refused with the path
+// and line of the value, as a JSON body with NaN is, not as a body that is
+// "not valid YAML".
+func TestYAMLValueProblemsNameTheirPath(t *testing.T) {
+	s := newServer(t, Options{})
+	js := mustJSON(t, map[string]any{"scenario": exampleDoc(t, "chat")})
+	doc, err := yaml.JSONToYAML(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for edit, want := range map[string]string{
+		"rpm: .nan":          `^the body is refused: scenario\.quotas\[0\]\.rpm: line \d+: \.nan is not a number JSON can hold$`,
+		"rpm: -.inf":         `^the body is refused: scenario\.quotas\[0\]\.rpm: line \d+: -\.inf is not a number JSON can hold$`,
+		"rpm: 1\n    rpm: 2": `^the body is refused: scenario\.quotas\[0\]\.rpm: line \d+: key "rpm" already set in this mapping$`,
+	} {
+		body := regexp.MustCompile(`rpm: \d+`).ReplaceAllString(string(doc), edit)
+		if body == string(doc) {
+			t.Fatalf("no rpm in %s", doc)
+		}
+		rec := send(s, http.MethodPost, "/v1/plans", []byte(body), "Content-Type", "application/yaml")
+		if p := readProblem(t, rec); rec.Code != http.StatusBadRequest || len(p.Errors) != 1 || !regexp.MustCompile(want).MatchString(p.Errors[0].Message) {
+			t.Errorf("%s: %d %s", edit, rec.Code, rec.Body)
+		}
 	}
 }

@@ -21,7 +21,7 @@ func Parse(data []byte) (Scenario, error) {
 	// Strict: a key given twice (a curve.yaml appended to a scenario that
 	// has its own latency) is refused rather than silently overridden.
 	js, err := yamldoc.ToJSON(data)
-	if errors.Is(err, yamldoc.ErrExpansion) || errors.Is(err, yamldoc.ErrDocuments) {
+	if _, ok := errors.AsType[*yamldoc.PathError](err); ok || errors.Is(err, yamldoc.ErrExpansion) || errors.Is(err, yamldoc.ErrDocuments) {
 		return Scenario{}, fmt.Errorf("scenario: %w", err)
 	}
 	if err != nil {

@@ -154,6 +154,20 @@ func TestParseRefusesRepeatedKeys(t *testing.T) {
 			t.Errorf("a repeated key: %v", err)
 		}
 	}
+	// with where it is, as every other problem of a scenario
+	_, err := Parse([]byte(`{"quotas":[{"name":"k","rpm":60,"rpm":600}]}`))
+	if want := `scenario: quotas[0].rpm: line 1: key "rpm" already set in this mapping`; err == nil || err.Error() != want {
+		t.Errorf("a repeated key: %v, want %q", err, want)
+	}
+}
+
+// TestParseNamesWhereANumberIsNotOne: .nan and .inf, which JSON cannot
+// hold, are refused with the path and line of the value.
+func TestParseNamesWhereANumberIsNotOne(t *testing.T) {
+	_, err := Parse([]byte("quotas:\n  - name: k\n    rpm: .nan\n"))
+	if want := "scenario: quotas[0].rpm: line 3: .nan is not a number JSON can hold"; err == nil || err.Error() != want {
+		t.Errorf(".nan: %v, want %q", err, want)
+	}
 }
 
 func TestWithDefaults(t *testing.T) {

@@ -45,7 +45,8 @@ var ErrDocuments = errors.New("it holds more than one YAML document (a --- line 
 
 // ToJSON converts YAML (or JSON, which is YAML) to JSON, with object keys
 // in sorted order, refusing a key given twice and a number JSON cannot
-// hold (an infinity or NaN), once it has checked, without expanding them,
+// hold (an infinity or NaN), each as a PathError naming where it is,
+// once it has checked, without expanding them,
 // that the document's aliases keep its expanded size within the bound;
 // the error is then ErrExpansion. Merge keys (<<) are applied as YAML 1.1
 // defines them, a key of the mapping itself taking precedence. A stream
@@ -139,6 +140,33 @@ func (s *sizer) size(n *yamlv3.Node) (int64, error) {
 	return total, nil
 }
 
+// PathError is a problem of one value of a document (a number JSON
+// cannot hold, a key given twice, a tag JSON has not) with where it is:
+// Path as a scenario's problems name a field ("quotas[0].rpm").
+type PathError struct {
+	Path string
+	Err  error
+}
+
+func (e *PathError) Error() string { return e.Path + ": " + e.Err.Error() }
+
+func (e *PathError) Unwrap() error { return e.Err }
+
+// within puts err, a problem inside the value at step (a key, or "[i]"
+// of a list), under that step of its path.
+func within(step string, err error) error {
+	pe, ok := err.(*PathError)
+	switch {
+	case !ok:
+		return &PathError{Path: step, Err: err}
+	case strings.HasPrefix(pe.Path, "["):
+		pe.Path = step + pe.Path
+	default:
+		pe.Path = step + "." + pe.Path
+	}
+	return pe
+}
+
 // value is the JSON value of a node: map[string]any, []any, string, bool,
 // nil, int64, float64 or json.Number (an integer beyond int64).
 func value(n *yamlv3.Node) (any, error) {
@@ -155,10 +183,10 @@ func value(n *yamlv3.Node) (any, error) {
 		return value(n.Alias)
 	case yamlv3.SequenceNode:
 		out := make([]any, 0, len(n.Content))
-		for _, c := range n.Content {
+		for i, c := range n.Content {
 			v, err := value(c)
 			if err != nil {
-				return nil, err
+				return nil, within(fmt.Sprintf("[%d]", i), err)
 			}
 			out = append(out, v)
 		}
@@ -190,11 +218,11 @@ func mapping(n *yamlv3.Node) (map[string]any, error) {
 			return nil, err
 		}
 		if _, dup := out[key]; dup {
-			return nil, fmt.Errorf("line %d: key %q already set in this mapping", k.Line, key)
+			return nil, within(key, fmt.Errorf("line %d: key %q already set in this mapping", k.Line, key))
 		}
 		val, err := value(v)
 		if err != nil {
-			return nil, err
+			return nil, within(key, err)
 		}
 		out[key] = val
 	}

@@ -165,3 +165,24 @@ func TestOneDocument(t *testing.T) {
 		}
 	}
 }
+
+// TestProblemsNameTheirPath: a value that JSON cannot hold, a key given
+// twice or a tag JSON has not is refused with the path of the value
+// (quotas[0].rpm, the path a scenario's problems have) and its line, as a
+// PathError, not with its line alone.
+func TestProblemsNameTheirPath(t *testing.T) {
+	for doc, want := range map[string]string{
+		"quotas:\n  - name: a\n    rpm: .nan\n": "quotas[0].rpm: line 3: .nan is not a number JSON can hold",
+		"a:\n  b: [1, 2, -.inf]\n":              "a.b[2]: line 2: -.inf is not a number JSON can hold",
+		"a:\n  b: 1\n  b: 2\n":                  `a.b: line 3: key "b" already set in this mapping`,
+		"x: [{y: !!binary aGk=}]\n":             "x[0].y: line 1: the tag !!binary is not one JSON can hold",
+		"[[1e999]]\n":                           "[0][0]: line 1: the number 1e999 is beyond what JSON holds",
+		"base: &b {rpm: .nan}\nquotas: [*b]\n":  "base.rpm: line 1: .nan is not a number JSON can hold",
+	} {
+		_, err := ToJSON([]byte(doc))
+		var pe *PathError
+		if err == nil || err.Error() != want || !errors.As(err, &pe) {
+			t.Errorf("%q: %v, want the PathError %q", doc, err, want)
+		}
+	}
+}
