@@ -282,3 +282,19 @@ func TestJSONBodiesReadAsScenarioFiles(t *testing.T) {
 		t.Errorf("headroom NaN: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// TestProblemValuesHaveNoNegativeZero: a field given as -0 where the
+// schema wants more than 0 is refused with its value echoed as 0, not as
+// "-0", which no answer of the service holds.
+func TestProblemValuesHaveNoNegativeZero(t *testing.T) {
+	s := newServer(t, Options{})
+	body := strings.Replace(edit(t, func(map[string]any) {}), `"rpm":3000`, `"rpm":-0`, 1)
+	if !strings.Contains(body, `"rpm":-0`) {
+		t.Fatalf("no rpm in %s", body)
+	}
+	rec := send(s, http.MethodPost, "/v1/plans", []byte(body))
+	p := readProblem(t, rec)
+	if rec.Code != http.StatusUnprocessableEntity || !slices.Equal(p.locations(), []string{"body.scenario.quotas[0].rpm"}) || strings.Contains(rec.Body.String(), "-0") {
+		t.Errorf("rpm -0: %d %s", rec.Code, rec.Body)
+	}
+}

@@ -44,7 +44,8 @@ var bodyStatuses = []int{http.StatusBadRequest, http.StatusRequestTimeout, http.
 // completeProblem is a huma transformer for problem responses: a problem
 // about the whole body (malformed JSON, missing, oversize) is located at
 // "body"; the body is not echoed back; the size limit is stated as
-// configured.
+// configured; a value echoed is a JSON number (NaN and the infinities as
+// text, -0 as 0).
 func (s *Server) completeProblem(ctx huma.Context, _ string, v any) (any, error) {
 	em, ok := v.(*huma.ErrorModel)
 	if !ok {
@@ -69,8 +70,11 @@ func (s *Server) completeProblem(ctx huma.Context, _ string, v any) (any, error)
 		case map[string]any, []any:
 			d.Value = nil // an echo of a whole object or list says less than the location
 		case float64:
-			if math.IsNaN(v) || math.IsInf(v, 0) {
+			switch {
+			case math.IsNaN(v) || math.IsInf(v, 0):
 				d.Value = strconv.FormatFloat(v, 'g', -1, 64) // JSON has no such number
+			case v == 0:
+				d.Value = 0.0 // -0 is 0, and no answer says "-0"
 			}
 		}
 		if d.Location == "body" {
