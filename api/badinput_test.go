@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"regexp"
 	"slices"
@@ -296,5 +297,44 @@ func TestProblemValuesHaveNoNegativeZero(t *testing.T) {
 	p := readProblem(t, rec)
 	if rec.Code != http.StatusUnprocessableEntity || !slices.Equal(p.locations(), []string{"body.scenario.quotas[0].rpm"}) || strings.Contains(rec.Body.String(), "-0") {
 		t.Errorf("rpm -0: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestNegativeZeroIsReadAsZero: a number given as -0 (or -0.0, -0e3) is
+// read as 0, in JSON and in YAML, so that no answer echoes it as "-0": a
+// stored plan's scenario read back, a what-if's values.
+func TestNegativeZeroIsReadAsZero(t *testing.T) {
+	s := newServer(t, Options{})
+	plain := edit(t, func(b map[string]any) {
+		b["save"] = true
+		obj(b, "scenario", "classes", 0)["arrival_scv"] = 0
+	})
+	for _, zero := range []string{"-0", "-0.0", "-0e3", "-0.000E-2"} {
+		body := strings.Replace(plain, `"arrival_scv":0`, `"arrival_scv":`+zero, 1)
+		if body == plain {
+			t.Fatalf("no arrival_scv in %s", plain)
+		}
+		rec := send(s, http.MethodPost, "/v1/plans", []byte(body))
+		if rec.Code != http.StatusOK {
+			t.Fatalf("%s: %d %s", zero, rec.Code, rec.Body)
+		}
+		var saved PlanResponse
+		if err := json.Unmarshal(rec.Body.Bytes(), &saved); err != nil {
+			t.Fatal(err)
+		}
+		got := send(s, http.MethodGet, "/v1/plans/"+saved.ID, nil)
+		if got.Code != http.StatusOK || !strings.Contains(got.Body.String(), `"arrival_scv":0`) || regexp.MustCompile(`[:\[,]-0[,}\]]`).MatchString(got.Body.String()) {
+			t.Errorf("arrival_scv %s read back: %d %.2000s", zero, got.Code, got.Body)
+		}
+		if strings.Contains(rec.Body.String(), ":-0") {
+			t.Errorf("arrival_scv %s: the plan says -0", zero)
+		}
+	}
+	whatIf := fmt.Sprintf(`{"scenario":%s,"variations":[{"path":"/classes/0/arrival_scv","values":[-0, -0.0, 1]}]}`, mustJSON(t, exampleDoc(t, "chat")))
+	for _, ct := range []string{"application/json", "application/yaml"} {
+		rec := send(s, http.MethodPost, "/v1/what-if", []byte(whatIf), "Content-Type", ct)
+		if rec.Code != http.StatusOK || strings.Contains(rec.Body.String(), "-0") {
+			t.Errorf("a what-if value -0 in %s: %d %.300s", ct, rec.Code, rec.Body)
+		}
 	}
 }

@@ -31,11 +31,16 @@ func jsonFormat(base huma.Format) huma.Format {
 // decodeJSONBody decodes a request body into v. huma decodes each body
 // twice, into an any to validate it and then into the operation's input:
 // the first refuses repeated keys, the second takes whole numbers in any
-// notation.
+// notation. Both read a number written as -0 (-0.0, -0e3) as 0, so that
+// no answer echoes a "-0" (a stored scenario read back, a what-if's
+// values).
 func decodeJSONBody(data []byte, v any) error {
 	err := json.Unmarshal(data, v)
 	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
 		return syntaxProblem(data, se)
+	}
+	if zeros := positiveZeros(data); len(zeros) != len(data) {
+		data, err = zeros, json.Unmarshal(zeros, v)
 	}
 	if _, generic := v.(*any); generic {
 		var te *json.UnmarshalTypeError
@@ -371,4 +376,41 @@ func shortPath(p string) string {
 		tail = tail[1:]
 	}
 	return head + "…" + tail
+}
+
+// positiveZeros is data, a JSON text, with every number that is a zero
+// written with a minus sign (-0, -0.0, -0e3) written as 0; data itself
+// when there is none.
+func positiveZeros(data []byte) []byte {
+	if !bytes.Contains(data, []byte("-0")) {
+		return data
+	}
+	var out []byte
+	last := 0
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case c == '"':
+			for i++; i < len(data) && data[i] != '"'; i++ {
+				if data[i] == '\\' {
+					i++
+				}
+			}
+		case !endsLiteral(c) && c != '{' && c != '[': // a number, true, false or null, read whole
+			start := i
+			for i+1 < len(data) && !endsLiteral(data[i+1]) {
+				i++
+			}
+			if c != '-' {
+				continue
+			}
+			if f, err := strconv.ParseFloat(string(data[start:i+1]), 64); err == nil && f == 0 {
+				out = append(append(out, data[last:start]...), '0')
+				last = i + 1
+			}
+		}
+	}
+	if out == nil {
+		return data
+	}
+	return append(out, data[last:]...)
 }

@@ -104,3 +104,17 @@ func TestDeepBodiesAreQuotedShort(t *testing.T) {
 		}
 	}
 }
+
+// TestPositiveZeros: a zero written with a minus sign is written 0, and
+// nothing else changes: not a string, not an exponent's sign.
+func TestPositiveZeros(t *testing.T) {
+	for doc, want := range map[string]string{
+		`{"a":-0,"b":[-0.0,1e-0,-0e5],"c":"-0","d":-0.5}`: `{"a":0,"b":[0,1e-0,0],"c":"-0","d":-0.5}`,
+		`{"x\"-0":-0}`: `{"x\"-0":0}`,
+		`[1,2]`:        `[1,2]`,
+	} {
+		if got := string(positiveZeros([]byte(doc))); got != want {
+			t.Errorf("%s: %s, want %s", doc, got, want)
+		}
+	}
+}

@@ -306,6 +306,6 @@ var yamlFormat = huma.Format{
 		if err != nil {
 			return fmt.Errorf("the body is not valid YAML (or repeats a key): %w", err)
 		}
-		return json.Unmarshal(js, v)
+		return json.Unmarshal(positiveZeros(js), v) // -0.0 is 0, as in JSON
 	},
 }
