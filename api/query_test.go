@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -91,5 +92,33 @@ func TestUnknownQueryParameter(t *testing.T) {
 		if rec := send(s, http.MethodGet, path, nil); rec.Code != http.StatusOK {
 			t.Errorf("%s: %d %s", path, rec.Code, rec.Body)
 		}
+	}
+}
+
+// TestCursorOfAnotherList: the next_cursor of GET /v1/plans given to
+// GET /v1/probes (or /v1/records) is a 422 at query.cursor, not a page of
+// the probes older than some plan.
+func TestCursorOfAnotherList(t *testing.T) {
+	s := newServer(t, Options{})
+	for range 2 {
+		if rec := send(s, http.MethodPost, "/v1/plans", mustJSON(t, map[string]any{"scenario": exampleDoc(t, "chat"), "save": true})); rec.Code != http.StatusOK {
+			t.Fatalf("save: %d %s", rec.Code, rec.Body)
+		}
+	}
+	rec := send(s, http.MethodGet, "/v1/plans?limit=1", nil)
+	var page struct {
+		Next string `json:"next_cursor"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &page); err != nil || page.Next == "" {
+		t.Fatalf("plans: %v %s", err, rec.Body)
+	}
+	for _, path := range []string{"/v1/probes?cursor=" + page.Next, "/v1/records?cursor=" + page.Next} {
+		rec := send(s, http.MethodGet, path, nil)
+		if rec.Code != http.StatusUnprocessableEntity || !slices.Equal(readProblem(t, rec).locations(), []string{"query.cursor"}) {
+			t.Errorf("%s: %d %s", path, rec.Code, rec.Body)
+		}
+	}
+	if rec := send(s, http.MethodGet, "/v1/plans?cursor="+page.Next, nil); rec.Code != http.StatusOK {
+		t.Errorf("the plans' own cursor: %d %s", rec.Code, rec.Body)
 	}
 }

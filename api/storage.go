@@ -48,7 +48,7 @@ func (s *Server) storeError(err error, what, id string) error {
 	case errors.Is(err, store.ErrNotFound):
 		return huma.Error404NotFound("no "+what+" "+id, &huma.ErrorDetail{Location: "path.id", Message: "no " + what + " has this id", Value: id})
 	case errors.Is(err, store.ErrBadCursor):
-		return huma.Error422UnprocessableEntity("invalid paging cursor", &huma.ErrorDetail{Location: "query.cursor", Message: "not a cursor this server issued; use next_cursor of the previous page"})
+		return huma.Error422UnprocessableEntity("invalid paging cursor", &huma.ErrorDetail{Location: "query.cursor", Message: "not a cursor that this list issued (the plans' and the probes' are not each other's); use next_cursor of its previous page"})
 	case errors.As(err, &tooLarge):
 		return huma.Error413RequestEntityTooLarge("the "+tooLarge.What+" is too large to store", &huma.ErrorDetail{
 			Location: "body", Value: tooLarge.Bytes,

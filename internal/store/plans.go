@@ -109,7 +109,7 @@ func (s *Store) ListPlans(ctx context.Context, opts ListOptions) (_ []StoredPlan
 	if err := s.usable(ctx); err != nil {
 		return nil, "", fmt.Errorf("list plans: %w", err)
 	}
-	after, err := parseCursor(opts.Cursor)
+	after, err := parseCursor(opts.Cursor, cursorPlans)
 	if err != nil {
 		return nil, "", fmt.Errorf("list plans: %w", err)
 	}
@@ -138,7 +138,7 @@ func (s *Store) ListPlans(ctx context.Context, opts ListOptions) (_ []StoredPlan
 	if len(out) <= limit {
 		return out, "", nil
 	}
-	return out[:limit], keys[limit-1].String(), nil
+	return out[:limit], keys[limit-1].encode(cursorPlans), nil
 }
 
 // PlansForProbe returns the plans that a probe run backs, newest first (at

@@ -328,7 +328,7 @@ func (s *Store) ListProbes(ctx context.Context, opts ListOptions) (_ []ProbeRun,
 	if err := s.usable(ctx); err != nil {
 		return nil, "", fmt.Errorf("list probes: %w", err)
 	}
-	after, err := parseCursor(opts.Cursor)
+	after, err := parseCursor(opts.Cursor, cursorProbes)
 	if err != nil {
 		return nil, "", fmt.Errorf("list probes: %w", err)
 	}
@@ -357,7 +357,7 @@ func (s *Store) ListProbes(ctx context.Context, opts ListOptions) (_ []ProbeRun,
 	if len(out) <= limit {
 		return out, "", nil
 	}
-	return out[:limit], keys[limit-1].String(), nil
+	return out[:limit], keys[limit-1].encode(cursorProbes), nil
 }
 
 func scanProbe(sc scanner) (ProbeRun, cursor, error) {

@@ -491,31 +491,43 @@ func (o ListOptions) limit() int {
 
 // cursor is a position in a list ordered by (created_ns DESC, seq DESC):
 // the page after it starts with the rows strictly before that key. It is
-// encoded as 16 bytes in unpadded URL-safe base64.
+// encoded as the list's kind (cursorPlans, cursorProbes) and the key's 16
+// bytes, 17 bytes in unpadded URL-safe base64, so that the cursor of one
+// list is refused by the other rather than read as a position in it.
 type cursor struct {
 	createdNs int64
 	seq       int64
 }
 
+// The kinds of list a cursor belongs to.
+const (
+	cursorPlans  byte = 'p'
+	cursorProbes byte = 'r'
+)
+
 // first is the position of the first page: before every row.
 var first = cursor{createdNs: 1<<63 - 1, seq: 1<<63 - 1}
 
-func (c cursor) String() string {
-	var b [16]byte
-	binary.BigEndian.PutUint64(b[:8], uint64(c.createdNs))
-	binary.BigEndian.PutUint64(b[8:], uint64(c.seq))
+// encode is the cursor as the list of kind issues it.
+func (c cursor) encode(kind byte) string {
+	var b [17]byte
+	b[0] = kind
+	binary.BigEndian.PutUint64(b[1:9], uint64(c.createdNs))
+	binary.BigEndian.PutUint64(b[9:], uint64(c.seq))
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-func parseCursor(s string) (cursor, error) {
+// parseCursor reads a cursor that the list of kind issued; "" is the
+// first page.
+func parseCursor(s string, kind byte) (cursor, error) {
 	if s == "" {
 		return first, nil
 	}
 	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(b) != 16 {
+	if err != nil || len(b) != 17 || b[0] != kind {
 		return cursor{}, fmt.Errorf("%w: %q", ErrBadCursor, s)
 	}
-	return cursor{createdNs: int64(binary.BigEndian.Uint64(b[:8])), seq: int64(binary.BigEndian.Uint64(b[8:]))}, nil
+	return cursor{createdNs: int64(binary.BigEndian.Uint64(b[1:9])), seq: int64(binary.BigEndian.Uint64(b[9:]))}, nil
 }
 
 // nsTime converts stored nanoseconds to a UTC time; a NULL gives the zero time.

@@ -996,3 +996,47 @@ func TestLockedErrorWithoutPID(t *testing.T) {
 		t.Errorf("%s", got)
 	}
 }
+
+// TestCursorsBelongToTheirList: a cursor of the plans' list is refused by
+// the probes' list and the other way round, rather than read as a
+// position in it (a page of probes older than some plan), and so is a
+// cursor of the right length that neither list issued.
+func TestCursorsBelongToTheirList(t *testing.T) {
+	eachBackend(t, func(t *testing.T, db string) {
+		s := openDB(t, db)
+		ctx := context.Background()
+		base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+		p := examplePlan(t, "chat")
+		for i := range 2 {
+			p.CreatedAt = base.Add(time.Duration(i) * time.Hour)
+			if _, err := s.SavePlan(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.CreateProbe(ctx, ProbeRun{BaseURL: "http://127.0.0.1:1/v1", Model: "m", CreatedAt: base.Add(time.Duration(i) * time.Hour)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, plansNext, err := s.ListPlans(ctx, ListOptions{Limit: 1})
+		if err != nil || plansNext == "" {
+			t.Fatalf("plans: next %q, %v", plansNext, err)
+		}
+		_, probesNext, err := s.ListProbes(ctx, ListOptions{Limit: 1})
+		if err != nil || probesNext == "" {
+			t.Fatalf("probes: next %q, %v", probesNext, err)
+		}
+		if _, _, err := s.ListProbes(ctx, ListOptions{Cursor: plansNext}); !errors.Is(err, ErrBadCursor) {
+			t.Errorf("the plans' cursor in the probes' list: %v", err)
+		}
+		if _, _, err := s.ListPlans(ctx, ListOptions{Cursor: probesNext}); !errors.Is(err, ErrBadCursor) {
+			t.Errorf("the probes' cursor in the plans' list: %v", err)
+		}
+		for _, bad := range []string{"AAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAAA"} {
+			if _, _, err := s.ListPlans(ctx, ListOptions{Cursor: bad}); !errors.Is(err, ErrBadCursor) {
+				t.Errorf("cursor %q: %v", bad, err)
+			}
+		}
+		if page, _, err := s.ListPlans(ctx, ListOptions{Cursor: plansNext}); err != nil || len(page) != 1 {
+			t.Errorf("the plans' own cursor: %d plans, %v", len(page), err)
+		}
+	})
+}
