@@ -27,7 +27,7 @@ type SimulationRequest struct {
 	AIMD       bool              `json:"aimd,omitempty" doc:"Clients resize their pools with the plan's AIMD settings."`
 	Refill     string            `json:"refill,omitempty" enum:"continuous,window" doc:"How the provider refills per-minute limits: continuous (default), a bucket holding one burst window's allowance and refilled at the limit's rate; or window, a counter reset every burst_window_s."`
 	RetryAfter *bool             `json:"retry_after,omitempty" doc:"The provider's 429s carry Retry-After; default true. Without it clients back off with full jitter."`
-	IntervalS  float64           `json:"interval_s,omitempty" exclusiveMinimum:"0" maximum:"604800" doc:"Width of one point of the time series, seconds; default duration_s / 240 rounded up to a whole second, and at most 2,000 points."`
+	IntervalS  float64           `json:"interval_s,omitempty" exclusiveMinimum:"0" maximum:"604800" doc:"Width of one point of the time series, seconds, at most duration_s; default duration_s / 240 rounded up to a whole second, and at most 2,000 points."`
 	MaxEvents  int               `json:"max_events,omitempty" minimum:"1" maximum:"100000000" doc:"Stop and refuse a run that needs more events; default and at most the server's limits.simulation_max_events."`
 	Replay     []simulate.Replay `json:"replay,omitempty" maxItems:"32" doc:"Arrival times that replace a class's demand, such as the start_s column of a probe's requests.csv."`
 }

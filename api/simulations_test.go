@@ -71,6 +71,7 @@ func TestCreateSimulationRefusesBadInput(t *testing.T) {
 		{"more events than allowed", good(func(b map[string]any) { b["max_events"] = 1000 }), []string{"body.duration_s"}},
 		{"unknown refill", good(func(b map[string]any) { b["refill"] = "sliding" }), []string{"body.refill"}},
 		{"too many points", good(func(b map[string]any) { b["interval_s"] = 0.1 }), []string{"body.interval_s"}},
+		{"interval beyond the run", good(func(b map[string]any) { b["interval_s"] = 1000 }), []string{"body.interval_s"}},
 		{"replay of no class", good(func(b map[string]any) {
 			b["replay"] = []map[string]any{{"class": "nobody", "start_s": []float64{1}}}
 		}), []string{"body.replay[0].class"}},

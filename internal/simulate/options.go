@@ -146,6 +146,8 @@ func (o Options) check(sc scenario.Scenario) OptionErrors {
 	switch {
 	case !(o.IntervalS > 0) || math.IsInf(o.IntervalS, 0):
 		add("interval_s", "must be more than 0")
+	case durationOK && o.IntervalS > o.DurationS:
+		add("interval_s", "%g s is longer than the run (duration_s %g s): its one point would not be a mean over an interval", o.IntervalS, o.DurationS)
 	case durationOK && o.DurationS/o.IntervalS > MaxIntervals: // else the duration is the problem
 		add("interval_s", "gives more than %d points over %g s: use at least %g s", MaxIntervals, o.DurationS, math.Ceil(o.DurationS/MaxIntervals))
 	}

@@ -381,6 +381,7 @@ func TestOptionsAreChecked(t *testing.T) {
 		{"negative duration", Options{DurationS: -1}, "duration_s"},
 		{"over a week", Options{DurationS: 8 * 24 * 3600}, "duration_s"},
 		{"too many points", Options{DurationS: 3600, IntervalS: 1}, "interval_s"},
+		{"interval beyond the run", Options{DurationS: 60, IntervalS: 1000}, "interval_s"},
 		{"unknown refill", Options{Refill: "sliding"}, "refill"},
 		{"event cap", Options{MaxEvents: 1000}, "duration_s"},
 		{"replay of no class", Options{Replay: []Replay{{Class: "nope", StartS: []float64{1}}}}, "replay[0].class"},
