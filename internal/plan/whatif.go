@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -85,6 +86,25 @@ func encloses(outer, inner string) bool {
 	return strings.HasPrefix(inner, outer) && (len(inner) == len(outer) || inner[len(outer)] == '/')
 }
 
+// repeatedValue reports the first value that repeats an earlier one, j,
+// that one, k, and the value as JSON: equal as JSON (1 and 1.0 alike,
+// objects whatever the order of their keys). A value JSON cannot write
+// repeats nothing.
+func repeatedValue(values []any) (j, k int, text string, ok bool) {
+	seen := make(map[string]int, len(values))
+	for j, v := range values {
+		b, err := json.Marshal(v)
+		if err != nil {
+			continue
+		}
+		if k, dup := seen[string(b)]; dup {
+			return j, k, string(b), true
+		}
+		seen[string(b)] = j
+	}
+	return 0, 0, "", false
+}
+
 // sweepWith is Sweep, each valid cell's plan checked by check when it is
 // not nil.
 func (e *Engine) sweepWith(ctx context.Context, base scenario.Scenario, vars []Variation, check Checker) (*WhatIf, error) {
@@ -97,6 +117,9 @@ func (e *Engine) sweepWith(ctx context.Context, base scenario.Scenario, vars []V
 		cells *= len(v.Values)
 		if len(v.Values) == 0 {
 			return nil, scenario.Errors{{Path: fmt.Sprintf("variations[%d].values", i), Message: "give at least one value"}}
+		}
+		if j, k, text, ok := repeatedValue(v.Values); ok {
+			return nil, scenario.Errors{{Path: fmt.Sprintf("variations[%d].values[%d]", i, j), Message: fmt.Sprintf("%s repeats values[%d]: its cells would be that one's again", text, k)}}
 		}
 		var err error
 		if ptrs[i], err = variationPointer(base, v.Path); err != nil {

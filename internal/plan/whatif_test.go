@@ -75,6 +75,8 @@ func TestSweepRejectsBadVariations(t *testing.T) {
 		{"no leading slash", []Variation{{Path: "quotas/0/rpm", Values: []any{1}}}, "variations[0].path"},
 		{"insert into array", []Variation{{Path: "/classes/1", Values: []any{1}}}, "variations[0].path"},
 		{"no values", []Variation{{Path: "/quotas/0/rpm", Values: nil}}, "variations[0].values"},
+		{"a value twice", []Variation{{Path: "/quotas/0/rpm", Values: []any{600, 900, 600.0}}}, "variations[0].values[2]"},
+		{"an object twice", []Variation{{Path: "/quotas/0/rpm", Values: []any{1}}, {Path: "/classes/0/demand", Values: []any{map[string]any{"rps": 1, "burst": 2}, map[string]any{"burst": 2, "rps": 1}}}}, "variations[1].values[1]"},
 		{"too big", []Variation{{Path: "/quotas/0/rpm", Values: many}, {Path: "/latency/knee", Values: many}}, "variations"},
 	}
 	for _, tt := range tests {
