@@ -160,28 +160,48 @@ func parseVariations(vary []string) ([]plan.Variation, error) {
 		if _, err := scenario.ParsePointer(path); err != nil {
 			return nil, usageError{fmt.Errorf("--vary %q: %w", arg, err)}
 		}
-		vars[i] = plan.Variation{Path: path, Values: parseValues(list)}
+		values, err := parseValues(list)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--vary %q: %w", arg, err)}
+		}
+		vars[i] = plan.Variation{Path: path, Values: values}
 	}
 	return vars, nil
 }
 
 // parseValues reads V1,V2,...: as a JSON array when the list is one, so
 // that values may be JSON objects; otherwise each value as JSON, or as a
-// word when it is not JSON.
-func parseValues(list string) []any {
-	var values []any
-	if json.Unmarshal([]byte("["+list+"]"), &values) == nil {
-		return values
+// word when it is not JSON. A number beyond the range of a float64
+// (1e400), which JSON's syntax allows, is refused: decoded, it would be
+// null.
+func parseValues(list string) ([]any, error) {
+	if arr := []byte("[" + list + "]"); json.Valid(arr) {
+		var values []any
+		err := json.Unmarshal(arr, &values)
+		return values, beyondANumber(err)
 	}
+	var values []any
 	for _, v := range strings.Split(list, ",") {
 		v = strings.TrimSpace(v)
-		var x any
-		if json.Unmarshal([]byte(v), &x) != nil {
-			x = v
+		var x any = v
+		if json.Valid([]byte(v)) {
+			if err := json.Unmarshal([]byte(v), &x); err != nil {
+				return nil, beyondANumber(err)
+			}
 		}
 		values = append(values, x)
 	}
-	return values
+	return values, nil
+}
+
+// beyondANumber words the one error that decoding valid JSON gives: a
+// number that no float64 holds.
+func beyondANumber(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && strings.HasPrefix(te.Value, "number ") {
+		return fmt.Errorf("%s is beyond the range of a number (about ±1.8e308)", strings.TrimPrefix(te.Value, "number "))
+	}
+	return err
 }
 
 // variationAt locates a problem at the i-th variation.

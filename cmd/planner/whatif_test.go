@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -137,5 +138,27 @@ func TestWhatIfWithNoValidCell(t *testing.T) {
 	}
 	if code, _, errOut := execute(t, "", "what-if", "--example", "chat", "--vary", "/classes/0/max_tokens=-1,700"); code != exitOK {
 		t.Errorf("one valid cell: exit %d %s", code, errOut)
+	}
+}
+
+// TestWhatIfValueBeyondANumber: a value beyond the range of a number
+// (1e400) is refused at its flag, and adds no cell of its own: the grid is
+// not planned with the values before it twice and a cell without the field.
+func TestWhatIfValueBeyondANumber(t *testing.T) {
+	for _, list := range []string{"5,1e400", "-1,0,1e400", `{"rps":1e400}`, "5, 1e400"} {
+		path := "/quotas/0/tpm"
+		if strings.HasPrefix(list, "{") {
+			path = "/classes/0/demand"
+		}
+		code, out, errOut := execute(t, "", "what-if", "--example", "chat", "--vary", path+"="+list)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, fmt.Sprintf("--vary %q: 1e400 is beyond the range of a number", path+"="+list)) {
+			t.Errorf("%s: exit %d\n%s%s", list, code, out, errOut)
+		}
+	}
+	// Words and numbers together still read each value once.
+	code, out, errOut := execute(t, "", "what-if", "--example", "chat", "--vary", "/classes/0/mode=interactive,batch,7", "-o", "json")
+	var g plan.WhatIf
+	if code != exitOK || json.Unmarshal([]byte(out), &g) != nil || len(g.Cells) != 3 {
+		t.Errorf("words and a number: exit %d, %d cells\n%s%s", code, len(g.Cells), out, errOut)
 	}
 }
