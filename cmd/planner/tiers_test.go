@@ -189,3 +189,25 @@ func TestTiersCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestCatalogueWithAMisspeltKey: a configuration file whose catalogue is
+// under a key no setting takes (tier: for tiers:) is refused by every
+// command that reads the catalogue, rather than leaving the built-in one
+// in place.
+func TestCatalogueWithAMisspeltKey(t *testing.T) {
+	cleanServeEnv(t)
+	path := filepath.Join(t.TempDir(), "planner.yaml")
+	if err := os.WriteFile(path, []byte(strings.Replace(fiveTiers, "tiers:", "tier:", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"tiers", "--config", path},
+		{"plan", "--example", "chat", "--config", path},
+		{"what-if", "--example", "priced", "--tiers", "example-small", "--path", "/quotas/1", "--config", path},
+	} {
+		code, out, errOut := execute(t, "", args...)
+		if code != exitError || out != "" || !strings.Contains(errOut, "tier: unknown setting") {
+			t.Errorf("%v: exit %d\n%s%s", args, code, out, errOut)
+		}
+	}
+}

@@ -424,6 +424,9 @@ func matchName(key, field string) bool {
 	return !strings.Contains(field, "_") && strings.EqualFold(strings.ReplaceAll(key, "_", ""), field)
 }
 
+// unknownSetting is the problem of a key that no setting takes.
+const unknownSetting = "unknown setting"
+
 // unknownKeys lists the keys of settings that no field of t (a struct with
 // mapstructure tags) takes, by path, at every depth. A tier's quota takes
 // the keys TierQuotaKeys.
@@ -452,7 +455,7 @@ func unknownKeys(settings map[string]any, t reflect.Type, path string) Problems 
 		}
 		ft, ok := fields[key]
 		if !ok {
-			ps = append(ps, fieldpath.Error{Path: p, Message: "unknown setting"})
+			ps = append(ps, fieldpath.Error{Path: p, Message: unknownSetting})
 			continue
 		}
 		ps = append(ps, unknownIn(value, ft, p)...)

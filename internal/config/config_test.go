@@ -437,8 +437,8 @@ tiers:
 
 // TestLoadTiers: the commands that need only the catalogue read the
 // configuration file's tiers, or the built-in ones without a file, and a
-// problem elsewhere in the file does not refuse them; one in the tiers
-// does.
+// problem with another setting's value does not refuse them; one in the
+// tiers does, and so does a key that no setting takes.
 func TestLoadTiers(t *testing.T) {
 	cleanEnv(t)
 	defaults, err := DefaultTiers()
@@ -464,5 +464,12 @@ func TestLoadTiers(t *testing.T) {
 	var ps Problems
 	if !errors.As(err, &ps) || len(ps) != 1 || ps[0].Path != "tiers[0].rpm" {
 		t.Errorf("a bad tier: %v", err)
+	}
+	// An unknown key is a mistake in the file whatever reads it: tier: for
+	// tiers: would otherwise give the built-in catalogue without a word.
+	_, err = LoadTiers(flags(writeFile(t, "tier:\n  - {name: mine, description: mine, rpm: 10}\nprobe:\n  max_runing: 3\n")))
+	ps = nil
+	if !errors.As(err, &ps) || len(ps) != 2 || ps[0].Path != "probe.max_runing" || ps[1].Path != "tier" || ps[1].Message != "unknown setting" {
+		t.Errorf("unknown keys: %v", err)
 	}
 }

@@ -63,8 +63,10 @@ func DefaultTiers() ([]Tier, error) {
 // LoadTiers is the tier catalogue of the configuration that Load reads
 // (the file of the flag "config" or PLANNER_CONFIG, else the built-in
 // catalogue), for the commands that need only the catalogue: a problem
-// with another setting does not refuse it. The error is Problems when its
-// tiers are invalid.
+// with another setting's value does not refuse it. The error is Problems
+// when its tiers are invalid or the file has a key that no setting takes,
+// wherever it is: a misspelt key (tier: for tiers:) would otherwise leave
+// the built-in catalogue in place without a word.
 func LoadTiers(flags *pflag.FlagSet) ([]Tier, error) {
 	cfg, err := Load(flags)
 	var ps Problems
@@ -73,7 +75,7 @@ func LoadTiers(flags *pflag.FlagSet) ([]Tier, error) {
 	}
 	var tiers Problems
 	for _, p := range ps {
-		if p.Path == "tiers" || strings.HasPrefix(p.Path, "tiers[") || strings.HasPrefix(p.Path, "tiers.") {
+		if p.Path == "tiers" || strings.HasPrefix(p.Path, "tiers[") || strings.HasPrefix(p.Path, "tiers.") || p.Message == unknownSetting {
 			tiers = append(tiers, p)
 		}
 	}
