@@ -282,9 +282,34 @@ func Load(flags *pflag.FlagSet) (Config, error) {
 	problems = append(problems, uncovered(problems, cfg.Validate())...)
 	if len(problems) > 0 {
 		slices.SortStableFunc(problems, func(a, b fieldpath.Error) int { return fieldpath.Compare(a.Path, b.Path) })
-		return cfg, problems
+		return cfg, sourced(problems, flags)
 	}
 	return cfg, nil
+}
+
+// sourced names, in each problem, the flag or the PLANNER_* environment
+// variable that set its value, when one did (they override the file): a
+// bad PLANNER_LIMITS_MAX_BODY_BYTES reads "limits.max_body_bytes: cannot
+// read abc as an integer (set by PLANNER_LIMITS_MAX_BODY_BYTES)", not as a
+// mistake in a file that may not exist. The value is not repeated: it may
+// be a token.
+func sourced(ps Problems, flags *pflag.FlagSet) Problems {
+	for i, p := range ps {
+		key, _, _ := strings.Cut(p.Path, "[")
+		if key == "" {
+			continue
+		}
+		if flags != nil && (key == "listen" || key == "db") {
+			if f := flags.Lookup(key); f != nil && f.Changed {
+				ps[i].Message += " (set by --" + key + ")"
+				continue
+			}
+		}
+		if env := EnvPrefix + "_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_")); os.Getenv(env) != "" {
+			ps[i].Message += " (set by " + env + ")"
+		}
+	}
+	return ps
 }
 
 // normalize trims what environment variables and files commonly pad.

@@ -241,6 +241,39 @@ tiers:
 	}
 }
 
+// TestLoadNamesTheVariable: a problem with a value that a PLANNER_*
+// variable or a flag set names it, since the file (if any) does not hold
+// that value; the value itself, which may be a token, is not repeated.
+func TestLoadNamesTheVariable(t *testing.T) {
+	cleanEnv(t)
+	t.Setenv("PLANNER_LIMITS_MAX_BODY_BYTES", "abc")
+	t.Setenv("PLANNER_AUTH_TOKENS", "short-secret")
+	t.Setenv("PLANNER_PROBE_ALLOW", "loopback,bogus::")
+	t.Setenv("PLANNER_LISTEN", "127.0.0.1:1")
+	_, err := Load(serveFlags(t, "--config", writeFile(t, "limits: {plan_timeout: 1ms}\n"), "--listen", "nowhere"))
+	var ps Problems
+	if !errors.As(err, &ps) {
+		t.Fatalf("want Problems, got %v", err)
+	}
+	var got []string
+	for _, p := range ps {
+		got = append(got, p.Error())
+	}
+	want := []string{
+		"auth.tokens[0]: must be at least 16 characters long (set by PLANNER_AUTH_TOKENS)",
+		"limits.max_body_bytes: cannot read abc as an integer (set by PLANNER_LIMITS_MAX_BODY_BYTES)",
+		"limits.plan_timeout: must be at least 100ms",
+		"listen: must be host:port, for example 127.0.0.1:8080 (port 0 picks a free one) (set by --listen)",
+		"probe.allow[1]: must be loopback, host:port, ip:port or cidr:port (port may be *), for example vllm.internal:8000 or 10.20.0.0/16:* (set by PLANNER_PROBE_ALLOW)",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("problems:\n got %q\nwant %q", got, want)
+	}
+	if strings.Contains(err.Error(), "short-secret") {
+		t.Errorf("the token is in the message: %v", err)
+	}
+}
+
 func TestLoadNonLoopbackNeedsTokens(t *testing.T) {
 	cleanEnv(t)
 	_, err := Load(serveFlags(t, "--listen", "0.0.0.0:8080"))

@@ -32,7 +32,7 @@ func TestSimulationLimits(t *testing.T) {
 	if !errors.As(err, &ps) {
 		t.Fatalf("want Problems, got %v", err)
 	}
-	for _, want := range []string{"limits.simulation_max_events: must be >= 1000", "limits.simulation_max_duration: must be at most 168h0m0s"} {
+	for _, want := range []string{"limits.simulation_max_events: must be >= 1000", "limits.simulation_max_duration: must be at most 168h0m0s (set by PLANNER_LIMITS_SIMULATION_MAX_DURATION)"} {
 		if !slices.ContainsFunc(ps, func(p fieldpath.Error) bool { return p.Error() == want }) {
 			t.Errorf("missing %q in:\n%v", want, err)
 		}
