@@ -396,7 +396,12 @@ func TestParseMetrics(t *testing.T) {
 		t.Errorf("an empty file: %+v %v", m, err)
 	}
 	for _, tc := range []struct{ file, want string }{
-		{"ttft: x\n", "unknown field"},
+		{"ttft: x\n", "the metrics file: ttft: unknown key (the keys are ttft_histogram, e2e_histogram, "},
+		{"window: 5\n", "the metrics file: window: must be a Prometheus duration such as 5m, got a number"},
+		{"for: true\n", "the metrics file: for: must be a Prometheus duration such as 5m, got true or false"},
+		{"ttft_histogram: [a]\n", "the metrics file: ttft_histogram: must be a string, got a list"},
+		{"classes: {chat: 5}\n", "the metrics file: classes: must be a mapping of class names to label matchers (strings), got a number"},
+		{"classes: [a]\n", "the metrics file: classes: must be a mapping of class names to label matchers (strings), got a list"},
 		{"ttft_histogram: 9lives\n", "ttft_histogram: must be a Prometheus metric name"},
 		{"class_label: a-b\nwindow: 5 minutes\n", "2 problems"},
 		{"window: 5 minutes\n", "window: must be a Prometheus duration"},
@@ -406,9 +411,10 @@ func TestParseMetrics(t *testing.T) {
 		{"token_type_label: __x\n", "token_type_label: must be a Prometheus label name"},
 		{"rate_limited_matchers: 'status=429'\n", "rate_limited_matchers: must be label matchers"},
 		{"classes: {chat: 'job=\"a\"}, x=\"b'}\n", "classes[chat]: must be label matchers"},
-		{"- a\n", "cannot unmarshal"},
+		{"- a\n", "the metrics file: must be a mapping of the keys of docs/exports.md, got a list"},
+		{"just words\n", "the metrics file: must be a mapping of the keys of docs/exports.md, got a string"},
 	} {
-		if _, err := ParseMetrics([]byte(tc.file)); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := ParseMetrics([]byte(tc.file)); err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "json:") || strings.Contains(err.Error(), "Go ") {
 			t.Errorf("%q: %v, want %q", tc.file, err, tc.want)
 		}
 	}

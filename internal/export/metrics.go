@@ -110,7 +110,7 @@ func ParseMetrics(data []byte) (Metrics, error) {
 		dec := json.NewDecoder(bytes.NewReader(js))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&m); err != nil {
-			return Metrics{}, fmt.Errorf("the metrics file: %w", err)
+			return Metrics{}, fmt.Errorf("the metrics file: %w", decodeProblem(err))
 		}
 	}
 	var verrs validator.ValidationErrors
@@ -128,6 +128,43 @@ func ParseMetrics(data []byte) (Metrics, error) {
 		return Metrics{}, fmt.Errorf("the metrics file: %w", err)
 	}
 	return m.withDefaults(), nil
+}
+
+// decodeProblem words a decoding error of a mapping file by its key: a
+// key that no setting takes, or a value of the wrong kind (every value is
+// a string, classes a mapping of strings), rather than encoding/json's
+// words about Go types.
+func decodeProblem(err error) error {
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return fieldpath.Error{Path: strings.Trim(name, `"`), Message: "unknown key (the keys are " + strings.Join(metricsKeys(), ", ") + ")"}
+	}
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	got := map[string]string{"number": "a number", "bool": "true or false", "array": "a list", "object": "a mapping", "string": "a string"}[te.Value]
+	if got == "" {
+		got = te.Value
+	}
+	switch {
+	case te.Field == "":
+		return fieldpath.Error{Message: "must be a mapping of the keys of docs/exports.md, got " + got}
+	case te.Field == "classes" || strings.HasPrefix(te.Field, "classes."):
+		return fieldpath.Error{Path: "classes", Message: "must be a mapping of class names to label matchers (strings), got " + got}
+	case te.Field == "window" || te.Field == "for":
+		return fieldpath.Error{Path: te.Field, Message: "must be a Prometheus duration such as 5m, got " + got}
+	}
+	return fieldpath.Error{Path: te.Field, Message: "must be a string, got " + got}
+}
+
+// metricsKeys are the keys of a mapping file, in the order of Metrics.
+func metricsKeys() []string {
+	var keys []string
+	for f := range reflect.TypeFor[Metrics]().Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		keys = append(keys, name)
+	}
+	return keys
 }
 
 // The Prometheus data model's names (prometheus.io/docs/concepts/data_model)
