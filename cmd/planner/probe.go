@@ -1,13 +1,16 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -101,6 +104,9 @@ func newProbeCmd(s streams) *cobra.Command {
 			}
 			if out == "" {
 				out = time.Now().Format("probe-20060102-150405")
+			}
+			if err := checkOutDir(out); err != nil {
+				return err
 			}
 			if w := plainTextKeyWarning(cfg); w != "" {
 				fmt.Fprintln(s.err, "warning:", w)
@@ -429,6 +435,41 @@ func rateLimitLine(r probe.RateLimits) string {
 		parts = append(parts, d.name+" "+strings.Join(p, ", "))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// checkOutDir refuses, before anything is sent, an output directory that
+// the run's files could not be written to: a path that is a file, or
+// under one, or in a directory that refuses a new file. A run against a
+// paid endpoint is not spent to find that out at its end. It creates
+// nothing that it leaves behind.
+func checkOutDir(dir string) error {
+	refuse := func(why string) error {
+		return fmt.Errorf("--out %s: %s: the run could not write %s, %s and %s there; nothing was sent", dir, why, probe.RequestsFile, probe.StepsFile, probe.CurveFile)
+	}
+	at := dir
+	for {
+		fi, err := os.Stat(at)
+		if err == nil {
+			if !fi.IsDir() {
+				return refuse(at + " is a file, not a directory")
+			}
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			return refuse(err.Error())
+		}
+		parent := filepath.Dir(at)
+		if parent == at {
+			break
+		}
+		at = parent
+	}
+	f, err := os.CreateTemp(at, ".planner-probe-*")
+	if err != nil {
+		return refuse(err.Error())
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // modelConfigs is the run of each model of --model, in order, each

@@ -3,11 +3,13 @@ package main
 import (
 	"encoding/json"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -293,5 +295,44 @@ func TestProbeCommandSLO(t *testing.T) {
 		if s.SLO.Met != s.Requests || s.SLO.Attainment != 1 {
 			t.Errorf("a step of requests far within the SLO: %+v", s)
 		}
+	}
+}
+
+// TestProbeOutUnwritable: an --out that the run's files could not be
+// written to (a file, a path under a file) is refused before anything is
+// sent, not after the run has spent its requests.
+func TestProbeOutUnwritable(t *testing.T) {
+	srv, err := fakeendpoint.New(fakeendpoint.Config{MaxNumSeqs: 8, TTFT: time.Millisecond, ITL: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sent.Add(1)
+		srv.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	file := filepath.Join(t.TempDir(), "results")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{file, filepath.Join(file, "run1")} {
+		for _, args := range [][]string{fastProbeArgs(ts.URL+"/v1", out), append(fastProbeArgs(ts.URL+"/v1", out), "--model", "a,b")} {
+			code, stdout, stderr := execute(t, "", args...)
+			if code != exitError || stdout != "" || !strings.Contains(stderr, "--out "+out+": "+file+" is a file, not a directory") || !strings.Contains(stderr, "nothing was sent") {
+				t.Errorf("--out %s: exit %d\n%s%s", out, code, stdout, stderr)
+			}
+		}
+	}
+	if n := sent.Load(); n != 0 {
+		t.Errorf("%d requests sent", n)
+	}
+	// A directory that does not exist yet is created by the run, as before.
+	out := filepath.Join(t.TempDir(), "new", "run")
+	if code, _, stderr := execute(t, "", fastProbeArgs(ts.URL+"/v1", out)...); code != exitOK {
+		t.Fatalf("a new directory: exit %d\n%s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out, "steps.json")); err != nil {
+		t.Error(err)
 	}
 }
