@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/plannerdev/planner/internal/fieldpath"
 	"github.com/plannerdev/planner/internal/optional"
@@ -28,6 +29,9 @@ type validation struct {
 	apiKeyEnv   string
 	maxRequests int
 }
+
+// validateOnly begins the help of every flag that only a validation reads.
+const validateOnly = "with --validate:"
 
 func (v *validation) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
@@ -59,10 +63,19 @@ var validateFlags = fieldpath.Names{Fields: map[string]string{
 // config checks the flags and returns the base probe of the validation.
 func (v *validation) config(cmd *cobra.Command) (probe.Config, error) {
 	if !v.on {
-		for _, name := range []string{"base-url", "model", "api-key-env", "api-key-header", "requests-per-step", "max-requests", "max-duration", "tolerance-pct"} {
-			if cmd.Flags().Changed(name) {
-				return probe.Config{}, usageError{fmt.Errorf("--%s needs --validate", name)}
+		// Every flag that only a validation reads says so in its help.
+		var given []string
+		cmd.Flags().VisitAll(func(f *pflag.Flag) {
+			if f.Changed && strings.HasPrefix(f.Usage, validateOnly) {
+				given = append(given, "--"+f.Name)
 			}
+		})
+		switch len(given) {
+		case 0:
+		case 1:
+			return probe.Config{}, usageError{fmt.Errorf("%s needs --validate", given[0])}
+		default:
+			return probe.Config{}, usageError{fmt.Errorf("%s need --validate", strings.Join(given, ", "))}
 		}
 		return probe.Config{}, nil
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/plannerdev/planner/internal/fakeendpoint"
 	"github.com/plannerdev/planner/internal/verify"
 )
@@ -79,11 +81,37 @@ func TestPlanValidateUsage(t *testing.T) {
 		{[]string{"plan", "--example", "chat", "--base-url", "http://127.0.0.1:1/v1"}, "--base-url needs --validate"},
 		{[]string{"plan", "--example", "chat", "--validate"}, "--validate needs --base-url and --model"},
 		{[]string{"plan", "--example", "chat", "--validate", "--base-url", "ftp://x", "--model", "m"}, "http or https"},
+		{[]string{"plan", "--example", "chat", "--deadline", "5s"}, "--deadline needs --validate"},
 	} {
 		code, _, errOut := execute(t, "", tc.args...)
 		if code != exitUsage || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: exit %d: %s", tc.args, code, errOut)
 		}
+	}
+}
+
+// TestPlanValidateFlagsNeedValidate: every flag of plan that only a
+// validation reads ("with --validate:" in its help) is refused without
+// --validate, rather than dropped without a word.
+func TestPlanValidateFlagsNeedValidate(t *testing.T) {
+	values := map[string]string{"base-url": "http://127.0.0.1:1/v1", "api-key-header": "api-key", "deadline": "5s", "max-duration": "1m", "tolerance-pct": "5"}
+	n := 0
+	newPlanCmd(streams{}).Flags().VisitAll(func(f *pflag.Flag) {
+		if !strings.HasPrefix(f.Usage, "with --validate:") {
+			return
+		}
+		n++
+		v, ok := values[f.Name]
+		if !ok {
+			v = "7"
+		}
+		code, out, errOut := execute(t, "", "plan", "--example", "chat", "--"+f.Name, v)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, "--"+f.Name+" needs --validate") {
+			t.Errorf("--%s %s without --validate: exit %d\n%s%s", f.Name, v, code, out, errOut)
+		}
+	})
+	if n < 8 {
+		t.Errorf("%d flags say they are read with --validate", n)
 	}
 }
 
