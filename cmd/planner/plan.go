@@ -12,6 +12,7 @@ import (
 
 	"github.com/plannerdev/planner"
 	"github.com/plannerdev/planner/internal/app"
+	"github.com/plannerdev/planner/internal/fieldpath"
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/report"
 	"github.com/plannerdev/planner/internal/scenario"
@@ -74,7 +75,7 @@ func newPlanCmd(s streams) *cobra.Command {
 		}
 		rep, err := verify.Run(cmd.Context(), sc, p, v.options(base))
 		if err != nil {
-			return fmt.Errorf("validate: %w", err)
+			return validationError(err)
 		}
 		if err := out.write(s, func(w io.Writer) error { return writePlanValidation(w, p, rep, out.format) }); err != nil {
 			return err
@@ -85,6 +86,24 @@ func newPlanCmd(s streams) *cobra.Command {
 		return checkFits(check, p)
 	}
 	return cmd
+}
+
+// validationError is a validation's failure to start: the problems that
+// the plan brings to its settings (a --requests-per-step too small for a
+// pool) named by their flags, a usage error when every one is a flag's;
+// a class's own problem (its prompt beyond what a probe sends) is not.
+func validationError(err error) error {
+	var errs fieldpath.Errors
+	if !errors.As(err, &errs) {
+		return fmt.Errorf("validate: %w", err)
+	}
+	renamed := validateFlags.Rename(errs)
+	for _, e := range renamed {
+		if !strings.HasPrefix(e.Path, "--") {
+			return fmt.Errorf("validate: %w", renamed)
+		}
+	}
+	return usageError{renamed}
 }
 
 // checkFits is the outcome of --check: notFitting when a class does not fit.

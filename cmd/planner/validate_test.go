@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -87,6 +89,29 @@ func TestPlanValidateUsage(t *testing.T) {
 		if code != exitUsage || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: exit %d: %s", tc.args, code, errOut)
 		}
+	}
+}
+
+// TestPlanValidateStepTooSmall: a --requests-per-step too small for the
+// plan's pools is a usage error named by its flag, found before anything
+// is sent.
+func TestPlanValidateStepTooSmall(t *testing.T) {
+	srv, err := fakeendpoint.New(fakeendpoint.Config{MaxNumSeqs: 8, TTFT: time.Millisecond, ITL: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sent.Add(1)
+		srv.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	code, out, errOut := execute(t, "", "plan", "--example", "chat", "--validate", "--base-url", ts.URL+"/v1", "--model", fakeendpoint.DefaultModel, "--requests-per-step", "1")
+	if code != exitUsage || out != "" || !strings.Contains(errOut, "planner: --requests-per-step: 1 requests with 0 warm-up leave 1 measured at concurrency 39") {
+		t.Errorf("exit %d\n%s%s", code, out, errOut)
+	}
+	if n := sent.Load(); n != 0 {
+		t.Errorf("%d requests sent", n)
 	}
 }
 
