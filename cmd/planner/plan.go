@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -195,9 +196,14 @@ func scenarioBytes(in io.Reader, file, example string) ([]byte, error) {
 // maxScenarioBytes bounds a scenario file, as the API bounds request bodies.
 const maxScenarioBytes = 4 << 20
 
+// checkSize refuses a scenario beyond maxScenarioBytes, and one with
+// nothing in it (an empty file, or standard input with nothing piped in).
 func checkSize(b []byte, name string) ([]byte, error) {
 	if len(b) > maxScenarioBytes {
 		return nil, fmt.Errorf("scenario %s is larger than %d MiB", name, maxScenarioBytes>>20)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, fmt.Errorf("scenario %s is empty: a scenario has quotas, latency and classes (docs/scenario.md)", name)
 	}
 	return b, nil
 }

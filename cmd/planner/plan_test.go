@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -65,6 +66,28 @@ func TestPlanFromStdinMatchesFile(t *testing.T) {
 	code, fromStdin, errOut := execute(t, exampleText(t, "chat"), "plan", "-f", "-", "-o", "json")
 	if code != exitOK || fromStdin != fromExample {
 		t.Fatalf("stdin plan differs (exit %d, %s)", code, errOut)
+	}
+}
+
+// TestEmptyScenario: an empty scenario file, or standard input with
+// nothing piped in, is refused as empty by every command that reads one.
+func TestEmptyScenario(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "scenario.yaml")
+	if err := os.WriteFile(empty, []byte("\n  \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"plan", empty}, {"plan", "-f", "-"}, {"simulate", "-f", "-"}, {"report", empty},
+		{"export", empty, "--to", "client"}, {"what-if", "-f", "-", "--vary", "/quotas/0/tpm=1,2"},
+	} {
+		name := empty
+		if args[1] == "-f" {
+			name = "standard input"
+		}
+		code, out, errOut := execute(t, "", args...)
+		if code != exitError || out != "" || !strings.Contains(errOut, "scenario "+name+" is empty") {
+			t.Errorf("%v: exit %d\n%s%s", args, code, out, errOut)
+		}
 	}
 }
 
