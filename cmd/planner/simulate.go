@@ -62,6 +62,9 @@ func newSimulateCmd(s streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := stdinOnce(f.file, f.replay); err != nil {
+				return err
+			}
 			data, err := scenarioBytes(s.in, f.file, f.example)
 			if err != nil {
 				return err
@@ -146,6 +149,25 @@ func (f *simulateFlags) options(cmd *cobra.Command) (simulate.Options, error) {
 		o.Seed = &seed
 	}
 	return o, nil
+}
+
+// stdinOnce refuses standard input named twice, by -f - and a --replay
+// CLASS=- or by two --replay: the first to read it would leave nothing
+// for the other.
+func stdinOnce(file string, replays []string) error {
+	var uses []string
+	if file == "-" {
+		uses = append(uses, "-f -")
+	}
+	for _, spec := range replays {
+		if _, f, _ := strings.Cut(spec, "="); f == "-" {
+			uses = append(uses, "--replay "+spec)
+		}
+	}
+	if len(uses) > 1 {
+		return usageError{fmt.Errorf("standard input (-) can be given once, not to %s", strings.Join(uses, " and "))}
+	}
+	return nil
 }
 
 // readReplays reads each --replay CLASS=FILE: the start times of the

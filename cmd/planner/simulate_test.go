@@ -89,6 +89,8 @@ func TestSimulateUsageErrors(t *testing.T) {
 		{[]string{"--example", "chat", "--max-events", "100"}, "--duration"},
 		{[]string{"--example", "chat", "--seed", "9007199254740992"}, "--seed must be below 2^53"},
 		{[]string{"--example", "chat", "--replay", "chat"}, "CLASS=FILE"},
+		{[]string{"-f", "-", "--replay", "chat=-"}, "standard input (-) can be given once, not to -f - and --replay chat=-"},
+		{[]string{"--example", "chat-and-batch", "--replay", "chat=-", "--replay", "batch=-"}, "standard input (-) can be given once, not to --replay chat=- and --replay batch=-"},
 		{[]string{"--example", "nope"}, "no example"},
 		{[]string{}, "-f FILE"},
 	} {
