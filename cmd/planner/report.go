@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -120,12 +125,55 @@ func readProbeSteps(path string) (*report.ProbeData, error) {
 	return parseProbeSteps(path, b)
 }
 
+// jsonProblem says what is wrong in the JSON document b that err, of
+// decoding it, found: where (line and column of a syntax error, line of a
+// value of the wrong kind) and what, by the document's keys
+// ("steps.concurrency must be a number, got a string"), not encoding/json's
+// words about Go types.
+func jsonProblem(b []byte, err error) string {
+	at := func(off int64) (int, int) {
+		o := int(min(max(off, 0), int64(len(b))))
+		return 1 + bytes.Count(b[:o], []byte("\n")), 1 + o - (bytes.LastIndexByte(b[:o], '\n') + 1)
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		line, col := at(se.Offset - 1)
+		return fmt.Sprintf("line %d, column %d: %v", line, col, se)
+	}
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return err.Error()
+	}
+	kinds := map[reflect.Kind]string{reflect.Slice: "a list", reflect.Array: "a list", reflect.Map: "an object", reflect.Struct: "an object",
+		reflect.String: "a string", reflect.Bool: "true or false"}
+	want, ok := kinds[te.Type.Kind()]
+	if !ok {
+		want = "a number"
+	}
+	got := map[string]string{"array": "a list", "object": "an object", "string": "a string", "bool": "true or false", "number": "a number"}[te.Value]
+	if got == "" {
+		got = te.Value
+	}
+	// The field's path, without the names of embedded Go fields.
+	var keys []string
+	for k := range strings.SplitSeq(te.Field, ".") {
+		if k != "" && !unicode.IsUpper(rune(k[0])) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return fmt.Sprintf("must be a JSON object (the steps.json of a probe run), got %s", got)
+	}
+	line, _ := at(te.Offset)
+	return fmt.Sprintf("line %d: %s must be %s, got %s", line, strings.Join(keys, "."), want, got)
+}
+
 // parseProbeSteps reads the steps.json at path, whose content is b, into
 // the report's probe data.
 func parseProbeSteps(path string, b []byte) (*report.ProbeData, error) {
 	var doc stepsFile
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("probe steps %s: %w", path, err)
+		return nil, fmt.Errorf("probe steps %s: %s", path, jsonProblem(b, err))
 	}
 	if len(doc.Steps) == 0 {
 		return nil, fmt.Errorf("probe steps %s: no steps (is it the steps.json of a probe run?)", path)

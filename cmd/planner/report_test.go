@@ -116,6 +116,17 @@ func TestReportExitCodes(t *testing.T) {
 	if err := os.WriteFile(badDeadline, []byte(`{"steps": [{"concurrency": 1}], "config": {"deadline": "soon"}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	wrongKind := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	stepsNumber := wrongKind("steps-number.json", "{\n  \"steps\": 5\n}\n")
+	concWord := wrongKind("conc-word.json", `{"steps": [{"concurrency": "x"}]}`)
+	list := wrongKind("list.json", `[1, 2]`)
+	broken := wrongKind("broken.json", "{\n  \"steps\": [\n    {\"concurrency\": 1,}\n  ]\n}\n")
 	tests := []struct {
 		name  string
 		stdin string
@@ -123,6 +134,10 @@ func TestReportExitCodes(t *testing.T) {
 		code  int
 		err   string
 	}{
+		{"steps of the wrong kind", "", []string{"report", "--example", "chat", "--probe", stepsNumber}, exitError, "probe steps " + stepsNumber + ": line 2: steps must be a list, got a number"},
+		{"a concurrency of the wrong kind", "", []string{"report", "--example", "chat", "--probe", concWord}, exitError, "probe steps " + concWord + ": line 1: steps.concurrency must be a number, got a string"},
+		{"a list", "", []string{"report", "--example", "chat", "--probe", list}, exitError, "probe steps " + list + ": must be a JSON object (the steps.json of a probe run), got a list"},
+		{"invalid JSON", "", []string{"report", "--example", "chat", "--probe", broken}, exitError, "probe steps " + broken + ": line 3, column 23: invalid character '}'"},
 		{"no scenario", "", []string{"report"}, exitUsage, "give a scenario"},
 		{"bad format", "", []string{"report", "--example", "chat", "-o", "pdf"}, exitUsage, `the output format must be one of markdown (or md), html, json, yaml, got "pdf"`},
 		{"a file given as the format", "", []string{"report", "--example", "chat", "-o", "report.md"}, exitUsage, `got "report.md"`},
@@ -137,7 +152,7 @@ func TestReportExitCodes(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errOut := execute(t, tc.stdin, tc.args...)
-			if code != tc.code || !strings.Contains(errOut, tc.err) {
+			if code != tc.code || !strings.Contains(errOut, tc.err) || strings.Contains(errOut, "Go struct") || strings.Contains(errOut, "Go value") {
 				t.Fatalf("exit %d, want %d; stderr %q, want %q in it", code, tc.code, errOut, tc.err)
 			}
 		})
