@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -82,7 +83,7 @@ func newSimulateCmd(s streams) *cobra.Command {
 			}
 			r, err := a.Simulate(cmd.Context(), sc, opts)
 			if err != nil {
-				return simulateError(err)
+				return simulateError(err, f.replay)
 			}
 			var buf bytes.Buffer
 			if err := writeSimulation(&buf, r, f.output); err != nil {
@@ -203,8 +204,13 @@ func readReplays(in io.Reader, specs []string) ([]simulate.Replay, error) {
 	return out, nil
 }
 
-// simulateError names the flag behind an option problem.
-func simulateError(err error) error {
+// replayAt locates a problem at the i-th replay.
+var replayAt = regexp.MustCompile(`^replay\[(\d+)\]`)
+
+// simulateError names the flag behind an option problem: a replay's, as
+// it was given (replays: the --replay flags, in order), "--replay
+// nobody=run1/requests.csv: no class named "nobody"".
+func simulateError(err error, replays []string) error {
 	var errs simulate.OptionErrors
 	if !errors.As(err, &errs) {
 		return fmt.Errorf("simulate: %w", err)
@@ -215,6 +221,11 @@ func simulateError(err error) error {
 		name, ok := flags[e.Path]
 		if !ok {
 			name = "--replay (" + e.Path + ")"
+			if m := replayAt.FindStringSubmatch(e.Path); m != nil {
+				if n, _ := strconv.Atoi(m[1]); n < len(replays) {
+					name = "--replay " + replays[n]
+				}
+			}
 		}
 		msgs[i] = name + ": " + e.Message
 	}

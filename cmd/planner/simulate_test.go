@@ -136,8 +136,12 @@ func TestSimulateReplaysAProbe(t *testing.T) {
 		t.Errorf("%s arrivals, %d requests; want 31 replayed", c.Arrivals, c.Simulated.Requests)
 	}
 	code, _, errOut = execute(t, "", "simulate", "--example", "chat", "--replay", "nobody="+path)
-	if code != exitUsage || !strings.Contains(errOut, `no class named "nobody"`) {
+	if code != exitUsage || !strings.Contains(errOut, `--replay nobody=`+path+`: no class named "nobody"`) {
 		t.Errorf("a replay of no class: exit %d, %q", code, errOut)
+	}
+	code, _, errOut = execute(t, "", "simulate", "--example", "chat", "--replay", "chat="+path, "--replay", "chat="+path)
+	if code != exitUsage || !strings.Contains(errOut, `planner: --replay chat=`+path+`: class "chat" is replayed twice`) {
+		t.Errorf("a class replayed twice: exit %d, %q", code, errOut)
 	}
 }
 
