@@ -266,8 +266,12 @@ func Load(flags *pflag.FlagSet) (Config, error) {
 
 	var cfg Config
 	problems := unknownKeys(v.AllSettings(), reflect.TypeFor[Config](), "")
-	decodeErr := v.Unmarshal(&cfg, viper.DecoderConfigOption(func(dc *mapstructure.DecoderConfig) { dc.MatchName = matchName }))
-	problems = append(problems, decodeProblems(decodeErr)...)
+	decodeErr := v.Unmarshal(&cfg, viper.DecoderConfigOption(func(dc *mapstructure.DecoderConfig) {
+		dc.MatchName = matchName
+		dc.DecodeHook = mapstructure.ComposeDecodeHookFunc(durationHook, mapstructure.StringToSliceHookFunc(","))
+	}))
+	decoded := decodeProblems(decodeErr)
+	problems = append(problems, decoded...)
 	if decodeErr != nil && len(problems) == 0 {
 		return Config{}, fmt.Errorf("decode configuration: %w", decodeErr)
 	}
@@ -279,7 +283,7 @@ func Load(flags *pflag.FlagSet) (Config, error) {
 		cfg.Tiers = tiers
 	}
 	cfg.normalize()
-	problems = append(problems, uncovered(problems, cfg.Validate())...)
+	problems = append(problems, uncovered(problems, notBelow(decoded, cfg.Validate()))...)
 	if len(problems) > 0 {
 		slices.SortStableFunc(problems, func(a, b fieldpath.Error) int { return fieldpath.Compare(a.Path, b.Path) })
 		return cfg, sourced(problems, flags)
@@ -419,6 +423,47 @@ func (c Config) Validate() Problems {
 		ps = append(ps, fieldpath.Error{Path: "auth.tokens", Message: fmt.Sprintf("required: listen address %s is not a loopback address, so the API must ask for a bearer token", c.Listen)})
 	}
 	return append(fields, uncovered(fields, ps)...)
+}
+
+// notBelow drops the problems under a value that could not be decoded
+// (a section that is a number): they are about the defaults left in its
+// place, not about anything the file says.
+func notBelow(decoded, more Problems) Problems {
+	var out Problems
+	for _, p := range more {
+		if !slices.ContainsFunc(decoded, func(d fieldpath.Error) bool {
+			return strings.HasPrefix(p.Path, d.Path+".") || strings.HasPrefix(p.Path, d.Path+"[")
+		}) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// durationHook decodes a duration from its text ("30s", "10m", as
+// time.ParseDuration reads it), and refuses a number other than 0, which
+// would otherwise be read as nanoseconds (plan_timeout: 30 is 30ns, not
+// 30 s). Values that are durations already (the defaults) pass.
+func durationHook(from, to reflect.Type, data any) (any, error) {
+	if to != reflect.TypeFor[time.Duration]() || from == to {
+		return data, nil
+	}
+	const want = "must be a duration with its unit, such as 30s or 10m"
+	switch from.Kind() {
+	case reflect.String:
+		d, err := time.ParseDuration(strings.TrimSpace(data.(string)))
+		if err != nil {
+			return nil, fmt.Errorf("%s, got %q", want, data)
+		}
+		return d, nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		if reflect.ValueOf(data).IsZero() {
+			return data, nil
+		}
+		return nil, fmt.Errorf("%s, got the number %v", want, data)
+	}
+	return data, nil
 }
 
 // uncovered drops the problems at a path where, or under which, have
@@ -735,8 +780,9 @@ func decodeProblems(err error) Problems {
 	var ps Problems
 	var walk func(error)
 	walk = func(err error) {
-		var de *mapstructure.DecodeError
-		if errors.As(err, &de) && !isJoin(err) {
+		// Every DecodeError of the tree, not only the first that errors.As
+		// would find under a wrapping error.
+		if de, ok := err.(*mapstructure.DecodeError); ok {
 			ps = append(ps, fieldpath.Error{Path: de.Name(), Message: typeMessage(de.Unwrap())})
 			return
 		}
@@ -756,12 +802,10 @@ func decodeProblems(err error) Problems {
 	return ps
 }
 
-func isJoin(err error) bool {
-	_, ok := err.(interface{ Unwrap() []error })
-	return ok
-}
-
 func typeMessage(err error) string {
+	if kind, ok := strings.CutPrefix(err.Error(), "expected a map or struct, got "); ok {
+		return "must be a mapping, got " + kindWord(strings.Trim(kind, `"`))
+	}
 	var pe *mapstructure.ParseError
 	if errors.As(err, &pe) {
 		return fmt.Sprintf("cannot read %v as %s", pe.Value, kindName(pe.Expected.Kind()))
@@ -771,6 +815,16 @@ func typeMessage(err error) string {
 		return fmt.Sprintf("must be %s, got %s", kindName(ue.Expected.Kind()), describe(ue.Value))
 	}
 	return err.Error()
+}
+
+// kindWord words a reflect.Kind's name ("int", as mapstructure quotes it).
+func kindWord(name string) string {
+	for k := reflect.Bool; k <= reflect.UnsafePointer; k++ {
+		if k.String() == name {
+			return kindName(k)
+		}
+	}
+	return name
 }
 
 func kindName(k reflect.Kind) string {

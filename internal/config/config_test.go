@@ -274,6 +274,33 @@ func TestLoadNamesTheVariable(t *testing.T) {
 	}
 }
 
+// TestLoadValueOfTheWrongShape: a section or a list that is a scalar, and
+// a duration that is not one (a word, or a number without its unit), are
+// each one problem in the file's words, every one of them listed; the
+// rules that the missing values then break are not listed besides.
+func TestLoadValueOfTheWrongShape(t *testing.T) {
+	cleanEnv(t)
+	file := writeFile(t, "tiers: 5\nlimits: 7\nprobe: {max_duration: soon, lease: 5}\n")
+	_, err := Load(serveFlags(t, "--config", file))
+	var ps Problems
+	if !errors.As(err, &ps) {
+		t.Fatalf("want Problems, got %v", err)
+	}
+	var got []string
+	for _, p := range ps {
+		got = append(got, p.Error())
+	}
+	want := []string{
+		"limits: must be a mapping, got an integer",
+		"probe.lease: must be a duration with its unit, such as 30s or 10m, got the number 5",
+		`probe.max_duration: must be a duration with its unit, such as 30s or 10m, got "soon"`,
+		"tiers[0]: must be a mapping, got an integer",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("problems:\n got %q\nwant %q", got, want)
+	}
+}
+
 func TestLoadNonLoopbackNeedsTokens(t *testing.T) {
 	cleanEnv(t)
 	_, err := Load(serveFlags(t, "--listen", "0.0.0.0:8080"))
