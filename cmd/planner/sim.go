@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -39,6 +40,23 @@ var simFlagErrors = []struct {
 	{fakeendpoint.ErrFailRetryAfter, "fail-retry-after"},
 	{fakeendpoint.ErrPrefixCache, "prefix-cache-tokens"},
 	{fakeendpoint.ErrPrefixCacheMin, "prefix-cache-min-tokens"},
+}
+
+// simFlagMessage words a configuration error of sim.New by the flag
+// behind it: "sim: ttft_growth must be ... (got +Inf)" is "--ttft-growth
+// must be ... (got +Inf)", and a setting it names besides is named by its
+// flag too.
+func simFlagMessage(flag string, err error) string {
+	msg := strings.TrimPrefix(err.Error(), "sim: ")
+	if _, rest, ok := strings.Cut(msg, " "); ok && strings.HasPrefix(msg, strings.ReplaceAll(flag, "-", "_")+" ") {
+		msg = rest
+	}
+	for _, fe := range simFlagErrors {
+		if name := strings.ReplaceAll(fe.flag, "-", "_"); strings.Contains(name, "_") {
+			msg = strings.ReplaceAll(msg, name, "--"+fe.flag)
+		}
+	}
+	return "--" + flag + " " + msg
 }
 
 // simFormats are the -o/--output formats of `planner sim`: its base URL
@@ -109,7 +127,7 @@ func newSimCmd(s streams) *cobra.Command {
 			if err != nil {
 				for _, fe := range simFlagErrors {
 					if errors.Is(err, fe.err) {
-						return usageError{fmt.Errorf("--%s: %w", fe.flag, err)}
+						return usageError{errors.New(simFlagMessage(fe.flag, err))}
 					}
 				}
 				return fmt.Errorf("configuring the simulator: %w", err)

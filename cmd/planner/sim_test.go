@@ -164,8 +164,10 @@ func TestSimCommandInjectsFailures(t *testing.T) {
 		args []string
 		says string
 	}{
-		{[]string{"--fail-rate", "2"}, "--fail-rate"},
-		{[]string{"--fail-status", "503"}, "--fail-status"},
+		{[]string{"--fail-rate", "2"}, "planner: --fail-rate must be between 0 and 1 (got 2)\n"},
+		{[]string{"--fail-status", "503"}, "planner: --fail-status must be 429 or 500 (got 503)\n"},
+		{[]string{"--ttft-growth", "Inf"}, "planner: --ttft-growth must be a finite number, not negative (got +Inf)\n"},
+		{[]string{"--prefix-cache-min-tokens", "1024"}, "planner: --prefix-cache-min-tokens must not be negative, and needs --prefix-cache-tokens (got 1024)\n"},
 		{[]string{"-o", "yaml"}, "-o/--output: the output format must be one of table, json"},
 	} {
 		code, _, errOut := runCLI(t, "", append([]string{"sim", "--listen", "127.0.0.1:0"}, tc.args...)...)
