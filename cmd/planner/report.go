@@ -78,7 +78,7 @@ func newReportCmd(s streams) *cobra.Command {
 				return err
 			}
 			if in.Simulation, err = a.Simulate(cmd.Context(), sc, opts); err != nil {
-				return simulateError(err, nil)
+				return simulateError(err, nil, reportSimulateFlags)
 			}
 		}
 		return out.write(s, func(w io.Writer) error {

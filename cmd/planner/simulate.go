@@ -83,7 +83,7 @@ func newSimulateCmd(s streams) *cobra.Command {
 			}
 			r, err := a.Simulate(cmd.Context(), sc, opts)
 			if err != nil {
-				return simulateError(err, f.replay)
+				return simulateError(err, f.replay, simulateOptionFlags)
 			}
 			var buf bytes.Buffer
 			if err := writeSimulation(&buf, r, f.output); err != nil {
@@ -207,15 +207,30 @@ func readReplays(in io.Reader, specs []string) ([]simulate.Replay, error) {
 // replayAt locates a problem at the i-th replay.
 var replayAt = regexp.MustCompile(`^replay\[(\d+)\]`)
 
-// simulateError names the flag behind an option problem: a replay's, as
-// it was given (replays: the --replay flags, in order), "--replay
-// nobody=run1/requests.csv: no class named "nobody"".
-func simulateError(err error, replays []string) error {
+// simulateOptionFlags names the options of a simulation as planner simulate's
+// flags; reportSimulateFlags as planner report's, whose --simulate is the
+// run's length and which has no flag for its events.
+var (
+	simulateOptionFlags = map[string]string{"duration_s": "--duration", "interval_s": "--interval", "max_events": "--max-events", "refill": "--refill", "start_hour": "--start-hour"}
+	reportSimulateFlags = map[string]string{"duration_s": "--simulate", "max_events": "--simulate"}
+)
+
+// simulateError names the flag behind an option problem (flags: the
+// command's names of the options, simulateOptionFlags or
+// reportSimulateFlags): a replay's as it was given (replays: the --replay
+// flags, in order), "--replay nobody=run1/requests.csv: no class named
+// "nobody"", and the events' bound by its flag, or, without one, by
+// planner simulate's.
+func simulateError(err error, replays []string, flags map[string]string) error {
 	var errs simulate.OptionErrors
 	if !errors.As(err, &errs) {
 		return fmt.Errorf("simulate: %w", err)
 	}
-	flags := map[string]string{"duration_s": "--duration", "interval_s": "--interval", "max_events": "--max-events", "refill": "--refill", "start_hour": "--start-hour"}
+	ownFlag := flags["max_events"] == "--max-events"
+	raise := "run it with planner simulate --max-events"
+	if ownFlag {
+		raise = "raise --max-events"
+	}
 	msgs := make([]string, len(errs))
 	for i, e := range errs {
 		name, ok := flags[e.Path]
@@ -227,7 +242,13 @@ func simulateError(err error, replays []string) error {
 				}
 			}
 		}
-		msgs[i] = name + ": " + e.Message
+		msg := strings.ReplaceAll(e.Message, "raise max_events", raise)
+		if ownFlag {
+			msg = strings.ReplaceAll(msg, "max_events", "--max-events")
+		} else {
+			msg = strings.ReplaceAll(msg, "more than max_events", "more than the events a report's simulation may have,")
+		}
+		msgs[i] = name + ": " + msg
 	}
 	return usageError{errors.New(strings.Join(msgs, "; "))}
 }

@@ -162,4 +162,15 @@ func TestReportWithASimulation(t *testing.T) {
 	if code, _, errOut := execute(t, "", "report", "--example", "chat", "--simulate", "-1h"); code != exitUsage || !strings.Contains(errOut, "--simulate") {
 		t.Errorf("a negative --simulate: exit %d, %q", code, errOut)
 	}
+	// A run too long for the events a report's simulation may have names
+	// report's flag, not planner simulate's.
+	code, _, errOut = execute(t, "", "report", "--example", "three-classes", "--simulate", "168h")
+	if code != exitUsage || !strings.Contains(errOut, "planner: --simulate: 604800 s of this scenario needs about") ||
+		!strings.Contains(errOut, "shorten the run or run it with planner simulate --max-events") || strings.Contains(errOut, "--duration") || strings.Contains(errOut, "max_events") {
+		t.Errorf("a --simulate too long: exit %d, %q", code, errOut)
+	}
+	code, _, errOut = execute(t, "", "simulate", "--example", "chat", "--max-events", "100")
+	if code != exitUsage || !strings.Contains(errOut, "more than --max-events 100: shorten the run or raise --max-events") {
+		t.Errorf("--max-events too small: exit %d, %q", code, errOut)
+	}
 }
