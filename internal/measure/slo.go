@@ -59,7 +59,7 @@ var sloTargets = []struct {
 // NAME:VALUE targets, NAME one of ttft, tpot and e2e, VALUE a duration
 // ("500ms", "10s") or a bare number of milliseconds, as vLLM's --goodput
 // takes it ("ttft:500"): "ttft:500ms,tpot:50ms,e2e:10s". Each target is
-// given at most once and is positive; the bounds are Check's.
+// given at most once, positive and at most MaxSLOMs, as Check bounds it.
 func ParseTargets(text string) (Targets, error) {
 	var s Targets
 	if strings.TrimSpace(text) == "" {
@@ -91,6 +91,9 @@ func ParseTargets(text string) (Targets, error) {
 		}
 		if !(ms > 0) {
 			return Targets{}, fmt.Errorf("%s: %s is not a positive time", name, value)
+		}
+		if !(ms <= MaxSLOMs) {
+			return Targets{}, fmt.Errorf("%s: %s is beyond the longest target, %s", name, value, time.Duration(MaxSLOMs)*time.Millisecond)
 		}
 		*sloTargets[i].get(&s) = ms
 	}

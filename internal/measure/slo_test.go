@@ -31,6 +31,10 @@ func TestParseTargets(t *testing.T) {
 		"ttft:-5ms":       "not a positive time",
 		"ttft:0":          "not a positive time",
 		"e2e:soon":        "neither a duration",
+		"ttft:Inf":        "ttft: Inf is beyond the longest target, 1h0m0s",
+		"e2e:2h":          "e2e: 2h is beyond the longest target, 1h0m0s",
+		"tpot:3600001":    "tpot: 3600001 is beyond the longest target, 1h0m0s",
+		"ttft:NaN":        "ttft: NaN is not a positive time",
 	} {
 		if _, err := ParseTargets(in); err == nil || !strings.Contains(err.Error(), complaint) {
 			t.Errorf("ParseTargets(%q): %v, want an error saying %q", in, err, complaint)
