@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -479,6 +480,13 @@ func modelConfigs(cfg probe.Config, models []string) ([]probe.Config, error) {
 	if len(models) == 0 {
 		models = []string{""}
 	}
+	if len(models) > 1 {
+		for i, m := range models {
+			if strings.TrimSpace(m) == "" {
+				return nil, usageError{fmt.Errorf("--model %q: the %s name is empty; give each model's name, comma-separated", strings.Join(models, ","), ordinal(i+1))}
+			}
+		}
+	}
 	dirs := map[string]string{}
 	cfgs := make([]probe.Config, 0, len(models))
 	for _, m := range models {
@@ -499,6 +507,22 @@ func modelConfigs(cfg probe.Config, models []string) ([]probe.Config, error) {
 		cfgs = append(cfgs, c)
 	}
 	return cfgs, nil
+}
+
+// ordinal is n as "1st", "2nd", "3rd", "4th", ...
+func ordinal(n int) string {
+	suffix := "th"
+	if n%100 < 11 || n%100 > 13 {
+		switch n % 10 {
+		case 1:
+			suffix = "st"
+		case 2:
+			suffix = "nd"
+		case 3:
+			suffix = "rd"
+		}
+	}
+	return strconv.Itoa(n) + suffix
 }
 
 // modelDir is the directory of a model's run under --out: the name with

@@ -552,6 +552,7 @@ func TestValidate(t *testing.T) {
 		path, want string
 	}{
 		{"no model", func(c *Config) { c.Model = "" }, "model", "required"},
+		{"a blank model", func(c *Config) { c.Model = " \t" }, "model", "required"},
 		{"bad scheme", func(c *Config) { c.BaseURL = "ftp://x" }, "base_url", "scheme"},
 		{"no host", func(c *Config) { c.BaseURL = "http:///v1" }, "base_url", "no host"},
 		{"a fragment", func(c *Config) { c.BaseURL = "http://127.0.0.1:8000/v1#access_token=abcdefgh12345678" }, "base_url", "a fragment"},

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/plannerdev/planner/internal/analysis"
@@ -24,7 +25,7 @@ func (c Config) Validate() []fieldpath.Error {
 	if _, err := c.endpoint(); err != nil {
 		p.add("base_url", "%v", err)
 	}
-	if c.Model == "" {
+	if strings.TrimSpace(c.Model) == "" {
 		p.add("model", "required")
 	}
 	if h := c.apiKeyHeader(); h != "Authorization" && h != "api-key" {
