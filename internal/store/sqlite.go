@@ -106,6 +106,10 @@ func openSQLite(path string, maxBytes int64) (*sqliteFile, error) {
 	if path == "" || strings.ContainsRune(path, '?') || path == ":memory:" || strings.HasPrefix(path, "file:") {
 		return nil, fmt.Errorf("open store: %q is not a plain file path", path)
 	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		// Before the lock, which would be a file beside the directory.
+		return nil, fmt.Errorf("open store %s: it is a directory, not a SQLite file: name the file, such as %s", path, filepath.Join(path, "planner.db"))
+	}
 	fl, err := lock(path)
 	var locked *LockedError
 	if errors.As(err, &locked) {

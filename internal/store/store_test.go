@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -129,6 +130,26 @@ func TestOpenRefusesNonFilePaths(t *testing.T) {
 			s.Close()
 			t.Errorf("Open(%q) succeeded", path)
 		}
+	}
+}
+
+// TestOpenRefusesADirectory: a directory given as the store's file is
+// refused as one, naming a file in it, and no lock file is left beside it.
+func TestOpenRefusesADirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(context.Background(), dir)
+	if err == nil {
+		s.Close()
+		t.Fatal("a directory opened as the store")
+	}
+	if want := "open store " + dir + ": it is a directory, not a SQLite file: name the file, such as " + filepath.Join(dir, "planner.db"); err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
+	}
+	if _, err := os.Stat(dir + ".lock"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a lock file beside the directory: %v", err)
 	}
 }
 
