@@ -330,11 +330,18 @@ func TestNegativeZeroIsReadAsZero(t *testing.T) {
 			t.Errorf("arrival_scv %s: the plan says -0", zero)
 		}
 	}
-	whatIf := fmt.Sprintf(`{"scenario":%s,"variations":[{"path":"/classes/0/arrival_scv","values":[-0, -0.0, 1]}]}`, mustJSON(t, exampleDoc(t, "chat")))
-	for _, ct := range []string{"application/json", "application/yaml"} {
-		rec := send(s, http.MethodPost, "/v1/what-if", []byte(whatIf), "Content-Type", ct)
-		if rec.Code != http.StatusOK || strings.Contains(rec.Body.String(), "-0") {
-			t.Errorf("a what-if value -0 in %s: %d %.300s", ct, rec.Code, rec.Body)
+	for _, zero := range []string{"-0", "-0.0"} {
+		whatIf := fmt.Sprintf(`{"scenario":%s,"variations":[{"path":"/classes/0/arrival_scv","values":[%s, 1]}]}`, mustJSON(t, exampleDoc(t, "chat")), zero)
+		for _, ct := range []string{"application/json", "application/yaml"} {
+			rec := send(s, http.MethodPost, "/v1/what-if", []byte(whatIf), "Content-Type", ct)
+			if rec.Code != http.StatusOK || strings.Contains(rec.Body.String(), "-0") {
+				t.Errorf("a what-if value %s in %s: %d %.300s", zero, ct, rec.Code, rec.Body)
+			}
 		}
+	}
+	// 0 and -0 are one value: the grid would plan it twice.
+	twice := fmt.Sprintf(`{"scenario":%s,"variations":[{"path":"/classes/0/arrival_scv","values":[0, -0]}]}`, mustJSON(t, exampleDoc(t, "chat")))
+	if rec := send(s, http.MethodPost, "/v1/what-if", []byte(twice)); rec.Code != http.StatusUnprocessableEntity || !strings.Contains(rec.Body.String(), "body.variations[0].values[1]") {
+		t.Errorf("a what-if of 0 and -0: %d %.300s", rec.Code, rec.Body)
 	}
 }
