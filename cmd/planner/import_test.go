@@ -165,7 +165,7 @@ func TestImportExitCodes(t *testing.T) {
 		{"nothing to write", []string{"import", "--out", filepath.Join(dir, "c.yaml"), responses}, exitError, "no latency block to write"},
 		{"a file in -o", []string{"import", "-o", filepath.Join(dir, "c.yaml"), responses}, exitUsage, "a file to write goes in --out"},
 		{"two models", []string{"import", importTestdata + "llmperf/leaderboard/fireworks_70b.json", importTestdata + "llmperf/01-ai-Yi-1-5-34B-Chat_550_150_summary.json"}, exitError, "do not describe one deployment"},
-		{"forced wrong format", []string{"import", "--format", "guidellm-benchmarks", truncated}, exitError, "looks like a GuideLLM benchmarks.json"},
+		{"forced wrong format", []string{"import", "--format", "guidellm-benchmarks", truncated}, exitError, "looks like a vLLM bench serve result but was asked to be read as a GuideLLM benchmarks.json (format guidellm-benchmarks)"},
 		{"no files", []string{"import"}, exitUsage, "requires at least 1 arg"},
 		{"unknown format", []string{"import", "--format", "excel", truncated}, exitUsage, "--format must be auto or one of"},
 		{"negative deadline", []string{"import", "--deadline", "-1s", truncated}, exitUsage, "--deadline must not be negative"},

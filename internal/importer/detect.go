@@ -170,25 +170,95 @@ func yamlAsJSON(data []byte) ([]byte, bool) {
 	return js, true
 }
 
+// parseAs reads data as the format asked for. Content that the format's
+// own check does not recognise but another format's does is refused with
+// both named, rather than with a key of the asked format found missing
+// (an AIPerf summary asked of a vLLM result "has no request_throughput").
 func parseAs(fm format, name string, data []byte) (*part, error) {
 	var p *part
 	var err error
+	looked := true
 	if fm.parseJSON != nil {
-		if js, ok := yamlAsJSON(data); ok {
-			data = js
+		js := data
+		if y, ok := yamlAsJSON(data); ok {
+			js = y
 		}
 		var vals []any
-		vals, err = decodeJSONValues(data)
+		vals, err = decodeJSONValues(js)
+		looked = fm.looks(vals)
+		if !looked {
+			other := detectedAs(data)
+			if other != "" && other != fm.id {
+				return nil, askedOtherFormat(fm, other)
+			}
+			looked = other == fm.id
+		}
 		if err == nil {
 			p, err = fm.parseJSON(name, vals)
 		}
 	} else {
+		header, herr := csv.NewReader(bytes.NewReader(data)).Read()
+		looked = herr == nil && fm.looksCSV(header)
+		if !looked {
+			other := detectedAs(data)
+			if other != "" && other != fm.id {
+				return nil, askedOtherFormat(fm, other)
+			}
+			looked = other == fm.id
+		}
 		p, err = fm.parseCSV(name, data)
 	}
 	if err != nil {
-		return nil, &FormatError{Format: fm.id, Err: err}
+		return nil, &FormatError{Format: fm.id, Err: err, Asked: !looked}
 	}
 	return finishPart(p, name, fm.id), nil
+}
+
+// askedOtherFormat is the error for a file asked to be read as fm that
+// looks like the format other.
+func askedOtherFormat(fm format, other string) error {
+	return &FormatError{Format: other, Err: fmt.Errorf("was asked to be read as %s (format %s): leave the format out to have it detected, or ask for %s", fm.what, fm.id, other)}
+}
+
+// detectedAs names the format that detection finds data to look like, by
+// each format's check of its content alone (nothing is parsed), or "".
+func detectedAs(data []byte) string {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return ""
+	}
+	js := data
+	if trimmed[0] != '{' && trimmed[0] != '[' {
+		if header, err := csv.NewReader(bytes.NewReader(data)).Read(); err == nil {
+			for _, fm := range formats {
+				if fm.looksCSV != nil && fm.looksCSV(header) {
+					return fm.id
+				}
+			}
+		}
+		y, ok := yamlAsJSON(data)
+		if !ok {
+			return ""
+		}
+		js = y
+	}
+	vals, decErr := decodeJSONValues(js)
+	for _, fm := range formats {
+		if fm.looks != nil && len(vals) > 0 && fm.looks(vals) {
+			return fm.id
+		}
+	}
+	if decErr != nil {
+		head := js[:min(len(js), maxMarkerScan)]
+		for _, fm := range formats {
+			for _, group := range fm.markers {
+				if containsAll(head, group) {
+					return fm.id
+				}
+			}
+		}
+	}
+	return ""
 }
 
 func detectJSON(name string, data []byte) (*part, error) {

@@ -110,13 +110,55 @@ func TestUnknownContent(t *testing.T) {
 	}
 }
 
+// TestForcedFormatOfAnotherTool asks every format of every fixture that
+// another format recognises: each is refused with what the file looks
+// like, never with a key of the asked format found missing, and never
+// imported as nothing (vLLM's reader took any JSON as a result without runs).
+func TestForcedFormatOfAnotherTool(t *testing.T) {
+	fixtures := map[string]string{
+		"vllm/benchmark_2025-05-13_04-37-51.json":                         FormatVLLM,
+		"guidellm/guidellm_report_v2.json":                                FormatGuideLLM,
+		"aiperf/examples-run1/profile_export_aiperf.json":                 FormatAIPerfJSON,
+		"aiperf/examples-run1/profile_export.jsonl":                       FormatAIPerfJSONL,
+		"aiperf/examples-run1/profile_export_aiperf.csv":                  FormatAIPerfCSV,
+		"genai-perf/profile_export_genai_perf.csv":                        FormatGenAIPerfCSV,
+		"llmperf/01-ai-Yi-1-5-34B-Chat_550_150_summary.json":              FormatLLMPerfSummary,
+		"llmperf/01-ai-Yi-1-5-34B-Chat_550_150_individual_responses.json": FormatLLMPerfResponses,
+		"handmade/workshop_ramp.csv":                                      FormatWorkshopCSV,
+	}
+	for file, own := range fixtures {
+		data := readTestdata(t, file)
+		for _, id := range Formats() {
+			if id == own {
+				continue
+			}
+			_, err := Import(file, data, Options{Format: id})
+			want := "looks like " + describe(own) + " but was asked to be read as " + describe(id) + " (format " + id + ")"
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s as %s: err = %v, want %q", file, id, err, want)
+			}
+		}
+	}
+	for _, tc := range []struct{ data, format, says string }{
+		{`{}`, FormatVLLM, `read as a vLLM bench serve result, as asked, but holds no vLLM result`},
+		{`[{"model": "m"}]`, FormatVLLM, `read as a vLLM bench serve result, as asked, but holds no vLLM result`},
+		{`{}`, FormatLLMPerfResponses, `read as an llmperf individual_responses file, as asked, but holds no responses`},
+		{"a,b\n1,2\n", FormatWorkshopCSV, `read as a workshop ramp CSV (step, idx, ok, code, ms, wall_s), as asked, but has no "step" column`},
+	} {
+		_, err := Import("f", []byte(tc.data), Options{Format: tc.format})
+		if err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s as %s: err = %v, want %q", tc.data, tc.format, err, tc.says)
+		}
+	}
+}
+
 func TestForcedFormat(t *testing.T) {
 	data := readTestdata(t, "vllm/benchmark_2025-05-13_04-37-51.json")
 	if _, err := Import("f.json", data, Options{Format: FormatVLLM}); err != nil {
 		t.Errorf("forced vLLM on a vLLM file: %v", err)
 	}
 	_, err := Import("f.json", data, Options{Format: FormatGuideLLM})
-	if err == nil || !strings.Contains(err.Error(), `looks like a GuideLLM benchmarks.json but has no "benchmarks"`) {
+	if err == nil || !strings.Contains(err.Error(), `looks like a vLLM bench serve result but was asked to be read as a GuideLLM benchmarks.json (format guidellm-benchmarks)`) {
 		t.Errorf("forced GuideLLM on a vLLM file: err = %v", err)
 	}
 	if _, err := Import("f.json", data, Options{Format: "nope"}); err == nil || !strings.Contains(err.Error(), "unknown format") {

@@ -88,12 +88,20 @@ var ErrUnknownFormat = errors.New("not a result file of a supported tool")
 // FormatError is returned for a file that looks like a known format but
 // cannot be read as one: truncated, corrupt, or missing a required field.
 type FormatError struct {
-	Format string // the format id it looked like
+	Format string // the format id it looked like, or was asked to be read as
 	Err    error
+	// Asked is set when the file was read as Format because that format
+	// was asked for, its content not recognised as that format.
+	Asked bool
 }
 
-// Error reads "looks like <format> but <what is wrong>".
+// Error reads "looks like <format> but <what is wrong>", or "read as
+// <format>, as asked, but <what is wrong>" for a format asked for that the
+// content did not look like.
 func (e *FormatError) Error() string {
+	if e.Asked {
+		return "read as " + describe(e.Format) + ", as asked, but " + e.Err.Error()
+	}
 	return "looks like " + describe(e.Format) + " but " + e.Err.Error()
 }
 

@@ -219,7 +219,13 @@ func looksLLMPerfResponses(vals []any) bool {
 }
 
 func parseLLMPerfResponses(name string, vals []any) (*part, error) {
-	list, _ := vals[0].([]any)
+	var list []any
+	if len(vals) == 1 {
+		list, _ = vals[0].([]any)
+	}
+	if len(list) == 0 {
+		return nil, errors.New("holds no responses: the file is a JSON array of one object per request, with \"ttft_s\" and \"end_to_end_latency_s\"")
+	}
 	recs := make([]measure.Record, 0, len(list))
 	for i, v := range list {
 		o, ok := asObj(v)

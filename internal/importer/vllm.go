@@ -67,8 +67,23 @@ func hasAny(o obj, keys []string) bool {
 }
 
 func parseVLLM(name string, vals []any) (*part, error) {
-	objs, _ := vllmObjects(vals)
+	objs, ok := vllmObjects(vals)
+	if !ok {
+		return nil, fmt.Errorf("holds no vLLM result: a result is an object with any of %s", quotedList(vllmMarkers))
+	}
 	return vllmPart(name, objs)
+}
+
+// quotedList writes keys as "a", "b" or "c".
+func quotedList(keys []string) string {
+	q := make([]string, len(keys))
+	for i, k := range keys {
+		q[i] = strconv.Quote(k)
+	}
+	if len(q) < 2 {
+		return strings.Join(q, "")
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }
 
 // vllmPart reads the results of one file. Runs of one combination at one
