@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/plannerdev/planner/internal/measure"
+	"github.com/plannerdev/planner/internal/redact"
 )
 
 // NVIDIA AIPerf (`aiperf profile ...`) writes, per run, a summary
@@ -128,7 +129,43 @@ func parseAIPerfJSON(name string, vals []any) (*part, error) {
 		}
 	}
 	p.source.Date, _ = o.str("start_time")
+	p.source.Endpoint = configEndpoint(ic)
 	return p, nil
+}
+
+// configEndpoint is the URL (or URLs, comma separated) an AIPerf or
+// GenAI-Perf input_config measured: endpoint.url (AIPerf's records schema,
+// GenAI-Perf 0.0.16), endpoint.urls (AIPerf's newer schema) or url,
+// without the credentials a URL may carry (user information, query values).
+func configEndpoint(ic obj) string {
+	var urls []string
+	switch v := firstPresent(ic, [][]string{{"endpoint", "url"}, {"endpoint", "urls"}, {"url"}}).(type) {
+	case string:
+		urls = append(urls, v)
+	case []any:
+		for _, u := range v {
+			if s, ok := u.(string); ok {
+				urls = append(urls, s)
+			}
+		}
+	}
+	var out []string
+	for _, u := range urls {
+		if u = strings.TrimSpace(u); u != "" {
+			out = append(out, displayURL(u))
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// displayURL is a URL as a report may show it: without user information
+// and with every query value but api-version masked. A URL without a
+// scheme (AIPerf's --url localhost:8000) stays without one.
+func displayURL(raw string) string {
+	if strings.Contains(raw, "://") {
+		return redact.URL(raw)
+	}
+	return strings.TrimPrefix(redact.URL("http://"+raw), "http://")
 }
 
 func firstPresent(o obj, paths [][]string) any {

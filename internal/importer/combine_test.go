@@ -2,6 +2,7 @@ package importer
 
 import (
 	"bytes"
+	"encoding/json"
 	"regexp"
 	"strings"
 	"testing"
@@ -136,5 +137,42 @@ func TestDisorderedPercentilesAreRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("p95 TTFT %s: err = %v, want %q", value, err, want)
 		}
+	}
+}
+
+// TestAIPerfRunsOfDifferentEndpointsAreRefused: AIPerf's summary records
+// the URL it measured (input_config.endpoint.url); two runs against two
+// endpoints once merged into one ramp. The URL is shown without the
+// credentials it may carry.
+func TestAIPerfRunsOfDifferentEndpointsAreRefused(t *testing.T) {
+	data := readTestdata(t, "aiperf/examples-run1/profile_export_aiperf.json")
+	other := bytes.Replace(data, []byte(`"url": "localhost:9000"`), []byte(`"url": "https://user:s3cret@other-host:9000/v1?api_key=sk-abc123"`), 1)
+	other = bytes.Replace(other, []byte(`"concurrency": 100,`), []byte(`"concurrency": 50,`), 1)
+	if bytes.Equal(other, data) || bytes.Contains(other, []byte(`"concurrency": 100,`)) {
+		t.Fatal("the fixture's url or concurrency was not replaced")
+	}
+	files := []File{{"east/profile_export_aiperf.json", data}, {"west/profile_export_aiperf.json", other}}
+	_, err := ImportMany(files, deadline12s)
+	if err == nil || !strings.Contains(err.Error(), `endpoint is "localhost:9000" in`) || !strings.Contains(err.Error(), `"https://other-host:9000/v1?api_key=[redacted]" in`) {
+		t.Fatalf("err = %v, want the endpoints named", err)
+	}
+	refused := err.Error()
+	mixed := deadline12s
+	mixed.AllowMixed = true
+	imp, err := ImportMany(files, mixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.Marshal(imp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"s3cret", "sk-abc123", "user:"} {
+		if strings.Contains(refused, secret) || strings.Contains(string(js), secret) {
+			t.Errorf("%q is in the refusal or the import: %s %s", secret, refused, js)
+		}
+	}
+	if imp.Sources[1].Endpoint != "https://other-host:9000/v1?api_key=[redacted]" {
+		t.Errorf("endpoint %q", imp.Sources[1].Endpoint)
 	}
 }

@@ -44,6 +44,7 @@ func parseGenAIPerfJSON(_ string, vals []any) (*part, error) {
 		notes = append(notes, "the file's input_config gives no concurrency or request rate (perf_analyzer.stimulus): it is estimated")
 	}
 	p.source.Model = firstString(firstPresent(ic, [][]string{{"model"}, {"model_names"}}))
+	p.source.Endpoint = configEndpoint(ic)
 	if s, ok := ic.strAt("endpoint", "type"); ok && s != "" {
 		p.source.Settings = map[string]string{"endpoint_type": s}
 	}
