@@ -153,7 +153,7 @@ func TestAIPerfRunsOfDifferentEndpointsAreRefused(t *testing.T) {
 	}
 	files := []File{{"east/profile_export_aiperf.json", data}, {"west/profile_export_aiperf.json", other}}
 	_, err := ImportMany(files, deadline12s)
-	if err == nil || !strings.Contains(err.Error(), `endpoint is "localhost:9000" in`) || !strings.Contains(err.Error(), `"https://other-host:9000/v1?api_key=[redacted]" in`) {
+	if err == nil || !strings.Contains(err.Error(), `endpoint is "localhost:9000" in east/profile_export_aiperf.json but "https://other-host:9000/v1?api_key=[redacted]" in west/profile_export_aiperf.json`) {
 		t.Fatalf("err = %v, want the endpoints named", err)
 	}
 	refused := err.Error()
@@ -174,5 +174,31 @@ func TestAIPerfRunsOfDifferentEndpointsAreRefused(t *testing.T) {
 	}
 	if imp.Sources[1].Endpoint != "https://other-host:9000/v1?api_key=[redacted]" {
 		t.Errorf("endpoint %q", imp.Sources[1].Endpoint)
+	}
+}
+
+// TestFilesOfOneNameAreToldApart: AIPerf and GuideLLM name every result
+// file alike; two of them from different folders were named by their
+// base name alone ("profile_export_aiperf.json and
+// profile_export_aiperf.json both measure concurrency 100").
+func TestFilesOfOneNameAreToldApart(t *testing.T) {
+	for _, tc := range []struct{ fixture, base, want string }{
+		{"aiperf/examples-run1/profile_export_aiperf.json", "profile_export_aiperf.json",
+			"run1/profile_export_aiperf.json and run2/profile_export_aiperf.json both measure concurrency 100"},
+		{"guidellm/guidellm_report_v2.json", "benchmarks.json",
+			"run1/benchmarks.json benchmark 1 (2 req/s) and run2/benchmarks.json benchmark 1 (2 req/s) both measure a request rate of 2 req/s"},
+	} {
+		data := readTestdata(t, tc.fixture)
+		files := []File{{"run1/" + tc.base, data}, {"run2/" + tc.base, data}}
+		if _, err := ImportMany(files, deadline12s); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want %q", tc.fixture, err, tc.want)
+		}
+	}
+	data := readTestdata(t, "aiperf/examples-run1/profile_export_aiperf.json")
+	other := bytes.Replace(data, []byte(`"openai/gpt-oss-20b"`), []byte(`"openai/gpt-oss-120b"`), 1)
+	other = bytes.Replace(other, []byte(`"concurrency": 100,`), []byte(`"concurrency": 50,`), 1)
+	_, err := ImportMany([]File{{"run1/profile_export_aiperf.json", data}, {"run2/profile_export_aiperf.json", other}}, deadline12s)
+	if want := `model is "openai/gpt-oss-20b" in run1/profile_export_aiperf.json but "openai/gpt-oss-120b" in run2/profile_export_aiperf.json`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want %q", err, want)
 	}
 }

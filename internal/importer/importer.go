@@ -134,6 +134,10 @@ func ImportMany(files []File, opts Options) (*Imported, error) {
 		}
 		parts = append(parts, p)
 	}
+	shown := fileNamer(files)
+	for _, p := range parts {
+		shown.relabel(p)
+	}
 	if err := sameTool(parts); err != nil {
 		return nil, err
 	}
@@ -142,7 +146,7 @@ func ImportMany(files []File, opts Options) (*Imported, error) {
 	if err != nil {
 		return nil, err
 	}
-	if diffs := deploymentDiffs(parts); len(diffs) > 0 {
+	if diffs := deploymentDiffs(parts, shown); len(diffs) > 0 {
 		if !opts.AllowMixed {
 			return nil, fmt.Errorf("the files do not describe one deployment (%s): import the runs of one deployment at a time, or pass --allow-mixed to combine them anyway", strings.Join(diffs, "; "))
 		}
@@ -154,7 +158,7 @@ func ImportMany(files []File, opts Options) (*Imported, error) {
 // deploymentDiffs names how the parts differ besides the load: model,
 // endpoint and each setting that two files both record with different
 // values.
-func deploymentDiffs(parts []*part) []string {
+func deploymentDiffs(parts []*part, shown namer) []string {
 	var diffs []string
 	type seen struct{ value, file string }
 	first := map[string]seen{}
@@ -167,7 +171,7 @@ func deploymentDiffs(parts []*part) []string {
 		case !ok:
 			first[field] = seen{value, file}
 		case f.value != value:
-			d := fmt.Sprintf("%s is %q in %s but %q in %s", field, f.value, baseName(f.file), value, baseName(file))
+			d := fmt.Sprintf("%s is %q in %s but %q in %s", field, f.value, shown.name(f.file), value, shown.name(file))
 			if !slices.Contains(diffs, d) {
 				diffs = append(diffs, d)
 			}
@@ -427,3 +431,51 @@ func dedupe(notes []string) []string {
 
 // baseName is a file's name without its directory, for labels.
 func baseName(name string) string { return filepath.Base(name) }
+
+// namer names the files of one import in messages: by base name, or by
+// the path as given where two files share a base name
+// (run1/profile_export_aiperf.json and run2/profile_export_aiperf.json),
+// so that a message tells them apart.
+type namer map[string]map[string]bool // base name: the paths that have it
+
+func fileNamer(files []File) namer {
+	n := namer{}
+	for _, f := range files {
+		b := baseName(f.Name)
+		if n[b] == nil {
+			n[b] = map[string]bool{}
+		}
+		n[b][f.Name] = true
+	}
+	return n
+}
+
+func (n namer) name(path string) string {
+	if len(n[baseName(path)]) > 1 {
+		return path
+	}
+	return baseName(path)
+}
+
+// relabel names p's runs, and the notes that begin with a run's label, by
+// the file's path where its base name is shared.
+func (n namer) relabel(p *part) {
+	base, shown := baseName(p.source.Name), n.name(p.source.Name)
+	if shown == base {
+		return
+	}
+	re := func(s string) string {
+		if strings.HasPrefix(s, base) {
+			return shown + s[len(base):]
+		}
+		return s
+	}
+	for _, r := range p.runs {
+		r.label = re(r.label)
+	}
+	for _, notes := range [][]string{p.notes, p.summaryNotes, p.aloneNotes} {
+		for i := range notes {
+			notes[i] = re(notes[i])
+		}
+	}
+}
