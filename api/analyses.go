@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -114,7 +115,8 @@ type analysisInput struct {
 var analysisSchema = sync.OnceValue(schemaOf[AnalysisRequest])
 
 // Resolve requires exactly one of rows, steps and file, an SLO only with
-// rows or a file, and steps that a probe could have measured (stepRules).
+// rows or a file, a file's format known, and steps that a probe could have
+// measured (stepRules).
 func (in *analysisInput) Resolve(huma.Context) []error {
 	n := 0
 	for _, given := range []bool{len(in.Body.Rows) > 0, len(in.Body.Steps) > 0, in.Body.File != nil} {
@@ -128,6 +130,9 @@ func (in *analysisInput) Resolve(huma.Context) []error {
 	}
 	if in.Body.SLO != nil && !in.Body.SLO.IsZero() && len(in.Body.Steps) > 0 {
 		rules = append(rules, rule{location: "body.slo", message: "judges per-request rows or a file; steps carry their own goodput_rps, which no SLO can recount"})
+	}
+	if f := in.Body.File; f != nil && !importer.KnownFormat(f.Format) {
+		rules = append(rules, rule{location: "body.file.format", message: "must be auto or one of " + strings.Join(importer.Formats(), ", ")})
 	}
 	rules = append(rules, stepRules(in.Body.Steps)...)
 	rules = append(rules, rowRules(in.Body.Rows)...)

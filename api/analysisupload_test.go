@@ -117,3 +117,22 @@ func TestAnalysisBodyLimit(t *testing.T) {
 		t.Errorf("413 problem of a plan: %+v", p)
 	}
 }
+
+// TestAnalysisOfAnUnknownFormat: a format id that no reader has is the
+// field's fault (body.file.format), not the file's.
+func TestAnalysisOfAnUnknownFormat(t *testing.T) {
+	s := newServer(t, Options{})
+	body := mustJSON(t, map[string]any{"file": map[string]any{"name": "r.csv", "content": "step,idx,ok,code,ms,wall_s\n1,0,1,200,5,10\n", "format": "excel"}})
+	rec := send(s, http.MethodPost, "/v1/analyses", body)
+	p := readProblem(t, rec)
+	if rec.Code != http.StatusUnprocessableEntity || len(p.Errors) != 1 || p.Errors[0].Location != "body.file.format" ||
+		!strings.Contains(p.Errors[0].Message, "must be auto or one of guidellm-benchmarks") {
+		t.Errorf("%d %s", rec.Code, rec.Body)
+	}
+	for _, format := range []string{"", "auto", "workshop-ramp-csv"} {
+		body := mustJSON(t, map[string]any{"file": map[string]any{"name": "r.csv", "content": "step,idx,ok,code,ms,wall_s\n1,0,1,200,5,10\n", "format": format}})
+		if rec := send(s, http.MethodPost, "/v1/analyses", body); rec.Code != http.StatusOK {
+			t.Errorf("format %q: %d %s", format, rec.Code, rec.Body)
+		}
+	}
+}
