@@ -284,3 +284,26 @@ func TestRateRunsWithDifferentCapsAreTwoSteps(t *testing.T) {
 		t.Errorf("steps %+v: want concurrencies 4 and 8, each at its cap", imp.Steps)
 	}
 }
+
+// TestImplausibleRatesAreRefused: a rate, throughput or output TPS beyond
+// what a scenario's curve point may carry was imported (exit 0) and its
+// curve then refused, or printed as a number of three hundred digits.
+func TestImplausibleRatesAreRefused(t *testing.T) {
+	llmperf := bytes.Replace(readTestdata(t, "llmperf/01-ai-Yi-1-5-34B-Chat_550_150_summary.json"),
+		[]byte(`"results_num_completed_requests_per_min": `), []byte(`"results_num_completed_requests_per_min": 1e13, "x": `), 1)
+	vllm := bytes.Replace(readTestdata(t, "vllm/benchmark_2025-05-13_04-37-51.json"), []byte(`"request_rate": 3.6`), []byte(`"request_rate": 1e300`), 1)
+	for _, tc := range []struct {
+		name string
+		data []byte
+		says string
+	}{
+		{"llmperf throughput", llmperf, "throughput is 1.667e+11 req/s, beyond the 1e+09 req/s a measured step may have"},
+		{"vLLM request rate", vllm, "rate is 1e+300 req/s, beyond the 1e+09 req/s a measured step may have"},
+		{"workshop wall time", []byte("step,idx,ok,code,ms,wall_s\n1,0,1,200,5,1e-12\n"), "throughput is 1e+12 req/s, beyond the 1e+09 req/s"},
+	} {
+		_, err := Import("f", tc.data, deadline12s)
+		if err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.says)
+		}
+	}
+}

@@ -372,8 +372,17 @@ func (r *run) sloGoodput(st *measure.Step, opts analysis.Options) []string {
 	return notes
 }
 
-// checkStep rejects figures that are negative or not finite, which only a
-// corrupt file produces and which no output may carry.
+// maxRateRPS and maxOutputTPS are the largest rates a step may have, as
+// a scenario's curve point allows them (throughput_rps, goodput_rps and
+// output_tps): beyond them the curve that the step gives is refused.
+const (
+	maxRateRPS   = 1e9
+	maxOutputTPS = 1e12
+)
+
+// checkStep rejects figures that are negative, not finite or beyond what
+// a step may have, which only a corrupt file produces and which no output
+// may carry.
 func checkStep(s measure.Step) error {
 	for _, f := range []struct {
 		name string
@@ -387,6 +396,17 @@ func checkStep(s measure.Step) error {
 	} {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
 			return fmt.Errorf("%s is %g: not a finite non-negative number", f.name, f.v)
+		}
+	}
+	for _, f := range []struct {
+		name, unit string
+		v, max     float64
+	}{
+		{"rate", "req/s", s.RateRPS, maxRateRPS}, {"throughput", "req/s", s.ThroughputRPS, maxRateRPS},
+		{"goodput", "req/s", s.GoodputRPS, maxRateRPS}, {"output TPS", "tokens/s", s.OutputTPS, maxOutputTPS},
+	} {
+		if f.v > f.max {
+			return fmt.Errorf("%s is %.4g %s, beyond the %.0g %s a measured step may have: the file's figures are not plausible", f.name, f.v, f.unit, f.max, f.unit)
 		}
 	}
 	if s.Requests < 0 || s.OK < 0 || s.RateLimited < 0 || s.Errors < 0 {
