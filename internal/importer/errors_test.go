@@ -2,6 +2,7 @@ package importer
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -304,6 +305,69 @@ func TestImplausibleRatesAreRefused(t *testing.T) {
 		_, err := Import("f", tc.data, deadline12s)
 		if err == nil || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.says)
+		}
+	}
+}
+
+// TestFiguresOfTheWrongKindAreNamed: a figure that a vLLM or llmperf
+// summary holds but that is not one (text, a list, a negative count, a
+// fractional concurrency) was taken as missing: the run was then planned
+// without it (a p95 of "abc" gone, max_concurrency "8x" estimated instead,
+// 2.5 requests in flight read as 2) or refused as if the key were absent.
+func TestFiguresOfTheWrongKindAreNamed(t *testing.T) {
+	vllm := readTestdata(t, "vllm/benchmark_2025-05-13_04-37-51.json")
+	llmperf := readTestdata(t, "llmperf/01-ai-Yi-1-5-34B-Chat_550_150_summary.json")
+	for _, tc := range []struct {
+		name       string
+		data       []byte
+		key, value string
+		says       string
+	}{
+		{"vLLM p95 as text", vllm, "p95_ttft_ms", `"abc"`, `"p95_ttft_ms" is "abc": not a finite number`},
+		{"vLLM mean as a list", vllm, "mean_tpot_ms", `[]`, `"mean_tpot_ms" is []: not a finite number`},
+		{"vLLM max_concurrency as text", vllm, "max_concurrency", `"8x"`, `"max_concurrency" is "8x": not a finite number`},
+		{"vLLM negative request_rate", vllm, "request_rate", `-1`, `"request_rate" is -1: a request rate is a positive number of requests a second, or "inf"`},
+		{"vLLM request_rate as text", vllm, "request_rate", `"fast"`, `"request_rate" is "fast": not a finite number`},
+		{"vLLM negative output tokens", vllm, "total_output_tokens", `-1`, `"total_output_tokens" is -1: not a whole number of at least 0`},
+		{"vLLM output throughput as an object", vllm, "output_throughput", `{}`, `"output_throughput" is {}: not a finite number`},
+		{"llmperf fractional concurrency", llmperf, "num_concurrent_requests", `2.5`, `"num_concurrent_requests" is 2.5: not a whole number of requests in flight`},
+		{"llmperf concurrency as text", llmperf, "num_concurrent_requests", `"many"`, `"num_concurrent_requests" is "many": not a finite number`},
+		{"llmperf negative completed", llmperf, "results_num_completed_requests", `-1`, `"results_num_completed_requests" is -1: not a whole number of at least 0`},
+		{"llmperf negative throughput", llmperf, "results_num_completed_requests_per_min", `-1`, `"results_num_completed_requests_per_min" is -1: a throughput is not negative`},
+		{"llmperf errors as text", llmperf, "results_number_errors", `"x"`, `"results_number_errors" is "x": not a finite number`},
+		{"llmperf p50 as text", llmperf, "results_ttft_s_quantiles_p50", `"abc"`, `"results_ttft_s_quantiles_p50" is "abc": not a finite number`},
+		{"llmperf negative min", llmperf, "results_ttft_s_min", `-1`, `"results_ttft_s_min" is -1: a latency is not negative`},
+		{"llmperf negative mean", llmperf, "results_end_to_end_latency_s_mean", `-1`, `"results_end_to_end_latency_s_mean" is -1: a latency is not negative`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var doc map[string]json.RawMessage
+			if err := json.Unmarshal(tc.data, &doc); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := doc[tc.key]; !ok {
+				t.Fatalf("the fixture has no %q", tc.key)
+			}
+			doc[tc.key] = json.RawMessage(tc.value)
+			data, err := json.Marshal(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Import("f.json", data, deadline12s)
+			if err == nil || !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("err = %v, want %q", err, tc.says)
+			}
+		})
+	}
+	// What a tool writes for a figure it has not is not one of them.
+	for _, tc := range []struct{ key, value string }{{"max_concurrency", "null"}, {"request_rate", `"inf"`}} {
+		var doc map[string]json.RawMessage
+		if err := json.Unmarshal(vllm, &doc); err != nil {
+			t.Fatal(err)
+		}
+		doc[tc.key] = json.RawMessage(tc.value)
+		data, _ := json.Marshal(doc)
+		if _, err := Import("f.json", data, deadline12s); err != nil {
+			t.Errorf("%s: %s: %v", tc.key, tc.value, err)
 		}
 	}
 }

@@ -143,6 +143,55 @@ func (o obj) has(key string) bool {
 
 func (o obj) num(key string) (float64, bool) { return asNum(o[key]) }
 
+// optNum reads a figure that a file may leave out: absent, null (or the
+// text None, null or NaN, as a pandas CSV writes a missing value) is
+// (0, false, nil); a finite number, or text that holds one, is (v, true,
+// nil); anything else is an error that names the key, rather than the
+// figure taken as missing.
+func (o obj) optNum(key string) (float64, bool, error) {
+	v, present := o[key]
+	if !present || v == nil {
+		return 0, false, nil
+	}
+	if f, ok := asNum(v); ok {
+		return f, true, nil
+	}
+	if s, ok := v.(string); ok {
+		switch strings.ToLower(strings.TrimSpace(s)) {
+		case "", "none", "null", "nan":
+			return 0, false, nil
+		}
+	}
+	return 0, false, fmt.Errorf("%q is %s: not a finite number", key, shownValue(v))
+}
+
+// optCount reads a count of requests or tokens that a file may leave out,
+// as optNum does, and refuses one that is not a whole number of at least 0.
+func (o obj) optCount(key string) (int, bool, error) {
+	f, ok, err := o.optNum(key)
+	if err != nil || !ok {
+		return 0, ok, err
+	}
+	n, isCount := count(f)
+	if !isCount {
+		return 0, false, fmt.Errorf("%q is %g: not a whole number of at least 0", key, f)
+	}
+	return n, true, nil
+}
+
+// shownValue writes a JSON value for a message, as the file holds it
+// (text quoted), cut to 40 characters.
+func shownValue(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	if len(b) > 40 {
+		return string(b[:37]) + "..."
+	}
+	return string(b)
+}
+
 func (o obj) str(key string) (string, bool) {
 	s, ok := o[key].(string)
 	return s, ok

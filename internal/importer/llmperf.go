@@ -3,8 +3,11 @@ package importer
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -47,36 +50,64 @@ func looksLLMPerfSummary(vals []any) bool {
 
 func parseLLMPerfSummary(name string, vals []any) (*part, error) {
 	o, _ := singleObj(vals)
-	conc, ok := o.num("num_concurrent_requests")
-	if !ok || conc < 1 || conc > maxConcurrency {
+	conc, ok, err := o.optNum("num_concurrent_requests")
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok:
 		return nil, errors.New(`has no "num_concurrent_requests"`)
+	case conc < 1 || conc > maxConcurrency || conc != math.Trunc(conc):
+		return nil, fmt.Errorf(`"num_concurrent_requests" is %g: not a whole number of requests in flight from 1 to %d`, conc, maxConcurrency)
 	}
-	completed, ok := count(o["results_num_completed_requests"])
-	if !ok {
+	completed, ok, err := o.optCount("results_num_completed_requests")
+	if err != nil {
+		return nil, err
+	} else if !ok {
 		return nil, errors.New(`has no "results_num_completed_requests"`)
 	}
-	perMin, ok := o.num("results_num_completed_requests_per_min")
-	if !ok || perMin < 0 {
+	perMin, ok, err := o.optNum("results_num_completed_requests_per_min")
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok:
 		return nil, errors.New(`has no "results_num_completed_requests_per_min"`)
+	case perMin < 0:
+		return nil, fmt.Errorf(`"results_num_completed_requests_per_min" is %g: a throughput is not negative`, perMin)
 	}
 	r := &run{hasSummary: true, countsKnown: true, concurrency: int(conc), ok: completed, throughputRPS: perMin / 60}
 	if r.throughputRPS > 0 {
 		r.wallS = float64(completed) / r.throughputRPS
 	}
-	errs, _ := count(o["results_number_errors"])
+	errs, _, err := o.optCount("results_number_errors")
+	if err != nil {
+		return nil, err
+	}
 	r.rateLimited = min(llmperfRateLimited(o), errs)
 	r.errs = errs - r.rateLimited
 	r.requests = completed + errs
-	if started, ok := count(o["results_num_requests_started"]); ok && started > r.requests {
+	started, ok, err := o.optCount("results_num_requests_started")
+	if err != nil {
+		return nil, err
+	}
+	if ok && started > r.requests {
 		r.requests = started
 	}
-	r.outputTPS, _ = o.num("results_mean_output_throughput_token_per_s")
-	r.ttft = llmperfSummary(o, "ttft_s")
-	r.e2e = llmperfSummary(o, "end_to_end_latency_s")
+	if r.outputTPS, _, err = o.optNum("results_mean_output_throughput_token_per_s"); err != nil {
+		return nil, err
+	}
+	if r.ttft, err = llmperfSummary(o, "ttft_s"); err != nil {
+		return nil, err
+	}
+	if r.e2e, err = llmperfSummary(o, "end_to_end_latency_s"); err != nil {
+		return nil, err
+	}
 	if !r.ttft.known() || !r.e2e.known() {
 		return nil, errors.New(`has no results_ttft_s or results_end_to_end_latency_s quantiles`)
 	}
-	out := llmperfSummary(o, "number_output_tokens")
+	out, err := llmperfSummary(o, "number_output_tokens")
+	if err != nil {
+		return nil, err
+	}
 	p := &part{source: Source{Tool: "llmperf"}, runs: []*run{r}, pairKey: llmperfKey(name)}
 	p.source.Version, _ = o.str("version")
 	p.source.Model, _ = o.str("model")
@@ -141,33 +172,50 @@ func estimateTPOT(ttft, e2e summary, out float64) (summary, string) {
 
 // llmperfSummary reads results_<metric>_mean, _min, _max and
 // _quantiles_pNN; seconds become milliseconds, token counts stay as they are.
-func llmperfSummary(o obj, metric string) summary {
+// A figure present but not a number, or negative, is an error that names
+// its key.
+func llmperfSummary(o obj, metric string) (summary, error) {
 	prefix := "results_" + metric
+	what := "a token count"
+	if strings.HasSuffix(metric, "_s") {
+		what = "a latency"
+	}
 	var s summary
-	s.mean, _ = o.num(prefix + "_mean")
-	if v, ok := o.num(prefix + "_min"); ok {
-		s.set(0, v)
-	}
-	if v, ok := o.num(prefix + "_max"); ok {
-		s.set(1, v)
-	}
-	for k := range o {
-		rest, found := strings.CutPrefix(k, prefix+"_quantiles_p")
-		if !found {
+	for _, k := range slices.Sorted(maps.Keys(o)) {
+		var q float64
+		switch rest, found := strings.CutPrefix(k, prefix+"_quantiles_p"); {
+		case k == prefix+"_mean":
+			q = -1
+		case k == prefix+"_min":
+			q = 0
+		case k == prefix+"_max":
+			q = 1
+		case found:
+			pct, err := strconv.ParseFloat(rest, 64)
+			if err != nil || !(pct > 0 && pct < 100) {
+				continue
+			}
+			q = pct / 100
+		default:
 			continue
 		}
-		pct, err := strconv.ParseFloat(rest, 64)
-		if err != nil || !(pct > 0 && pct < 100) {
-			continue
-		}
-		if v, ok := o.num(k); ok {
-			s.set(pct/100, v)
+		v, ok, err := o.optNum(k)
+		switch {
+		case err != nil:
+			return summary{}, err
+		case !ok:
+		case v < 0:
+			return summary{}, fmt.Errorf("%q is %g: %s is not negative", k, v, what)
+		case q == -1:
+			s.mean = v
+		default:
+			s.set(q, v)
 		}
 	}
 	if strings.HasSuffix(metric, "_s") {
-		return s.scale(1000)
+		return s.scale(1000), nil
 	}
-	return s
+	return s, nil
 }
 
 var errorCodeRE = regexp.MustCompile(`(\d{3})['"]?\s*:\s*(\d+)`)

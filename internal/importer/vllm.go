@@ -260,23 +260,41 @@ func vllmRun(o obj) (*run, []string, error) {
 	}
 	var notes []string
 	r := &run{hasSummary: true, countsKnown: true, wallS: dur, throughputRPS: thr, ok: completed}
-	if failed, ok := count(o["failed"]); ok {
+	failed, hasFailed, err := o.optCount("failed")
+	if err != nil {
+		return nil, nil, err
+	}
+	prompts, hasPrompts, err := o.optCount("num_prompts")
+	if err != nil {
+		return nil, nil, err
+	}
+	if hasFailed {
 		r.errs = failed
-	} else if n, ok := count(o["num_prompts"]); ok && n >= completed {
-		r.errs = n - completed
+	} else if hasPrompts && prompts >= completed {
+		r.errs = prompts - completed
 		if r.errs > 0 {
 			notes = append(notes, fmt.Sprintf("%s inferred as num_prompts − completed (the file has no \"failed\")", plural(r.errs, "failed request")))
 		}
 	}
 	r.requests = completed + r.errs
-	r.outputTPS, _ = o.num("output_throughput")
-	if mc, ok := o.num("max_concurrency"); ok {
+	if r.outputTPS, _, err = o.optNum("output_throughput"); err != nil {
+		return nil, nil, err
+	}
+	mc, hasMC, err := o.optNum("max_concurrency")
+	if err != nil {
+		return nil, nil, err
+	}
+	if hasMC {
 		if mc < 1 || mc != math.Trunc(mc) || mc > maxConcurrency {
 			return nil, nil, fmt.Errorf("max_concurrency %g is not a positive whole number", mc)
 		}
 		r.concurrency = int(mc)
 	}
-	if rate, ok := o.num("request_rate"); ok && rate > 0 {
+	rate, err := vllmRequestRate(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rate > 0 {
 		r.rateRPS = rate
 		if r.concurrency > 0 {
 			notes = append(notes, fmt.Sprintf("open loop at %g req/s with max_concurrency %d: the step is placed at the concurrency estimated from the load in flight, not at the cap", rate, r.concurrency))
@@ -311,8 +329,11 @@ func vllmRun(o obj) (*run, []string, error) {
 		}
 	}
 	if !o.has("ttfts") && !r.e2e.known() && r.ttft.known() && r.tpot.known() && completed > 0 {
-		out, _ := o.num("total_output_tokens")
-		if meanOut := out / float64(completed); meanOut >= 1 {
+		out, _, err := o.optCount("total_output_tokens")
+		if err != nil {
+			return nil, nil, err
+		}
+		if meanOut := float64(out) / float64(completed); meanOut >= 1 {
 			r.e2e, r.e2eDerived = estimateE2E(r.ttft, r.tpot, meanOut), true
 			notes = append(notes, fmt.Sprintf("E2E estimated (marked) as TTFT + TPOT × (mean output tokens − 1), with %.4g mean output tokens: the file has no e2el (add e2el to --percentile-metrics)", meanOut))
 		}
@@ -362,7 +383,10 @@ func vllmSummary(o obj, metric string) (summary, error) {
 		default:
 			continue
 		}
-		v, ok := o.num(k)
+		v, ok, err := o.optNum(k)
+		if err != nil {
+			return summary{}, err
+		}
 		if !ok {
 			continue
 		}
@@ -376,6 +400,20 @@ func vllmSummary(o obj, metric string) (summary, error) {
 		}
 	}
 	return s, nil
+}
+
+// vllmRequestRate reads request_rate, the rate the run sent at: a positive
+// number of requests a second, or "inf" (every request at once, a closed
+// loop under max_concurrency), 0 for the latter or when the file has none.
+func vllmRequestRate(o obj) (float64, error) {
+	if s, ok := o.str("request_rate"); ok && strings.EqualFold(strings.TrimSpace(s), "inf") {
+		return 0, nil
+	}
+	rate, ok, err := o.optNum("request_rate")
+	if err == nil && ok && !(rate > 0) {
+		err = fmt.Errorf(`"request_rate" is %g: a request rate is a positive number of requests a second, or "inf"`, rate)
+	}
+	return rate, err
 }
 
 // vllmNumber reads a summary figure, or says what is wrong with it:
