@@ -413,10 +413,18 @@ func TestParseMetrics(t *testing.T) {
 		{"classes: {chat: 'job=\"a\"}, x=\"b'}\n", "classes[chat]: must be label matchers"},
 		{"- a\n", "the metrics file: must be a mapping of the keys of docs/exports.md, got a list"},
 		{"just words\n", "the metrics file: must be a mapping of the keys of docs/exports.md, got a string"},
+		// Selectors that match the shape but that Prometheus does not parse:
+		// an escape PromQL has not, a regular expression that does not compile.
+		{"classes: {chat: 'job=\"\\q\"'}\n", "classes[chat]: must be label matchers"},
+		{"classes: {chat: 'job=~\"(\"'}\n", "classes[chat]: must be label matchers"},
+		{"rate_limited_matchers: 'code=\"429\",error_type!~\"[a\"'\n", "rate_limited_matchers: must be label matchers"},
 	} {
 		if _, err := ParseMetrics([]byte(tc.file)); err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "json:") || strings.Contains(err.Error(), "Go ") {
 			t.Errorf("%q: %v, want %q", tc.file, err, tc.want)
 		}
+	}
+	if _, err := ParseMetrics([]byte(`classes: {chat: 'job=~"a|b\\d+", env!="x\"y"'}` + "\n")); err != nil {
+		t.Errorf("matchers Prometheus parses: %v", err)
 	}
 	sc := testutil.Example(t, "chat")
 	err = Write(&bytes.Buffer{}, ToPrometheusRules, sc, planOf(t, sc), Options{Metrics: Metrics{Classes: map[string]string{"nightly": `job="n"`}}})

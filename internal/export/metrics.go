@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/go-playground/validator/v10"
@@ -174,16 +175,39 @@ var (
 	metricName  = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
 	labelName   = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 	promDur     = regexp.MustCompile(`^([0-9]+(ms|s|m|h|d|w|y))+$`)
-	matcher     = `\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(=~|!~|!=|=)\s*"(?:[^"\\\n]|\\.)*"\s*`
+	matcher     = `\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(=~|!~|!=|=)\s*("(?:[^"\\\n]|\\.)*")\s*`
 	matcherList = regexp.MustCompile(`^` + matcher + `(,` + matcher + `)*$`)
+	oneMatcher  = regexp.MustCompile(matcher)
 )
+
+// validMatchers reports whether s is a list of label matchers that
+// Prometheus parses: each value a double-quoted string with PromQL's
+// escapes (Go's: \q is none), and the value of =~ and !~ a regular
+// expression (Go's RE2 syntax, which Prometheus anchors).
+func validMatchers(s string) bool {
+	if !matcherList.MatchString(s) {
+		return false
+	}
+	for _, m := range oneMatcher.FindAllStringSubmatch(s, -1) {
+		v, err := strconv.Unquote(m[2])
+		if err != nil {
+			return false
+		}
+		if m[1] == "=~" || m[1] == "!~" {
+			if _, err := regexp.Compile("^(?:" + v + ")$"); err != nil {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 // ruleWords say what each rule of the mapping file asks.
 var ruleWords = map[string]string{
 	"metricname":   "must be a Prometheus metric name: letters, digits, '_' and ':', not starting with a digit",
 	"labelname":    "must be a Prometheus label name: letters, digits and '_', not starting with a digit nor with '__', which Prometheus reserves",
 	"promduration": "must be a Prometheus duration greater than 0, such as 30s, 5m or 1h",
-	"matchers":     `must be label matchers as a selector's braces hold them, such as error_type="429" or job="chat",env!="dev"`,
+	"matchers":     `must be label matchers as a selector's braces hold them, such as error_type="429" or job="chat",env!="dev", each value a double-quoted PromQL string and, after =~ or !~, a regular expression`,
 	"max":          "too long, or too many entries",
 	"min":          "must not be empty",
 }
@@ -203,7 +227,7 @@ var validate = func() *validator.Validate {
 		"labelname": func(s string) bool { return labelName.MatchString(s) && !strings.HasPrefix(s, "__") },
 		// Prometheus refuses a range or a for of 0 (0s, 0m0s).
 		"promduration": func(s string) bool { return promDur.MatchString(s) && strings.ContainsAny(s, "123456789") },
-		"matchers":     matcherList.MatchString,
+		"matchers":     validMatchers,
 	} {
 		if err := v.RegisterValidation(tag, func(fl validator.FieldLevel) bool { return ok(fl.Field().String()) }); err != nil {
 			panic(err)
