@@ -407,6 +407,13 @@ func TestParseMetrics(t *testing.T) {
 		{"window: 5 minutes\n", "window: must be a Prometheus duration"},
 		{"window: 0s\n", "window: must be a Prometheus duration greater than 0"},
 		{"for: 0m0s\n", "for: must be a Prometheus duration greater than 0"},
+		// Durations that promtool refuses: units out of order or twice, or
+		// beyond the range of a duration.
+		{"window: 5m1h\n", "window: must be a Prometheus duration"},
+		{"window: 1h1h\n", "window: must be a Prometheus duration"},
+		{"for: 30s5m\n", "for: must be a Prometheus duration"},
+		{"for: 300y\n", "for: must be a Prometheus duration"},
+		{"window: 99999999999999999999y\n", "window: must be a Prometheus duration"},
 		{"class_label: __name__\n", "class_label: must be a Prometheus label name"},
 		{"token_type_label: __x\n", "token_type_label: must be a Prometheus label name"},
 		{"rate_limited_matchers: 'status=429'\n", "rate_limited_matchers: must be label matchers"},
@@ -425,6 +432,11 @@ func TestParseMetrics(t *testing.T) {
 	}
 	if _, err := ParseMetrics([]byte(`classes: {chat: 'job=~"a|b\\d+", env!="x\"y"'}` + "\n")); err != nil {
 		t.Errorf("matchers Prometheus parses: %v", err)
+	}
+	for _, d := range []string{"1h30m", "1d", "2w", "1y2w3d4h5m6s7ms", "90s", "250ms"} {
+		if _, err := ParseMetrics([]byte("window: " + d + "\nfor: " + d + "\n")); err != nil {
+			t.Errorf("duration %s, which Prometheus parses: %v", d, err)
+		}
 	}
 	sc := testutil.Example(t, "chat")
 	err = Write(&bytes.Buffer{}, ToPrometheusRules, sc, planOf(t, sc), Options{Metrics: Metrics{Classes: map[string]string{"nightly": `job="n"`}}})

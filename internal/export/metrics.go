@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-playground/validator/v10"
 
@@ -174,11 +176,34 @@ func metricsKeys() []string {
 var (
 	metricName  = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
 	labelName   = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
-	promDur     = regexp.MustCompile(`^([0-9]+(ms|s|m|h|d|w|y))+$`)
+	promDur     = regexp.MustCompile(`^(?:([0-9]+)y)?(?:([0-9]+)w)?(?:([0-9]+)d)?(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?(?:([0-9]+)ms)?$`)
 	matcher     = `\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(=~|!~|!=|=)\s*("(?:[^"\\\n]|\\.)*")\s*`
 	matcherList = regexp.MustCompile(`^` + matcher + `(,` + matcher + `)*$`)
 	oneMatcher  = regexp.MustCompile(matcher)
 )
+
+// validDuration reports whether s is a duration that Prometheus parses
+// (model.ParseDuration) and that is more than 0: its units from the
+// largest to the smallest, each at most once ("1h30m", not "30m1h"), and
+// within the range of a time.Duration (about 292 years).
+func validDuration(s string) bool {
+	m := promDur.FindStringSubmatch(s)
+	if s == "" || m == nil {
+		return false
+	}
+	units := []time.Duration{365 * 24 * time.Hour, 7 * 24 * time.Hour, 24 * time.Hour, time.Hour, time.Minute, time.Second, time.Millisecond}
+	total := 0.0
+	for i, u := range units {
+		if m[i+1] != "" {
+			n, err := strconv.ParseFloat(m[i+1], 64)
+			if err != nil {
+				return false
+			}
+			total += n * float64(u)
+		}
+	}
+	return total > 0 && total < math.MaxInt64
+}
 
 // validMatchers reports whether s is a list of label matchers that
 // Prometheus parses: each value a double-quoted string with PromQL's
@@ -206,7 +231,7 @@ func validMatchers(s string) bool {
 var ruleWords = map[string]string{
 	"metricname":   "must be a Prometheus metric name: letters, digits, '_' and ':', not starting with a digit",
 	"labelname":    "must be a Prometheus label name: letters, digits and '_', not starting with a digit nor with '__', which Prometheus reserves",
-	"promduration": "must be a Prometheus duration greater than 0, such as 30s, 5m or 1h",
+	"promduration": "must be a Prometheus duration greater than 0, such as 30s, 5m or 1h30m (units from the largest, each once)",
 	"matchers":     `must be label matchers as a selector's braces hold them, such as error_type="429" or job="chat",env!="dev", each value a double-quoted PromQL string and, after =~ or !~, a regular expression`,
 	"max":          "too long, or too many entries",
 	"min":          "must not be empty",
@@ -225,8 +250,9 @@ var validate = func() *validator.Validate {
 		// Names beginning with __ are reserved for Prometheus's own use
 		// (__name__ is the metric name: a matcher on it selects by name).
 		"labelname": func(s string) bool { return labelName.MatchString(s) && !strings.HasPrefix(s, "__") },
-		// Prometheus refuses a range or a for of 0 (0s, 0m0s).
-		"promduration": func(s string) bool { return promDur.MatchString(s) && strings.ContainsAny(s, "123456789") },
+		// Prometheus refuses a range or a for of 0 (0s, 0m0s), and
+		// units out of order.
+		"promduration": validDuration,
 		"matchers":     validMatchers,
 	} {
 		if err := v.RegisterValidation(tag, func(fl validator.FieldLevel) bool { return ok(fl.Field().String()) }); err != nil {
