@@ -301,3 +301,36 @@ func TestOldProbeCSVStillImports(t *testing.T) {
 		t.Errorf("format %s, step %+v", imp.Format, s)
 	}
 }
+
+// TestImpossibleRowsAreRefused: a row whose latency is beyond what a
+// summary's may be (1e308 ms), or that ended before its first token, was
+// imported as measured; POST /v1/analyses refuses such rows, and the
+// import now does too, naming the column.
+func TestImpossibleRowsAreRefused(t *testing.T) {
+	probe := func(ttft, e2e float64) []byte {
+		var recs []measure.Record
+		for i := range 4 {
+			recs = append(recs, measure.Record{Step: 1, Index: i, StartS: float64(i), TTFTMs: 100, E2EMs: 1000, OutputTokens: 10, Status: 200, OK: true, Attempts: 1})
+		}
+		recs[2].TTFTMs, recs[2].E2EMs = ttft, e2e
+		var buf bytes.Buffer
+		if err := measure.WriteCSV(&buf, recs); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+		says string
+	}{
+		{"probe row ending before its first token", probe(900, 500), "request 3: e2e_ms 500 is below its ttft_ms 900: a request ends after its first token"},
+		{"probe row of 1e308 ms", probe(100, 1e308), "request 3: e2e_ms 1e+308 is beyond the 1e+09 ms a latency may be"},
+		{"workshop row of 1e308 ms", []byte("step,idx,ok,code,ms,wall_s\n1,0,1,200,1e308,10\n"), "e2e_ms 1e+308 is beyond the 1e+09 ms a latency may be"},
+		{"llmperf response ending before its first token", []byte(`[{"ttft_s": 2, "end_to_end_latency_s": 1, "number_output_tokens": 5, "number_input_tokens": 9}]`), "e2e_ms 1000 is below its ttft_ms 2000"},
+	} {
+		if _, err := Import("f", tc.data, deadline12s); err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.says)
+		}
+	}
+}

@@ -415,12 +415,24 @@ func checkStep(s measure.Step) error {
 	return nil
 }
 
-// checkRecord rejects a row whose times are negative or not finite.
+// checkRecord rejects a row whose times are negative or not finite, a
+// latency beyond the 10⁹ ms a summary's may be, and a request that ended
+// before its first token (as POST /v1/analyses refuses such a row). Each
+// time is named as requests.csv names it.
 func checkRecord(r *measure.Record) error {
-	for _, v := range []float64{r.StartS, r.AckMs, r.TTFTMs, r.E2EMs, r.RetryAfterMs} {
-		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-			return fmt.Errorf("time %g is not a finite non-negative number", v)
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"start_s", r.StartS}, {"ack_ms", r.AckMs}, {"ttft_ms", r.TTFTMs}, {"e2e_ms", r.E2EMs}, {"retry_after_ms", r.RetryAfterMs}} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
+			return fmt.Errorf("%s %g is not a finite non-negative number", f.name, f.v)
 		}
+		if f.name != "start_s" && f.v > maxQuantileMs {
+			return fmt.Errorf("%s %.4g is beyond the %.0g ms a latency may be", f.name, f.v, float64(maxQuantileMs))
+		}
+	}
+	if r.TTFTMs > 0 && r.E2EMs > 0 && r.E2EMs < r.TTFTMs {
+		return fmt.Errorf("e2e_ms %.6g is below its ttft_ms %.6g: a request ends after its first token", r.E2EMs, r.TTFTMs)
 	}
 	if r.OutputTokens < 0 || r.InputTokens < 0 {
 		return errors.New("negative token count")
