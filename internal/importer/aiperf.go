@@ -181,8 +181,13 @@ func firstPresent(o obj, paths [][]string) any {
 // output TPS and the TTFT, TPOT and E2E distributions.
 func summaryRun(ms metricSet) (*run, []string, error) {
 	thr, ok := ms.scalar("request_throughput")
-	if !ok || thr < 0 {
+	switch _, m, present := ms.entry("request_throughput"); {
+	case !present:
 		return nil, nil, errors.New(`has no "request_throughput"`)
+	case !ok:
+		return nil, nil, fmt.Errorf(`"request_throughput" has an avg of %s: not a finite number`, shownValue(m["avg"]))
+	case thr < 0:
+		return nil, nil, fmt.Errorf(`"request_throughput" is %g req/s: a throughput is not negative`, thr)
 	}
 	r := &run{hasSummary: true, throughputRPS: thr}
 	var err error

@@ -371,3 +371,30 @@ func TestFiguresOfTheWrongKindAreNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestAIPerfThroughputOfTheWrongKind: AIPerf's and GenAI-Perf's summaries
+// with a request_throughput that is negative or not a number were refused
+// as having none ("has no request_throughput").
+func TestAIPerfThroughputOfTheWrongKind(t *testing.T) {
+	js := readTestdata(t, "aiperf/examples-run1/profile_export_aiperf.json")
+	csv := readTestdata(t, "aiperf/examples-run1/profile_export_aiperf.csv")
+	for _, tc := range []struct {
+		name      string
+		data      []byte
+		from, to  string
+		file, say string
+	}{
+		{"negative, JSON", js, `"avg": 9.551622221540914`, `"avg": -9.55`, "profile_export_aiperf.json", `"request_throughput" is -9.55 req/s: a throughput is not negative`},
+		{"text, JSON", js, `"avg": 9.551622221540914`, `"avg": "fast"`, "profile_export_aiperf.json", `"request_throughput" has an avg of "fast": not a finite number`},
+		{"null, JSON", js, `"avg": 9.551622221540914`, `"avg": null`, "profile_export_aiperf.json", `"request_throughput" has an avg of null: not a finite number`},
+		{"negative, CSV", csv, "Request Throughput (requests/sec),9.55", "Request Throughput (requests/sec),-9.55", "profile_export_aiperf.csv", `"request_throughput" is -9.55 req/s: a throughput is not negative`},
+	} {
+		data := bytes.Replace(tc.data, []byte(tc.from), []byte(tc.to), 1)
+		if bytes.Equal(data, tc.data) {
+			t.Fatalf("%s: %q is not in the fixture", tc.name, tc.from)
+		}
+		if _, err := Import(tc.file, data, deadline12s); err == nil || !strings.Contains(err.Error(), tc.say) {
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.say)
+		}
+	}
+}
