@@ -398,3 +398,22 @@ func TestAIPerfThroughputOfTheWrongKind(t *testing.T) {
 		}
 	}
 }
+
+// TestE2EBelowTTFTIsRefused: a summary whose E2E percentile is below the
+// same percentile of TTFT (a TTFT row in the wrong unit) was imported as
+// measured; POST /v1/analyses refuses such a step.
+func TestE2EBelowTTFTIsRefused(t *testing.T) {
+	for _, tc := range []struct{ fixture, from, to, say string }{
+		{"aiperf/examples-run1/profile_export_aiperf.csv", "Time to First Token (ms)", "Time to First Token (s)", "E2E p50 (9097 ms) is below TTFT p50 (2.369e+06 ms): a request ends after its first token"},
+		{"genai-perf/profile_export_genai_perf.csv", "Time To First Token (ns)", "Time To First Token (ms)", "is below TTFT p50"},
+	} {
+		orig := readTestdata(t, tc.fixture)
+		data := bytes.Replace(orig, []byte(tc.from), []byte(tc.to), 1)
+		if bytes.Equal(data, orig) {
+			t.Fatalf("%s: %q is not in the fixture", tc.fixture, tc.from)
+		}
+		if _, err := Import(tc.fixture, data, deadline12s); err == nil || !strings.Contains(err.Error(), tc.say) {
+			t.Errorf("%s: err = %v, want %q", tc.fixture, err, tc.say)
+		}
+	}
+}

@@ -412,6 +412,21 @@ func checkStep(s measure.Step) error {
 	if s.Requests < 0 || s.OK < 0 || s.RateLimited < 0 || s.Errors < 0 {
 		return errors.New("has a negative request count")
 	}
+	// No request ends before its first token, so no percentile of E2E is
+	// below the same percentile of TTFT: a file that says so is corrupt
+	// (POST /v1/analyses refuses such a step). A stand-in percentile (a
+	// p99 for a missing p95, the mean for a missing median) is not the
+	// same percentile and is not compared.
+	if !s.TTFTEstimated && !s.E2EEstimated {
+		for _, p := range []struct {
+			name      string
+			ttft, e2e float64
+		}{{"p50", s.TTFTP50Ms, s.E2EP50Ms}, {"p95", s.TTFTP95Ms, s.E2EP95Ms}} {
+			if p.ttft > 0 && p.e2e > 0 && p.e2e < p.ttft {
+				return fmt.Errorf("E2E %s (%.4g ms) is below TTFT %s (%.4g ms): a request ends after its first token, so the file's figures are inconsistent", p.name, p.e2e, p.name, p.ttft)
+			}
+		}
+	}
 	return nil
 }
 
