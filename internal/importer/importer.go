@@ -360,9 +360,13 @@ func assemble(parts []*part, opts analysis.Options, notes []string) (*Imported, 
 			notes = append(notes, p.aloneNotes...)
 		}
 		for _, r := range p.runs {
+			from := r.label
+			if !strings.Contains(from, baseName(p.source.Name)) {
+				from += " of " + p.source.Name // a step of a ramp CSV: the label alone names no file
+			}
 			st, recs, rNotes, err := r.finish(opts)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", r.label, &FormatError{Format: p.source.Format, Err: err})
+				return nil, fmt.Errorf("%s: %w", from, &FormatError{Format: p.source.Format, Err: err})
 			}
 			for _, n := range rNotes {
 				if total > 1 {
@@ -375,10 +379,6 @@ func assemble(parts []*part, opts analysis.Options, notes []string) (*Imported, 
 				// An unknown load: two runs that measured exactly the same are
 				// the same run twice.
 				load = fmt.Sprintf("the same unknown load with the same figures (%d requests, %.6g req/s, TTFT p50 %.6g ms)", st.Requests, st.ThroughputRPS, st.TTFTP50Ms)
-			}
-			from := r.label
-			if !strings.Contains(from, baseName(p.source.Name)) {
-				from += " of " + p.source.Name // a step of a ramp CSV: the label alone names no file
 			}
 			all = append(all, placed{st, from, load})
 			if imp.Records == nil && total == 1 {

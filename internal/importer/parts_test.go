@@ -334,3 +334,17 @@ func TestImpossibleRowsAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestAStepsProblemNamesItsFile: a problem with one step of a ramp CSV
+// named the step alone ("step 1: looks like a workshop ramp CSV but ..."),
+// not the file, among several.
+func TestAStepsProblemNamesItsFile(t *testing.T) {
+	files := []File{
+		{"morning/ramp.csv", []byte("step,idx,ok,code,ms,wall_s\n1,0,1,200,5,10\n")},
+		{"evening/ramp.csv", []byte("step,idx,ok,code,ms,wall_s\n2,0,1,200,5,1e-12\n")},
+	}
+	_, err := ImportMany(files, deadline12s)
+	if want := "step 2 of evening/ramp.csv: looks like a workshop ramp CSV"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want %q", err, want)
+	}
+}
