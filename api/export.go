@@ -18,14 +18,21 @@ import (
 type exportInput struct {
 	ID    string `path:"id" maxLength:"64" doc:"Id of a stored plan."`
 	To    string `query:"to" required:"true" enum:"prometheus-rules,litellm,client" doc:"prometheus-rules: Prometheus alerting rules on each class's TTFT and E2E p95 (its SLO), its 429 rate and each key's use, reading OpenTelemetry's GenAI metrics; litellm: LiteLLM router settings with each class's rpm, tpm and max_parallel_requests; client: each class's pool, pacing, admission, retry and AIMD settings as JSON (docs/exports.md)."`
-	Model string `query:"model" maxLength:"256" doc:"litellm: the provider's model of every deployment, as LiteLLM names it (openai/gpt-4o-mini); a placeholder when absent. Only with to=litellm (a 422 with another)."`
+	Model string `query:"model" maxLength:"256" doc:"litellm: the provider's model of every deployment, as LiteLLM names it (openai/gpt-4o-mini), one line without blank space around it; a placeholder when absent. Only with to=litellm (a 422 with another)."`
 }
 
 // Resolve refuses a model for a target that has none, as planner export
-// refuses --model without --to litellm, rather than ignoring it.
+// refuses --model without --to litellm, rather than ignoring it, and a
+// model that is not one line without blank space around it.
 func (in *exportInput) Resolve(huma.Context) []error {
-	if in.Model != "" && in.To != export.ToLiteLLM && slices.Contains(export.Targets, in.To) {
+	if in.Model == "" {
+		return nil
+	}
+	if in.To != export.ToLiteLLM && slices.Contains(export.Targets, in.To) {
 		return []error{&huma.ErrorDetail{Location: "query.model", Message: "only to=litellm takes a model; " + in.To + " has none", Value: in.Model}}
+	}
+	if err := export.CheckModel(in.Model); err != nil {
+		return []error{&huma.ErrorDetail{Location: "query.model", Value: in.Model, Message: err.Error()}}
 	}
 	return nil
 }

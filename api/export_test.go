@@ -43,6 +43,13 @@ func TestPlanExport(t *testing.T) {
 	if !strings.Contains(string(mustGet(t, env.url+"/v1/plans/"+id+"/export?to=litellm&model=openai/gpt-4o-mini")), "model: openai/gpt-4o-mini") {
 		t.Error("the model is not in the LiteLLM settings")
 	}
+	// A model of two lines wrote a block scalar into litellm_params.model;
+	// a model with another target was ignored.
+	for _, q := range []string{"to=litellm&model=openai%2Fa%0Ab", "to=litellm&model=%20openai%2Fa", "to=prometheus-rules&model=openai%2Fa"} {
+		if status, _, b := call(t, http.MethodGet, env.url+"/v1/plans/"+id+"/export?"+q, nil); status != http.StatusUnprocessableEntity || !strings.Contains(string(b), `"location":"query.model"`) {
+			t.Errorf("%s: %d %s", q, status, b)
+		}
+	}
 	if status, _, b := call(t, http.MethodGet, env.url+"/v1/plans/"+id+"/export?to=grafana", nil); status != http.StatusUnprocessableEntity || !strings.Contains(string(b), `"location":"query.to"`) {
 		t.Errorf("an unknown target: %d %s", status, b)
 	}

@@ -70,6 +70,9 @@ func newExportCmd(s streams) *cobra.Command {
 		if model != "" && to != export.ToLiteLLM {
 			return usageError{fmt.Errorf("--model is for --to %s", export.ToLiteLLM)}
 		}
+		if err := export.CheckModel(model); err != nil {
+			return usageError{fmt.Errorf("--model: %w", err)}
+		}
 		a, err := newApp(cmd)
 		if err != nil {
 			return err

@@ -75,6 +75,8 @@ func TestExport(t *testing.T) {
 		{"export", file, "--to", "litellm", "--metrics", metrics},
 		{"export", file, "--to", "client", "--model", "m"},
 		{"export", file, "--to", "client", "-o", "toml"},
+		{"export", file, "--to", "litellm", "--model", "openai/gpt-4o-mini\nx: y"},
+		{"export", file, "--to", "litellm", "--model", "openai/gpt-4o-mini "},
 	} {
 		if code, out, errOut := execute(t, "", args...); code != exitUsage || out != "" {
 			t.Errorf("%v: exit %d %q %s; want a usage error", args, code, out, errOut)

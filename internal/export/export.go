@@ -18,6 +18,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"unicode"
 
 	"sigs.k8s.io/yaml"
 
@@ -57,6 +58,20 @@ const (
 	FormatYAML = "yaml"
 	FormatJSON = "json"
 )
+
+// CheckModel says what is wrong with a LiteLLM provider/model string, or
+// returns nil: a control character (a newline wrote a second line into
+// litellm_params.model) or blank space around it, which no provider's
+// model name has.
+func CheckModel(model string) error {
+	if i := strings.IndexFunc(model, unicode.IsControl); i >= 0 {
+		return fmt.Errorf("%q has a control character (%U): a provider/model string such as %s is one line of text", model, []rune(model[i:])[0], "openai/gpt-4o-mini")
+	}
+	if strings.TrimSpace(model) != model {
+		return fmt.Errorf("%q begins or ends with blank space: a provider/model string such as %s has none", model, "openai/gpt-4o-mini")
+	}
+	return nil
+}
 
 // DefaultModel is the model LiteLLM is told to call when none is given: a
 // placeholder that the file's header says to replace.
