@@ -6,9 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/plannerdev/planner/internal/measure"
 )
 
 // Format ids, stable across releases: they appear in output and in the
@@ -327,7 +331,33 @@ func detectCSV(name string, data []byte) (*part, error) {
 		}
 		return finishPart(p, name, fm.id), nil
 	}
+	if err := nearMissCSV(header); err != nil {
+		return nil, err
+	}
 	return nil, fmt.Errorf("%w: the CSV header %q matches none of the known layouts", ErrUnknownFormat, strings.Join(header, ","))
+}
+
+// nearMissCSV names the ramp CSV layout that a header matching none comes
+// close to, with what it lacks: most of the workshop layout's columns, or
+// the first columns of a probe's requests.csv (step, idx, start_s), as a
+// file whose column was renamed or dropped by hand has.
+func nearMissCSV(header []string) error {
+	ws := workshopIndex(header)
+	_, step := ws["step"]
+	_, ms := ws["ms"]
+	if step && ms && len(ws) >= len(workshopColumns)-2 {
+		var missing []string
+		for _, c := range workshopColumns {
+			if _, ok := ws[c]; !ok {
+				missing = append(missing, strconv.Quote(c))
+			}
+		}
+		return &FormatError{Format: FormatWorkshopCSV, Err: fmt.Errorf("has no %s column", strings.Join(missing, " or "))}
+	}
+	if len(header) >= 3 && slices.Equal(header[:3], measure.CSVHeader[:3]) {
+		return &FormatError{Format: FormatProbeCSV, Err: errors.New(measure.ProbeHeaderDiff(header))}
+	}
+	return nil
 }
 
 // readCSV reads every row; rows may differ in length (the tools' metric

@@ -348,3 +348,25 @@ func TestAStepsProblemNamesItsFile(t *testing.T) {
 		t.Errorf("err = %v, want %q", err, want)
 	}
 }
+
+// TestRampCSVsMissingAColumnSayWhich: a workshop CSV without wall_s, or a
+// probe requests.csv with a column dropped or added by hand, was "not a
+// result file of a supported tool" (its header matching none).
+func TestRampCSVsMissingAColumnSayWhich(t *testing.T) {
+	var buf bytes.Buffer
+	if err := measure.WriteCSV(&buf, []measure.Record{{Step: 1, E2EMs: 5, Status: 200, OK: true, Attempts: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	probe := strings.SplitN(buf.String(), "\n", 2)
+	for _, tc := range []struct{ name, data, say string }{
+		{"workshop without wall_s", "step,idx,ok,code,ms\n1,0,1,200,5\n", `looks like a workshop ramp CSV (step, idx, ok, code, ms, wall_s) but has no "wall_s" column`},
+		{"workshop without code and wall_s", "step,idx,ok,ms\n1,0,1,5\n", `but has no "code" or "wall_s" column`},
+		{"probe without call", strings.TrimSuffix(probe[0], ",call") + "\n", "looks like a planner requests.csv but it has no column call"},
+		{"probe with a column more", probe[0] + ",note\n", "looks like a planner requests.csv but it has column note, which the probe does not write"},
+	} {
+		_, err := Import("r.csv", []byte(tc.data), deadline12s)
+		if err == nil || !strings.Contains(err.Error(), tc.say) {
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.say)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // CSVHeader is the column layout of a probe's requests.csv, one row per
@@ -75,6 +76,34 @@ func IsProbeCSVHeader(header []string) bool {
 	return false
 }
 
+// ProbeHeaderDiff says how a header row differs from CSVHeader: the
+// columns it lacks, those the probe does not write, or that its columns
+// are in another order.
+func ProbeHeaderDiff(header []string) string {
+	var missing, extra []string
+	for _, h := range CSVHeader {
+		if !slices.Contains(header, h) {
+			missing = append(missing, h)
+		}
+	}
+	for _, h := range header {
+		if !slices.Contains(CSVHeader, h) {
+			extra = append(extra, h)
+		}
+	}
+	var parts []string
+	if len(missing) > 0 {
+		parts = append(parts, "it has no column "+strings.Join(missing, ", "))
+	}
+	if len(extra) > 0 {
+		parts = append(parts, "it has column "+strings.Join(extra, ", ")+", which the probe does not write")
+	}
+	if len(parts) == 0 {
+		return "its columns are in another order than the probe writes them"
+	}
+	return strings.Join(parts, "; ")
+}
+
 // ReadCSV reads a requests.csv written by WriteCSV, in the current layout
 // or an older one: without the prompt cache and conversation columns,
 // without the served model and connection columns too, or without the
@@ -87,7 +116,7 @@ func ReadCSV(r io.Reader) ([]Record, error) {
 		return nil, fmt.Errorf("read csv header: %w", err)
 	}
 	if !IsProbeCSVHeader(header) {
-		return nil, errors.New("not a probe requests.csv: the header differs")
+		return nil, fmt.Errorf("not a probe requests.csv: %s", ProbeHeaderDiff(header))
 	}
 	cr.FieldsPerRecord = len(header)
 	var out []Record
