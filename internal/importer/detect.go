@@ -3,6 +3,7 @@ package importer
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -130,6 +131,11 @@ func parseFile(f File, forced string) (*part, error) {
 	}
 	if trimmed[0] == '{' || trimmed[0] == '[' {
 		return detectJSON(f.Name, data)
+	}
+	if json.Valid(trimmed) {
+		// null, a string or a number: JSON, but no tool's result, and not
+		// a CSV header either.
+		return nil, fmt.Errorf("%w: the file is the JSON value %.40s, where a result file holds a JSON object or array, or a CSV table", ErrUnknownFormat, trimmed)
 	}
 	p, err := detectCSV(f.Name, data)
 	if errors.Is(err, ErrUnknownFormat) {

@@ -417,3 +417,14 @@ func TestE2EBelowTTFTIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONScalarsAreNotCSV: a file holding only null, a string or a number
+// was described as a CSV header ("the CSV header \"null\" matches none").
+func TestJSONScalarsAreNotCSV(t *testing.T) {
+	for _, data := range []string{"null", `"results"`, "42", " true\n"} {
+		_, err := Import("f.json", []byte(data), deadline12s)
+		if err == nil || !errors.Is(err, ErrUnknownFormat) || !strings.Contains(err.Error(), "the file is the JSON value "+strings.TrimSpace(data)+", where a result file holds a JSON object or array") {
+			t.Errorf("%q: err = %v", data, err)
+		}
+	}
+}
