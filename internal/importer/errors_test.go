@@ -428,3 +428,49 @@ func TestJSONScalarsAreNotCSV(t *testing.T) {
 		}
 	}
 }
+
+// TestGuideLLMFiguresOfTheWrongKindAreNamed: a GuideLLM benchmark whose
+// percentile, duration or mean in flight is text or negative was imported
+// with the figure left out (a p50 dropped, the duration taken from the
+// start and end times, the concurrency estimated another way).
+func TestGuideLLMFiguresOfTheWrongKindAreNamed(t *testing.T) {
+	base := readTestdata(t, "guidellm/guidellm_report_v2.json")
+	for _, tc := range []struct {
+		name string
+		edit func(b map[string]any)
+		say  string
+	}{
+		{"p50 as text", func(b map[string]any) {
+			jsonAt(b, "metrics", "time_to_first_token_ms", "successful", "percentiles")["p50"] = "abc"
+		}, `time_to_first_token_ms.successful.percentiles: "p50" is "abc": not a finite number`},
+		{"negative mean", func(b map[string]any) {
+			jsonAt(b, "metrics", "request_latency", "successful")["mean"] = -1.0
+		}, `request_latency.successful: "mean" is -1: a latency is not negative`},
+		{"duration as text", func(b map[string]any) { b["duration"] = "x" }, `"duration" is "x": not a finite number`},
+		{"negative duration", func(b map[string]any) { b["duration"] = -1.0 }, `"duration" is -1: not a positive number of seconds`},
+		{"negative requests in flight", func(b map[string]any) {
+			jsonAt(b, "metrics", "request_concurrency", "successful")["mean"] = -1.0
+		}, `request_concurrency.successful: "mean" is -1: requests in flight are not negative`},
+	} {
+		var doc map[string]any
+		if err := json.Unmarshal(base, &doc); err != nil {
+			t.Fatal(err)
+		}
+		tc.edit(doc["benchmarks"].([]any)[0].(map[string]any))
+		data, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Import("benchmarks.json", data, deadline12s); err == nil || !strings.Contains(err.Error(), tc.say) {
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.say)
+		}
+	}
+}
+
+// jsonAt walks a decoded JSON document down the keys given.
+func jsonAt(m map[string]any, keys ...string) map[string]any {
+	for _, k := range keys {
+		m = m[k].(map[string]any)
+	}
+	return m
+}

@@ -3,7 +3,9 @@ package importer
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -141,8 +143,14 @@ func guidellmRun(b obj) (*run, []string, error) {
 	if !ok1 || !ok2 {
 		return nil, nil, errors.New(`"request_totals" lacks successful or errored counts`)
 	}
-	dur, ok := b.num("duration")
-	if !ok || dur <= 0 {
+	dur, ok, err := b.optNum("duration")
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case dur < 0:
+		return nil, nil, fmt.Errorf(`"duration" is %g: not a positive number of seconds`, dur)
+	}
+	if !ok || dur == 0 {
 		start, ok1 := b.num("start_time")
 		end, ok2 := b.num("end_time")
 		if !ok1 || !ok2 || end <= start {
@@ -171,17 +179,32 @@ func guidellmRun(b obj) (*run, []string, error) {
 		r.concurrency = int(streams)
 	default:
 		r.rateRPS, _ = strategy.num("rate")
-		if c, ok := m.numAt("request_concurrency", "successful", "mean"); ok && c > 0 {
-			r.meanInFlight = c
+		if cc, ok := m.objAt("request_concurrency", "successful"); ok {
+			c, ok, err := cc.optNum("mean")
+			switch {
+			case err != nil:
+				return nil, nil, fmt.Errorf("request_concurrency.successful: %w", err)
+			case ok && c < 0:
+				return nil, nil, fmt.Errorf(`request_concurrency.successful: "mean" is %g: requests in flight are not negative`, c)
+			case ok && c > 0:
+				r.meanInFlight = c
+			}
 		}
 	}
-	r.ttft, _ = guidellmDist(m, "time_to_first_token_ms", 1)
-	tpot, weighted := guidellmDist(m, "inter_token_latency_ms", 1)
+	if r.ttft, _, err = guidellmDist(m, "time_to_first_token_ms", 1); err != nil {
+		return nil, nil, err
+	}
+	tpot, weighted, err := guidellmDist(m, "inter_token_latency_ms", 1)
+	if err != nil {
+		return nil, nil, err
+	}
 	r.tpot = tpot
 	if weighted != 0 && weighted != succ {
 		notes = append(notes, "GuideLLM weights its inter-token latency distribution by tokens, so the TPOT percentiles are over tokens rather than requests")
 	}
-	r.e2e, _ = guidellmDist(m, "request_latency", 1000)
+	if r.e2e, _, err = guidellmDist(m, "request_latency", 1000); err != nil {
+		return nil, nil, err
+	}
 	if !r.ttft.known() || !r.e2e.known() {
 		return nil, nil, errors.New(`has no time_to_first_token_ms or request_latency distribution`)
 	}
@@ -197,36 +220,51 @@ func guidellmRun(b obj) (*run, []string, error) {
 }
 
 // guidellmDist reads metrics[key].successful, scaled into milliseconds, and
-// the distribution's sample count.
-func guidellmDist(m obj, key string, scale float64) (summary, int) {
+// the distribution's sample count. A figure present but not a number, or
+// negative, is an error that names it, rather than a figure left out.
+func guidellmDist(m obj, key string, scale float64) (summary, int, error) {
 	d, ok := m.objAt(key, "successful")
 	if !ok {
-		return summary{}, 0
+		return summary{}, 0, nil
 	}
 	var s summary
-	s.mean, _ = d.num("mean")
-	if v, ok := d.num("median"); ok {
-		s.set(0.5, v)
+	read := func(o obj, k, at string, set func(float64)) error {
+		v, ok, err := o.optNum(k)
+		switch {
+		case err != nil:
+			return fmt.Errorf("%s.%s: %w", key, at, err)
+		case ok && v < 0:
+			return fmt.Errorf("%s.%s: %q is %g: a latency is not negative", key, at, k, v)
+		case ok:
+			set(v)
+		}
+		return nil
 	}
-	if v, ok := d.num("min"); ok {
-		s.set(0, v)
-	}
-	if v, ok := d.num("max"); ok {
-		s.set(1, v)
+	for _, f := range []struct {
+		k   string
+		set func(float64)
+	}{{"mean", func(v float64) { s.mean = v }}, {"median", func(v float64) { s.set(0.5, v) }},
+		{"min", func(v float64) { s.set(0, v) }}, {"max", func(v float64) { s.set(1, v) }}} {
+		if err := read(d, f.k, "successful", f.set); err != nil {
+			return summary{}, 0, err
+		}
 	}
 	if ps, ok := d.obj("percentiles"); ok {
-		for k := range ps {
+		for _, k := range slices.Sorted(maps.Keys(ps)) {
 			if !strings.HasPrefix(k, "p") {
 				continue
 			}
 			q := guidellmQuantile(k[1:])
-			if v, ok := ps.num(k); ok && q > 0 && q < 1 {
-				s.set(q, v)
+			if !(q > 0 && q < 1) {
+				continue
+			}
+			if err := read(ps, k, "successful.percentiles", func(v float64) { s.set(q, v) }); err != nil {
+				return summary{}, 0, err
 			}
 		}
 	}
 	n, _ := count(d["count"])
-	return s.scale(scale), n
+	return s.scale(scale), n, nil
 }
 
 // guidellmQuantile reads GuideLLM's percentile names: the digits after
