@@ -180,6 +180,9 @@ func firstPresent(o obj, paths [][]string) any {
 // summaryRun reads what AIPerf and GenAI-Perf summaries share: throughput,
 // output TPS and the TTFT, TPOT and E2E distributions.
 func summaryRun(ms metricSet) (*run, []string, error) {
+	if err := ms.check(); err != nil {
+		return nil, nil, err
+	}
 	thr, ok := ms.scalar("request_throughput")
 	switch _, m, present := ms.entry("request_throughput"); {
 	case !present:

@@ -474,3 +474,35 @@ func jsonAt(m map[string]any, keys ...string) map[string]any {
 	}
 	return m
 }
+
+// TestAIPerfStatisticsOfTheWrongKindAreNamed: a statistic of an AIPerf
+// summary that is text or a list was taken as not recorded (an error
+// count of "x" as no errors, a p95 of "abc" replaced by the p99), and a
+// negative latency statistic was taken as measured.
+func TestAIPerfStatisticsOfTheWrongKindAreNamed(t *testing.T) {
+	base := readTestdata(t, "aiperf/examples-run1/profile_export_aiperf.json")
+	for _, tc := range []struct {
+		metric, stat string
+		value        any
+		say          string
+	}{
+		{"ttft", "p95", "abc", `"ttft" has a p95 of "abc": not a finite number`},
+		{"request_latency", "avg", []any{}, `"request_latency" has an avg of []: not a finite number`},
+		{"error_request_count", "avg", "x", `"error_request_count" has an avg of "x": not a finite number`},
+		{"benchmark_duration", "avg", "x", `"benchmark_duration" has an avg of "x": not a finite number`},
+		{"ttft", "avg", -3.0, `"ttft" has an avg of -3: a latency is not negative`},
+	} {
+		var doc map[string]any
+		if err := json.Unmarshal(base, &doc); err != nil {
+			t.Fatal(err)
+		}
+		jsonAt(doc, "records", tc.metric)[tc.stat] = tc.value
+		data, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Import("profile_export_aiperf.json", data, deadline12s); err == nil || !strings.Contains(err.Error(), tc.say) {
+			t.Errorf("%s.%s: err = %v, want %q", tc.metric, tc.stat, err, tc.say)
+		}
+	}
+}

@@ -2,6 +2,8 @@ package importer
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -35,6 +37,33 @@ func (ms metricSet) entry(names ...string) (string, obj, bool) {
 		}
 	}
 	return "", nil, false
+}
+
+// check refuses a statistic of any metric (avg, min, max, median, std,
+// pNN) that is present but not a number: a reader would otherwise take
+// it as one the tool did not record (an error count of "x" as none).
+// null, which the tools write for a statistic that does not apply, is
+// not one.
+func (ms metricSet) check() error {
+	for _, name := range slices.Sorted(maps.Keys(ms)) {
+		m := ms[name]
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			switch {
+			case k == "avg", k == "min", k == "max", k == "median", k == "std":
+			case strings.HasPrefix(k, "p") && strings.Trim(k[1:], "0123456789.") == "" && len(k) > 1:
+			default:
+				continue
+			}
+			if _, _, err := m.optNum(k); err != nil {
+				article := "a"
+				if k == "avg" {
+					article = "an"
+				}
+				return fmt.Errorf("%q has %s %s of %s: not a finite number", name, article, k, shownValue(m[k]))
+			}
+		}
+	}
+	return nil
 }
 
 // scalar returns a metric's avg, the field a single-valued metric uses.
@@ -75,7 +104,16 @@ func (ms metricSet) latency(names ...string) (summary, error) {
 	if err != nil {
 		return summary{}, fmt.Errorf("%s: %w", name, err)
 	}
-	return statsSummary(m).scale(f), nil
+	s := statsSummary(m)
+	if s.mean < 0 {
+		return summary{}, fmt.Errorf("%q has an avg of %g: a latency is not negative", name, s.mean)
+	}
+	for _, q := range slices.Sorted(maps.Keys(s.q)) {
+		if v := s.q[q]; v < 0 {
+			return summary{}, fmt.Errorf("%q has a %s of %g: a latency is not negative", name, quantileName(q), v)
+		}
+	}
+	return s.scale(f), nil
 }
 
 // statsSummary reads avg, min, max, median and pNN (a percentage) from a
