@@ -207,6 +207,9 @@ func summaryRun(ms metricSet) (*run, []string, error) {
 		return nil, nil, err
 	}
 	r.outputTPS, _ = ms.scalar("output_token_throughput")
+	if r.outputTPS < 0 {
+		return nil, nil, fmt.Errorf(`"output_token_throughput" is %g tokens/s: a throughput is not negative`, r.outputTPS)
+	}
 	var notes []string
 	if !r.ttft.known() {
 		notes = append(notes, "no TTFT in the file (a run without streaming): TTFT and TPOT are unknown")

@@ -338,6 +338,8 @@ func TestFiguresOfTheWrongKindAreNamed(t *testing.T) {
 		{"llmperf p50 as text", llmperf, "results_ttft_s_quantiles_p50", `"abc"`, `"results_ttft_s_quantiles_p50" is "abc": not a finite number`},
 		{"llmperf negative min", llmperf, "results_ttft_s_min", `-1`, `"results_ttft_s_min" is -1: a latency is not negative`},
 		{"llmperf negative mean", llmperf, "results_end_to_end_latency_s_mean", `-1`, `"results_end_to_end_latency_s_mean" is -1: a latency is not negative`},
+		{"vLLM negative output throughput", vllm, "output_throughput", `-1`, `"output_throughput" is -1 tokens/s: a throughput is not negative`},
+		{"llmperf negative output throughput", llmperf, "results_mean_output_throughput_token_per_s", `-1`, `"results_mean_output_throughput_token_per_s" is -1 tokens/s: a throughput is not negative`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var doc map[string]json.RawMessage
@@ -491,6 +493,7 @@ func TestAIPerfStatisticsOfTheWrongKindAreNamed(t *testing.T) {
 		{"error_request_count", "avg", "x", `"error_request_count" has an avg of "x": not a finite number`},
 		{"benchmark_duration", "avg", "x", `"benchmark_duration" has an avg of "x": not a finite number`},
 		{"ttft", "avg", -3.0, `"ttft" has an avg of -3: a latency is not negative`},
+		{"output_token_throughput", "avg", -1.0, `"output_token_throughput" is -1 tokens/s: a throughput is not negative`},
 	} {
 		var doc map[string]any
 		if err := json.Unmarshal(base, &doc); err != nil {

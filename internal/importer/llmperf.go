@@ -94,6 +94,8 @@ func parseLLMPerfSummary(name string, vals []any) (*part, error) {
 	}
 	if r.outputTPS, _, err = o.optNum("results_mean_output_throughput_token_per_s"); err != nil {
 		return nil, err
+	} else if r.outputTPS < 0 {
+		return nil, fmt.Errorf(`"results_mean_output_throughput_token_per_s" is %g tokens/s: a throughput is not negative`, r.outputTPS)
 	}
 	if r.ttft, err = llmperfSummary(o, "ttft_s"); err != nil {
 		return nil, err

@@ -279,6 +279,8 @@ func vllmRun(o obj) (*run, []string, error) {
 	r.requests = completed + r.errs
 	if r.outputTPS, _, err = o.optNum("output_throughput"); err != nil {
 		return nil, nil, err
+	} else if r.outputTPS < 0 {
+		return nil, nil, fmt.Errorf(`"output_throughput" is %g tokens/s: a throughput is not negative`, r.outputTPS)
 	}
 	mc, hasMC, err := o.optNum("max_concurrency")
 	if err != nil {
