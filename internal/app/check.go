@@ -42,8 +42,19 @@ const (
 // is raised above its pool and the plan made again, at most checkRounds
 // times, and the check keeps the plan in which the most classes fit (the
 // first of those). A class that does not fit in the end has the metrics
-// that break named, with their miss.
+// that break named, with their miss, and its remedies checked by the
+// same simulation (checkRemedies).
 func (a *App) check(ctx context.Context, s scenario.Scenario, p *plan.Plan, replan plan.Replanner) (*plan.Plan, error) {
+	best, err := a.checkPools(ctx, s, p, replan)
+	if err != nil {
+		return nil, err
+	}
+	return a.checkRemedies(ctx, s, best)
+}
+
+// checkPools is check without the check of the remedies: the plan with
+// its own simulation, min_pools raised where it breaks.
+func (a *App) checkPools(ctx context.Context, s scenario.Scenario, p *plan.Plan, replan plan.Replanner) (*plan.Plan, error) {
 	floors := map[string]int{}
 	raisedFrom := map[string]int{}
 	why := map[string]string{}
@@ -80,6 +91,112 @@ func (a *App) check(ctx context.Context, s scenario.Scenario, p *plan.Plan, repl
 			return nil, err
 		}
 	}
+}
+
+// checkRemedies checks the remedies of every class that does not fit and
+// whose remedies relax a target, by planning (without remedies) and
+// checking the scenario with them written in, as a team applies them.
+// The queueing model sizes a relaxed target at its own
+// value at the percentile, which the simulation sees with its noise,
+// often a little above: where the simulation of the changed scenario
+// breaks a relaxed target, the target is raised to what it sees there,
+// rounded up to the millisecond, and checked again, at most
+// remedyChecks times. A class whose remedies still leave it unfit there
+// says so in a warning.
+func (a *App) checkRemedies(ctx context.Context, s scenario.Scenario, p *plan.Plan) (*plan.Plan, error) {
+	out := p
+	for i, c := range p.Classes {
+		if c.Fitting() || !slices.ContainsFunc(c.Remedies, func(rm plan.Remedy) bool { return strings.Contains(rm.Path, "/slo/") }) {
+			continue
+		}
+		rems, warning, err := a.checkedRemedies(ctx, s, i, c.Remedies)
+		if err != nil {
+			return nil, err
+		}
+		if warning == "" && slices.Equal(rems, c.Remedies) {
+			continue
+		}
+		if out == p {
+			cp := *p
+			cp.Classes = slices.Clone(p.Classes)
+			out = &cp
+		}
+		out.Classes[i].SetRemedies(rems, warning)
+	}
+	return out, nil
+}
+
+// remedyChecks bounds how often a class's relaxed targets are raised to
+// what the simulation of the changed scenario sees.
+const remedyChecks = 3
+
+// checkedRemedies is class i's remedies rems once the simulation of the
+// scenario with them written in has checked them, and a warning when the
+// class does not fit there.
+func (a *App) checkedRemedies(ctx context.Context, s scenario.Scenario, i int, rems []plan.Remedy) ([]plan.Remedy, string, error) {
+	rems = slices.Clone(rems)
+	for round := 0; ; round++ {
+		changed, err := plan.WithRemedies(s, rems)
+		if err != nil {
+			return rems, "", nil // the engine wrote these remedies into the scenario when it made them
+		}
+		p, err := a.eng.PlanCheckedWithoutRemedies(ctx, changed, checkName, a.checkPools)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, "", ctx.Err()
+			}
+			return rems, "", nil
+		}
+		c := p.Classes[i]
+		if c.Fitting() {
+			return rems, "", nil
+		}
+		raised := false
+		for k, rm := range rems {
+			if v, ok := simulatedOver(p, rm); ok && round < remedyChecks {
+				rems[k], raised = rm.RaisedTo(v), true
+			}
+		}
+		if !raised {
+			why := c.Check.Summary
+			if !c.Feasible {
+				why = "the queueing model gives it a pool of " + fmt.Sprint(c.Pool) + ", bound by " + c.BindingConstraint
+			}
+			return rems, "with its remedies written into the scenario it still does not fit: " + why, nil
+		}
+	}
+}
+
+// simulatedOver is the target that the SLO remedy rm must be raised to,
+// in whole milliseconds, where the checked plan p of the scenario with rm
+// written in breaks it: the largest value over it that the check (or the
+// plan's predictions) of the remedy's class gives for its metric; false
+// for a remedy of no target, a target that holds there, or a value the
+// field may not take.
+func simulatedOver(p *plan.Plan, rm plan.Remedy) (float64, bool) {
+	_, field, ok := strings.Cut(rm.Path, "/slo/")
+	if !ok || rm.Class == "" {
+		return 0, false
+	}
+	metric := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSuffix(field, "_ms"), "task_"), "_p95") + "_"
+	k := slices.IndexFunc(p.Classes, func(c plan.ClassPlan) bool { return c.Name == rm.Class })
+	if k < 0 || p.Classes[k].Check == nil {
+		return 0, false
+	}
+	v := 0.0
+	for _, m := range p.Classes[k].Check.Misses {
+		if strings.HasPrefix(strings.TrimPrefix(m.Metric, "predicted_"), metric) && m.Value != nil && m.Bound == rm.Value {
+			v = math.Max(v, math.Max(math.Ceil(*m.Value), rm.Value+1))
+		}
+	}
+	if v == 0 {
+		return 0, false
+	}
+	ptr, err := scenario.ParsePointer(rm.Path)
+	if err != nil || len(ptr.Check(v)) > 0 {
+		return 0, false
+	}
+	return v, true
 }
 
 // fitting counts the classes of a checked plan that fit.

@@ -81,3 +81,35 @@ func (e *Engine) PlanChecked(ctx context.Context, s scenario.Scenario, name stri
 func (e *Engine) SweepChecked(ctx context.Context, base scenario.Scenario, vars []Variation, check Checker) (*WhatIf, error) {
 	return e.sweepWith(ctx, base, vars, check)
 }
+
+// PlanCheckedWithoutRemedies is PlanChecked of the plan of s without
+// remedies, as a what-if cell is planned (its classes that do not fit
+// carry none), checked by check: what a plan's remedies are checked
+// with, written into its scenario.
+func (e *Engine) PlanCheckedWithoutRemedies(ctx context.Context, s scenario.Scenario, name string, check Checker) (*Plan, error) {
+	key, ok := planKey(s)
+	key = sha256.Sum256(append(append(key[:], "checked without remedies by "...), name...))
+	if ok {
+		if c, hit := e.checked.Get(key); hit {
+			return c.get(), nil
+		}
+	}
+	var out *Plan
+	err := e.Run(ctx, func(ctx context.Context) error {
+		p, err := e.plan(ctx, s, false, nil)
+		if err != nil {
+			return err
+		}
+		out, err = check(ctx, s, p, func(ctx context.Context, floors map[string]int) (*Plan, error) {
+			return e.plan(ctx, s, false, floors)
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		e.checked.Add(key, share(out))
+	}
+	return out, nil
+}

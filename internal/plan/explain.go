@@ -249,3 +249,29 @@ func (r *run) planWarnings(p *Plan) []string {
 	}
 	return w
 }
+
+// RaisedTo is an SLO remedy r with its target raised to v ms: what the
+// plan's own simulation of the scenario with the remedies written in sees
+// at the SLO's percentile, where the queueing model's value (r.Value)
+// does not hold there.
+func (r Remedy) RaisedTo(v float64) Remedy {
+	r.Change = strings.Replace(r.Change, " to "+num(r.Value)+" ms (",
+		" to "+num(v)+" ms (what the plan's own simulation sees with the change; the queueing model gives "+num(r.Value)+" ms, ", 1)
+	r.Value = v
+	return r
+}
+
+// SetRemedies gives the class the remedies rems in place of its own, in
+// its explanation too, and the warning, when not empty: what the plan's
+// check made of them.
+func (c *ClassPlan) SetRemedies(rems []Remedy, warning string) {
+	for k, rm := range c.Remedies {
+		if k < len(rems) && rems[k].Change != rm.Change {
+			c.Explanation = strings.Replace(c.Explanation, rm.Change, rems[k].Change, 1)
+		}
+	}
+	c.Remedies = rems
+	if warning != "" {
+		c.Warnings = append(slices.Clone(c.Warnings), warning)
+	}
+}

@@ -7,6 +7,12 @@ import (
 	"github.com/plannerdev/planner/internal/scenario"
 )
 
+// WithRemedies is the scenario with every remedy written in at its path,
+// as a team would apply them by hand.
+func WithRemedies(s scenario.Scenario, rems []Remedy) (scenario.Scenario, error) {
+	return withRemedies(s, rems)
+}
+
 // withRemedies writes every remedy into a copy of the scenario.
 func withRemedies(s scenario.Scenario, rems []Remedy) (scenario.Scenario, error) {
 	for _, rm := range rems {
