@@ -75,8 +75,9 @@ func (r *run) promptCache(ctx context.Context, i, pool int, pr Predicted) (*Prom
 
 // cacheSentence says what the prompt cache does for a class, for its
 // explanation: its TTFT p95 without and with the cache, where the cache
-// changes it, and the limits whose use per request (per task for an
-// agent task class, unit "task") it lowers.
+// changes it (nothing of it for a class without a pool, which has no TTFT
+// p95), and the limits whose use per request (per task for an agent task
+// class, unit "task") it lowers.
 func cacheSentence(pc *PromptCache, unit string) string {
 	if pc == nil {
 		return ""
@@ -90,6 +91,11 @@ func cacheSentence(pc *PromptCache, unit string) string {
 		if cold, ok := pc.UsePerRequestNoCache[name]; ok && pc.UsePerRequest[name] < cold {
 			parts = append(parts, fmt.Sprintf("its %s per %s from %s to %s", name, unit, num(cold), num(pc.UsePerRequest[name])))
 		}
+	}
+	if len(parts) == 0 && (pc.TTFTP95Ms == nil || pc.TTFTP95MsWithoutCache == nil) {
+		// Without a pool there is no TTFT p95 to compare: the cache's
+		// effect on it is not known, not nil.
+		return fmt.Sprintf("Its prompt cache (%s %% of the input) does not change its use of the key.", num(pc.CachedInputFraction*100))
 	}
 	if len(parts) == 0 {
 		return fmt.Sprintf("Its prompt cache (%s %% of the input) changes neither its TTFT nor its use of the key.", num(pc.CachedInputFraction*100))

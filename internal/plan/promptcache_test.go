@@ -133,3 +133,25 @@ func TestPromptCacheWithoutAColdPlan(t *testing.T) {
 		t.Errorf("%s: prompt cache %+v, warnings %q", cp.Name, cp.PromptCache, cp.Warnings)
 	}
 }
+
+// TestPromptCacheOfAClassWithoutAPool: a class whose TTFT target no pool
+// meets has no TTFT p95 to compare with and without its cache, and its
+// explanation does not say that the cache leaves its TTFT as it is (the
+// cache takes 120 ms of prefill off every request).
+func TestPromptCacheOfAClassWithoutAPool(t *testing.T) {
+	s := handScenario(scenario.Quota{RPM: 600, TPM: 2e6})
+	s.Latency = scenario.Latency{TTFTMs: fixedMs(400), TPOTMs: fixedMs(20), PrefillMsPer1K: 40}
+	s.Classes[0].InputTokens, s.Classes[0].OutputTokens = fixed(4000), fixed(250)
+	s.Classes[0].CachedInputFraction = 0.75
+	s.Classes[0].SLO = &scenario.SLO{TTFTP95Ms: 300}
+	cp := mustPlan(t, s).Classes[0]
+	if cp.Pool != 0 || cp.PromptCache == nil || cp.PromptCache.TTFTP95MsWithoutCache != nil {
+		t.Fatalf("pool %d, prompt cache %+v: want no pool and no TTFT to compare", cp.Pool, cp.PromptCache)
+	}
+	if strings.Contains(cp.Explanation, "TTFT nor") {
+		t.Errorf("explanation %q says the cache leaves its TTFT as it is", cp.Explanation)
+	}
+	if want := "Its prompt cache (75 % of the input) does not change its use of the key."; !strings.HasSuffix(cp.Explanation, want) {
+		t.Errorf("explanation %q does not end %q", cp.Explanation, want)
+	}
+}
