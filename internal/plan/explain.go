@@ -31,6 +31,12 @@ func (r *run) explain(i int, cp ClassPlan) string {
 		if cp.Pool > 0 {
 			fmt.Fprintf(&b, " With no stated demand it runs as fast as that allows, about %s %s.", num(cp.Predicted.ThroughputRPS), m.rateUnit())
 		}
+		if !cp.Feasible && cp.Pool > 0 && m.tpotMissed(r.load(i)) {
+			b.WriteString(r.tpotVerdict(i))
+		}
+		if !cp.Feasible && len(cp.Remedies) > 0 {
+			fmt.Fprintf(&b, " To fit: %s.", remedyChanges(cp.Remedies))
+		}
 	case cp.MinPool == nil:
 		fmt.Fprintf(&b, " Its demand of %s %s is more than any pool up to %d can serve; shed load or split it across keys and endpoints.", num(m.lambda), m.rateUnit(), searchLimit)
 	case cp.Feasible:
@@ -52,6 +58,8 @@ func (r *run) explain(i int, cp ClassPlan) string {
 		}
 		missed := r.missedTargets(i, cp.Predicted)
 		switch sh := cp.Predicted.ShedShare; {
+		case cp.Pool >= *cp.MinPool && len(missed) == 0 && m.tpotMissed(r.load(i)):
+			b.WriteString(r.tpotVerdict(i))
 		case cp.Pool >= *cp.MinPool && len(missed) > 0:
 			fmt.Fprintf(&b, " It does not fit: at this pool its predicted %s %s is over its target, and no pool comes within 5 %% of it.", metricLabel(missed[0]), m.pctLabel())
 		case sh > maxShedShare && len(missed) == 0:
@@ -61,11 +69,7 @@ func (r *run) explain(i int, cp ClassPlan) string {
 			fmt.Fprintf(&b, " It does not fit: %s %s %s a pool of %d.", num(m.lambda), m.rateUnit(), need, *cp.MinPool)
 		}
 		if len(cp.Remedies) > 0 {
-			changes := make([]string, len(cp.Remedies))
-			for k, rm := range cp.Remedies {
-				changes[k] = rm.Change
-			}
-			fmt.Fprintf(&b, " To fit: %s", strings.Join(changes, "; and "))
+			fmt.Fprintf(&b, " To fit: %s", remedyChanges(cp.Remedies))
 			if cp.Shed != nil && cp.Shed.ShedRPS > 0 {
 				fmt.Fprintf(&b, "; or shed %s %s (it sustains %s)", num(cp.Shed.ShedRPS), m.rateUnit(), numBeside(cp.Shed.SustainableRPS, m.lambda))
 			}
@@ -82,6 +86,28 @@ func (r *run) explain(i int, cp ClassPlan) string {
 		b.WriteString(" " + v)
 	}
 	return b.String()
+}
+
+// remedyChanges joins the changes of a class's remedies, all of which it
+// needs.
+func remedyChanges(rems []Remedy) string {
+	changes := make([]string, len(rems))
+	for k, rm := range rems {
+		changes[k] = rm.Change
+	}
+	return strings.Join(changes, "; and ")
+}
+
+// tpotVerdict says that class i, whose pool reaches its min_pool, does not
+// fit because its TPOT at its endpoint's load misses its target.
+func (r *run) tpotVerdict(i int) string {
+	m := r.models[i]
+	load := r.load(i)
+	where := "at any pool"
+	if m.loadDependent() {
+		where = fmt.Sprintf("with %d in flight on endpoint %s", load, r.byClass[i].displayName())
+	}
+	return fmt.Sprintf(" It does not fit: its predicted TPOT %s is %s ms %s, over its %s ms target.", m.pctLabel(), num(m.tpotAt(load)*1000), where, num(m.spec.SLO.TPOT()))
 }
 
 // probeFurther says, for a class bound by a knee that is a lower bound,

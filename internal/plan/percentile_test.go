@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -222,5 +223,47 @@ func TestPercentileWorkedExample(t *testing.T) {
 	}
 	if c := ceiling(cp, ConstraintSLOTTFT); c == nil || *c.MaxPool != 0 || !strings.Contains(c.Detail, "TTFT p99") {
 		t.Errorf("want an SLO ceiling of 0 at p99, got %+v", c)
+	}
+}
+
+// TestTPOTOverItsTargetOnACurve: on the measured curve's endpoint, TPOT
+// grows with what is in flight, and a target under the TPOT at the
+// endpoint's load makes a class not fit at a pool that reaches its
+// min_pool. Its explanation says that TPOT is why (not that it needs the
+// pool it has), and its remedy relaxes the target to the TPOT at that
+// load, which makes it fit: for the assistant, with demand, and for
+// reports, without.
+func TestTPOTOverItsTargetOnACurve(t *testing.T) {
+	for _, tc := range []struct {
+		class  int
+		target float64
+	}{{0, 17}, {1, 18}} {
+		s := example(t, "measured-curve")
+		s.Classes = slices.Clone(s.Classes)
+		old := s.Classes[tc.class].SLO
+		s.Classes[tc.class].SLO = &scenario.SLO{TTFTMs: old.TTFT(), E2EMs: old.E2E(), TPOTMs: tc.target}
+		cp := mustPlan(t, s).Classes[tc.class]
+		if cp.Feasible || cp.MinPool == nil || cp.Pool < *cp.MinPool {
+			t.Fatalf("%s: want a pool that reaches min_pool and a TPOT over %g ms: feasible %v, pool %d, min_pool %v", cp.Name, tc.target, cp.Feasible, cp.Pool, cp.MinPool)
+		}
+		path := fmt.Sprintf("/classes/%d/slo/tpot_ms", tc.class)
+		k := slices.IndexFunc(cp.Remedies, func(r Remedy) bool { return r.Path == path })
+		if k < 0 || len(cp.Remedies) != 1 || !strings.Contains(cp.Remedies[0].Change, "in flight on endpoint default achieves") {
+			t.Fatalf("%s: remedies %+v, want one that relaxes %s to the TPOT at the endpoint's load", cp.Name, cp.Remedies, path)
+		}
+		if !strings.Contains(cp.Explanation, "It does not fit: its predicted TPOT") || !strings.Contains(cp.Explanation, "To fit: "+cp.Remedies[0].Change) ||
+			strings.Contains(cp.Explanation, fmt.Sprintf("needs a pool of %d.", cp.Pool)) {
+			t.Errorf("%s: explanation %q", cp.Name, cp.Explanation)
+		}
+		if slices.ContainsFunc(cp.Warnings, func(w string) bool { return strings.HasPrefix(w, "no change of a limit") }) {
+			t.Errorf("%s: warnings %q say no change makes it fit", cp.Name, cp.Warnings)
+		}
+		fixed, err := withRemedies(s, cp.Remedies)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := mustPlan(t, fixed).Classes[tc.class]; !got.Feasible {
+			t.Errorf("%s: with %+v it is still not feasible: %s %q", cp.Name, cp.Remedies, got.Explanation, got.Warnings)
+		}
 	}
 }

@@ -326,14 +326,19 @@ func (r *run) remediesFor(ctx context.Context, given *run, i int, cp ClassPlan, 
 	}
 	target := *cp.MinPool
 	if cp.Pool >= target {
-		// The pool reaches min_pool but a predicted p95 misses its target:
-		// only a looser target helps.
+		// The pool reaches min_pool but a predicted p95 misses its target,
+		// or its TPOT at the endpoint's load does (on a measured curve; with
+		// load-independent latency slo_tpot binds at 0 instead): only a
+		// looser target helps.
 		for _, metric := range r.missedTargets(i, cp.Predicted) {
 			v, err := m.p95(ctx, cp.Pool, r.load(i), pctOf(metric))
 			if err != nil {
 				return nil, err
 			}
 			out = append(out, r.relax(given, i, metric, v, cp.Pool))
+		}
+		if m.tpotMissed(r.load(i)) {
+			out = append(out, r.relaxTPOT(given, i))
 		}
 		return out, nil
 	}
@@ -367,7 +372,7 @@ func (r *run) remediesFor(ctx context.Context, given *run, i int, cp ClassPlan, 
 			}
 			out = append(out, Remedy{Constraint: c.Constraint, Value: float64(k), Path: from.kneePath(), Change: from.kneeChange(k)})
 		case ConstraintSLOTPOT:
-			out = append(out, r.relaxTPOT(i))
+			out = append(out, r.relaxTPOT(given, i))
 		case ConstraintSLOTTFT, ConstraintSLOE2E:
 			rs, err := r.sloRemedies(ctx, given, i, c.Constraint, target, pessimistic)
 			if err != nil {
@@ -590,13 +595,20 @@ func (r *run) relax(given *run, j, metric int, v float64, at int) Remedy {
 }
 
 // relaxTPOT is the remedy that sets class i's slo.tpot_ms to its TPOT at
-// the SLO's percentile, which no pool changes (tpotCeiling), rounded up
-// to a whole millisecond.
-func (r *run) relaxTPOT(i int) Remedy {
+// the SLO's percentile, rounded up to a whole millisecond: with
+// load-independent latency what every pool gives (tpotCeiling), on a
+// measured curve what the endpoint's load gives, from the target of the
+// scenario given.
+func (r *run) relaxTPOT(given *run, i int) Remedy {
 	m := r.models[i]
-	v := math.Ceil(roundTo(m.tpotAt(r.load(i))*1000, 6))
+	load := r.load(i)
+	v := math.Ceil(roundTo(m.tpotAt(load)*1000, 6))
+	what := "what every pool achieves"
+	if m.loadDependent() {
+		what = fmt.Sprintf("what %d in flight on endpoint %s achieves; fewer in flight lower it", load, r.byClass[i].displayName())
+	}
 	return Remedy{Constraint: ConstraintSLOTPOT, Value: v, Class: m.spec.Name, Path: fmt.Sprintf("/classes/%d/slo/tpot_ms", i),
-		Change: fmt.Sprintf("relax class %s's slo.tpot_ms from %s to %s ms (what every pool achieves), or serve it from a faster endpoint or model", m.spec.Name, num(m.spec.SLO.TPOT()), num(v))}
+		Change: fmt.Sprintf("relax class %s's slo.tpot_ms from %s to %s ms (%s), or serve it from a faster endpoint or model", m.spec.Name, num(given.models[i].spec.SLO.TPOT()), num(v), what)}
 }
 
 func finite(v float64) bool { return !math.IsInf(v, 0) && !math.IsNaN(v) }
