@@ -261,8 +261,11 @@ func (r *run) curve429s(i int) verdict429 {
 func (r *run) planWarnings(p *Plan) []string {
 	w := []string{}
 	for _, c := range p.Classes {
-		if !c.Feasible {
+		switch {
+		case !c.Feasible && len(c.Remedies) > 0:
 			w = append(w, fmt.Sprintf("class %s does not fit; see its remedies", c.Name))
+		case !c.Feasible:
+			w = append(w, fmt.Sprintf("class %s does not fit, and the plan gives no remedy for it; see its explanation and warnings", c.Name))
 		}
 	}
 	for ki, q := range p.Quotas {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -489,5 +490,34 @@ func TestPropertyRemediesMakeTheClassFeasible(t *testing.T) {
 	t.Logf("%d of %d infeasible classes got remedies", checked, offered)
 	if checked < offered*3/4 {
 		t.Fatalf("only %d of %d infeasible classes got remedies", checked, offered)
+	}
+}
+
+// TestPropertyPlanWarningNamesRemediesOnlyWhereGiven: the plan's warning
+// that a class does not fit sends the reader to its remedies only when
+// it has some.
+func TestPropertyPlanWarningNamesRemediesOnlyWhereGiven(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 31))
+	seen := 0
+	for trial := 0; trial < 50; trial++ {
+		s := randomScenario(r)
+		for i := range s.Classes {
+			if r.IntN(2) == 0 {
+				s.Classes[i].Schedule = &scenario.Schedule{StartHour: float64(r.IntN(24)), Hours: float64(4 + r.IntN(16))}
+			}
+		}
+		p := mustPlan(t, s)
+		for _, c := range p.Classes {
+			if c.Feasible || len(c.Remedies) > 0 {
+				continue
+			}
+			seen++
+			if w := fmt.Sprintf("class %s does not fit; see its remedies", c.Name); slices.Contains(p.Warnings, w) {
+				t.Errorf("trial %d: %q, and it has none", trial, w)
+			}
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no class without remedies drawn")
 	}
 }
