@@ -138,7 +138,7 @@ func (r *run) kneeCeiling(i int, mb membership) Ceiling {
 func (r *run) sloCeiling(ctx context.Context, i, metric int) (*Ceiling, error) {
 	m := r.models[i]
 	e := r.byClass[i]
-	name, label := sloConstraint(metric), metricLabel(metric)
+	name, label := sloConstraint(metric), m.metricLabel(metric)
 	if m.hasSLO(metric) && (m.static != nil || r.private[i] == 0) {
 		alone, err := m.noWait95(ctx, 1, metric)
 		if err != nil {
@@ -225,6 +225,15 @@ func metricLabel(metric int) string {
 		return "TTFT"
 	}
 	return "E2E"
+}
+
+// metricLabel names the metric for the class: an agent task class's E2E
+// target is on the whole task (slo.task_e2e_ms), not on a call.
+func (m *classModel) metricLabel(metric int) string {
+	if metric == metricE2E && m.task != nil {
+		return "task E2E"
+	}
+	return metricLabel(metric)
 }
 
 func intPtr(v int) *int { return &v }

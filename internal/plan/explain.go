@@ -45,7 +45,7 @@ func (r *run) explain(i int, cp ClassPlan) string {
 			if cp.Predicted.Percentile != nil {
 				e, at = cp.Predicted.E2EMsAtPercentile, m.pctLabel()
 			}
-			fmt.Fprintf(&b, "; predicted E2E %s is %s ms", at, num(*e))
+			fmt.Fprintf(&b, "; predicted %s %s is %s ms", m.metricLabel(metricE2E), at, num(*e))
 			if m.hasSLO(metricE2E) {
 				fmt.Fprintf(&b, " against a %s ms SLO", num(m.slo[metricE2E]*1000))
 			}
@@ -61,7 +61,7 @@ func (r *run) explain(i int, cp ClassPlan) string {
 		case cp.Pool >= *cp.MinPool && len(missed) == 0 && m.tpotMissed(r.load(i)):
 			b.WriteString(r.tpotVerdict(i))
 		case cp.Pool >= *cp.MinPool && len(missed) > 0:
-			fmt.Fprintf(&b, " It does not fit: at this pool its predicted %s %s is over its target, and no pool comes within 5 %% of it.", metricLabel(missed[0]), m.pctLabel())
+			fmt.Fprintf(&b, " It does not fit: at this pool its predicted %s %s is over its target, and no pool comes within 5 %% of it.", m.metricLabel(missed[0]), m.pctLabel())
 		case sh > maxShedShare && len(missed) == 0:
 			fmt.Fprintf(&b, " It does not fit: at this pool its client sheds %s %% of its requests, those that wait longer than admission.max_queue_wait_ms for a slot, more than the 1 %% a plan may lose; %s %s %s a pool of %d.",
 				num(100*sh), num(m.lambda), m.rateUnit(), need, *cp.MinPool)

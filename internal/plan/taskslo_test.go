@@ -76,3 +76,16 @@ func TestTaskPromptCacheUsePerTask(t *testing.T) {
 		t.Fatalf("explanation: %s", cp.Explanation)
 	}
 }
+
+// TestTaskE2EIsNamedSo: an agent task class's E2E target is on the whole
+// task, and its explanation and its slo_e2e ceiling name the figure they
+// give the task E2E, as its check does, not the E2E of a request.
+func TestTaskE2EIsNamedSo(t *testing.T) {
+	cp := mustPlan(t, example(t, "agent")).Classes[0]
+	if !strings.Contains(cp.Explanation, "predicted task E2E p95 is ") {
+		t.Errorf("explanation %q does not name the task E2E", cp.Explanation)
+	}
+	if c := ceiling(cp, ConstraintSLOE2E); c == nil || !strings.Contains(c.Detail, "the task E2E p95 is ") {
+		t.Errorf("slo_e2e ceiling %+v does not name the task E2E", c)
+	}
+}
