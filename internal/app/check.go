@@ -430,13 +430,18 @@ func judge(spec scenario.Class, run simulate.ClassRun, start float64) *plan.Clas
 	miss := func(metric string, value, bound float64, format string, args ...any) {
 		missAt(metric, &value, bound, format, args...)
 	}
+	// An agent task class's arrivals, shed and backlog are tasks.
+	unit, done, rate := "requests", "no request completed", "req/s"
+	if spec.Task != nil {
+		unit, done, rate = "tasks", "no task completed", "tasks/s"
+	}
 	targets := simulate.Targets(spec.SLO, sm)
 	if sm.Requests > 0 {
 		for _, t := range targets {
 			got := estimate(t.Got, t.CI95)
 			switch {
 			case got == nil:
-				missAt(t.Metric, nil, t.Bound, "no request completed, so the %s SLO of %s ms is not met", t.Name, num(t.Bound))
+				missAt(t.Metric, nil, t.Bound, "%s, so the %s SLO of %s ms is not met", done, t.Name, num(t.Bound))
 			case !t.Met():
 				miss(t.Metric, got.Value, t.Bound, "%s %s %s%s ms is over the SLO of %s ms by %s %%", t.Name, t.At, num(got.Value), within(got), num(t.Bound), num(overPct(got.Value, t.Bound)))
 			}
@@ -446,7 +451,7 @@ func judge(spec scenario.Class, run simulate.ClassRun, start float64) *plan.Clas
 		miss("rate_limited_share", cc.RateLimitedShare, simulate.MaxLimitedShare, "%s of %s sends answered 429 (%.1f %%, over 1 %%)", count(sm.RateLimited), count(sm.Sends), 100*cc.RateLimitedShare)
 	}
 	if cc.LostShare > simulate.MaxLostShare {
-		miss("lost_share", cc.LostShare, simulate.MaxLostShare, "%s of %s requests shed or given up (%.1f %%, over 1 %%)", count(sm.Shed+sm.GaveUp), count(sm.Requests), 100*cc.LostShare)
+		miss("lost_share", cc.LostShare, simulate.MaxLostShare, "%s of %s %s shed or given up (%.1f %%, over 1 %%)", count(sm.Shed+sm.GaveUp), count(sm.Requests), unit, 100*cc.LostShare)
 	}
 	if run.Arrivals != simulate.ArrivalsClosedLoop && !run.Idle {
 		keeps := run.KeepsPace()
@@ -461,7 +466,7 @@ func judge(spec scenario.Class, run simulate.ClassRun, start float64) *plan.Clas
 			}
 		} else if !keeps {
 			bound := math.Max(float64(run.Pool), 0.01*float64(sm.Requests))
-			miss("backlog", float64(sm.Backlog), bound, "fell behind: %s requests waiting at the end; it served %s req/s of the %s req/s that arrived", count(sm.Backlog), num(sm.ThroughputRPS), num(sm.OfferedRPS))
+			miss("backlog", float64(sm.Backlog), bound, "fell behind: %s %s waiting at the end; it served %s %s of the %s %s that arrived", count(sm.Backlog), unit, num(sm.ThroughputRPS), rate, num(sm.OfferedRPS), rate)
 		}
 	}
 	cc.Holds = len(cc.Misses) == 0

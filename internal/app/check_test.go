@@ -501,3 +501,16 @@ func TestPropertyRelaxedTargetsMakeTheClassFit(t *testing.T) {
 		t.Fatalf("only %d classes had targets to relax", checked)
 	}
 }
+
+// TestAgentTaskCheckCountsTasks: the check of an agent task class whose
+// task target no pool meets counts what it sheds in tasks, as its demand
+// and pool do, not in requests.
+func TestAgentTaskCheckCountsTasks(t *testing.T) {
+	s := testutil.Example(t, "agent")
+	s.Classes = slices.Clone(s.Classes)
+	s.Classes[0].SLO = &scenario.SLO{TTFTMs: 3000, TaskE2EMs: 150000, Percentile: 99}
+	c := mustPlan(t, s).Classes[0]
+	if c.Fitting() || !strings.Contains(c.Check.Summary, " tasks shed or given up") || !strings.Contains(c.Check.Summary, "no task completed") || strings.Contains(c.Check.Summary, "request") {
+		t.Errorf("check of a task class: %q", c.Check.Summary)
+	}
+}
