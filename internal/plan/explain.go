@@ -70,7 +70,7 @@ func (r *run) explain(i int, cp ClassPlan) string {
 		}
 		if len(cp.Remedies) > 0 {
 			fmt.Fprintf(&b, " To fit: %s", remedyChanges(cp.Remedies))
-			if cp.Shed != nil && cp.Shed.ShedRPS > 0 {
+			if cp.Shed != nil && cp.Shed.ShedRPS > 0 && cp.Shed.SustainableRPS > 0 { // shedding all of it is no way to fit
 				fmt.Fprintf(&b, "; or shed %s %s (it sustains %s)", num(cp.Shed.ShedRPS), m.rateUnit(), numBeside(cp.Shed.SustainableRPS, m.lambda))
 			}
 			b.WriteString(".")

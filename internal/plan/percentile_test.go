@@ -267,3 +267,20 @@ func TestTPOTOverItsTargetOnACurve(t *testing.T) {
 		}
 	}
 }
+
+// TestNoShedRemedyWhereNothingFits: a class whose TTFT target no pool
+// meets sustains no rate at its pool, and its explanation does not offer
+// shedding its whole demand as a way to fit (its shed block still says
+// so, with a sustainable rate of 0).
+func TestNoShedRemedyWhereNothingFits(t *testing.T) {
+	s := handScenario(scenario.Quota{RPM: 600})
+	s.Classes[0].Demand = &scenario.Demand{RPS: 1}
+	s.Classes[0].SLO = &scenario.SLO{TTFTP95Ms: 300}
+	cp := mustPlan(t, s).Classes[0]
+	if cp.Feasible || cp.Shed == nil || cp.Shed.SustainableRPS != 0 || len(cp.Remedies) == 0 {
+		t.Fatalf("want a class that sustains nothing, with remedies: feasible %v, shed %+v, remedies %+v", cp.Feasible, cp.Shed, cp.Remedies)
+	}
+	if strings.Contains(cp.Explanation, "or shed ") {
+		t.Errorf("explanation %q offers to shed all of its demand", cp.Explanation)
+	}
+}
