@@ -391,3 +391,32 @@ func TestNumRoundsForPeople(t *testing.T) {
 		}
 	}
 }
+
+// TestNoPoolNoClientSettings: a class the plan gives no pool sends
+// nothing, and its client settings say so: no pacing rate or burst and an
+// AIMD window that starts, stays and ends at 0, rather than a rate to
+// send at and a window to grow to the quota's ceiling beside a cap of 0.
+func TestNoPoolNoClientSettings(t *testing.T) {
+	s := parse(t, `
+quotas:
+  - {name: key, rpm: 5000, tpm: 200000, token_accounting: max_tokens}
+latency: {ttft_ms: {p50: 600, p95: 1400}, tpot_ms: {p50: 20, p95: 30}}
+classes:
+  - {name: chat, quota: key, mode: interactive, demand: {rps: 2}, input_tokens: {p50: 1200, p95: 3500}, output_tokens: {p50: 200, p95: 600}, max_tokens: 800, slo: {ttft_p95_ms: 2500}}
+  - {name: backfill, quota: key, mode: batch, input_tokens: {p50: 2000, p95: 4000}, output_tokens: {p50: 300, p95: 600}, max_tokens: 800}
+`)
+	p := mustPlan(t, s)
+	none := 0
+	for _, c := range p.Classes {
+		if c.Pool >= 1 {
+			continue
+		}
+		none++
+		if c.Pacing != (Pacing{}) || c.Adaptive.Start != 0 || c.Adaptive.Floor != 0 || c.Adaptive.Ceiling != 0 {
+			t.Errorf("%s has no pool, and pacing %+v, AIMD %+v", c.Name, c.Pacing, c.Adaptive)
+		}
+	}
+	if none == 0 {
+		t.Fatal("every class has a pool: the scenario no longer tests a class without one")
+	}
+}
