@@ -1,6 +1,7 @@
 package report
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -29,16 +30,35 @@ func TestFormatNames(t *testing.T) {
 	}
 }
 
-// TestMissWords: a what-if cell's misses read with their sign, and one
-// with nothing completed reads as that rather than as a percentage.
+// TestMissWords: a what-if cell's misses read by the names of their
+// figures, a share as what it came to against its bound, the others with
+// their sign, and one with nothing completed as that rather than as a
+// percentage.
 func TestMissWords(t *testing.T) {
-	over, under := 9889.0, -12.5
-	got := missWords([]plan.Miss{{Metric: "ttft_p95_ms"}, {Metric: "lost_share", OverPct: &over}, {Metric: "batch_hours", OverPct: &under}})
-	if want := "ttft_p95_ms (nothing completed), lost_share +9,889 %, batch_hours -12.5 %"; got != want {
+	over, under, ttft, lost, hours := 9889.0, -12.5, 2200.0, 0.9989, 5.25
+	over10 := 10.0
+	got := missWords([]plan.Miss{{Metric: "ttft_p95_ms"}, {Metric: "lost_share", Value: &lost, Bound: 0.01, OverPct: &over},
+		{Metric: "batch_hours", Value: &hours, Bound: 6, OverPct: &under}, {Metric: "e2e_p95_ms", Value: &ttft, Bound: 2000, OverPct: &over10}})
+	if want := "TTFT p95 (nothing completed), lost 99.89 % (at most 1 %), batch time -12.5 %, E2E p95 +10 %"; got != want {
 		t.Errorf("missWords = %q, want %q", got, want)
 	}
 	if got := missWords(nil); got != "holds" {
 		t.Errorf("no misses: %q, want holds", got)
+	}
+}
+
+// TestEveryMissHasALabel: each figure a check may name (plan.Miss's
+// enum) has a name for people.
+func TestEveryMissHasALabel(t *testing.T) {
+	f, _ := reflect.TypeFor[plan.Miss]().FieldByName("Metric")
+	metrics := strings.Split(f.Tag.Get("enum"), ",")
+	if len(metrics) < 10 {
+		t.Fatalf("plan.Miss.Metric has the enum %q", f.Tag.Get("enum"))
+	}
+	for _, m := range metrics {
+		if _, ok := missLabels[m]; !ok {
+			t.Errorf("%s has no label", m)
+		}
 	}
 }
 

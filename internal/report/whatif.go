@@ -110,23 +110,49 @@ func cellCost(c plan.Cell) string {
 	return fmtMoney(c.Cost.PerDay) + " " + c.Cost.Currency
 }
 
-// missWords names what a cell's check saw break, "holds" when nothing.
+// missWords names what a cell's check saw break, "holds" when nothing:
+// each figure by its name for people, a share as the share it came to
+// against the most it may be, another figure by how far over its bound.
 func missWords(ms []plan.Miss) string {
 	if len(ms) == 0 {
 		return "holds"
 	}
 	names := make([]string, len(ms))
 	for i, m := range ms {
+		label := missLabel(m.Metric)
 		switch {
-		case m.OverPct == nil:
-			names[i] = m.Metric + " (nothing completed)"
+		case m.OverPct == nil || m.Value == nil:
+			names[i] = label + " (nothing completed)"
+		case strings.HasSuffix(m.Metric, "_share"):
+			names[i] = fmt.Sprintf("%s %s %% (at most %s %%)", label, fmtNum(100**m.Value), fmtNum(100*m.Bound))
 		case *m.OverPct < 0:
-			names[i] = fmt.Sprintf("%s %s %%", m.Metric, fmtNum(*m.OverPct))
+			names[i] = fmt.Sprintf("%s %s %%", label, fmtNum(*m.OverPct))
 		default:
-			names[i] = fmt.Sprintf("%s +%s %%", m.Metric, fmtNum(*m.OverPct))
+			names[i] = fmt.Sprintf("%s +%s %%", label, fmtNum(*m.OverPct))
 		}
 	}
 	return strings.Join(names, ", ")
+}
+
+// missLabels names a check's figures (plan.Miss.Metric) as people read
+// them.
+var missLabels = map[string]string{
+	"ttft_p95_ms": "TTFT p95", "e2e_p95_ms": "E2E p95",
+	"ttft_ms_at_percentile": "TTFT at its percentile", "e2e_ms_at_percentile": "E2E at its percentile",
+	"rate_limited_share": "429s", "lost_share": "lost",
+	"batch_hours": "batch time", "backlog": "left waiting",
+	"predicted_ttft_p95_ms": "predicted TTFT p95", "predicted_e2e_p95_ms": "predicted E2E p95",
+	"predicted_ttft_ms_at_percentile": "predicted TTFT at its percentile", "predicted_e2e_ms_at_percentile": "predicted E2E at its percentile",
+	"events": "simulation events",
+}
+
+// missLabel is a check's figure as people read it; one missLabels does
+// not know, as it is.
+func missLabel(metric string) string {
+	if label, ok := missLabels[metric]; ok {
+		return label
+	}
+	return metric
 }
 
 // cellValue shows a varied value: a number or string as it is, anything
