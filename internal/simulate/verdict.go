@@ -84,10 +84,15 @@ func (c *client) judge(sm Simulated) SimulationVerdict {
 	add := func(ok bool, label, format string, args ...any) {
 		checks = append(checks, check{ok: ok, label: label, reason: fmt.Sprintf(format, args...)})
 	}
+	// An agent task class's arrivals, losses and backlog are tasks.
+	unit, one, rate := "requests", "request", "req/s"
+	if c.spec.Task != nil {
+		unit, one, rate = "tasks", "task", "tasks/s"
+	}
 	for _, t := range Targets(c.spec.SLO, sm) {
 		switch {
 		case t.Got == nil:
-			add(false, "no request completed", "no request completed, so the %s SLO of %s ms is not met", t.Name, num(t.Bound))
+			add(false, "no "+one+" completed", "no %s completed, so the %s SLO of %s ms is not met", one, t.Name, num(t.Bound))
 		case t.Met():
 			add(true, "", "%s %s %s ms meets the SLO of %s ms", t.Name, t.At, num(*t.Got), num(t.Bound))
 		default:
@@ -112,24 +117,24 @@ func (c *client) judge(sm Simulated) SimulationVerdict {
 			parts = append(parts, fmt.Sprintf("%s gave up after 429s", count(sm.GaveUp)))
 		}
 		share := ratio(lost, sm.Requests)
-		add(share <= MaxLostShare, "requests lost", "%s of %s requests lost (%s): %s", count(lost), count(sm.Requests), pct(share), strings.Join(parts, "; "))
+		add(share <= MaxLostShare, unit+" lost", "%s of %s %s lost (%s): %s", count(lost), count(sm.Requests), unit, pct(share), strings.Join(parts, "; "))
 	}
 	if c.arr != nil {
 		keeps := ClassRun{Pool: c.cp.Pool, Simulated: sm}.KeepsPace()
 		if d := c.spec.Demand; d != nil && d.Requests > 0 && c.kind != ArrivalsReplay {
 			switch {
 			case keeps:
-				add(true, "", "the batch of %s requests is done in its %s h window: the pool keeps pace with its %s req/s", count(int(d.Requests)), num(d.WithinHours), num(d.Rate()))
+				add(true, "", "the batch of %s %s is done in its %s h window: the pool keeps pace with its %s %s", count(int(d.Requests)), unit, num(d.WithinHours), num(d.Rate()), rate)
 			case sm.ThroughputRPS > 0:
 				h := d.Requests / sm.ThroughputRPS / 3600
-				add(false, "batch not done in its window", "at %s req/s the batch of %s requests takes %s h, over its %s h window", num(sm.ThroughputRPS), count(int(d.Requests)), num(h), num(d.WithinHours))
+				add(false, "batch not done in its window", "at %s %s the batch of %s %s takes %s h, over its %s h window", num(sm.ThroughputRPS), rate, count(int(d.Requests)), unit, num(h), num(d.WithinHours))
 			default:
 				add(false, "batch not done in its window", "nothing completed: the batch is not done in its %s h window", num(d.WithinHours))
 			}
 		} else if keeps {
 			add(true, "", "kept pace with its arrivals (%s waiting at the end)", count(sm.Backlog))
 		} else {
-			add(false, "fell behind", "fell behind: %s requests waiting at the end; it served %s req/s of the %s req/s that arrived", count(sm.Backlog), num(sm.ThroughputRPS), num(sm.OfferedRPS))
+			add(false, "fell behind", "fell behind: %s %s waiting at the end; it served %s %s of the %s %s that arrived", count(sm.Backlog), unit, num(sm.ThroughputRPS), rate, num(sm.OfferedRPS), rate)
 		}
 	}
 	v := SimulationVerdict{Holds: true, Reasons: []string{}}

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/testutil"
 )
 
 // TestTargetMetByItsValue: a value meets its target when it lies at or
@@ -62,6 +65,37 @@ classes:
 		}
 		if reasons := strings.Join(c.Verdict.Reasons, "; "); c.Verdict.Holds != tc.holds || !strings.Contains(reasons, tc.reason) {
 			t.Errorf("TTFT p95 %.0f ± %.0f ms against %.0f: holds %v (%s), want %v and %q", *p95, *hw, tc.target, c.Verdict.Holds, reasons, tc.holds, tc.reason)
+		}
+	}
+}
+
+// TestAgentVerdictCountsTasks: an agent task class's arrivals are tasks,
+// and its verdict counts what it loses, what it leaves waiting and its
+// rate in tasks, as its demand does.
+func TestAgentVerdictCountsTasks(t *testing.T) {
+	sc := testutil.Example(t, "agent")
+	sc.Classes = append([]scenario.Class(nil), sc.Classes...)
+	found := false
+	for i, c := range sc.Classes {
+		if c.Task == nil || c.Demand == nil {
+			continue
+		}
+		found = true
+		d := *c.Demand
+		d.RPS *= 40 // far beyond its pool: it falls behind
+		sc.Classes[i].Demand = &d
+	}
+	if !found {
+		t.Fatal("the agent example has no task class with a demand")
+	}
+	r := run(t, sc, Options{DurationS: 1800})
+	for i, c := range r.Classes {
+		if sc.Classes[i].Task == nil {
+			continue
+		}
+		text := strings.Join(c.Verdict.Reasons, "; ")
+		if c.Verdict.Holds || !strings.Contains(text, "tasks") || strings.Contains(text, "requests waiting") || strings.Contains(text, "requests lost") {
+			t.Errorf("%s: holds %v: %s", c.Name, c.Verdict.Holds, text)
 		}
 	}
 }
