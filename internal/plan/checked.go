@@ -49,31 +49,7 @@ type Checker func(ctx context.Context, s scenario.Scenario, p *Plan, replan Repl
 // name for one way of checking. The result may be shared: callers must
 // not modify it.
 func (e *Engine) PlanChecked(ctx context.Context, s scenario.Scenario, name string, check Checker) (*Plan, error) {
-	key, ok := planKey(s)
-	key = sha256.Sum256(append(append(key[:], "checked by "...), name...))
-	if ok {
-		if c, hit := e.checked.Get(key); hit {
-			return c.get(), nil
-		}
-	}
-	var out *Plan
-	err := e.Run(ctx, func(ctx context.Context) error {
-		p, err := e.Plan(ctx, s)
-		if err != nil {
-			return err
-		}
-		out, err = check(ctx, s, p, func(ctx context.Context, floors map[string]int) (*Plan, error) {
-			return e.plan(ctx, s, true, floors)
-		})
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	if ok {
-		e.checked.Add(key, share(out))
-	}
-	return out, nil
+	return e.planChecked(ctx, s, "checked by "+name, true, check)
 }
 
 // SweepChecked is Sweep with every valid cell's plan checked by check, as
@@ -87,8 +63,15 @@ func (e *Engine) SweepChecked(ctx context.Context, base scenario.Scenario, vars 
 // carry none), checked by check: what a plan's remedies are checked
 // with, written into its scenario.
 func (e *Engine) PlanCheckedWithoutRemedies(ctx context.Context, s scenario.Scenario, name string, check Checker) (*Plan, error) {
+	return e.planChecked(ctx, s, "checked without remedies by "+name, false, check)
+}
+
+// planChecked is the plan of s, with its remedies or without, checked by
+// check and replanned the same way, cached under the scenario's key and
+// tag.
+func (e *Engine) planChecked(ctx context.Context, s scenario.Scenario, tag string, remedies bool, check Checker) (*Plan, error) {
 	key, ok := planKey(s)
-	key = sha256.Sum256(append(append(key[:], "checked without remedies by "...), name...))
+	key = sha256.Sum256(append(key[:], tag...))
 	if ok {
 		if c, hit := e.checked.Get(key); hit {
 			return c.get(), nil
@@ -96,12 +79,18 @@ func (e *Engine) PlanCheckedWithoutRemedies(ctx context.Context, s scenario.Scen
 	}
 	var out *Plan
 	err := e.Run(ctx, func(ctx context.Context) error {
-		p, err := e.plan(ctx, s, false, nil)
+		var p *Plan
+		var err error
+		if remedies {
+			p, err = e.Plan(ctx, s)
+		} else {
+			p, err = e.plan(ctx, s, false, nil)
+		}
 		if err != nil {
 			return err
 		}
 		out, err = check(ctx, s, p, func(ctx context.Context, floors map[string]int) (*Plan, error) {
-			return e.plan(ctx, s, false, floors)
+			return e.plan(ctx, s, remedies, floors)
 		})
 		return err
 	})
