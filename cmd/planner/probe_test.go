@@ -257,7 +257,7 @@ func TestProbeCommandPromptModes(t *testing.T) {
 		{"cache with steps", []string{"--cache", "--steps", "1,2"}, "--steps: a cache comparison runs at a load of its own"},
 		{"prefill and cache", []string{"--cache", "--prefill-ladder", "256,512"}, "--cache: is a mode of its own: give prefill or cache"},
 		{"one length", []string{"--prefill-ladder", "256"}, "--prefill-ladder: 1 lengths, want 2 to 64"},
-		{"tasks without calls", []string{"--tasks", "4"}, "--conversation-calls: 0 calls per task is outside 2..100"},
+		{"tasks without calls", []string{"--tasks", "4"}, "--conversation-calls: is required: a conversation replays tasks of 2..100 serial calls"},
 		{"too few of each kind", []string{"--cache", "--requests-per-step", "3"}, "--requests-per-step: 3 requests of each kind with 1 of warm-up leave 2 measured"},
 		{"a bad SLO", []string{"--slo", "ttft:soon"}, "--slo: ttft: \"soon\" is neither a duration"},
 		{"an SLO out of range", []string{"--slo", "e2e:2h"}, "--slo: e2e: 2h is beyond the longest target, 1h0m0s"},

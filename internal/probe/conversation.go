@@ -23,7 +23,10 @@ type conversation struct {
 
 func (v conversation) check(c Config, p *problems) {
 	notRamp(c, p, "a conversation", ModeConversation)
-	if v.Calls < 2 || v.Calls > MaxCalls {
+	switch {
+	case v.Calls == 0:
+		p.add("conversation.calls", "is required: a conversation replays tasks of 2..%d serial calls, and its other settings (tasks, tasks in flight, tool time, tool results) ask for one", MaxCalls)
+	case v.Calls < 2 || v.Calls > MaxCalls:
 		p.add("conversation.calls", "%d calls per task is outside 2..%d", v.Calls, MaxCalls)
 	}
 	if n := v.inFlight(); n < 1 || n > MaxConcurrency {
