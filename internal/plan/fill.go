@@ -92,6 +92,12 @@ func (r *run) ceil(res *resource, i int, a float64) int {
 	}
 	least := 0
 	if m.lambda > 0 && m.lambda*u <= a*(1+tolerance) {
+		if res.dim.Daily() {
+			// A daily limit counts the day's volume, which an open class's
+			// demand sets whatever its pool: a pool sends faster than the
+			// demand only while it clears a backlog, never for a day.
+			return unbounded
+		}
 		least = 1
 	}
 	if m.static != nil {

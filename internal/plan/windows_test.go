@@ -2,6 +2,7 @@ package plan
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/plannerdev/planner/internal/scenario"
@@ -184,5 +185,38 @@ func TestProfileSizesAtItsPeak(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no warning of the peak: %q", peak.Warnings)
+	}
+}
+
+// TestDailyLimitCountsTheDemandsVolume: a daily limit holds the day's
+// volume, which an open class's demand sets whatever its pool, so that a
+// chat whose 100,800 requests over its 14 hours fit its share of 135,000
+// a day is not held to the pool that would use the share up running flat
+// out (15, below the 16 its SLO needs): its rpd ceiling is unbounded, and
+// the key's tokens per minute bind it; a larger rpd changes nothing.
+func TestDailyLimitCountsTheDemandsVolume(t *testing.T) {
+	doc := `
+quotas:
+  - {name: key, rpm: 5000, tpm: 450000, rpd: RPD, token_accounting: max_tokens}
+latency: {ttft_ms: {p50: 600, p95: 1400}, tpot_ms: {p50: 20, p95: 30}}
+classes:
+  - {name: chat, quota: key, mode: interactive, demand: {rps: 2}, schedule: {start_hour: 8, hours: 14}, input_tokens: {p50: 1200, p95: 3500}, output_tokens: {p50: 200, p95: 600}, max_tokens: 800, slo: {ttft_p95_ms: 2500}}
+  - {name: nightly, quota: key, mode: batch, demand: {requests: 8000, within_hours: 6}, schedule: {start_hour: 0, hours: 6}, input_tokens: {p50: 2000, p95: 4000}, output_tokens: {p50: 300, p95: 600}, max_tokens: 800}
+`
+	p := mustPlan(t, parse(t, strings.Replace(doc, "RPD", "150000", 1)))
+	chat := p.Classes[0]
+	if !chat.Feasible || chat.BindingConstraint == "rpd" || chat.MinPool == nil || chat.Pool < *chat.MinPool {
+		t.Fatalf("chat: pool %d, min_pool %v, bound by %s, feasible %v", chat.Pool, chat.MinPool, chat.BindingConstraint, chat.Feasible)
+	}
+	for _, c := range chat.Ceilings {
+		if c.Constraint == "rpd" && c.MaxPool != nil {
+			t.Errorf("chat's rpd ceiling is %d: %s", *c.MaxPool, c.Detail)
+		}
+	}
+	more := mustPlan(t, parse(t, strings.Replace(doc, "RPD", "300000", 1)))
+	for i, c := range p.Classes {
+		if more.Classes[i].Pool != c.Pool {
+			t.Errorf("%s: pool %d at rpd 150,000 and %d at 300,000", c.Name, c.Pool, more.Classes[i].Pool)
+		}
 	}
 }
