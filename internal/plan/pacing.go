@@ -603,6 +603,10 @@ func (r *run) pacingLaws() bool {
 				members = append(members, i)
 			}
 		}
+		// In a window of the day only its classes send into the key's
+		// per-minute buckets: one that runs at another time is no work
+		// ahead of them.
+		members = r.activeOnly(members)
 		laws := make([]pacingLaw, len(members))
 		for _, d := range pacingDims(k) {
 			flows := make([]flow, len(members))
