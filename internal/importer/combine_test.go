@@ -202,3 +202,25 @@ func TestFilesOfOneNameAreToldApart(t *testing.T) {
 		t.Errorf("err = %v, want %q", err, want)
 	}
 }
+
+// TestGuideLLMRunsOfDifferentTargetsAreRefused: GuideLLM's report records
+// the server it measured (config.spec.backend.target, or a benchmark's
+// config.backend.target); two reports against two servers once merged
+// into one ramp. The URL is shown without the credentials it may carry.
+func TestGuideLLMRunsOfDifferentTargetsAreRefused(t *testing.T) {
+	data := readTestdata(t, "guidellm/guidellm_report_v2.json")
+	other := bytes.ReplaceAll(data, []byte(`"target": "http://127.0.0.1:8765"`), []byte(`"target": "https://user:s3cret@other-host:8000?api_key=sk-abc123"`))
+	if bytes.Equal(other, data) {
+		t.Fatal("the fixture's target was not replaced")
+	}
+	files := []File{{"east/benchmarks.json", data}, {"west/benchmarks.json", other}}
+	_, err := ImportMany(files, deadline12s)
+	if err == nil || !strings.Contains(err.Error(), `endpoint is "http://127.0.0.1:8765" in`) || !strings.Contains(err.Error(), `"https://other-host:8000?api_key=[redacted]" in`) {
+		t.Fatalf("err = %v, want the endpoints named", err)
+	}
+	for _, secret := range []string{"s3cret", "sk-abc123", "user:"} {
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("%q is in the refusal: %v", secret, err)
+		}
+	}
+}

@@ -73,6 +73,9 @@ func parseGuideLLM(name string, vals []any) (*part, error) {
 	if p.source.Model, ok = o.strAt("config", "spec", "backend", "model"); !ok {
 		p.source.Model = ""
 	}
+	if t, ok := o.strAt("config", "spec", "backend", "target"); ok && strings.TrimSpace(t) != "" {
+		p.source.Endpoint = displayURL(strings.TrimSpace(t))
+	}
 	p.notes = append(p.notes,
 		"TPOT is GuideLLM's inter_token_latency_ms, (last token − first token)/(output tokens − 1), which is the planner's TPOT; GuideLLM's time_per_output_token_ms divides by every output token and is not used",
 		"throughput is successful requests over the benchmark's duration; incomplete requests (cut off when the benchmark ended) are left out")
@@ -92,6 +95,11 @@ func parseGuideLLM(name string, vals []any) (*part, error) {
 		p.runs = append(p.runs, r)
 		if p.source.Model == "" {
 			p.source.Model = firstNonEmpty(b, [][]string{{"worker", "backend_model"}, {"config", "backend", "model"}})
+		}
+		if p.source.Endpoint == "" {
+			if t := firstNonEmpty(b, [][]string{{"config", "backend", "target"}, {"worker", "backend_target"}}); strings.TrimSpace(t) != "" {
+				p.source.Endpoint = displayURL(strings.TrimSpace(t))
+			}
 		}
 		if p.source.Date == "" {
 			if t, ok := b.num("start_time"); ok && t > 0 && t < 1e11 {

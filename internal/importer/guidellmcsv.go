@@ -75,10 +75,15 @@ func parseGuideLLMCSV(name string, data []byte) (*part, error) {
 			p.notes = append(p.notes, r.label+": "+n)
 		}
 		p.runs = append(p.runs, r)
-		if p.source.Model == "" {
+		if p.source.Model == "" || p.source.Endpoint == "" {
 			var backend map[string]any
 			if json.Unmarshal([]byte(cell("Run Info|Backend|")), &backend) == nil {
-				p.source.Model, _ = backend["model"].(string)
+				if p.source.Model == "" {
+					p.source.Model, _ = backend["model"].(string)
+				}
+				if t, _ := backend["target"].(string); strings.TrimSpace(t) != "" && p.source.Endpoint == "" {
+					p.source.Endpoint = displayURL(strings.TrimSpace(t))
+				}
 			}
 		}
 	}
