@@ -421,12 +421,6 @@ func (r *run) classPlan(ctx context.Context, i int) (ClassPlan, error) {
 		return cp, err
 	}
 	cp.Adaptive = adaptive(cp.Pool, cp.Ceilings)
-	if cp.Pool < 1 {
-		// A class without a pool sends nothing: its client settings say
-		// so, rather than a rate and a window to grow that its cap of 0
-		// would contradict.
-		cp.Pacing, cp.Adaptive = Pacing{}, Adaptive{DecreaseFactor: cp.Adaptive.DecreaseFactor, IncreaseStep: cp.Adaptive.IncreaseStep, IncreaseWhenUsed: cp.Adaptive.IncreaseWhenUsed}
-	}
 	cp.Batch = r.batch(i, cp.Pool, allot)
 	cp.Task = r.taskPlan(i, cp.Pool)
 	if !cp.Feasible && !r.lean {

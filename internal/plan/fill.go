@@ -90,14 +90,11 @@ func (r *run) ceil(res *resource, i int, a float64) int {
 	if u <= 0 || math.IsInf(a, 1) {
 		return unbounded
 	}
+	if r.demandSetsVolume(i, res.dim, a) {
+		return unbounded
+	}
 	least := 0
 	if m.lambda > 0 && m.lambda*u <= a*(1+tolerance) {
-		if res.dim.Daily() {
-			// A daily limit counts the day's volume, which an open class's
-			// demand sets whatever its pool: a pool sends faster than the
-			// demand only while it clears a backlog, never for a day.
-			return unbounded
-		}
 		least = 1
 	}
 	if m.static != nil {
@@ -111,6 +108,16 @@ func (r *run) ceil(res *resource, i int, a float64) int {
 		return max(least, c-1)
 	}
 	return unbounded
+}
+
+// demandSetsVolume reports whether dimension d is a daily limit that class
+// i's demand fits within its share a (units per second): a daily limit
+// counts the day's volume, which an open class's demand sets whatever its
+// pool (a pool sends faster than the demand only while it clears a
+// backlog, never for a day), so that it holds no pool back.
+func (r *run) demandSetsVolume(i int, d scenario.Dimension, a float64) bool {
+	m := r.models[i]
+	return d.Daily() && m.lambda > 0 && m.lambda*m.use[d] <= a*(1+tolerance)
 }
 
 // minCeil is the smaller of two ceilings, unbounded counting as infinite.

@@ -58,8 +58,12 @@ func (r *run) keyPacing(ki int) []KeyPacing {
 // allotment ÷ mean charge, and how many of its requests of mean charge a
 // full set of buckets passes at once (at least 1, at most the pool)
 // (docs/concepts.md, "Pacing"). Without a per-minute limit the rate is
-// its pool's throughput.
+// its pool's throughput. A class without a pool sends nothing: no rate,
+// no burst.
 func (r *run) pacing(i, pool int, allot quota.Vector) Pacing {
+	if pool < 1 {
+		return Pacing{}
+	}
 	m := r.models[i]
 	rate, burst := math.Inf(1), math.Inf(1)
 	for _, d := range pacingDims(m.key) {
@@ -69,16 +73,13 @@ func (r *run) pacing(i, pool int, allot quota.Vector) Pacing {
 		}
 	}
 	if math.IsInf(rate, 1) {
-		rate = float64(max(pool, 1)) / m.at(r.load(i)).mean * m.callsPer()
+		rate = float64(pool) / m.at(r.load(i)).mean * m.callsPer()
 	}
 	b := searchLimit
 	if v := burst + tolerance; v < float64(searchLimit) {
 		b = max(1, int(math.Floor(v)))
 	}
-	if pool >= 1 {
-		b = min(b, pool)
-	}
-	return Pacing{RateRPS: roundTo(rate, 4), Burst: b}
+	return Pacing{RateRPS: roundTo(rate, 4), Burst: min(b, pool)}
 }
 
 // The pacing wait (docs/concepts.md, "The pacing wait"). A key's bucket on

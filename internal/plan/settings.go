@@ -215,8 +215,13 @@ func (r *run) retry(ctx context.Context, i, pool int) (Retry, error) {
 // adaptive are AIMD settings (docs/concepts.md, "Client settings"): start at
 // the pool, multiply by 0.9 on a 429 or timeout, add 1 while at least half
 // the pool is in use without errors, between 1 and the largest quota
-// ceiling (at most the policy cap, at least the pool).
+// ceiling (at most the policy cap, at least the pool). A class without a
+// pool sends nothing: its window starts, stays and ends at 0, rather than
+// growing to a ceiling its cap of 0 contradicts.
 func adaptive(pool int, cs []Ceiling) Adaptive {
+	if pool < 1 {
+		return Adaptive{DecreaseFactor: 0.9, IncreaseStep: 1, IncreaseWhenUsed: 0.5}
+	}
 	ceiling, limit := 0, pool
 	for _, c := range cs {
 		switch {
@@ -226,8 +231,8 @@ func adaptive(pool int, cs []Ceiling) Adaptive {
 			ceiling = max(ceiling, *c.MaxPool)
 		}
 	}
-	ceiling = max(pool, min(ceiling, limit), 1)
-	return Adaptive{Start: max(pool, 1), DecreaseFactor: 0.9, IncreaseStep: 1, IncreaseWhenUsed: 0.5, Floor: 1, Ceiling: ceiling}
+	ceiling = max(pool, min(ceiling, limit))
+	return Adaptive{Start: pool, DecreaseFactor: 0.9, IncreaseStep: 1, IncreaseWhenUsed: 0.5, Floor: 1, Ceiling: ceiling}
 }
 
 func isQuotaConstraint(name string) bool {
