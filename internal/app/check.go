@@ -430,18 +430,14 @@ func judge(spec scenario.Class, run simulate.ClassRun, start float64) *plan.Clas
 	miss := func(metric string, value, bound float64, format string, args ...any) {
 		missAt(metric, &value, bound, format, args...)
 	}
-	// An agent task class's arrivals, shed and backlog are tasks.
-	unit, done, rate := "requests", "no request completed", "req/s"
-	if spec.Task != nil {
-		unit, done, rate = "tasks", "no task completed", "tasks/s"
-	}
+	unit, one, rate := simulate.Units(spec)
 	targets := simulate.Targets(spec.SLO, sm)
 	if sm.Requests > 0 {
 		for _, t := range targets {
 			got := estimate(t.Got, t.CI95)
 			switch {
 			case got == nil:
-				missAt(t.Metric, nil, t.Bound, "%s, so the %s SLO of %s ms is not met", done, t.Name, num(t.Bound))
+				missAt(t.Metric, nil, t.Bound, "no %s completed, so the %s SLO of %s ms is not met", one, t.Name, num(t.Bound))
 			case !t.Met():
 				miss(t.Metric, got.Value, t.Bound, "%s %s %s%s ms is over the SLO of %s ms by %s %%", t.Name, t.At, num(got.Value), within(got), num(t.Bound), num(overPct(got.Value, t.Bound)))
 			}

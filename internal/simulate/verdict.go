@@ -8,6 +8,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 
+	"github.com/plannerdev/planner/internal/scenario"
 	"github.com/plannerdev/planner/internal/signed"
 )
 
@@ -78,17 +79,23 @@ func (c *client) nothingToJudge(sm Simulated) (SimulationVerdict, bool) {
 	return SimulationVerdict{}, false
 }
 
+// Units names what a class's arrivals, losses and backlog count, as many
+// and as one, and their rate: an agent task class's are tasks, every
+// other class's requests.
+func Units(c scenario.Class) (many, one, rate string) {
+	if c.Task != nil {
+		return "tasks", "task", "tasks/s"
+	}
+	return "requests", "request", "req/s"
+}
+
 // judge is the verdict of a class the run judged (verdict).
 func (c *client) judge(sm Simulated) SimulationVerdict {
 	var checks []check
 	add := func(ok bool, label, format string, args ...any) {
 		checks = append(checks, check{ok: ok, label: label, reason: fmt.Sprintf(format, args...)})
 	}
-	// An agent task class's arrivals, losses and backlog are tasks.
-	unit, one, rate := "requests", "request", "req/s"
-	if c.spec.Task != nil {
-		unit, one, rate = "tasks", "task", "tasks/s"
-	}
+	unit, one, rate := Units(c.spec)
 	for _, t := range Targets(c.spec.SLO, sm) {
 		switch {
 		case t.Got == nil:
