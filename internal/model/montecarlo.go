@@ -544,14 +544,15 @@ func QuantileWithPacedWait(x, head []float64, d *Draws, w Wait, p float64, scrat
 	return QuantileWithSplitWait(x, x, head, d, w, p, scratch)
 }
 
-// QuantileWithSparsePacedWait is QuantileWithPacedWait(d, d, dr, w, p,
-// scratch), the p-quantile of max(W, D) over the draws, for a pacing wait
-// d that is zero but at the draws of at (in any order): only those and
-// the draws that wait for W are selected among, the others being zeros
-// below them, and each value is the expression the whole selection
-// evaluates (0 + (E·m − 0)⁺ is E·m), so the answer is the same, bit for
-// bit. scratch must have length len(d) and is overwritten.
-func QuantileWithSparsePacedWait(d []float64, at []int32, dr *Draws, w Wait, p float64, scratch []float64) float64 {
+// QuantileWithSparsePacedWait is QuantileWithPacedWait(d, h, dr, w, p,
+// scratch) with the head start h[i] = overlap·d[i], the p-quantile of
+// max(W + (1 − overlap)·D, D) over the draws (max(W, D) for overlap 1),
+// for a pacing wait d that is zero but at the draws of at (in any order):
+// only those and the draws that wait for W are selected among, the others
+// being zeros below them, and each value is the expression the whole
+// selection evaluates (0 + (E·m − 0)⁺ is E·m), so the answer is the same,
+// bit for bit. scratch must have length len(d) and is overwritten.
+func QuantileWithSparsePacedWait(d []float64, at []int32, dr *Draws, w Wait, overlap, p float64, scratch []float64) float64 {
 	if !w.Stable() {
 		return math.Inf(1)
 	}
@@ -566,7 +567,7 @@ func QuantileWithSparsePacedWait(d []float64, at []int32, dr *Draws, w Wait, p f
 	for j, i := range dr.byU[:end] {
 		v := d[i]
 		if v > 0 {
-			v += math.Max(0, dr.eByU[j]*w.Mean-v)
+			v += math.Max(0, dr.eByU[j]*w.Mean-overlap*v)
 		} else {
 			v = dr.eByU[j] * w.Mean
 		}

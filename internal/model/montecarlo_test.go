@@ -137,8 +137,9 @@ func TestSparsePacedTailMatchesPacedTail(t *testing.T) {
 }
 
 // TestSparsePacedWaitQuantileMatchesWholeSample holds the quantile of
-// max(W, D) selected among the draws with a pacing wait and those that
-// wait for a slot to the selection over every draw, bit for bit: pacing
+// max(W + (1 − overlap)·D, D) selected among the draws with a pacing
+// wait and those that wait for a slot to the selection over every draw,
+// bit for bit, for overlaps of all, some and none of D: pacing
 // waits on none, few and most draws, waits for a slot from none to every
 // draw's, and percentiles whose ranks fall among the zeros, at their edge
 // and above it.
@@ -163,11 +164,17 @@ func TestSparsePacedWaitQuantileMatchesWholeSample(t *testing.T) {
 				}
 			}
 			edge := (float64(zeros) - 0.5) / float64(dr.N-1)
-			for _, p := range []float64{0.5, 0.9, 0.95, 0.99, 0.9994, 1, edge} {
-				want := QuantileWithPacedWait(d, d, dr, w, p, make([]float64, dr.N))
-				got := QuantileWithSparsePacedWait(d, at, dr, w, p, make([]float64, dr.N))
-				if math.Float64bits(got) != math.Float64bits(want) {
-					t.Errorf("share %g, wait %+v, p=%g: %v, whole sample %v", share, w, p, got, want)
+			for _, overlap := range []float64{1, 0.3, 0} {
+				h := make([]float64, dr.N)
+				for i, v := range d {
+					h[i] = overlap * v
+				}
+				for _, p := range []float64{0.5, 0.9, 0.95, 0.99, 0.9994, 1, edge} {
+					want := QuantileWithPacedWait(d, h, dr, w, p, make([]float64, dr.N))
+					got := QuantileWithSparsePacedWait(d, at, dr, w, overlap, p, make([]float64, dr.N))
+					if math.Float64bits(got) != math.Float64bits(want) {
+						t.Errorf("share %g, wait %+v, overlap %g, p=%g: %v, whole sample %v", share, w, overlap, p, got, want)
+					}
 				}
 			}
 		}

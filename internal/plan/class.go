@@ -56,12 +56,15 @@ type classModel struct {
 	pace   pacingLaw
 	paceD  []float64
 	paceD1 float64 // the mean of paceD
+	// paceH is the head start of each draw that its wait for a slot
+	// overlaps, when that is not the whole of paceD (headOf).
+	paceH []float64
 	// paceNZ are the draws whose pacing wait is positive, once paceAtOK.
 	paceNZ   []int32
 	paceAtOK bool
 	paced    map[*service]*service
-	// paceQ is the quantile of max(W, D) by the slot's wait W and the
-	// percentile (paceQuantile).
+	// paceQ is the quantile of the queue wait, max(W + others·D, D), by
+	// the slot's wait W and the percentile (paceQuantile).
 	paceQ map[paceKey]float64
 
 	// task is the class's agent task, nil for a class of single calls;
@@ -275,13 +278,26 @@ func (m *classModel) sendsCA2(lambda, meanD float64) float64 {
 	return math.Max(m.ca2, f*(clump-1))
 }
 
-// headOf is the pacing wait of every draw for a paced service time (the
-// head start its waits overlap), nil for one without it.
+// headOf is the head start that a request's wait for a slot overlaps,
+// for a paced service time: the part of every draw's pacing wait that its
+// own class's sends cause (pacingLaw.overlap), the whole of it for a
+// class alone on its key; nil for a service time without pacing.
 func (m *classModel) headOf(s *service) []float64 {
 	if s.base == nil {
 		return nil
 	}
-	return m.paceSample()
+	d := m.paceSample()
+	f := m.pace.overlap()
+	if f == 1 {
+		return d
+	}
+	if m.paceH == nil {
+		m.paceH = make([]float64, len(d))
+		for i, v := range d {
+			m.paceH[i] = f * v
+		}
+	}
+	return m.paceH
 }
 
 // loadDependent reports whether the class's latency follows its endpoint's

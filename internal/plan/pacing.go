@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sort"
 
+	"gonum.org/v1/gonum/stat/distuv"
+
 	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/quota"
 	"github.com/plannerdev/planner/internal/scenario"
@@ -102,7 +104,8 @@ func (r *run) pacing(i, pool int, allot quota.Vector) Pacing {
 //
 //   - with probability pOwn, when its own and the higher classes' work is
 //     beyond the bucket's credit, that excess (exponential, of mean
-//     thetaOwn) plus k/r′;
+//     thetaOwn, raised for the higher classes' bursts: busyTail) plus
+//     k/r′;
 //   - with probability pDrained − pOwn, when the whole key's work is
 //     beyond the credit and the bucket holds no credit for it: with
 //     probability pBusy the send that waits at the bucket is of its own
@@ -187,6 +190,16 @@ type pacingLaw struct {
 	// over them (sendsCA2).
 	others, burst float64
 }
+
+// overlap is the share of the pacing wait that a request's wait for a
+// slot overlaps, 1 − others: the part its own class's sends cause, since
+// the requests ahead of it that hold the slots are the same ones whose
+// sends hold the bucket. The part that other classes' sends cause (the
+// buckets held by them while the request's class gathers its requests,
+// which then go together and wait for the slots: "The clumps the buckets
+// make") comes on top of its wait for a slot: it waits max(W + others·D,
+// D), max(W, D) for a class alone on its key.
+func (l pacingLaw) overlap() float64 { return 1 - l.others }
 
 // waits reports whether the law can make a send wait.
 func (l pacingLaw) waits() bool {
@@ -535,6 +548,67 @@ func heldBusy(own []flow, k, gathered, rate, rho float64) float64 {
 	return lam * excess / (rate * (1 - rho))
 }
 
+// busyTail is the mean of the exponential that the Monte Carlo draws for
+// the excess of a class's own and the higher classes' work beyond the
+// bucket's credit, theta, where the higher classes' sends are bursty: a
+// send that finds excess Y (the excess and its own charge, of mean
+// theta + k, k its charge in seconds) leaves when the higher classes'
+// busy period that Y starts ends, which lasts Y/(1 − σ) on average (the
+// stretch), but varies with their arrivals. Taking the work that the
+// higher flows bring in a time t as a Brownian motion of drift σ and
+// variance v·t, v = Σ λ·(E[B²] + E[B]²·(I − 1)), I the index of
+// dispersion of a flow's sends over t (flowIDC), the busy period is the
+// first passage of Y down to 0 at drift 1 − σ: mean Y/(1 − σ), variance
+// Y·v/(1 − σ)³. So the wait beyond the charge has the mean stretch·theta
+// and the squared coefficient of variation c = 1 + stretch·v·(theta +
+// k)/theta², where the exponential has 1 (v = 0: Poisson sends of a fixed
+// charge above keep it near 1, bursty ones do not). The Monte Carlo keeps
+// drawing exponentials: theta is raised so that the exponential has the
+// gamma's quantile (mean theta, scv c) at the level that the class's
+// percentile p needs among the sends that wait for that work,
+// max(0.5, 1 − (1 − p)/pWait), as model.Queue.Wait matches the wait for a
+// slot; it is never lowered, since the exponential's mean is what the
+// plan's mean wait is read from, and a class whose percentile lies low in
+// the wait of those who wait keeps the exponential there.
+func busyTail(theta, stretch, k float64, higher []flow, rate, pWait, p float64) float64 {
+	if !(theta > 0) || math.IsInf(theta, 1) || !(pWait > 0) || len(higher) == 0 {
+		return theta
+	}
+	t := stretch * (theta + k) // the mean wait of those who wait, beyond the charge's own
+	var v float64
+	for _, f := range higher {
+		v += f.rate * (f.m2 + f.m1*f.m1*(flowIDC(f, t)-1)) / (rate * rate)
+	}
+	c := 1 + stretch*math.Max(0, v)*(theta+k)/(theta*theta)
+	if !(c > 1+1e-9) || math.IsInf(c, 1) {
+		return theta
+	}
+	level := math.Max(0.5, 1-(1-p)/math.Min(1, pWait))
+	e := -math.Log1p(-level)
+	a := 1 / c
+	g := distuv.Gamma{Alpha: a, Beta: a / theta}.Quantile(level)
+	return theta * math.Max(1, g/(theta*e))
+}
+
+// flowIDC is the index of dispersion of a flow's sends counted over t
+// seconds, Var N(t)/E[N(t)]: 1 for Poisson sends, ca² over long spans.
+// For a renewal stream of gamma gaps of scv ca² > 1 (the law
+// internal/simulate draws), Var N(t) = ca²·λt − (1 + 6ca² + ca⁴)/6 +
+// o(1) (Cox, Renewal Theory, 1962, §4.5, with the gamma's third moment),
+// and the index is taken as 1 + (ca² − 1)·λt/(λt + κ), κ = (1 + 6ca² +
+// ca⁴)/(6(ca² − 1)), which has that asymptote and is 1 at t = 0: a wait
+// of a few gaps sees little of the bursts' clustering. Streams no
+// burstier than Poisson keep their ca².
+func flowIDC(f flow, t float64) float64 {
+	c := f.ca2
+	if !(c > 1) {
+		return c
+	}
+	n := f.rate * t
+	kappa := (1 + 6*c + c*c) / (6 * (c - 1))
+	return 1 + (c-1)*n/(n+kappa)
+}
+
 // meanWork is the mean work of a send of flows, units, weighted by their
 // rates; 0 when they send nothing.
 func meanWork(flows []flow) float64 {
@@ -645,6 +719,11 @@ func (r *run) pacingLaws() bool {
 					pd.pOwn = own.Prob * math.Exp(-size/(rate*own.Mean))
 				}
 				pd.pDrained = math.Max(pd.pOwn, drainedAll)
+				// The draws that wait for the work of their own and the
+				// higher classes: its tail carries the higher classes'
+				// variability.
+				pWait := pd.pOwn + (pd.pDrained-pd.pOwn)*pBusy
+				pd.thetaOwn = busyTail(own.Mean, pd.stretch, flows[j].adm/rate, flows[:j], rate, pWait, r.models[i].pct)
 				pd.gathered = meanWork(flows[j+1:])
 				if pd.pDrained >= 1 {
 					pd.pDrained, pd.piAll = 1, 1
@@ -675,7 +754,7 @@ func (m *classModel) setPacing(l pacingLaw) bool {
 	if l == m.pace {
 		return false
 	}
-	m.pace, m.paceD, m.paced, m.paceQ = l, nil, nil, nil
+	m.pace, m.paceD, m.paced, m.paceQ, m.paceH = l, nil, nil, nil, nil
 	m.paceNZ, m.paceAtOK = nil, false
 	return true
 }
@@ -766,7 +845,7 @@ func (m *classModel) paceQuantile(w model.Wait, p float64) float64 {
 	if v, ok := m.paceQ[k]; ok {
 		return v
 	}
-	v := model.QuantileWithSparsePacedWait(m.paceSample(), m.paceAt(), m.draws, w, p, m.scratch())
+	v := model.QuantileWithSparsePacedWait(m.paceSample(), m.paceAt(), m.draws, w, m.pace.overlap(), p, m.scratch())
 	if m.paceQ == nil {
 		m.paceQ = map[paceKey]float64{}
 	}
@@ -820,6 +899,7 @@ func (l pacingLaw) appendKey(b []byte) []byte {
 		return append(b, 1)
 	}
 	b = append(b, 0)
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(l.others))
 	for d, p := range l.dims {
 		if !p.on {
 			continue

@@ -79,17 +79,21 @@ func (r *run) predict(ctx context.Context, i, pool int) (Predicted, error) {
 			pr.TTFTP95Ms, pr.E2EP95Ms, pr.QueueWaitMeanMs, pr.QueueWaitP95Ms = nil, nil, nil, nil
 		} else if m.lambda > 0 && m.pace.waits() {
 			// The queue wait is the longer of the waits for a slot and for
-			// the buckets, which fill while a request waits for a slot.
+			// the buckets, which fill while a request waits for a slot,
+			// but for the part of the pacing wait that other classes
+			// cause, which comes on top of the wait for a slot:
+			// max(W + others·D, D) (pacingLaw.overlap).
 			mean, p95 := math.Inf(1), math.Inf(1)
 			if w.Stable() {
 				d := m.paceSample()
-				// E[(W − D)⁺] given W > 0, over a strided subsample of
+				f := m.pace.overlap()
+				// E[(W − f·D)⁺] given W > 0, over a strided subsample of
 				// the draws: exact for an exponential W at each draw's D.
 				var over float64
 				if w.Prob > 0 {
 					step, n := max(1, len(d)/1024), 0
 					for k := 0; k < len(d); k += step {
-						over += w.Mean * math.Exp(-d[k]/w.Mean)
+						over += w.Mean * math.Exp(-f*d[k]/w.Mean)
 						n++
 					}
 					over /= float64(n)
