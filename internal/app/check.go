@@ -226,7 +226,7 @@ func liftable(ms []plan.Miss) bool {
 // checked is the plan with its check: a copy of p (which may be shared)
 // with every class judged on its own simulation.
 func (a *App) checked(ctx context.Context, s scenario.Scenario, p *plan.Plan, rounds int, raisedFrom map[string]int, why map[string]string) (*plan.Plan, error) {
-	runs, byClass, err := a.simulateCheck(ctx, s, p)
+	runs, byClass, edges, err := a.simulateCheck(ctx, s, p)
 	if err != nil {
 		return nil, err
 	}
@@ -252,6 +252,9 @@ func (a *App) checked(ctx context.Context, s scenario.Scenario, p *plan.Plan, ro
 		if !cc.Holds {
 			ch.Holds = false
 			broken = append(broken, fmt.Sprintf("%s (%s)", c.Name, cc.Summary))
+		}
+		if fits && len(edges[i]) > 0 {
+			c.Warnings = append(slices.Clone(c.Warnings), fmt.Sprintf("fits at the edge of its SLO: in the check's run %s; a longer run may miss it (planner simulate --duration 4h tells more)", strings.Join(edges[i], "; ")))
 		}
 		if c.Feasible && !fits {
 			c.NotFitting(cc.Summary)
@@ -288,8 +291,9 @@ func predictedMisses(spec scenario.Class, c plan.ClassPlan) []plan.Miss {
 // day, or one for each window of the day from its start, each judging the
 // classes that run then. byClass has every class's check: for a class in
 // several windows, from its first run that breaks, else from the window
-// that sets its pool.
-func (a *App) simulateCheck(ctx context.Context, s scenario.Scenario, p *plan.Plan) ([]plan.CheckRun, []*plan.ClassCheck, error) {
+// that sets its pool; edges has, for each, the targets that check meets
+// at their edge (judge).
+func (a *App) simulateCheck(ctx context.Context, s scenario.Scenario, p *plan.Plan) (runs []plan.CheckRun, byClass []*plan.ClassCheck, edges [][]string, err error) {
 	type window struct {
 		start, hours float64
 		active       []bool
@@ -308,8 +312,8 @@ func (a *App) simulateCheck(ctx context.Context, s scenario.Scenario, p *plan.Pl
 			wins = append(wins, win)
 		}
 	}
-	byClass := make([]*plan.ClassCheck, len(p.Classes))
-	var runs []plan.CheckRun
+	byClass = make([]*plan.ClassCheck, len(p.Classes))
+	edges = make([][]string, len(p.Classes))
 	budget := checkEvents / len(wins)
 	for _, w := range wins {
 		o := simulate.Options{DurationS: checkDuration(p, w.active, budget, w.hours), StartHour: w.start, MaxEvents: 3 * budget}
@@ -335,7 +339,7 @@ func (a *App) simulateCheck(ctx context.Context, s scenario.Scenario, p *plan.Pl
 			runs = append(runs, cr)
 			continue
 		case err != nil:
-			return nil, nil, fmt.Errorf("check the plan: %w", err)
+			return nil, nil, nil, fmt.Errorf("check the plan: %w", err)
 		}
 		cr.Seed, cr.Events = sim.Settings.Seed, sim.Settings.Events
 		runs = append(runs, cr)
@@ -343,10 +347,10 @@ func (a *App) simulateCheck(ctx context.Context, s scenario.Scenario, p *plan.Pl
 			if !w.active[i] {
 				continue
 			}
-			cc := judge(s.Classes[i], run, w.start)
+			cc, at := judge(s.Classes[i], run, w.start)
 			switch prev := byClass[i]; {
 			case prev == nil, prev.Holds && !cc.Holds, prev.Holds && cc.Holds && w.sets[i]:
-				byClass[i] = cc
+				byClass[i], edges[i] = cc, at
 			}
 		}
 	}
@@ -355,7 +359,7 @@ func (a *App) simulateCheck(ctx context.Context, s scenario.Scenario, p *plan.Pl
 			byClass[i] = &plan.ClassCheck{Holds: true, Summary: "not simulated: it runs at no time of day", Misses: []plan.Miss{}}
 		}
 	}
-	return runs, byClass, nil
+	return runs, byClass, edges, nil
 }
 
 func allTrue(n int) []bool {
@@ -406,8 +410,10 @@ func checkDuration(p *plan.Plan, active []bool, budget int, hours float64) float
 // judge is a class's check from its run: its SLOs met at their
 // percentile (simulate.Target.Met), at most 1 % of its sends answered
 // 429, at most 1 % of its requests shed or given up, and its arrivals
-// served (a batch done in its window), with what breaks and by how much.
-func judge(spec scenario.Class, run simulate.ClassRun, start float64) *plan.ClassCheck {
+// served (a batch done in its window), with what breaks and by how much;
+// and, for a check that holds, the targets it meets at their edge
+// (simulate.Target.AtEdge), in words.
+func judge(spec scenario.Class, run simulate.ClassRun, start float64) (*plan.ClassCheck, []string) {
 	sm := run.Simulated
 	cc := &plan.ClassCheck{StartHour: start, Requests: sm.Requests, Completed: sm.Completed, Shed: sm.Shed,
 		TTFTP95Ms: estimate(sm.TTFTP95Ms, sm.TTFTP95CI95Ms), E2EP95Ms: estimate(sm.E2EP95Ms, sm.E2EP95CI95Ms),
@@ -432,6 +438,7 @@ func judge(spec scenario.Class, run simulate.ClassRun, start float64) *plan.Clas
 	}
 	unit, one, rate := simulate.Units(spec)
 	targets := simulate.Targets(spec.SLO, sm)
+	var edges []string
 	if sm.Requests > 0 {
 		for _, t := range targets {
 			got := estimate(t.Got, t.CI95)
@@ -440,6 +447,8 @@ func judge(spec scenario.Class, run simulate.ClassRun, start float64) *plan.Clas
 				missAt(t.Metric, nil, t.Bound, "no %s completed, so the %s SLO of %s ms is not met", one, t.Name, num(t.Bound))
 			case !t.Met():
 				miss(t.Metric, got.Value, t.Bound, "%s %s %s%s ms is over the SLO of %s ms by %s %%", t.Name, t.At, num(got.Value), within(got), num(t.Bound), num(overPct(got.Value, t.Bound)))
+			case t.AtEdge():
+				edges = append(edges, fmt.Sprintf("%s %s %s%s ms is within the SLO of %s ms, but its 95 %% interval reaches %s ms", t.Name, t.At, num(got.Value), within(got), num(t.Bound), num(got.Value+*got.CI95)))
 			}
 		}
 	}
@@ -467,7 +476,10 @@ func judge(spec scenario.Class, run simulate.ClassRun, start float64) *plan.Clas
 	}
 	cc.Holds = len(cc.Misses) == 0
 	cc.Summary = summary(cc, targets)
-	return cc
+	if !cc.Holds {
+		edges = nil
+	}
+	return cc, edges
 }
 
 // summary says what a class's check saw, in a line.

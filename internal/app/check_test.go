@@ -239,8 +239,8 @@ var withinInterval = []string{"ttft_p95_ms", "e2e_p95_ms", "ttft_ms_at_percentil
 // the percentile the SLO names, by simulate.Targets: a run whose TTFT p95
 // meets 1,000 ms but whose p99 of 1,400 ± 100 ms does not breaks for a
 // p99 SLO and holds for the p95 one; the same run holds for a p99 target
-// of 1,450 ms, within the p99's interval; and an agent task's target
-// task_e2e_ms is held to its E2E at the percentile.
+// of 1,450 ms, within the p99's interval, at that target's edge; and an
+// agent task's target task_e2e_ms is held to its E2E at the percentile.
 func TestCheckJudgesAtTheSLOsPercentile(t *testing.T) {
 	sm := simulate.Simulated{Requests: 4000, Completed: 4000, Sends: 4000,
 		TTFTP95Ms: ptr(900.0), TTFTP95CI95Ms: ptr(20.0), E2EP95Ms: ptr(5000.0), E2EP95CI95Ms: ptr(100.0)}
@@ -256,13 +256,18 @@ func TestCheckJudgesAtTheSLOsPercentile(t *testing.T) {
 		sm     simulate.Simulated
 		metric string // the miss, "" when it holds
 		words  string // in its summary
+		edge   string // the target it meets at its edge, "" when none
 	}{
-		{"p99 over", scenario.SLO{TTFTMs: 1000, Percentile: 99}, at99, "ttft_ms_at_percentile", "TTFT p99 1,400 ± 100 ms is over the SLO of 1,000 ms by 40 %"},
-		{"p95 of the same run", scenario.SLO{TTFTP95Ms: 1000}, sm, "", "TTFT p95 900 ± 20 ms within 1,000 ms"},
-		{"p99 within its interval", scenario.SLO{TTFTMs: 1450, Percentile: 99}, at99, "", "TTFT p99 1,400 ± 100 ms within 1,450 ms"},
-		{"task E2E at p99", scenario.SLO{TaskE2EMs: 6500, Percentile: 99}, at99, "e2e_ms_at_percentile", "task E2E p99 7,000 ± 300 ms is over the SLO of 6,500 ms"},
+		{"p99 over", scenario.SLO{TTFTMs: 1000, Percentile: 99}, at99, "ttft_ms_at_percentile", "TTFT p99 1,400 ± 100 ms is over the SLO of 1,000 ms by 40 %", ""},
+		{"p95 of the same run", scenario.SLO{TTFTP95Ms: 1000}, sm, "", "TTFT p95 900 ± 20 ms within 1,000 ms", ""},
+		{"p99 within its interval", scenario.SLO{TTFTMs: 1450, Percentile: 99}, at99, "", "TTFT p99 1,400 ± 100 ms within 1,450 ms",
+			"TTFT p99 1,400 ± 100 ms is within the SLO of 1,450 ms, but its 95 % interval reaches 1,500 ms"},
+		{"task E2E at p99", scenario.SLO{TaskE2EMs: 6500, Percentile: 99}, at99, "e2e_ms_at_percentile", "task E2E p99 7,000 ± 300 ms is over the SLO of 6,500 ms", ""},
 	} {
-		cc := judge(scenario.Class{Name: "c", SLO: &tc.slo}, run(tc.sm), 0)
+		cc, edges := judge(scenario.Class{Name: "c", SLO: &tc.slo}, run(tc.sm), 0)
+		if got := strings.Join(edges, "; "); got != tc.edge {
+			t.Errorf("%s: at its edge %q, want %q", tc.name, got, tc.edge)
+		}
 		var metrics []string
 		for _, m := range cc.Misses {
 			metrics = append(metrics, m.Metric)
@@ -512,5 +517,43 @@ func TestAgentTaskCheckCountsTasks(t *testing.T) {
 	c := mustPlan(t, s).Classes[0]
 	if c.Fitting() || !strings.Contains(c.Check.Summary, " tasks shed or given up") || !strings.Contains(c.Check.Summary, "no task completed") || strings.Contains(c.Check.Summary, "request") {
 		t.Errorf("check of a task class: %q", c.Check.Summary)
+	}
+}
+
+// TestFitsAtTheEdgeOfItsSLOSaysSo: a chat of arrival scv 4 on a key bound
+// by its 185 requests per minute, whose plan predicts a TTFT p95 of
+// 7,281 ms against its target of 7,335, fits, and its check's TTFT p95
+// of 6,610 ± 1,418 ms meets the target while its interval reaches past
+// it (four-hour runs of it break in one seed of three): the class's
+// warnings say that it fits at the edge, with the check's figure. The
+// shipped examples, whose checks meet their targets by more than their
+// intervals, carry no such warning.
+func TestFitsAtTheEdgeOfItsSLOSaysSo(t *testing.T) {
+	ctx := context.Background()
+	p, err := testApp.Plan(ctx, parse(t, `
+quotas:
+  - {name: key, rpm: 185, tpm: 956826, token_accounting: max_tokens, burst_window_s: 60}
+latency: {ttft_ms: {p50: 500, p95: 1200}, tpot_ms: {p50: 20, p95: 35}}
+classes:
+  - {name: chat, quota: key, mode: interactive, demand: {rps: 1.82}, arrival_scv: 4, input_tokens: {p50: 1294, p95: 2301}, output_tokens: {p50: 126, p95: 268}, max_tokens: 349, slo: {ttft_p95_ms: 7335}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.Classes[0]
+	want := "fits at the edge of its SLO: in the check's run TTFT p95 6,610 ± 1,418 ms is within the SLO of 7,335 ms, but its 95 % interval reaches 8,028 ms"
+	if !c.Fitting() || !slices.ContainsFunc(c.Warnings, func(w string) bool { return strings.HasPrefix(w, want) }) {
+		t.Errorf("fits %v with warnings %q, want it to fit and say %q", c.Fitting(), c.Warnings, want)
+	}
+	for _, name := range planner.ExampleNames() {
+		p, err := testApp.Plan(ctx, testutil.Example(t, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range p.Classes {
+			if slices.ContainsFunc(c.Warnings, func(w string) bool { return strings.Contains(w, "at the edge of its SLO") }) {
+				t.Errorf("example %s: %s says it fits at the edge of its SLO: %q", name, c.Name, c.Warnings)
+			}
+		}
 	}
 }

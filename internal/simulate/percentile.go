@@ -61,6 +61,11 @@ type Target struct {
 // completed is a miss.
 func (t Target) Met() bool { return t.Got != nil && *t.Got <= t.Bound }
 
+// AtEdge reports whether the value meets its target while its 95 %
+// interval reaches past it: another seed, or a longer run, may well miss
+// it.
+func (t Target) AtEdge() bool { return t.Met() && t.CI95 != nil && *t.Got+*t.CI95 > t.Bound }
+
 // Targets are the SLO's latency targets, those it sets, with the values
 // sm holds them to. The verdict and a plan's check both judge by them.
 func Targets(slo *scenario.SLO, sm Simulated) []Target {
