@@ -33,7 +33,9 @@ func TestTargetMetByItsValue(t *testing.T) {
 // TestVerdictJudgesSLOsByTheirValue: the verdict breaks a TTFT target
 // that the run's p95 exceeds by less than its interval's half-width, and
 // says the value with its interval, as the plan's check does; it holds one
-// at the p95. The pool is capped so that the targets do not move it.
+// at the p95, at its edge since the interval reaches past it, and one
+// beyond the interval plainly. The pool is capped so that the targets do
+// not move it.
 func TestVerdictJudgesSLOsByTheirValue(t *testing.T) {
 	withTarget := func(ms float64) ClassRun {
 		sc := parse(t, fmt.Sprintf(`
@@ -56,7 +58,8 @@ classes:
 		holds  bool
 		reason string
 	}{
-		{*p95, true, "meets the SLO"},
+		{*p95, true, " ± " + num(*hw) + " ms meets the SLO of " + num(*p95) + " ms at its edge: its 95 % interval reaches " + num(*p95+*hw) + " ms"},
+		{*p95 + 2**hw, true, " ms meets the SLO of " + num(*p95+2**hw) + " ms; "},
 		{*p95 - *hw/2, false, " ± " + num(*hw) + " ms breaks the SLO"},
 	} {
 		c := withTarget(tc.target)
