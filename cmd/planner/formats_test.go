@@ -208,3 +208,47 @@ func TestCSVForEveryTable(t *testing.T) {
 		}
 	}
 }
+
+// TestWhatIfCSVCarriesTheTablesColumns: a checked, priced grid's CSV has
+// the columns its table shows, whether each class fits, what its check
+// saw and what the cell's plan costs a day, with the JSON's numbers
+// unrounded.
+func TestWhatIfCSVCarriesTheTablesColumns(t *testing.T) {
+	args := []string{"what-if", "--example", "chat", "--vary", "/quotas/0/tpm=300000,1e6", "--vary",
+		`/quotas/0/price={"input_per_mtok":1.2345678,"output_per_mtok":2}`, "--check"}
+	code, js, errOut := execute(t, "", append(slices.Clone(args), "-o", "json")...)
+	if code != exitOK {
+		t.Fatalf("what-if -o json: exit %d %s", code, errOut)
+	}
+	var g plan.WhatIf
+	if err := json.Unmarshal([]byte(js), &g); err != nil {
+		t.Fatal(err)
+	}
+	_, table, _ := execute(t, "", slices.Clone(args)...)
+	if !strings.Contains(table, "FITS") || !strings.Contains(table, "CHECK") || !strings.Contains(table, "PLAN/DAY") {
+		t.Fatalf("the table has no FITS, CHECK and PLAN/DAY:\n%s", table)
+	}
+	_, out, _ := execute(t, "", append(args, "-o", "csv")...)
+	col, rows := readCSV(t, out)
+	for _, name := range []string{"fits", "check", "plan_cost_per_day", "currency"} {
+		if _, ok := col[name]; !ok {
+			t.Fatalf("no column %s:\n%s", name, out)
+		}
+	}
+	if len(rows) != len(g.Cells) {
+		t.Fatalf("%d rows for %d cells:\n%s", len(rows), len(g.Cells), out)
+	}
+	for i, c := range g.Cells {
+		r, cl := rows[i], c.Classes[0]
+		if cl.Fits == nil || c.Cost == nil {
+			t.Fatalf("cell %d is not checked and priced: %+v", i, c)
+		}
+		if r[col["fits"]] != strconv.FormatBool(*cl.Fits) || r[col["check"]] == "" ||
+			*number(t, r[col["plan_cost_per_day"]]) != c.Cost.PerDay || r[col["currency"]] != c.Cost.Currency {
+			t.Errorf("row %v differs from cell %d: fits %v, misses %v, cost %+v", r, i, *cl.Fits, cl.Misses, *c.Cost)
+		}
+	}
+	if rows[0][col["fits"]] == rows[1][col["fits"]] {
+		t.Errorf("both cells fit alike; the test wants one that breaks:\n%s", out)
+	}
+}

@@ -76,14 +76,25 @@ func WritePlanCSV(w io.Writer, p *plan.Plan) error {
 // as the table has them: the cell's values (one column per variation,
 // headed by its path, compact JSON for a value that is not a number or a
 // word), then the class's pool, binding constraint, min_pool and whether
-// it fits; a cell whose values make the scenario invalid has one row with
-// its problems in the last column, error.
+// it is feasible; for a checked grid whether it fits and what its check
+// saw (the table's CHECK: holds, or what breaks); with prices what the
+// cell's plan costs a day, unrounded, and its currency. A cell whose
+// values make the scenario invalid has one row with its problems in the
+// last column, error.
 func writeWhatIfCSV(w io.Writer, g *plan.WhatIf) error {
-	head := make([]string, 0, len(g.Variations)+6)
+	checked, priced := whatIfChecked(g), whatIfPriced(g)
+	head := make([]string, 0, len(g.Variations)+10)
 	for _, v := range g.Variations {
 		head = append(head, v.Path)
 	}
-	head = append(head, "class", "pool", "binding_constraint", "min_pool", "feasible", "error")
+	head = append(head, "class", "pool", "binding_constraint", "min_pool", "feasible")
+	if checked {
+		head = append(head, "fits", "check")
+	}
+	if priced {
+		head = append(head, "plan_cost_per_day", "currency")
+	}
+	head = append(head, "error")
 	var rows [][]string
 	for _, c := range g.Cells {
 		values := make([]string, len(c.Values))
@@ -95,12 +106,28 @@ func writeWhatIfCSV(w io.Writer, g *plan.WhatIf) error {
 			for i, e := range c.Errors {
 				msgs[i] = e.Error()
 			}
-			rows = append(rows, append(values, "", "", "", "", "", strings.Join(msgs, "; ")))
+			row := append(values, make([]string, len(head)-len(values)-1)...)
+			rows = append(rows, append(row, strings.Join(msgs, "; ")))
 			continue
 		}
 		for _, cl := range c.Classes {
-			rows = append(rows, append(slices.Clone(values), cl.Name, strconv.Itoa(cl.Pool), cl.BindingConstraint,
-				csvInt(cl.MinPool), strconv.FormatBool(cl.Feasible), ""))
+			row := append(slices.Clone(values), cl.Name, strconv.Itoa(cl.Pool), cl.BindingConstraint,
+				csvInt(cl.MinPool), strconv.FormatBool(cl.Feasible))
+			if checked {
+				if cl.Fits != nil {
+					row = append(row, strconv.FormatBool(*cl.Fits), missWords(cl.Misses))
+				} else {
+					row = append(row, "", "")
+				}
+			}
+			if priced {
+				if c.Cost != nil {
+					row = append(row, CSVNumber(c.Cost.PerDay), c.Cost.Currency)
+				} else {
+					row = append(row, "", "")
+				}
+			}
+			rows = append(rows, append(row, ""))
 		}
 	}
 	return WriteCSV(w, head, rows)

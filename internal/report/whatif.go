@@ -18,8 +18,9 @@ import (
 // grid whether it fits and what its check saw break, and with prices what
 // the cell's plan costs a day; a cell whose values make the scenario
 // invalid has one row with its problems. A sweep over tiers adds their
-// ranking by cost. CSV has the same rows (writeWhatIfCSV). JSON and YAML
-// are the grid as POST /v1/what-if returns it.
+// ranking by cost. CSV has the same rows and columns, its numbers
+// unrounded (writeWhatIfCSV). JSON and YAML are the grid as
+// POST /v1/what-if returns it.
 func WriteWhatIf(w io.Writer, g *plan.WhatIf, format string) error {
 	switch format {
 	case FormatTable, FormatMarkdown:
@@ -35,14 +36,12 @@ func WriteWhatIf(w io.Writer, g *plan.WhatIf, format string) error {
 	for _, v := range g.Variations {
 		head = append(head, v.Path)
 	}
-	checked := slices.ContainsFunc(g.Cells, func(c plan.Cell) bool {
-		return slices.ContainsFunc(c.Classes, func(cl plan.CellClass) bool { return cl.Fits != nil })
-	})
+	checked := whatIfChecked(g)
 	head = append(head, "CLASS", "POOL", "BINDING", "MIN", "FEASIBLE")
 	if checked {
 		head = append(head, "FITS", "CHECK")
 	}
-	priced := slices.ContainsFunc(g.Cells, func(c plan.Cell) bool { return c.Cost != nil })
+	priced := whatIfPriced(g)
 	if priced {
 		head = append(head, "PLAN/DAY")
 	}
@@ -100,6 +99,20 @@ func WriteWhatIf(w io.Writer, g *plan.WhatIf, format string) error {
 		}
 	}
 	return ew.err
+}
+
+// whatIfChecked reports whether a grid's cells were checked: the table
+// and the CSV then have whether each class fits and what its check saw.
+func whatIfChecked(g *plan.WhatIf) bool {
+	return slices.ContainsFunc(g.Cells, func(c plan.Cell) bool {
+		return slices.ContainsFunc(c.Classes, func(cl plan.CellClass) bool { return cl.Fits != nil })
+	})
+}
+
+// whatIfPriced reports whether some cell's plan has a cost: the table and
+// the CSV then have what each cell's plan costs a day.
+func whatIfPriced(g *plan.WhatIf) bool {
+	return slices.ContainsFunc(g.Cells, func(c plan.Cell) bool { return c.Cost != nil })
 }
 
 // cellCost is what a cell's plan costs a day, "-" without a price.
