@@ -86,7 +86,14 @@ func WriteReportMarkdown(w io.Writer, in ReportInput) error {
 	for _, k := range words.Keys {
 		fmt.Fprintf(ew, "- %s\n", mdText(k))
 	}
-	fmt.Fprintf(ew, "\nLatency: %s.\n\nClasses:\n\n", mdText(words.Latency))
+	fmt.Fprintf(ew, "\nLatency: %s.\n\n", mdText(words.Latency))
+	for _, e := range words.Endpoints {
+		fmt.Fprintf(ew, "- %s\n", mdText(e))
+	}
+	if len(words.Endpoints) > 0 {
+		fmt.Fprint(ew, "\n")
+	}
+	fmt.Fprint(ew, "Classes:\n\n")
 	for _, c := range words.Classes {
 		fmt.Fprintf(ew, "- %s\n", mdText(c))
 	}

@@ -5,6 +5,7 @@ import (
 
 	"bufio"
 	"bytes"
+	"context"
 	"flag"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files (docs/report-example.*, testdata/*)")
@@ -313,5 +315,35 @@ func TestClassShedRuleTellsTheShareShed(t *testing.T) {
 	c.Predicted.ShedShare = 0.0482
 	if got := classShedRule(c); got != "" {
 		t.Errorf("no rule: %q", got)
+	}
+}
+
+// TestReportTellsEachClassItsEndpoint: a scenario's endpoints are told
+// with their latency, and a class that sends to one of them is said to,
+// not to take the default profile's latency.
+func TestReportTellsEachClassItsEndpoint(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	sc := testutil.Example(t, "chat")
+	sc.Endpoints = []scenario.Endpoint{{Name: "big-gpu", Latency: scenario.Latency{
+		TTFTMs: &scenario.Dist{Fixed: f(300)}, TPOTMs: &scenario.Dist{Fixed: f(20)}}}}
+	other := sc.Classes[0]
+	other.Name, other.Endpoint = "offload", "big-gpu"
+	sc.Classes = append(sc.Classes, other)
+	p, err := newApp().Plan(context.Background(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, page := renderBoth(t, ReportInput{Scenario: sc, Plan: p})
+	for _, want := range []string{
+		"Endpoint big-gpu: TTFT fixed at 300 ms; TPOT fixed at 20 ms per token.",
+		"chat (interactive, key prod): demand 2 req/s; input p50 600, p95 2,000 tokens; output p50 150, p95 450 tokens, capped by max_tokens 700; SLO TTFT p95 1,500 ms, E2E p95 12,000 ms; latency from the default profile.",
+		"offload (interactive, key prod): demand 2 req/s; input p50 600, p95 2,000 tokens; output p50 150, p95 450 tokens, capped by max_tokens 700; SLO TTFT p95 1,500 ms, E2E p95 12,000 ms; latency of endpoint big-gpu.",
+	} {
+		if !bytes.Contains(md, []byte(want)) {
+			t.Errorf("the Markdown lacks %q:\n%s", want, md)
+		}
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("the HTML lacks %q", want)
+		}
 	}
 }

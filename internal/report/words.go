@@ -17,10 +17,11 @@ import (
 
 // scenarioWords is a scenario told in sentences.
 type scenarioWords struct {
-	Keys    []string // one per quota
-	Latency string   // the default latency profile
-	Classes []string // one per class
-	Policy  string
+	Keys      []string // one per quota
+	Latency   string   // the default latency profile
+	Endpoints []string // one per endpoint besides the default one
+	Classes   []string // one per class
+	Policy    string
 }
 
 // describeScenario tells a scenario in words, with the defaults applied so
@@ -32,6 +33,9 @@ func describeScenario(sc scenario.Scenario) scenarioWords {
 		w.Keys = append(w.Keys, describeQuota(q))
 	}
 	w.Latency = describeLatency(s.Latency)
+	for _, e := range s.Endpoints {
+		w.Endpoints = append(w.Endpoints, fmt.Sprintf("Endpoint %s: %s.", e.Name, describeLatency(e.Latency)))
+	}
 	for i, c := range s.Classes {
 		w.Classes = append(w.Classes, describeClass(c, sc.Classes[i].Latency != nil && !sc.Classes[i].Latency.IsZero()))
 	}
@@ -194,9 +198,12 @@ func describeClass(c scenario.Class, ownLatency bool) string {
 		parts[len(parts)-1] += fmt.Sprintf(", capped by max_tokens %s", fmtNum(float64(c.MaxTokens)))
 	}
 	parts = append(parts, "SLO "+describeSLO(c.SLO))
-	if ownLatency {
+	switch {
+	case ownLatency:
 		parts = append(parts, "its own latency profile: "+describeLatency(*c.Latency))
-	} else {
+	case c.Endpoint != "" && c.Endpoint != scenario.DefaultEndpoint:
+		parts = append(parts, "latency of endpoint "+c.Endpoint)
+	default:
 		parts = append(parts, "latency from the default profile")
 	}
 	if c.Weight != scenario.DefaultWeight {
