@@ -347,3 +347,32 @@ func TestReportTellsEachClassItsEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// TestReportStatesWhatThePlanUsed: the scenario in words states each
+// key's price and which limits its cached input is free of, and each
+// class's hours of the day and the share of its input written into the
+// prompt cache, all of which change the plan or its cost.
+func TestReportStatesWhatThePlanUsed(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	sc := testutil.Example(t, "chat")
+	sc.Quotas[0].Price = &scenario.Price{Currency: "EUR", InputPerMtok: f(2.5), OutputPerMtok: f(10)}
+	sc.Quotas[0].CachedInputTPMFree = true
+	sc.Classes[0].Schedule = &scenario.Schedule{StartHour: 22.5, Hours: 6}
+	sc.Classes[0].CachedInputFraction, sc.Classes[0].CacheWriteFraction = 0.5, 0.1
+	p, err := newApp().Plan(context.Background(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, page := renderBoth(t, ReportInput{Scenario: sc, Plan: p})
+	for _, want := range []string{
+		"cached input tokens do not count against tpm and tpd; price EUR 2.50 in, 10.00 out /Mtok.",
+		"runs 22:30–04:30 UTC each day (6 h); 50 % of input served from the prompt cache; 10 % of input written into the prompt cache.",
+	} {
+		if !bytes.Contains(md, []byte(want)) {
+			t.Errorf("the Markdown lacks %q:\n%s", want, md)
+		}
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("the HTML lacks %q", want)
+		}
+	}
+}

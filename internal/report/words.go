@@ -67,8 +67,16 @@ func describeQuota(q scenario.Quota) string {
 	if daily {
 		parts = append(parts, fmt.Sprintf("daily limits are spread over %s active hours", fmtNum(q.ActiveHours)))
 	}
-	if q.CachedInputFree {
+	switch {
+	case q.CachedInputFree && q.CachedInputTPMFree:
+		parts = append(parts, "cached input tokens do not count against itpm, tpm and tpd")
+	case q.CachedInputFree:
 		parts = append(parts, "cached input tokens do not count against itpm")
+	case q.CachedInputTPMFree:
+		parts = append(parts, "cached input tokens do not count against tpm and tpd")
+	}
+	if q.Price != nil {
+		parts = append(parts, "price "+priceWords(q.Price))
 	}
 	return strings.Join(parts, "; ") + "."
 }
@@ -212,8 +220,14 @@ func describeClass(c scenario.Class, ownLatency bool) string {
 	if c.Priority != 0 {
 		parts = append(parts, "priority "+strconv.Itoa(c.Priority))
 	}
+	if c.Schedule != nil && c.Schedule.Hours < 24 {
+		parts = append(parts, fmt.Sprintf("runs %s–%s UTC each day (%s h)", clock(c.Schedule.StartHour), clock(c.Schedule.StartHour+c.Schedule.Hours), fmtNum(c.Schedule.Hours)))
+	}
 	if c.CachedInputFraction > 0 {
 		parts = append(parts, fmtNum(c.CachedInputFraction*100)+" % of input served from the prompt cache")
+	}
+	if c.CacheWriteFraction > 0 {
+		parts = append(parts, fmtNum(c.CacheWriteFraction*100)+" % of input written into the prompt cache")
 	}
 	if c.ArrivalSCV != nil && *c.ArrivalSCV != scenario.DefaultArrivalSCV {
 		parts = append(parts, "arrival variability (SCV) "+fmtNum(*c.ArrivalSCV))
