@@ -211,3 +211,26 @@ func TestCatalogueWithAMisspeltKey(t *testing.T) {
 		}
 	}
 }
+
+// TestTiersShowPricesAsWritten: a price is shown with the digits it was
+// written with, beyond the cents (Anthropic's cache writes of 3.125 or
+// 1.875 a million tokens), not rounded to another price, and a small one
+// in decimals rather than as 5e-05.
+func TestTiersShowPricesAsWritten(t *testing.T) {
+	cleanServeEnv(t)
+	path := filepath.Join(t.TempDir(), "planner.yaml")
+	conf := "tiers:\n  - {name: sonnet, description: t, rpm: 600, price: {input_per_mtok: 3, cache_write_per_mtok: 3.125, cached_input_per_mtok: 0.00005, output_per_mtok: 1234.5678}}\n" +
+		"  - {name: rented, description: t, rpm: 600, price: {per_hour: 1.875}}\n"
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := execute(t, "", "tiers", "--config", path)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"USD 3.00 in, 0.00005 cached, 3.125 cache write, 1,234.5678 out /Mtok", "USD 1.875 /hour"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the table lacks %q:\n%s", want, out)
+		}
+	}
+}

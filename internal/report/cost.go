@@ -23,14 +23,33 @@ import (
 // fraction of a cent).
 func fmtMoney(v float64) string {
 	if v != 0 && math.Abs(v) < 1 {
-		s := strconv.FormatFloat(v, 'g', 4, 64)
-		if _, frac, ok := strings.Cut(s, "."); ok && !strings.ContainsRune(s, 'e') && len(frac) == 1 {
-			s += "0" // 0.3 as 0.30, as a price is written
+		// Four significant digits as decimals, never an exponent
+		// (0.00005, not 5e-05), without trailing zeros.
+		s := strconv.FormatFloat(v, 'f', max(2, 3-int(math.Floor(math.Log10(math.Abs(v))))), 64)
+		s = strings.TrimRight(s, "0")
+		if _, frac, _ := strings.Cut(s, "."); len(frac) < 2 {
+			s += strings.Repeat("0", 2-len(frac)) // 0.3 as 0.30, as a price is written
 		}
 		return s
 	}
-	s := strconv.FormatFloat(math.Abs(v), 'f', 2, 64)
-	intPart, frac, _ := strings.Cut(s, ".")
+	return groupedDecimal(v, strconv.FormatFloat(math.Abs(v), 'f', 2, 64))
+}
+
+// fmtPrice writes a price as fmtMoney does when that shows it exactly,
+// and otherwise with every digit it was written with (3.125, not 3.12): a
+// price rounded to the cent is another price.
+func fmtPrice(v float64) string {
+	s := fmtMoney(v)
+	if x, err := strconv.ParseFloat(strings.ReplaceAll(s, ",", ""), 64); err == nil && x == v {
+		return s
+	}
+	return groupedDecimal(v, strconv.FormatFloat(math.Abs(v), 'f', -1, 64))
+}
+
+// groupedDecimal is s, the decimal digits of |v|, with thousands
+// separators and v's sign.
+func groupedDecimal(v float64, s string) string {
+	intPart, frac, hasFrac := strings.Cut(s, ".")
 	var b strings.Builder
 	if v < 0 {
 		b.WriteByte('-')
@@ -40,6 +59,9 @@ func fmtMoney(v float64) string {
 			b.WriteByte(',')
 		}
 		b.WriteRune(r)
+	}
+	if !hasFrac {
+		return b.String()
 	}
 	return b.String() + "." + frac
 }
@@ -251,22 +273,23 @@ func tierLimits(q scenario.Quota) string {
 }
 
 // priceWords is a price in a few words: "USD 2.50 in, 0.25 cached, 10.00
-// out /Mtok" or "USD 12.00 /hour"; "-" without one.
+// out /Mtok" or "USD 12.00 /hour", each as written (fmtPrice); "-"
+// without one.
 func priceWords(p *scenario.Price) string {
 	if p == nil {
 		return "-"
 	}
 	if p.Provisioned() {
-		return fmt.Sprintf("%s %s /hour", p.CurrencyOr(), fmtMoney(*p.PerHour))
+		return fmt.Sprintf("%s %s /hour", p.CurrencyOr(), fmtPrice(*p.PerHour))
 	}
-	parts := []string{fmtMoney(*p.InputPerMtok) + " in"}
+	parts := []string{fmtPrice(*p.InputPerMtok) + " in"}
 	if p.CachedInputPerMtok != nil {
-		parts = append(parts, fmtMoney(*p.CachedInputPerMtok)+" cached")
+		parts = append(parts, fmtPrice(*p.CachedInputPerMtok)+" cached")
 	}
 	if p.CacheWritePerMtok != nil {
-		parts = append(parts, fmtMoney(*p.CacheWritePerMtok)+" cache write")
+		parts = append(parts, fmtPrice(*p.CacheWritePerMtok)+" cache write")
 	}
-	parts = append(parts, fmtMoney(*p.OutputPerMtok)+" out")
+	parts = append(parts, fmtPrice(*p.OutputPerMtok)+" out")
 	return p.CurrencyOr() + " " + strings.Join(parts, ", ") + " /Mtok"
 }
 
