@@ -84,12 +84,12 @@ func (r *run) quotaCeiling(i int, mb membership) Ceiling {
 		head += fmt.Sprintf(" ÷ %s %s/request = %s req/s", num(u), d.Unit(), num(allowed))
 	}
 	if r.demandSetsVolume(i, d, a) {
-		return Ceiling{Constraint: name, Detail: fmt.Sprintf("%s; its demand of %s req/s is within it, and a daily limit counts the day's volume, which the demand sets whatever the pool (a pool sends faster only while it clears a backlog), so it holds no pool back", head, num(m.lambda))}
+		return Ceiling{Constraint: name, Detail: fmt.Sprintf("%s; its demand of %s %s is within it, and a daily limit counts the day's volume, which the demand sets whatever the pool (a pool sends faster only while it clears a backlog), so it holds no pool back", head, num(m.lambda), m.rateUnit())}
 	}
 	c := r.ceil(mb.res, i, a)
 	// One slot that could send faster than the share still gets the
 	// pool of 1 that its demand needs (ceil).
-	oneSlot := fmt.Sprintf(" → 1: one slot could send faster, but its demand of %s req/s is within it and the key's pacing holds its sends to it", num(m.lambda))
+	oneSlot := fmt.Sprintf(" → 1: one slot could send faster, but its demand of %s %s is within it and the key's pacing holds its sends to it", num(m.lambda), m.rateUnit())
 	if m.static != nil {
 		if c == unbounded {
 			return Ceiling{Constraint: name, Detail: head + "; no pool reaches it"}

@@ -429,7 +429,7 @@ func (r *run) classPlan(ctx context.Context, i int) (ClassPlan, error) {
 		}
 	}
 	if pk := r.peak[i]; pk > 1 {
-		cp.Warnings = append(cp.Warnings, fmt.Sprintf("sized at the peak of its demand profile: %s × its steady %s req/s, %s req/s", num(pk), num(m.lambda/pk), num(m.lambda)))
+		cp.Warnings = append(cp.Warnings, fmt.Sprintf("sized at the peak of its demand profile: %s × its steady %s %s, %s %s", num(pk), num(m.lambda/pk), m.rateUnit(), num(m.lambda), m.rateUnit()))
 	}
 	cp.Warnings = append(cp.Warnings, r.warnings(i, cp)...)
 	cp.Explanation = r.explain(i, cp)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/big"
+	"slices"
 	"strings"
 	"testing"
 
@@ -330,4 +331,29 @@ func TestTaskSustainableRateIsTheMostItServes(t *testing.T) {
 		t.Errorf("at 3 %% above the sustainable %g tasks/s: feasible, TTFT p95 %v", sus, *c.Predicted.TTFTP95Ms)
 	}
 	t.Logf("sustains %g of %g tasks/s", sus, 0.95*4/14.7)
+}
+
+// TestTaskCeilingsTellTheDemandInTasks: the ceilings of an agent task
+// class that its demand holds (a daily limit within which the demand's
+// volume fits, a slot that could send faster) and the warning of a peak
+// in its demand profile tell its demand in tasks, as its demand counts
+// them, not as as many requests.
+func TestTaskCeilingsTellTheDemandInTasks(t *testing.T) {
+	s := taskScenario(scenario.Quota{RPM: 600, RPD: 1e6})
+	s.Classes[0].Demand = &scenario.Demand{RPS: 0.05, Profile: []scenario.DemandWindow{{StartS: 60, DurationS: 60, Factor: 2}}}
+	cp := mustPlan(t, s).Classes[0]
+	rpd := ceiling(cp, "rpd")
+	if rpd == nil || !strings.Contains(rpd.Detail, "its demand of 0.1 tasks/s is within it") {
+		t.Errorf("rpd ceiling %+v, want the demand of 0.1 tasks/s", rpd)
+	}
+	if !slices.ContainsFunc(cp.Warnings, func(w string) bool {
+		return strings.Contains(w, "sized at the peak of its demand profile: 2 × its steady 0.05 tasks/s, 0.1 tasks/s")
+	}) {
+		t.Errorf("warnings %q, want the peak in tasks/s", cp.Warnings)
+	}
+	for _, c := range cp.Ceilings {
+		if strings.Contains(c.Detail, "req/s is within it") {
+			t.Errorf("ceiling %s tells the demand in requests: %s", c.Constraint, c.Detail)
+		}
+	}
 }
