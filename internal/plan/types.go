@@ -88,7 +88,7 @@ type Estimate struct {
 
 // Miss is one test of a check that failed.
 type Miss struct {
-	Metric  string   `json:"metric" enum:"ttft_p95_ms,e2e_p95_ms,ttft_ms_at_percentile,e2e_ms_at_percentile,rate_limited_share,lost_share,batch_hours,backlog,predicted_ttft_p95_ms,predicted_e2e_p95_ms,predicted_ttft_ms_at_percentile,predicted_e2e_ms_at_percentile,events" doc:"The figure that breaks: a field of the class's simulated figures (at the percentile of its SLO when it names one), or of its predictions for predicted_*."`
+	Metric  string   `json:"metric" enum:"ttft_p95_ms,e2e_p95_ms,tpot_p95_ms,ttft_ms_at_percentile,e2e_ms_at_percentile,tpot_ms_at_percentile,rate_limited_share,lost_share,batch_hours,backlog,predicted_ttft_p95_ms,predicted_e2e_p95_ms,predicted_ttft_ms_at_percentile,predicted_e2e_ms_at_percentile,predicted_tpot_ms_at_percentile,events" doc:"The figure that breaks: a field of the class's simulated figures (at the percentile of its SLO when it names one), or of its predictions for predicted_*."`
 	Value   *float64 `json:"value" doc:"What the simulation (or, for predicted_*, the plan) gives; null when no request completed, so that there is no value to give."`
 	Bound   float64  `json:"bound" doc:"What it may be at most."`
 	OverPct *float64 `json:"over_pct" doc:"How far over the bound, in percent of it (at most a billion); null with value."`

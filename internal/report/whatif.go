@@ -150,13 +150,15 @@ func missWords(ms []plan.Miss) string {
 // missLabels names a check's figures (plan.Miss.Metric) as people read
 // them.
 var missLabels = map[string]string{
-	"ttft_p95_ms": "TTFT p95", "e2e_p95_ms": "E2E p95",
+	"ttft_p95_ms": "TTFT p95", "e2e_p95_ms": "E2E p95", "tpot_p95_ms": "TPOT p95",
 	"ttft_ms_at_percentile": "TTFT at its percentile", "e2e_ms_at_percentile": "E2E at its percentile",
-	"rate_limited_share": "429s", "lost_share": "lost",
+	"tpot_ms_at_percentile": "TPOT at its percentile",
+	"rate_limited_share":    "429s", "lost_share": "lost",
 	"batch_hours": "batch time", "backlog": "left waiting",
 	"predicted_ttft_p95_ms": "predicted TTFT p95", "predicted_e2e_p95_ms": "predicted E2E p95",
 	"predicted_ttft_ms_at_percentile": "predicted TTFT at its percentile", "predicted_e2e_ms_at_percentile": "predicted E2E at its percentile",
-	"events": "simulation events",
+	"predicted_tpot_ms_at_percentile": "predicted TPOT at its percentile",
+	"events":                          "simulation events",
 }
 
 // missLabel is a check's figure as people read it; one missLabels does

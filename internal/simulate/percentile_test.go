@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
 	"github.com/plannerdev/planner/internal/testutil"
 )
@@ -131,5 +135,25 @@ classes:
 	t.Logf("%d of 16 scenarios fit at p99", checked)
 	if checked < 10 {
 		t.Fatalf("only %d of 16 scenarios fit at p99", checked)
+	}
+}
+
+// TestEveryTargetIsAMissTheSchemaNames: each figure Targets holds a class
+// to, at the 95th percentile or at its SLO's, and its predicted form, is
+// one that a check's miss may name (plan.Miss's enum, which openapi.yaml
+// declares).
+func TestEveryTargetIsAMissTheSchemaNames(t *testing.T) {
+	f, _ := reflect.TypeFor[plan.Miss]().FieldByName("Metric")
+	enum := strings.Split(f.Tag.Get("enum"), ",")
+	slo := &scenario.SLO{TTFTMs: 1, E2EMs: 1, TPOTMs: 1, TaskE2EMs: 1}
+	for _, pct := range []*float64{nil, new(99.0)} {
+		for _, tg := range Targets(slo, Simulated{Percentile: pct}) {
+			if !slices.Contains(enum, tg.Metric) {
+				t.Errorf("%s (percentile %v) is not in plan.Miss's enum %q", tg.Metric, pct, enum)
+			}
+			if pct != nil && !slices.Contains(enum, "predicted_"+tg.Metric) {
+				t.Errorf("predicted_%s is not in plan.Miss's enum %q", tg.Metric, enum)
+			}
+		}
 	}
 }
