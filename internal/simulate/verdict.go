@@ -64,19 +64,29 @@ func (c *client) nothingToJudge(sm Simulated) (SimulationVerdict, bool) {
 		return SimulationVerdict{Holds: true, Summary: fmt.Sprintf("%s: not scheduled in this run", c.spec.Name),
 			Reasons: []string{fmt.Sprintf("it runs %s h a day from %s UTC, outside this run", num(sc.Hours), clock(sc.StartHour))}}, true
 	}
+	many, one, rate := Units(c.spec)
 	if sm.Requests == 0 && c.spec.Demand != nil && c.spec.Demand.Rate() > 0 {
 		// Its demand is too light for one arrival in the run: nothing
 		// happened that could break the plan (the plan's check says so too).
-		return SimulationVerdict{Holds: true, Summary: fmt.Sprintf("%s: no request arrived in this run", c.spec.Name),
-			Reasons: []string{fmt.Sprintf("at %.3g req/s no request arrived in the run: nothing to judge; run it longer", c.spec.Demand.Rate())}}, true
+		return SimulationVerdict{Holds: true, Summary: fmt.Sprintf("%s: no %s arrived in this run", c.spec.Name, one),
+			Reasons: []string{fmt.Sprintf("at %.3g %s no %s arrived in the run: nothing to judge; run it longer", c.spec.Demand.Rate(), rate, one)}}, true
 	}
 	if e2e := c.cp.Predicted.E2EP95Ms; sm.Completed == 0 && sm.Shed == 0 && sm.GaveUp == 0 && e2e != nil && c.s.end*1000 < *e2e {
 		// The run ended before a request could complete, none of them
 		// lost: it is too short to say anything about the plan.
-		return SimulationVerdict{Holds: true, Summary: fmt.Sprintf("%s: no request could complete in this run", c.spec.Name),
-			Reasons: []string{fmt.Sprintf("%s requests arrived and none completed in %s s, shorter than the plan's E2E p95 of %s ms: nothing to judge; run it longer", count(sm.Requests), num(c.s.end), num(*e2e))}}, true
+		return SimulationVerdict{Holds: true, Summary: fmt.Sprintf("%s: no %s could complete in this run", c.spec.Name, one),
+			Reasons: []string{fmt.Sprintf("%s %s arrived and none completed in %s s, shorter than the plan's %s p95 of %s ms: nothing to judge; run it longer", count(sm.Requests), many, num(c.s.end), e2eName(c.spec), num(*e2e))}}, true
 	}
 	return SimulationVerdict{}, false
+}
+
+// e2eName names what a class's E2E times: the whole task of an agent
+// task class, each request of any other.
+func e2eName(c scenario.Class) string {
+	if c.Task != nil {
+		return "task E2E"
+	}
+	return "E2E"
 }
 
 // Units names what a class's arrivals, losses and backlog count, as many
@@ -183,7 +193,8 @@ func (c *client) limitedSpan() string {
 // against compares the run with the plan's figures in words.
 func (c *client) against(sm Simulated) string {
 	vp := c.vsPlan(sm)
-	s := fmt.Sprintf("throughput %s req/s against the plan's %s", num(sm.ThroughputRPS), num(vp.ExpectedRPS))
+	_, _, rate := Units(c.spec)
+	s := fmt.Sprintf("throughput %s %s against the plan's %s", num(sm.ThroughputRPS), rate, num(vp.ExpectedRPS))
 	if e := vp.ThroughputErrorPct; e != nil {
 		s += " (" + signed.Pct(*e) + ")"
 	}
@@ -191,7 +202,7 @@ func (c *client) against(sm Simulated) string {
 		s += fmt.Sprintf("; TTFT p95 %s ms against %s (%s)", num(*sm.TTFTP95Ms), num(*c.cp.Predicted.TTFTP95Ms), signed.Pct(*e))
 	}
 	if e := vp.E2EP95ErrorPct; e != nil {
-		s += fmt.Sprintf("; E2E p95 %s ms against %s (%s)", num(*sm.E2EP95Ms), num(*c.cp.Predicted.E2EP95Ms), signed.Pct(*e))
+		s += fmt.Sprintf("; %s p95 %s ms against %s (%s)", e2eName(c.spec), num(*sm.E2EP95Ms), num(*c.cp.Predicted.E2EP95Ms), signed.Pct(*e))
 	}
 	return s
 }

@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -99,6 +100,39 @@ func TestAgentVerdictCountsTasks(t *testing.T) {
 		text := strings.Join(c.Verdict.Reasons, "; ")
 		if c.Verdict.Holds || !strings.Contains(text, "tasks") || strings.Contains(text, "requests waiting") || strings.Contains(text, "requests lost") {
 			t.Errorf("%s: holds %v: %s", c.Name, c.Verdict.Holds, text)
+		}
+	}
+}
+
+// TestAgentVerdictTellsRatesInTasks: an agent task class's verdict tells
+// its throughput against the plan's, and why a run had nothing to judge,
+// in tasks, as its demand counts them, and its E2E as the task's: a run
+// that holds, one too short for a task to end and one too light for a
+// task to arrive.
+func TestAgentVerdictTellsRatesInTasks(t *testing.T) {
+	base := testutil.Example(t, "agent")
+	i := slices.IndexFunc(base.Classes, func(c scenario.Class) bool { return c.Task != nil && c.Demand != nil })
+	if i < 0 {
+		t.Fatal("the agent example has no task class with a demand")
+	}
+	light := base
+	light.Classes = slices.Clone(base.Classes)
+	light.Classes[i].Demand = &scenario.Demand{RPS: 1e-6}
+	for _, tc := range []struct {
+		name string
+		sc   scenario.Scenario
+		o    Options
+		want string
+	}{
+		{"a run that holds", base, Options{DurationS: 1800}, "tasks/s against the plan's"},
+		{"too short", base, Options{DurationS: 20}, "tasks arrived and none completed"},
+		{"too light", light, Options{DurationS: 60}, "tasks/s no task arrived"},
+	} {
+		r := run(t, tc.sc, tc.o)
+		text := strings.Join(r.Classes[i].Verdict.Reasons, "; ")
+		if !strings.Contains(text, tc.want) || strings.Contains(text, "req/s") || strings.Contains(text, "requests arrived") || strings.Contains(text, "no request") ||
+			strings.Contains(text, "; E2E p95") || strings.Contains(text, "plan's E2E p95") {
+			t.Errorf("%s: %s, want %q in tasks", tc.name, text, tc.want)
 		}
 	}
 }
