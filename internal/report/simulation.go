@@ -70,8 +70,9 @@ func WriteSimulationMarkdown(w io.Writer, r *simulate.Simulation) error {
 	fmt.Fprintln(ew, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
 	for _, c := range r.Classes {
 		s := c.Simulated
-		fmt.Fprintf(ew, "| %s | %s | %d | %s req/s | %s req/s | %s | %s | %s | %s ms | %s | %s | %s | %s | %s |\n",
-			mdText(c.Name), strings.ReplaceAll(c.Arrivals, "_", " "), c.Pool, fmtNum(s.ThroughputRPS), fmtNum(c.VsPlan.ExpectedRPS),
+		_, rate := runUnits(c)
+		fmt.Fprintf(ew, "| %s | %s | %d | %s %s | %s %s | %s | %s | %s | %s ms | %s | %s | %s | %s | %s |\n",
+			mdText(c.Name), strings.ReplaceAll(c.Arrivals, "_", " "), c.Pool, fmtNum(s.ThroughputRPS), rate, fmtNum(c.VsPlan.ExpectedRPS), rate,
 			fmtNum(float64(s.Shed)), fmtNum(float64(s.RateLimited)), fmtNum(float64(s.Retries)), fmtNum(s.QueueWaitP95Ms), msOrDash(s.TTFTP95Ms), msOrDash(c.Predicted.TTFTP95Ms),
 			msOrDash(s.E2EP95Ms), msOrDash(c.Predicted.E2EP95Ms), yesNo(c.Verdict.Holds))
 	}
@@ -141,10 +142,20 @@ func classFacts(c simulate.ClassRun) string {
 		tpot = fmt.Sprintf("; TPOT p50 %s ms, p95 %s%s ms", fmtNum(*s.TPOTP50Ms), fmtNum(*s.TPOTP95Ms), tpotCI)
 	}
 	n := func(v int) string { return fmtNum(float64(v)) }
-	return fmt.Sprintf("%s arrivals, pool %d (mean %s): %s requests, %s completed; offered %s req/s, throughput %s, goodput %s; queue wait mean %s%s ms%s, p95 %s ms%s; %s 429s, %s retries, %s gave up, %s shed, %s waiting at the end.",
-		strings.ReplaceAll(c.Arrivals, "_", " "), c.Pool, fmtNum(s.PoolMean), n(s.Requests), n(s.Completed),
-		fmtNum(s.OfferedRPS), fmtNum(s.ThroughputRPS), fmtNum(s.GoodputRPS), fmtNum(s.QueueWaitMeanMs), ci, planWait,
+	many, rate := runUnits(c)
+	return fmt.Sprintf("%s arrivals, pool %d (mean %s): %s %s, %s completed; offered %s %s, throughput %s, goodput %s; queue wait mean %s%s ms%s, p95 %s ms%s; %s 429s, %s retries, %s gave up, %s shed, %s waiting at the end.",
+		strings.ReplaceAll(c.Arrivals, "_", " "), c.Pool, fmtNum(s.PoolMean), n(s.Requests), many, n(s.Completed),
+		fmtNum(s.OfferedRPS), rate, fmtNum(s.ThroughputRPS), fmtNum(s.GoodputRPS), fmtNum(s.QueueWaitMeanMs), ci, planWait,
 		fmtNum(s.QueueWaitP95Ms), tpot, n(s.RateLimited), n(s.Retries), n(s.GaveUp), n(s.Shed), n(s.Backlog))
+}
+
+// runUnits names what a simulated class's counts count and their rate:
+// tasks for an agent task class, requests for any other.
+func runUnits(c simulate.ClassRun) (many, rate string) {
+	if c.Counts == simulate.CountsTasks {
+		return "tasks", "tasks/s"
+	}
+	return "requests", "req/s"
 }
 
 // keyFacts are a key's use and 429s in one sentence.

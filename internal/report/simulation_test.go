@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -120,5 +121,38 @@ func TestDescribeDemandProfile(t *testing.T) {
 	want := "demand 180 req/min (3 req/s), in simulations × 2 for 300 s from 600 s, × 1.5 for 3,600 s from 3,600 s"
 	if got := describeDemand(d, false); got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+// TestSimulationOfTasksCountsTasks: a simulated agent task class's
+// figures are told in tasks, as its run counts them, in the terminal
+// table, the Markdown and the team report's HTML.
+func TestSimulationOfTasksCountsTasks(t *testing.T) {
+	sc, p := examplePlan(t, "agent")
+	r, err := newApp().Simulate(context.Background(), sc, simulate.Options{DurationS: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Classes[0].Counts != "tasks" {
+		t.Fatalf("counts %q, want tasks", r.Classes[0].Counts)
+	}
+	var table, md bytes.Buffer
+	if err := WriteSimulationTable(&table, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteSimulationMarkdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	_, page := renderBoth(t, ReportInput{Scenario: sc, Plan: p, Simulation: r})
+	s := r.Classes[0].Simulated
+	facts := fmt.Sprintf("%s tasks, %s completed; offered %s tasks/s", fmtNum(float64(s.Requests)), fmtNum(float64(s.Completed)), fmtNum(s.OfferedRPS))
+	for name, out := range map[string][]byte{"table": table.Bytes(), "Markdown": md.Bytes(), "HTML": page} {
+		flat := strings.Join(strings.Fields(string(out)), " ")
+		if !strings.Contains(flat, facts) || strings.Contains(flat, "requests, ") {
+			t.Errorf("the %s does not say %q:\n%s", name, facts, out)
+		}
+	}
+	if !strings.Contains(md.String(), fmtNum(s.ThroughputRPS)+" tasks/s |") {
+		t.Errorf("the Markdown table gives the throughput of tasks in another unit:\n%s", md.String())
 	}
 }

@@ -76,6 +76,7 @@ func (c *client) result() ClassRun {
 		Pool: c.cp.Pool, Feasible: c.cp.Feasible, Predicted: c.cp.Predicted, PlanShed: c.cp.Shed,
 		Idle: len(c.on) == 0 && c.kind != ArrivalsReplay,
 	}
+	cl.Counts, _, _ = Units(c.spec)
 	T := s.end
 	sm := Simulated{
 		Requests: st.requests, Completed: st.completed, Sends: st.waitN + st.retries,

@@ -45,6 +45,8 @@ type ClassRun struct {
 	Pool     int    `json:"pool" doc:"The plan's pool."`
 	Idle     bool   `json:"idle,omitempty" doc:"The class's schedule kept it from running at any time of the run; it is not judged."`
 	Feasible bool   `json:"feasible" doc:"Whether the plan found the class feasible."`
+	// Counts is what the class's counts and rates count (Units).
+	Counts string `json:"counts" enum:"requests,tasks" doc:"What simulated.requests, completed, shed, gave_up and backlog count, and offered_rps, throughput_rps and goodput_rps the rate of: tasks for an agent task class (its TTFT and TPOT are its calls', its E2E the whole task's; sends and rate_limited count calls), requests for any other."`
 	// Predicted are the plan's predictions at the pool.
 	Predicted plan.Predicted `json:"predicted"`
 	// PlanShed is the plan's shedding for an infeasible class.

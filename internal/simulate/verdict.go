@@ -94,10 +94,16 @@ func e2eName(c scenario.Class) string {
 // other class's requests.
 func Units(c scenario.Class) (many, one, rate string) {
 	if c.Task != nil {
-		return "tasks", "task", "tasks/s"
+		return CountsTasks, "task", "tasks/s"
 	}
-	return "requests", "request", "req/s"
+	return CountsRequests, "request", "req/s"
 }
+
+// What a simulated class's counts count (ClassRun.Counts).
+const (
+	CountsRequests = "requests"
+	CountsTasks    = "tasks"
+)
 
 // judge is the verdict of a class the run judged (verdict).
 func (c *client) judge(sm Simulated) SimulationVerdict {
