@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -250,5 +251,27 @@ func TestWhatIfCSVCarriesTheTablesColumns(t *testing.T) {
 	}
 	if rows[0][col["fits"]] == rows[1][col["fits"]] {
 		t.Errorf("both cells fit alike; the test wants one that breaks:\n%s", out)
+	}
+}
+
+// TestPlanTableTellsTasksPerSecond: an agent task class's row of the plan
+// table gives its demand and capacity in tasks/s, which its demand and
+// pool count, in the table, the Markdown and the report's HTML.
+func TestPlanTableTellsTasksPerSecond(t *testing.T) {
+	_, js, _ := execute(t, "", "plan", "--example", "agent", "-o", "json")
+	var p plan.Plan
+	if err := json.Unmarshal([]byte(js), &p); err != nil {
+		t.Fatal(err)
+	}
+	c := p.Classes[0]
+	if c.Task == nil {
+		t.Fatalf("the agent example's first class has no task")
+	}
+	want := regexp.MustCompile(regexp.QuoteMeta(strconv.FormatFloat(c.Predicted.OfferedRPS, 'f', -1, 64)) + ` / [0-9.,]+ tasks/s`)
+	for _, args := range [][]string{{"plan", "--example", "agent"}, {"plan", "--example", "agent", "-o", "md"}, {"report", "--example", "agent", "-o", "html"}} {
+		code, out, errOut := execute(t, "", args...)
+		if code != exitOK || !want.MatchString(out) {
+			t.Errorf("%v: exit %d %s, want %q in:\n%s", args, code, errOut, want, out)
+		}
 	}
 }

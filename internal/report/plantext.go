@@ -94,12 +94,17 @@ const Legend = "POOL is a cap: the most requests the class may have in flight. M
 	"req/s is the demand against what the pool carries running flat out."
 
 // rates is a class's demand against its pool's capacity, "2 / 5.11", or
-// the capacity alone without a demand.
+// the capacity alone without a demand; an agent task class's in tasks,
+// "0.8 / 1.42 tasks/s", as its demand and pool count them.
 func rates(c plan.ClassPlan) string {
+	s := "- / " + fmtNum(c.Predicted.ThroughputRPS)
 	if d := c.Predicted.OfferedRPS; d > 0 {
-		return fmtNum(d) + " / " + fmtNum(c.Predicted.ThroughputRPS)
+		s = fmtNum(d) + " / " + fmtNum(c.Predicted.ThroughputRPS)
 	}
-	return "- / " + fmtNum(c.Predicted.ThroughputRPS)
+	if c.Task != nil {
+		s += " tasks/s"
+	}
+	return s
 }
 
 // fitWord is whether a class fits, - when its plan was not checked.
