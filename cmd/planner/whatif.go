@@ -37,7 +37,8 @@ func newWhatIfCmd(s streams) *cobra.Command {
 			"says above which demand provisioned capacity is cheaper than pay as you go.\n" +
 			"A value that makes the scenario invalid marks only its cell; when no cell is\n" +
 			"valid, the grid is printed and the exit status is 1. A path that names no field\n" +
-			"of the scenario is a usage error (exit status 2). At most " + strconv.Itoa(plan.MaxWhatIfCells) + " cells.\n" +
+			"of the scenario is a usage error (exit status 2). At most " + strconv.Itoa(plan.MaxWhatIfCells) + " cells, and\n" +
+			strconv.Itoa(plan.MaxVariationValues) + " values a variation.\n" +
 			"With --check every cell's plan is also checked by its own short simulation, as\n" +
 			"planner plan checks a plan, and each class says whether it fits; a sweep over\n" +
 			"tiers alone is always checked, since a tier is ranked by whether every class\n" +

@@ -162,3 +162,42 @@ func TestWhatIfValueBeyondANumber(t *testing.T) {
 		t.Errorf("words and a number: exit %d, %d cells\n%s%s", code, len(g.Cells), out, errOut)
 	}
 }
+
+// TestWhatIfBoundsAVariationAsTheAPIDoes: a variation of more values than
+// POST /v1/what-if takes in one (its variations[].values, at most
+// plan.MaxVariationValues) is a usage error naming the --vary, as the
+// API refuses it, rather than a grid that only the command answers.
+func TestWhatIfBoundsAVariationAsTheAPIDoes(t *testing.T) {
+	values := func(n int) string {
+		vs := make([]string, n)
+		for i := range vs {
+			vs[i] = fmt.Sprint(100000 + i)
+		}
+		return strings.Join(vs, ",")
+	}
+	code, _, errOut := execute(t, "", "what-if", "--example", "chat", "--vary", "/quotas/0/tpm="+values(plan.MaxVariationValues+1), "-o", "csv")
+	if code != exitUsage || !strings.Contains(errOut, "--vary \"/quotas/0/tpm=100000,") ||
+		!strings.Contains(errOut, fmt.Sprintf("%d values; at most %d", plan.MaxVariationValues+1, plan.MaxVariationValues)) {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+	var sc any
+	if err := yaml.Unmarshal([]byte(exampleText(t, "chat")), &sc); err != nil {
+		t.Fatal(err)
+	}
+	over := make([]any, plan.MaxVariationValues+1)
+	for i := range over {
+		over[i] = 100000 + i
+	}
+	body, _ := json.Marshal(map[string]any{"scenario": sc, "variations": []map[string]any{{"path": "/quotas/0/tpm", "values": over}}})
+	req := httptest.NewRequest(http.MethodPost, "/v1/what-if", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Host = "localhost"
+	rec := httptest.NewRecorder()
+	api.New(api.Options{}).ServeHTTP(rec, req)
+	if rec.Code != http.StatusUnprocessableEntity || !strings.Contains(rec.Body.String(), "body.variations[0].values") {
+		t.Errorf("POST /v1/what-if of %d values: %d %s", len(over), rec.Code, rec.Body)
+	}
+	if code, _, errOut := execute(t, "", "what-if", "--example", "chat", "--vary", "/quotas/0/tpm="+values(plan.MaxVariationValues), "-o", "csv"); code != exitOK {
+		t.Errorf("%d values: exit %d: %s", plan.MaxVariationValues, code, errOut)
+	}
+}

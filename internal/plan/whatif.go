@@ -18,6 +18,10 @@ import (
 // value counts.
 const MaxWhatIfCells = 400
 
+// MaxVariationValues bounds one variation's values (and tiers), as the
+// API's schema of variations[].values does.
+const MaxVariationValues = 200
+
 // Variation varies one field of a scenario over a list of values.
 type Variation struct {
 	Path   string `json:"path"`             // a JSON Pointer (RFC 6901) into the scenario
@@ -117,6 +121,9 @@ func (e *Engine) sweepWith(ctx context.Context, base scenario.Scenario, vars []V
 		cells *= len(v.Values)
 		if len(v.Values) == 0 {
 			return nil, scenario.Errors{{Path: fmt.Sprintf("variations[%d].values", i), Message: "give at least one value"}}
+		}
+		if len(v.Values) > MaxVariationValues {
+			return nil, scenario.Errors{{Path: fmt.Sprintf("variations[%d].values", i), Message: fmt.Sprintf("%d values; at most %d are allowed in one variation", len(v.Values), MaxVariationValues)}}
 		}
 		if j, k, text, ok := repeatedValue(v.Values); ok {
 			return nil, scenario.Errors{{Path: fmt.Sprintf("variations[%d].values[%d]", i, j), Message: fmt.Sprintf("%s repeats values[%d]: its cells would be that one's again", text, k)}}
