@@ -44,9 +44,7 @@ func WriteMarkdown(w io.Writer, p *plan.Plan) error {
 			}
 			fmt.Fprintf(ew, "| %s | %s | %s |\n", name, intOrDash(ce.MaxPool), mdText(ce.Detail))
 		}
-		fmt.Fprintf(ew, "\nClient settings: pacing %s req/s with a burst of %d; AIMD from %d between %d and %d; up to %d attempts with full-jitter backoff from %s ms (cap %s ms).\n",
-			fmtNum(c.Pacing.RateRPS), c.Pacing.Burst, c.Adaptive.Start, c.Adaptive.Floor, c.Adaptive.Ceiling,
-			c.Retry.MaxAttempts, fmtNum(c.Retry.BaseMs), fmtNum(c.Retry.CapMs))
+		fmt.Fprintf(ew, "\n%s\n", mdText(clientSettings(c)))
 		if v := classShedRule(c); v != "" {
 			fmt.Fprintln(ew, mdProse(v))
 		}

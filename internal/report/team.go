@@ -353,8 +353,12 @@ func (g sloGroup) caption() string {
 	return fmt.Sprintf("Latency by concurrency against the SLO of %s: %s.", strings.Join(g.classes, ", "), strings.Join(slo, ", "))
 }
 
-// clientSettings is a class's client-side settings in one sentence.
+// clientSettings is a class's client-side settings in one sentence; none
+// for a class that gets no pool, which sends nothing.
 func clientSettings(c plan.ClassPlan) string {
+	if c.Pool < 1 {
+		return "Client settings: none, as it gets no pool: it sends nothing (max_in_flight 0)."
+	}
 	return fmt.Sprintf("Client settings: pacing %s req/s with a burst of %d; AIMD from %d between %d and %d; up to %d attempts with full-jitter backoff from %s ms (cap %s ms).",
 		fmtNum(c.Pacing.RateRPS), c.Pacing.Burst, c.Adaptive.Start, c.Adaptive.Floor, c.Adaptive.Ceiling,
 		c.Retry.MaxAttempts, fmtNum(c.Retry.BaseMs), fmtNum(c.Retry.CapMs))
@@ -372,6 +376,9 @@ func shedRule(a plan.Admission) string {
 // classShedRule is a class's shedRule with the share of its requests the
 // plan predicts it sheds, when that is not 0.
 func classShedRule(c plan.ClassPlan) string {
+	if c.Pool < 1 {
+		return "" // it sends nothing, and has nothing to shed
+	}
 	s := shedRule(c.Admission)
 	if sh := c.Predicted.ShedShare; s != "" && sh > 0 {
 		s += fmt.Sprintf(" Predicted to shed %s %% of its requests (its percentiles are over those served).", fmtNum(100*sh))

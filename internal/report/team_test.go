@@ -301,7 +301,7 @@ func TestDescribe(t *testing.T) {
 // when none is shed or there is no rule.
 func TestClassShedRuleTellsTheShareShed(t *testing.T) {
 	tau := 828.2
-	c := plan.ClassPlan{Admission: plan.Admission{MaxQueueWaitMs: &tau, Status: 429, RetryAfterS: 3}}
+	c := plan.ClassPlan{Pool: 12, Admission: plan.Admission{MaxQueueWaitMs: &tau, Status: 429, RetryAfterS: 3}}
 	c.Predicted.ShedShare = 0.0482
 	want := "Shed a request that waits more than 828.2 ms for a slot, with 429 and Retry-After: 3. Predicted to shed 4.82 % of its requests (its percentiles are over those served)."
 	if got := classShedRule(c); got != want {
@@ -373,6 +373,29 @@ func TestReportStatesWhatThePlanUsed(t *testing.T) {
 		}
 		if !bytes.Contains(page, []byte(want)) {
 			t.Errorf("the HTML lacks %q", want)
+		}
+	}
+}
+
+// TestReportClassWithoutAPool: a class that gets no pool sends nothing,
+// and the report says so rather than giving it client settings of 0
+// req/s, a backoff capped below its base and a rule to shed what waits
+// more than 0 ms.
+func TestReportClassWithoutAPool(t *testing.T) {
+	sc := testutil.Example(t, "chat")
+	sc.Quotas[0].TPM = 100000 // one window allows less than a request's charge
+	p, err := newApp().Plan(context.Background(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Classes[0].Pool != 0 {
+		t.Fatalf("pool %d, want 0", p.Classes[0].Pool)
+	}
+	md, page := renderBoth(t, ReportInput{Scenario: sc, Plan: p})
+	want := "Client settings: none, as it gets no pool: it sends nothing (max_in_flight 0)."
+	for name, out := range map[string][]byte{"Markdown": md, "HTML": page} {
+		if !bytes.Contains(out, []byte(want)) || bytes.Contains(out, []byte("pacing 0 req/s")) || bytes.Contains(out, []byte("waits more than 0 ms")) {
+			t.Errorf("the %s does not say %q:\n%s", name, want, out)
 		}
 	}
 }
