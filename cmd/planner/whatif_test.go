@@ -201,3 +201,20 @@ func TestWhatIfBoundsAVariationAsTheAPIDoes(t *testing.T) {
 		t.Errorf("%d values: exit %d: %s", plan.MaxVariationValues, code, errOut)
 	}
 }
+
+// TestWhatIfTableKeepsAValueOnItsRow: a varied value is shown on its
+// cell's row: a string with a line break quoted as JSON rather than
+// splitting the row, and a number of hundreds of digits in exponent form
+// rather than written out.
+func TestWhatIfTableKeepsAValueOnItsRow(t *testing.T) {
+	code, out, errOut := execute(t, "", "what-if", "--example", "chat", "--vary", `/classes/0/mode="semi\n## not a row",batch`)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != exitOK || len(lines) != 3 || !strings.HasPrefix(lines[1], `"semi\n## not a row"`) || !strings.HasPrefix(lines[2], "batch ") {
+		t.Errorf("exit %d (%s):\n%s", code, errOut, out)
+	}
+	code, out, errOut = execute(t, "", "what-if", "--example", "chat", "--vary", `/quotas/0/tpm=1e300,1e6`)
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	if code != exitOK || len(lines) != 3 || !strings.HasPrefix(lines[1], "1e+300 ") || len(lines[1]) > 200 || !strings.HasPrefix(lines[2], "1,000,000 ") {
+		t.Errorf("exit %d (%s):\n%s", code, errOut, out)
+	}
+}

@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode"
 
 	"github.com/plannerdev/planner/internal/plan"
 )
@@ -170,13 +173,20 @@ func missLabel(metric string) string {
 	return metric
 }
 
-// cellValue shows a varied value: a number or string as it is, anything
-// else as compact JSON.
+// cellValue shows a varied value on one line of its row: a number or
+// string as it is, anything else as compact JSON; a string with a line
+// break or another control character as JSON too, and a number too large
+// to write out in full (1e+300) in exponent form.
 func cellValue(v any) string {
 	switch x := v.(type) {
 	case string:
-		return x
+		if !strings.ContainsFunc(x, unicode.IsControl) {
+			return x
+		}
 	case float64:
+		if math.Abs(x) >= 1e21 {
+			return strconv.FormatFloat(x, 'g', -1, 64)
+		}
 		return fmtNum(x)
 	}
 	b, err := json.Marshal(v)
