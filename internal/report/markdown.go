@@ -3,6 +3,7 @@ package report
 import (
 	"regexp"
 	"strings"
+	"unicode"
 )
 
 // Text in the Markdown renderings (plans, what-if grids, reports, record
@@ -90,7 +91,13 @@ func codeSpan(b *strings.Builder, t string) {
 // mdEscapeTo writes s with its control characters made visible and, with
 // markup, its Markdown and HTML characters escaped.
 func mdEscapeTo(b *strings.Builder, s string, markup bool) {
-	for _, r := range s {
+	rs := []rune(s)
+	for i, r := range rs {
+		if emphasis(rs, i) {
+			b.WriteByte('\\')
+			b.WriteRune(r)
+			continue
+		}
 		if markup {
 			switch r {
 			case '\\', '[', ']', '|', '`':
@@ -111,6 +118,22 @@ func mdEscapeTo(b *strings.Builder, s string, markup bool) {
 		b.WriteRune(mdControl(r))
 	}
 }
+
+// emphasis reports whether rs[i] could open or close emphasis or a
+// strikethrough, in a text (a name such as a._b_.c) or in a sentence that
+// holds one: any * or ~, and a _ that is not between two letters or
+// digits, which CommonMark never reads as emphasis (max_tokens, slo_e2e).
+func emphasis(rs []rune, i int) bool {
+	switch rs[i] {
+	case '*', '~':
+		return true
+	case '_':
+		return i == 0 || i == len(rs)-1 || !alnum(rs[i-1]) || !alnum(rs[i+1])
+	}
+	return false
+}
+
+func alnum(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 
 // mdControl is what a character becomes in Markdown: a line break, a
 // carriage return, a tab and the other separators become a space, so that

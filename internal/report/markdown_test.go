@@ -24,12 +24,17 @@ func TestMdText(t *testing.T) {
 		{"one\ntwo\rthree\r\n\tfour", "one two three   four"},
 		{"\x1b[31m\x00\x7f\u0085\u009b\u2028\xff", "␛\\[31m␀␡ \ufffd \ufffd"},
 		{"http://x.example/\x1b[2J", "`http://x.example/`␛\\[2J"},
+		{"a._b_.c and max_tokens", `a.\_b\_.c and max_tokens`},
+		{"**approved** ~~draft~~ _x_ k__y__", `\*\*approved\*\* \~\~draft\~\~ \_x\_ k\_\_y\_\_`},
 	} {
 		if got := mdText(tc.in); got != tc.want {
 			t.Errorf("mdText(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 	if got, want := mdProse("www.a.b gets E[S] 4.5 s\x1b"), "`www.a.b` gets E[S] 4.5 s␛"; got != want {
+		t.Errorf("mdProse = %q, want %q", got, want)
+	}
+	if got, want := mdProse("a._b_.c gets a pool of 3 (slo_e2e)"), `a.\_b\_.c gets a pool of 3 (slo_e2e)`; got != want {
 		t.Errorf("mdProse = %q, want %q", got, want)
 	}
 }
