@@ -45,6 +45,7 @@ type ClassSummary struct {
 	Pool              int    `json:"pool"`
 	BindingConstraint string `json:"binding_constraint"`
 	Feasible          bool   `json:"feasible"`
+	Fits              *bool  `json:"fits,omitempty" doc:"Feasible and its plan's own simulation (check) holds, as the stored plan's class says; absent from a plan stored unchecked by an earlier release."`
 }
 
 // PlanList is one page of stored plans, newest first.
@@ -118,7 +119,7 @@ func (s *Server) registerSavedPlans() {
 		Path:        "/v1/plans",
 		Summary:     "List the stored plans",
 		Description: "Returns one page of the plans stored with save, newest first: each with its id, name, labels, " +
-			"creation time, backing probe and every class's pool, binding constraint and feasibility. Follow " +
+			"creation time, backing probe and every class's pool, binding constraint, feasibility and whether it fits. Follow " +
 			"next_cursor for the next page.",
 		Tags:   []string{tagPlans},
 		Errors: []int{http.StatusUnauthorized, http.StatusUnprocessableEntity, http.StatusServiceUnavailable},
@@ -174,7 +175,7 @@ func (s *Server) listPlans(ctx context.Context, in *PageQuery) (*planListOutput,
 	for _, p := range plans {
 		sum := PlanSummary{ID: p.ID, Name: p.Name, Labels: labelsOf(p), CreatedAt: p.CreatedAt, ProbeID: p.ProbeID, Classes: []ClassSummary{}}
 		for _, c := range p.Plan.Classes {
-			sum.Classes = append(sum.Classes, ClassSummary{Name: c.Name, Pool: c.Pool, BindingConstraint: c.BindingConstraint, Feasible: c.Feasible})
+			sum.Classes = append(sum.Classes, ClassSummary{Name: c.Name, Pool: c.Pool, BindingConstraint: c.BindingConstraint, Feasible: c.Feasible, Fits: c.Fits})
 		}
 		out.Items = append(out.Items, sum)
 	}

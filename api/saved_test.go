@@ -290,3 +290,32 @@ func TestAnalyses(t *testing.T) {
 		})
 	}
 }
+
+// TestSavedPlanListSaysWhetherEachClassFits: the list of stored plans
+// says of each class whether it fits (its plan's fits: feasible and its
+// check holds), as the stored plan does, beside its feasibility.
+func TestSavedPlanListSaysWhetherEachClassFits(t *testing.T) {
+	env := newProbeEnv(t, Options{})
+	tight := exampleDoc(t, "chat")
+	tight["quotas"].([]any)[0].(map[string]any)["tpm"] = 300000 // a pool of 11 where 12 are needed
+	want := map[string]bool{}
+	for name, doc := range map[string]map[string]any{"roomy": exampleDoc(t, "chat"), "tight": tight} {
+		status, _, b := call(t, http.MethodPost, env.url+"/v1/plans", map[string]any{"scenario": doc, "save": true, "name": name})
+		resp := decode[PlanResponse](t, b)
+		if status != http.StatusOK || resp.Classes[0].Fits == nil {
+			t.Fatalf("save %s: %d %.300s", name, status, b)
+		}
+		want[name] = *resp.Classes[0].Fits
+	}
+	if want["roomy"] == want["tight"] {
+		t.Fatalf("both plans fit alike (%v); the test wants one that does not", want)
+	}
+	_, _, b := call(t, http.MethodGet, env.url+"/v1/plans", nil)
+	page := decode[PlanList](t, b)
+	for _, p := range page.Items {
+		c := p.Classes[0]
+		if c.Fits == nil || *c.Fits != want[p.Name] {
+			t.Errorf("%s: the list's class %+v, want fits %v", p.Name, c, want[p.Name])
+		}
+	}
+}
