@@ -218,3 +218,39 @@ func TestWhatIfTableKeepsAValueOnItsRow(t *testing.T) {
 		t.Errorf("exit %d (%s):\n%s", code, errOut, out)
 	}
 }
+
+// TestWhatIfVariesInsideTheFirstsObject: the second variation may vary a
+// field inside the object the first puts in place, also one the scenario
+// did not have (a task on a class without one): each cell writes it into
+// the first's value. A path that none of the first's values holds is
+// still refused.
+func TestWhatIfVariesInsideTheFirstsObject(t *testing.T) {
+	// The chat example with the one target a task class takes of its two.
+	chat := strings.Replace(exampleText(t, "chat"), "slo: {ttft_p95_ms: 1500, e2e_p95_ms: 12000}", "slo: {ttft_p95_ms: 1500}", 1)
+	if !strings.Contains(chat, "slo: {ttft_p95_ms: 1500}") {
+		t.Fatalf("the chat example's SLO is not as the test expects:\n%s", chat)
+	}
+	code, out, errOut := execute(t, chat, "what-if", "-f", "-",
+		"--vary", `/classes/0/task={"calls":{"fixed":3}},{"calls":{"fixed":5},"tool_ms":{"fixed":100}}`,
+		"--vary", "/classes/0/task/calls/fixed=2,4", "-o", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var g plan.WhatIf
+	if err := json.Unmarshal([]byte(out), &g); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Cells) != 4 {
+		t.Fatalf("%d cells, want 4:\n%s", len(g.Cells), out)
+	}
+	for _, c := range g.Cells {
+		if len(c.Errors) > 0 || len(c.Classes) != 1 {
+			t.Errorf("cell %v: %+v", c.Values, c)
+		}
+	}
+	code, _, errOut = execute(t, chat, "what-if", "-f", "-",
+		"--vary", `/classes/0/task={"calls":{"fixed":3}}`, "--vary", "/classes/0/task/tool_ms/fixed=2,4")
+	if code != exitUsage || !strings.Contains(errOut, "no field at /classes/0/task/tool_ms/fixed") {
+		t.Errorf("a path no value of the first holds: exit %d: %s", code, errOut)
+	}
+}

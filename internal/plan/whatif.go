@@ -90,6 +90,30 @@ func encloses(outer, inner string) bool {
 	return strings.HasPrefix(inner, outer) && (len(inner) == len(outer) || inner[len(outer)] == '/')
 }
 
+// reachedInFirst reports whether path, inside the object that the first
+// variation (at p0) puts in place, names a field of the scenario with one
+// of its values written in: a field of an object that the scenario
+// itself does not have (a task on a class without one). A cell whose
+// value of the first does not hold it is marked by its problem.
+func reachedInFirst(base scenario.Scenario, p0 scenario.Pointer, first Variation, path string) bool {
+	if !encloses(first.Path, path) {
+		return false
+	}
+	for _, v := range first.Values {
+		if len(p0.Check(v)) > 0 {
+			continue
+		}
+		s, err := base.Set(p0, v)
+		if err != nil {
+			continue
+		}
+		if _, err := variationPointer(s, path); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // repeatedValue reports the first value that repeats an earlier one, j,
 // that one, k, and the value as JSON: equal as JSON (1 and 1.0 alike,
 // objects whatever the order of their keys). A value JSON cannot write
@@ -129,7 +153,7 @@ func (e *Engine) sweepWith(ctx context.Context, base scenario.Scenario, vars []V
 			return nil, scenario.Errors{{Path: fmt.Sprintf("variations[%d].values[%d]", i, j), Message: fmt.Sprintf("%s repeats values[%d]: its cells would be that one's again", text, k)}}
 		}
 		var err error
-		if ptrs[i], err = variationPointer(base, v.Path); err != nil {
+		if ptrs[i], err = variationPointer(base, v.Path); err != nil && (i == 0 || !reachedInFirst(base, ptrs[0], vars[0], v.Path)) {
 			return nil, scenario.Errors{{Path: fmt.Sprintf("variations[%d].path", i), Message: err.Error()}}
 		}
 		if i == 1 && encloses(v.Path, vars[0].Path) {
