@@ -59,6 +59,12 @@ func (r *run) quotaCeiling(i int, mb membership) Ceiling {
 	u := m.use[d]
 	name := d.String()
 	limit, perS := m.key.Limit(d), m.key.Capacity(d)
+	if r.overWindow(i, d) && d.Charge() == scenario.ChargeRequest {
+		// A request's charge of a request limit is one, whatever its input.
+		return Ceiling{Constraint: name, MaxPool: intPtr(0), Detail: fmt.Sprintf(
+			"%s: one request exceeds one window's allowance, %s × %s %s/%s × %s s window = %s: it can never pass without waiting for a full window",
+			name, num(m.key.Headroom), num(limit), d.Unit(), d.Period(), num(m.key.BurstWindowS), num(bucketSize(m.key, d)))}
+	}
 	if r.overWindow(i, d) {
 		return Ceiling{Constraint: name, MaxPool: intPtr(0), Detail: fmt.Sprintf(
 			"%s: one request's charge, %s %s at the p99 of its input, exceeds one window's allowance, %s × %s %s/%s × %s s window = %s: it can never pass without waiting for a full window",

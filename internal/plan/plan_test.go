@@ -420,3 +420,18 @@ classes:
 		t.Fatal("every class has a pool: the scenario no longer tests a class without one")
 	}
 }
+
+// TestRPMWindowTellsARequestAsOne: a key whose window of rpm allows less
+// than one request says that one request exceeds it, not that a charge of
+// "1 requests at the p99 of its input" does, as a request's charge of rpm
+// is one whatever its input; a token limit's charge names the p99 input.
+func TestRPMWindowTellsARequestAsOne(t *testing.T) {
+	cp := mustPlan(t, handScenario(scenario.Quota{RPM: 1, TPM: 100})).Classes[0]
+	rpm, tpm := ceiling(cp, "rpm"), ceiling(cp, "tpm")
+	if rpm == nil || !strings.HasPrefix(rpm.Detail, "rpm: one request exceeds one window's allowance, 0.9 × 1 requests/min × 1 s window = 0.015") {
+		t.Errorf("rpm ceiling %+v", rpm)
+	}
+	if tpm == nil || !strings.Contains(tpm.Detail, "tpm: one request's charge, 1,000 tokens at the p99 of its input, exceeds one window's allowance") {
+		t.Errorf("tpm ceiling %+v", tpm)
+	}
+}
