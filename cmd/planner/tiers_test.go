@@ -234,3 +234,34 @@ func TestTiersShowPricesAsWritten(t *testing.T) {
 		}
 	}
 }
+
+// TestWhatIfTiersNameAFittingTierWithoutAPrice: a tier without a price in
+// which every class fits is ranked after the priced ones, and the answer
+// says that it fits but has no price, rather than naming a priced tier
+// the cheapest as if no other fitted.
+func TestWhatIfTiersNameAFittingTierWithoutAPrice(t *testing.T) {
+	cleanServeEnv(t)
+	path := filepath.Join(t.TempDir(), "planner.yaml")
+	conf := "tiers:\n  - {name: free, description: t, rpm: 600, tpm: 1000000}\n" +
+		"  - {name: payg, description: t, rpm: 600, tpm: 1000000, price: {input_per_mtok: 2.5, output_per_mtok: 10}}\n" +
+		"  - {name: tiny, description: t, rpm: 6, price: {per_hour: 1}}\n"
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ tiers, want string }{
+		{"free,payg", "the cheapest tier in which every class fits is payg, at 659.14 USD a day; free fits every class too but has no price, so it is not ranked by cost"},
+		{"free,tiny", "no priced tier fits every class; free fits every class but has no price, so it is not ranked by cost"},
+	} {
+		code, out, errOut := execute(t, "", "what-if", "--example", "chat", "--config", path, "--tiers", tt.tiers, "--path", "/quotas/0", "-o", "json")
+		if code != exitOK {
+			t.Fatalf("%s: exit %d: %s", tt.tiers, code, errOut)
+		}
+		var g plan.WhatIf
+		if err := json.Unmarshal([]byte(out), &g); err != nil || g.Ranking == nil {
+			t.Fatalf("%s: %v\n%s", tt.tiers, err, out)
+		}
+		if g.Ranking.Summary != tt.want {
+			t.Errorf("%s: summary %q, want %q", tt.tiers, g.Ranking.Summary, tt.want)
+		}
+	}
+}

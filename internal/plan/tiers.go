@@ -200,6 +200,23 @@ func RankTiers(s scenario.Scenario, g *WhatIf) *TierRanking {
 			r.Summary = "no tier has a price, so none is ranked by cost"
 		}
 	}
+	var unpriced []string // tiers that fit but have no price to rank them by
+	for _, t := range r.Tiers {
+		if t.Cost == nil && t.Fits {
+			unpriced = append(unpriced, t.Tier)
+		}
+	}
+	if len(unpriced) > 0 {
+		too := ""
+		if cheapest != nil {
+			too = " too"
+		}
+		verb, has, it := "fits", "has", "it is"
+		if len(unpriced) > 1 {
+			verb, has, it = "fit", "have", "they are"
+		}
+		r.Summary += fmt.Sprintf("; %s %s every class%s but %s no price, so %s not ranked by cost", strings.Join(unpriced, ", "), verb, too, has, it)
+	}
 	if provisioned != nil && payg != nil && payg.KeyCost.RequestsPerDay > 0 && payg.KeyCost.PerDay > 0 {
 		perRequest := payg.KeyCost.PerDay / payg.KeyCost.RequestsPerDay
 		r.BreakEven = &BreakEven{Provisioned: provisioned.Tier, PayAsYouGo: payg.Tier,
