@@ -275,3 +275,19 @@ func TestPlanTableTellsTasksPerSecond(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulationCSVSaysWhatItCounts: a simulation's CSV says what each
+// class's requests, completed and rates count, tasks for an agent task
+// class, as its JSON's counts does.
+func TestSimulationCSVSaysWhatItCounts(t *testing.T) {
+	for ex, want := range map[string]string{"agent": "tasks", "chat": "requests"} {
+		code, out, errOut := execute(t, "", "simulate", "--example", ex, "--duration", "2m", "-o", "csv")
+		if code != exitOK && code != exitError {
+			t.Fatalf("%s: exit %d: %s", ex, code, errOut)
+		}
+		col, rows := readCSV(t, out)
+		if i, ok := col["counts"]; !ok || rows[0][i] != want {
+			t.Errorf("%s: counts %v, want %s:\n%s", ex, col, want, out)
+		}
+	}
+}

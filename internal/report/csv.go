@@ -143,18 +143,19 @@ func csvValue(v any) string {
 }
 
 // simulationCSVHeader are the columns of WriteSimulationCSV.
-var simulationCSVHeader = []string{"class", "pool", "requests", "completed", "throughput_rps", "planned_rps", "goodput_rps",
+var simulationCSVHeader = []string{"class", "pool", "counts", "requests", "completed", "throughput_rps", "planned_rps", "goodput_rps",
 	"shed", "rate_limited", "retries", "gave_up", "queue_wait_p95_ms", "ttft_p95_ms", "planned_ttft_p95_ms",
 	"e2e_p95_ms", "planned_e2e_p95_ms", "tpot_p95_ms", "holds"}
 
 // WriteSimulationCSV writes a simulation as CSV, one row per class: the
 // simulated figures beside the plan's, as the table has them, with the
-// counts the Markdown form adds.
+// counts the Markdown form adds and what they count (ClassRun.Counts:
+// tasks for an agent task class).
 func WriteSimulationCSV(w io.Writer, r *simulate.Simulation) error {
 	rows := make([][]string, 0, len(r.Classes))
 	for _, c := range r.Classes {
 		s := c.Simulated
-		rows = append(rows, []string{c.Name, strconv.Itoa(c.Pool), strconv.Itoa(s.Requests), strconv.Itoa(s.Completed),
+		rows = append(rows, []string{c.Name, strconv.Itoa(c.Pool), c.Counts, strconv.Itoa(s.Requests), strconv.Itoa(s.Completed),
 			CSVNumber(s.ThroughputRPS), CSVNumber(c.VsPlan.ExpectedRPS), CSVNumber(s.GoodputRPS),
 			strconv.Itoa(s.Shed), strconv.Itoa(s.RateLimited), strconv.Itoa(s.Retries), strconv.Itoa(s.GaveUp),
 			CSVNumber(s.QueueWaitP95Ms), csvOptional(s.TTFTP95Ms), csvOptional(c.Predicted.TTFTP95Ms),
