@@ -291,3 +291,22 @@ func TestSimulationCSVSaysWhatItCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestNoNegativeZero: a figure that rounds to zero from below is 0 in
+// every answer, never -0: here the prompt cache's saving a day of a key
+// whose cache reads and writes cost what input does (a difference of
+// rounding error below zero), in the plan's JSON and its report.
+func TestNoNegativeZero(t *testing.T) {
+	sc := strings.NewReplacer("headroom: 0.9", "headroom: 0.9\n    price: {input_per_mtok: 2.5, cached_input_per_mtok: 2.5, cache_write_per_mtok: 2.5, output_per_mtok: 10}",
+		"max_tokens: 700", "max_tokens: 700\n    cached_input_fraction: 0.1\n    cache_write_fraction: 0.1").Replace(exampleText(t, "chat"))
+	negZero := regexp.MustCompile(`(^|[^0-9.,])-0([^.0-9]|$)`)
+	for _, args := range [][]string{{"plan", "-f", "-", "-o", "json"}, {"plan", "-f", "-", "-o", "csv"}, {"report", "-f", "-"}, {"report", "-f", "-", "-o", "json"}} {
+		code, out, errOut := execute(t, sc, args...)
+		if code != exitOK || (args[len(args)-1] == "json" && !strings.Contains(out, "cache_saving_per_day")) {
+			t.Fatalf("%v: exit %d: %s\n%s", args, code, errOut, out)
+		}
+		if m := negZero.FindString(out); m != "" {
+			t.Errorf("%v: %q in:\n%s", args, m, out)
+		}
+	}
+}

@@ -724,10 +724,14 @@ func ratio(a, b int) float64 {
 	return math.Min(1, float64(a)/float64(b))
 }
 
-// round keeps d decimals so that exported curves read cleanly.
+// round keeps d decimals so that exported curves read cleanly; a value
+// that rounds to zero is 0, never -0.
 func round(v float64, d int) float64 {
 	p := math.Pow(10, float64(d))
-	return math.Round(v*p) / p
+	if r := math.Round(v*p) / p; r != 0 {
+		return r
+	}
+	return 0
 }
 
 func ptr[T any](v T) *T { return &v }

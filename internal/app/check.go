@@ -538,7 +538,12 @@ func ptr[T any](v T) *T { return &v }
 // maxOverPct bounds a miss's over_pct: a billion per cent over.
 const maxOverPct = 1e9
 
-func round4(v float64) float64 { return math.Round(v*1e4) / 1e4 }
+func round4(v float64) float64 {
+	if r := math.Round(v*1e4) / 1e4; r != 0 {
+		return r
+	}
+	return 0 // not -0
+}
 
 // num writes a number for people: grouped thousands, one decimal from 10
 // and two below, without trailing zeros.

@@ -80,10 +80,14 @@ func floorNum(v float64, c int) string {
 	return s
 }
 
-// roundTo keeps d decimals, so that plans read cleanly and stay stable.
+// roundTo keeps d decimals, so that plans read cleanly and stay stable;
+// a value that rounds to zero is 0, never -0 (JSON would write "-0").
 func roundTo(v float64, d int) float64 {
 	p := math.Pow(10, float64(d))
-	return math.Round(v*p) / p
+	if r := math.Round(v*p) / p; r != 0 {
+		return r
+	}
+	return 0
 }
 
 // ms converts seconds to milliseconds, rounded to 0.1 ms.

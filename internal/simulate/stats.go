@@ -304,10 +304,13 @@ func (b *batchMeans) halfWidth() (float64, bool) {
 	return tHalfWidth(means), true
 }
 
-// round rounds v to d decimals.
+// round rounds v to d decimals; a value that rounds to zero is 0, never -0.
 func round(v float64, d int) float64 {
 	p := math.Pow(10, float64(d))
-	return math.Round(v*p) / p
+	if r := math.Round(v*p) / p; r != 0 {
+		return r
+	}
+	return 0 // not -0
 }
 
 // msPtr is seconds as milliseconds rounded to 0.1 ms, nil for NaN.
