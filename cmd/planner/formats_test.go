@@ -310,3 +310,47 @@ func TestNoNegativeZero(t *testing.T) {
 		}
 	}
 }
+
+// TestTablesTellLongNamesApart: two classes (and two keys) whose long
+// names share their first letters keep distinct names in the plan's and
+// the simulation's tables, each a shortening of its own name, rather than
+// both reading "customer-suppor…".
+func TestTablesTellLongNamesApart(t *testing.T) {
+	a, b := "customer-support-assistant-europe-west-a", "customer-support-assistant-europe-west-b"
+	ka, kb := "key-of-team-europe-west-a", "key-of-team-europe-west-b"
+	chat := exampleText(t, "chat")
+	i := strings.Index(chat, "classes:")
+	classA := strings.NewReplacer("name: chat", "name: "+a, "quota: prod", "quota: "+ka).Replace(chat[i+len("classes:\n"):])
+	classB := strings.NewReplacer("name: chat", "name: "+b, "quota: prod", "quota: "+kb).Replace(chat[i+len("classes:\n"):])
+	quotas := chat[strings.Index(chat, "quotas:"):strings.Index(chat, "latency:")]
+	qa, qb := strings.Replace(quotas, "name: prod", "name: "+ka, 1), strings.Replace(quotas[len("quotas:\n"):], "name: prod", "name: "+kb, 1)
+	sc := qa + qb + chat[strings.Index(chat, "latency:"):i] + "classes:\n" + classA + classB
+	for _, args := range [][]string{{"plan", "-f", "-"}, {"simulate", "-f", "-", "--duration", "2m"}} {
+		code, out, errOut := execute(t, sc, args...)
+		if code != exitOK {
+			t.Fatalf("%v: exit %d: %s\n%s", args, code, errOut, sc)
+		}
+		lines := strings.Split(out, "\n")
+		k := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "CLASS ") })
+		if k < 0 || k+2 >= len(lines) {
+			t.Fatalf("%v: no table:\n%s", args, out)
+		}
+		rows := []string{lines[k+1], lines[k+2]}
+		for j, name := range []string{a, b} {
+			f := strings.Fields(rows[j])
+			if f[0] == strings.Fields(rows[1-j])[0] || !shortens(f[0], name) {
+				t.Errorf("%v: row %q does not tell %s apart:\n%s", args, rows[j], name, out)
+			}
+		}
+		if args[0] == "plan" && (strings.Fields(rows[0])[2] == strings.Fields(rows[1])[2] || !shortens(strings.Fields(rows[0])[2], ka)) {
+			t.Errorf("%v: the keys' column does not tell %s and %s apart:\n%s", args, ka, kb, out)
+		}
+	}
+}
+
+// shortens reports whether s is name or name with a part of it left out
+// as "…".
+func shortens(s, name string) bool {
+	head, tail, cut := strings.Cut(s, "…")
+	return s == name || cut && strings.HasPrefix(name, head) && strings.HasSuffix(name, tail) && len(head)+len(tail) < len(name)
+}

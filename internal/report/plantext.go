@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -22,9 +23,14 @@ func WriteTable(w io.Writer, p *plan.Plan) error {
 	ew := &errWriter{w: w}
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CLASS\tMODE\tKEY\tPOOL\tMIN\tBINDING\tFITS\tCHECK\tTTFT p95\tE2E p95\treq/s")
-	for _, c := range p.Classes {
+	names, keys := make([]string, len(p.Classes)), make([]string, len(p.Classes))
+	for i, c := range p.Classes {
+		names[i], keys[i] = c.Name, c.Quota
+	}
+	names, keys = clipApart(names, 16), clipApart(keys, 12)
+	for i, c := range p.Classes {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			clip(c.Name, 16), c.Mode, clip(c.Quota, 12), c.Pool, intOrDash(c.MinPool), c.BindingConstraint,
+			names[i], c.Mode, keys[i], c.Pool, intOrDash(c.MinPool), c.BindingConstraint,
 			fitWord(c.Fits), checkWord(c.Check), msOrDash(c.Predicted.TTFTP95Ms), msOrDash(c.Predicted.E2EP95Ms), rates(c))
 	}
 	if err := tw.Flush(); err != nil {
@@ -206,6 +212,36 @@ func clip(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// clipApart clips each name to n characters as clip does, keeping names
+// that differ apart in a table: names whose clips would read alike keep
+// their start and their end around the "…" (custome…e-west-a beside
+// custome…e-west-b), and whole when even that reads alike.
+func clipApart(names []string, n int) []string {
+	out := make([]string, len(names))
+	alike := func(f func(string) string, i int) bool {
+		return slices.ContainsFunc(names, func(o string) bool { return o != names[i] && f(o) == f(names[i]) })
+	}
+	head := func(s string) string { return clip(s, n) }
+	ends := func(s string) string {
+		r := []rune(s)
+		if len(r) <= n {
+			return s
+		}
+		return string(r[:(n-1)/2]) + "…" + string(r[len(r)-n/2:])
+	}
+	for i, name := range names {
+		switch {
+		case !alike(head, i):
+			out[i] = head(name)
+		case !alike(ends, i):
+			out[i] = ends(name)
+		default:
+			out[i] = name
+		}
+	}
+	return out
 }
 
 func intOrDash(p *int) string {

@@ -31,9 +31,14 @@ func WriteSimulationTable(w io.Writer, r *simulate.Simulation) error {
 	fmt.Fprintln(ew)
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CLASS\tPOOL\treq/s\tPLAN\tSHED\t429\tTTFT p95\tPLAN\tE2E p95\tPLAN\tHOLDS")
-	for _, c := range r.Classes {
+	names := make([]string, len(r.Classes))
+	for i, c := range r.Classes {
+		names[i] = c.Name
+	}
+	names = clipApart(names, 16)
+	for i, c := range r.Classes {
 		s := c.Simulated
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", clip(c.Name, 16), c.Pool,
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", names[i], c.Pool,
 			fmtNum(s.ThroughputRPS), fmtNum(c.VsPlan.ExpectedRPS), fmtNum(float64(s.Shed)), fmtNum(float64(s.RateLimited)),
 			msOrDash(s.TTFTP95Ms), msOrDash(c.Predicted.TTFTP95Ms), msOrDash(s.E2EP95Ms), msOrDash(c.Predicted.E2EP95Ms), yesNo(c.Verdict.Holds))
 	}
