@@ -399,3 +399,22 @@ func TestReportClassWithoutAPool(t *testing.T) {
 		}
 	}
 }
+
+// TestReportStatesTheLoadMinPoolAccepts: the policy in words states the
+// largest load per pool slot that min_pool accepts (max_utilization),
+// which sets every class's min_pool, as it does the other settings.
+func TestReportStatesTheLoadMinPoolAccepts(t *testing.T) {
+	sc := testutil.Example(t, "chat")
+	sc.Policy.MaxUtilization = 0.8
+	p, err := newApp().Plan(context.Background(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, page := renderBoth(t, ReportInput{Scenario: sc, Plan: p})
+	want := "min_pool keeps each pool slot at most 80 % busy (max_utilization)"
+	for name, out := range map[string][]byte{"Markdown": md, "HTML": page} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("the %s lacks %q", name, want)
+		}
+	}
+}

@@ -41,8 +41,9 @@ func describeScenario(sc scenario.Scenario) scenarioWords {
 	}
 	ks := s.Policy.KneeSafety
 	w.Policy = fmt.Sprintf("Keys are shared by %s allocation; classes may use %s of the knee (interactive), %s (semi) and %s (batch); "+
+		"min_pool keeps each pool slot at most %s %% busy (max_utilization); "+
 		"percentiles come from %s Monte Carlo draws with seed %d; pools are searched up to %s.",
-		s.Policy.Allocation, fmtNum(ks.Interactive), fmtNum(ks.Semi), fmtNum(ks.Batch),
+		s.Policy.Allocation, fmtNum(ks.Interactive), fmtNum(ks.Semi), fmtNum(ks.Batch), fmtNum(100*s.Policy.MaxUtilization),
 		fmtNum(float64(s.Policy.MonteCarloDraws)), *s.Policy.Seed, fmtNum(float64(s.Policy.MaxPool)))
 	return w
 }
