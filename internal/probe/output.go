@@ -3,7 +3,9 @@ package probe
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -27,7 +29,11 @@ const (
 // (one row per request, measure.WriteCSV), steps.json (Summary) and, when
 // the run measured a latency curve, curve.yaml (CurveYAML), or, for a
 // prefill ladder, a cache comparison or a conversation that measured a
-// prompt's cost, prefill.yaml (PromptYAML). It returns the paths written.
+// prompt's cost, prefill.yaml (PromptYAML). A curve file or prompt file
+// that an earlier run left in dir and this run does not write is
+// removed, so that the directory holds one run's files: an earlier
+// curve.yaml beside a run that measured none would be taken for its
+// measurement. It returns the paths written.
 func WriteFiles(dir string, res *Result) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating the output directory: %w", err)
@@ -40,6 +46,13 @@ func WriteFiles(dir string, res *Result) ([]string, error) {
 		}
 		written = append(written, p)
 		return nil
+	}
+	// An earlier run's curve and prompt files go before this run writes
+	// anything, so that a failure below leaves none of them either.
+	for _, name := range []string{CurveFile, PromptFile} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("removing an earlier run's %s: %w", name, err)
+		}
 	}
 	var csv bytes.Buffer
 	if err := measure.WriteCSV(&csv, res.Records); err != nil {

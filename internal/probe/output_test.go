@@ -115,6 +115,43 @@ func TestWriteFilesWithoutCurve(t *testing.T) {
 	}
 }
 
+// TestWriteFilesReplacesAnEarlierRun checks that a run written into the
+// directory of an earlier one leaves none of the earlier run's files
+// beside its own: a run without a curve removes the earlier curve.yaml
+// (which a scenario would otherwise take as this run's measurement), and
+// a ramp removes an earlier prompt-cost run's prefill.yaml.
+func TestWriteFilesReplacesAnEarlierRun(t *testing.T) {
+	_, base := startSim(t, fakeendpoint.Config{MaxNumSeqs: 2, TTFT: 3 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth, RPM: 100000})
+	cfg := quick(base)
+	cfg.Steps = []int{1, 2}
+	ramp := run(t, t.Context(), cfg, nil)
+	failed := run(t, t.Context(), quick("http://"+closedPort(t)+"/v1"), nil)
+
+	dir := t.TempDir()
+	if _, err := WriteFiles(dir, ramp); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, CurveFile)); err != nil {
+		t.Fatalf("the ramp wrote no curve.yaml: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, PromptFile), []byte("latency: {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteFiles(dir, ramp); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, PromptFile)); !os.IsNotExist(err) {
+		t.Errorf("an earlier run's prefill.yaml left beside the ramp's curve.yaml: %v", err)
+	}
+	files, err := WriteFiles(dir, failed)
+	if err != nil || len(files) != 2 {
+		t.Fatalf("WriteFiles: %v, %v", files, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, CurveFile)); !os.IsNotExist(err) {
+		t.Errorf("the earlier run's curve.yaml left beside a run without a curve: %v", err)
+	}
+}
+
 // recordingObserver renders everything it sees, so that the test can look
 // for the key in it.
 type recordingObserver struct{ b strings.Builder }
