@@ -18,6 +18,7 @@ import (
 	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/signed"
 )
 
 // Options are the judgement settings of a ramp.
@@ -422,7 +423,7 @@ func setEfficiency(ss []measure.Step) {
 	x1 := ss[i].ThroughputRPS
 	for j := range ss {
 		if ss[j].RateRPS == 0 && ss[j].ThroughputRPS > 0 {
-			ss[j].Efficiency = round(ss[j].ThroughputRPS/(float64(ss[j].Concurrency)*x1), 4)
+			ss[j].Efficiency = signed.Round(ss[j].ThroughputRPS/(float64(ss[j].Concurrency)*x1), 4)
 		}
 	}
 }
@@ -698,17 +699,17 @@ func Latency(r measure.Result) (scenario.Latency, error) {
 	for i, s := range ss {
 		l.Curve = append(l.Curve, scenario.CurvePoint{
 			Concurrency:     s.Concurrency,
-			TTFTP50Ms:       round(t50[i], 2),
-			TTFTP95Ms:       round(t95[i], 2),
-			TPOTP50Ms:       round(v50[i], 3),
-			TPOTP95Ms:       round(v95[i], 3),
-			E2EP50Ms:        round(e50[i], 1),
-			E2EP95Ms:        round(e95[i], 1),
-			ThroughputRPS:   round(s.ThroughputRPS, 4),
-			OutputTPS:       round(s.OutputTPS, 2),
-			GoodputRPS:      round(s.GoodputRPS, 4),
-			ErrorRate:       round(ratio(s.Errors, s.Requests), 4),
-			RateLimitedRate: round(ratio(s.RateLimited, s.Answers), 4),
+			TTFTP50Ms:       signed.Round(t50[i], 2),
+			TTFTP95Ms:       signed.Round(t95[i], 2),
+			TPOTP50Ms:       signed.Round(v50[i], 3),
+			TPOTP95Ms:       signed.Round(v95[i], 3),
+			E2EP50Ms:        signed.Round(e50[i], 1),
+			E2EP95Ms:        signed.Round(e95[i], 1),
+			ThroughputRPS:   signed.Round(s.ThroughputRPS, 4),
+			OutputTPS:       signed.Round(s.OutputTPS, 2),
+			GoodputRPS:      signed.Round(s.GoodputRPS, 4),
+			ErrorRate:       signed.Round(ratio(s.Errors, s.Requests), 4),
+			RateLimitedRate: signed.Round(ratio(s.RateLimited, s.Answers), 4),
 			Requests:        s.Requests,
 		})
 	}
@@ -722,16 +723,6 @@ func ratio(a, b int) float64 {
 		return 0
 	}
 	return math.Min(1, float64(a)/float64(b))
-}
-
-// round keeps d decimals so that exported curves read cleanly; a value
-// that rounds to zero is 0, never -0.
-func round(v float64, d int) float64 {
-	p := math.Pow(10, float64(d))
-	if r := math.Round(v*p) / p; r != 0 {
-		return r
-	}
-	return 0
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/signed"
 )
 
 // The prompt's cost, measured by the probe's prefill, cache and
@@ -71,8 +72,8 @@ func FitPrefill(recs []measure.Record) (*measure.PrefillFit, error) {
 	se := math.Sqrt(sse/float64(n-2)) / math.Sqrt(vx*float64(n-1))
 	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 2)}.Quantile(1 - (1-confidence)/2)
 	fit := &measure.PrefillFit{
-		MsPer1K: round(slope, 3), MsPer1KCI: &measure.Interval{Lo: round(slope-t*se, 3), Hi: round(slope+t*se, 3)},
-		BaseMs: round(base, 2), R2: round(rSquared(x, y, base, slope), 4), Requests: n,
+		MsPer1K: signed.Round(slope, 3), MsPer1KCI: &measure.Interval{Lo: signed.Round(slope-t*se, 3), Hi: signed.Round(slope+t*se, 3)},
+		BaseMs: signed.Round(base, 2), R2: signed.Round(rSquared(x, y, base, slope), 4), Requests: n,
 	}
 	slices.SortFunc(rows, func(a, b measure.Record) int { return cmp.Compare(a.InputTokens, b.InputTokens) })
 	for start := 0; start < n; {
@@ -93,8 +94,8 @@ func FitPrefill(recs []measure.Record) (*measure.PrefillFit, error) {
 		k := float64(len(g))
 		p50, _, _, _, _ := percentiles(ts)
 		fit.Points = append(fit.Points, measure.PrefillPoint{
-			InputTokens: round(in/k, 1), CachedTokens: round(cached/k, 1), Requests: len(g),
-			TTFTP50Ms: round(p50, 2), TTFTMeanMs: round(ttft/k, 2), FittedMs: round(base+slope*uncached/k/1000, 2),
+			InputTokens: signed.Round(in/k, 1), CachedTokens: signed.Round(cached/k, 1), Requests: len(g),
+			TTFTP50Ms: signed.Round(p50, 2), TTFTMeanMs: signed.Round(ttft/k, 2), FittedMs: signed.Round(base+slope*uncached/k/1000, 2),
 		})
 		start = end
 	}
@@ -154,17 +155,17 @@ func MeasureCache(recs []measure.Record) (*measure.CacheEffect, error) {
 	}
 	ce := &measure.CacheEffect{
 		Fresh: len(fresh), Repeated: len(repeated),
-		InputTokens:  round(mean(repeated, func(r measure.Record) int { return r.InputTokens }), 1),
-		PrefixTokens: round(prefix/float64(len(repeated)), 1),
-		CachedFresh:  round(mean(fresh, cached), 1), CachedRepeated: round(mean(repeated, cached), 1),
-		HitRate:     round(math.Min(1, hits/prefix), 4),
-		TTFTFreshMs: round(mf, 2), TTFTRepeatedMs: round(mr, 2),
-		SavingMs: round(saving, 2), SavingMsCI: &measure.Interval{Lo: round(saving-half, 2), Hi: round(saving+half, 2)},
+		InputTokens:  signed.Round(mean(repeated, func(r measure.Record) int { return r.InputTokens }), 1),
+		PrefixTokens: signed.Round(prefix/float64(len(repeated)), 1),
+		CachedFresh:  signed.Round(mean(fresh, cached), 1), CachedRepeated: signed.Round(mean(repeated, cached), 1),
+		HitRate:     signed.Round(math.Min(1, hits/prefix), 4),
+		TTFTFreshMs: signed.Round(mf, 2), TTFTRepeatedMs: signed.Round(mr, 2),
+		SavingMs: signed.Round(saving, 2), SavingMsCI: &measure.Interval{Lo: signed.Round(saving-half, 2), Hi: signed.Round(saving+half, 2)},
 	}
 	if extra := (mean(repeated, cached) - mean(fresh, cached)) / 1000; extra > 0 {
-		per := round(saving/extra, 3)
+		per := signed.Round(saving/extra, 3)
 		ce.SavingMsPer1K = &per
-		ce.SavingMsPer1KCI = &measure.Interval{Lo: round((saving-half)/extra, 3), Hi: round((saving+half)/extra, 3)}
+		ce.SavingMsPer1KCI = &measure.Interval{Lo: signed.Round((saving-half)/extra, 3), Hi: signed.Round((saving+half)/extra, 3)}
 	}
 	return ce, nil
 }
@@ -247,7 +248,7 @@ func MeasureConversation(recs []measure.Record) (*measure.ConversationStats, err
 		}
 		if st.OK > 0 {
 			k := float64(st.OK)
-			st.InputTokens, st.CachedTokens, st.OutputTokens = round(in/k, 1), round(cached/k, 1), round(out/k, 1)
+			st.InputTokens, st.CachedTokens, st.OutputTokens = signed.Round(in/k, 1), signed.Round(cached/k, 1), signed.Round(out/k, 1)
 			st.TTFTP50Ms, _, st.TTFTP95Ms, _, _ = percentiles(ttft)
 			st.E2EP50Ms, _, st.E2EP95Ms, _, _ = percentiles(e2e)
 		}
@@ -255,11 +256,11 @@ func MeasureConversation(recs []measure.Record) (*measure.ConversationStats, err
 	}
 	if len(times) > 0 {
 		cs.TaskP50Ms, _, cs.TaskP95Ms, _, cs.TaskP95CI = percentiles(times)
-		cs.TaskMeanMs = round(total/float64(len(times)), 2)
-		cs.LLMShare = round(math.Min(1, llm/total), 4)
+		cs.TaskMeanMs = signed.Round(total/float64(len(times)), 2)
+		cs.LLMShare = signed.Round(math.Min(1, llm/total), 4)
 	}
 	if prefix > 0 {
-		h := round(math.Min(1, hits/prefix), 4)
+		h := signed.Round(math.Min(1, hits/prefix), 4)
 		cs.HitRate = &h
 	}
 	return cs, nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/model"
+	"github.com/plannerdev/planner/internal/signed"
 )
 
 // A closed-loop step is measured only where it runs steadily: after its
@@ -309,7 +310,7 @@ func wilson(k, n int) *measure.Interval {
 	centre := p + z*z/(2*nf)
 	half := z * math.Sqrt(p*(1-p)/nf+z*z/(4*nf*nf))
 	den := 1 + z*z/nf
-	return &measure.Interval{Lo: round(math.Max(0, (centre-half)/den), 4), Hi: round(math.Min(1, (centre+half)/den), 4)}
+	return &measure.Interval{Lo: signed.Round(math.Max(0, (centre-half)/den), 4), Hi: signed.Round(math.Min(1, (centre+half)/den), 4)}
 }
 
 // QuantileCI is the q-quantile of xs (type 7, model.Quantile) with its
@@ -329,5 +330,5 @@ func Attainment(met, n int) *measure.SLOStats {
 	if n <= 0 {
 		return nil
 	}
-	return &measure.SLOStats{Met: met, Attainment: round(float64(met)/float64(n), 4), AttainmentCI: wilson(met, n)}
+	return &measure.SLOStats{Met: met, Attainment: signed.Round(float64(met)/float64(n), 4), AttainmentCI: wilson(met, n)}
 }

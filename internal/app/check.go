@@ -12,6 +12,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/plan"
 	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/signed"
 	"github.com/plannerdev/planner/internal/simulate"
 )
 
@@ -420,10 +421,10 @@ func judge(spec scenario.Class, run simulate.ClassRun, start float64) (*plan.Cla
 		TPOTP95Ms: estimate(sm.TPOTP95Ms, sm.TPOTP95CI95Ms), Misses: []plan.Miss{}}
 	if sm.Sends > 0 {
 		cc.QueueWaitP95Ms = estimate(&sm.QueueWaitP95Ms, sm.QueueWaitP95CI95Ms)
-		cc.RateLimitedShare = round4(float64(sm.RateLimited) / float64(sm.Sends))
+		cc.RateLimitedShare = signed.Round(float64(sm.RateLimited)/float64(sm.Sends), 4)
 	}
 	if sm.Requests > 0 {
-		cc.LostShare = round4(float64(sm.Shed+sm.GaveUp) / float64(sm.Requests))
+		cc.LostShare = signed.Round(float64(sm.Shed+sm.GaveUp)/float64(sm.Requests), 4)
 	}
 	// miss records what breaks; value nil when nothing completed to give it.
 	missAt := func(metric string, value *float64, bound float64, format string, args ...any) {
@@ -537,13 +538,6 @@ func ptr[T any](v T) *T { return &v }
 
 // maxOverPct bounds a miss's over_pct: a billion per cent over.
 const maxOverPct = 1e9
-
-func round4(v float64) float64 {
-	if r := math.Round(v*1e4) / 1e4; r != 0 {
-		return r
-	}
-	return 0 // not -0
-}
 
 // num writes a number for people: grouped thousands, one decimal from 10
 // and two below, without trailing zeros.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/quota"
 	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/signed"
 )
 
 // The cost of a plan (docs/concepts.md, "Cost") follows from two things
@@ -168,10 +169,10 @@ func (c *Cost) round() {
 	}
 	for _, v := range []*float64{&c.PerHour, &c.PerDay, &c.CacheSavingPerDay, c.Per1KRequests, c.PerBatch} {
 		if v != nil {
-			*v = roundTo(*v, 4)
+			*v = signed.Round(*v, 4)
 		}
 	}
-	c.RequestsPerDay = roundTo(c.RequestsPerDay, 2)
+	c.RequestsPerDay = signed.Round(c.RequestsPerDay, 2)
 }
 
 // uses is what each class of the run uses: at its stated demand, whether
@@ -244,7 +245,7 @@ func keyCost(p *Plan, key string) *float64 {
 		}
 	}
 	if sum != nil {
-		*sum = roundTo(*sum, 4) // a sum of rounded costs, rounded as they are
+		*sum = signed.Round(*sum, 4) // a sum of rounded costs, rounded as they are
 	}
 	return sum
 }
@@ -370,7 +371,7 @@ func difference(after, before *float64) *float64 {
 	if after == nil || before == nil {
 		return nil
 	}
-	return ptrTo(roundTo(*after-*before, 4))
+	return ptrTo(signed.Round(*after-*before, 4))
 }
 
 // candidateTiers are the tiers of the engine's catalogue that could give

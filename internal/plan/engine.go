@@ -13,6 +13,7 @@ import (
 	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/quota"
 	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/signed"
 )
 
 // Plan plans a scenario (docs/concepts.md) as one computation under the
@@ -384,7 +385,7 @@ func (r *run) classPlan(ctx context.Context, i int) (ClassPlan, error) {
 		}
 	}
 	if m.spec.MaxTokens > 0 {
-		cp.TruncationRisk = roundTo(m.out.Exceed(float64(m.spec.MaxTokens)), 4)
+		cp.TruncationRisk = signed.Round(m.out.Exceed(float64(m.spec.MaxTokens)), 4)
 	}
 	allot := r.allotment(i)
 	if cp.Predicted, err = r.predict(ctx, i, cp.Pool); err != nil {
@@ -497,9 +498,9 @@ func (r *run) quotaPlan(ki int) QuotaPlan {
 				continue
 			}
 			d := res.dim
-			a.Allotted[d.String()] = roundTo(res.shares[mb.j]*k.Seconds(d), 2)
+			a.Allotted[d.String()] = signed.Round(res.shares[mb.j]*k.Seconds(d), 2)
 			if a.Reserved != nil {
-				a.Reserved[d.String()] = roundTo(res.reserved[mb.j]*k.Seconds(d), 2)
+				a.Reserved[d.String()] = signed.Round(res.reserved[mb.j]*k.Seconds(d), 2)
 			}
 			used[d] += run * m.use[d]
 		}
@@ -508,8 +509,8 @@ func (r *run) quotaPlan(ki int) QuotaPlan {
 	for d := range scenario.NumDimensions {
 		if l := k.Limit(d); l > 0 {
 			qp.Limits[d.String()] = l
-			qp.Usable[d.String()] = roundTo(l*k.Headroom, 2)
-			qp.Utilization[d.String()] = roundTo(used[d]*k.Seconds(d)/l, 4)
+			qp.Usable[d.String()] = signed.Round(l*k.Headroom, 2)
+			qp.Utilization[d.String()] = signed.Round(used[d]*k.Seconds(d)/l, 4)
 		}
 	}
 	qp.Pacing = r.keyPacing(ki)
@@ -559,9 +560,9 @@ func (r *run) endpointPlan(ctx context.Context, e *endpoint) (EndpointPlan, erro
 		load += r.pools[i]
 		a := EndpointAllocation{Class: r.models[i].spec.Name, Pool: r.pools[i]}
 		if tightest != nil {
-			a.Allotted = ptrTo(roundTo(tightest.shares[j], 2))
+			a.Allotted = ptrTo(signed.Round(tightest.shares[j], 2))
 			if r.models[i].lambda > 0 {
-				a.Reserved = ptrTo(roundTo(tightest.reserved[j], 2))
+				a.Reserved = ptrTo(signed.Round(tightest.reserved[j], 2))
 			}
 		}
 		ep.Allocations = append(ep.Allocations, a)

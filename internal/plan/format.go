@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/plannerdev/planner/internal/signed"
 )
 
 // num formats a number for people: thousands separated, with fewer decimals
@@ -80,18 +82,8 @@ func floorNum(v float64, c int) string {
 	return s
 }
 
-// roundTo keeps d decimals, so that plans read cleanly and stay stable;
-// a value that rounds to zero is 0, never -0 (JSON would write "-0").
-func roundTo(v float64, d int) float64 {
-	p := math.Pow(10, float64(d))
-	if r := math.Round(v*p) / p; r != 0 {
-		return r
-	}
-	return 0
-}
-
 // ms converts seconds to milliseconds, rounded to 0.1 ms.
-func ms(seconds float64) float64 { return roundTo(seconds*1000, 1) }
+func ms(seconds float64) float64 { return signed.Round(seconds*1000, 1) }
 
 // msPtr is ms for a value that may be infinite (an unstable queue): nil then.
 func msPtr(seconds float64) *float64 {

@@ -13,6 +13,7 @@ import (
 	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/quota"
 	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/signed"
 )
 
 // pacingDims are the dimensions a key paces: its per-minute limits.
@@ -50,7 +51,7 @@ func (r *run) keyPacing(ki int) []KeyPacing {
 		return out
 	}
 	for _, d := range pacingDims(k) {
-		out = append(out, KeyPacing{Dimension: d.String(), RatePerS: roundTo(k.Capacity(d), 4), Capacity: roundTo(bucketSize(k, d), 4), Classes: classes})
+		out = append(out, KeyPacing{Dimension: d.String(), RatePerS: signed.Round(k.Capacity(d), 4), Capacity: signed.Round(bucketSize(k, d), 4), Classes: classes})
 	}
 	return out
 }
@@ -81,7 +82,7 @@ func (r *run) pacing(i, pool int, allot quota.Vector) Pacing {
 	if v := burst + tolerance; v < float64(searchLimit) {
 		b = max(1, int(math.Floor(v)))
 	}
-	return Pacing{RateRPS: roundTo(rate, 4), Burst: min(b, pool)}
+	return Pacing{RateRPS: signed.Round(rate, 4), Burst: min(b, pool)}
 }
 
 // The pacing wait (docs/concepts.md, "The pacing wait"). A key's bucket on
@@ -990,7 +991,7 @@ func (r *run) withoutPacing(i int) WithoutPacing {
 			out.RateLimitedShare, out.RetryAfterMs = p, wait*1000
 		}
 	}
-	out.RateLimitedShare = roundTo(out.RateLimitedShare, 4)
-	out.RetryAfterMs = roundTo(out.RetryAfterMs, 1)
+	out.RateLimitedShare = signed.Round(out.RateLimitedShare, 4)
+	out.RetryAfterMs = signed.Round(out.RetryAfterMs, 1)
 	return out
 }

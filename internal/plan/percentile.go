@@ -6,6 +6,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/signed"
 )
 
 // quantileAt is quantile at the probability p: the class's own percentile
@@ -78,7 +79,7 @@ func (r *run) atPercentile(ctx context.Context, i, pool int, pr *Predicted) erro
 		return nil
 	}
 	load := r.load(i)
-	pct := roundTo(m.pct*100, 4)
+	pct := signed.Round(m.pct*100, 4)
 	pr.Percentile = &pct
 	pr.TPOTMsAtPercentile = msPtr(m.tpotAt(load))
 	if pool < 1 || pr.TTFTP95Ms == nil || m.pct == 0.95 {
@@ -146,4 +147,4 @@ func (r *run) tpotTarget(i int, cp *ClassPlan) {
 }
 
 // pctLabel names the class's percentile: "p95", "p99", "p99.9".
-func (m *classModel) pctLabel() string { return "p" + num(roundTo(m.pct*100, 4)) }
+func (m *classModel) pctLabel() string { return "p" + num(signed.Round(m.pct*100, 4)) }

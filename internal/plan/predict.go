@@ -6,6 +6,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/signed"
 )
 
 // Prediction is what the model expects of a class's requests when exactly c
@@ -68,9 +69,9 @@ func (e *Engine) PredictShared(ctx context.Context, s scenario.Scenario, class s
 			return Prediction{}, err
 		}
 		return Prediction{
-			Concurrency: c, Load: load, ThroughputRPS: roundTo(model.LittleRate(float64(c), sv.mean), 4), MeanServiceMs: ms(sv.mean),
+			Concurrency: c, Load: load, ThroughputRPS: signed.Round(model.LittleRate(float64(c), sv.mean), 4), MeanServiceMs: ms(sv.mean),
 			TTFTP95Ms: ms(ttft), E2EP95Ms: ms(e2e), Extrapolated: sv.extrapolated,
-			InputTokensP50: roundTo(m.base.In.Quantile(0.5), 2), MeanOutputTokens: roundTo(m.base.Out.Mean(), 2),
+			InputTokensP50: signed.Round(m.base.In.Quantile(0.5), 2), MeanOutputTokens: signed.Round(m.base.Out.Mean(), 2),
 		}, nil
 	}
 	return Prediction{}, fmt.Errorf("no class named %q", class)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/signed"
 )
 
 // prefillPerToken is the prefill slope that a class's request pays per
@@ -52,7 +53,7 @@ func (r *run) promptCache(ctx context.Context, i, pool int, pr Predicted) (*Prom
 		m.paceSample()
 	}
 	cold.pace, cold.paceD, cold.paceD1 = m.pace, m.paceD, m.paceD1
-	pc := &PromptCache{CachedInputFraction: roundTo(f, 4), TTFTP95Ms: pr.TTFTP95Ms,
+	pc := &PromptCache{CachedInputFraction: signed.Round(f, 4), TTFTP95Ms: pr.TTFTP95Ms,
 		UsePerRequest: map[string]float64{}, UsePerRequestNoCache: map[string]float64{},
 		Utilization: pr.Utilization, UtilizationNoCache: map[string]float64{}}
 	if pool >= 1 && pr.TTFTP95Ms != nil {
@@ -65,9 +66,9 @@ func (r *run) promptCache(ctx context.Context, i, pool int, pr Predicted) (*Prom
 	run := r.runRate(i, pool)
 	for d := range scenario.NumDimensions {
 		if l := m.key.Limit(d); l > 0 {
-			pc.UsePerRequest[d.String()] = roundTo(m.use[d], 4)
-			pc.UsePerRequestNoCache[d.String()] = roundTo(cold.use[d], 4)
-			pc.UtilizationNoCache[d.String()] = roundTo(run*cold.use[d]*m.key.Seconds(d)/l, 4)
+			pc.UsePerRequest[d.String()] = signed.Round(m.use[d], 4)
+			pc.UsePerRequestNoCache[d.String()] = signed.Round(cold.use[d], 4)
+			pc.UtilizationNoCache[d.String()] = signed.Round(run*cold.use[d]*m.key.Seconds(d)/l, 4)
 		}
 	}
 	return pc, nil

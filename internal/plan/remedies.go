@@ -10,6 +10,7 @@ import (
 
 	"github.com/plannerdev/planner/internal/quota"
 	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/signed"
 )
 
 // remedyRounds bounds how often remedies are refined against a plan of the
@@ -602,7 +603,7 @@ func (r *run) relax(given *run, j, metric int, v float64, at int) Remedy {
 func (r *run) relaxTPOT(given *run, i int) Remedy {
 	m := r.models[i]
 	load := r.load(i)
-	v := math.Ceil(roundTo(m.tpotAt(load)*1000, 6))
+	v := math.Ceil(signed.Round(m.tpotAt(load)*1000, 6))
 	what := "what every pool achieves"
 	if m.loadDependent() {
 		what = fmt.Sprintf("what %d in flight on endpoint %s achieves; fewer in flight lower it", load, r.byClass[i].displayName())
@@ -633,7 +634,7 @@ func (r *run) shed(ctx context.Context, i, pool int) (*Shed, error) {
 		return nil, nil
 	}
 	if pool < 1 {
-		return &Shed{SustainableRPS: 0, ShedRPS: roundTo(m.lambda, 4)}, nil
+		return &Shed{SustainableRPS: 0, ShedRPS: signed.Round(m.lambda, 4)}, nil
 	}
 	s := m.pacedOf(m.at(r.load(i)))
 	// A rate the pool serves within the SLO also sheds at most
@@ -678,7 +679,7 @@ func (r *run) shed(ctx context.Context, i, pool int) (*Shed, error) {
 		if fail != nil {
 			return nil, fail
 		}
-		return &Shed{SustainableRPS: 0, ShedRPS: roundTo(m.lambda, 4)}, nil
+		return &Shed{SustainableRPS: 0, ShedRPS: signed.Round(m.lambda, 4)}, nil
 	}
 	// The resolution is reached within about 40 halvings from a valid
 	// demand; the round bound holds whatever the numbers, and a midpoint
@@ -704,7 +705,7 @@ func (r *run) shed(ctx context.Context, i, pool int) (*Shed, error) {
 		return nil, fail
 	}
 	sustainable := math.Floor(lo/shedResolution) / (1 / shedResolution)
-	return &Shed{SustainableRPS: sustainable, ShedRPS: roundTo(m.lambda-sustainable, 4)}, nil
+	return &Shed{SustainableRPS: sustainable, ShedRPS: signed.Round(m.lambda-sustainable, 4)}, nil
 }
 
 // shedRounds bounds how often the sustainable rate is lowered until a plan
@@ -731,14 +732,14 @@ func (r *run) checkShed(ctx context.Context, in scenario.Scenario, i int, sh *Sh
 			return sh, nil
 		}
 		if fits {
-			return &Shed{SustainableRPS: rate, ShedRPS: roundTo(demand-rate, 4)}, nil
+			return &Shed{SustainableRPS: rate, ShedRPS: signed.Round(demand-rate, 4)}, nil
 		}
 		rate = math.Floor(rate*0.95/shedResolution) / (1 / shedResolution)
 		if rate <= 0 {
 			break
 		}
 	}
-	return &Shed{SustainableRPS: 0, ShedRPS: roundTo(demand, 4)}, nil
+	return &Shed{SustainableRPS: 0, ShedRPS: signed.Round(demand, 4)}, nil
 }
 
 // withDemand is the scenario with class i's demand set to rate req/s.

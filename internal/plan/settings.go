@@ -7,6 +7,7 @@ import (
 	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/quota"
 	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/signed"
 )
 
 // predict is what the model expects of class i at its pool, with its
@@ -17,13 +18,13 @@ func (r *run) predict(ctx context.Context, i, pool int) (Predicted, error) {
 	s := m.at(load)
 	pr := Predicted{MeanServiceMs: ms(s.mean), Utilization: map[string]float64{}, Extrapolated: s.extrapolated}
 	if m.lambda > 0 {
-		pr.OfferedRPS = roundTo(m.lambda, 4)
+		pr.OfferedRPS = signed.Round(m.lambda, 4)
 		if pr.OfferedRPS == 0 {
 			pr.OfferedRPS = sig6(m.lambda) // below 0.00005 req/s: not none
 		}
 	}
 	if pool >= 1 {
-		pr.ThroughputRPS = roundTo(float64(pool)/s.mean, 4)
+		pr.ThroughputRPS = signed.Round(float64(pool)/s.mean, 4)
 		_, _, _, w := m.slotWait(pool, load) // the wait the percentiles take
 		ttft, err := m.percentileAt(ctx, pool, load, pctTTFT, 0.95)
 		if err != nil {
@@ -52,7 +53,7 @@ func (r *run) predict(ctx context.Context, i, pool int) (Predicted, error) {
 		if err != nil {
 			return pr, err
 		}
-		pr.ShedShare = roundTo(share, 4)
+		pr.ShedShare = signed.Round(share, 4)
 		if m.task != nil {
 			// An agent class's queue wait is each call's, as its TTFT is
 			// and as planner simulate measures it (arrival, or readiness,
@@ -114,7 +115,7 @@ func (r *run) predict(ctx context.Context, i, pool int) (Predicted, error) {
 	run := r.runRate(i, pool)
 	for d := range scenario.NumDimensions {
 		if l := m.key.Limit(d); l > 0 {
-			pr.Utilization[d.String()] = roundTo(run*m.use[d]*m.key.Seconds(d)/l, 4)
+			pr.Utilization[d.String()] = signed.Round(run*m.use[d]*m.key.Seconds(d)/l, 4)
 		}
 	}
 	return pr, nil
@@ -276,5 +277,5 @@ func msPtrHours(h float64) *float64 {
 	if math.IsInf(h, 0) || math.IsNaN(h) {
 		return nil
 	}
-	return ptrTo(roundTo(h, 3))
+	return ptrTo(signed.Round(h, 3))
 }

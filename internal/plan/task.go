@@ -10,6 +10,7 @@ import (
 	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/quota"
 	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/signed"
 )
 
 // TaskPlan is what one agent task of a class asks for (docs/concepts.md,
@@ -335,9 +336,9 @@ func (r *run) taskPlan(i, c int) *TaskPlan {
 		return nil
 	}
 	return &TaskPlan{
-		Calls: roundTo(t.calls, 4), InputTokens: roundTo(t.in, 2), CachedTokens: roundTo(t.cached, 2), OutputTokens: roundTo(t.out, 2),
-		TimeMs: ms(t.mean), CallTimeMs: ms(t.llm), InCallShare: roundTo(t.p, 4),
-		TasksInFlight: roundTo(model.LittleConcurrency(m.lambda, t.mean), 4), CallsInFlightP95: t.callsInFlight95(c),
+		Calls: signed.Round(t.calls, 4), InputTokens: signed.Round(t.in, 2), CachedTokens: signed.Round(t.cached, 2), OutputTokens: signed.Round(t.out, 2),
+		TimeMs: ms(t.mean), CallTimeMs: ms(t.llm), InCallShare: signed.Round(t.p, 4),
+		TasksInFlight: signed.Round(model.LittleConcurrency(m.lambda, t.mean), 4), CallsInFlightP95: t.callsInFlight95(c),
 	}
 }
 
@@ -363,7 +364,7 @@ func (r *run) taskKneeText(i, c int) string {
 	if t == nil || c <= 0 {
 		return ""
 	}
-	return fmt.Sprintf(" calls in flight; a task is in a call with p = %s, and %d tasks keep binomial(%d, p)'s p95 = %d calls in flight", num(roundTo(t.p, 4)), c, c, t.callsInFlight95(c))
+	return fmt.Sprintf(" calls in flight; a task is in a call with p = %s, and %d tasks keep binomial(%d, p)'s p95 = %d calls in flight", num(signed.Round(t.p, 4)), c, c, t.callsInFlight95(c))
 }
 
 // rateUnit is the unit of the class's rates: tasks for an agent task

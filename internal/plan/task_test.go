@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/signed"
 )
 
 // taskScenario is handScenario's call made an agent task of 4 calls, each
@@ -29,7 +30,7 @@ func TestTaskPerTaskFiguresByHand(t *testing.T) {
 	s.Classes[0].Demand = &scenario.Demand{RPS: 0.5}
 	cp := mustPlan(t, s).Classes[0]
 	want := TaskPlan{Calls: 4, InputTokens: 7000, OutputTokens: 404, TimeMs: 14700, CallTimeMs: 10700,
-		InCallShare: roundTo(10.7/14.7, 4), TasksInFlight: 7.35, CallsInFlightP95: binomial95(cp.Pool, 10.7/14.7)}
+		InCallShare: signed.Round(10.7/14.7, 4), TasksInFlight: 7.35, CallsInFlightP95: binomial95(cp.Pool, 10.7/14.7)}
 	if cp.Task == nil || *cp.Task != want {
 		t.Fatalf("task %+v, want %+v", cp.Task, want)
 	}

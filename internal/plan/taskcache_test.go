@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/signed"
 )
 
 // cachedTaskScenario is taskScenario with a prompt cache on its endpoint
@@ -52,7 +53,7 @@ func TestTaskPrefixCacheByHand(t *testing.T) {
 	}
 	// A quarter of the calls are first calls at 600 ms, the rest 539.9:
 	// the p95 is 600; without the cache the calls' TTFTs are 600 to 750.
-	if *pc.TTFTP95Ms != 600 || *pc.TTFTP95MsWithoutCache != 750 || pc.CachedInputFraction != roundTo(4803.0/7000, 4) {
+	if *pc.TTFTP95Ms != 600 || *pc.TTFTP95MsWithoutCache != 750 || pc.CachedInputFraction != signed.Round(4803.0/7000, 4) {
 		t.Fatalf("prompt cache TTFT p95 %v (want 600), without %v (want 750), cached share %v", *pc.TTFTP95Ms, *pc.TTFTP95MsWithoutCache, pc.CachedInputFraction)
 	}
 	if pc.UsePerRequest["itpm"] != 2197 || pc.UsePerRequestNoCache["itpm"] != 7000 || pc.UsePerRequest["tpm"] != 7404 {
@@ -121,7 +122,7 @@ func TestPrefixCacheFormula(t *testing.T) {
 	wantCached, wantTTFT := []float64{0, 1101, 1601, 2101}, []float64{600, 539.9, 539.9, 539.9}
 	for i := range in {
 		c := pc.Cached(in[i], prefix[i])
-		ttft := roundTo(500+1000*pc.PrefillS(in[i], c), 6)
+		ttft := signed.Round(500+1000*pc.PrefillS(in[i], c), 6)
 		if c != wantCached[i] || ttft != wantTTFT[i] {
 			t.Errorf("call %d: cached %v, TTFT %v ms; want %v and %v", i+1, c, ttft, wantCached[i], wantTTFT[i])
 		}

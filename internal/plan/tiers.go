@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/signed"
 )
 
 // TierVariation is the what-if variation that puts catalogue tiers on the
@@ -220,7 +221,7 @@ func RankTiers(s scenario.Scenario, g *WhatIf) *TierRanking {
 	if provisioned != nil && payg != nil && payg.KeyCost.RequestsPerDay > 0 && payg.KeyCost.PerDay > 0 {
 		perRequest := payg.KeyCost.PerDay / payg.KeyCost.RequestsPerDay
 		r.BreakEven = &BreakEven{Provisioned: provisioned.Tier, PayAsYouGo: payg.Tier,
-			RequestsPerDay: roundTo(provisioned.KeyCost.PerDay/perRequest, 0), DemandPerDay: payg.KeyCost.RequestsPerDay}
+			RequestsPerDay: signed.Round(provisioned.KeyCost.PerDay/perRequest, 0), DemandPerDay: payg.KeyCost.RequestsPerDay}
 		r.Summary += fmt.Sprintf("; provisioned %s (%s %s a day) is cheaper than pay-as-you-go %s (%s per 1,000 requests) above %s requests a day, and the demand is %s",
 			provisioned.Tier, money(provisioned.KeyCost.PerDay), provisioned.KeyCost.Currency, payg.Tier,
 			money(perRequest*1000), num(r.BreakEven.RequestsPerDay), num(r.BreakEven.DemandPerDay))

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/signed"
 )
 
 // dayWindow is a span of the day in which one set of classes runs
@@ -204,7 +205,7 @@ func (e *Engine) planWindows(ctx context.Context, in scenario.Scenario, wins []d
 		}
 	}
 	for _, wr := range runs {
-		wp := WindowPlan{StartHour: wr.w.start, Hours: roundTo(wr.w.hours, 6), Classes: []WindowClass{}, Quotas: []QuotaPlan{}, Endpoints: []EndpointPlan{}}
+		wp := WindowPlan{StartHour: wr.w.start, Hours: signed.Round(wr.w.hours, 6), Classes: []WindowClass{}, Quotas: []QuotaPlan{}, Endpoints: []EndpointPlan{}}
 		for i, c := range wr.classes {
 			if wr.w.holds(i) {
 				wp.Classes = append(wp.Classes, WindowClass{Name: c.Name, Pool: c.Pool, BindingConstraint: c.BindingConstraint,
@@ -358,7 +359,7 @@ func busiestQuotas(wins []WindowPlan, runs []*windowRun) []QuotaPlan {
 					}
 				}
 			}
-			q.Utilization[d.String()] = roundTo(used/k.Limit(d), 4)
+			q.Utilization[d.String()] = signed.Round(used/k.Limit(d), 4)
 		}
 		out = append(out, q)
 	}

@@ -33,3 +33,25 @@ func TestFixed(t *testing.T) {
 		t.Errorf("Pct(-0.03) = %q", got)
 	}
 }
+
+// TestRoundHasNoNegativeZero: Round keeps d decimals, half away from
+// zero, and a value that rounds to zero from below is +0.
+func TestRoundHasNoNegativeZero(t *testing.T) {
+	for _, tc := range []struct {
+		v    float64
+		d    int
+		want float64
+	}{
+		{1.23456, 2, 1.23},
+		{-1.235, 2, -1.24},
+		{2.5, 0, 3},
+		{-0.004, 2, 0},
+		{-0.00004, 4, 0},
+		{0, 1, 0},
+	} {
+		got := Round(tc.v, tc.d)
+		if got != tc.want || math.Signbit(got) != math.Signbit(tc.want) {
+			t.Errorf("Round(%g, %d) = %g (sign bit %v), want %g", tc.v, tc.d, got, math.Signbit(got), tc.want)
+		}
+	}
+}

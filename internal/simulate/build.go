@@ -3,6 +3,8 @@ package simulate
 import (
 	"fmt"
 	"sync"
+
+	"github.com/plannerdev/planner/internal/signed"
 )
 
 // result assembles what the run measured, beside the plan.
@@ -42,16 +44,16 @@ func (s *sim) result() *Simulation {
 		for _, l := range k.limits {
 			seconds := k.q.Seconds(l.dim)
 			d := LimitUse{
-				Dimension: l.dim.String(), Limit: l.limit, Allowance: round(l.allowance, 2), RateLimited: l.limited,
+				Dimension: l.dim.String(), Limit: l.limit, Allowance: signed.Round(l.allowance, 2), RateLimited: l.limited,
 				Use: make([]float64, g.n), Peak: make([]float64, g.n),
 			}
 			var total float64
 			for j := range g.n {
 				total += l.use[j]
-				d.Use[j] = round(l.use[j]*seconds/(l.limit*g.width(j)), 4)
-				d.Peak[j] = round(l.peak(j), 4)
+				d.Use[j] = signed.Round(l.use[j]*seconds/(l.limit*g.width(j)), 4)
+				d.Peak[j] = signed.Round(l.peak(j), 4)
 			}
-			d.UseMean = round(total*seconds/(l.limit*s.end), 4)
+			d.UseMean = signed.Round(total*seconds/(l.limit*s.end), 4)
 			q.Dimensions = append(q.Dimensions, d)
 		}
 		res.Quotas[i] = q
@@ -80,8 +82,8 @@ func (c *client) result() ClassRun {
 	T := s.end
 	sm := Simulated{
 		Requests: st.requests, Completed: st.completed, Sends: st.waitN + st.retries,
-		OfferedRPS: round(float64(st.requests)/T, 4), ThroughputRPS: round(float64(st.completed)/T, 4),
-		GoodputRPS: round(float64(st.good)/T, 4),
+		OfferedRPS: signed.Round(float64(st.requests)/T, 4), ThroughputRPS: signed.Round(float64(st.completed)/T, 4),
+		GoodputRPS: signed.Round(float64(st.good)/T, 4),
 		Shed:       st.shed, RateLimited: st.limited, Retries: st.retries, GaveUp: st.gaveUp,
 		Backlog: c.backlog(),
 	}
@@ -89,8 +91,8 @@ func (c *client) result() ClassRun {
 	ttftOf := func(r [2]float64) float64 { return r[0] }
 	e2eOf := func(r [2]float64) float64 { return r[1] }
 	if st.waitN > 0 {
-		sm.QueueWaitMeanMs = round(st.waitSum/float64(st.waitN)*1000, 1)
-		sm.QueueWaitP95Ms = round(quantiles(st.waits.all(), wait, 0.95)[0]*1000, 1)
+		sm.QueueWaitMeanMs = signed.Round(st.waitSum/float64(st.waitN)*1000, 1)
+		sm.QueueWaitP95Ms = signed.Round(quantiles(st.waits.all(), wait, 0.95)[0]*1000, 1)
 	}
 	if hw, ok := st.waitBatches.halfWidth(); ok {
 		sm.QueueWaitMeanCI95Ms = msPtr(hw)
@@ -126,7 +128,7 @@ func (c *client) result() ClassRun {
 	for _, v := range st.window.sum {
 		poolTime += v
 	}
-	sm.PoolMean = round(poolTime/T, 2)
+	sm.PoolMean = signed.Round(poolTime/T, 2)
 	cl.Simulated = sm
 	cl.VsPlan = c.vsPlan(sm)
 	cl.Series = ClassSeries{
@@ -163,12 +165,12 @@ func (c *client) expectedRPS() float64 {
 }
 
 func (c *client) vsPlan(sm Simulated) VsPlan {
-	v := VsPlan{ExpectedRPS: round(c.expectedRPS(), 4)}
+	v := VsPlan{ExpectedRPS: signed.Round(c.expectedRPS(), 4)}
 	rel := func(sim, plan float64) *float64 {
 		if !(plan > 0) {
 			return nil
 		}
-		e := round((sim-plan)/plan*100, 2)
+		e := signed.Round((sim-plan)/plan*100, 2)
 		return &e
 	}
 	v.ThroughputErrorPct = rel(sm.ThroughputRPS, v.ExpectedRPS)

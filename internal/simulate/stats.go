@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/plannerdev/planner/internal/model"
+	"github.com/plannerdev/planner/internal/signed"
 )
 
 // reservoir keeps a uniform sample of at most cap rows of a stream (Vitter's
@@ -192,7 +193,7 @@ func (l *level) advance(g *grid, now float64) {
 func (l *level) means(g *grid) []float64 {
 	out := make([]float64, g.n)
 	for i := range out {
-		out[i] = round(l.sum[i]/g.width(i), 3)
+		out[i] = signed.Round(l.sum[i]/g.width(i), 3)
 	}
 	return out
 }
@@ -304,20 +305,11 @@ func (b *batchMeans) halfWidth() (float64, bool) {
 	return tHalfWidth(means), true
 }
 
-// round rounds v to d decimals; a value that rounds to zero is 0, never -0.
-func round(v float64, d int) float64 {
-	p := math.Pow(10, float64(d))
-	if r := math.Round(v*p) / p; r != 0 {
-		return r
-	}
-	return 0 // not -0
-}
-
 // msPtr is seconds as milliseconds rounded to 0.1 ms, nil for NaN.
 func msPtr(seconds float64) *float64 {
 	if math.IsNaN(seconds) || math.IsInf(seconds, 0) {
 		return nil
 	}
-	v := round(seconds*1000, 1)
+	v := signed.Round(seconds*1000, 1)
 	return &v
 }

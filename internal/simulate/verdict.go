@@ -261,7 +261,7 @@ func num(v float64) string {
 	case a >= 10:
 		digits = 1
 	}
-	s := humanize.CommafWithDigits(round(v, digits), digits)
+	s := humanize.CommafWithDigits(signed.Round(v, digits), digits)
 	if strings.Contains(s, ".") {
 		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
 	}

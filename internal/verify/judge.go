@@ -25,8 +25,8 @@ func measuredAt(res *probe.Result, c int) (Measured, bool) {
 	}
 	s := res.Analysis.Steps[i]
 	m := Measured{
-		Requests: s.Requests, OK: s.OK, Errors: s.Errors, ThroughputRPS: round(s.ThroughputRPS, 4),
-		TTFTP95Ms: round(s.TTFTP95Ms, 1), E2EP95Ms: round(s.E2EP95Ms, 1),
+		Requests: s.Requests, OK: s.OK, Errors: s.Errors, ThroughputRPS: signed.Round(s.ThroughputRPS, 4),
+		TTFTP95Ms: signed.Round(s.TTFTP95Ms, 1), E2EP95Ms: signed.Round(s.E2EP95Ms, 1),
 		TTFTP95CI: roundCI(s.TTFTP95CI, 1), E2EP95CI: roundCI(s.E2EP95CI, 1),
 	}
 	if ci := s.GoodputCI; ci != nil && s.GoodputRPS > 0 {
@@ -34,7 +34,7 @@ func measuredAt(res *probe.Result, c int) (Measured, bool) {
 		m.ThroughputCI = roundCI(&measure.Interval{Lo: ci.Lo * f, Hi: ci.Hi * f}, 4)
 	}
 	if s.ThroughputRPS > 0 {
-		m.MeanOutputTokens = round(s.OutputTPS/s.ThroughputRPS, 2)
+		m.MeanOutputTokens = signed.Round(s.OutputTPS/s.ThroughputRPS, 2)
 	}
 	for _, r := range res.Records {
 		if r.Step != c || r.ErrorClass == measure.ErrCancelled {
@@ -77,7 +77,7 @@ func roundCI(ci *measure.Interval, d int) *measure.Interval {
 	if ci == nil {
 		return nil
 	}
-	return &measure.Interval{Lo: round(ci.Lo, d), Hi: round(ci.Hi, d)}
+	return &measure.Interval{Lo: signed.Round(ci.Lo, d), Hi: signed.Round(ci.Hi, d)}
 }
 
 // figure is one figure of a point: its prediction, its measurement and
@@ -119,9 +119,9 @@ func (f figure) beyondPct() float64 {
 	case f.pred <= 0:
 		return 0
 	case hi < f.pred:
-		return round((hi-f.pred)/f.pred*100, 1)
+		return signed.Round((hi-f.pred)/f.pred*100, 1)
 	case lo > f.pred:
-		return round((lo-f.pred)/f.pred*100, 1)
+		return signed.Round((lo-f.pred)/f.pred*100, 1)
 	}
 	return 0
 }
@@ -322,7 +322,7 @@ func relPct(measured, predicted float64) float64 {
 	if predicted <= 0 {
 		return 0
 	}
-	return round((measured-predicted)/predicted*100, 1)
+	return signed.Round((measured-predicted)/predicted*100, 1)
 }
 
 // isQuotaDimension reports whether a constraint is a quota limit (rpm,

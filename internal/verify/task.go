@@ -271,7 +271,7 @@ func taskPrediction(shaped scenario.Scenario, class string, pool int, p float64)
 	if err != nil {
 		return TaskFigures{}, err
 	}
-	return TaskFigures{TTFTMs: round(ttft*1000, 1), TaskE2EMs: round(e2e*1000, 1)}, nil
+	return TaskFigures{TTFTMs: signed.Round(ttft*1000, 1), TaskE2EMs: signed.Round(e2e*1000, 1)}, nil
 }
 
 // measureTasks is what the conversation's rows say of its measured tasks
@@ -329,7 +329,7 @@ func measureTasks(recs []measure.Record, slo scenario.SLO, calls int, toolMs, p 
 	}
 	m.TTFTMs, m.TTFTCI = analysis.QuantileCI(ttfts, p)
 	m.TaskE2EMs, m.TaskE2ECI = analysis.QuantileCI(times, p)
-	m.TTFTMs, m.TaskE2EMs = round(m.TTFTMs, 1), round(m.TaskE2EMs, 1)
+	m.TTFTMs, m.TaskE2EMs = signed.Round(m.TTFTMs, 1), signed.Round(m.TaskE2EMs, 1)
 	m.TTFTCI, m.TaskE2ECI = roundCI(m.TTFTCI, 1), roundCI(m.TaskE2ECI, 1)
 	if !slo.IsZero() {
 		m.Goodput = analysis.Attainment(met, m.Tasks)

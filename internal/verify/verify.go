@@ -494,12 +494,3 @@ func shapeAll(sc scenario.Scenario, p *plan.Plan, probes []*classProbe) scenario
 	}
 	return c
 }
-
-// round keeps d decimals; a value that rounds to zero is 0, never -0.
-func round(v float64, d int) float64 {
-	p := math.Pow(10, float64(d))
-	if r := math.Round(v*p) / p; r != 0 {
-		return r
-	}
-	return 0
-}
