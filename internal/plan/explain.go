@@ -41,16 +41,7 @@ func (r *run) explain(i int, cp ClassPlan) string {
 		fmt.Fprintf(&b, " Its demand of %s %s is more than any pool up to %d can serve; shed load or split it across keys and endpoints.", num(m.lambda), m.rateUnit(), searchLimit)
 	case cp.Feasible:
 		fmt.Fprintf(&b, " Its demand of %s %s needs at least %d in flight, %s %d to spare", num(m.lambda), m.rateUnit(), *cp.MinPool, fitsWith, cp.Pool-*cp.MinPool)
-		if e, at := cp.Predicted.E2EP95Ms, "p95"; e != nil {
-			if cp.Predicted.Percentile != nil {
-				e, at = cp.Predicted.E2EMsAtPercentile, m.pctLabel()
-			}
-			fmt.Fprintf(&b, "; predicted %s %s is %s ms", m.metricLabel(metricE2E), at, num(*e))
-			if m.hasSLO(metricE2E) {
-				fmt.Fprintf(&b, " against a %s ms SLO", num(m.slo[metricE2E]*1000))
-			}
-		}
-		b.WriteString(".")
+		b.WriteString(predictedAgainstSLO(m, cp.Predicted) + ".")
 	default:
 		need := "needs"
 		if hasSLO {
@@ -86,6 +77,41 @@ func (r *run) explain(i int, cp ClassPlan) string {
 		b.WriteString(" " + v)
 	}
 	return b.String()
+}
+
+// predictedAgainstSLO is "; predicted TTFT p95 is 7,281 ms against a
+// 7,335 ms SLO": the class's predictions of the metrics its SLO sets, at
+// its percentile, each against its target; its E2E when it sets none.
+func predictedAgainstSLO(m *classModel, pr Predicted) string {
+	var parts []string
+	sets := m.hasSLO(metricTTFT) || m.hasSLO(metricE2E)
+	for _, metric := range []int{metricTTFT, metricE2E} {
+		if sets && !m.hasSLO(metric) || !sets && metric != metricE2E {
+			continue
+		}
+		v, at := pr.TTFTP95Ms, "p95"
+		if metric == metricE2E {
+			v = pr.E2EP95Ms
+		}
+		if pr.Percentile != nil {
+			v, at = pr.TTFTMsAtPercentile, m.pctLabel()
+			if metric == metricE2E {
+				v = pr.E2EMsAtPercentile
+			}
+		}
+		if v == nil {
+			continue
+		}
+		part := fmt.Sprintf("%s %s is %s ms", m.metricLabel(metric), at, num(*v))
+		if m.hasSLO(metric) {
+			part += fmt.Sprintf(" against a %s ms SLO", num(m.slo[metric]*1000))
+		}
+		parts = append(parts, part)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; predicted " + strings.Join(parts, " and ")
 }
 
 // remedyChanges joins the changes of a class's remedies, all of which it

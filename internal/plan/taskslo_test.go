@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -82,10 +83,38 @@ func TestTaskPromptCacheUsePerTask(t *testing.T) {
 // give the task E2E, as its check does, not the E2E of a request.
 func TestTaskE2EIsNamedSo(t *testing.T) {
 	cp := mustPlan(t, example(t, "agent")).Classes[0]
-	if !strings.Contains(cp.Explanation, "predicted task E2E p95 is ") {
+	if !strings.Contains(cp.Explanation, " task E2E p95 is ") {
 		t.Errorf("explanation %q does not name the task E2E", cp.Explanation)
 	}
 	if c := ceiling(cp, ConstraintSLOE2E); c == nil || !strings.Contains(c.Detail, "the task E2E p95 is ") {
 		t.Errorf("slo_e2e ceiling %+v does not name the task E2E", c)
+	}
+}
+
+// TestExplanationGivesThePredictionsItsSLOSets: a class that fits is
+// told with its predictions of the metrics its SLO sets, each against
+// its target: a chat with a TTFT target alone by its TTFT p95 (its E2E
+// is no target of it), the three-class example's chat by both, and a
+// batch without an SLO by its E2E p95.
+func TestExplanationGivesThePredictionsItsSLOSets(t *testing.T) {
+	chat := mustPlan(t, parse(t, `
+quotas: [{name: key, rpm: 5000, tpm: 2000000}]
+latency: {ttft_ms: {p50: 500, p95: 1200}, tpot_ms: {p50: 20, p95: 35}}
+classes:
+  - {name: chat, quota: key, mode: interactive, demand: {rps: 2}, input_tokens: {p50: 800, p95: 2000}, output_tokens: {p50: 150, p95: 400}, max_tokens: 600, slo: {ttft_p95_ms: 3000}}
+`)).Classes[0]
+	three := mustPlan(t, example(t, "three-classes")).Classes
+	for _, tc := range []struct {
+		cp       ClassPlan
+		want     string
+		wantNone string
+	}{
+		{chat, fmt.Sprintf("; predicted TTFT p95 is %s ms against a 3,000 ms SLO.", num(*chat.Predicted.TTFTP95Ms)), "E2E p95 is"},
+		{three[0], fmt.Sprintf("; predicted TTFT p95 is %s ms against a 1,500 ms SLO and E2E p95 is %s ms against a 15,000 ms SLO.", num(*three[0].Predicted.TTFTP95Ms), num(*three[0].Predicted.E2EP95Ms)), ""},
+		{three[2], fmt.Sprintf("; predicted E2E p95 is %s ms.", num(*three[2].Predicted.E2EP95Ms)), "TTFT p95 is"},
+	} {
+		if !tc.cp.Feasible || !strings.Contains(tc.cp.Explanation, tc.want) || tc.wantNone != "" && strings.Contains(tc.cp.Explanation, tc.wantNone) {
+			t.Errorf("%s: feasible %v, explanation %q, want it to say %q and not %q", tc.cp.Name, tc.cp.Feasible, tc.cp.Explanation, tc.want, tc.wantNone)
+		}
 	}
 }
