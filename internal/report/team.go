@@ -366,22 +366,31 @@ func clientSettings(c plan.ClassPlan) string {
 
 // shedRule is a class's admission rule in one sentence; empty when the
 // class has no E2E SLO to shed against.
-func shedRule(a plan.Admission) string {
+func shedRule(a plan.Admission) string { return shedRuleOf(a, "request") }
+
+// shedRuleOf is shedRule of what the pool admits: a request, or a task of
+// an agent task class, whose pool counts tasks.
+func shedRuleOf(a plan.Admission, one string) string {
 	if a.MaxQueueWaitMs == nil {
 		return ""
 	}
-	return fmt.Sprintf("Shed a request that waits more than %s ms for a slot, with %d and Retry-After: %d.", fmtNum(*a.MaxQueueWaitMs), a.Status, a.RetryAfterS)
+	return fmt.Sprintf("Shed a %s that waits more than %s ms for a slot, with %d and Retry-After: %d.", one, fmtNum(*a.MaxQueueWaitMs), a.Status, a.RetryAfterS)
 }
 
-// classShedRule is a class's shedRule with the share of its requests the
-// plan predicts it sheds, when that is not 0.
+// classShedRule is a class's shedRule with the share of its requests (an
+// agent task class's tasks) the plan predicts it sheds, when that is not
+// 0; none for a class without a pool.
 func classShedRule(c plan.ClassPlan) string {
 	if c.Pool < 1 {
 		return "" // it sends nothing, and has nothing to shed
 	}
-	s := shedRule(c.Admission)
+	one, many := "request", "requests"
+	if c.Task != nil {
+		one, many = "task", "tasks"
+	}
+	s := shedRuleOf(c.Admission, one)
 	if sh := c.Predicted.ShedShare; s != "" && sh > 0 {
-		s += fmt.Sprintf(" Predicted to shed %s %% of its requests (its percentiles are over those served).", fmtNum(100*sh))
+		s += fmt.Sprintf(" Predicted to shed %s %% of its %s (its percentiles are over those served).", fmtNum(100*sh), many)
 	}
 	return s
 }

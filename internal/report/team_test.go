@@ -418,3 +418,21 @@ func TestReportStatesTheLoadMinPoolAccepts(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentShedRuleShedsTasks: an agent task class's pool counts tasks,
+// and what its admission rule sheds is a task that waits for a slot, as
+// its simulation counts what it sheds in tasks.
+func TestAgentShedRuleShedsTasks(t *testing.T) {
+	sc, p := examplePlan(t, "agent")
+	md, page := renderBoth(t, ReportInput{Scenario: sc, Plan: p})
+	for name, out := range map[string][]byte{"Markdown": md, "HTML": page} {
+		if !bytes.Contains(out, []byte("Shed a task that waits more than")) || bytes.Contains(out, []byte("Shed a request")) {
+			t.Errorf("the %s does not shed tasks:\n%s", name, out)
+		}
+	}
+	c := plan.ClassPlan{Pool: 12, Task: &plan.TaskPlan{Calls: 4}, Admission: plan.Admission{MaxQueueWaitMs: new(1000.0), Status: 429, RetryAfterS: 3}}
+	c.Predicted.ShedShare = 0.02
+	if got, want := classShedRule(c), "Shed a task that waits more than 1,000 ms for a slot, with 429 and Retry-After: 3. Predicted to shed 2 % of its tasks (its percentiles are over those served)."; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
