@@ -354,3 +354,19 @@ func shortens(s, name string) bool {
 	head, tail, cut := strings.Cut(s, "…")
 	return s == name || cut && strings.HasPrefix(name, head) && strings.HasSuffix(name, tail) && len(head)+len(tail) < len(name)
 }
+
+// TestPlanCSVSaysWhatItCounts: a plan's CSV says what each class's
+// offered and throughput rates count, tasks for an agent task class, as
+// its pool and demand count them.
+func TestPlanCSVSaysWhatItCounts(t *testing.T) {
+	for ex, want := range map[string]string{"agent": "tasks", "chat": "requests"} {
+		code, out, errOut := execute(t, "", "plan", "--example", ex, "-o", "csv")
+		if code != exitOK {
+			t.Fatalf("%s: exit %d: %s", ex, code, errOut)
+		}
+		col, rows := readCSV(t, out)
+		if i, ok := col["counts"]; !ok || rows[0][i] != want {
+			t.Errorf("%s: counts %v, want %s:\n%s", ex, col, want, out)
+		}
+	}
+}

@@ -53,11 +53,12 @@ func csvInt(p *int) string {
 
 // planCSVHeader are the columns of WritePlanCSV: the table's, unrounded.
 var planCSVHeader = []string{"class", "mode", "quota", "endpoint", "pool", "binding_constraint", "min_pool", "feasible",
-	"ttft_p95_ms", "e2e_p95_ms", "throughput_rps", "offered_rps"}
+	"ttft_p95_ms", "e2e_p95_ms", "throughput_rps", "offered_rps", "counts"}
 
 // WritePlanCSV writes a plan as CSV, one row per class: the columns of the
 // terminal table (WriteTable) with their numbers unrounded, the endpoint
-// and the offered rate beside them.
+// and the offered rate beside them, and what the pool and the rates count
+// (counts: tasks for an agent task class, whose E2E is the task's).
 func WritePlanCSV(w io.Writer, p *plan.Plan) error {
 	rows := make([][]string, 0, len(p.Classes))
 	for _, c := range p.Classes {
@@ -67,9 +68,18 @@ func WritePlanCSV(w io.Writer, p *plan.Plan) error {
 		}
 		rows = append(rows, []string{c.Name, c.Mode, c.Quota, c.Endpoint, strconv.Itoa(c.Pool), c.BindingConstraint,
 			csvInt(c.MinPool), strconv.FormatBool(c.Feasible), csvOptional(c.Predicted.TTFTP95Ms), csvOptional(c.Predicted.E2EP95Ms),
-			CSVNumber(c.Predicted.ThroughputRPS), offered})
+			CSVNumber(c.Predicted.ThroughputRPS), offered, planCounts(c)})
 	}
 	return WriteCSV(w, planCSVHeader, rows)
+}
+
+// planCounts is what a class's pool and rates count: tasks for an agent
+// task class, requests for any other (as a simulation's counts says).
+func planCounts(c plan.ClassPlan) string {
+	if c.Task != nil {
+		return simulate.CountsTasks
+	}
+	return simulate.CountsRequests
 }
 
 // writeWhatIfCSV writes a what-if grid as CSV, one row per cell and class

@@ -48,7 +48,7 @@ func TestCSVCells(t *testing.T) {
 	if err != nil || len(recs) != 2 {
 		t.Fatalf("%v: %q", err, recs)
 	}
-	want := []string{"a,b", "interactive", `q"1`, "default", "0", "tpm", "", "false", "915.125", "", "0", ""}
+	want := []string{"a,b", "interactive", `q"1`, "default", "0", "tpm", "", "false", "915.125", "", "0", "", "requests"}
 	if !slices.Equal(recs[1], want) {
 		t.Errorf("row %q, want %q", recs[1], want)
 	}
