@@ -2,12 +2,15 @@ package importer
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/plannerdev/planner/internal/measure"
 )
 
 func readTestdata(t testing.TB, name string) []byte {
@@ -229,6 +232,41 @@ func TestRepeatedStepsOfRampCSVsNameTheirFiles(t *testing.T) {
 	want := "step 1 of run1/requests.csv and step 1 of run2/requests.csv both measure concurrency 1"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %v, want %q", err, want)
+	}
+}
+
+// TestRepeatedRequestRowsAreRefused: a ramp CSV that holds a run twice
+// (its rows appended to themselves) is refused with the two lines of the
+// first request it repeats named, rather than summarised into steps of
+// twice the requests and twice the goodput; the probe's requests.csv and
+// the workshop layout alike.
+func TestRepeatedRequestRowsAreRefused(t *testing.T) {
+	var probe bytes.Buffer
+	w := csv.NewWriter(&probe)
+	w.Write(measure.CSVHeader)
+	for range 2 {
+		for c := 1; c <= 2; c++ {
+			for i := range 20 {
+				rec := measure.Record{Step: c, Index: i, StartS: float64(c*100 + i), TTFTMs: 5, E2EMs: 10, OutputTokens: 3, Status: 200, Attempts: 1, OK: true}
+				w.Write(rec.CSVRow())
+			}
+		}
+	}
+	w.Flush()
+	workshop := readTestdata(t, "handmade/workshop_ramp.csv")
+	_, body, _ := bytes.Cut(workshop, []byte("\n"))
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"requests.csv", probe.Bytes(), "csv line 42: step 1, idx 0 is the request of line 2 again"},
+		{"ramp.csv", append(bytes.Clone(workshop), body...), "line 130: step 1, idx 0 is the request of line 2 again"},
+	} {
+		_, err := Import(tc.name, tc.data, deadline12s)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
+		}
 	}
 }
 

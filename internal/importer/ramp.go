@@ -109,6 +109,12 @@ func parseWorkshopCSV(_ string, data []byte) (*part, error) {
 		wallS float64
 	}
 	steps := map[int]*step{}
+	// A request row that appears twice (step and idx again) is a file
+	// that holds a run twice, or two runs: its step would count every
+	// request twice, and its goodput, requests over the step's wall
+	// time, would double.
+	type request struct{ step, idx int }
+	seen := map[request]int{}
 	var uneven []string
 	for line := 2; ; line++ {
 		row, err := cr.Read()
@@ -128,6 +134,10 @@ func parseWorkshopCSV(_ string, data []byte) (*part, error) {
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", line, err)
 		}
+		if first, dup := seen[request{rec.Step, rec.Index}]; dup {
+			return nil, fmt.Errorf("line %d: step %d, idx %d is the request of line %d again: a ramp numbers each request of a step once, so the file holds a run twice or two runs (give each run its own file)", line, rec.Step, rec.Index, first)
+		}
+		seen[request{rec.Step, rec.Index}] = line
 		st := steps[rec.Step]
 		if st == nil {
 			st = &step{}
