@@ -39,6 +39,7 @@ func (s *sim) result() *Simulation {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("class %s replays %d arrivals instead of its demand: the plan's figures are for its steady rate", c.spec.Name, c.st.requests))
 		}
 	}
+	var overdrawn []string
 	for i, k := range s.keys {
 		q := KeyUse{Name: s.keyNames[i], RateLimited: k.limited, Dimensions: []LimitUse{}}
 		for _, l := range k.limits {
@@ -55,6 +56,9 @@ func (s *sim) result() *Simulation {
 			}
 			d.UseMean = signed.Round(total*seconds/(l.limit*s.end), 4)
 			q.Dimensions = append(q.Dimensions, d)
+			if why, over := dailyOverdrawn(s.keyNames[i], l, d.UseMean, seconds, s.end); over {
+				overdrawn = append(overdrawn, why)
+			}
 		}
 		res.Quotas[i] = q
 	}
@@ -62,8 +66,21 @@ func (s *sim) result() *Simulation {
 	for i, c := range s.clients {
 		unjudged[i] = c.unjudged
 	}
-	res.Verdict = overall(res.Classes, unjudged)
+	res.Verdict = overall(res.Classes, unjudged, overdrawn)
 	return res
+}
+
+// dailyOverdrawn says, of a daily limit that the run used at more than
+// it allows over the key's active hours (use over 1) without meeting a
+// 429 from it, when that pace spends it: the run ended before the
+// limit ran out, but a day at its pace would answer the rest of its
+// active hours with 429s, which the run is too short to show.
+func dailyOverdrawn(name string, l *limit, use, activeS, end float64) (string, bool) {
+	if !l.dim.Daily() || use <= 1 || l.limited > 0 {
+		return "", false
+	}
+	return fmt.Sprintf("key %s: at this run's pace its %s of %s a day is spent after %s h of its %s active hours, and the rest of them would be answered 429, which this %s h run ends too soon to meet",
+		name, l.dim, num(l.limit), num(activeS/3600/use), num(activeS/3600), num(end/3600)), true
 }
 
 // result is one class's figures, series and verdict, once its levels are

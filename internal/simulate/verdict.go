@@ -213,8 +213,10 @@ func (c *client) against(sm Simulated) string {
 	return s
 }
 
-// overall is the plan's verdict: it holds when it holds for every class.
-func overall(classes []ClassRun, unjudged []bool) SimulationVerdict {
+// overall is the plan's verdict: it holds when it holds for every class
+// and no key spent a daily limit at a pace its day does not allow
+// (overdrawn, dailyOverdrawn's reasons).
+func overall(classes []ClassRun, unjudged []bool, overdrawn []string) SimulationVerdict {
 	v := SimulationVerdict{Holds: true, Reasons: []string{}}
 	var failing, nothing []string
 	for i, c := range classes {
@@ -225,6 +227,10 @@ func overall(classes []ClassRun, unjudged []bool) SimulationVerdict {
 		if unjudged[i] {
 			nothing = append(nothing, c.Verdict.Summary)
 		}
+	}
+	if len(overdrawn) > 0 {
+		v.Holds = false
+		failing = append(failing, overdrawn...)
 	}
 	switch {
 	case v.Holds && len(nothing) > 0 && len(nothing) == len(classes):

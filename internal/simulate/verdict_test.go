@@ -136,3 +136,31 @@ func TestAgentVerdictTellsRatesInTasks(t *testing.T) {
 		}
 	}
 }
+
+// TestDailyLimitSpentBeforeTheDayEndsBreaksThePlan: a run shorter than
+// the time its pace takes to spend a daily limit meets no 429 from it,
+// yet at that pace the key's day runs out before its active hours do.
+// With AIMD, docs/examples/daily-limit-batch.yaml's batch grows its pool
+// past the plan's and uses twice its rpd over the day in a run of 20
+// minutes: the verdict does not hold, and says when the limit is spent,
+// rather than "the plan holds" beside "rpd 196.5 % used".
+func TestDailyLimitSpentBeforeTheDayEndsBreaksThePlan(t *testing.T) {
+	res := run(t, testutil.Example(t, "daily-limit-batch"), Options{DurationS: 1200, AIMD: true})
+	var rpd *LimitUse
+	for i, d := range res.Quotas[0].Dimensions {
+		if d.Dimension == "rpd" {
+			rpd = &res.Quotas[0].Dimensions[i]
+		}
+	}
+	if rpd == nil || rpd.UseMean <= 1 || rpd.RateLimited != 0 {
+		t.Fatalf("rpd %+v: want a use over 1 without a 429, the case under test", rpd)
+	}
+	want := fmt.Sprintf("key batch-key: at this run's pace its rpd of 100,000 a day is spent after %s h of its 10 active hours", num(10/rpd.UseMean))
+	if res.Verdict.Holds || !strings.Contains(res.Verdict.Summary, want) || !slices.ContainsFunc(res.Verdict.Reasons, func(r string) bool { return strings.Contains(r, want) }) {
+		t.Errorf("verdict %+v: want it not to hold, with %q", res.Verdict, want)
+	}
+	// At the plan's pool, without AIMD, the pace stays within the day.
+	if res := run(t, testutil.Example(t, "daily-limit-batch"), Options{DurationS: 1200}); strings.Contains(res.Verdict.Summary, "rpd") {
+		t.Errorf("verdict at the plan's pool: %s, want no daily limit named", res.Verdict.Summary)
+	}
+}
