@@ -451,7 +451,11 @@ func (s *Store) WriteRecordsCSV(ctx context.Context, w io.Writer, probeID string
 }
 
 // eachRecord calls fn for every row of a run in order. It looks the run up
-// first, so that a missing run is ErrNotFound before fn is called.
+// first, so that a missing run is ErrNotFound before fn is called. A
+// request stored twice (a step, rate, refinement and idx again: an append
+// retried after a write that went through) is read once, as first stored,
+// since a run numbers each request of a step once (measure.ReadCSV refuses
+// a file that holds one twice).
 func (s *Store) eachRecord(ctx context.Context, probeID string, fn func(measure.Record) error) error {
 	if err := s.usable(ctx); err != nil {
 		return err
@@ -468,6 +472,16 @@ func (s *Store) eachRecord(ctx context.Context, probeID string, fn func(measure.
 		return err
 	}
 	defer rows.Close()
+	// Rows of one step, rate and idx come together (the ORDER BY); seen
+	// holds which refinement flags the current group has had.
+	type group struct {
+		step int
+		rate float64
+		idx  int
+	}
+	var cur group
+	var seen [2]bool
+	first := true
 	for rows.Next() {
 		var r measure.Record
 		if err := rows.Scan(&r.Step, &r.Index, &r.StartS, &r.AckMs, &r.TTFTMs, &r.E2EMs, &r.OutputTokens, &r.InputTokens,
@@ -477,6 +491,17 @@ func (s *Store) eachRecord(ctx context.Context, probeID string, fn func(measure.
 			&r.CachedTokens, &r.PrefixTokens, &r.Task, &r.Call); err != nil {
 			return err
 		}
+		if g := (group{r.Step, r.RateRPS, r.Index}); first || g != cur {
+			cur, seen, first = g, [2]bool{}, false
+		}
+		refine := 0
+		if r.Refine {
+			refine = 1
+		}
+		if seen[refine] {
+			continue
+		}
+		seen[refine] = true
 		if err := fn(r); err != nil {
 			return err
 		}
