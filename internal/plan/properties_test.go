@@ -466,7 +466,7 @@ func TestPropertyRemediesMakeTheClassFeasible(t *testing.T) {
 					continue
 				}
 				d, _ := scenario.DimensionNamed(dim)
-				if from := "from " + num(s.Quotas[k].Limit(d)) + " to"; !strings.Contains(rem.Change, from) {
+				if from := "from " + limitNum(s.Quotas[k].Limit(d)) + " to"; !strings.Contains(rem.Change, from) {
 					t.Fatalf("trial %d class %s: remedy %q does not start %s, the limit given", trial, cp.Name, rem.Change, from)
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/plannerdev/planner/internal/quota"
@@ -88,7 +89,123 @@ func (e *Engine) remediesOf(ctx context.Context, in scenario.Scenario, cps []Cla
 	for _, f := range active {
 		out[f.i] = []Remedy{} // refined as often as allowed without a set that makes it fit
 	}
+	for i, rems := range out {
+		if len(rems) == 0 {
+			continue
+		}
+		tight, err := e.tightenLimits(ctx, in, i, runOf(i), rems)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = tight
+	}
 	return out, nil
+}
+
+// limitMargin is what a tightened limit keeps above the least that makes
+// its class fit by the queueing model: the plan's check, a simulation,
+// sees a class planned at that edge break about as often as hold.
+const limitMargin = 0.05
+
+// tightenLimits lowers each limit that class i's remedies raise to what
+// the class needs once the others are in place: a remedy is sized for
+// min_pool at the limits as they are, and a class held back by a limit
+// waits there, which raises its min_pool, so that the raise it asks for
+// may be far more than it needs once raised (a chat at 2 req/s on a key
+// of 1 rpm asked for 2,045 rpm and three times its tpm, where 224 rpm
+// and its tpm serve it). The least value of each that keeps the class
+// feasible, with the others as they are, is found by bisection to within
+// 1 %, and raised by limitMargin; a raise the class fits without is
+// dropped. rems make the class fit; so do the remedies returned.
+func (e *Engine) tightenLimits(ctx context.Context, in scenario.Scenario, i int, r *run, rems []Remedy) ([]Remedy, error) {
+	rems = slices.Clone(rems)
+	fitsWith := func(rs []Remedy) (bool, error) {
+		changed, err := withRemedies(in, rs)
+		if err != nil {
+			return false, nil
+		}
+		ok, err := e.fits(ctx, changed, i, r.floors, r.window)
+		if err != nil && ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		return err == nil && ok, nil
+	}
+	for k := 0; k < len(rems); k++ {
+		key, d, ok := limitOf(rems[k].Path)
+		if !ok || key >= len(r.keys) {
+			continue
+		}
+		from := r.keys[key].Limit(d)
+		if !(rems[k].Value > from) {
+			continue
+		}
+		without := slices.Delete(slices.Clone(rems), k, k+1)
+		fits, err := fitsWith(without)
+		if err != nil {
+			return nil, err
+		}
+		if fits {
+			rems = without
+			k--
+			continue
+		}
+		lo, hi := from, rems[k].Value
+		for hi-lo > math.Max(1, 0.01*hi) {
+			mid := math.Ceil((lo + hi) / 2)
+			if mid >= hi {
+				break
+			}
+			trial := slices.Clone(rems)
+			trial[k].Value = mid
+			fits, err := fitsWith(trial)
+			if err != nil {
+				return nil, err
+			}
+			if fits {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		if v := math.Ceil(hi * (1 + limitMargin)); v < rems[k].Value {
+			rems[k].Value = v
+			rems[k].Change = limitChange(rems[k].Constraint, r.keys[key].Name, from, v)
+		}
+	}
+	return rems, nil
+}
+
+// limitOf is the key and dimension of a remedy's path that sets a key's
+// limit, /quotas/N/tpm.
+func limitOf(path string) (int, scenario.Dimension, bool) {
+	rest, ok := strings.CutPrefix(path, "/quotas/")
+	if !ok {
+		return 0, 0, false
+	}
+	n, name, ok := strings.Cut(rest, "/")
+	if !ok {
+		return 0, 0, false
+	}
+	key, err := strconv.Atoi(n)
+	if err != nil || key < 0 {
+		return 0, 0, false
+	}
+	d, ok := scenario.DimensionNamed(name)
+	return key, d, ok
+}
+
+// limitChange is a remedy's words for raising a key's limit.
+func limitChange(constraint, key string, from, to float64) string {
+	return fmt.Sprintf("raise %s on key %s from %s to %s (a higher tier, or a second key for this class)", constraint, key, limitNum(from), limitNum(to))
+}
+
+// limitNum writes a key's limit: a whole one as a whole number ("218",
+// where num writes "218.0"), any other as num does.
+func limitNum(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return commas(strconv.FormatFloat(v, 'f', 0, 64))
+	}
+	return num(v)
 }
 
 // refineRound checks each class's set of remedies by planning the changed
@@ -398,7 +515,7 @@ func (r *run) remediesFor(ctx context.Context, given *run, i int, cp ClassPlan, 
 				continue
 			}
 			out = append(out, Remedy{Constraint: c.Constraint, Value: l, Path: fmt.Sprintf("/quotas/%d/%s", mb.res.key, d),
-				Change: fmt.Sprintf("raise %s on key %s from %s to %s (a higher tier, or a second key for this class)", c.Constraint, k.Name, num(given.keys[mb.res.key].Limit(d)), num(l))})
+				Change: limitChange(c.Constraint, k.Name, given.keys[mb.res.key].Limit(d), l)})
 			out = append(out, window...)
 		}
 	}
