@@ -26,17 +26,17 @@ import (
 type Metrics struct {
 	// TTFT is a histogram of the time to the first token, in seconds:
 	// the rules read its _bucket series.
-	TTFT string `json:"ttft_histogram,omitempty" validate:"omitempty,metricname"`
+	TTFT string `json:"ttft_histogram,omitempty" validate:"omitempty,histname"`
 	// E2E is a histogram of a request's whole duration, in seconds.
-	E2E string `json:"e2e_histogram,omitempty" validate:"omitempty,metricname"`
+	E2E string `json:"e2e_histogram,omitempty" validate:"omitempty,histname"`
 	// TPOT is a histogram of each request's time per output token after
 	// the first, in seconds.
-	TPOT string `json:"tpot_histogram,omitempty" validate:"omitempty,metricname"`
+	TPOT string `json:"tpot_histogram,omitempty" validate:"omitempty,histname"`
 	// TaskE2E is a histogram of an agent task's duration, in seconds:
 	// from its arrival to the end of its last tool run, one observation a
 	// task. The GenAI conventions have none; the default is the name a
 	// client's own histogram takes in their style.
-	TaskE2E string `json:"task_histogram,omitempty" validate:"omitempty,metricname"`
+	TaskE2E string `json:"task_histogram,omitempty" validate:"omitempty,histname"`
 	// Requests is a counter of the requests sent, every attempt counted:
 	// the 429 rate's denominator and the requests against rpm and rpd.
 	Requests string `json:"requests_counter,omitempty" validate:"omitempty,metricname"`
@@ -45,13 +45,13 @@ type Metrics struct {
 	RateLimited string `json:"rate_limited_matchers,omitempty" validate:"omitempty,matchers"`
 	// Tokens is a histogram of the tokens of each request: the rules read
 	// its _sum series, split into input and output by TokenTypeLabel.
-	Tokens string `json:"token_histogram,omitempty" validate:"omitempty,metricname"`
+	Tokens string `json:"token_histogram,omitempty" validate:"omitempty,histname"`
 	// TokenTypeLabel is the label that says whether tokens are input or
 	// output; its values are "input" and "output".
 	TokenTypeLabel string `json:"token_type_label,omitempty" validate:"omitempty,labelname"`
 	// ClassLabel is the label whose value is the class's name
 	// (class="chat"): the selector of a class without one in Classes.
-	ClassLabel string `json:"class_label,omitempty" validate:"omitempty,labelname"`
+	ClassLabel string `json:"class_label,omitempty" validate:"omitempty,classlabel"`
 	// Classes are label matchers that select a class's series instead of
 	// ClassLabel, by class name: {"chat": "service=\"chat-api\""}.
 	Classes map[string]string `json:"classes,omitempty" validate:"max=32,dive,keys,min=1,max=64,endkeys,matchers"`
@@ -230,6 +230,8 @@ func validMatchers(s string) bool {
 // ruleWords say what each rule of the mapping file asks.
 var ruleWords = map[string]string{
 	"metricname":   "must be a Prometheus metric name: letters, digits, '_' and ':', not starting with a digit",
+	"histname":     "must be a histogram's own name, a Prometheus metric name without _bucket, _sum or _count, which the rules add to it",
+	"classlabel":   "must be a Prometheus label name other than le, which a histogram's buckets carry: letters, digits and '_', not starting with a digit nor with '__'",
 	"labelname":    "must be a Prometheus label name: letters, digits and '_', not starting with a digit nor with '__', which Prometheus reserves",
 	"promduration": "must be a Prometheus duration greater than 0, such as 30s, 5m or 1h30m (units from the largest, each once)",
 	"matchers":     `must be label matchers as a selector's braces hold them, such as error_type="429" or job="chat",env!="dev", each value a double-quoted PromQL string and, after =~ or !~, a regular expression`,
@@ -250,6 +252,14 @@ var validate = func() *validator.Validate {
 		// Names beginning with __ are reserved for Prometheus's own use
 		// (__name__ is the metric name: a matcher on it selects by name).
 		"labelname": func(s string) bool { return labelName.MatchString(s) && !strings.HasPrefix(s, "__") },
+		// The rules read a histogram's _bucket, _sum and _count series
+		// by its own name: x_bucket would read x_bucket_bucket.
+		"histname": func(s string) bool {
+			return metricName.MatchString(s) && !strings.HasSuffix(s, "_bucket") && !strings.HasSuffix(s, "_sum") && !strings.HasSuffix(s, "_count")
+		},
+		// The quantile rules group a class's buckets by le and its label:
+		// a class label named le would be the buckets' own.
+		"classlabel": func(s string) bool { return labelName.MatchString(s) && !strings.HasPrefix(s, "__") && s != "le" },
 		// Prometheus refuses a range or a for of 0 (0s, 0m0s), and
 		// units out of order.
 		"promduration": validDuration,
