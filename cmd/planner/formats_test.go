@@ -256,7 +256,8 @@ func TestWhatIfCSVCarriesTheTablesColumns(t *testing.T) {
 
 // TestPlanTableTellsTasksPerSecond: an agent task class's row of the plan
 // table gives its demand and capacity in tasks/s, which its demand and
-// pool count, in the table, the Markdown and the report's HTML.
+// pool count, and its E2E p95 as a whole task's, in the table, the
+// Markdown and the report's HTML.
 func TestPlanTableTellsTasksPerSecond(t *testing.T) {
 	_, js, _ := execute(t, "", "plan", "--example", "agent", "-o", "json")
 	var p plan.Plan
@@ -268,10 +269,14 @@ func TestPlanTableTellsTasksPerSecond(t *testing.T) {
 		t.Fatalf("the agent example's first class has no task")
 	}
 	want := regexp.MustCompile(regexp.QuoteMeta(strconv.FormatFloat(c.Predicted.OfferedRPS, 'f', -1, 64)) + ` / [0-9.,]+ tasks/s`)
+	taskE2E := regexp.MustCompile(`[0-9][0-9.,]* ms a task`)
 	for _, args := range [][]string{{"plan", "--example", "agent"}, {"plan", "--example", "agent", "-o", "md"}, {"report", "--example", "agent", "-o", "html"}} {
 		code, out, errOut := execute(t, "", args...)
 		if code != exitOK || !want.MatchString(out) {
 			t.Errorf("%v: exit %d %s, want %q in:\n%s", args, code, errOut, want, out)
+		}
+		if !taskE2E.MatchString(out) {
+			t.Errorf("%v: want its E2E p95 as a task's, %q, in:\n%s", args, taskE2E, out)
 		}
 	}
 }

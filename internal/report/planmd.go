@@ -21,7 +21,7 @@ func WriteMarkdown(w io.Writer, p *plan.Plan) error {
 	for _, c := range p.Classes {
 		fmt.Fprintf(ew, "| %s | %s | %s | %d | %s | **%s** | %s | %s | %s | %s | %s |\n",
 			mdText(c.Name), c.Mode, mdText(c.Quota), c.Pool, intOrDash(c.MinPool), c.BindingConstraint,
-			fitWord(c.Fits), checkWord(c.Check), msOrDash(c.Predicted.TTFTP95Ms), msOrDash(c.Predicted.E2EP95Ms), rates(c))
+			fitWord(c.Fits), checkWord(c.Check), msOrDash(c.Predicted.TTFTP95Ms), e2eCell(c), rates(c))
 	}
 	fmt.Fprintf(ew, "\n%s\n", Legend)
 	if p.Check != nil {

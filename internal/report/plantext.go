@@ -31,7 +31,7 @@ func WriteTable(w io.Writer, p *plan.Plan) error {
 	for i, c := range p.Classes {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			names[i], c.Mode, keys[i], c.Pool, intOrDash(c.MinPool), c.BindingConstraint,
-			fitWord(c.Fits), checkWord(c.Check), msOrDash(c.Predicted.TTFTP95Ms), msOrDash(c.Predicted.E2EP95Ms), rates(c))
+			fitWord(c.Fits), checkWord(c.Check), msOrDash(c.Predicted.TTFTP95Ms), e2eCell(c), rates(c))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -111,6 +111,17 @@ func rates(c plan.ClassPlan) string {
 		s += " tasks/s"
 	}
 	return s
+}
+
+// e2eCell is a class's E2E p95 for the plan's tables; an agent task
+// class's is a whole task's, "124,186.7 ms a task", as its SLO's
+// task_e2e_ms holds it.
+func e2eCell(c plan.ClassPlan) string {
+	v := msOrDash(c.Predicted.E2EP95Ms)
+	if c.Task != nil && c.Predicted.E2EP95Ms != nil {
+		v += " a task"
+	}
+	return v
 }
 
 // fitWord is whether a class fits, - when its plan was not checked.

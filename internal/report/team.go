@@ -202,6 +202,7 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 	"fitWord":        fitWord,
 	"checkLine":      checkLine,
 	"rates":          rates,
+	"e2eCell":        e2eCell,
 	"legend":         func() string { return Legend },
 	"windowSpan":     windowSpan,
 	"windowClasses":  windowClasses,
