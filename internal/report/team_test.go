@@ -267,6 +267,10 @@ func TestDescribe(t *testing.T) {
 		{describeLatency(scenario.Latency{}), "none given"},
 		{describeLatency(scenario.Latency{Curve: []scenario.CurvePoint{{Concurrency: 16, TTFTP95Ms: 1396.6, TPOTP95Ms: 20.2}}}),
 			"a measured curve of one point, at 16 in flight (TTFT p95 1,396.6 ms, TPOT p95 20.2 ms per token)"},
+		// A probe's curve keeps two decimals; the words give 0.1 ms, as the
+		// plan's figures are.
+		{describeLatency(scenario.Latency{Curve: []scenario.CurvePoint{{Concurrency: 1, TTFTP95Ms: 57.98, TPOTP95Ms: 2.004}, {Concurrency: 8, TTFTP95Ms: 196.36, TPOTP95Ms: 2.126}}}),
+			"a measured curve of 2 points from 1 to 8 in flight (TTFT p95 58 to 196.4 ms, TPOT p95 2 to 2.1 ms per token)"},
 		{describeLatency(scenario.Latency{TTFTMs: &scenario.Dist{P50: f(400), P95: f(900)}, TPOTMs: &scenario.Dist{Fixed: f(20)}, PrefillMsPer1K: 30}),
 			"TTFT p50 400, p95 900 ms; TPOT fixed at 20 ms per token; prefill adds 30 ms per 1,000 input tokens"},
 		{describeLatency(scenario.Latency{TTFTMs: &scenario.Dist{Fixed: f(500)}, Cache: &scenario.CacheProfile{MinPrefixTokens: 1024}}),

@@ -10,6 +10,7 @@ import (
 	"github.com/plannerdev/planner/internal/measure"
 	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/scenario"
+	"github.com/plannerdev/planner/internal/signed"
 )
 
 // The sentences here are plain text: the Markdown writer escapes them for
@@ -82,16 +83,20 @@ func describeQuota(q scenario.Quota) string {
 	return strings.Join(parts, "; ") + "."
 }
 
+// msNum writes a measured time in milliseconds to 0.1 ms, as the plan's
+// figures beside it are (a probe's curve keeps two decimals).
+func msNum(v float64) string { return fmtNum(signed.Round(v, 1)) }
+
 func describeLatency(l scenario.Latency) string {
 	var parts []string
 	if n := len(l.Curve); n > 0 {
 		first, last := l.Curve[0], l.Curve[n-1]
 		if n == 1 {
 			parts = append(parts, fmt.Sprintf("a measured curve of one point, at %d in flight (TTFT p95 %s ms, TPOT p95 %s ms per token)",
-				first.Concurrency, fmtNum(first.TTFTP95Ms), fmtNum(first.TPOTP95Ms)))
+				first.Concurrency, msNum(first.TTFTP95Ms), msNum(first.TPOTP95Ms)))
 		} else {
 			parts = append(parts, fmt.Sprintf("a measured curve of %d points from %d to %d in flight (TTFT p95 %s to %s ms, TPOT p95 %s to %s ms per token)",
-				n, first.Concurrency, last.Concurrency, fmtNum(first.TTFTP95Ms), fmtNum(last.TTFTP95Ms), fmtNum(first.TPOTP95Ms), fmtNum(last.TPOTP95Ms)))
+				n, first.Concurrency, last.Concurrency, msNum(first.TTFTP95Ms), msNum(last.TTFTP95Ms), msNum(first.TPOTP95Ms), msNum(last.TPOTP95Ms)))
 		}
 	} else {
 		if l.TTFTMs != nil {
