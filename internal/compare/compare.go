@@ -76,10 +76,11 @@ type AtKnee struct {
 
 // Drift is a run's change against the baseline, each figure in percent
 // of the baseline's: 100 · (run − baseline) / baseline. A figure is null
-// when either run lacks it or the baseline's is 0.
+// when either run lacks it or the baseline's is 0, and the knee's when
+// either knee is a lower bound.
 type Drift struct {
 	_          struct{} `nullable:"true"`
-	KneePct    *float64 `json:"knee_pct"`
+	KneePct    *float64 `json:"knee_pct" doc:"Null when either run lacks a knee or its knee is a lower bound (knee_lower_bound: the run never reached it)."`
 	TTFTP95Pct *float64 `json:"ttft_p95_pct"`
 	E2EP95Pct  *float64 `json:"e2e_p95_pct"`
 	GoodputPct *float64 `json:"goodput_pct"`
@@ -150,10 +151,12 @@ func row(r Run) Row {
 	return out
 }
 
-// drift is run against base.
+// drift is run against base. A knee that is a lower bound (the run
+// never reached it) has no drift: the knee it bounds may be the other
+// run's.
 func drift(base, run Row) *Drift {
 	d := &Drift{}
-	if base.Knee != nil && run.Knee != nil {
+	if base.Knee != nil && run.Knee != nil && !base.KneeLowerBound && !run.KneeLowerBound {
 		d.KneePct = pct(float64(*base.Knee), float64(*run.Knee))
 	}
 	if b, r := base.AtKnee, run.AtKnee; b != nil && r != nil {

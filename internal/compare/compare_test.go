@@ -127,3 +127,27 @@ func TestNewRefuses(t *testing.T) {
 func TestComparisonCarriesEveryField(t *testing.T) {
 	testutil.Carried(t, testutil.JSONRoundTrip[Comparison])
 }
+
+// TestLowerBoundKneeHasNoDrift: a run that never reached its knee (knee
+// ≥ 4, a run stopped by its budget or Ctrl-C) has no knee to drift from
+// or to: its knee drift is null, against a baseline whose knee is 8 and
+// as the baseline of that run, rather than −50 % and +100 % for a knee
+// that may be the same. Its figures at the step it names still compare.
+func TestLowerBoundKneeHasNoDrift(t *testing.T) {
+	stopped := evening()
+	stopped.Name = "stopped"
+	stopped.Result.KneeLowerBound = true
+	for _, baseline := range []string{"morning", "stopped"} {
+		c, err := New([]Run{morning(), stopped}, baseline)
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := c.Runs[1]
+		if baseline == "stopped" {
+			other = c.Runs[0]
+		}
+		if d := other.Drift; d == nil || d.KneePct != nil || d.TTFTP95Pct == nil {
+			t.Errorf("baseline %s: drift %+v, want no knee drift and the p95s' drift", baseline, d)
+		}
+	}
+}
