@@ -547,3 +547,31 @@ func TestAIPerfStatisticsOfTheWrongKindAreNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestAbsurdStartTimeIsRefused: a request row that starts 10³⁰⁰ s into
+// its run, or a step whose wall time is 10³⁰⁰ s, is refused, named, as a
+// latency beyond 10⁹ ms is, rather than stretching its step's window to
+// 10³⁰⁰ s (goodput 4e-299 req/s, a 301-digit window in the table); the
+// API's rows and steps have the same bound.
+func TestAbsurdStartTimeIsRefused(t *testing.T) {
+	var b bytes.Buffer
+	w := csv.NewWriter(&b)
+	w.Write(measure.CSVHeader)
+	for i := range 20 {
+		rec := measure.Record{Step: 1, Index: i, StartS: float64(i), TTFTMs: 5, E2EMs: 10, OutputTokens: 3, Status: 200, Attempts: 1, OK: true}
+		if i == 4 {
+			rec.StartS = 1e300
+		}
+		w.Write(rec.CSVRow())
+	}
+	w.Flush()
+	_, err := Import("requests.csv", b.Bytes(), deadline12s)
+	if want := "request 5: start_s 1e+300 is beyond the 1e+09 s a request may start at"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want %q", err, want)
+	}
+	// The workshop layout's wall_s is the step's window itself.
+	_, err = Import("ramp.csv", []byte("step,idx,ok,code,ms,wall_s\n1,0,1,200,100,1e300\n2,0,1,200,100,1\n"), deadline12s)
+	if want := "wall time is 1e+300 s, beyond the 1e+09 s a measured step may last"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("wall_s 1e300: err = %v, want %q", err, want)
+	}
+}

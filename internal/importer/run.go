@@ -380,6 +380,11 @@ const (
 	maxOutputTPS = 1e12
 )
 
+// maxStartS is the latest a request may start, in seconds from the start
+// of its run, and the longest a step may last, as the API's rows and
+// steps (AnalysisRow.start_s, AnalysisStep.wall_s) allow.
+const maxStartS = 1e9
+
 // checkStep rejects figures that are negative, not finite or beyond what
 // a step may have, which only a corrupt file produces and which no output
 // may carry.
@@ -409,6 +414,9 @@ func checkStep(s measure.Step) error {
 			return fmt.Errorf("%s is %.4g %s, beyond the %.0g %s a measured step may have: the file's figures are not plausible", f.name, f.v, f.unit, f.max, f.unit)
 		}
 	}
+	if s.WallS > maxStartS {
+		return fmt.Errorf("wall time is %.4g s, beyond the %.0g s a measured step may last: the file's figures are not plausible", s.WallS, float64(maxStartS))
+	}
 	if s.Requests < 0 || s.OK < 0 || s.RateLimited < 0 || s.Errors < 0 {
 		return errors.New("has a negative request count")
 	}
@@ -431,7 +439,9 @@ func checkStep(s measure.Step) error {
 }
 
 // checkRecord rejects a row whose times are negative or not finite, a
-// latency beyond the 10⁹ ms a summary's may be, and a request that ended
+// latency beyond the 10⁹ ms a summary's may be, a start beyond the 10⁹ s
+// a row given to POST /v1/analyses may have (which would stretch its
+// step's window, and sink its rates, by as much), and a request that ended
 // before its first token (as POST /v1/analyses refuses such a row). Each
 // time is named as requests.csv names it.
 func checkRecord(r *measure.Record) error {
@@ -441,6 +451,9 @@ func checkRecord(r *measure.Record) error {
 	}{{"start_s", r.StartS}, {"ack_ms", r.AckMs}, {"ttft_ms", r.TTFTMs}, {"e2e_ms", r.E2EMs}, {"retry_after_ms", r.RetryAfterMs}} {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
 			return fmt.Errorf("%s %g is not a finite non-negative number", f.name, f.v)
+		}
+		if f.name == "start_s" && f.v > maxStartS {
+			return fmt.Errorf("%s %.4g is beyond the %.0g s a request may start at, from the start of its run", f.name, f.v, float64(maxStartS))
 		}
 		if f.name != "start_s" && f.v > maxQuantileMs {
 			return fmt.Errorf("%s %.4g is beyond the %.0g ms a latency may be", f.name, f.v, float64(maxQuantileMs))
