@@ -104,10 +104,12 @@ func (r *renewal) expected() float64 {
 	return n
 }
 
-// replay returns given times in order.
+// replay returns given times in order: those before the run's end, of
+// the given (which the warnings count).
 type replay struct {
 	times []float64
 	i     int
+	given int
 }
 
 func newReplay(times []float64, end float64) *replay {
@@ -119,7 +121,7 @@ func newReplay(times []float64, end float64) *replay {
 		}
 		return 1
 	})
-	return &replay{times: t[:n]}
+	return &replay{times: t[:n], given: len(t)}
 }
 
 func (r *replay) next() (float64, bool) {

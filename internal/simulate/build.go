@@ -36,7 +36,7 @@ func (s *sim) result() *Simulation {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("class %s follows its demand profile: the plan's figures are for its steady rate", c.spec.Name))
 		}
 		if c.kind == ArrivalsReplay {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("class %s replays %d arrivals instead of its demand: the plan's figures are for its steady rate", c.spec.Name, c.st.requests))
+			res.Warnings = append(res.Warnings, fmt.Sprintf("class %s replays %s instead of its demand%s: the plan's figures are for its steady rate", c.spec.Name, c.replayed(), c.replayedAfter()))
 		}
 	}
 	var overdrawn []string
@@ -198,4 +198,28 @@ func (c *client) vsPlan(sm Simulated) VsPlan {
 		v.E2EP95ErrorPct = rel(*sm.E2EP95Ms, *c.cp.Predicted.E2EP95Ms)
 	}
 	return v
+}
+
+// replayed counts a replaying class's arrivals in the run: "5 arrivals",
+// or "5 of its 6 arrivals" when some of those given start after the run.
+func (c *client) replayed() string {
+	r := c.arr.(*replay)
+	if r.given == len(r.times) {
+		return fmt.Sprintf("%d arrivals", c.st.requests)
+	}
+	return fmt.Sprintf("%d of its %d arrivals", c.st.requests, r.given)
+}
+
+// replayedAfter says how many of a replaying class's given arrivals the
+// run left out, starting after its end; "" when none.
+func (c *client) replayedAfter() string {
+	r := c.arr.(*replay)
+	switch n := r.given - len(r.times); n {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf(" (the other 1 starts after the run's %s s)", num(c.s.end))
+	default:
+		return fmt.Sprintf(" (the other %d start after the run's %s s)", n, num(c.s.end))
+	}
 }

@@ -452,7 +452,15 @@ func TestReplayedArrivals(t *testing.T) {
 	if c.Arrivals != ArrivalsReplay || c.Simulated.Requests != 5 || c.Simulated.Completed != 5 {
 		t.Fatalf("%s: %d requests, %d completed; want 5 replayed within 60 s", c.Arrivals, c.Simulated.Requests, c.Simulated.Completed)
 	}
-	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "replays 5 arrivals") {
-		t.Errorf("warnings %v", r.Warnings)
+	// The start at 3,600 s falls after the run: the warning says so
+	// rather than leaving it out unsaid.
+	if want := "class chat replays 5 of its 6 arrivals instead of its demand (the other 1 starts after the run's 60 s)"; len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], want) {
+		t.Errorf("warnings %v, want %q", r.Warnings, want)
+	}
+	// None within the run: nothing to judge, said of the replay rather
+	// than of the demand it replaces ("at 2 req/s no request arrived").
+	r = run(t, sc, Options{DurationS: 60, Replay: []Replay{{Class: "chat", StartS: []float64{100, 200}}}})
+	if v, want := r.Classes[0].Verdict, "none of its 2 replayed arrivals starts within the run's 60 s: nothing to judge"; !v.Holds || len(v.Reasons) != 1 || v.Reasons[0] != want {
+		t.Errorf("verdict %+v, want %q", v, want)
 	}
 }

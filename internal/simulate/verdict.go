@@ -65,6 +65,11 @@ func (c *client) nothingToJudge(sm Simulated) (SimulationVerdict, bool) {
 			Reasons: []string{fmt.Sprintf("it runs %s h a day from %s UTC, outside this run", num(sc.Hours), clock(sc.StartHour))}}, true
 	}
 	many, one, rate := Units(c.spec)
+	if r, ok := c.arr.(*replay); ok && sm.Requests == 0 {
+		// Every arrival it replays starts after the run's end.
+		return SimulationVerdict{Holds: true, Summary: fmt.Sprintf("%s: no %s arrived in this run", c.spec.Name, one),
+			Reasons: []string{fmt.Sprintf("none of its %s replayed arrivals starts within the run's %s s: nothing to judge", count(r.given), num(c.s.end))}}, true
+	}
 	if sm.Requests == 0 && c.spec.Demand != nil && c.spec.Demand.Rate() > 0 {
 		// Its demand is too light for one arrival in the run: nothing
 		// happened that could break the plan (the plan's check says so too).
