@@ -136,6 +136,7 @@ func (in *analysisInput) Resolve(huma.Context) []error {
 	}
 	rules = append(rules, stepRules(in.Body.Steps)...)
 	rules = append(rules, rowRules(in.Body.Rows)...)
+	rules = append(rules, rowSLORules(in.Body.Rows, in.Body.SLO)...)
 	if len(rules) == 0 {
 		return nil
 	}
@@ -198,6 +199,33 @@ func stepRules(steps []AnalysisStep) []rule {
 			}
 			closed[st.Concurrency] = i
 		}
+	}
+	return rules
+}
+
+// rowSLORules refuse a TTFT or TPOT target that the rows cannot judge,
+// since none that is ok has the figure (a ttft_ms; a ttft_ms with two or
+// more output_tokens): every request would count as meeting it, as
+// planner import refuses such a target of a file's rows.
+func rowSLORules(rows []AnalysisRow, slo *measure.Targets) []rule {
+	if len(rows) == 0 || slo == nil {
+		return nil
+	}
+	ttft, tpot := false, false
+	for _, r := range rows {
+		if r.OK && r.TTFTMs > 0 {
+			ttft = true
+			if _, ok := measure.Record(r).TPOTMs(); ok {
+				tpot = true
+			}
+		}
+	}
+	var rules []rule
+	if slo.TTFTMs > 0 && !ttft {
+		rules = append(rules, rule{location: "body.slo.ttft_ms", message: "cannot be judged: no row that is ok has a ttft_ms, so every request would count as meeting it; leave the target out"})
+	}
+	if slo.TPOTMs > 0 && !tpot {
+		rules = append(rules, rule{location: "body.slo.tpot_ms", message: "cannot be judged: no row that is ok has a ttft_ms and two or more output_tokens, so every request would count as meeting it; leave the target out"})
 	}
 	return rules
 }

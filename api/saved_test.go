@@ -280,6 +280,11 @@ func TestAnalyses(t *testing.T) {
 		{"row ok with a 500", map[string]any{"rows": []map[string]any{{"step": 1, "ok": true, "status": 500, "e2e_ms": 20}}}, "body.rows[0].status", "a row that is ok was answered 2xx"},
 		{"row at step 0", map[string]any{"rows": []map[string]any{{"step": 0, "ok": true, "e2e_ms": 20}}}, "body.rows[0].step", "expected number >= 1"},
 		{"one concurrency twice", map[string]any{"steps": []map[string]any{{"concurrency": 1, "goodput_rps": 1}, {"concurrency": 2, "goodput_rps": 2}, {"concurrency": 1, "goodput_rps": 1}}}, "body.steps[2].concurrency", "steps[0] has the same concurrency"},
+		// Rows without a TTFT cannot judge a TTFT target, nor rows without
+		// output tokens a TPOT one: every request would count as meeting it.
+		{"TTFT target of rows without a TTFT", map[string]any{"rows": []map[string]any{{"step": 1, "ok": true, "e2e_ms": 1000}}, "slo": map[string]any{"ttft_ms": 100}}, "body.slo.ttft_ms", "cannot be judged: no row that is ok has a ttft_ms"},
+		{"TPOT target of rows without tokens", map[string]any{"rows": []map[string]any{{"step": 1, "ok": true, "ttft_ms": 50, "e2e_ms": 1000}}, "slo": map[string]any{"tpot_ms": 10}}, "body.slo.tpot_ms", "cannot be judged: no row that is ok has a ttft_ms and two or more output_tokens"},
+		{"TTFT target of a workshop CSV", map[string]any{"file": map[string]any{"name": "ramp.csv", "content": "step,idx,ok,code,ms,wall_s\n1,0,1,200,1000,1\n2,0,1,200,1000,1\n"}, "slo": map[string]any{"ttft_ms": 100}}, "body.file", "the SLO's TTFT target (100 ms) cannot be judged"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, _, b := call(t, http.MethodPost, env.url+"/v1/analyses", tc.body)

@@ -368,6 +368,9 @@ func assemble(parts []*part, opts analysis.Options, notes []string) (*Imported, 
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", from, &FormatError{Format: p.source.Format, Err: err})
 			}
+			if err := r.judgesSLO(opts.SLO); err != nil {
+				return nil, fmt.Errorf("%s: %w", p.source.Name, err)
+			}
 			for _, n := range rNotes {
 				if total > 1 {
 					n = r.label + ": " + n

@@ -136,6 +136,33 @@ func (r *run) finish(opts analysis.Options) (measure.Step, []measure.Record, []s
 	return st, r.records, notes, nil
 }
 
+// judgesSLO refuses a TTFT or TPOT target of slo that a run summarised
+// from its rows cannot judge, since none of its successful rows has the
+// figure (the workshop layout has neither, a run without streaming no
+// TTFT): every request would count as meeting it. A summary's targets
+// without a distribution are left out with a note instead (sloGoodput).
+func (r *run) judgesSLO(slo measure.Targets) error {
+	if !(len(r.records) > 0 && (r.recordsComplete || !r.hasSummary)) {
+		return nil
+	}
+	ttft, tpot := false, false
+	for _, rec := range r.records {
+		if rec.OK && rec.TTFTMs > 0 {
+			ttft = true
+			if _, ok := rec.TPOTMs(); ok {
+				tpot = true
+			}
+		}
+	}
+	switch {
+	case slo.TTFTMs > 0 && !ttft:
+		return fmt.Errorf("the SLO's TTFT target (%g ms) cannot be judged: no successful row has a TTFT, so every request would count as meeting it; leave the target out", slo.TTFTMs)
+	case slo.TPOTMs > 0 && !tpot:
+		return fmt.Errorf("the SLO's TPOT target (%g ms) cannot be judged: no successful row has a TTFT and two or more output tokens, so every request would count as meeting it; leave the target out", slo.TPOTMs)
+	}
+	return nil
+}
+
 // resolveConcurrency returns the configured concurrency, or an estimate of
 // the average number of requests in flight: measured by the tool, or by
 // Little's Law (L = λW) from the rows or from throughput × mean E2E.

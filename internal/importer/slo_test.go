@@ -74,3 +74,31 @@ func TestSLOGoodputOfRows(t *testing.T) {
 		t.Errorf("step %+v, SLO %+v: want %d of 58 met, counted", s, s.SLO, met)
 	}
 }
+
+// TestSLOTargetsRowsCannotJudgeAreRefused: the workshop layout's rows
+// carry no TTFT and no token counts, so a TTFT or a TPOT target cannot be
+// judged by them; they are refused, named, rather than counted as met by
+// every request (ttft:500ms gave 100 % attainment to requests of about
+// 1,000 ms each). An E2E target, which the ms column judges, still reads.
+func TestSLOTargetsRowsCannotJudgeAreRefused(t *testing.T) {
+	data, err := os.ReadFile("testdata/handmade/workshop_ramp.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		slo  measure.Targets
+		want string
+	}{
+		{measure.Targets{TTFTMs: 500}, "ramp.csv: the SLO's TTFT target (500 ms) cannot be judged: no successful row has a TTFT"},
+		{measure.Targets{TPOTMs: 50, E2EMs: 1500}, "ramp.csv: the SLO's TPOT target (50 ms) cannot be judged: no successful row has a TTFT and two or more output tokens"},
+	} {
+		_, err := Import("ramp.csv", data, Options{Options: analysis.Options{SLO: tc.slo}})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("SLO %s: err = %v, want %q", tc.slo, err, tc.want)
+		}
+	}
+	imp, err := Import("ramp.csv", data, Options{Options: analysis.Options{SLO: measure.Targets{E2EMs: 1500}}})
+	if err != nil || imp.Steps[len(imp.Steps)-1].SLO == nil || imp.Steps[len(imp.Steps)-1].SLO.Attainment != 0 {
+		t.Fatalf("e2e:1500ms: %v, %+v; want the step at 16, of about 2,000 ms each, to meet none", err, imp.Steps)
+	}
+}
