@@ -235,37 +235,67 @@ func TestRepeatedStepsOfRampCSVsNameTheirFiles(t *testing.T) {
 	}
 }
 
-// TestRepeatedRequestRowsAreRefused: a ramp CSV that holds a run twice
-// (its rows appended to themselves) is refused with the two lines of the
-// first request it repeats named, rather than summarised into steps of
-// twice the requests and twice the goodput; the probe's requests.csv and
-// the workshop layout alike.
-func TestRepeatedRequestRowsAreRefused(t *testing.T) {
-	var probe bytes.Buffer
-	w := csv.NewWriter(&probe)
-	w.Write(measure.CSVHeader)
-	for range 2 {
+// TestRepeatedRequestRows: a ramp CSV that holds a run twice (its rows
+// appended to themselves, or a batch a store wrote twice) counts each
+// request once, with a note, rather than summarising steps of twice the
+// requests and twice the goodput; two runs in one file (a request named
+// again with other figures) are refused with both lines named. The
+// probe's requests.csv and the workshop layout alike.
+func TestRepeatedRequestRows(t *testing.T) {
+	probeRows := func(shift float64) [][]string {
+		var rows [][]string
 		for c := 1; c <= 2; c++ {
 			for i := range 20 {
-				rec := measure.Record{Step: c, Index: i, StartS: float64(c*100 + i), TTFTMs: 5, E2EMs: 10, OutputTokens: 3, Status: 200, Attempts: 1, OK: true}
-				w.Write(rec.CSVRow())
+				rec := measure.Record{Step: c, Index: i, StartS: shift + float64(c*100+i), TTFTMs: 5, E2EMs: 10, OutputTokens: 3, Status: 200, Attempts: 1, OK: true}
+				rows = append(rows, rec.CSVRow())
 			}
 		}
+		return rows
 	}
-	w.Flush()
+	probe := func(runs ...[][]string) []byte {
+		var b bytes.Buffer
+		w := csv.NewWriter(&b)
+		w.Write(measure.CSVHeader)
+		for _, r := range runs {
+			w.WriteAll(r)
+		}
+		w.Flush()
+		return b.Bytes()
+	}
 	workshop := readTestdata(t, "handmade/workshop_ramp.csv")
 	_, body, _ := bytes.Cut(workshop, []byte("\n"))
+	other := bytes.Replace(body, []byte("1,0,True,200,1001.0,8.00"), []byte("1,0,True,200,1500.0,8.00"), 1)
+	for _, tc := range []struct {
+		name        string
+		once, twice []byte
+	}{
+		{"requests.csv", probe(probeRows(0)), probe(probeRows(0), probeRows(0))},
+		{"ramp.csv", workshop, append(bytes.Clone(workshop), body...)},
+	} {
+		once, err := Import(tc.name, tc.once, deadline12s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		twice, err := Import(tc.name, tc.twice, deadline12s)
+		if err != nil {
+			t.Fatalf("%s twice: %v", tc.name, err)
+		}
+		if len(twice.Steps) != len(once.Steps) || twice.Steps[0].Requests != once.Steps[0].Requests || twice.Steps[0].GoodputRPS != once.Steps[0].GoodputRPS ||
+			!strings.Contains(strings.Join(twice.Notes, "\n"), "rows repeat an earlier row exactly (the same request written twice): each request is counted once") {
+			t.Errorf("%s twice: steps %+v, notes %q; want the steps of the run once, and a note", tc.name, twice.Steps, twice.Notes)
+		}
+	}
 	for _, tc := range []struct {
 		name string
 		data []byte
 		want string
 	}{
-		{"requests.csv", probe.Bytes(), "csv line 42: step 1, idx 0 is the request of line 2 again"},
-		{"ramp.csv", append(bytes.Clone(workshop), body...), "line 130: step 1, idx 0 is the request of line 2 again"},
+		{"requests.csv", probe(probeRows(0), probeRows(1000)), "line 42: step 1, idx 0 is the request of line 2 again, with other figures"},
+		{"ramp.csv", append(bytes.Clone(workshop), other...), "line 130: step 1, idx 0 is the request of line 2 again, with other figures"},
 	} {
 		_, err := Import(tc.name, tc.data, deadline12s)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
+			t.Errorf("%s, two runs: err = %v, want %q", tc.name, err, tc.want)
 		}
 	}
 }

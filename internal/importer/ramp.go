@@ -42,13 +42,19 @@ func parseProbeCSV(_ string, data []byte) (*part, error) {
 	if len(recs) == 0 {
 		return nil, errors.New("has no request rows")
 	}
+	recs, repeated, err := onceEach(recs, func(i int) request {
+		return request{recs[i].Step, recs[i].RateRPS, recs[i].Refine, recs[i].Index}
+	}, func(i int) any { return recs[i] }, "a run")
+	if err != nil {
+		return nil, err
+	}
 	type key struct {
 		c    int
 		rate float64
 	}
 	byStep := measure.GroupRecords(recs, func(r *measure.Record) key { return key{r.Step, r.RateRPS} })
 	keys := slices.SortedFunc(maps.Keys(byStep), func(a, b key) int { return cmp.Or(cmp.Compare(a.c, b.c), cmp.Compare(a.rate, b.rate)) })
-	p := &part{source: Source{Tool: "planner probe"}}
+	p := &part{source: Source{Tool: "planner probe"}, notes: repeated}
 	for _, k := range keys {
 		if k.c < 1 || k.c > maxConcurrency {
 			return nil, fmt.Errorf("step %d is not a concurrency", k.c)
@@ -109,12 +115,7 @@ func parseWorkshopCSV(_ string, data []byte) (*part, error) {
 		wallS float64
 	}
 	steps := map[int]*step{}
-	// A request row that appears twice (step and idx again) is a file
-	// that holds a run twice, or two runs: its step would count every
-	// request twice, and its goodput, requests over the step's wall
-	// time, would double.
-	type request struct{ step, idx int }
-	seen := map[request]int{}
+	walls := make([]float64, 0, cap(recs))
 	var uneven []string
 	for line := 2; ; line++ {
 		row, err := cr.Read()
@@ -134,10 +135,6 @@ func parseWorkshopCSV(_ string, data []byte) (*part, error) {
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", line, err)
 		}
-		if first, dup := seen[request{rec.Step, rec.Index}]; dup {
-			return nil, fmt.Errorf("line %d: step %d, idx %d is the request of line %d again: a ramp numbers each request of a step once, so the file holds a run twice or two runs (give each run its own file)", line, rec.Step, rec.Index, first)
-		}
-		seen[request{rec.Step, rec.Index}] = line
 		st := steps[rec.Step]
 		if st == nil {
 			st = &step{}
@@ -149,11 +146,22 @@ func parseWorkshopCSV(_ string, data []byte) (*part, error) {
 		st.wallS = math.Max(st.wallS, wall)
 		st.n++
 		recs = append(recs, rec)
+		walls = append(walls, wall)
 	}
 	if len(steps) == 0 {
 		return nil, errors.New("has no request rows")
 	}
-	p := &part{source: Source{Tool: "workshop ramp script"}}
+	type row struct {
+		rec  measure.Record
+		wall float64
+	}
+	recs, repeated, err := onceEach(recs, func(i int) request {
+		return request{step: recs[i].Step, idx: recs[i].Index}
+	}, func(i int) any { return row{recs[i], walls[i]} }, "a ramp")
+	if err != nil {
+		return nil, err
+	}
+	p := &part{source: Source{Tool: "workshop ramp script"}, notes: repeated}
 	p.notes = append(p.notes, "the workshop layout has no TTFT and no token counts: TTFT and TPOT are unknown, so the latency block can hold the knee only; E2E is the ms column")
 	if len(uneven) > 0 {
 		p.notes = append(p.notes, fmt.Sprintf("wall_s differs between rows of step %s: the largest is used", strings.Join(uneven, ", ")))
@@ -166,6 +174,52 @@ func parseWorkshopCSV(_ string, data []byte) (*part, error) {
 		})
 	}
 	return p, nil
+}
+
+// request names one request of a ramp CSV: its step (with an open-loop
+// step's rate and a refinement's mark) and its idx, which a run numbers
+// from 0 in each step.
+type request struct {
+	step   int
+	rate   float64
+	refine bool
+	idx    int
+}
+
+// onceEach keeps each request of recs (rows in file order, the header on
+// line 1) once. A row that repeats an earlier one exactly, as a store
+// that wrote a batch twice or a file appended to itself has it, is left
+// out, and the note says how many were; a row that names an earlier
+// row's request with other figures is two runs in one file, refused with
+// both lines. Counted twice, a request would double its step's goodput.
+func onceEach(recs []measure.Record, key func(i int) request, content func(i int) any, what string) ([]measure.Record, []string, error) {
+	seen := make(map[request]int, len(recs))
+	var drop []int
+	for i := range recs {
+		k := key(i)
+		first, dup := seen[k]
+		switch {
+		case !dup:
+			seen[k] = i
+		case content(first) == content(i):
+			drop = append(drop, i)
+		default:
+			return nil, nil, fmt.Errorf("line %d: step %d, idx %d is the request of line %d again, with other figures: %s numbers each request of a step once, so the file holds two runs (give each run its own file)", i+2, k.step, k.idx, first+2, what)
+		}
+	}
+	if len(drop) == 0 {
+		return recs, nil, nil
+	}
+	kept := make([]measure.Record, 0, len(recs)-len(drop))
+	for i := range recs {
+		if len(drop) > 0 && drop[0] == i {
+			drop = drop[1:]
+			continue
+		}
+		kept = append(kept, recs[i])
+	}
+	dropped := len(recs) - len(kept)
+	return kept, []string{fmt.Sprintf("%s repeat an earlier row exactly (the same request written twice): each request is counted once", plural(dropped, "row"))}, nil
 }
 
 // rowsIn bounds the number of CSV rows in data by its lines, to size the

@@ -120,17 +120,6 @@ func ReadCSV(r io.Reader) ([]Record, error) {
 	}
 	cr.FieldsPerRecord = len(header)
 	var out []Record
-	// A run numbers the requests of each step from 0 (a refinement
-	// step, an open-loop step at each rate apart), so a request that
-	// appears twice is a file that holds a run twice, or two runs: its
-	// steps would count every request twice, twice the goodput.
-	type request struct {
-		step   int
-		rate   float64
-		refine bool
-		idx    int
-	}
-	seen := map[request]int{}
 	for line := 2; ; line++ {
 		row, err := cr.Read()
 		if errors.Is(err, io.EOF) {
@@ -143,11 +132,6 @@ func ReadCSV(r io.Reader) ([]Record, error) {
 		if err != nil {
 			return nil, fmt.Errorf("csv line %d: %w", line, err)
 		}
-		k := request{rec.Step, rec.RateRPS, rec.Refine, rec.Index}
-		if first, dup := seen[k]; dup {
-			return nil, fmt.Errorf("csv line %d: step %d, idx %d is the request of line %d again: a run numbers each request of a step once, so the file holds a run twice or two runs (give each run its own file)", line, rec.Step, rec.Index, first)
-		}
-		seen[k] = line
 		out = append(out, rec)
 	}
 }
