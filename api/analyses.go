@@ -204,28 +204,28 @@ func stepRules(steps []AnalysisStep) []rule {
 }
 
 // rowSLORules refuse a TTFT or TPOT target that the rows cannot judge,
-// since none that is ok has the figure (a ttft_ms; a ttft_ms with two or
-// more output_tokens): every request would count as meeting it, as
-// planner import refuses such a target of a file's rows.
+// since none that is ok has the figure (a ttft_ms; a ttft_ms with
+// output_tokens): every request would count as meeting it, as planner
+// import refuses such a target of a file's rows. Rows none of which is ok
+// met no target, which their attainment says.
 func rowSLORules(rows []AnalysisRow, slo *measure.Targets) []rule {
 	if len(rows) == 0 || slo == nil {
 		return nil
 	}
-	ttft, tpot := false, false
+	ok, ttft, tokens := false, false, false
 	for _, r := range rows {
-		if r.OK && r.TTFTMs > 0 {
-			ttft = true
-			if _, ok := measure.Record(r).TPOTMs(); ok {
-				tpot = true
-			}
+		if r.OK {
+			ok = true
+			ttft = ttft || r.TTFTMs > 0
+			tokens = tokens || (r.TTFTMs > 0 && r.OutputTokens > 0)
 		}
 	}
 	var rules []rule
-	if slo.TTFTMs > 0 && !ttft {
+	if ok && slo.TTFTMs > 0 && !ttft {
 		rules = append(rules, rule{location: "body.slo.ttft_ms", message: "cannot be judged: no row that is ok has a ttft_ms, so every request would count as meeting it; leave the target out"})
 	}
-	if slo.TPOTMs > 0 && !tpot {
-		rules = append(rules, rule{location: "body.slo.tpot_ms", message: "cannot be judged: no row that is ok has a ttft_ms and two or more output_tokens, so every request would count as meeting it; leave the target out"})
+	if ok && slo.TPOTMs > 0 && !tokens {
+		rules = append(rules, rule{location: "body.slo.tpot_ms", message: "cannot be judged: no row that is ok has a ttft_ms and output_tokens, so every request would count as meeting it; leave the target out"})
 	}
 	return rules
 }

@@ -90,12 +90,18 @@ func TestSLOTargetsRowsCannotJudgeAreRefused(t *testing.T) {
 		want string
 	}{
 		{measure.Targets{TTFTMs: 500}, "ramp.csv: the SLO's TTFT target (500 ms) cannot be judged: no successful row has a TTFT"},
-		{measure.Targets{TPOTMs: 50, E2EMs: 1500}, "ramp.csv: the SLO's TPOT target (50 ms) cannot be judged: no successful row has a TTFT and two or more output tokens"},
+		{measure.Targets{TPOTMs: 50, E2EMs: 1500}, "ramp.csv: the SLO's TPOT target (50 ms) cannot be judged: no successful row has a TTFT and output tokens"},
 	} {
 		_, err := Import("ramp.csv", data, Options{Options: analysis.Options{SLO: tc.slo}})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("SLO %s: err = %v, want %q", tc.slo, err, tc.want)
 		}
+	}
+	// A ramp none of whose requests succeeded met no target: it reads,
+	// with an attainment of 0.
+	failed := []byte("step,idx,ok,code,ms,wall_s\n1,0,0,500,10,1\n1,1,0,500,10,1\n")
+	if imp, err := Import("ramp.csv", failed, Options{Options: analysis.Options{SLO: measure.Targets{TTFTMs: 500}}}); err != nil || imp.Steps[0].SLO == nil || imp.Steps[0].SLO.Attainment != 0 {
+		t.Errorf("a ramp without a success under ttft:500ms: %v; want it read, none met", err)
 	}
 	imp, err := Import("ramp.csv", data, Options{Options: analysis.Options{SLO: measure.Targets{E2EMs: 1500}}})
 	if err != nil || imp.Steps[len(imp.Steps)-1].SLO == nil || imp.Steps[len(imp.Steps)-1].SLO.Attainment != 0 {
