@@ -271,6 +271,12 @@ func TestBudgetsAndCancel(t *testing.T) {
 			if rec := res.Records[0]; rec.ErrorClass != measure.ErrCancelled || rec.E2EWithRetriesMs != 200 {
 				t.Errorf("record %+v, want it cancelled at 200 ms", rec)
 			}
+			// No one cancelled the run: its failure names the budget that
+			// stopped it, not a cancellation.
+			want := "no request succeeded before the run stopped: the time budget of 200ms was spent at concurrency 1, with 1 request in flight cut short"
+			if err := res.Failure(); err == nil || err.Error() != want {
+				t.Errorf("failure %v, want %q", err, want)
+			}
 		})
 	})
 	t.Run("cancel keeps what was measured", func(t *testing.T) {

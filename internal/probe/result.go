@@ -148,6 +148,15 @@ func (r *Result) Failure() error {
 	case measure.ErrBadStream:
 		return fmt.Errorf("no request succeeded: %d of %d streams were malformed (%s)", n, len(r.Records), sample)
 	case measure.ErrCancelled:
+		if r.StopReason != StopCancelled {
+			// A budget or a stop rule ended the run with its requests in
+			// flight: no one cancelled it.
+			noun := "requests"
+			if n == 1 {
+				noun = "request"
+			}
+			return fmt.Errorf("no request succeeded before the run stopped: %s, with %d %s in flight cut short", cmp.Or(r.StopDetail, r.StopReason), n, noun)
+		}
 		return errors.New("the run was cancelled before any request succeeded")
 	}
 	return fmt.Errorf("no request succeeded (%s)", sample)
