@@ -182,7 +182,7 @@ func readReplays(in io.Reader, specs []string) ([]simulate.Replay, error) {
 		}
 		m, err := readMeasurement(in, file)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--replay %s: %w", spec, err)
 		}
 		imp, err := importer.Import(m.Name, m.Data, importer.Options{})
 		if err != nil {

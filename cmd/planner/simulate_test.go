@@ -139,6 +139,11 @@ func TestSimulateReplaysAProbe(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errOut, `--replay nobody=`+path+`: no class named "nobody"`) {
 		t.Errorf("a replay of no class: exit %d, %q", code, errOut)
 	}
+	missing := filepath.Join(dir, "missing.csv")
+	code, _, errOut = execute(t, "", "simulate", "--example", "chat", "--replay", "chat="+missing)
+	if code != exitError || !strings.Contains(errOut, `planner: --replay chat=`+missing+`: read `) {
+		t.Errorf("a replay of a missing file: exit %d, %q; want the flag named", code, errOut)
+	}
 	code, _, errOut = execute(t, "", "simulate", "--example", "chat", "--replay", "chat="+path, "--replay", "chat="+path)
 	if code != exitUsage || !strings.Contains(errOut, `planner: --replay chat=`+path+`: class "chat" is replayed twice`) {
 		t.Errorf("a class replayed twice: exit %d, %q", code, errOut)
