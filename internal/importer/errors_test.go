@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -603,5 +604,22 @@ func TestAbsurdStartTimeIsRefused(t *testing.T) {
 	_, err = Import("ramp.csv", []byte("step,idx,ok,code,ms,wall_s\n1,0,1,200,100,1e300\n2,0,1,200,100,1\n"), deadline12s)
 	if want := "wall time is 1e+300 s, beyond the 1e+09 s a measured step may last"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("wall_s 1e300: err = %v, want %q", err, want)
+	}
+}
+
+// TestWorkshopRowOKWithAFailedCodeIsRefused: a workshop row whose ok says
+// it succeeded but whose code is a 429 or a 500 is refused with its line,
+// as POST /v1/analyses refuses such a row, rather than counted as a
+// success (and its 429 as none): the file contradicts itself.
+func TestWorkshopRowOKWithAFailedCodeIsRefused(t *testing.T) {
+	for code, want := range map[int]string{
+		429: "line 3: ok is 1 but code is 429: a successful row was answered 2xx",
+		500: "line 3: ok is 1 but code is 500: a successful row was answered 2xx",
+	} {
+		data := fmt.Sprintf("step,idx,ok,code,ms,wall_s\n1,0,1,200,100,1\n1,1,1,%d,100,1\n2,0,0,429,10,1\n", code)
+		_, err := Import("ramp.csv", []byte(data), deadline12s)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("code %d: err = %v, want %q", code, err, want)
+		}
 	}
 }

@@ -247,6 +247,11 @@ func workshopRow(row []string, col map[string]int) (measure.Record, float64, err
 			return rec, 0, fmt.Errorf("code %q is not an HTTP status", c)
 		}
 	}
+	if ok && code != 0 && (code < 200 || code > 299) {
+		// The row contradicts itself: counted as a success, its 429 or
+		// error would count as none (POST /v1/analyses refuses it too).
+		return rec, 0, fmt.Errorf("ok is %s but code is %d: a successful row was answered 2xx, so set ok to 0 or the code to 2xx", cell("ok"), code)
+	}
 	var ms float64
 	if m := cell("ms"); m != "" {
 		if ms, err = strconv.ParseFloat(m, 64); err != nil || !(ms >= 0) || math.IsInf(ms, 0) {
