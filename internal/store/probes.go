@@ -454,8 +454,8 @@ func (s *Store) WriteRecordsCSV(ctx context.Context, w io.Writer, probeID string
 // first, so that a missing run is ErrNotFound before fn is called. A
 // request stored twice (a step, rate, refinement and idx again: an append
 // retried after a write that went through) is read once, as first stored,
-// since a run numbers each request of a step once (measure.ReadCSV refuses
-// a file that holds one twice).
+// since a run numbers each request of a step once: its rows and its
+// requests.csv count each request once, as planner knee does a file's.
 func (s *Store) eachRecord(ctx context.Context, probeID string, fn func(measure.Record) error) error {
 	if err := s.usable(ctx); err != nil {
 		return err
