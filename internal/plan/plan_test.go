@@ -435,3 +435,25 @@ func TestRPMWindowTellsARequestAsOne(t *testing.T) {
 		t.Errorf("tpm ceiling %+v", tpm)
 	}
 }
+
+// TestAIMDCeilingStaysWithinDailyLimits: a client's AIMD window grows
+// until per-minute limits answer 429, but a daily limit answers only once
+// the day's budget is spent, too late to tell it: docs/examples/
+// daily-limit-batch.yaml's batch, bound by its rpd at a pool of 10 with
+// rpm allowing 606, has its window's ceiling at its rpd ceiling (it was
+// 606, and 20 simulated minutes with AIMD went at a pace that spends twice
+// its rpd a day).
+func TestAIMDCeilingStaysWithinDailyLimits(t *testing.T) {
+	cp := mustPlan(t, example(t, "daily-limit-batch")).Classes[0]
+	rpd := ceiling(cp, "rpd")
+	if rpd == nil || rpd.MaxPool == nil || cp.BindingConstraint != "rpd" {
+		t.Fatalf("binding %s, rpd ceiling %+v: want the batch bound by its rpd, the case under test", cp.BindingConstraint, rpd)
+	}
+	if cp.Adaptive.Ceiling != *rpd.MaxPool || cp.Adaptive.Ceiling < cp.Pool {
+		t.Errorf("AIMD ceiling %d, want the rpd ceiling %d (pool %d)", cp.Adaptive.Ceiling, *rpd.MaxPool, cp.Pool)
+	}
+	chat := mustPlan(t, example(t, "chat")).Classes[0]
+	if rpm := ceiling(chat, "rpm"); chat.Adaptive.Ceiling <= chat.Pool || rpm == nil || chat.Adaptive.Ceiling > *rpm.MaxPool {
+		t.Errorf("chat's AIMD ceiling %d at pool %d: want it above the pool, up to its largest per-minute ceiling", chat.Adaptive.Ceiling, chat.Pool)
+	}
+}

@@ -219,24 +219,30 @@ func (r *run) retry(ctx context.Context, i, pool int) (Retry, error) {
 
 // adaptive are AIMD settings (docs/concepts.md, "Client settings"): start at
 // the pool, multiply by 0.9 on a 429 or timeout, add 1 while at least half
-// the pool is in use without errors, between 1 and the largest quota
-// ceiling (at most the policy cap, at least the pool). A class without a
-// pool sends nothing: its window starts, stays and ends at 0, rather than
-// growing to a ceiling its cap of 0 contradicts.
+// the pool is in use without errors, between 1 and the largest ceiling of
+// a per-minute limit, whose 429s tell the window when to shrink, and no
+// higher than the smallest of a daily limit, which answers 429 only once
+// the day's budget is spent, too late to tell it (at most the policy cap,
+// at least the pool). A class without a pool sends nothing: its window
+// starts, stays and ends at 0, rather than growing to a ceiling its cap of
+// 0 contradicts.
 func adaptive(pool int, cs []Ceiling) Adaptive {
 	if pool < 1 {
 		return Adaptive{DecreaseFactor: 0.9, IncreaseStep: 1, IncreaseWhenUsed: 0.5}
 	}
-	ceiling, limit := 0, pool
+	ceiling, limit, daily := 0, pool, math.MaxInt
 	for _, c := range cs {
+		d, quota := scenario.DimensionNamed(c.Constraint)
 		switch {
 		case c.Constraint == ConstraintPolicy:
 			limit = max(limit, *c.MaxPool)
-		case isQuotaConstraint(c.Constraint) && c.MaxPool != nil:
+		case quota && d.Daily() && c.MaxPool != nil:
+			daily = min(daily, *c.MaxPool)
+		case quota && c.MaxPool != nil:
 			ceiling = max(ceiling, *c.MaxPool)
 		}
 	}
-	ceiling = max(pool, min(ceiling, limit))
+	ceiling = max(pool, min(ceiling, limit, daily))
 	return Adaptive{Start: pool, DecreaseFactor: 0.9, IncreaseStep: 1, IncreaseWhenUsed: 0.5, Floor: 1, Ceiling: ceiling}
 }
 

@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -140,12 +141,24 @@ func TestAgentVerdictTellsRatesInTasks(t *testing.T) {
 // TestDailyLimitSpentBeforeTheDayEndsBreaksThePlan: a run shorter than
 // the time its pace takes to spend a daily limit meets no 429 from it,
 // yet at that pace the key's day runs out before its active hours do.
-// With AIMD, docs/examples/daily-limit-batch.yaml's batch grows its pool
-// past the plan's and uses twice its rpd over the day in a run of 20
-// minutes: the verdict does not hold, and says when the limit is spent,
-// rather than "the plan holds" beside "rpd 196.5 % used".
+// docs/examples/daily-limit-batch.yaml's batch, bound by its rpd at a pool
+// of 10, run for 20 minutes at a pool of 60 that a team set uses about
+// twice its rpd over the day: the verdict does not hold, and says when
+// the limit is spent, rather than "the plan holds" beside "rpd 196.5 %
+// used". At the plan's pool the pace stays within the day.
 func TestDailyLimitSpentBeforeTheDayEndsBreaksThePlan(t *testing.T) {
-	res := run(t, testutil.Example(t, "daily-limit-batch"), Options{DurationS: 1200, AIMD: true})
+	sc := testutil.Example(t, "daily-limit-batch")
+	p, err := engine.Plan(context.Background(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raised := *p
+	raised.Classes = slices.Clone(p.Classes)
+	raised.Classes[0].Pool = 60
+	res, err := RunPlan(context.Background(), engine, sc, &raised, Options{DurationS: 1200})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var rpd *LimitUse
 	for i, d := range res.Quotas[0].Dimensions {
 		if d.Dimension == "rpd" {
@@ -159,8 +172,7 @@ func TestDailyLimitSpentBeforeTheDayEndsBreaksThePlan(t *testing.T) {
 	if res.Verdict.Holds || !strings.Contains(res.Verdict.Summary, want) || !slices.ContainsFunc(res.Verdict.Reasons, func(r string) bool { return strings.Contains(r, want) }) {
 		t.Errorf("verdict %+v: want it not to hold, with %q", res.Verdict, want)
 	}
-	// At the plan's pool, without AIMD, the pace stays within the day.
-	if res := run(t, testutil.Example(t, "daily-limit-batch"), Options{DurationS: 1200}); strings.Contains(res.Verdict.Summary, "rpd") {
+	if res := run(t, sc, Options{DurationS: 1200}); strings.Contains(res.Verdict.Summary, "rpd") {
 		t.Errorf("verdict at the plan's pool: %s, want no daily limit named", res.Verdict.Summary)
 	}
 }
