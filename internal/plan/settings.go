@@ -232,13 +232,13 @@ func adaptive(pool int, cs []Ceiling) Adaptive {
 	}
 	ceiling, limit, daily := 0, pool, math.MaxInt
 	for _, c := range cs {
-		d, quota := scenario.DimensionNamed(c.Constraint)
-		switch {
+		switch d, _ := scenario.DimensionNamed(c.Constraint); {
 		case c.Constraint == ConstraintPolicy:
 			limit = max(limit, *c.MaxPool)
-		case quota && d.Daily() && c.MaxPool != nil:
+		case !isQuotaConstraint(c.Constraint) || c.MaxPool == nil:
+		case d.Daily():
 			daily = min(daily, *c.MaxPool)
-		case quota && c.MaxPool != nil:
+		default:
 			ceiling = max(ceiling, *c.MaxPool)
 		}
 	}
