@@ -114,7 +114,8 @@ type analysisInput struct {
 
 var analysisSchema = sync.OnceValue(schemaOf[AnalysisRequest])
 
-// Resolve requires exactly one of rows, steps and file, an SLO only with
+// Resolve requires exactly one of rows, steps and file (an empty list of
+// rows or steps named as such), an SLO only with
 // rows or a file, a file's format known, and steps that a probe could have
 // measured (stepRules).
 func (in *analysisInput) Resolve(huma.Context) []error {
@@ -125,7 +126,12 @@ func (in *analysisInput) Resolve(huma.Context) []error {
 		}
 	}
 	var rules []rule
-	if n != 1 {
+	switch {
+	case n == 0 && in.Body.Rows != nil:
+		rules = append(rules, rule{location: "body.rows", message: "is empty: give at least one row"})
+	case n == 0 && in.Body.Steps != nil:
+		rules = append(rules, rule{location: "body.steps", message: "is empty: give at least one step"})
+	case n != 1:
 		rules = append(rules, rule{location: "body", message: "give exactly one of rows, steps or file"})
 	}
 	if in.Body.SLO != nil && !in.Body.SLO.IsZero() && len(in.Body.Steps) > 0 {

@@ -266,6 +266,8 @@ func TestAnalyses(t *testing.T) {
 		{"unknown file", map[string]any{"file": map[string]any{"name": "notes.txt", "content": "hello"}}, "body.file", "not a result file"},
 		{"bad base64", map[string]any{"file": map[string]any{"name": "x.json", "content": "@@@", "encoding": "base64"}}, "body.file.content", "base64"},
 		{"nothing", map[string]any{"deadline_ms": 1000}, "body", "exactly one of rows, steps or file"},
+		{"no steps", map[string]any{"steps": []any{}}, "body.steps", "is empty: give at least one step"},
+		{"no rows", map[string]any{"rows": []any{}}, "body.rows", "is empty: give at least one row"},
 		{"two inputs", map[string]any{"rows": rows, "steps": analysisExampleSteps}, "body", "exactly one"},
 		{"bad error class", map[string]any{"rows": []map[string]any{{"step": 1, "ok": false, "error": "oops"}}}, "body.rows[0].error", "expected value to be one of"},
 		{"p95 below p50", map[string]any{"steps": []map[string]any{{"concurrency": 1, "goodput_rps": 1, "ttft_p50_ms": 300, "ttft_p95_ms": 200}}}, "body.steps[0].ttft_p95_ms", "must be >= ttft_p50_ms"},
