@@ -3,13 +3,11 @@ package main
 import (
 	"encoding/json"
 	"net"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -305,16 +303,7 @@ func TestProbeCommandSLO(t *testing.T) {
 // written to (a file, a path under a file) is refused before anything is
 // sent, not after the run has spent its requests.
 func TestProbeOutUnwritable(t *testing.T) {
-	srv, err := fakeendpoint.New(fakeendpoint.Config{MaxNumSeqs: 8, TTFT: time.Millisecond, ITL: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sent atomic.Int64
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sent.Add(1)
-		srv.ServeHTTP(w, r)
-	}))
-	t.Cleanup(ts.Close)
+	ts, sent := countingEndpoint(t)
 	file := filepath.Join(t.TempDir(), "results")
 	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
 		t.Fatal(err)

@@ -96,16 +96,7 @@ func TestPlanValidateUsage(t *testing.T) {
 // plan's pools is a usage error named by its flag, found before anything
 // is sent.
 func TestPlanValidateStepTooSmall(t *testing.T) {
-	srv, err := fakeendpoint.New(fakeendpoint.Config{MaxNumSeqs: 8, TTFT: time.Millisecond, ITL: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sent atomic.Int64
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sent.Add(1)
-		srv.ServeHTTP(w, r)
-	}))
-	t.Cleanup(ts.Close)
+	ts, sent := countingEndpoint(t)
 	code, out, errOut := execute(t, "", "plan", "--example", "chat", "--validate", "--base-url", ts.URL+"/v1", "--model", fakeendpoint.DefaultModel, "--requests-per-step", "1")
 	if code != exitUsage || out != "" || !strings.Contains(errOut, "planner: --requests-per-step: 1 requests with 0 warm-up leave 1 measured at concurrency 39") {
 		t.Errorf("exit %d\n%s%s", code, out, errOut)
@@ -197,4 +188,22 @@ classes:
 	if c.Task == nil || c.Task.Measured == nil || c.Task.Measured.Goodput == nil || c.Task.Measured.Goodput.Met != 0 {
 		t.Errorf("task %+v", c.Task)
 	}
+}
+
+// countingEndpoint is the simulator of 8 slots on a loopback server that
+// counts the requests it is sent, for tests of problems that must be
+// found before anything is sent.
+func countingEndpoint(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	srv, err := fakeendpoint.New(fakeendpoint.Config{MaxNumSeqs: 8, TTFT: time.Millisecond, ITL: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := new(atomic.Int64)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sent.Add(1)
+		srv.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	return ts, sent
 }
