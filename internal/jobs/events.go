@@ -35,16 +35,23 @@ type Event struct {
 }
 
 // Progress counts the requests of the running step so far, warm-up
-// included.
+// included. A request that the run's end cut short is no answer of the
+// endpoint: it is counted apart, as Cancelled, as the step's summary
+// leaves it out.
 type Progress struct {
 	Step        int `json:"step" doc:"Concurrency of the running step."`
-	Requests    int `json:"requests" doc:"Requests of the step that have finished."`
+	Requests    int `json:"requests" doc:"Requests of the step that have finished, cancelled ones not included."`
 	OK          int `json:"ok"`
 	RateLimited int `json:"rate_limited" doc:"429 answers the step's finished requests met, retried ones included."`
 	Errors      int `json:"errors" doc:"Finished requests that failed otherwise than by 429."`
+	Cancelled   int `json:"cancelled,omitempty" doc:"Requests in flight that the run's end (a cancel or its time budget) cut short: no failure of the endpoint, so neither in requests nor in errors."`
 }
 
 func (p *Progress) add(r measure.Record) {
+	if r.ErrorClass == measure.ErrCancelled {
+		p.Cancelled++
+		return
+	}
 	p.Requests++
 	p.RateLimited += r.RateLimitedAnswers()
 	switch {

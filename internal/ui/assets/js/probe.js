@@ -299,7 +299,8 @@ export class Probe {
     if (type === 'status') this.render({ ...this.resource, status: data.status });
     else if (type === 'progress') {
       this.progress.textContent = `At concurrency ${data.step}: ${num(data.requests)} requests done, ${num(data.ok)} OK, `
-        + `${num(data.rate_limited)} rate limited, ${num(data.errors)} errors`;
+        + `${num(data.rate_limited)} rate limited, ${num(data.errors)} errors`
+        + (data.cancelled ? `, ${num(data.cancelled)} cancelled` : '');
     } else if (type === 'step') {
       const steps = (this.resource.steps || []).filter((s) => s.concurrency !== data.concurrency || s.rate_rps !== data.rate_rps);
       this.render({ ...this.resource, steps: [...steps, data].sort((a, b) => a.concurrency - b.concurrency) });
