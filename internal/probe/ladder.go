@@ -26,7 +26,7 @@ func (l ladder) concurrencies() []int { return l.steps }
 func (l ladder) run(ctx context.Context, r *runner) (reason, detail string) {
 	for i, c := range l.steps {
 		if i > 0 && !Sleep(ctx, r.cfg.pause()) {
-			return r.stopAfter(ctx, l.steps[i-1], nil)
+			return r.stopInPause(ctx, stepName(l.steps[i-1], 0), stepName(c, 0))
 		}
 		recs := r.closedStep(ctx, c, stepSpec{n: r.cfg.requestsFor(c), extend: !r.cfg.Exact})
 		r.finishStep(c, 0, recs)

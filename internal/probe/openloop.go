@@ -55,7 +55,7 @@ func (o openLoop) concurrencies() []int { return []int{o.MaxInFlight} }
 func (o openLoop) run(ctx context.Context, r *runner) (reason, detail string) {
 	for i, rate := range o.Rates {
 		if i > 0 && !Sleep(ctx, r.cfg.pause()) {
-			return r.stopAfter(ctx, o.MaxInFlight, nil)
+			return r.stopInPause(ctx, stepName(o.MaxInFlight, o.Rates[i-1]), stepName(o.MaxInFlight, rate))
 		}
 		recs := o.step(ctx, r, rate)
 		r.finishStep(o.MaxInFlight, rate, recs)

@@ -296,6 +296,47 @@ func TestBudgetsAndCancel(t *testing.T) {
 	})
 }
 
+// TestStopInThePause: a run that a cancel or its time budget ends in the
+// pause after its first step says so, naming the step that ended and the
+// one that had yet to start, not the last step as if it were cut short.
+func TestStopInThePause(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		open   bool
+		budget bool
+		stop   string
+		detail string
+	}{
+		{"ladder cancelled", false, false, StopCancelled, "cancelled after the step at concurrency 1, in the pause before the step at concurrency 2"},
+		{"ladder out of time", false, true, StopBudgetDuration, "the time budget of 30s was spent after the step at concurrency 1, in the pause before the step at concurrency 2"},
+		{"open loop cancelled", true, false, StopCancelled, "cancelled after the step at 10 req/s, in the pause before the step at 20 req/s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bubble(t, fastSim, func(t *testing.T, _ *fakeendpoint.Server, base string, dial dialFunc) {
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				cfg := quick(base)
+				cfg.DialContext = dial
+				cfg.Steps = []int{1, 2, 4}
+				if tc.open {
+					cfg.Steps, cfg.Open = nil, &OpenLoop{Rates: []float64{10, 20}, MaxInFlight: 4, Requests: optional.Of(60)}
+				}
+				cfg.Pause = optional.Of(time.Minute)
+				// The cancel lands a second into the minute's pause.
+				var obs Observer = &countingObserver{onStepDone: func() { time.AfterFunc(time.Second, cancel) }}
+				if tc.budget {
+					cfg.Budget.MaxDuration = optional.Of(30 * time.Second)
+					obs = nil
+				}
+				res := run(t, ctx, cfg, obs)
+				if res.StopReason != tc.stop || res.StopDetail != tc.detail || len(res.Analysis.Steps) != 1 {
+					t.Errorf("stop %s (%s) after %d steps, want %s (%s) after 1", res.StopReason, res.StopDetail, len(res.Analysis.Steps), tc.stop, tc.detail)
+				}
+			})
+		})
+	}
+}
+
 // countingObserver counts calls and checks their order; it is not safe for
 // concurrent use, so the race detector checks that calls are serialized.
 type countingObserver struct {

@@ -442,6 +442,25 @@ func (r *runner) finishStep(c int, rate float64, recs []measure.Record) {
 	r.obs.stepDone(s)
 }
 
+// stopInPause is why a run ended in the pause between two steps, which
+// Sleep cut short: a cancel or the time budget, after the step that ended
+// and before the one that had yet to start, each named as stepName does.
+func (r *runner) stopInPause(ctx context.Context, after, before string) (reason, detail string) {
+	if errors.Is(context.Cause(ctx), errDurationBudget) {
+		return StopBudgetDuration, fmt.Sprintf("the time budget of %s was spent after the step at %s, in the pause before the step at %s", r.cfg.Budget.maxDuration(), after, before)
+	}
+	return StopCancelled, fmt.Sprintf("cancelled after the step at %s, in the pause before the step at %s", after, before)
+}
+
+// stepName names a closed-loop step by its concurrency and an open-loop
+// one by its rate.
+func stepName(c int, rate float64) string {
+	if rate > 0 {
+		return fmt.Sprintf("%g req/s", rate)
+	}
+	return fmt.Sprintf("concurrency %d", c)
+}
+
 // stopAfter applies the stop rules after the step of concurrency c, whose
 // records are recs; it returns "" when the ramp may go on.
 func (r *runner) stopAfter(ctx context.Context, c int, recs []measure.Record) (reason, detail string) {

@@ -50,7 +50,7 @@ func (s search) run(ctx context.Context, r *runner) (reason, detail string) {
 	concs := s.concurrencies()
 	for i, c := range concs {
 		if i > 0 && !Sleep(ctx, r.cfg.pause()) {
-			return r.stopAfter(ctx, concs[i-1], nil)
+			return r.stopInPause(ctx, stepName(concs[i-1], 0), stepName(c, 0))
 		}
 		recs := r.closedStep(ctx, c, stepSpec{n: r.cfg.requestsFor(c), precision: analysis.TargetPrecision})
 		r.finishStep(c, 0, recs)
@@ -79,7 +79,7 @@ func refine(ctx context.Context, r *runner, last int) (reason, detail string) {
 			return StopCompleted, ""
 		}
 		if !Sleep(ctx, r.cfg.pause()) {
-			return r.stopAfter(ctx, last, nil)
+			return r.stopInPause(ctx, stepName(last, 0), stepName(c, 0))
 		}
 		recs := r.closedStep(ctx, c, stepSpec{n: r.cfg.requestsFor(c), precision: precision, refine: true})
 		r.finishStep(c, 0, recs)
