@@ -39,8 +39,8 @@ func WriteSimulationTable(w io.Writer, r *simulate.Simulation) error {
 	for i, c := range r.Classes {
 		s := c.Simulated
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", names[i], c.Pool,
-			fmtNum(s.ThroughputRPS), fmtNum(c.VsPlan.ExpectedRPS), fmtNum(float64(s.Shed)), fmtNum(float64(s.RateLimited)),
-			msOrDash(s.TTFTP95Ms), msOrDash(c.Predicted.TTFTP95Ms), msOrDash(s.E2EP95Ms), msOrDash(c.Predicted.E2EP95Ms), yesNo(c.Verdict.Holds))
+			simulate.Num(s.ThroughputRPS), simulate.Num(c.VsPlan.ExpectedRPS), simulate.Num(float64(s.Shed)), simulate.Num(float64(s.RateLimited)),
+			simMs(s.TTFTP95Ms), simMs(c.Predicted.TTFTP95Ms), simMs(s.E2EP95Ms), simMs(c.Predicted.E2EP95Ms), yesNo(c.Verdict.Holds))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -77,9 +77,9 @@ func WriteSimulationMarkdown(w io.Writer, r *simulate.Simulation) error {
 		s := c.Simulated
 		_, rate := runUnits(c)
 		fmt.Fprintf(ew, "| %s | %s | %d | %s %s | %s %s | %s | %s | %s | %s ms | %s | %s | %s | %s | %s |\n",
-			mdText(c.Name), strings.ReplaceAll(c.Arrivals, "_", " "), c.Pool, fmtNum(s.ThroughputRPS), rate, fmtNum(c.VsPlan.ExpectedRPS), rate,
-			fmtNum(float64(s.Shed)), fmtNum(float64(s.RateLimited)), fmtNum(float64(s.Retries)), fmtNum(s.QueueWaitP95Ms), msOrDash(s.TTFTP95Ms), msOrDash(c.Predicted.TTFTP95Ms),
-			msOrDash(s.E2EP95Ms), msOrDash(c.Predicted.E2EP95Ms), yesNo(c.Verdict.Holds))
+			mdText(c.Name), strings.ReplaceAll(c.Arrivals, "_", " "), c.Pool, simulate.Num(s.ThroughputRPS), rate, simulate.Num(c.VsPlan.ExpectedRPS), rate,
+			simulate.Num(float64(s.Shed)), simulate.Num(float64(s.RateLimited)), simulate.Num(float64(s.Retries)), simulate.Num(s.QueueWaitP95Ms), simMs(s.TTFTP95Ms), simMs(c.Predicted.TTFTP95Ms),
+			simMs(s.E2EP95Ms), simMs(c.Predicted.E2EP95Ms), yesNo(c.Verdict.Holds))
 	}
 	for _, c := range r.Classes {
 		fmt.Fprintf(ew, "\n## %s\n\n%s\n\n", mdText(c.Name), mdText(classFacts(c)))
@@ -117,7 +117,7 @@ func settingsLine(s simulate.SimulationSettings) string {
 		from = " from " + clock(s.StartHour) + " UTC"
 	}
 	return fmt.Sprintf("simulated %s s%s with seed %d: pacing %s, AIMD %s, per-minute limits refilled %s, 429s %s; %s events, one point every %s s",
-		fmtNum(s.DurationS), from, s.Seed, onOff(s.Pacing), onOff(s.AIMD), refillWords(s.Refill), ra, fmtNum(float64(s.Events)), fmtNum(s.IntervalS))
+		simulate.Num(s.DurationS), from, s.Seed, onOff(s.Pacing), onOff(s.AIMD), refillWords(s.Refill), ra, simulate.Num(float64(s.Events)), simulate.Num(s.IntervalS))
 }
 
 func refillWords(refill string) string {
@@ -132,26 +132,26 @@ func classFacts(c simulate.ClassRun) string {
 	s := c.Simulated
 	ci := ""
 	if s.QueueWaitMeanCI95Ms != nil {
-		ci = " ± " + fmtNum(*s.QueueWaitMeanCI95Ms)
+		ci = " ± " + simulate.Num(*s.QueueWaitMeanCI95Ms)
 	}
 	planWait := ""
 	if c.Predicted.QueueWaitMeanMs != nil {
-		planWait = fmt.Sprintf(" (plan %s ms)", fmtNum(*c.Predicted.QueueWaitMeanMs))
+		planWait = fmt.Sprintf(" (plan %s ms)", simulate.Num(*c.Predicted.QueueWaitMeanMs))
 	}
 	tpot := ""
 	if s.TPOTP50Ms != nil && s.TPOTP95Ms != nil {
 		tpotCI := ""
 		if s.TPOTP95CI95Ms != nil {
-			tpotCI = " ± " + fmtNum(*s.TPOTP95CI95Ms)
+			tpotCI = " ± " + simulate.Num(*s.TPOTP95CI95Ms)
 		}
-		tpot = fmt.Sprintf("; TPOT p50 %s ms, p95 %s%s ms", fmtNum(*s.TPOTP50Ms), fmtNum(*s.TPOTP95Ms), tpotCI)
+		tpot = fmt.Sprintf("; TPOT p50 %s ms, p95 %s%s ms", simulate.Num(*s.TPOTP50Ms), simulate.Num(*s.TPOTP95Ms), tpotCI)
 	}
-	n := func(v int) string { return fmtNum(float64(v)) }
+	n := func(v int) string { return simulate.Num(float64(v)) }
 	many, rate := runUnits(c)
 	return fmt.Sprintf("%s arrivals, pool %d (mean %s): %s %s, %s completed; offered %s %s, throughput %s, goodput %s; queue wait mean %s%s ms%s, p95 %s ms%s; %s 429s, %s retries, %s gave up, %s shed, %s waiting at the end.",
-		strings.ReplaceAll(c.Arrivals, "_", " "), c.Pool, fmtNum(s.PoolMean), n(s.Requests), many, n(s.Completed),
-		fmtNum(s.OfferedRPS), rate, fmtNum(s.ThroughputRPS), fmtNum(s.GoodputRPS), fmtNum(s.QueueWaitMeanMs), ci, planWait,
-		fmtNum(s.QueueWaitP95Ms), tpot, n(s.RateLimited), n(s.Retries), n(s.GaveUp), n(s.Shed), n(s.Backlog))
+		strings.ReplaceAll(c.Arrivals, "_", " "), c.Pool, simulate.Num(s.PoolMean), n(s.Requests), many, n(s.Completed),
+		simulate.Num(s.OfferedRPS), rate, simulate.Num(s.ThroughputRPS), simulate.Num(s.GoodputRPS), simulate.Num(s.QueueWaitMeanMs), ci, planWait,
+		simulate.Num(s.QueueWaitP95Ms), tpot, n(s.RateLimited), n(s.Retries), n(s.GaveUp), n(s.Shed), n(s.Backlog))
 }
 
 // runUnits names what a simulated class's counts count and their rate:
@@ -171,7 +171,7 @@ func keyFacts(q simulate.KeyUse) string {
 		for _, p := range d.Peak {
 			peak = max(peak, p)
 		}
-		parts[i] = fmt.Sprintf("%s %.1f %% used, its bucket at most %.0f %% full, %s 429s", d.Dimension, d.UseMean*100, peak*100, fmtNum(float64(d.RateLimited)))
+		parts[i] = fmt.Sprintf("%s %.1f %% used, its bucket at most %.0f %% full, %s 429s", d.Dimension, d.UseMean*100, peak*100, simulate.Num(float64(d.RateLimited)))
 	}
 	return fmt.Sprintf("key %s: %s", q.Name, strings.Join(parts, "; "))
 }
@@ -217,7 +217,7 @@ func SimulationSVG(c simulate.ClassRun, s simulate.SimulationSettings) ([]byte, 
 	for _, pn := range []*panel{top, bottom} {
 		pn.p.X.Min, pn.p.X.Max = 0, s.DurationS/scale
 	}
-	title := fmt.Sprintf("%s: simulated in flight, queue and 429s per %s s", c.Name, fmtNum(s.IntervalS))
+	title := fmt.Sprintf("%s: simulated in flight, queue and 429s per %s s", c.Name, simulate.Num(s.IntervalS))
 	return render(ChartSimulation, title, 2*panelHeight+titleHeight, top, bottom)
 }
 
@@ -235,4 +235,13 @@ func (pn *panel) trace(name string, xys plotter.XYs, c color.Color, dashes []vg.
 	line.Color, line.Width, line.Dashes = c, vg.Points(1.4), dashes
 	pn.p.Add(line)
 	pn.leg.Add(name, line)
+}
+
+// simMs is a simulation's latency in milliseconds, written as its
+// reasons write it (simulate.Num), or "-" when there is none.
+func simMs(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return simulate.Num(*p) + " ms"
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -145,14 +146,76 @@ func TestSimulationOfTasksCountsTasks(t *testing.T) {
 	}
 	_, page := renderBoth(t, ReportInput{Scenario: sc, Plan: p, Simulation: r})
 	s := r.Classes[0].Simulated
-	facts := fmt.Sprintf("%s tasks, %s completed; offered %s tasks/s", fmtNum(float64(s.Requests)), fmtNum(float64(s.Completed)), fmtNum(s.OfferedRPS))
+	facts := fmt.Sprintf("%s tasks, %s completed; offered %s tasks/s", simulate.Num(float64(s.Requests)), simulate.Num(float64(s.Completed)), simulate.Num(s.OfferedRPS))
 	for name, out := range map[string][]byte{"table": table.Bytes(), "Markdown": md.Bytes(), "HTML": page} {
 		flat := strings.Join(strings.Fields(string(out)), " ")
 		if !strings.Contains(flat, facts) || strings.Contains(flat, "requests, ") {
 			t.Errorf("the %s does not say %q:\n%s", name, facts, out)
 		}
 	}
-	if !strings.Contains(md.String(), fmtNum(s.ThroughputRPS)+" tasks/s |") {
+	if !strings.Contains(md.String(), simulate.Num(s.ThroughputRPS)+" tasks/s |") {
 		t.Errorf("the Markdown table gives the throughput of tasks in another unit:\n%s", md.String())
+	}
+}
+
+// TestSimulationTableWritesNumbersAsItsReasons: a class's throughput and
+// p95s beside the plan's read the same in the table and the Markdown as
+// in the reason that compares them (10,015 ms, not 10,015.3 ms beside
+// it; 0.35, not 0.34, for 0.345), whatever their size.
+func TestSimulationTableWritesNumbersAsItsReasons(t *testing.T) {
+	sc, _ := examplePlan(t, "chat-and-batch")
+	r, err := newApp().Simulate(context.Background(), sc, simulate.Options{DurationS: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A throughput on a half: its reason, as the verdict writes it.
+	c := &r.Classes[0]
+	c.Simulated.ThroughputRPS = 0.345
+	for i, reason := range c.Verdict.Reasons {
+		if before, after, ok := strings.Cut(reason, " req/s against the plan's "); ok && strings.HasPrefix(before, "throughput ") {
+			c.Verdict.Reasons[i] = "throughput " + simulate.Num(0.345) + " req/s against the plan's " + after
+		}
+	}
+	var table, md bytes.Buffer
+	if err := WriteSimulationTable(&table, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteSimulationMarkdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	compared := regexp.MustCompile(`(throughput|TTFT p95|E2E p95) ([0-9][0-9,.]*)( ms| req/s)? against (the plan's )?([0-9][0-9,.]*)`)
+	for _, c := range r.Classes {
+		var cells []string
+		for _, reason := range c.Verdict.Reasons {
+			for _, m := range compared.FindAllStringSubmatch(reason, -1) {
+				unit := " ms"
+				if m[1] == "throughput" {
+					unit = ""
+				}
+				cells = append(cells, m[2]+unit, m[5]+unit)
+			}
+		}
+		if len(cells) < 6 {
+			t.Fatalf("%s: the reasons compare %d figures with the plan's, want throughput, TTFT and E2E: %q", c.Name, len(cells), c.Verdict.Reasons)
+		}
+		var row, mdRow string
+		for _, line := range strings.Split(table.String(), "\n") {
+			if strings.HasPrefix(line, c.Name+" ") {
+				row = " " + strings.Join(strings.Fields(line), " ") + " "
+			}
+		}
+		for _, line := range strings.Split(md.String(), "\n") {
+			if strings.HasPrefix(line, "| "+c.Name+" |") {
+				mdRow = line
+			}
+		}
+		for _, cell := range cells {
+			if !strings.Contains(row, " "+cell+" ") {
+				t.Errorf("%s: the table's row %q does not write %q as the reasons do", c.Name, row, cell)
+			}
+			if !strings.Contains(mdRow, "| "+cell+" ") {
+				t.Errorf("%s: the Markdown row %q does not write %q as the reasons do", c.Name, mdRow, cell)
+			}
+		}
 	}
 }

@@ -80,7 +80,7 @@ func dailyOverdrawn(name string, l *limit, use, activeS, end float64) (string, b
 		return "", false
 	}
 	return fmt.Sprintf("key %s: at this run's pace its %s of %s a day is spent after %s h of its %s active hours, and the rest of them would be answered 429, which this %s h run ends too soon to meet",
-		name, l.dim, num(l.limit), num(activeS/3600/use), num(activeS/3600), num(end/3600)), true
+		name, l.dim, Num(l.limit), Num(activeS/3600/use), Num(activeS/3600), Num(end/3600)), true
 }
 
 // result is one class's figures, series and verdict, once its levels are
@@ -218,8 +218,8 @@ func (c *client) replayedAfter() string {
 	case 0:
 		return ""
 	case 1:
-		return fmt.Sprintf(" (the other 1 starts after the run's %s s)", num(c.s.end))
+		return fmt.Sprintf(" (the other 1 starts after the run's %s s)", Num(c.s.end))
 	default:
-		return fmt.Sprintf(" (the other %d start after the run's %s s)", n, num(c.s.end))
+		return fmt.Sprintf(" (the other %d start after the run's %s s)", n, Num(c.s.end))
 	}
 }

@@ -75,7 +75,7 @@ func Targets(slo *scenario.SLO, sm Simulated) []Target {
 	at, ttft, e2e := "p95", Target{Metric: "ttft_p95_ms", Got: sm.TTFTP95Ms, CI95: sm.TTFTP95CI95Ms}, Target{Metric: "e2e_p95_ms", Got: sm.E2EP95Ms, CI95: sm.E2EP95CI95Ms}
 	tpot := Target{Metric: "tpot_p95_ms", Got: sm.TPOTP95Ms, CI95: sm.TPOTP95CI95Ms}
 	if sm.Percentile != nil {
-		at = "p" + num(*sm.Percentile)
+		at = "p" + Num(*sm.Percentile)
 		ttft = Target{Metric: "ttft_ms_at_percentile", Got: sm.TTFTMsAtPercentile, CI95: sm.TTFTCI95MsAtPercentile}
 		e2e = Target{Metric: "e2e_ms_at_percentile", Got: sm.E2EMsAtPercentile, CI95: sm.E2ECI95MsAtPercentile}
 		tpot = Target{Metric: "tpot_ms_at_percentile", Got: sm.TPOTMsAtPercentile, CI95: sm.TPOTCI95MsAtPercentile}

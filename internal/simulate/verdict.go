@@ -62,13 +62,13 @@ func (c *client) verdict(sm Simulated) SimulationVerdict {
 func (c *client) nothingToJudge(sm Simulated) (SimulationVerdict, bool) {
 	if sc := c.spec.Schedule; len(c.on) == 0 && c.kind != ArrivalsReplay {
 		return SimulationVerdict{Holds: true, Summary: fmt.Sprintf("%s: not scheduled in this run", c.spec.Name),
-			Reasons: []string{fmt.Sprintf("it runs %s h a day from %s UTC, outside this run", num(sc.Hours), clock(sc.StartHour))}}, true
+			Reasons: []string{fmt.Sprintf("it runs %s h a day from %s UTC, outside this run", Num(sc.Hours), clock(sc.StartHour))}}, true
 	}
 	many, one, rate := Units(c.spec)
 	if r, ok := c.arr.(*replay); ok && sm.Requests == 0 {
 		// Every arrival it replays starts after the run's end.
 		return SimulationVerdict{Holds: true, Summary: fmt.Sprintf("%s: no %s arrived in this run", c.spec.Name, one),
-			Reasons: []string{fmt.Sprintf("none of its %s replayed arrivals starts within the run's %s s: nothing to judge", count(r.given), num(c.s.end))}}, true
+			Reasons: []string{fmt.Sprintf("none of its %s replayed arrivals starts within the run's %s s: nothing to judge", count(r.given), Num(c.s.end))}}, true
 	}
 	if sm.Requests == 0 && c.spec.Demand != nil && c.spec.Demand.Rate() > 0 {
 		// Its demand is too light for one arrival in the run: nothing
@@ -80,7 +80,7 @@ func (c *client) nothingToJudge(sm Simulated) (SimulationVerdict, bool) {
 		// The run ended before a request could complete, none of them
 		// lost: it is too short to say anything about the plan.
 		return SimulationVerdict{Holds: true, Summary: fmt.Sprintf("%s: no %s could complete in this run", c.spec.Name, one),
-			Reasons: []string{fmt.Sprintf("%s %s arrived and none completed in %s s, shorter than the plan's %s p95 of %s ms: nothing to judge; run it longer", count(sm.Requests), many, num(c.s.end), e2eName(c.spec), num(*e2e))}}, true
+			Reasons: []string{fmt.Sprintf("%s %s arrived and none completed in %s s, shorter than the plan's %s p95 of %s ms: nothing to judge; run it longer", count(sm.Requests), many, Num(c.s.end), e2eName(c.spec), Num(*e2e))}}, true
 	}
 	return SimulationVerdict{}, false
 }
@@ -120,13 +120,13 @@ func (c *client) judge(sm Simulated) SimulationVerdict {
 	for _, t := range Targets(c.spec.SLO, sm) {
 		switch {
 		case t.Got == nil:
-			add(false, "no "+one+" completed", "no %s completed, so the %s SLO of %s ms is not met", one, t.Name, num(t.Bound))
+			add(false, "no "+one+" completed", "no %s completed, so the %s SLO of %s ms is not met", one, t.Name, Num(t.Bound))
 		case t.AtEdge():
-			add(true, "", "%s %s %s%s ms meets the SLO of %s ms at its edge: its 95 %% interval reaches %s ms, so another seed or a longer run may miss it", t.Name, t.At, num(*t.Got), plusMinus(t.CI95), num(t.Bound), num(*t.Got+*t.CI95))
+			add(true, "", "%s %s %s%s ms meets the SLO of %s ms at its edge: its 95 %% interval reaches %s ms, so another seed or a longer run may miss it", t.Name, t.At, Num(*t.Got), plusMinus(t.CI95), Num(t.Bound), Num(*t.Got+*t.CI95))
 		case t.Met():
-			add(true, "", "%s %s %s ms meets the SLO of %s ms", t.Name, t.At, num(*t.Got), num(t.Bound))
+			add(true, "", "%s %s %s ms meets the SLO of %s ms", t.Name, t.At, Num(*t.Got), Num(t.Bound))
 		default:
-			add(false, t.Name+" "+t.At+" over its SLO", "%s %s %s%s ms breaks the SLO of %s ms", t.Name, t.At, num(*t.Got), plusMinus(t.CI95), num(t.Bound))
+			add(false, t.Name+" "+t.At+" over its SLO", "%s %s %s%s ms breaks the SLO of %s ms", t.Name, t.At, Num(*t.Got), plusMinus(t.CI95), Num(t.Bound))
 		}
 	}
 	sends := c.st.waitN + sm.Retries
@@ -141,7 +141,7 @@ func (c *client) judge(sm Simulated) SimulationVerdict {
 	if lost := sm.Shed + sm.GaveUp; lost > 0 {
 		var parts []string
 		if sm.Shed > 0 {
-			parts = append(parts, fmt.Sprintf("shed %s after the max queue wait of %s ms", count(sm.Shed), num(c.wait*1000)))
+			parts = append(parts, fmt.Sprintf("shed %s after the max queue wait of %s ms", count(sm.Shed), Num(c.wait*1000)))
 		}
 		if sm.GaveUp > 0 {
 			parts = append(parts, fmt.Sprintf("%s gave up after 429s", count(sm.GaveUp)))
@@ -154,17 +154,17 @@ func (c *client) judge(sm Simulated) SimulationVerdict {
 		if d := c.spec.Demand; d != nil && d.Requests > 0 && c.kind != ArrivalsReplay {
 			switch {
 			case keeps:
-				add(true, "", "the batch of %s %s is done in its %s h window: the pool keeps pace with its %s %s", count(int(d.Requests)), unit, num(d.WithinHours), num(d.Rate()), rate)
+				add(true, "", "the batch of %s %s is done in its %s h window: the pool keeps pace with its %s %s", count(int(d.Requests)), unit, Num(d.WithinHours), Num(d.Rate()), rate)
 			case sm.ThroughputRPS > 0:
 				h := d.Requests / sm.ThroughputRPS / 3600
-				add(false, "batch not done in its window", "at %s %s the batch of %s %s takes %s h, over its %s h window", num(sm.ThroughputRPS), rate, count(int(d.Requests)), unit, num(h), num(d.WithinHours))
+				add(false, "batch not done in its window", "at %s %s the batch of %s %s takes %s h, over its %s h window", Num(sm.ThroughputRPS), rate, count(int(d.Requests)), unit, Num(h), Num(d.WithinHours))
 			default:
-				add(false, "batch not done in its window", "nothing completed: the batch is not done in its %s h window", num(d.WithinHours))
+				add(false, "batch not done in its window", "nothing completed: the batch is not done in its %s h window", Num(d.WithinHours))
 			}
 		} else if keeps {
 			add(true, "", "kept pace with its arrivals (%s waiting at the end)", count(sm.Backlog))
 		} else {
-			add(false, "fell behind", "fell behind: %s %s waiting at the end; it served %s %s of the %s %s that arrived", count(sm.Backlog), unit, num(sm.ThroughputRPS), rate, num(sm.OfferedRPS), rate)
+			add(false, "fell behind", "fell behind: %s %s waiting at the end; it served %s %s of the %s %s that arrived", count(sm.Backlog), unit, Num(sm.ThroughputRPS), rate, Num(sm.OfferedRPS), rate)
 		}
 	}
 	v := SimulationVerdict{Holds: true, Reasons: []string{}}
@@ -198,22 +198,22 @@ func (c *client) limitedSpan() string {
 		}
 	}
 	g := c.s.grid
-	return fmt.Sprintf("all between %s s and %s s of the %s s run", num(float64(first)*g.step), num(g.edge(last)), num(g.end))
+	return fmt.Sprintf("all between %s s and %s s of the %s s run", Num(float64(first)*g.step), Num(g.edge(last)), Num(g.end))
 }
 
 // against compares the run with the plan's figures in words.
 func (c *client) against(sm Simulated) string {
 	vp := c.vsPlan(sm)
 	_, _, rate := Units(c.spec)
-	s := fmt.Sprintf("throughput %s %s against the plan's %s", num(sm.ThroughputRPS), rate, num(vp.ExpectedRPS))
+	s := fmt.Sprintf("throughput %s %s against the plan's %s", Num(sm.ThroughputRPS), rate, Num(vp.ExpectedRPS))
 	if e := vp.ThroughputErrorPct; e != nil {
 		s += " (" + signed.Pct(*e) + ")"
 	}
 	if e := vp.TTFTP95ErrorPct; e != nil {
-		s += fmt.Sprintf("; TTFT p95 %s ms against %s (%s)", num(*sm.TTFTP95Ms), num(*c.cp.Predicted.TTFTP95Ms), signed.Pct(*e))
+		s += fmt.Sprintf("; TTFT p95 %s ms against %s (%s)", Num(*sm.TTFTP95Ms), Num(*c.cp.Predicted.TTFTP95Ms), signed.Pct(*e))
 	}
 	if e := vp.E2EP95ErrorPct; e != nil {
-		s += fmt.Sprintf("; %s p95 %s ms against %s (%s)", e2eName(c.spec), num(*sm.E2EP95Ms), num(*c.cp.Predicted.E2EP95Ms), signed.Pct(*e))
+		s += fmt.Sprintf("; %s p95 %s ms against %s (%s)", e2eName(c.spec), Num(*sm.E2EP95Ms), Num(*c.cp.Predicted.E2EP95Ms), signed.Pct(*e))
 	}
 	return s
 }
@@ -262,9 +262,12 @@ func ratio(a, b int) float64 {
 	return float64(a) / float64(b)
 }
 
-// num writes a number for people: grouped thousands, one decimal from 10
-// and two below, without trailing zeros.
-func num(v float64) string {
+// Num writes a simulation's number for people: grouped thousands, one
+// decimal from 10 and two below, without trailing zeros, halves rounded
+// away from zero on the digits shown (0.345 is 0.35). The reasons of a
+// verdict and every rendering of a simulation write their numbers with
+// it, so that a figure reads the same in a table and in the words.
+func Num(v float64) string {
 	digits := 2
 	switch a := math.Abs(v); {
 	case a >= 100:
@@ -295,5 +298,5 @@ func plusMinus(hw *float64) string {
 	if hw == nil {
 		return ""
 	}
-	return " ± " + num(*hw)
+	return " ± " + Num(*hw)
 }

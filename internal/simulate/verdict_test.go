@@ -60,9 +60,9 @@ classes:
 		holds  bool
 		reason string
 	}{
-		{*p95, true, " ± " + num(*hw) + " ms meets the SLO of " + num(*p95) + " ms at its edge: its 95 % interval reaches " + num(*p95+*hw) + " ms"},
-		{*p95 + 2**hw, true, " ms meets the SLO of " + num(*p95+2**hw) + " ms; "},
-		{*p95 - *hw/2, false, " ± " + num(*hw) + " ms breaks the SLO"},
+		{*p95, true, " ± " + Num(*hw) + " ms meets the SLO of " + Num(*p95) + " ms at its edge: its 95 % interval reaches " + Num(*p95+*hw) + " ms"},
+		{*p95 + 2**hw, true, " ms meets the SLO of " + Num(*p95+2**hw) + " ms; "},
+		{*p95 - *hw/2, false, " ± " + Num(*hw) + " ms breaks the SLO"},
 	} {
 		c := withTarget(tc.target)
 		if c.Pool != base.Pool || *c.Simulated.TTFTP95Ms != *p95 {
@@ -168,7 +168,7 @@ func TestDailyLimitSpentBeforeTheDayEndsBreaksThePlan(t *testing.T) {
 	if rpd == nil || rpd.UseMean <= 1 || rpd.RateLimited != 0 {
 		t.Fatalf("rpd %+v: want a use over 1 without a 429, the case under test", rpd)
 	}
-	want := fmt.Sprintf("key batch-key: at this run's pace its rpd of 100,000 a day is spent after %s h of its 10 active hours", num(10/rpd.UseMean))
+	want := fmt.Sprintf("key batch-key: at this run's pace its rpd of 100,000 a day is spent after %s h of its 10 active hours", Num(10/rpd.UseMean))
 	if res.Verdict.Holds || !strings.Contains(res.Verdict.Summary, want) || !slices.ContainsFunc(res.Verdict.Reasons, func(r string) bool { return strings.Contains(r, want) }) {
 		t.Errorf("verdict %+v: want it not to hold, with %q", res.Verdict, want)
 	}
