@@ -337,6 +337,9 @@ func parseAIPerfJSONL(name string, vals []any) (*part, error) {
 		if l.timed {
 			l.rec.StartS = float64(l.start-t0) / 1e9
 		}
+		if err := checkRow(&l.rec, fmt.Sprintf("line %d", i+1)); err != nil {
+			return nil, err
+		}
 		recs[i] = l.rec
 	}
 	r := &run{records: recs, recordsComplete: true, recordsTimed: timed}

@@ -597,7 +597,7 @@ func TestAbsurdStartTimeIsRefused(t *testing.T) {
 	}
 	w.Flush()
 	_, err := Import("requests.csv", b.Bytes(), deadline12s)
-	if want := "request 5: start_s 1e+300 is beyond the 1e+09 s a request may start at"; err == nil || !strings.Contains(err.Error(), want) {
+	if want := "line 6: start_s 1e+300 is beyond the 1e+09 s a request may start at"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %v, want %q", err, want)
 	}
 	// The workshop layout's wall_s is the step's window itself.

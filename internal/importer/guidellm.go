@@ -307,12 +307,14 @@ func guidellmSamples(b obj, succ, errd int) (recs []measure.Record, complete, ti
 		o     obj
 		start float64
 		ok    bool
+		where string // the entry's request_id, else its place under requests
 	}
 	var samples []sample
 	for _, set := range []struct {
+		name string
 		list []any
 		ok   bool
-	}{{good, true}, {bad, false}} {
+	}{{"successful", good, true}, {"errored", bad, false}} {
 		for i, v := range set.list {
 			o, isObj := asObj(v)
 			if !isObj {
@@ -327,7 +329,11 @@ func guidellmSamples(b obj, succ, errd int) (recs []measure.Record, complete, ti
 			} else {
 				t0 = math.Min(t0, start)
 			}
-			samples = append(samples, sample{o, start, set.ok})
+			where := fmt.Sprintf("requests.%s[%d]", set.name, i)
+			if id, has := o.str("request_id"); has && strings.TrimSpace(id) != "" {
+				where = fmt.Sprintf("request_id %q", id)
+			}
+			samples = append(samples, sample{o, start, set.ok, where})
 		}
 	}
 	timed = len(samples) > 0
@@ -335,6 +341,9 @@ func guidellmSamples(b obj, succ, errd int) (recs []measure.Record, complete, ti
 		rec, recTimed := guidellmRecord(s.o, s.ok, s.start, t0)
 		rec.Index = i
 		timed = timed && recTimed
+		if err := checkRow(&rec, s.where); err != nil {
+			return nil, false, false, err
+		}
 		recs = append(recs, rec)
 	}
 	return recs, len(good) == succ && len(bad) == errd && len(samples) > 0, timed, nil

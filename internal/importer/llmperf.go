@@ -304,6 +304,9 @@ func parseLLMPerfResponses(name string, vals []any) (*part, error) {
 				rec.ErrorClass = measure.ErrBadStream
 			}
 		}
+		if err := checkRow(&rec, fmt.Sprintf("response %d", i+1)); err != nil {
+			return nil, err
+		}
 		recs = append(recs, rec)
 	}
 	r := &run{records: recs, recordsComplete: true}

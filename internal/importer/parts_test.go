@@ -2,6 +2,7 @@ package importer
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -324,10 +325,16 @@ func TestImpossibleRowsAreRefused(t *testing.T) {
 		data []byte
 		says string
 	}{
-		{"probe row ending before its first token", probe(900, 500), "request 3: e2e_ms 500 is below its ttft_ms 900: a request ends after its first token"},
-		{"probe row of 1e308 ms", probe(100, 1e308), "request 3: e2e_ms 1e+308 is beyond the 1e+09 ms a latency may be"},
-		{"workshop row of 1e308 ms", []byte("step,idx,ok,code,ms,wall_s\n1,0,1,200,1e308,10\n"), "e2e_ms 1e+308 is beyond the 1e+09 ms a latency may be"},
-		{"llmperf response ending before its first token", []byte(`[{"ttft_s": 2, "end_to_end_latency_s": 1, "number_output_tokens": 5, "number_input_tokens": 9}]`), "e2e_ms 1000 is below its ttft_ms 2000"},
+		{"probe row ending before its first token", probe(900, 500), "line 4: e2e_ms 500 is below its ttft_ms 900: a request ends after its first token"},
+		{"probe row of 1e308 ms", probe(100, 1e308), "line 4: e2e_ms 1e+308 is beyond the 1e+09 ms a latency may be"},
+		{"workshop row of 1e308 ms", []byte("step,idx,ok,code,ms,wall_s\n1,0,1,200,1e308,10\n"), "line 2: e2e_ms 1e+308 is beyond the 1e+09 ms a latency may be"},
+		// The first row of step 2 is on line 3 of the file, whatever
+		// its place among its step's rows.
+		{"workshop row of 1e308 ms among steps", []byte("step,idx,ok,code,ms,wall_s\n1,0,1,200,100,10\n2,0,1,200,1e308,10\n1,1,1,200,100,10\n"), "line 3: e2e_ms 1e+308 is beyond the 1e+09 ms a latency may be"},
+		{"llmperf response ending before its first token", []byte(`[{"ttft_s": 0.1, "end_to_end_latency_s": 1, "number_output_tokens": 5, "number_input_tokens": 9}, {"ttft_s": 2, "end_to_end_latency_s": 1, "number_output_tokens": 5, "number_input_tokens": 9}]`), "response 2: e2e_ms 1000 is below its ttft_ms 2000"},
+		{"AIPerf line ending before its first token", []byte(`{"metadata":{"x_request_id":"a","timestamp_ns":1000000000,"benchmark_phase":"profiling"},"metrics":{"time_to_first_token":{"value":100,"unit":"ms"},"request_latency":{"value":900,"unit":"ms"},"output_sequence_length":{"value":9,"unit":"tokens"}}}
+{"metadata":{"x_request_id":"b","timestamp_ns":2000000000,"benchmark_phase":"profiling"},"metrics":{"time_to_first_token":{"value":800,"unit":"ms"},"request_latency":{"value":500,"unit":"ms"},"output_sequence_length":{"value":9,"unit":"tokens"}}}
+`), "line 2: e2e_ms 500 is below its ttft_ms 800"},
 	} {
 		if _, err := Import("f", tc.data, deadline12s); err == nil || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.says)
@@ -368,5 +375,26 @@ func TestRampCSVsMissingAColumnSayWhich(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.say) {
 			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.say)
 		}
+	}
+}
+
+// TestRefusedRowIsNamedByItsID: a GuideLLM request entry that cannot be
+// imported is named by its request_id, which the user can search the
+// file for, not by its place in the list the import built.
+func TestRefusedRowIsNamedByItsID(t *testing.T) {
+	var doc map[string]any
+	if err := json.Unmarshal(readTestdata(t, "guidellm/benchmarks_stripped.json"), &doc); err != nil {
+		t.Fatal(err)
+	}
+	reqs := doc["benchmarks"].([]any)[0].(map[string]any)["requests"].(map[string]any)
+	entry := reqs["successful"].([]any)[0].(map[string]any)
+	entry["time_to_first_token_ms"] = 2e9
+	data, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("request_id %q: ttft_ms 2e+09 is beyond the 1e+09 ms a latency may be", entry["request_id"])
+	if _, err := Import("benchmarks.json", data, deadline12s); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want %q", err, want)
 	}
 }

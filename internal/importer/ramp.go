@@ -42,6 +42,11 @@ func parseProbeCSV(_ string, data []byte) (*part, error) {
 	if len(recs) == 0 {
 		return nil, errors.New("has no request rows")
 	}
+	for i := range recs {
+		if err := checkRow(&recs[i], fmt.Sprintf("line %d", i+2)); err != nil {
+			return nil, err
+		}
+	}
 	recs, repeated, err := onceEach(recs, func(i int) request {
 		return request{recs[i].Step, recs[i].RateRPS, recs[i].Refine, recs[i].Index}
 	}, func(i int) any { return recs[i] }, "a run")
@@ -132,6 +137,9 @@ func parseWorkshopCSV(_ string, data []byte) (*part, error) {
 			return nil, fmt.Errorf("line %d has %d fields where the header has %d (truncated file?)", line, len(row), width)
 		}
 		rec, wall, err := workshopRow(row, col)
+		if err == nil {
+			err = checkRecord(&rec)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", line, err)
 		}

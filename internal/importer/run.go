@@ -89,11 +89,6 @@ func (r *run) load() string {
 // finish resolves the run's concurrency and produces its step and records
 // (with Step set) plus notes on every estimate made.
 func (r *run) finish(opts analysis.Options) (measure.Step, []measure.Record, []string, error) {
-	for i := range r.records {
-		if err := checkRecord(&r.records[i]); err != nil {
-			return measure.Step{}, nil, nil, fmt.Errorf("request %d: %w", i+1, err)
-		}
-	}
 	var notes []string
 	c, estimated, cNotes, err := r.resolveConcurrency()
 	if err != nil {
@@ -474,6 +469,9 @@ func checkStep(s measure.Step) error {
 // step's window, and sink its rates, by as much), and a request that ended
 // before its first token (as POST /v1/analyses refuses such a row). Each
 // time is named as requests.csv names it.
+//
+// Every parser checks its rows as it reads them, through checkRow, so
+// that a refusal says where the row is in the file.
 func checkRecord(r *measure.Record) error {
 	for _, f := range []struct {
 		name string
@@ -494,6 +492,16 @@ func checkRecord(r *measure.Record) error {
 	}
 	if r.OutputTokens < 0 || r.InputTokens < 0 {
 		return errors.New("negative token count")
+	}
+	return nil
+}
+
+// checkRow is checkRecord for the row at where, which names the row as
+// the user finds it in the file: its line in a line-based file (a CSV,
+// JSON Lines), else its own id, or its place in the file's list.
+func checkRow(r *measure.Record, where string) error {
+	if err := checkRecord(r); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
 	}
 	return nil
 }

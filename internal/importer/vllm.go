@@ -520,6 +520,9 @@ func vllmRecords(o obj) ([]measure.Record, bool, error) {
 		default:
 			rec.Status, rec.ErrorClass = classifyErrorText(errText)
 		}
+		if err := checkRow(&rec, fmt.Sprintf("the request at index %d of the per-request arrays (ttfts[%d])", i, i)); err != nil {
+			return nil, false, err
+		}
 		recs[i] = rec
 	}
 	return recs, len(starts) == n && n > 0, nil
