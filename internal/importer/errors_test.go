@@ -623,3 +623,19 @@ func TestWorkshopRowOKWithAFailedCodeIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkshopHeaderNamingAColumnTwice: a workshop CSV whose header names
+// a column twice (a pandas export of a joined frame) is refused, naming
+// the column and both places, rather than read from the first; names
+// compare as the layout reads them, in any case and spacing.
+func TestWorkshopHeaderNamingAColumnTwice(t *testing.T) {
+	for _, tc := range []struct{ data, says string }{
+		{"step,idx,ok,code,ms,wall_s,ms\n1,0,1,200,100,10,900\n", `the header names the "ms" column twice, in columns 5 and 7`},
+		{"step,idx,OK,code,ms,wall_s, ok \n1,0,1,200,100,10,0\n", `the header names the "ok" column twice, in columns 3 and 7`},
+	} {
+		_, err := Import("ramp.csv", []byte(tc.data), deadline12s)
+		if err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%q: err = %v, want %q", tc.data, err, tc.says)
+		}
+	}
+}

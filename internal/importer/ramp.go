@@ -89,6 +89,24 @@ func workshopIndex(header []string) map[string]int {
 	return idx
 }
 
+// workshopRepeats refuses a header that names one of the layout's
+// columns twice: which of the two holds the figure is not known, so
+// neither is taken.
+func workshopRepeats(header []string) error {
+	first := map[string]int{}
+	for i, h := range header {
+		h = strings.ToLower(strings.TrimSpace(h))
+		if !slices.Contains(workshopColumns, h) {
+			continue
+		}
+		if j, dup := first[h]; dup {
+			return fmt.Errorf("the header names the %q column twice, in columns %d and %d: which one holds the figure is not known; keep one", h, j+1, i+1)
+		}
+		first[h] = i
+	}
+	return nil
+}
+
 func looksWorkshopCSV(header []string) bool {
 	return len(workshopIndex(header)) == len(workshopColumns)
 }
@@ -105,6 +123,9 @@ func parseWorkshopCSV(_ string, data []byte) (*part, error) {
 		return nil, err
 	}
 	width := len(header)
+	if err := workshopRepeats(header); err != nil {
+		return nil, err
+	}
 	col := workshopIndex(header)
 	for _, c := range workshopColumns {
 		if _, ok := col[c]; !ok {
