@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -637,5 +639,43 @@ func TestWorkshopHeaderNamingAColumnTwice(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("%q: err = %v, want %q", tc.data, err, tc.says)
 		}
+	}
+}
+
+// TestWorkshopOKForms: every form the ok column's refusal lists is
+// read, in any case, and the refusal lists every form that is read.
+func TestWorkshopOKForms(t *testing.T) {
+	row := func(ok string) []byte {
+		return []byte("step,idx,ok,code,ms,wall_s\n1,0," + ok + ",,100,10\n1,1,1,200,100,10\n")
+	}
+	_, err := Import("ramp.csv", row("maybe"), deadline12s)
+	if err == nil {
+		t.Fatal("ok \"maybe\" was read")
+	}
+	msg := err.Error()
+	m := regexp.MustCompile(`ok "maybe" is none of (.+) \(a success\) or (.+) or an empty cell \(a failure\), in any case`).FindStringSubmatch(msg)
+	if m == nil {
+		t.Fatalf("err = %v, want it to list the forms of ok", err)
+	}
+	forms := append(strings.Split(m[1], ", "), strings.Split(m[2], ", ")...)
+	for _, want := range []string{"1", "1.0", "true", "t", "yes", "0", "0.0", "false", "f", "no"} {
+		if !slices.Contains(forms, want) {
+			t.Errorf("the refusal %q does not list %q, which is read", msg, want)
+		}
+	}
+	for _, form := range forms {
+		for _, f := range []string{form, strings.ToUpper(form)} {
+			imp, err := Import("ramp.csv", row(f), deadline12s)
+			if err != nil {
+				t.Errorf("ok %q, which the refusal lists, is refused: %v", f, err)
+				continue
+			}
+			if s := imp.Steps[0]; s.Requests != 2 {
+				t.Errorf("ok %q: %d requests, want 2", f, s.Requests)
+			}
+		}
+	}
+	if _, err := Import("ramp.csv", row(""), deadline12s); err != nil {
+		t.Errorf("an empty ok, which the refusal lists, is refused: %v", err)
 	}
 }

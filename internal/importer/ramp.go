@@ -24,8 +24,8 @@ import (
 // its steps are summarised as the probe summarises them: a closed-loop
 // step in its steady state (analysis.Summarize), an open-loop step (a row
 // with a rate) over its window (analysis.SummarizeOpen). The workshop layout, written by a common pandas ramp
-// script, has the columns step (the concurrency), idx, ok (0/1 or
-// True/False), code (HTTP status), ms (end-to-end latency in milliseconds)
+// script, has the columns step (the concurrency), idx, ok (okForms),
+// code (HTTP status), ms (end-to-end latency in milliseconds)
 // and wall_s (the step's wall time, repeated on each row); it has no TTFT
 // and no token counts, so TTFT and TPOT are unknown there.
 
@@ -317,17 +317,29 @@ func wholeNumber(s string) (int, error) {
 	return int(f), nil
 }
 
-// boolish reads 1/0, 1.0/0.0 and true/false in any case.
+// okForms are the forms of the workshop layout's ok column, each in any
+// case: what boolish reads and what its refusal lists. An empty cell is a
+// failure too.
+var okForms = struct{ success, failure []string }{
+	success: []string{"1", "1.0", "true", "t", "yes"},
+	failure: []string{"0", "0.0", "false", "f", "no"},
+}
+
+// boolish reads the ok column: one of okForms, or an empty cell (false).
 func boolish(s string) (bool, error) {
-	for _, t := range []string{"1", "1.0", "true", "t", "yes"} {
+	for _, t := range okForms.success {
 		if strings.EqualFold(s, t) {
 			return true, nil
 		}
 	}
-	for _, f := range []string{"0", "0.0", "false", "f", "no", ""} {
+	if s == "" {
+		return false, nil
+	}
+	for _, f := range okForms.failure {
 		if strings.EqualFold(s, f) {
 			return false, nil
 		}
 	}
-	return false, fmt.Errorf("ok %q is neither 0/1 nor True/False", s)
+	return false, fmt.Errorf("ok %q is none of %s (a success) or %s or an empty cell (a failure), in any case",
+		s, strings.Join(okForms.success, ", "), strings.Join(okForms.failure, ", "))
 }
