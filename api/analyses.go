@@ -45,7 +45,7 @@ type AnalysisRow struct {
 	OutputTokens     int     `json:"output_tokens,omitempty" minimum:"0" maximum:"100000000"`
 	InputTokens      int     `json:"input_tokens,omitempty" minimum:"0" maximum:"100000000"`
 	OutputEstimated  bool    `json:"output_estimated,omitempty"`
-	Status           int     `json:"status,omitempty" minimum:"0" maximum:"999" doc:"HTTP status; 0 when no response arrived."`
+	Status           int     `json:"status,omitempty" minimum:"0" maximum:"599" doc:"HTTP status, 100 to 599; 0 when no response arrived."`
 	ErrorClass       string  `json:"error,omitempty" enum:"timeout,429,5xx,4xx,transport,bad_stream,cancelled" doc:"Empty on success."`
 	Attempts         int     `json:"attempts,omitempty" minimum:"0" maximum:"1000"`
 	RetryAfterMs     float64 `json:"retry_after_ms,omitempty" minimum:"0" maximum:"1e9"`
@@ -257,6 +257,10 @@ func rowRules(rows []AnalysisRow) []rule {
 	for i, r := range rows {
 		if endsBeforeFirstToken(r.TTFTMs, r.E2EMs) {
 			rules = append(rules, rule{location: fmt.Sprintf("body.rows[%d].e2e_ms", i), message: "must be >= ttft_ms: " + afterFirstToken})
+		}
+		if r.Status > 0 && r.Status < 100 {
+			rules = append(rules, rule{location: fmt.Sprintf("body.rows[%d].status", i),
+				message: fmt.Sprintf("%d is not an HTTP status: one is 100 to 599, with 0 when no answer arrived", r.Status)})
 		}
 		if !r.OK {
 			continue

@@ -280,6 +280,9 @@ func TestAnalyses(t *testing.T) {
 		{"row E2E below TTFT", map[string]any{"rows": []map[string]any{{"step": 1, "ok": true, "ttft_ms": 10, "e2e_ms": 20}, {"step": 1, "ok": true, "ttft_ms": 1000, "e2e_ms": 10}}}, "body.rows[1].e2e_ms", "must be >= ttft_ms: a request ends after its first token"},
 		{"row ok with an error", map[string]any{"rows": []map[string]any{{"step": 1, "ok": true, "e2e_ms": 20}, {"step": 1, "ok": true, "status": 429, "error": "429", "e2e_ms": 20}}}, "body.rows[1].error", "a row that is ok has no error class"},
 		{"row ok with a 500", map[string]any{"rows": []map[string]any{{"step": 1, "ok": true, "status": 500, "e2e_ms": 20}}}, "body.rows[0].status", "a row that is ok was answered 2xx"},
+		{"row of status 999", map[string]any{"rows": []map[string]any{{"step": 1, "ok": false, "status": 999, "error": "5xx", "e2e_ms": 20}}}, "body.rows[0].status", "expected number <= 599"},
+		{"row of status 42", map[string]any{"rows": []map[string]any{{"step": 1, "ok": true, "e2e_ms": 20}, {"step": 1, "ok": false, "status": 42, "error": "transport", "e2e_ms": 20}}}, "body.rows[1].status", "42 is not an HTTP status"},
+		{"workshop code 999", map[string]any{"file": map[string]any{"name": "ramp.csv", "content": "step,idx,ok,code,ms,wall_s\n1,0,1,200,1000,1\n1,1,0,999,1000,1\n"}}, "body.file", `line 3: code "999" is not an HTTP status`},
 		{"row at step 0", map[string]any{"rows": []map[string]any{{"step": 0, "ok": true, "e2e_ms": 20}}}, "body.rows[0].step", "expected number >= 1"},
 		{"one concurrency twice", map[string]any{"steps": []map[string]any{{"concurrency": 1, "goodput_rps": 1}, {"concurrency": 2, "goodput_rps": 2}, {"concurrency": 1, "goodput_rps": 1}}}, "body.steps[2].concurrency", "steps[0] has the same concurrency"},
 		// Rows without a TTFT cannot judge a TTFT target, nor rows without

@@ -679,3 +679,41 @@ func TestWorkshopOKForms(t *testing.T) {
 		t.Errorf("an empty ok, which the refusal lists, is refused: %v", err)
 	}
 }
+
+// TestStatusOutsideHTTPIsRefused: a row's HTTP status beyond 100–599
+// (999, 42, 600) is refused with its field and line, in the workshop
+// layout's code column and in a requests.csv's status column alike; 0
+// and an empty code stay a request that got no answer.
+func TestStatusOutsideHTTPIsRefused(t *testing.T) {
+	probe := func(status int) []byte {
+		var buf bytes.Buffer
+		recs := []measure.Record{
+			{Step: 1, Index: 0, StartS: 0, TTFTMs: 5, E2EMs: 10, OutputTokens: 3, Status: 200, Attempts: 1, OK: true},
+			{Step: 1, Index: 1, StartS: 1, E2EMs: 10, Status: status, ErrorClass: measure.ErrServer, Attempts: 1},
+		}
+		if err := measure.WriteCSV(&buf, recs); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	for _, code := range []int{999, 42, 600, 1} {
+		workshop := fmt.Sprintf("step,idx,ok,code,ms,wall_s\n1,0,1,200,100,10\n1,1,0,%d,100,10\n", code)
+		want := fmt.Sprintf(`line 3: code "%d" is not an HTTP status`, code)
+		if _, err := Import("ramp.csv", []byte(workshop), deadline12s); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("workshop code %d: err = %v, want %q", code, err, want)
+		}
+		want = fmt.Sprintf("line 3: status %d is not an HTTP status", code)
+		if _, err := Import("requests.csv", probe(code), deadline12s); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("requests.csv status %d: err = %v, want %q", code, err, want)
+		}
+	}
+	for _, code := range []string{"0", "", "100", "599"} {
+		workshop := "step,idx,ok,code,ms,wall_s\n1,0,1,200,100,10\n1,1,0," + code + ",100,10\n"
+		if _, err := Import("ramp.csv", []byte(workshop), deadline12s); err != nil {
+			t.Errorf("workshop code %q: %v", code, err)
+		}
+	}
+	if _, err := Import("requests.csv", probe(0), deadline12s); err != nil {
+		t.Errorf("requests.csv status 0 (no answer): %v", err)
+	}
+}

@@ -272,8 +272,8 @@ func workshopRow(row []string, col map[string]int) (measure.Record, float64, err
 	}
 	code := 0
 	if c := cell("code"); c != "" {
-		if code, err = wholeNumber(c); err != nil || code < 0 || code > 999 {
-			return rec, 0, fmt.Errorf("code %q is not an HTTP status", c)
+		if code, err = wholeNumber(c); err != nil || !httpStatus(code) {
+			return rec, 0, fmt.Errorf("code %q is not an HTTP status: one is 100 to 599, with 0 or an empty cell when no answer arrived", c)
 		}
 	}
 	if ok && code != 0 && (code < 200 || code > 299) {

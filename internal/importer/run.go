@@ -493,8 +493,15 @@ func checkRecord(r *measure.Record) error {
 	if r.OutputTokens < 0 || r.InputTokens < 0 {
 		return errors.New("negative token count")
 	}
+	if !httpStatus(r.Status) {
+		return fmt.Errorf("status %d is not an HTTP status: one is 100 to 599, with 0 when no answer arrived", r.Status)
+	}
 	return nil
 }
+
+// httpStatus reports whether a row's status is one an answer can have,
+// 100 to 599, or 0, the status of a request that got no answer.
+func httpStatus(code int) bool { return code == 0 || (code >= 100 && code <= 599) }
 
 // checkRow is checkRecord for the row at where, which names the row as
 // the user finds it in the file: its line in a line-based file (a CSV,
