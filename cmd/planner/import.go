@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -112,7 +113,7 @@ func writeCurveFile(stdout, report io.Writer, out string, imp *importer.Imported
 	if imp.Latency == nil {
 		return errors.New("no latency block to write: see the notes above")
 	}
-	head := []string{fmt.Sprintf("Measured by %s, imported by planner from:", imp.Format)}
+	head := []string{curveHeadline(imp)}
 	for _, a := range args {
 		head = append(head, "  "+a)
 	}
@@ -132,6 +133,24 @@ func writeCurveFile(stdout, report io.Writer, out string, imp *importer.Imported
 	}
 	_, err = fmt.Fprintf(report, "\ncurve file (%d curve points, knee %s) written to %s\n", len(imp.Latency.Curve), intOrNone(imp.Latency.Knee), out)
 	return err
+}
+
+// curveHeadline is the first comment line of an imported curve file: the
+// tools that measured the run, as its files name them, and the formats
+// they were read as ("Measured by guidellm (read as guidellm-benchmarks)
+// and imported by planner from:").
+func curveHeadline(imp *importer.Imported) string {
+	var tools []string
+	for _, src := range imp.Sources {
+		if src.Tool != "" && !slices.Contains(tools, src.Tool) {
+			tools = append(tools, src.Tool)
+		}
+	}
+	formats := strings.ReplaceAll(imp.Format, "+", ", ")
+	if len(tools) == 0 {
+		return fmt.Sprintf("Read as %s and imported by planner from:", formats)
+	}
+	return fmt.Sprintf("Measured by %s (read as %s) and imported by planner from:", strings.Join(tools, " and "), formats)
 }
 
 // intOrNone prints a concurrency or "none".

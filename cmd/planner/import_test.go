@@ -182,3 +182,22 @@ func TestImportExitCodes(t *testing.T) {
 		})
 	}
 }
+
+// TestImportedCurveSaysWhatMeasuredIt: the comment at the top of a curve
+// file imported from GuideLLM names the tool that measured the run, and
+// the format as what the file was read as, rather than passing the
+// format id off as the tool ("Measured by guidellm-benchmarks").
+func TestImportedCurveSaysWhatMeasuredIt(t *testing.T) {
+	for _, tc := range []struct{ file, head string }{
+		{"guidellm/guidellm_report_v2.json", "# Measured by guidellm (read as guidellm-benchmarks) and imported by planner from:\n#   "},
+		{"handmade/workshop_ramp.csv", "# Measured by workshop ramp script (read as workshop-ramp-csv) and imported by planner from:\n#   "},
+	} {
+		code, out, errOut := runCLI(t, "", "import", "--out", "-", importTestdata+tc.file)
+		if code != exitOK {
+			t.Fatalf("%s: exit %d: %s", tc.file, code, errOut)
+		}
+		if !strings.HasPrefix(out, tc.head+importTestdata+tc.file+"\n") {
+			t.Errorf("%s: the curve file begins\n%.200s\nwant\n%s", tc.file, out, tc.head)
+		}
+	}
+}
