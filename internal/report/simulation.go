@@ -19,8 +19,26 @@ const ChartSimulation = "simulation"
 // Axis labels of the simulation chart.
 const (
 	labelRequests    = "requests"
+	labelTaskLoad    = "tasks queued, calls in flight"
 	labelPerInterval = "per interval"
 )
+
+// simulationSeries names the series of a class's simulation chart by
+// what they count: requests, or for an agent task class the model calls
+// in flight and answered 429, and the tasks queued for a slot and shed.
+type simulationSeries struct {
+	axis, inFlight, queued, limited, shed string
+	caption                               string // the chart's figure caption, without the class and interval
+}
+
+func seriesNames(c simulate.ClassRun) simulationSeries {
+	if c.Counts == simulate.CountsTasks {
+		return simulationSeries{labelTaskLoad, "calls in flight", "tasks queued", "429s (calls)", "tasks shed",
+			"model calls in flight and tasks queued (time-averages), and calls answered 429 and tasks shed"}
+	}
+	return simulationSeries{labelRequests, "in flight", "queued", "429s", "shed",
+		"requests in flight and queued (time-averages) and 429s and shed requests"}
+}
 
 // WriteSimulationTable writes a simulation as a terminal table within Width
 // columns: one row per class with the simulated figures beside the plan's,
@@ -179,7 +197,9 @@ func keyFacts(q simulate.KeyUse) string {
 // SimulationSVG draws one class's run over time: requests in flight and
 // queued (and the AIMD pool when adapting) in the top panel, 429s and
 // shed requests per interval in the bottom one, against minutes of
-// simulated time (seconds for a run under ten minutes).
+// simulated time (seconds for a run under ten minutes). An agent task
+// class's chart counts model calls in flight and answered 429, and tasks
+// queued and shed, and says so (seriesNames).
 func SimulationSVG(c simulate.ClassRun, s simulate.SimulationSettings) ([]byte, error) {
 	if s.Intervals == 0 || len(c.Series.InFlight) != s.Intervals {
 		return nil, fmt.Errorf("simulation chart of class %s: %w", c.Name, ErrNoData)
@@ -205,15 +225,16 @@ func SimulationSVG(c simulate.ClassRun, s simulate.SimulationSettings) ([]byte, 
 		return xys
 	}
 	dashed := []vg.Length{vg.Points(5), vg.Points(3)}
-	top := newPanel(xLabel, labelRequests)
-	top.trace("in flight", series(c.Series.InFlight), colorPrimary, nil)
-	top.trace("queued", series(c.Series.Queued), colorSecond, dashed)
+	names := seriesNames(c)
+	top := newPanel(xLabel, names.axis)
+	top.trace(names.inFlight, series(c.Series.InFlight), colorPrimary, nil)
+	top.trace(names.queued, series(c.Series.Queued), colorSecond, dashed)
 	if len(c.Series.Pool) > 0 {
 		top.trace("AIMD pool", series(c.Series.Pool), colorTokens, nil)
 	}
 	bottom := newPanel(xLabel, labelPerInterval)
-	bottom.trace("429s", counts(c.Series.RateLimited), colorBinding, nil)
-	bottom.trace("shed", counts(c.Series.Shed), colorMuted, dashed)
+	bottom.trace(names.limited, counts(c.Series.RateLimited), colorBinding, nil)
+	bottom.trace(names.shed, counts(c.Series.Shed), colorMuted, dashed)
 	for _, pn := range []*panel{top, bottom} {
 		pn.p.X.Min, pn.p.X.Max = 0, s.DurationS/scale
 	}

@@ -156,6 +156,23 @@ func TestSimulationOfTasksCountsTasks(t *testing.T) {
 	if !strings.Contains(md.String(), simulate.Num(s.ThroughputRPS)+" tasks/s |") {
 		t.Errorf("the Markdown table gives the throughput of tasks in another unit:\n%s", md.String())
 	}
+	// Its chart counts model calls in flight and tasks queued for a
+	// slot, and says so, in its panel and legend and in the caption.
+	svg, err := SimulationSVG(r.Classes[0], r.Settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, label := range []string{"tasks queued, calls in flight", "calls in flight", "tasks queued", "429s (calls)", "tasks shed"} {
+		if !bytes.Contains(svg, []byte(">"+label+"</text>")) {
+			t.Errorf("the chart of a task class has no %q", label)
+		}
+	}
+	if bytes.Contains(svg, []byte(">requests</text>")) {
+		t.Error("the chart of a task class labels its panel requests")
+	}
+	if caption := "model calls in flight and tasks queued (time-averages), and calls answered 429 and tasks shed per"; !bytes.Contains(page, []byte(caption)) {
+		t.Errorf("the report's caption of the task class's chart does not say %q", caption)
+	}
 }
 
 // TestSimulationTableWritesNumbersAsItsReasons: a class's throughput and

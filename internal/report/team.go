@@ -292,7 +292,7 @@ func WriteReportHTML(w io.Writer, in ReportInput) error {
 				return fmt.Errorf("report: %w", err)
 			}
 			hs.Charts = append(hs.Charts, htmlFigure{Chart: trusted(svg), Caption: fmt.Sprintf(
-				"%s: requests in flight and queued (time-averages) and 429s and shed requests per %s s of the simulated run.", c.Name, fmtNum(r.Settings.IntervalS))})
+				"%s: %s per %s s of the simulated run.", c.Name, seriesNames(c).caption, simulate.Num(r.Settings.IntervalS))})
 		}
 		view.Simulation = hs
 	}

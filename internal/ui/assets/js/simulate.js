@@ -50,6 +50,20 @@ function table(result) {
       h('tbody', {}, result.classes.map(row))));
 }
 
+// SERIES names a class's series by what they count: requests, or for an
+// agent task class (counts "tasks") the model calls in flight and
+// answered 429 and the tasks queued for a slot and shed.
+const SERIES = {
+  requests: {
+    axis: 'requests', inFlight: 'in flight', queued: 'queued', limited: '429s', shed: 'shed',
+    load: 'requests in flight and queued', refused: '429s and shed requests',
+  },
+  tasks: {
+    axis: 'tasks queued, calls in flight', inFlight: 'calls in flight', queued: 'tasks queued', limited: '429s (calls)', shed: 'tasks shed',
+    load: 'model calls in flight and tasks queued', refused: 'calls answered 429 and tasks shed',
+  },
+};
+
 // classCharts are one class's time series against minutes of simulated
 // time (seconds for a run under ten minutes).
 function classCharts(c, settings) {
@@ -57,14 +71,15 @@ function classCharts(c, settings) {
   const unit = minutes ? 60 : 1;
   const x = (i) => ((i + 0.5) * settings.interval_s) / unit;
   const points = (values) => values.map((y, i) => ({ x: x(i), y }));
+  const names = SERIES[c.counts] || SERIES.requests;
   const load = [
-    { name: 'in flight', points: points(c.series.in_flight) },
-    { name: 'queued', points: points(c.series.queued) },
+    { name: names.inFlight, points: points(c.series.in_flight) },
+    { name: names.queued, points: points(c.series.queued) },
   ];
   if (c.series.pool) load.push({ name: 'AIMD pool', points: points(c.series.pool) });
   const refused = [
-    { name: '429s', points: points(c.series.rate_limited), cls: 'series-3' },
-    { name: 'shed', points: points(c.series.shed), cls: 'series-5' },
+    { name: names.limited, points: points(c.series.rate_limited), cls: 'series-3' },
+    { name: names.shed, points: points(c.series.shed), cls: 'series-5' },
   ];
   const xLabel = `simulated ${minutes ? 'minutes' : 'seconds'}`;
   const s = c.simulated;
@@ -73,12 +88,12 @@ function classCharts(c, settings) {
     h('ul', { class: 'reasons' }, c.verdict.reasons.map((r) => h('li', { text: r }))),
     h('div', { class: 'charts' },
       h('figure', {}, legend(load), lineChart({
-        title: `${c.name}: requests in flight and queued`,
+        title: `${c.name}: ${names.load}`,
         description: `Time-averages per ${num(settings.interval_s)} s; pool ${c.pool}, ${num(s.backlog)} waiting at the end.`,
-        xLabel, yLabel: 'requests', series: load, dots: false,
+        xLabel, yLabel: names.axis, series: load, dots: false,
       })),
       h('figure', {}, legend(refused), lineChart({
-        title: `${c.name}: 429s and shed requests`,
+        title: `${c.name}: ${names.refused}`,
         description: `Per ${num(settings.interval_s)} s; ${num(s.rate_limited)} 429s and ${num(s.shed)} shed in all.`,
         xLabel, yLabel: `per ${num(settings.interval_s)} s`, series: refused, dots: false,
       }))));
