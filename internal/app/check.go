@@ -503,7 +503,7 @@ func summary(cc *plan.ClassCheck, targets []simulate.Target) string {
 	}
 	parts = append(parts, fmt.Sprintf("%.1f %% of sends answered 429", 100*cc.RateLimitedShare))
 	if cc.BatchDone != nil {
-		parts = append(parts, "the batch keeps pace with its window")
+		parts = append(parts, "its pool keeps pace with the batch")
 	}
 	return "holds: " + strings.Join(parts, ", ")
 }

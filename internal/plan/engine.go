@@ -423,11 +423,17 @@ func (r *run) classPlan(ctx context.Context, i int) (ClassPlan, error) {
 	}
 	cp.Adaptive = adaptive(cp.Pool, cp.Ceilings)
 	cp.Batch = r.batch(i, cp.Pool, allot)
+	if cp.Batch.dailyShort() {
+		// Nor does a batch that its share of a daily limit cannot carry
+		// through its window, however fast its pool would go.
+		cp.Feasible = false
+	}
 	cp.Task = r.taskPlan(i, cp.Pool)
 	if !cp.Feasible && !r.lean {
 		if cp.Shed, err = r.shed(ctx, i, cp.Pool); err != nil {
 			return cp, err
 		}
+		cp.Shed = cp.Batch.withinDaily(cp.Shed, m.lambda)
 	}
 	if pk := r.peak[i]; pk > 1 {
 		cp.Warnings = append(cp.Warnings, fmt.Sprintf("sized at the peak of its demand profile: %s × its steady %s %s, %s %s", num(pk), num(m.lambda/pk), m.rateUnit(), num(m.lambda), m.rateUnit()))

@@ -1,9 +1,12 @@
 package plan
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/plannerdev/planner"
+	"github.com/plannerdev/planner/internal/scenario"
 	"github.com/plannerdev/planner/internal/testutil"
 )
 
@@ -97,5 +100,75 @@ func TestWorkedExampleInConcepts(t *testing.T) {
 	}
 	if cp.TruncationRisk != 0.0105 || cp.Pacing.RateRPS != 10.1056 || cp.Pacing.Burst != 10 {
 		t.Errorf("truncation %g pacing %+v", cp.TruncationRisk, cp.Pacing)
+	}
+}
+
+// TestDailyLimitShortOfAFastBatch: a batch whose pool, bound by tpm,
+// would finish in 1.38 h of its 10 h window, on a key active an hour a
+// day whose rpd (or tpd) share covers 90,000 of its 200,000 requests, is
+// not done in its window: it does not fit, and every reason says so. Its
+// explanation names the daily limit, never that the batch is done within
+// its window, that it fits, or that it needs a larger pool, which it
+// has; its remedy raises the daily limit to what carries the batch, and
+// its shedding keeps what the day's budget covers.
+func TestDailyLimitShortOfAFastBatch(t *testing.T) {
+	for _, tc := range []struct{ limit, dim string }{
+		{"rpd: 100000", "rpd"},
+		{"tpd: 300000000", "tpd"},
+	} {
+		t.Run(tc.dim, func(t *testing.T) {
+			doc := fmt.Sprintf(`quotas:
+  - {name: batch-key, rpm: 10000, tpm: 5000000, %s, active_hours: 1}
+latency:
+  ttft_ms: {p50: 500, p95: 1500}
+  tpot_ms: {p50: 15, p95: 25}
+classes:
+  - name: nightly
+    quota: batch-key
+    mode: batch
+    demand: {requests: 200000, within_hours: 10}
+    input_tokens: {p50: 1500, p95: 3000}
+    output_tokens: {p50: 200, p95: 400}
+    max_tokens: 600
+`, tc.limit)
+			s, err := scenario.Parse([]byte(doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cp := mustPlan(t, s).Classes[0]
+			if cp.Batch == nil || len(cp.Batch.DailyLimits) != 1 || cp.Batch.DailyLimits[0].OK || !cp.Batch.MeetsWindow || cp.BindingConstraint != "tpm" {
+				t.Fatalf("bound by %s, batch %+v; want a pool bound by tpm that keeps pace, and a daily limit short", cp.BindingConstraint, cp.Batch)
+			}
+			d := cp.Batch.DailyLimits[0]
+			if cp.Feasible {
+				t.Errorf("a batch that its %s share covers %g of %g is feasible", tc.dim, d.Available, d.Needed)
+			}
+			for _, wrong := range []string{"within its 10 h window", fitsWith, "needs a pool of"} {
+				if strings.Contains(cp.Explanation, wrong) {
+					t.Errorf("the explanation says %q beside its short %s: %s", wrong, tc.dim, cp.Explanation)
+				}
+			}
+			for _, right := range []string{"it does not fit: its share of a daily limit runs out before the batch is done", "a daily limit stops it before it is done in its 10 h window", "Its share of " + tc.dim + " allows"} {
+				if !strings.Contains(cp.Explanation, right) {
+					t.Errorf("the explanation does not say %q: %s", right, cp.Explanation)
+				}
+			}
+			if len(cp.Remedies) != 1 || cp.Remedies[0].Constraint != tc.dim || cp.Remedies[0].Path != "/quotas/0/"+tc.dim {
+				t.Fatalf("remedies %+v, want one raising %s", cp.Remedies, tc.dim)
+			}
+			raised := s
+			raised.Quotas = append([]scenario.Quota(nil), s.Quotas...)
+			if tc.dim == "rpd" {
+				raised.Quotas[0].RPD = cp.Remedies[0].Value
+			} else {
+				raised.Quotas[0].TPD = cp.Remedies[0].Value
+			}
+			if again := mustPlan(t, raised).Classes[0]; !again.Feasible {
+				t.Errorf("with %s raised to %g the batch still does not fit: %s", tc.dim, cp.Remedies[0].Value, again.Explanation)
+			}
+			if sh := cp.Shed; sh == nil || sh.SustainableRPS > 200000/36000.0*d.Available/d.Needed+1e-9 || sh.SustainableRPS <= 0 {
+				t.Errorf("shed %+v, want it to sustain at most the %g of %g the daily share covers", sh, d.Available, d.Needed)
+			}
+		})
 	}
 }

@@ -49,6 +49,8 @@ func (r *run) explain(i int, cp ClassPlan) string {
 		}
 		missed := r.missedTargets(i, cp.Predicted)
 		switch sh := cp.Predicted.ShedShare; {
+		case cp.Pool >= *cp.MinPool && len(missed) == 0 && sh <= maxShedShare && !m.tpotMissed(r.load(i)) && cp.Batch.dailyShort():
+			fmt.Fprintf(&b, " Its demand of %s %s needs at least %d in flight, which the pool allows, but it does not fit: its share of a daily limit runs out before the batch is done.", num(m.lambda), m.rateUnit(), *cp.MinPool)
 		case cp.Pool >= *cp.MinPool && len(missed) == 0 && m.tpotMissed(r.load(i)):
 			b.WriteString(r.tpotVerdict(i))
 		case cp.Pool >= *cp.MinPool && len(missed) > 0:
@@ -177,6 +179,8 @@ func batchVerdict(bp *BatchPlan) string {
 	switch h := bp.CompletionHours; {
 	case h == nil:
 		parts = append(parts, fmt.Sprintf("The batch of %s requests never finishes without a pool (window %s h).", num(bp.Requests), num(bp.WithinHours)))
+	case bp.MeetsWindow && bp.dailyShort():
+		parts = append(parts, fmt.Sprintf("At this pool the batch of %s requests would take %s h, but a daily limit stops it before it is done in its %s h window.", num(bp.Requests), num(*h), num(bp.WithinHours)))
 	case bp.MeetsWindow:
 		parts = append(parts, fmt.Sprintf("The batch of %s requests takes %s h at this pool, within its %s h window.", num(bp.Requests), num(*h), num(bp.WithinHours)))
 	default:

@@ -458,7 +458,7 @@ func (r *run) remediesFor(ctx context.Context, given *run, i int, cp ClassPlan, 
 		if m.tpotMissed(r.load(i)) {
 			out = append(out, r.relaxTPOT(given, i))
 		}
-		return out, nil
+		return r.dailyRemedies(given, i, cp, out), nil
 	}
 	for _, c := range cp.Ceilings {
 		if c.MaxPool == nil || *c.MaxPool >= target {
@@ -519,7 +519,40 @@ func (r *run) remediesFor(ctx context.Context, given *run, i int, cp ClassPlan, 
 			out = append(out, window...)
 		}
 	}
-	return out, nil
+	return r.dailyRemedies(given, i, cp, out), nil
+}
+
+// dailyRemedies add to out, class i's remedies, the daily limit that
+// carries its batch through its window wherever its share of one falls
+// short (BatchPlan.DailyLimits): the limit scaled by what the batch needs
+// over what the share allows, with 5 % over it, or the higher of that and
+// a raise of the same limit out already holds.
+func (r *run) dailyRemedies(given *run, i int, cp ClassPlan, out []Remedy) []Remedy {
+	if cp.Batch == nil {
+		return out
+	}
+	for _, d := range cp.Batch.DailyLimits {
+		mb := findMembership(r.memberships[i], d.Constraint)
+		if d.OK || mb == nil || !(d.Available > 0) {
+			continue
+		}
+		k := r.keys[mb.res.key]
+		l := math.Ceil(k.Limit(mb.res.dim) * d.Needed / d.Available * (1 + tolerance))
+		if !(l <= scenario.Bounds().LimitMax[d.Constraint]) {
+			r.noFiniteRemedy(i, fmt.Sprintf("no %s on key %s up to %s, the most a key may have, carries the batch through its window: no finite limit helps", d.Constraint, k.Name, num(scenario.Bounds().LimitMax[d.Constraint])))
+			continue
+		}
+		path := fmt.Sprintf("/quotas/%d/%s", mb.res.key, mb.res.dim)
+		change := limitChange(d.Constraint, k.Name, given.keys[mb.res.key].Limit(mb.res.dim), l)
+		if j := slices.IndexFunc(out, func(x Remedy) bool { return x.Path == path }); j >= 0 {
+			if out[j].Value < l {
+				out[j].Value, out[j].Change = l, change
+			}
+			continue
+		}
+		out = append(out, Remedy{Constraint: d.Constraint, Value: l, Path: path, Change: change})
+	}
+	return out
 }
 
 // missedTargets are the metrics whose predicted percentile (p95, or the

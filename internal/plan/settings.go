@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"math"
+	"slices"
 
 	"github.com/plannerdev/planner/internal/model"
 	"github.com/plannerdev/planner/internal/quota"
@@ -276,6 +277,32 @@ func (r *run) batch(i, pool int, allot quota.Vector) *BatchPlan {
 		b.DailyLimits = append(b.DailyLimits, DailyCheck{Constraint: dim.String(), Needed: math.Ceil(needed), Available: math.Floor(available), OK: needed <= available})
 	}
 	return b
+}
+
+// dailyShort reports whether the class's share of a daily limit falls
+// short of the batch within its window: the batch is not done, however
+// fast its pool.
+func (b *BatchPlan) dailyShort() bool {
+	return b != nil && slices.ContainsFunc(b.DailyLimits, func(d DailyCheck) bool { return !d.OK })
+}
+
+// withinDaily lowers sh, the shedding of a batch class whose demand is
+// lambda, to what its shares of the daily limits carry through its
+// window, the smallest of available over needed of lambda, when one falls
+// short: a pool that would serve the whole demand still loses what the
+// day's budget does not cover.
+func (b *BatchPlan) withinDaily(sh *Shed, lambda float64) *Shed {
+	if sh == nil || !b.dailyShort() {
+		return sh
+	}
+	share := 1.0
+	for _, d := range b.DailyLimits {
+		if !d.OK && d.Needed > 0 {
+			share = math.Min(share, d.Available/d.Needed)
+		}
+	}
+	sustainable := math.Min(sh.SustainableRPS, math.Floor(lambda*share/shedResolution)/(1/shedResolution))
+	return &Shed{SustainableRPS: sustainable, ShedRPS: signed.Round(lambda-sustainable, 4)}
 }
 
 // msPtrHours rounds hours to 0.001, nil when not finite.
