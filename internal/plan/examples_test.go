@@ -136,8 +136,11 @@ classes:
 				t.Fatal(err)
 			}
 			cp := mustPlan(t, s).Classes[0]
-			if cp.Batch == nil || len(cp.Batch.DailyLimits) != 1 || cp.Batch.DailyLimits[0].OK || !cp.Batch.MeetsWindow || cp.BindingConstraint != "tpm" {
+			if cp.Batch == nil || len(cp.Batch.DailyLimits) != 1 || cp.Batch.DailyLimits[0].OK || cp.Batch.CompletionHours == nil || *cp.Batch.CompletionHours > 10 || cp.BindingConstraint != "tpm" {
 				t.Fatalf("bound by %s, batch %+v; want a pool bound by tpm that keeps pace, and a daily limit short", cp.BindingConstraint, cp.Batch)
+			}
+			if cp.Batch.MeetsWindow || len(cp.Warnings) > 0 && strings.Contains(strings.Join(cp.Warnings, "; "), "longer than its 10 h window") {
+				t.Errorf("meets_window %v, warnings %q: the batch is not done in its window, for its daily limit, not its pool", cp.Batch.MeetsWindow, cp.Warnings)
 			}
 			d := cp.Batch.DailyLimits[0]
 			if cp.Feasible {

@@ -179,7 +179,7 @@ func batchVerdict(bp *BatchPlan) string {
 	switch h := bp.CompletionHours; {
 	case h == nil:
 		parts = append(parts, fmt.Sprintf("The batch of %s requests never finishes without a pool (window %s h).", num(bp.Requests), num(bp.WithinHours)))
-	case bp.MeetsWindow && bp.dailyShort():
+	case *h <= bp.WithinHours && bp.dailyShort():
 		parts = append(parts, fmt.Sprintf("At this pool the batch of %s requests would take %s h, but a daily limit stops it before it is done in its %s h window.", num(bp.Requests), num(*h), num(bp.WithinHours)))
 	case bp.MeetsWindow:
 		parts = append(parts, fmt.Sprintf("The batch of %s requests takes %s h at this pool, within its %s h window.", num(bp.Requests), num(*h), num(bp.WithinHours)))
@@ -232,7 +232,7 @@ func (r *run) warnings(i int, cp ClassPlan) []string {
 	if cp.Retry.MaxAttempts == 1 && cp.Pool > 0 {
 		w = append(w, "no retry fits in the deadline after a p95 attempt")
 	}
-	if bp := cp.Batch; bp != nil && bp.CompletionHours != nil && !bp.MeetsWindow {
+	if bp := cp.Batch; bp != nil && bp.CompletionHours != nil && *bp.CompletionHours > bp.WithinHours {
 		w = append(w, fmt.Sprintf("the batch takes %s h at this pool, longer than its %s h window", num(*bp.CompletionHours), num(bp.WithinHours)))
 	}
 	return w

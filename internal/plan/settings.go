@@ -276,6 +276,8 @@ func (r *run) batch(i, pool int, allot quota.Vector) *BatchPlan {
 		available := allot[dim] * m.key.Seconds(dim) * days
 		b.DailyLimits = append(b.DailyLimits, DailyCheck{Constraint: dim.String(), Needed: math.Ceil(needed), Available: math.Floor(available), OK: needed <= available})
 	}
+	// A daily limit that runs out stops the batch, however fast its pool.
+	b.MeetsWindow = b.MeetsWindow && !b.dailyShort()
 	return b
 }
 

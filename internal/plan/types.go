@@ -258,7 +258,7 @@ type BatchPlan struct {
 	Requests        float64      `json:"requests"`
 	WithinHours     float64      `json:"within_hours"`
 	CompletionHours *float64     `json:"completion_hours" doc:"At the pool's throughput; null when the pool is 0."`
-	MeetsWindow     bool         `json:"meets_window"`
+	MeetsWindow     bool         `json:"meets_window" doc:"Whether the batch is done in its window: at the pool's throughput, within its share of every daily limit (daily_limits)."`
 	DailyLimits     []DailyCheck `json:"daily_limits,omitempty"`
 }
 
