@@ -80,9 +80,6 @@ func (q *events) first() *heap {
 	return &q.rest
 }
 
-// next is the time of the earliest event; the queue must not be empty.
-func (q *events) next() float64 { return (*q.first())[0].t }
-
 // push adds an event of kind k for ref at time t, after every event
 // already pushed for the same time.
 func (q *events) push(t float64, k kind, ref uint32) {
@@ -128,9 +125,18 @@ func (q *events) renumber() {
 	}
 }
 
-// pop removes the earliest event and returns it; the queue must not be
-// empty.
-func (q *events) pop() entry { return q.first().pop() }
+// popBy removes and returns the earliest event when it comes no later
+// than end; false, the queue left as it is, when none does.
+func (q *events) popBy(end float64) (entry, bool) {
+	if q.len() == 0 {
+		return entry{}, false
+	}
+	h := q.first()
+	if (*h)[0].t > end {
+		return entry{}, false
+	}
+	return h.pop(), true
+}
 
 // heap is a binary min-heap of entries by (t, seq).
 type heap []entry
@@ -150,9 +156,13 @@ func (h *heap) push(x entry) {
 	*h = a
 }
 
-// pop removes and returns the earliest entry: the last entry moves into
-// the hole at the root and sinks, its place taken by the earlier child at
-// each level.
+// pop removes and returns the earliest entry. The hole at the root moves
+// down to a leaf, taking the earlier child at each level (one comparison
+// a level), and the last entry rises into it from there (Floyd's
+// bottom-up variant, Knuth, TAOCP vol. 3, §5.2.3, exercise 18): the last
+// entry is among the latest, so that it seldom rises more than a level,
+// where sinking it from the root compares it with a child at every level
+// as well. Either places it at the same position.
 func (h *heap) pop() entry {
 	a := *h
 	top := a[0]
@@ -161,19 +171,20 @@ func (h *heap) pop() entry {
 	a = a[:n]
 	if n > 0 {
 		i := 0
-		for {
-			c := 2*i + 1
-			if c >= n {
-				break
-			}
+		for c := 1; c < n; c = 2*i + 1 {
 			if r := c + 1; r < n && a[r].before(&a[c]) {
 				c = r
 			}
-			if !a[c].before(&x) {
-				break
-			}
 			a[i] = a[c]
 			i = c
+		}
+		for i > 0 {
+			p := (i - 1) / 2
+			if !x.before(&a[p]) {
+				break
+			}
+			a[i] = a[p]
+			i = p
 		}
 		a[i] = x
 	}
@@ -249,8 +260,11 @@ func (s *sim) run() error {
 	if err := s.ctx.Err(); err != nil {
 		return err
 	}
-	for s.queue.len() > 0 && s.queue.next() <= s.end {
-		at := s.queue.pop()
+	for {
+		at, ok := s.queue.popBy(s.end)
+		if !ok {
+			break
+		}
 		k := at.kind()
 		if k == evShed && !s.clients[at.ref].shedDue(at.t) {
 			continue // a timer moved on to the next request: no event of the run

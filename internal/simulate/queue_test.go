@@ -20,7 +20,7 @@ func drain(t *testing.T, q *events) []pushed {
 	t.Helper()
 	var out []pushed
 	for q.len() > 0 {
-		at := q.pop()
+		at, _ := q.popBy(math.Inf(1))
 		out = append(out, pushed{at.t, int(at.ref)})
 	}
 	for i := 1; i < len(out); i++ {
@@ -42,7 +42,7 @@ func TestEventOrder(t *testing.T) {
 	last := math.Inf(-1)
 	for range 20000 {
 		if q.len() > 0 && rng.IntN(3) == 0 {
-			at := q.pop()
+			at, _ := q.popBy(math.Inf(1))
 			if at.t < last {
 				t.Fatalf("popped t %g after %g", at.t, last)
 			}
@@ -93,7 +93,7 @@ func TestEventKindsSurviveRenumbering(t *testing.T) {
 		q.push(float64(n%3), kind(n%int(evTool+1)), uint32(n))
 	}
 	for q.len() > 0 {
-		at := q.pop()
+		at, _ := q.popBy(math.Inf(1))
 		if want := kind(int(at.ref) % int(evTool+1)); at.kind() != want {
 			t.Errorf("event %d of kind %d came back as kind %d", at.ref, want, at.kind())
 		}
