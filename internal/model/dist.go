@@ -207,7 +207,13 @@ func (d Dist) Exceed(x float64) float64 {
 // never gives a smaller one (common random numbers across scenarios).
 func (d *Dist) Sample(z float64) float64 {
 	if d.kind == kindLognormal {
-		return d.clip(exp(d.mu + d.sigma*z))
+		// expInRange inlines where exp, with its fallback, is a call: a
+		// simulated request draws four of these.
+		x := d.mu + d.sigma*z
+		if x > -700 && x < 700 {
+			return d.clip(expInRange(x))
+		}
+		return d.clip(exp(x))
 	}
 	if d.kind == kindEmpirical {
 		n := len(d.sorted)
