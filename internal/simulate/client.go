@@ -393,8 +393,9 @@ func (c *client) done(r *request) {
 	if c.pacer != nil {
 		c.pacer.settle(&completion)
 	}
+	section := c.st.waitBatches.section(now)
 	if r.out >= 2 {
-		c.st.tpot.add((now-r.ttftAt)/(r.out-1), c.st.waitBatches.section(now))
+		c.st.tpot.add((now-r.ttftAt)/(r.out-1), section)
 	}
 	if r.task != nil {
 		c.callDone(r)
@@ -406,7 +407,7 @@ func (c *client) done(r *request) {
 	if e2e <= c.goodBy {
 		c.st.good++
 	}
-	c.st.latency.add([2]float64{r.ttftAt - r.arrival, e2e}, c.st.waitBatches.section(now))
+	c.st.latency.add([2]float64{r.ttftAt - r.arrival, e2e}, section)
 	c.grow()
 	c.release()
 	c.s.spare = append(c.s.spare, r) // nothing refers to it any more

@@ -60,8 +60,14 @@ func (r *reservoir[T]) add(v T, section uint8) {
 		if r.pending == nil {
 			r.pending = make([]replacement[T], 0, replacementBatch)
 		}
-		r.pending = append(r.pending, replacement[T]{j, v, section})
-		if len(r.pending) == replacementBatch {
+		// The fields are written in place: a replacement built whole and
+		// then appended is stored field by field and read back in wider
+		// words, which stalls the store-to-load forwarding.
+		n := len(r.pending)
+		r.pending = r.pending[:n+1]
+		p := &r.pending[n]
+		p.j, p.v, p.section = j, v, section
+		if n+1 == replacementBatch {
 			r.flush()
 		}
 	}
@@ -271,18 +277,22 @@ func (g *grid) width(i int) float64 {
 type batchMeans struct {
 	sum   []float64
 	count []int
-	span  float64
+	// spans cuts the run into the spans: a grid, whose index of a time
+	// is the quotient by the span, worked out without a division while
+	// times stay in the span last asked for.
+	spans grid
 }
 
 const batches = 20
 
 func newBatchMeans(end float64) *batchMeans {
-	return &batchMeans{sum: make([]float64, batches), count: make([]int, batches), span: end / batches}
+	return &batchMeans{sum: make([]float64, batches), count: make([]int, batches), spans: grid{step: end / batches, end: end, n: batches}}
 }
 
-// section is the span of the run that time t falls in.
+// section is the span of the run that time t falls in,
+// min(batches − 1, ⌊t/span⌋).
 func (b *batchMeans) section(t float64) uint8 {
-	return uint8(min(batches-1, max(0, int(t/b.span))))
+	return uint8(b.spans.index(t))
 }
 
 // add counts v in section i.
