@@ -105,19 +105,37 @@ func (p *pacer) dispatch() {
 		if c == nil {
 			return
 		}
-		wait := 0.0
-		for j, d := range p.dims {
-			wait = max(wait, p.buckets[j].Wait(r.charge[d]))
-		}
-		if wait > 0 {
-			p.wakeAt(p.s.now + wait)
-			return
+		if !p.holds(&r.charge) {
+			if wait := p.wait(&r.charge); wait > 0 {
+				p.wakeAt(p.s.now + wait)
+				return
+			}
 		}
 		for j, d := range p.dims {
 			p.buckets[j].Take(r.charge[d])
 		}
 		c.launch(r, src)
 	}
+}
+
+// holds reports whether every bucket holds its part of charge v now.
+func (p *pacer) holds(v *charge) bool {
+	for j, d := range p.dims {
+		if !p.buckets[j].Fits(v[d]) {
+			return false
+		}
+	}
+	return true
+}
+
+// wait is the time until every bucket holds its part of charge v, when
+// nothing else draws on them: 0 when they do now.
+func (p *pacer) wait(v *charge) float64 {
+	wait := 0.0
+	for j, d := range p.dims {
+		wait = max(wait, p.buckets[j].Wait(v[d]))
+	}
+	return wait
 }
 
 // wakeAt makes sure that a wake-up comes by t.

@@ -80,16 +80,28 @@ func (l *limit) sync(now float64) {
 // takes one request larger than the whole allowance, leaving the bucket in
 // debt, so that no request is refused for ever.
 func (l *limit) fits(now, need float64) (bool, float64) {
-	if l.window > 0 {
-		if l.used+need <= l.allowance+roundingSlack || l.used == 0 {
-			return true, 0
-		}
-		return false, float64(l.epoch+1)*l.window - now
-	}
-	if l.bucket.Fits(need) {
+	if l.holds(need) {
 		return true, 0
 	}
-	return false, l.bucket.Wait(need)
+	return false, l.wait(now, need)
+}
+
+// holds reports whether need units may be counted now (fits), small
+// enough to be inlined at every admission.
+func (l *limit) holds(need float64) bool {
+	if l.window > 0 {
+		return l.used+need <= l.allowance+roundingSlack || l.used == 0
+	}
+	return l.bucket.Fits(need)
+}
+
+// wait is how long until need units, which do not fit now, may be
+// counted (fits).
+func (l *limit) wait(now, need float64) float64 {
+	if l.window > 0 {
+		return float64(l.epoch+1)*l.window - now
+	}
+	return l.bucket.Wait(need)
 }
 
 // count counts n units now (negative: a refund), without a check.
@@ -145,18 +157,13 @@ type charge = quota.Vector
 // otherwise it counts nothing and returns the time until every refused
 // limit allows it again. Per-interval use and fill are recorded at iv.
 func (k *key) admit(now float64, c charge, iv int) (bool, float64) {
-	ok, wait := true, 0.0
+	ok := true
 	for _, l := range k.limits {
 		l.sync(now)
-		if fit, w := l.fits(now, c[l.dim]); !fit {
-			ok, wait = false, max(wait, w)
-			l.limited++
-			l.refused[iv] = 1
-		}
+		ok = ok && l.holds(c[l.dim])
 	}
 	if !ok {
-		k.limited++
-		return false, wait
+		return false, k.refuse(now, &c, iv)
 	}
 	for _, l := range k.limits {
 		l.count(c[l.dim])
@@ -168,6 +175,22 @@ func (k *key) admit(now float64, c charge, iv int) (bool, float64) {
 		}
 	}
 	return true, 0
+}
+
+// refuse counts a refusal of c, which some limit of the key does not
+// allow now (the limits brought to now), and returns the time until every
+// refused limit allows it again.
+func (k *key) refuse(now float64, c *charge, iv int) float64 {
+	wait := 0.0
+	for _, l := range k.limits {
+		if fit, w := l.fits(now, c[l.dim]); !fit {
+			wait = max(wait, w)
+			l.limited++
+			l.refused[iv] = 1
+		}
+	}
+	k.limited++
+	return wait
 }
 
 // settle counts what a request counts when it completes
