@@ -90,6 +90,7 @@ func (c *client) result() ClassRun {
 	s := c.s
 	g := s.grid
 	st := &c.st
+	var buf scratch
 	cl := ClassRun{
 		Name: c.spec.Name, Mode: c.spec.Mode, Quota: c.spec.Quota, Endpoint: c.w.Endpoint, Arrivals: c.kind,
 		Pool: c.cp.Pool, Feasible: c.cp.Feasible, Predicted: c.cp.Predicted, PlanShed: c.cp.Shed,
@@ -109,38 +110,38 @@ func (c *client) result() ClassRun {
 	e2eOf := func(r [2]float64) float64 { return r[1] }
 	if st.waitN > 0 {
 		sm.QueueWaitMeanMs = signed.Round(st.waitSum/float64(st.waitN)*1000, 1)
-		sm.QueueWaitP95Ms = signed.Round(quantiles(st.waits.all(), wait, 0.95)[0]*1000, 1)
+		sm.QueueWaitP95Ms = signed.Round(quantiles(&buf, st.waits.all(), wait, 0.95)[0]*1000, 1)
 	}
 	if hw, ok := st.waitBatches.halfWidth(); ok {
 		sm.QueueWaitMeanCI95Ms = msPtr(hw)
 	}
-	ttft := quantiles(st.latency.all(), ttftOf, 0.5, 0.95, 0.99)
-	e2e := quantiles(st.latency.all(), e2eOf, 0.5, 0.95, 0.99)
+	ttft := quantiles(&buf, st.latency.all(), ttftOf, 0.5, 0.95, 0.99)
+	e2e := quantiles(&buf, st.latency.all(), e2eOf, 0.5, 0.95, 0.99)
 	if c.w.Task != nil {
 		// An agent task's TTFT is its calls'; its E2E the whole task's.
-		ttft = quantiles(st.callTTFT.all(), wait, 0.5, 0.95, 0.99)
+		ttft = quantiles(&buf, st.callTTFT.all(), wait, 0.5, 0.95, 0.99)
 	}
 	sm.TTFTP50Ms, sm.TTFTP95Ms, sm.TTFTP99Ms = msPtr(ttft[0]), msPtr(ttft[1]), msPtr(ttft[2])
 	sm.E2EP50Ms, sm.E2EP95Ms, sm.E2EP99Ms = msPtr(e2e[0]), msPtr(e2e[1]), msPtr(e2e[2])
-	if hw, ok := sectionHalfWidth(&st.waits, wait, 0.95); ok {
+	if hw, ok := sectionHalfWidth(&buf, &st.waits, wait, 0.95); ok {
 		sm.QueueWaitP95CI95Ms = msPtr(hw)
 	}
-	ttftHW, ttftOK := sectionHalfWidth(&st.latency, ttftOf, 0.95)
+	ttftHW, ttftOK := sectionHalfWidth(&buf, &st.latency, ttftOf, 0.95)
 	if c.w.Task != nil {
-		ttftHW, ttftOK = sectionHalfWidth(&st.callTTFT, wait, 0.95)
+		ttftHW, ttftOK = sectionHalfWidth(&buf, &st.callTTFT, wait, 0.95)
 	}
 	if ttftOK {
 		sm.TTFTP95CI95Ms = msPtr(ttftHW)
 	}
-	if hw, ok := sectionHalfWidth(&st.latency, e2eOf, 0.95); ok {
+	if hw, ok := sectionHalfWidth(&buf, &st.latency, e2eOf, 0.95); ok {
 		sm.E2EP95CI95Ms = msPtr(hw)
 	}
-	tpot := quantiles(st.tpot.all(), wait, 0.5, 0.95, 0.99)
+	tpot := quantiles(&buf, st.tpot.all(), wait, 0.5, 0.95, 0.99)
 	sm.TPOTP50Ms, sm.TPOTP95Ms, sm.TPOTP99Ms = msPtr(tpot[0]), msPtr(tpot[1]), msPtr(tpot[2])
-	if hw, ok := sectionHalfWidth(&st.tpot, wait, 0.95); ok {
+	if hw, ok := sectionHalfWidth(&buf, &st.tpot, wait, 0.95); ok {
 		sm.TPOTP95CI95Ms = msPtr(hw)
 	}
-	c.atPercentile(&sm)
+	c.atPercentile(&sm, &buf)
 	var poolTime float64
 	for _, v := range st.window.sum {
 		poolTime += v

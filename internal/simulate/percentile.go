@@ -8,8 +8,8 @@ import (
 // at the percentile its SLO names, when it names one, with their
 // intervals, from the same reservoirs of completed requests as the p50,
 // p95 and p99: for an agent task, TTFT and TPOT from its calls' and E2E
-// from the whole tasks'.
-func (c *client) atPercentile(sm *Simulated) {
+// from the whole tasks'. It selects in buf.
+func (c *client) atPercentile(sm *Simulated, buf *scratch) {
 	slo := c.spec.SLO
 	if slo == nil || slo.Percentile <= 0 {
 		return
@@ -18,24 +18,24 @@ func (c *client) atPercentile(sm *Simulated) {
 	sm.Percentile = &p
 	ttftOf := func(r [2]float64) float64 { return r[0] }
 	e2eOf := func(r [2]float64) float64 { return r[1] }
-	ttft := quantiles(c.st.latency.all(), ttftOf, p/100)
-	ttftHW, ttftOK := sectionHalfWidth(&c.st.latency, ttftOf, p/100)
+	ttft := quantiles(buf, c.st.latency.all(), ttftOf, p/100)
+	ttftHW, ttftOK := sectionHalfWidth(buf, &c.st.latency, ttftOf, p/100)
 	if c.w.Task != nil {
 		self := func(v float64) float64 { return v }
-		ttft = quantiles(c.st.callTTFT.all(), self, p/100)
-		ttftHW, ttftOK = sectionHalfWidth(&c.st.callTTFT, self, p/100)
+		ttft = quantiles(buf, c.st.callTTFT.all(), self, p/100)
+		ttftHW, ttftOK = sectionHalfWidth(buf, &c.st.callTTFT, self, p/100)
 	}
-	e2e := quantiles(c.st.latency.all(), e2eOf, p/100)
+	e2e := quantiles(buf, c.st.latency.all(), e2eOf, p/100)
 	sm.TTFTMsAtPercentile, sm.E2EMsAtPercentile = msPtr(ttft[0]), msPtr(e2e[0])
 	if ttftOK {
 		sm.TTFTCI95MsAtPercentile = msPtr(ttftHW)
 	}
-	if hw, ok := sectionHalfWidth(&c.st.latency, e2eOf, p/100); ok {
+	if hw, ok := sectionHalfWidth(buf, &c.st.latency, e2eOf, p/100); ok {
 		sm.E2ECI95MsAtPercentile = msPtr(hw)
 	}
 	self := func(v float64) float64 { return v }
-	sm.TPOTMsAtPercentile = msPtr(quantiles(c.st.tpot.all(), self, p/100)[0])
-	if hw, ok := sectionHalfWidth(&c.st.tpot, self, p/100); ok {
+	sm.TPOTMsAtPercentile = msPtr(quantiles(buf, c.st.tpot.all(), self, p/100)[0])
+	if hw, ok := sectionHalfWidth(buf, &c.st.tpot, self, p/100); ok {
 		sm.TPOTCI95MsAtPercentile = msPtr(hw)
 	}
 }

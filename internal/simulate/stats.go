@@ -87,11 +87,25 @@ func (r *reservoir[T]) all() []T {
 	return r.rows
 }
 
+// scratch is the array a class's percentiles are selected in, reused from
+// one figure to the next: a class works out a dozen figures over up to
+// options.Samples rows each, and a new array for each would allocate,
+// fault in and collect megabytes that the run then drops at once.
+type scratch struct{ xs []float64 }
+
+// floats is the scratch array of length n, its contents unspecified.
+func (s *scratch) floats(n int) []float64 {
+	if cap(s.xs) < n {
+		s.xs = make([]float64, n)
+	}
+	return s.xs[:n]
+}
+
 // quantiles returns the p-quantiles (type 7, as everywhere in planner) of
 // the values f picks from the rows, NaN when there are none; ps ascending.
-// It selects rather than sorts (model.QuantilesSelect).
-func quantiles[T any](rows []T, f func(T) float64, ps ...float64) []float64 {
-	xs := make([]float64, len(rows))
+// It selects rather than sorts (model.QuantilesSelect), in buf.
+func quantiles[T any](buf *scratch, rows []T, f func(T) float64, ps ...float64) []float64 {
+	xs := buf.floats(len(rows))
 	for i, r := range rows {
 		xs[i] = f(r)
 	}
@@ -116,8 +130,8 @@ const sectionsMin = 4
 // t(0.975, b−1)·s/√b, s the standard deviation of the b spans'
 // quantiles. Spans far apart are nearly independent, and centring on the
 // whole run's quantile avoids the bias of a small span's. False when
-// fewer than sectionsMin spans have enough samples.
-func sectionHalfWidth[T any](r *reservoir[T], f func(T) float64, p float64) (float64, bool) {
+// fewer than sectionsMin spans have enough samples. It selects in buf.
+func sectionHalfWidth[T any](buf *scratch, r *reservoir[T], f func(T) float64, p float64) (float64, bool) {
 	rows := r.all()
 	var counts [batches]int
 	for _, s := range r.sections {
@@ -127,7 +141,7 @@ func sectionHalfWidth[T any](r *reservoir[T], f func(T) float64, p float64) (flo
 	for i, n := range counts {
 		starts[i+1] = starts[i] + n
 	}
-	xs := make([]float64, len(rows))
+	xs := buf.floats(len(rows))
 	next := starts
 	for k, row := range rows {
 		j := r.sections[k]
