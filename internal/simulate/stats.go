@@ -239,6 +239,12 @@ func (g *grid) index(t float64) int {
 	if t >= g.lo && t < g.hi {
 		return g.cur
 	}
+	return g.move(t)
+}
+
+// move makes the interval of t the one last asked for, and returns it:
+// index's slow path, apart so that index inlines.
+func (g *grid) move(t float64) int {
 	i := g.slowIndex(t)
 	g.cur, g.lo, g.hi = i, g.first(i), g.first(i+1)
 	return i
