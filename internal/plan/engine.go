@@ -83,8 +83,8 @@ type run struct {
 	// schedules (docs/concepts.md, "Time windows"), nil for the whole day.
 	window *dayWindow
 	// dailyScale is, by class, the share of its key's active hours that
-	// it runs (its schedule's hours over the key's active_hours): its use
-	// of a daily limit is counted over its own hours. 1 without schedules.
+	// it runs (dailyScale): its use of a daily limit is counted over its
+	// own hours.
 	dailyScale []float64
 	// peak is, by class, the largest factor of its demand profile above 1
 	// that its demand was sized at; 1 without one.
@@ -194,16 +194,10 @@ func (e *Engine) newRun(ctx context.Context, in scenario.Scenario, w *dayWindow)
 		claims[i] = quota.Claim{Class: c.Name, Mode: c.Mode, Priority: c.Priority}
 		r.peak = append(r.peak, profilePeak(c.Demand))
 		m.lambda *= r.peak[i]
-		r.dailyScale = append(r.dailyScale, 1)
-		if w != nil {
-			r.dailyScale[i] = c.Schedule.HoursPerDay() / m.key.ActiveHours
-			if c.Schedule == nil {
-				r.dailyScale[i] = 1
-			}
-			for d := range scenario.NumDimensions {
-				if d.Daily() {
-					m.use[d] *= r.dailyScale[i]
-				}
+		r.dailyScale = append(r.dailyScale, dailyScale(c, m.key, w != nil))
+		for d := range scenario.NumDimensions {
+			if d.Daily() {
+				m.use[d] *= r.dailyScale[i]
 			}
 		}
 	}
@@ -521,6 +515,20 @@ func (r *run) quotaPlan(ki int) QuotaPlan {
 	}
 	qp.Pacing = r.keyPacing(ki)
 	return qp
+}
+
+// dailyScale is the share of its key's active hours that class c runs
+// at its rate: a batch its within_hours of each day it spreads over (it
+// runs once, its requests a day are the batch's over batchDays), another
+// class its schedule's hours when the plan has windows, else all of them.
+func dailyScale(c scenario.Class, k quota.Key, windows bool) float64 {
+	if d := c.Demand; d != nil && d.Requests > 0 {
+		return d.WithinHours / batchDays(*d) / k.ActiveHours
+	}
+	if windows && c.Schedule != nil {
+		return c.Schedule.HoursPerDay() / k.ActiveHours
+	}
+	return 1
 }
 
 // runRate is the rate class i is expected to run at: its demand when the

@@ -293,6 +293,51 @@ func TestBatchCompletionAndDailyLimit(t *testing.T) {
 	}
 }
 
+// A batch of 80,000 requests within 6 h on a key of 100,000 rpd (90,000
+// usable) fits: the daily limit counts the batch's 80,000 requests a
+// day, not its rate of 3.7 req/s over all 24 h of the key's day (320,000),
+// which held its pool to 4 and asked for 375,341 rpd.
+func TestBatchDailyLimitCountsTheBatchOnce(t *testing.T) {
+	s := handScenario(scenario.Quota{RPM: 6000, RPD: 100000})
+	s.Classes[0].Mode = scenario.ModeBatch
+	s.Classes[0].Demand = &scenario.Demand{Requests: 80000, WithinHours: 6}
+	p := mustPlan(t, s)
+	cp := p.Classes[0]
+	if !cp.Feasible || cp.BindingConstraint == "rpd" || cp.Pool < 10 {
+		t.Fatalf("pool %d bound by %s, feasible %v: want the batch to fit, its rpd holding no pool back", cp.Pool, cp.BindingConstraint, cp.Feasible)
+	}
+	if d := cp.Batch.DailyLimits[0]; !d.OK || d.Needed != 80000 {
+		t.Errorf("rpd check %+v: want 80,000 needed and met", d)
+	}
+	if u := p.Quotas[0].Utilization["rpd"]; math.Abs(u-0.8) > 1e-3 {
+		t.Errorf("rpd use %g, want 0.8 (80,000 of 100,000 a day)", u)
+	}
+	if r := ceiling(cp, "rpd"); r == nil || !strings.Contains(r.Detail, "this class runs 6 h of them") {
+		t.Errorf("rpd ceiling %+v: want it to say the batch runs 6 h of the day", r)
+	}
+}
+
+// A batch scheduled for 6 h that must finish in 5 uses its daily limit for
+// those 5 h: 30,000 requests a day, not its rate over all 6 (36,000).
+func TestScheduledBatchDailyLimitCountsItsWindow(t *testing.T) {
+	s := handScenario(scenario.Quota{RPM: 6000, RPD: 200000})
+	s.Classes[0].Mode = scenario.ModeBatch
+	s.Classes[0].Demand = &scenario.Demand{Requests: 30000, WithinHours: 5}
+	s.Classes[0].Schedule = &scenario.Schedule{StartHour: 22, Hours: 6}
+	day := s.Classes[0]
+	day.Name, day.Mode, day.Demand, day.Schedule = "day", scenario.ModeInteractive, &scenario.Demand{RPS: 1}, &scenario.Schedule{StartHour: 8, Hours: 10}
+	s.Classes = append(s.Classes, day)
+	p := mustPlan(t, s)
+	if u := p.Quotas[0].Utilization["rpd"]; math.Abs(u-(30000+36000)/200000.0) > 1e-3 {
+		t.Errorf("rpd use %g, want 0.33 (30,000 and 36,000 of 200,000 a day)", u)
+	}
+	for _, a := range p.Quotas[0].Allocations {
+		if a.Class == "work" && math.Abs(a.Reserved["rpd"]-30000) > 1 {
+			t.Errorf("the batch reserves %g rpd, want 30,000", a.Reserved["rpd"])
+		}
+	}
+}
+
 func TestPacingAndClientSettings(t *testing.T) {
 	s := handScenario(scenario.Quota{RPM: 600, BurstWindowS: 2})
 	s.Classes[0].SLO = &scenario.SLO{E2EP95Ms: 6000}

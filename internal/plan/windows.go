@@ -355,7 +355,9 @@ func busiestQuotas(wins []WindowPlan, runs []*windowRun) []QuotaPlan {
 			for _, wr := range runs {
 				for i, m := range wr.r.models {
 					if wr.w.holds(i) && m.spec.Quota == k.Name {
-						used += wr.r.runRate(i, wr.r.pools[i]) * m.use[d] / wr.r.dailyScale[i] * wr.w.hours * 3600
+						// m.use counts the class's hours of the day (dailyScale),
+						// and this window holds w.hours of its schedule's.
+						used += wr.r.runRate(i, wr.r.pools[i]) * m.use[d] * k.ActiveHours * 3600 * wr.w.hours / wr.r.s.Classes[i].Schedule.HoursPerDay()
 					}
 				}
 			}
