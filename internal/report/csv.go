@@ -53,12 +53,15 @@ func csvInt(p *int) string {
 
 // planCSVHeader are the columns of WritePlanCSV: the table's, unrounded.
 var planCSVHeader = []string{"class", "mode", "quota", "endpoint", "pool", "binding_constraint", "min_pool", "feasible",
-	"ttft_p95_ms", "e2e_p95_ms", "throughput_rps", "offered_rps", "counts"}
+	"fits", "check", "ttft_p95_ms", "e2e_p95_ms", "throughput_rps", "offered_rps", "counts"}
 
 // WritePlanCSV writes a plan as CSV, one row per class: the columns of the
 // terminal table (WriteTable) with their numbers unrounded, the endpoint
 // and the offered rate beside them, and what the pool and the rates count
 // (counts: tasks for an agent task class, whose E2E is the task's).
+// feasible is the queueing model's answer; fits and check are the
+// table's FITS and CHECK (holds, or what breaks), empty for a plan that
+// was not checked.
 func WritePlanCSV(w io.Writer, p *plan.Plan) error {
 	rows := make([][]string, 0, len(p.Classes))
 	for _, c := range p.Classes {
@@ -67,10 +70,29 @@ func WritePlanCSV(w io.Writer, p *plan.Plan) error {
 			offered = CSVNumber(c.Predicted.OfferedRPS)
 		}
 		rows = append(rows, []string{c.Name, c.Mode, c.Quota, c.Endpoint, strconv.Itoa(c.Pool), c.BindingConstraint,
-			csvInt(c.MinPool), strconv.FormatBool(c.Feasible), csvOptional(c.Predicted.TTFTP95Ms), csvOptional(c.Predicted.E2EP95Ms),
+			csvInt(c.MinPool), strconv.FormatBool(c.Feasible), csvFits(c.Fits), csvCheck(c.Check), csvOptional(c.Predicted.TTFTP95Ms), csvOptional(c.Predicted.E2EP95Ms),
 			CSVNumber(c.Predicted.ThroughputRPS), offered, planCounts(c)})
 	}
 	return WriteCSV(w, planCSVHeader, rows)
+}
+
+func csvFits(fits *bool) string {
+	if fits == nil {
+		return ""
+	}
+	return strconv.FormatBool(*fits)
+}
+
+// csvCheck is a class's check as the what-if CSV has it: holds, or what
+// breaks.
+func csvCheck(c *plan.ClassCheck) string {
+	switch {
+	case c == nil:
+		return ""
+	case !c.Holds && len(c.Misses) == 0:
+		return "breaks"
+	}
+	return missWords(c.Misses)
 }
 
 // planCounts is what a class's pool and rates count: tasks for an agent

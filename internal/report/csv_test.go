@@ -33,6 +33,36 @@ func TestParseFormat(t *testing.T) {
 	}
 }
 
+// TestPlanCSVSaysWhetherItFits: the plan's CSV has the table's FITS and
+// CHECK beside feasible, so that a class feasible by the queueing model
+// whose own simulation breaks reads as not fitting there too, as the
+// table and the JSON (fits: false) say.
+func TestPlanCSVSaysWhetherItFits(t *testing.T) {
+	no, yes := false, true
+	over := 125.1
+	v := 2251.4
+	p := &plan.Plan{Classes: []plan.ClassPlan{
+		{Name: "a", Mode: "interactive", Quota: "q", Endpoint: "default", Pool: 11, Feasible: true, Fits: &no,
+			Check: &plan.ClassCheck{Misses: []plan.Miss{{Metric: "ttft_p95_ms", Value: &v, Bound: 1000, OverPct: &over}}}},
+		{Name: "b", Mode: "semi", Quota: "q", Endpoint: "default", Pool: 1, Feasible: true, Fits: &yes, Check: &plan.ClassCheck{Holds: true}},
+	}}
+	var b bytes.Buffer
+	if err := WritePlan(&b, p, FormatCSV); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&b).ReadAll()
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("%v: %q", err, recs)
+	}
+	col := func(name string) int { return slices.Index(recs[0], name) }
+	if col("fits") < 0 || col("check") < 0 {
+		t.Fatalf("header %q: want fits and check columns", recs[0])
+	}
+	if got := []string{recs[1][col("fits")], recs[1][col("check")], recs[2][col("fits")], recs[2][col("check")]}; !slices.Equal(got, []string{"false", "TTFT p95 +125.1 %", "true", "holds"}) {
+		t.Errorf("fits and check %q, want false, what breaks, true, holds", got)
+	}
+}
+
 // TestCSVCells: absent figures are empty cells, numbers unrounded, and a
 // cell with a comma or a quote is quoted so that it reads back whole.
 func TestCSVCells(t *testing.T) {
@@ -48,7 +78,7 @@ func TestCSVCells(t *testing.T) {
 	if err != nil || len(recs) != 2 {
 		t.Fatalf("%v: %q", err, recs)
 	}
-	want := []string{"a,b", "interactive", `q"1`, "default", "0", "tpm", "", "false", "915.125", "", "0", "", "requests"}
+	want := []string{"a,b", "interactive", `q"1`, "default", "0", "tpm", "", "false", "", "", "915.125", "", "0", "", "requests"}
 	if !slices.Equal(recs[1], want) {
 		t.Errorf("row %q, want %q", recs[1], want)
 	}
