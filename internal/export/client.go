@@ -37,6 +37,16 @@ type clientClass struct {
 	AIMD        plan.Adaptive  `json:"aimd"`
 }
 
+// fits is whether the plan fits class cp: by the queueing model and by
+// its own simulation, or by the model alone in a plan stored without a
+// check.
+func fits(cp plan.ClassPlan) bool {
+	if cp.Fits != nil {
+		return *cp.Fits
+	}
+	return cp.Feasible
+}
+
 // writeClient writes the client settings file as indented JSON.
 func writeClient(w io.Writer, sc scenario.Scenario, p *plan.Plan) error {
 	classes, err := classesOf(sc, p)
@@ -47,7 +57,7 @@ func writeClient(w io.Writer, sc scenario.Scenario, p *plan.Plan) error {
 	for _, c := range classes {
 		cp := c.plan
 		out.Classes = append(out.Classes, clientClass{
-			Name: cp.Name, Mode: cp.Mode, Quota: cp.Quota, Endpoint: cp.Endpoint, Feasible: cp.Feasible, MaxTokens: c.spec.MaxTokens,
+			Name: cp.Name, Mode: cp.Mode, Quota: cp.Quota, Endpoint: cp.Endpoint, Feasible: fits(cp), MaxTokens: c.spec.MaxTokens,
 			MaxInFlight: cp.Pool, Pacing: cp.Pacing, Admission: cp.Admission, Retry: cp.Retry, AIMD: cp.Adaptive,
 		})
 	}

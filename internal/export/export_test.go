@@ -334,11 +334,33 @@ func TestClientSettings(t *testing.T) {
 		}
 		for i, cp := range p.Classes {
 			c := got.Classes[i]
-			if c.Name != cp.Name || c.MaxInFlight != cp.Pool || c.Pacing != cp.Pacing || c.AIMD != cp.Adaptive || c.Feasible != cp.Feasible ||
+			if c.Name != cp.Name || c.MaxInFlight != cp.Pool || c.Pacing != cp.Pacing || c.AIMD != cp.Adaptive || c.Feasible != fits(cp) ||
 				c.Retry.MaxAttempts != cp.Retry.MaxAttempts || c.Retry.DeadlineMs != cp.Retry.DeadlineMs || c.MaxTokens != sc.Classes[i].MaxTokens {
 				t.Errorf("class %s: %+v, plan %+v", cp.Name, c, cp)
 			}
 		}
+	}
+}
+
+// TestClientSettingsFeasibleIsWhetherItFits: a class the queueing model
+// finds feasible but whose own simulation breaks does not fit, and its
+// client settings say feasible false, as docs/exports.md defines the
+// field; a plan stored without a check keeps the model's answer.
+func TestClientSettingsFeasibleIsWhetherItFits(t *testing.T) {
+	sc := testutil.Example(t, "three-classes")
+	p := planOf(t, sc)
+	no := false
+	p.Classes[0].Fits = &no
+	p.Classes[1].Fits = nil
+	var got clientSettings
+	if err := json.Unmarshal(render(t, ToClient, sc, p, Options{}), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !p.Classes[0].Feasible || got.Classes[0].Feasible {
+		t.Errorf("class %s feasible by the model %v, exported feasible %v: want false, as it does not fit", p.Classes[0].Name, p.Classes[0].Feasible, got.Classes[0].Feasible)
+	}
+	if got.Classes[1].Feasible != p.Classes[1].Feasible {
+		t.Errorf("an unchecked class exports feasible %v, want the model's %v", got.Classes[1].Feasible, p.Classes[1].Feasible)
 	}
 }
 
