@@ -108,7 +108,7 @@ func (r *run) quotaCeiling(i int, mb membership) Ceiling {
 			Detail: fmt.Sprintf("%s × %s %s s = %s → %d", head, m.serviceName(), num(m.static.mean), floorNum(allowed*m.static.mean, c), c)}
 	}
 	if c == unbounded {
-		return Ceiling{Constraint: name, Detail: fmt.Sprintf("%s; the measured endpoint never sends that fast with up to %d in flight", head, searchLimit)}
+		return Ceiling{Constraint: name, Detail: fmt.Sprintf("%s; the measured endpoint never sends that fast with up to %s in flight", head, num(searchLimit))}
 	}
 	if c == 1 && m.rate(1)*u > a*(1+tolerance) {
 		return Ceiling{Constraint: name, MaxPool: intPtr(c),

@@ -9,7 +9,8 @@ import (
 )
 
 // num formats a number for people: thousands separated, with fewer decimals
-// the larger it is (3 significant digits below 100), rounded, not cut.
+// the larger it is (3 significant digits below 100, one decimal below
+// 1,000 unless it is 0), rounded, not cut.
 func num(v float64) string {
 	a := math.Abs(v)
 	switch {
@@ -20,7 +21,10 @@ func num(v float64) string {
 	case a >= 1000:
 		return commas(strconv.FormatFloat(math.Round(v), 'f', 0, 64))
 	case a >= 100:
-		return strconv.FormatFloat(math.Round(v*10)/10, 'f', 1, 64)
+		if r := math.Round(v*10) / 10; r != math.Trunc(r) {
+			return strconv.FormatFloat(r, 'f', 1, 64)
+		}
+		return strconv.FormatFloat(math.Round(v), 'f', 0, 64) // 600, not 600.0
 	case a == 0:
 		return "0"
 	}

@@ -430,7 +430,7 @@ func TestFloorNumReadsAsItsFloor(t *testing.T) {
 // TestNumRoundsForPeople: numbers in details are rounded, not cut.
 func TestNumRoundsForPeople(t *testing.T) {
 	for v, want := range map[float64]string{174.585: "174.6", 174.54: "174.5", 1499.6: "1,500", 0.06664: "0.0666", 12.345: "12.3", 0: "0",
-		1234567.4: "1,234,567", -45000: "-45,000", 100000: "100,000", 1e22: "10000000000000000000000"} {
+		1234567.4: "1,234,567", -45000: "-45,000", 600: "600", 150.04: "150", -300: "-300", 100000: "100,000", 1e22: "10000000000000000000000"} {
 		if got := num(v); got != want {
 			t.Errorf("num(%g) = %q, want %q", v, got, want)
 		}

@@ -109,7 +109,7 @@ func TestPromptCacheInTheExplanation(t *testing.T) {
 	s.Latency = scenario.Latency{TTFTMs: fixedMs(400), TPOTMs: fixedMs(20), PrefillMsPer1K: 40}
 	s.Classes[0].InputTokens, s.Classes[0].OutputTokens = fixed(4000), fixed(250)
 	s.Classes[0].CachedInputFraction = 0.75
-	want := "Its prompt cache (75 % of the input) lowers its TTFT p95 from 560.0 to 440.0 ms and its itpm per request from 4,000 to 1,000."
+	want := "Its prompt cache (75 % of the input) lowers its TTFT p95 from 560 to 440 ms and its itpm per request from 4,000 to 1,000."
 	if e := mustPlan(t, s).Classes[0].Explanation; !strings.HasSuffix(e, want) {
 		t.Errorf("explanation %q does not end %q", e, want)
 	}

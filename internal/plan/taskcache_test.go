@@ -44,7 +44,7 @@ func TestTaskPrefixCacheByHand(t *testing.T) {
 	// rpm: 0.9 × 600/60 = 9 calls/s ÷ 4 = 2.25 tasks/s × 14.2197 s =
 	// 31.994 → 31, which the detail shows with the digits that read so.
 	if c := ceiling(cp, "rpm"); c == nil || c.MaxPool == nil || *c.MaxPool != 31 ||
-		c.Detail != "rpm: 0.9 × 600.0 requests/min = 9/s ÷ 4 requests/task = 2.25 tasks/s × E[T] 14.2 s = 31.99 → 31" {
+		c.Detail != "rpm: 0.9 × 600 requests/min = 9/s ÷ 4 requests/task = 2.25 tasks/s × E[T] 14.2 s = 31.99 → 31" {
 		t.Fatalf("rpm ceiling %+v, want 31.99 → 31", c)
 	}
 	pc := cp.PromptCache
