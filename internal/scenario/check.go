@@ -91,6 +91,9 @@ func (s Scenario) Check() Errors {
 		if ok && q.TokenAccounting == AccountingMaxTokens && cl.MaxTokens == 0 {
 			c.add(p+".max_tokens", "required: quota %q counts max_tokens at admission", q.Name)
 		}
+		if active := activeHours(q); ok && cl.Schedule != nil && cl.Schedule.HoursPerDay() > active {
+			c.add(p+".schedule.hours", "%g hours a day are more than the active_hours of %g of quota %q, the hours a day it is used, over which its daily limits are spread: shorten the schedule or raise active_hours", cl.Schedule.HoursPerDay(), active, q.Name)
+		}
 		if cl.Demand != nil {
 			c.demand(p+".demand", *cl.Demand)
 			if d := cl.Demand; cl.Schedule != nil && d.Requests > 0 && d.WithinHours > cl.Schedule.HoursPerDay() {
@@ -127,6 +130,14 @@ func (s Scenario) Check() Errors {
 		}
 	}
 	return dedupe(c.errs)
+}
+
+// activeHours is q's active_hours, the default when it sets none.
+func activeHours(q Quota) float64 {
+	if q.ActiveHours <= 0 {
+		return DefaultActiveHours
+	}
+	return q.ActiveHours
 }
 
 // dailyRates bounds the rates that daily limits come to over a key's

@@ -197,7 +197,7 @@ type Class struct {
 // for 6 hours runs from 22:00 to 04:00).
 type Schedule struct {
 	StartHour float64 `json:"start_hour" minimum:"0" exclusiveMaximum:"24" doc:"When the class starts each day, hours after midnight UTC (22.5 is 22:30)." example:"22"`
-	Hours     float64 `json:"hours" exclusiveMinimum:"0" maximum:"24" doc:"How many hours it runs from then; 24 is all day." example:"6"`
+	Hours     float64 `json:"hours" exclusiveMinimum:"0" maximum:"24" doc:"How many hours it runs from then; 24 is all day. At most its key's active_hours." example:"6"`
 }
 
 // Covers reports whether hour h of the day (0 ≤ h < 24) lies in the

@@ -230,6 +230,34 @@ func TestQuotaBoundsReadTheTags(t *testing.T) {
 	}
 }
 
+// TestScheduleWithinActiveHours: a class may not run more hours a day than
+// its key is used (active_hours, over which its daily limits are spread
+// and its provisioned hours paid): 12 h on a key of 8 is refused at the
+// schedule's hours, naming the key, where the plan said "over 8 h a day;
+// this class runs 12 h of them".
+func TestScheduleWithinActiveHours(t *testing.T) {
+	doc := strings.Replace(good, "  - name: prod\n", "  - name: prod\n    active_hours: 8\n", 1) + `  - name: late
+    quota: prod
+    mode: interactive
+    demand: {rps: 1}
+    input_tokens: {p50: 1000, p95: 3000}
+    output_tokens: {p50: 200, p95: 600}
+    max_tokens: 800
+    schedule: {start_hour: 23.5, hours: 12}
+`
+	if !strings.Contains(doc, "active_hours: 8") {
+		t.Fatal("the test's key has no active_hours")
+	}
+	_, err := Parse([]byte(doc))
+	var errs Errors
+	if !errors.As(err, &errs) || len(errs) != 1 || errs[0].Path != "classes[1].schedule.hours" || !strings.Contains(errs[0].Message, "active_hours of 8") {
+		t.Fatalf("%v: want one problem at classes[1].schedule.hours naming the key's active_hours of 8", err)
+	}
+	if _, err := Parse([]byte(strings.Replace(doc, "hours: 12}", "hours: 8}", 1))); err != nil {
+		t.Errorf("8 h on a key of 8 active hours: %v", err)
+	}
+}
+
 // TestSchedule: a class's schedule is read, wraps past midnight, and a
 // batch must finish within it; an hour of 24 is not a start.
 func TestSchedule(t *testing.T) {
