@@ -66,9 +66,15 @@ func (r *run) promptCache(ctx context.Context, i, pool int, pr Predicted) (*Prom
 	run := r.runRate(i, pool)
 	for d := range scenario.NumDimensions {
 		if l := m.key.Limit(d); l > 0 {
-			pc.UsePerRequest[d.String()] = signed.Round(m.use[d], 4)
+			// m.use of a daily limit counts the hours of the day the class
+			// runs (dailyScale); cold's is per request.
+			scale := 1.0
+			if d.Daily() {
+				scale = r.dailyScale[i]
+			}
+			pc.UsePerRequest[d.String()] = signed.Round(m.use[d]/scale, 4)
 			pc.UsePerRequestNoCache[d.String()] = signed.Round(cold.use[d], 4)
-			pc.UtilizationNoCache[d.String()] = signed.Round(run*cold.use[d]*m.key.Seconds(d)/l, 4)
+			pc.UtilizationNoCache[d.String()] = signed.Round(run*cold.use[d]*scale*m.key.Seconds(d)/l, 4)
 		}
 	}
 	return pc, nil

@@ -155,3 +155,44 @@ func TestPromptCacheOfAClassWithoutAPool(t *testing.T) {
 		t.Errorf("explanation %q does not end %q", cp.Explanation, want)
 	}
 }
+
+// TestPromptCacheCountsDailyLimitsPerRequest: a class's use of a daily
+// limit is counted over the hours it runs, but its prompt cache's use per
+// request is per request: a batch of 80,000 within 6 h with half its input
+// cached uses 1 rpd a request with the cache and without it, and 80 % of
+// the key's rpd either way, where the cache was said to lower its rpd per
+// request from 1 to 0.25 (the batch's 6 h of the day) and its use without
+// the cache was 320 %. A scheduled class's tpd likewise, on a key that
+// counts cached tokens against tpd.
+func TestPromptCacheCountsDailyLimitsPerRequest(t *testing.T) {
+	s := handScenario(scenario.Quota{RPM: 10000, TPM: 5e6, RPD: 100000})
+	s.Classes[0].Mode = scenario.ModeBatch
+	s.Classes[0].Demand = &scenario.Demand{Requests: 80000, WithinHours: 6}
+	s.Classes[0].CachedInputFraction = 0.5
+	cp := mustPlan(t, s).Classes[0]
+	pc := cp.PromptCache
+	if pc == nil {
+		t.Fatal("no prompt_cache")
+	}
+	if pc.UsePerRequest["rpd"] != 1 || pc.UsePerRequestNoCache["rpd"] != 1 {
+		t.Errorf("rpd per request %g with the cache, %g without: want 1 and 1", pc.UsePerRequest["rpd"], pc.UsePerRequestNoCache["rpd"])
+	}
+	if pc.UtilizationNoCache["rpd"] != pc.Utilization["rpd"] || math.Abs(pc.Utilization["rpd"]-0.8) > 1e-3 {
+		t.Errorf("rpd use %g with the cache, %g without: want 0.8 both", pc.Utilization["rpd"], pc.UtilizationNoCache["rpd"])
+	}
+	if strings.Contains(cp.Explanation, "its rpd per") {
+		t.Errorf("explanation %q: the cache does not lower a request's rpd", cp.Explanation)
+	}
+
+	s = handScenario(scenario.Quota{RPM: 10000, TPM: 5e6, TPD: 1e9})
+	s.Classes[0].Demand = &scenario.Demand{RPS: 1}
+	s.Classes[0].CachedInputFraction = 0.5
+	s.Classes[0].Schedule = &scenario.Schedule{StartHour: 8, Hours: 8}
+	other := s.Classes[0]
+	other.Name, other.CachedInputFraction, other.Schedule = "night", 0, &scenario.Schedule{StartHour: 20, Hours: 4}
+	s.Classes = append(s.Classes, other)
+	cp = mustPlan(t, s).Classes[0]
+	if pc := cp.PromptCache; pc == nil || pc.UsePerRequest["tpd"] != pc.UsePerRequestNoCache["tpd"] || pc.UsePerRequest["tpd"] != pc.UsePerRequest["tpm"] {
+		t.Errorf("prompt cache %+v: want tpd per request as tpm's, with and without the cache (the key counts cached tokens)", cp.PromptCache)
+	}
+}
