@@ -79,7 +79,11 @@ func (r *run) quotaCeiling(i int, mb membership) Ceiling {
 		head += fmt.Sprintf(", this class's share %s/s", num(a))
 	}
 	if d.Daily() && r.dailyScale[i] != 1 {
-		head += fmt.Sprintf(" over %s h a day; this class runs %s h of them", num(m.key.ActiveHours), num(m.key.ActiveHours*r.dailyScale[i]))
+		// u counts the class's hours of the day: a request uses u/scale,
+		// and the class may send a/scale a second while it runs.
+		scale := r.dailyScale[i]
+		head += fmt.Sprintf(" over %s h a day; this class runs %s h of them, %s/s while it runs", num(m.key.ActiveHours), num(m.key.ActiveHours*scale), num(a/scale))
+		u /= scale
 	}
 	switch {
 	case m.task != nil:

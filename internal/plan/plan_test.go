@@ -317,6 +317,21 @@ func TestBatchDailyLimitCountsTheBatchOnce(t *testing.T) {
 	}
 }
 
+// A daily limit's ceiling divides the class's share while it runs by what
+// one request uses: a batch of 6 h on a key of 10,000,000 tpd (9,000,000
+// usable, 104.2/s over the day, 416.7/s over its 6 h) ÷ 1,101 tokens a
+// request, not ÷ 275, its use scaled to its hours, which read as a
+// request's tokens.
+func TestDailyCeilingShowsTheUsePerRequest(t *testing.T) {
+	s := handScenario(scenario.Quota{RPM: 6000, TPD: 1e7})
+	s.Classes[0].Mode = scenario.ModeBatch
+	s.Classes[0].Demand = &scenario.Demand{Requests: 8000, WithinHours: 6}
+	c := ceiling(mustPlan(t, s).Classes[0], "tpd")
+	if c == nil || !strings.Contains(c.Detail, "this class runs 6 h of them, 416.7/s while it runs ÷ 1,101 tokens/request = 0.378 req/s") {
+		t.Errorf("tpd ceiling %+v: want 416.7/s while it runs ÷ 1,101 tokens/request = 0.378 req/s", c)
+	}
+}
+
 // A batch scheduled for 6 h that must finish in 5 uses its daily limit for
 // those 5 h: 30,000 requests a day, not its rate over all 6 (36,000).
 func TestScheduledBatchDailyLimitCountsItsWindow(t *testing.T) {
