@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/dustin/go-humanize"
@@ -540,7 +541,9 @@ func ptr[T any](v T) *T { return &v }
 const maxOverPct = 1e9
 
 // num writes a number for people: grouped thousands, one decimal from 10
-// and two below, without trailing zeros.
+// and two below, without trailing zeros; a number that two decimals would
+// round to 0 with two significant digits, as a target of 0.004 ms is not
+// one of 0, which is no target.
 func num(v float64) string {
 	digits := 2
 	switch a := math.Abs(v); {
@@ -548,6 +551,9 @@ func num(v float64) string {
 		digits = 0
 	case a >= 10:
 		digits = 1
+	case a > 0 && a < 0.005:
+		g, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 2, 64), 64)
+		return strconv.FormatFloat(g, 'f', -1, 64)
 	}
 	p := math.Pow(10, float64(digits))
 	s := humanize.CommafWithDigits(math.Round(v*p)/p, digits)

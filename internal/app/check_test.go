@@ -281,6 +281,22 @@ func TestCheckJudgesAtTheSLOsPercentile(t *testing.T) {
 	}
 }
 
+// TestCheckNamesASmallTargetAsGiven: a TPOT target of 0.004 ms (one a
+// plan can never meet, and not 0, which is no target) is named as given
+// where nothing completed, not as "the TPOT SLO of 0 ms".
+func TestCheckNamesASmallTargetAsGiven(t *testing.T) {
+	run := simulate.ClassRun{Pool: 10, Arrivals: simulate.ArrivalsClosedLoop, Simulated: simulate.Simulated{Requests: 100, Sends: 100}}
+	cc, _ := judge(scenario.Class{Name: "c", SLO: &scenario.SLO{TPOTMs: 0.004}}, run, 0)
+	if cc.Holds || !strings.Contains(cc.Summary, "the TPOT SLO of 0.004 ms is not met") {
+		t.Errorf("summary %q: want the TPOT SLO of 0.004 ms named as given", cc.Summary)
+	}
+	for v, want := range map[float64]string{0.004: "0.004", 0.0001234: "0.00012", -0.004: "-0.004", 0.3: "0.3", 1234.5: "1,235", 0: "0"} {
+		if got := num(v); got != want {
+			t.Errorf("num(%g) = %q, want %q", v, got, want)
+		}
+	}
+}
+
 // TestAgentTaskAtP99IsCheckedInItsHours: an agent task class with an SLO
 // at p99 and a schedule is planned in its hours and checked there, at
 // its percentile, by the rules every checked plan keeps.
