@@ -68,7 +68,7 @@ func newReportCmd(s streams) *cobra.Command {
 			}
 			in.Probe = pd
 		}
-		if simulateFor != 0 && (simulateFor.Seconds() < simulate.MinDurationS || simulateFor.Seconds() > simulate.MaxDurationS) {
+		if (simulateFor != 0 || cmd.Flags().Changed("simulate")) && (simulateFor.Seconds() < simulate.MinDurationS || simulateFor.Seconds() > simulate.MaxDurationS) {
 			return usageError{fmt.Errorf("--simulate must be a duration of at least 1s and at most a week (168h), got %s", simulateFor)}
 		}
 		if simulateFor != 0 {

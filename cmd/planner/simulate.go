@@ -134,7 +134,7 @@ func (f *simulateFlags) options(cmd *cobra.Command) (simulate.Options, error) {
 		return simulate.Options{}, usageError{fmt.Errorf("--refill must be %s or %s, got %q", simulate.RefillContinuous, simulate.RefillWindow, f.refill)}
 	case f.duration.Seconds() < simulate.MinDurationS || f.duration.Seconds() > simulate.MaxDurationS:
 		return simulate.Options{}, usageError{fmt.Errorf("--duration must be at least 1s and at most a week (168h), got %s", f.duration)}
-	case f.interval < 0:
+	case f.interval < 0 || f.interval == 0 && cmd.Flags().Changed("interval"):
 		return simulate.Options{}, usageError{fmt.Errorf("--interval must be positive, got %s", f.interval)}
 	case f.maxEvents < 1:
 		return simulate.Options{}, usageError{fmt.Errorf("--max-events must be at least 1, got %d", f.maxEvents)}

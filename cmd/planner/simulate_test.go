@@ -86,6 +86,7 @@ func TestSimulateUsageErrors(t *testing.T) {
 		{[]string{"--example", "chat", "--refill", "sliding"}, "--refill"},
 		{[]string{"--example", "chat", "-o", "xml"}, "--output"},
 		{[]string{"--example", "chat", "--interval", "1s", "--duration", "2h"}, "--interval"},
+		{[]string{"--example", "chat", "--interval", "0s"}, "--interval must be positive, got 0s"},
 		{[]string{"--example", "chat", "--max-events", "100"}, "--duration"},
 		{[]string{"--example", "chat", "--seed", "9007199254740992"}, "--seed must be below 2^53"},
 		{[]string{"--example", "chat", "--replay", "chat"}, "CLASS=FILE"},
@@ -166,6 +167,11 @@ func TestReportWithASimulation(t *testing.T) {
 	}
 	if code, _, errOut := execute(t, "", "report", "--example", "chat", "--simulate", "-1h"); code != exitUsage || !strings.Contains(errOut, "--simulate") {
 		t.Errorf("a negative --simulate: exit %d, %q", code, errOut)
+	}
+	// --simulate 0s is refused as the message says, not read as no
+	// simulation, which a report without the flag has.
+	if code, md, errOut := execute(t, "", "report", "--example", "chat", "--simulate", "0s"); code != exitUsage || !strings.Contains(errOut, "--simulate must be a duration of at least 1s") || strings.Contains(md, "## Simulation") {
+		t.Errorf("--simulate 0s: exit %d, %q", code, errOut)
 	}
 	// A run too long for the events a report's simulation may have names
 	// report's flag, not planner simulate's.
