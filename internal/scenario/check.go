@@ -96,6 +96,9 @@ func (s Scenario) Check() Errors {
 		}
 		if cl.Demand != nil {
 			c.demand(p+".demand", *cl.Demand)
+			if d := cl.Demand; ok && cl.Schedule == nil && d.Requests > 0 && d.WithinHours <= 24 && d.WithinHours > activeHours(q) {
+				c.add(p+".demand.within_hours", "%g hours are more than the active_hours of %g of quota %q, the hours a day it is used: a batch of one day runs while its key is used; give fewer hours or raise active_hours", d.WithinHours, activeHours(q), q.Name)
+			}
 			if d := cl.Demand; cl.Schedule != nil && d.Requests > 0 && d.WithinHours > cl.Schedule.HoursPerDay() {
 				c.add(p+".demand.within_hours", "%g hours do not fit in the class's schedule of %g hours a day: a batch must finish within its window", d.WithinHours, cl.Schedule.HoursPerDay())
 			}

@@ -258,6 +258,35 @@ func TestScheduleWithinActiveHours(t *testing.T) {
 	}
 }
 
+// TestBatchWithinActiveHours: a batch of one day may not take more hours
+// than its key is used a day: 12 h on a key of 10 active hours is refused
+// at within_hours, where the plan said "over 10 h a day; this class runs
+// 12 h of them"; 10 h fits, and a batch over several days is not held to
+// one day's hours.
+func TestBatchWithinActiveHours(t *testing.T) {
+	doc := strings.Replace(good, "  - name: prod\n", "  - name: prod\n    active_hours: 10\n", 1) + `  - name: nightly
+    quota: prod
+    mode: batch
+    demand: {requests: 8000, within_hours: 12}
+    input_tokens: {p50: 1000, p95: 3000}
+    output_tokens: {p50: 200, p95: 600}
+    max_tokens: 800
+`
+	if !strings.Contains(doc, "active_hours: 10") {
+		t.Fatal("the test's key has no active_hours")
+	}
+	_, err := Parse([]byte(doc))
+	var errs Errors
+	if !errors.As(err, &errs) || len(errs) != 1 || errs[0].Path != "classes[1].demand.within_hours" || !strings.Contains(errs[0].Message, "active_hours of 10") {
+		t.Fatalf("%v: want one problem at classes[1].demand.within_hours naming the key's active_hours of 10", err)
+	}
+	for _, hours := range []string{"10", "48"} {
+		if _, err := Parse([]byte(strings.Replace(doc, "within_hours: 12}", "within_hours: "+hours+"}", 1))); err != nil {
+			t.Errorf("a batch within %s h on a key of 10 active hours: %v", hours, err)
+		}
+	}
+}
+
 // TestSchedule: a class's schedule is read, wraps past midnight, and a
 // batch must finish within it; an hour of 24 is not a start.
 func TestSchedule(t *testing.T) {

@@ -76,7 +76,9 @@ var notes = map[string]string{
 		"demand of 0 is refused, as a plan has nothing to size for it (leave the class out, or pause it for a " +
 		"while in a simulation with a `profile` window of `factor` 0). A batch comes to " +
 		"`requests / (within_hours × 3600)` requests per second, which may not exceed what `rpm` may state at " +
-		"most (1e9 a minute, about 1.67e7 a second).",
+		"most (1e9 a minute, about 1.67e7 a second). A batch of one day (`within_hours` up to 24) without a " +
+		"`schedule` takes at most its key's `active_hours`, the hours a day the key is used; its daily limits " +
+		"count its requests once a day.",
 	"DemandWindow": "A window of simulated time in which the class's rate is multiplied by `factor`; planner simulate " +
 		"and POST /v1/simulations follow the profile, and a plan is sized at its largest factor (above 1), with a " +
 		"warning that says so.",
