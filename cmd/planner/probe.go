@@ -90,6 +90,12 @@ func newProbeCmd(s streams) *cobra.Command {
 				return err
 			}
 			format := printAs.format
+			if err := budgetFlag("--max-requests", maxRequests, "requests", "the ladder bounds them"); err != nil {
+				return err
+			}
+			if err := budgetFlag("--max-tokens-total", maxTokens, "tokens", "the ladder bounds them"); err != nil {
+				return err
+			}
 			probeShape(cmd, &cfg, steps, rates, maxInFlight, maxRequests, maxTokens)
 			shape.apply(cmd, &cfg)
 			var err error
@@ -254,6 +260,16 @@ var probeFlags = fieldpath.Names{Fields: map[string]string{
 	"conversation.tool_result_tokens": "--tool-result-tokens",
 	"slo":                             "--slo",
 }}
+
+// budgetFlag refuses a negative budget flag, whose 0 means no budget (the
+// flag's help says what then bounds the run): a message of the probe's
+// configuration would say "unset" of a flag that is set.
+func budgetFlag(flag string, n int, unit, zero string) error {
+	if n < 0 {
+		return usageError{fmt.Errorf("%s: %d %s, must be at least 1, or 0: only %s", flag, n, unit, zero)}
+	}
+	return nil
+}
 
 // probeShape sets what the flags ask for beyond the settings they bind: the
 // ladder when --steps is given (else the probe's default), an open loop

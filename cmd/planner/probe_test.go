@@ -105,6 +105,8 @@ func TestProbeCommandFailures(t *testing.T) {
 		{"steps not ascending", append(fastProbeArgs(base, dir), "--steps", "4,2"), exitUsage, "ascending"},
 		{"bad steps", append(fastProbeArgs(base, dir), "--steps", "one"), exitUsage, "steps"},
 		{"zero deadline", append(fastProbeArgs(base, dir), "--deadline", "0s"), exitUsage, "--deadline"},
+		{"a negative budget", append(fastProbeArgs(base, dir), "--max-requests", "-1"), exitUsage, "planner: --max-requests: -1 requests, must be at least 1, or 0: only the ladder bounds them"},
+		{"a negative token budget", append(fastProbeArgs(base, dir), "--max-tokens-total", "-5"), exitUsage, "planner: --max-tokens-total: -5 tokens, must be at least 1, or 0: only the ladder bounds them"},
 		{"key variable unset", append(fastProbeArgs(base, dir), "--api-key-env", "PLANNER_PROBE_UNSET_VAR"), exitUsage, "PLANNER_PROBE_UNSET_VAR"},
 		{"missing prompts file", append(fastProbeArgs(base, dir), "--prompts", filepath.Join(dir, "none.jsonl")), exitUsage, "--prompts"},
 		{"bad scheme", []string{"probe", "--base-url", "ftp://127.0.0.1/v1", "--model", "m"}, exitUsage, "scheme"},

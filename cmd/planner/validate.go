@@ -82,6 +82,9 @@ func (v *validation) config(cmd *cobra.Command) (probe.Config, error) {
 	if v.opts.Probe.BaseURL == "" || v.opts.Probe.Model == "" {
 		return probe.Config{}, usageError{errors.New("--validate needs --base-url and --model")}
 	}
+	if err := budgetFlag("--max-requests", v.maxRequests, "requests", "the steps bound them"); err != nil {
+		return probe.Config{}, err
+	}
 	cfg := &v.opts.Probe
 	cfg.Seed = probe.NewSeed()
 	if v.maxRequests != 0 {

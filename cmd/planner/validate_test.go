@@ -84,6 +84,8 @@ func TestPlanValidateUsage(t *testing.T) {
 		{[]string{"plan", "--example", "chat", "--validate"}, "--validate needs --base-url and --model"},
 		{[]string{"plan", "--example", "chat", "--validate", "--base-url", "ftp://x", "--model", "m"}, "http or https"},
 		{[]string{"plan", "--example", "chat", "--deadline", "5s"}, "--deadline needs --validate"},
+		{[]string{"plan", "--example", "chat", "--validate", "--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--max-requests", "-1"},
+			"planner: --max-requests: -1 requests, must be at least 1, or 0: only the steps bound them"},
 	} {
 		code, _, errOut := execute(t, "", tc.args...)
 		if code != exitUsage || !strings.Contains(errOut, tc.want) {
