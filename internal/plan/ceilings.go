@@ -85,6 +85,12 @@ func (r *run) quotaCeiling(i int, mb membership) Ceiling {
 		head += fmt.Sprintf(" over %s h a day; this class runs %s h of them, %s/s while it runs", num(m.key.ActiveHours), num(m.key.ActiveHours*scale), num(a/scale))
 		u /= scale
 	}
+	if d.Daily() && r.dailyVolume[i] != 1 {
+		// Sized at its profile's peak, the class sends the volume of its
+		// busiest day: a request at the peak rate counts u/volume.
+		head += fmt.Sprintf(", its busiest day under its demand profile sending %s of a day at its peak rate", num(r.dailyVolume[i]))
+		u /= r.dailyVolume[i]
+	}
 	switch {
 	case m.task != nil:
 		head += fmt.Sprintf(" ÷ %s %s/task = %s tasks/s", num(u), d.Unit(), num(allowed))

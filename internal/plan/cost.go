@@ -197,7 +197,7 @@ func (r *run) uses() []classUse {
 			if u.rate == 0 {
 				u.rate = r.runRate(i, r.pools[i])
 			}
-			u.perDay = u.rate * 3600 * r.keys[k].ActiveHours * r.dailyScale[i]
+			u.perDay = u.rate * 3600 * r.keys[k].ActiveHours * r.dayShare(i)
 		}
 		out[i] = u
 	}

@@ -89,6 +89,11 @@ type run struct {
 	// peak is, by class, the largest factor of its demand profile above 1
 	// that its demand was sized at; 1 without one.
 	peak []float64
+	// dailyVolume is, by class, the volume of its busiest day under its
+	// demand profile over what its rate at the peak would send in a day
+	// (profileVolume/peak): a daily limit counts the day's requests, not
+	// the peak's rate all day. 1 without a profile.
+	dailyVolume []float64
 	// floors are the least min_pools the plan's check asked for, by class.
 	floors minPools
 }
@@ -195,9 +200,10 @@ func (e *Engine) newRun(ctx context.Context, in scenario.Scenario, w *dayWindow)
 		r.peak = append(r.peak, profilePeak(c.Demand))
 		m.lambda *= r.peak[i]
 		r.dailyScale = append(r.dailyScale, dailyScale(c, m.key, w != nil))
+		r.dailyVolume = append(r.dailyVolume, profileVolume(c.Demand, m.key, r.peak[i])/r.peak[i])
 		for d := range scenario.NumDimensions {
 			if d.Daily() {
-				m.use[d] *= r.dailyScale[i]
+				m.use[d] *= r.dayShare(i)
 			}
 		}
 	}
@@ -530,6 +536,13 @@ func dailyScale(c scenario.Class, k quota.Key, windows bool) float64 {
 	}
 	return 1
 }
+
+// dayShare is what class i's use of a daily limit at its planned rate
+// is counted at: the share of its key's active hours that it runs
+// (dailyScale) times its busiest day's volume under its demand profile
+// against its peak rate's (dailyVolume). m.use of a daily limit carries
+// it; divided out, m.use is one request's.
+func (r *run) dayShare(i int) float64 { return r.dailyScale[i] * r.dailyVolume[i] }
 
 // runRate is the rate class i is expected to run at: its demand when the
 // pool serves it with a stable queue, otherwise its pool flat out at its

@@ -293,6 +293,45 @@ func TestBatchCompletionAndDailyLimit(t *testing.T) {
 	}
 }
 
+// A chat of 2 req/s with a five-minute burst to 3× is sized at 6 req/s,
+// but a daily limit counts its day, 172,800 + 1,200 requests: on a key of
+// 300,000 rpd (270,000 usable) it fits and uses 58 % of it, where the
+// peak's rate all day (518,400) held its pool below its min_pool and
+// asked for 605,297 rpd. A profile at 3× for two days sends 3× a day; a
+// pause sends no less than a steady day, on the safe side.
+func TestDailyLimitCountsTheProfilesBusiestDay(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		profile []scenario.DemandWindow
+		use     float64
+	}{
+		{"a five-minute burst", []scenario.DemandWindow{{StartS: 0, DurationS: 300, Factor: 3}}, 174000.0 / 300000},
+		{"two days at 3×", []scenario.DemandWindow{{StartS: 3600, DurationS: 2 * 86400, Factor: 3}}, 3 * 172800.0 / 300000},
+		{"a burst on the second day", []scenario.DemandWindow{{StartS: 0, DurationS: 600, Factor: 0}, {StartS: 90000, DurationS: 600, Factor: 2}}, 174000.0 / 300000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := handScenario(scenario.Quota{RPM: 3000, TPM: 30_000_000, RPD: 300000})
+			s.Classes[0].Demand = &scenario.Demand{RPS: 2, Profile: tc.profile}
+			p := mustPlan(t, s)
+			cp := p.Classes[0]
+			if tc.use > 0.9 {
+				// Its day does not fit: rpd binds and holds its pool to
+				// what the day allows.
+				if cp.Feasible || cp.BindingConstraint != "rpd" {
+					t.Errorf("pool %d bound by %s, feasible %v, its day %.0f %% of rpd: want rpd to bind and the class not to fit", cp.Pool, cp.BindingConstraint, cp.Feasible, 100*tc.use)
+				}
+				return
+			}
+			if u := p.Quotas[0].Utilization["rpd"]; math.Abs(u-tc.use) > 1e-3 {
+				t.Errorf("rpd use %g, want %.4f", u, tc.use)
+			}
+			if cp.BindingConstraint == "rpd" || !cp.Feasible {
+				t.Errorf("pool %d bound by %s, feasible %v: want rpd to hold no pool back", cp.Pool, cp.BindingConstraint, cp.Feasible)
+			}
+		})
+	}
+}
+
 // A batch of 80,000 requests within 6 h on a key of 100,000 rpd (90,000
 // usable) fits: the daily limit counts the batch's 80,000 requests a
 // day, not its rate of 3.7 req/s over all 24 h of the key's day (320,000),

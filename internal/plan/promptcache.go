@@ -67,10 +67,10 @@ func (r *run) promptCache(ctx context.Context, i, pool int, pr Predicted) (*Prom
 	for d := range scenario.NumDimensions {
 		if l := m.key.Limit(d); l > 0 {
 			// m.use of a daily limit counts the hours of the day the class
-			// runs (dailyScale); cold's is per request.
+			// runs and its busiest day (dayShare); cold's is per request.
 			scale := 1.0
 			if d.Daily() {
-				scale = r.dailyScale[i]
+				scale = r.dayShare(i)
 			}
 			pc.UsePerRequest[d.String()] = signed.Round(m.use[d]/scale, 4)
 			pc.UsePerRequestNoCache[d.String()] = signed.Round(cold.use[d], 4)

@@ -272,7 +272,7 @@ func (r *run) batch(i, pool int, allot quota.Vector) *BatchPlan {
 		if m.key.Limit(dim) <= 0 {
 			continue
 		}
-		needed := d.Requests * m.use[dim] / r.dailyScale[i] // the use per request, not over the class's hours
+		needed := d.Requests * m.use[dim] / r.dayShare(i) // the use per request, not over the class's hours
 		available := allot[dim] * m.key.Seconds(dim) * days
 		b.DailyLimits = append(b.DailyLimits, DailyCheck{Constraint: dim.String(), Needed: math.Ceil(needed), Available: math.Floor(available), OK: needed <= available})
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/plannerdev/planner/internal/quota"
 	"github.com/plannerdev/planner/internal/scenario"
 	"github.com/plannerdev/planner/internal/signed"
 )
@@ -129,6 +130,40 @@ func profilePeak(d *scenario.Demand) float64 {
 		}
 	}
 	return peak
+}
+
+// profileVolume is the volume of the busiest day of a demand with a
+// profile against its steady rate's over the key's active hours: 1 +
+// Σ (factor − 1)·overlap/(active_hours·3600) over the windows that
+// overlap a day of 86,400 s of simulated time, at the day where that is
+// largest, never below 1 (a pause does not lower what a day may send:
+// the days after the profile's windows run at the steady rate) and never
+// above peak (no day sends more than its peak rate all its hours). A
+// batch's volume is its requests, whatever the profile: 1.
+func profileVolume(d *scenario.Demand, k quota.Key, peak float64) float64 {
+	if d == nil || len(d.Profile) == 0 || d.Requests > 0 {
+		return 1
+	}
+	const day = 86400.0
+	// The busiest day starts a window, ends one or lies inside one: those
+	// days are enough to look at.
+	var days []float64
+	for _, w := range d.Profile {
+		first, last := math.Floor(w.StartS/day), math.Floor((w.StartS+w.DurationS)/day)
+		days = append(days, first, math.Min(first+1, last), last)
+	}
+	best := 0.0
+	for _, n := range days {
+		lo, hi := n*day, (n+1)*day
+		var extra float64
+		for _, w := range d.Profile {
+			if o := math.Min(hi, w.StartS+w.DurationS) - math.Max(lo, w.StartS); o > 0 {
+				extra += (w.Factor - 1) * o
+			}
+		}
+		best = math.Max(best, extra)
+	}
+	return math.Min(peak, 1+best/(k.ActiveHours*3600))
 }
 
 // windowRun is one window planned: its run and its classes' plans.

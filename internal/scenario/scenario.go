@@ -227,7 +227,7 @@ type Demand struct {
 	RPM         float64        `json:"rpm,omitempty" exclusiveMinimum:"0" maximum:"1e9"`
 	Requests    float64        `json:"requests,omitempty" exclusiveMinimum:"0" maximum:"1e12"`
 	WithinHours float64        `json:"within_hours,omitempty" exclusiveMinimum:"0" maximum:"8760"`
-	Profile     []DemandWindow `json:"profile,omitempty" maxItems:"64" doc:"Windows of simulated time in which the rate is multiplied by a factor, such as a peak hour or a burst that doubles the rate for five minutes; in order of start_s, not overlapping. Simulations follow it; a plan is computed for the steady rate."`
+	Profile     []DemandWindow `json:"profile,omitempty" maxItems:"64" doc:"Windows of simulated time in which the rate is multiplied by a factor, such as a peak hour or a burst that doubles the rate for five minutes; in order of start_s, not overlapping. Simulations follow it; a plan sizes pools at its largest factor above 1 (with a warning) and counts daily limits over its busiest day."`
 }
 
 // DemandWindow multiplies a class's rate by Factor from StartS for
