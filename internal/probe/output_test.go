@@ -38,10 +38,15 @@ classes:
 `
 
 func TestWriteFiles(t *testing.T) {
-	_, base := startSim(t, fakeendpoint.Config{MaxNumSeqs: 2, TTFT: 3 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth, RPM: 100000})
-	cfg := quick(base)
-	cfg.Steps = []int{1, 2, 4}
-	res := run(t, t.Context(), cfg, nil)
+	// Under a fake clock, so that the knee, and the pool planned from the
+	// curve, do not depend on the machine's load.
+	var res *Result
+	bubble(t, fakeendpoint.Config{MaxNumSeqs: 2, TTFT: 3 * time.Millisecond, ITL: time.Millisecond, ITLGrowth: fakeendpoint.NoGrowth, RPM: 100000},
+		func(t *testing.T, _ *fakeendpoint.Server, base string, dial dialFunc) {
+			cfg := quick(base)
+			cfg.Steps, cfg.DialContext = []int{1, 2, 4}, dial
+			res = run(t, t.Context(), cfg, nil)
+		})
 	dir := filepath.Join(t.TempDir(), "out")
 	files, err := WriteFiles(dir, res)
 	if err != nil || len(files) != 3 {
