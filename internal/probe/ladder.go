@@ -30,7 +30,7 @@ func (l ladder) run(ctx context.Context, r *runner) (reason, detail string) {
 		}
 		recs := r.closedStep(ctx, c, stepSpec{n: r.cfg.requestsFor(c), extend: !r.cfg.Exact})
 		r.finishStep(c, 0, recs)
-		if reason, detail := r.stopAfter(ctx, c, recs); reason != "" {
+		if reason, detail := r.stopAfter(ctx, stepKey{c: c}, recs); reason != "" {
 			return reason, detail
 		}
 	}

@@ -59,7 +59,7 @@ func (o openLoop) run(ctx context.Context, r *runner) (reason, detail string) {
 		}
 		recs := o.step(ctx, r, rate)
 		r.finishStep(o.MaxInFlight, rate, recs)
-		if reason, detail := r.stopAfter(ctx, o.MaxInFlight, recs); reason != "" {
+		if reason, detail := r.stopAfter(ctx, stepKey{c: o.MaxInFlight, rate: rate}, recs); reason != "" {
 			return reason, detail
 		}
 	}
@@ -96,6 +96,9 @@ func (o openLoop) step(ctx context.Context, r *runner, rate float64) []measure.R
 			})
 		default:
 			r.shed.Add(1)
+			r.mu.Lock()
+			r.shedAt[key]++
+			r.mu.Unlock()
 		}
 	}
 	wg.Wait()

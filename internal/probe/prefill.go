@@ -82,7 +82,7 @@ func (r *runner) promptRounds(ctx context.Context, n, w, perRound int, prompt fu
 			recs = append(recs, rec)
 		}
 		if round >= w {
-			if reason, detail := r.stopAfter(ctx, 1, recs); reason != "" {
+			if reason, detail := r.stopAfter(ctx, stepKey{c: 1}, recs); reason != "" {
 				r.finishStep(1, 0, recs)
 				return reason, detail
 			}
@@ -95,7 +95,7 @@ func (r *runner) promptRounds(ctx context.Context, n, w, perRound int, prompt fu
 // concurrency c and applies the stop rules to it.
 func (r *runner) endPromptStep(ctx context.Context, c int, recs []measure.Record) (reason, detail string) {
 	r.finishStep(c, 0, recs)
-	if reason, detail := r.stopAfter(ctx, c, recs); reason != "" {
+	if reason, detail := r.stopAfter(ctx, stepKey{c: c}, recs); reason != "" {
 		return reason, detail
 	}
 	return StopCompleted, ""

@@ -401,6 +401,41 @@ func TestOpenLoop(t *testing.T) {
 		if sp := res.Spent(); len(sp) != 1 || sp[0].Part != "open_loop" || sp[0].Steps != 2 {
 			t.Errorf("spent %+v", sp)
 		}
+		// The step at 400 req/s sent fewer than its 60 arrivals because
+		// the cap shed them, not because the run stopped; the note names
+		// the step by its rate, as every step of the loop has the cap's
+		// concurrency.
+		sent := len(res.Records) - 60
+		want := fmt.Sprintf("the step at 400 req/s sent %d of its 60 arrivals: %d found the in-flight cap of 4 reached and were shed", sent, 60-sent)
+		var short []string
+		for _, n := range res.Analysis.Notes {
+			if strings.Contains(n, "of its 60") {
+				short = append(short, n)
+			}
+		}
+		if len(short) != 1 || short[0] != want {
+			t.Errorf("notes on short steps %q, want only %q", short, want)
+		}
+	})
+}
+
+// TestOpenLoopStopNamesTheRate stops an open loop by its time budget in
+// its first step: the stop's detail and the note on the step cut short
+// name the step by its rate.
+func TestOpenLoopStopNamesTheRate(t *testing.T) {
+	bubble(t, fastSim, func(t *testing.T, _ *fakeendpoint.Server, base string, dial dialFunc) {
+		cfg := quick(base)
+		cfg.DialContext = dial
+		cfg.Steps, cfg.Open = nil, &OpenLoop{Rates: []float64{2, 4}, MaxInFlight: 4, Requests: optional.Of(60)}
+		cfg.Budget.MaxDuration = optional.Of(5 * time.Second)
+		res := run(t, t.Context(), cfg, nil)
+		if want := "the time budget of 5s was spent at 2 req/s"; res.StopReason != StopBudgetDuration || res.StopDetail != want {
+			t.Errorf("stop %s (%s), want %s (%s)", res.StopReason, res.StopDetail, StopBudgetDuration, want)
+		}
+		want := fmt.Sprintf("the step at 2 req/s sent %d of its 60 arrivals (stopped: %s)", len(res.Records), StopBudgetDuration)
+		if !slices.Contains(res.Analysis.Notes, want) {
+			t.Errorf("notes %q, want %q", res.Analysis.Notes, want)
+		}
 	})
 }
 

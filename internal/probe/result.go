@@ -221,8 +221,19 @@ func (r *runner) notes(recs []measure.Record, an *measure.Result, limits RateLim
 	}
 	keys := slices.SortedFunc(maps.Keys(r.planned), func(a, b stepKey) int { return cmp.Or(cmp.Compare(a.c, b.c), cmp.Compare(a.rate, b.rate)) })
 	for _, k := range keys {
-		if n := counted[k]; n < r.planned[k] {
-			notes = append(notes, fmt.Sprintf("the step at concurrency %d sent %d of its %d requests (stopped: %s)", k.c, n, r.planned[k], reason))
+		n, planned, shed := counted[k], r.planned[k], r.shedAt[k]
+		switch {
+		case n >= planned:
+		case k.rate == 0:
+			notes = append(notes, fmt.Sprintf("the step at %s sent %d of its %d requests (stopped: %s)", stepName(k.c, k.rate), n, planned, reason))
+		case shed == 0:
+			notes = append(notes, fmt.Sprintf("the step at %s sent %d of its %d arrivals (stopped: %s)", stepName(k.c, k.rate), n, planned, reason))
+		case n+shed >= planned:
+			notes = append(notes, fmt.Sprintf("the step at %s sent %d of its %d arrivals: %d found the in-flight cap of %d reached and were shed",
+				stepName(k.c, k.rate), n, planned, shed, k.c))
+		default:
+			notes = append(notes, fmt.Sprintf("the step at %s sent %d of its %d arrivals: %d found the in-flight cap of %d reached and were shed, the rest came after the stop (stopped: %s)",
+				stepName(k.c, k.rate), n, planned, shed, k.c, reason))
 		}
 	}
 	for _, c := range r.extended {

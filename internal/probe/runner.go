@@ -40,6 +40,7 @@ type runner struct {
 	samples  map[string]string // first message of each error class
 	steps    []measure.Step    // summaries of the steps run so far
 	planned  map[stepKey]int   // requests planned per step
+	shedAt   map[stepKey]int   // open-loop arrivals shed per step
 	extended []int             // concurrencies whose step was measured twice as long, its gain being ambiguous
 }
 
@@ -97,6 +98,7 @@ func newRunner(cfg Config, obs Observer, top int) (*runner, error) {
 		t0:      t0,
 		samples: map[string]string{},
 		planned: map[stepKey]int{},
+		shedAt:  map[stepKey]int{},
 	}
 	r.sender = &sender{
 		client:      &http.Client{Transport: tr, CheckRedirect: cfg.CheckRedirect},
@@ -461,18 +463,20 @@ func stepName(c int, rate float64) string {
 	return fmt.Sprintf("concurrency %d", c)
 }
 
-// stopAfter applies the stop rules after the step of concurrency c, whose
-// records are recs; it returns "" when the ramp may go on.
-func (r *runner) stopAfter(ctx context.Context, c int, recs []measure.Record) (reason, detail string) {
+// stopAfter applies the stop rules after the step k, whose records are
+// recs; it returns "" when the ramp may go on. Its details name the step
+// as stepName does.
+func (r *runner) stopAfter(ctx context.Context, k stepKey, recs []measure.Record) (reason, detail string) {
+	at := stepName(k.c, k.rate)
 	if ctx.Err() != nil {
 		if errors.Is(context.Cause(ctx), errDurationBudget) {
-			return StopBudgetDuration, fmt.Sprintf("the time budget of %s was spent at concurrency %d", r.cfg.Budget.maxDuration(), c)
+			return StopBudgetDuration, fmt.Sprintf("the time budget of %s was spent at %s", r.cfg.Budget.maxDuration(), at)
 		}
-		return StopCancelled, fmt.Sprintf("cancelled at concurrency %d", c)
+		return StopCancelled, "cancelled at " + at
 	}
 	if spent := r.budget.exhausted(); spent != "" {
 		sent, tokens := r.budget.used()
-		return spent, fmt.Sprintf("budget spent during the step at concurrency %d (%d requests sent, %d tokens)", c, sent, tokens)
+		return spent, fmt.Sprintf("budget spent during the step at %s (%d requests sent, %d tokens)", at, sent, tokens)
 	}
 	var answers, refused, ok, counted int
 	for _, rec := range recs {
@@ -488,12 +492,12 @@ func (r *runner) stopAfter(ctx context.Context, c int, recs []measure.Record) (r
 	}
 	if answers > 0 {
 		if ratio := float64(refused) / float64(answers); ratio > r.cfg.max429Ratio() {
-			return StopMax429Ratio, fmt.Sprintf("%d of %d answers at concurrency %d were 429 (%.2f > max_429_ratio %g)",
-				refused, answers, c, ratio, r.cfg.max429Ratio())
+			return StopMax429Ratio, fmt.Sprintf("%d of %d answers at %s were 429 (%.2f > max_429_ratio %g)",
+				refused, answers, at, ratio, r.cfg.max429Ratio())
 		}
 	}
 	if counted > 0 && ok == 0 {
-		return StopNoSuccess, fmt.Sprintf("no request succeeded at concurrency %d", c)
+		return StopNoSuccess, "no request succeeded at " + at
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -503,10 +507,14 @@ func (r *runner) stopAfter(ctx context.Context, c int, recs []measure.Record) (r
 			judged = append(judged, s)
 		}
 	}
-	if n := len(judged); n >= 3 && judged[n-1].Concurrency == c &&
+	if n := len(judged); n >= 3 && judged[n-1].Concurrency == k.c && judged[n-1].RateRPS == k.rate &&
 		analysis.Fell(judged[n-2], judged[n-1], r.opts.CollapseTolerancePct) && analysis.Fell(judged[n-3], judged[n-2], r.opts.CollapseTolerancePct) {
+		if k.rate > 0 {
+			return StopGoodputFalling, fmt.Sprintf("goodput fell beyond its noise and the %g %% tolerance at %s and %s",
+				r.opts.CollapseTolerancePct, stepName(judged[n-2].Concurrency, judged[n-2].RateRPS), at)
+		}
 		return StopGoodputFalling, fmt.Sprintf("goodput fell beyond its noise and the %g %% tolerance at concurrency %d and %d",
-			r.opts.CollapseTolerancePct, judged[n-2].Concurrency, c)
+			r.opts.CollapseTolerancePct, judged[n-2].Concurrency, k.c)
 	}
 	return "", ""
 }

@@ -54,7 +54,7 @@ func (s search) run(ctx context.Context, r *runner) (reason, detail string) {
 		}
 		recs := r.closedStep(ctx, c, stepSpec{n: r.cfg.requestsFor(c), precision: analysis.TargetPrecision})
 		r.finishStep(c, 0, recs)
-		if reason, detail := r.stopAfter(ctx, c, recs); reason != "" {
+		if reason, detail := r.stopAfter(ctx, stepKey{c: c}, recs); reason != "" {
 			return reason, detail
 		}
 		if an := r.analyze(); an.FirstFailing != nil {
@@ -83,7 +83,7 @@ func refine(ctx context.Context, r *runner, last int) (reason, detail string) {
 		}
 		recs := r.closedStep(ctx, c, stepSpec{n: r.cfg.requestsFor(c), precision: precision, refine: true})
 		r.finishStep(c, 0, recs)
-		if reason, detail := r.stopAfter(ctx, c, recs); reason != "" {
+		if reason, detail := r.stopAfter(ctx, stepKey{c: c}, recs); reason != "" {
 			return reason, detail
 		}
 		last = c
