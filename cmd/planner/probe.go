@@ -373,16 +373,19 @@ func (p *progress) StepDone(s measure.Step) {
 	if s.GoodputCI != nil {
 		ci = fmt.Sprintf(" ± %.2f", (s.GoodputCI.Hi-s.GoodputCI.Lo)/2)
 	}
-	what := "concurrency"
-	if s.Refine {
-		what = "refining at"
+	what := fmt.Sprintf("concurrency %d", s.Concurrency)
+	switch {
+	case s.Refine:
+		what = fmt.Sprintf("refining at %d", s.Concurrency)
+	case s.RateRPS > 0:
+		what = fmt.Sprintf("%g req/s (at most %d in flight)", s.RateRPS, s.Concurrency)
 	}
 	latency := "no latency: no request succeeded"
 	if s.OK > 0 { // a latency is measured over requests that succeeded
 		latency = fmt.Sprintf("TTFT p95 %.0f ms, E2E p95 %.0f ms", s.TTFTP95Ms, s.E2EP95Ms)
 	}
-	fmt.Fprintf(p.w, "%s %d: %d requests, %d ok, %d 429, %d errors, goodput %.2f%s/s, %s\n",
-		what, s.Concurrency, s.Requests, s.OK, s.RateLimited, s.Errors, s.GoodputRPS, ci, latency)
+	fmt.Fprintf(p.w, "%s: %d requests, %d ok, %d 429, %d errors, goodput %.2f%s/s, %s\n",
+		what, s.Requests, s.OK, s.RateLimited, s.Errors, s.GoodputRPS, ci, latency)
 }
 
 // printProbe prints the run: as a table (the step table, the verdicts,

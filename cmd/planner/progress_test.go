@@ -23,3 +23,17 @@ func TestStepLineWithoutSuccesses(t *testing.T) {
 		t.Errorf("a step with successes: %q", b.String())
 	}
 }
+
+// TestStepLineOfAnOpenLoop: every step of an open loop runs at the same
+// in-flight cap, so its line names the step by its rate.
+func TestStepLineOfAnOpenLoop(t *testing.T) {
+	var b bytes.Buffer
+	p := &progress{w: &b}
+	p.StepDone(measure.Step{Concurrency: 8, RateRPS: 20, Requests: 40, OK: 40, GoodputRPS: 19.5, TTFTP95Ms: 21, E2EP95Ms: 55})
+	p.StepDone(measure.Step{Concurrency: 8, RateRPS: 200, Requests: 16, OK: 16, GoodputRPS: 97.3, TTFTP95Ms: 24, E2EP95Ms: 58})
+	want := "20 req/s (at most 8 in flight): 40 requests, 40 ok, 0 429, 0 errors, goodput 19.50/s, TTFT p95 21 ms, E2E p95 55 ms\n" +
+		"200 req/s (at most 8 in flight): 16 requests, 16 ok, 0 429, 0 errors, goodput 97.30/s, TTFT p95 24 ms, E2E p95 58 ms\n"
+	if b.String() != want {
+		t.Errorf("lines\n%s\nwant\n%s", b.String(), want)
+	}
+}
