@@ -114,6 +114,12 @@ func newSimCmd(s streams) *cobra.Command {
 					return usageError{fmt.Errorf("--%s must be %s, got %s", c.flag, c.want, v)}
 				}
 			}
+			for _, name := range []string{"model", "served-model"} {
+				f := cmd.Flags().Lookup(name)
+				if f.Changed && strings.TrimSpace(f.Value.String()) == "" {
+					return usageError{fmt.Errorf("--%s must be a model id, got %q", name, f.Value.String())}
+				}
+			}
 			if cfg.ITLGrowth == 0 {
 				cfg.ITLGrowth = fakeendpoint.NoGrowth
 			}

@@ -116,12 +116,20 @@ func TestSimCommandBadFlags(t *testing.T) {
 		{"unknown accounting", []string{"--token-accounting", "guess"}, "token-accounting"},
 		{"unset key variable", []string{"--api-key-env", "PLANNER_TEST_SIM_UNSET"}, "api-key-env"},
 		{"positional argument", []string{"extra"}, "extra"},
+		// An empty name would serve the default while the URL line, the
+		// JSON and the log named no model.
+		{"empty model", []string{"--model", ""}, "--model must be a model id, got \"\""},
+		{"blank model", []string{"--model", "  "}, "--model must be a model id"},
+		{"empty served model", []string{"--served-model", ""}, "--served-model must be a model id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
 			args := append([]string{"sim", "--listen", "127.0.0.1:0"}, tt.args...)
-			if code := run(context.Background(), args, strings.NewReader(""), &out, &errOut); code != exitUsage {
+			// A flag taken as good serves until the context ends.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if code := run(ctx, args, strings.NewReader(""), &out, &errOut); code != exitUsage {
 				t.Fatalf("exit code %d, want %d; stderr: %s", code, exitUsage, errOut.String())
 			}
 			if !strings.Contains(errOut.String(), tt.flag) {
