@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -30,8 +31,10 @@ func newCompareCmd(s streams) *cobra.Command {
 			"the drift of the knee, the p95s and the goodput against the baseline, in percent\n" +
 			"of the baseline's figure. A RUN is a probe's output directory (planner probe\n" +
 			"--out DIR), its steps.json, or one result file that planner import reads (judged\n" +
-			"with --deadline and the knee settings, as planner import judges it). --baseline\n" +
-			"names one of the RUNs as given; the first by default.",
+			"with --deadline and the knee settings, as planner import judges it; a steps.json\n" +
+			"keeps the probe's judgement, and with those flags given its requests.csv is the\n" +
+			"RUN to give instead). --baseline names one of the RUNs as given; the first by\n" +
+			"default.",
 		Example: "  planner compare morning/ evening/\n" +
 			"  planner compare probe-gpt-4o/ probe-gpt-4o-mini/ vllm-result.json --baseline probe-gpt-4o -o markdown\n" +
 			"  planner compare run1 run2 -o csv --out drift.csv",
@@ -54,9 +57,15 @@ func newCompareCmd(s streams) *cobra.Command {
 		if err := oneStdin(args); err != nil {
 			return err
 		}
+		var judged []string // the judgement flags given, which a probe's steps.json cannot take
+		for _, name := range []string{"deadline", "min-gain-pct", "max-p95-fraction", "collapse-tolerance-pct", "slo"} {
+			if cmd.Flags().Changed(name) {
+				judged = append(judged, "--"+name)
+			}
+		}
 		runs := make([]compare.Run, 0, len(args))
 		for _, a := range args {
-			r, err := readRun(s.in, a, opts)
+			r, err := readRun(s.in, a, opts, judged)
 			if err != nil {
 				return err
 			}
@@ -76,8 +85,11 @@ func newCompareCmd(s streams) *cobra.Command {
 
 // readRun reads one RUN of planner compare: a probe's output directory,
 // its steps.json, or a result file that the importer reads ("-":
-// standard input). The run is named by its path, cleaned.
-func readRun(in io.Reader, path string, opts analysis.Options) (compare.Run, error) {
+// standard input), judged with opts. The run is named by its path,
+// cleaned. A steps.json holds the probe's own judgement, so it is refused
+// when judged names judgement flags given on the command line: the runs
+// would otherwise be judged by different rules, and their drift with them.
+func readRun(in io.Reader, path string, opts analysis.Options, judged []string) (compare.Run, error) {
 	name := filepath.Clean(path)
 	file := name
 	if info, err := os.Stat(name); err == nil && info.IsDir() {
@@ -89,6 +101,10 @@ func readRun(in io.Reader, path string, opts analysis.Options) (compare.Run, err
 	}
 	file = f.Name
 	if isStepsFile(f.Data) {
+		if len(judged) > 0 {
+			return compare.Run{}, usageError{fmt.Errorf("%s: %s is a probe's steps.json, judged as the probe ran it; give its requests.csv (%s) to judge it with %s",
+				strings.Join(judged, ", "), name, filepath.Join(filepath.Dir(file), probe.RequestsFile), strings.Join(judged, ", "))}
+		}
 		pd, err := parseProbeSteps(file, f.Data)
 		if err != nil {
 			return compare.Run{}, err

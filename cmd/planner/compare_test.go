@@ -116,6 +116,12 @@ func TestCompareCommand(t *testing.T) {
 		{[]string{"compare", morning, evening, "--baseline", "noon"}, `the baseline "noon" is none of the runs`},
 		{[]string{"compare", morning, morning}, "given twice"},
 		{[]string{"compare", morning, "-o", "html"}, "-o/--output"},
+		// A probe's steps.json holds the probe's own judgement: a
+		// judgement flag would silently judge the result files beside it
+		// by other rules than the probe's runs.
+		{[]string{"compare", morning, "../../internal/importer/testdata/handmade/workshop_ramp.csv", "--deadline", "30s"},
+			"--deadline: " + morning + " is a probe's steps.json, judged as the probe ran it; give its requests.csv (" + filepath.Join(morning, "requests.csv") + ") to judge it with --deadline"},
+		{[]string{"compare", morning, evening + "/steps.json", "--min-gain-pct", "5", "--slo", "ttft:500ms"}, "--min-gain-pct, --slo: " + morning + " is a probe's steps.json"},
 	} {
 		if code, _, stderr := execute(t, "", bad.args...); code != exitUsage || !strings.Contains(stderr, bad.want) {
 			t.Errorf("%v: exit %d, %s", bad.args, code, stderr)
@@ -193,7 +199,7 @@ func TestProbeSeveralModels(t *testing.T) {
 	}
 	var runs []compare.Run
 	for _, d := range []string{"big", "small_one"} {
-		r, err := readRun(nil, filepath.Join(out, d), analysis.Options{})
+		r, err := readRun(nil, filepath.Join(out, d), analysis.Options{}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
