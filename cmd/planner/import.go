@@ -63,6 +63,9 @@ func newImportCmd(s streams) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if err := notStepsFile(f); err != nil {
+					return fmt.Errorf("import: %w", err)
+				}
 				files = append(files, f)
 			}
 			imp, err := importer.ImportMany(files, importer.Options{Options: opts, Format: format, AllowMixed: allowMixed})

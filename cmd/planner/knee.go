@@ -44,6 +44,9 @@ func newKneeCmd(s streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := notStepsFile(f); err != nil {
+				return fmt.Errorf("knee: %w", err)
+			}
 			imp, err := importer.Import(f.Name, f.Data, importer.Options{Options: opts})
 			if err != nil {
 				return fmt.Errorf("knee: %w", err)

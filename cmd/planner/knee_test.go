@@ -101,6 +101,14 @@ func TestKneeExitCodes(t *testing.T) {
 	if err := os.WriteFile(broken, []byte("step,idx,ok,code,ms,wall_s\n1,0,1,200,900,4\n2,0,1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A probe's output directory and its steps.json are what a probe
+	// writes beside its requests.csv, which is the file to give.
+	probeDir := t.TempDir()
+	steps := filepath.Join(probeDir, "steps.json")
+	if err := os.WriteFile(steps, []byte(`{"steps":[{"concurrency":1,"goodput_rps":2}],"knee":null,"stop_reason":"completed","config":{"model":"m"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	requests := filepath.Join(probeDir, "requests.csv")
 	cases := []struct {
 		name string
 		args []string
@@ -113,6 +121,10 @@ func TestKneeExitCodes(t *testing.T) {
 		{"zero gain", []string{"knee", "--min-gain-pct", "0", broken}, exitUsage, "--min-gain-pct must be above 0"},
 		{"bad duration", []string{"knee", "--deadline", "soon", broken}, exitUsage, "invalid argument"},
 		{"bad SLO", []string{"knee", "--slo", "ttft:500ms,ttft:1s", broken}, exitUsage, "--slo: ttft is given twice"},
+		{"a directory", []string{"knee", probeDir}, exitError, "planner: " + probeDir + " is a directory: give a result file (a probe's output directory holds its requests.csv, " + requests + ")\n"},
+		{"a steps.json", []string{"knee", steps}, exitError, "planner: knee: " + steps + " is a probe's steps.json, its judgement already made: give its requests.csv (" + requests + ") to judge its requests\n"},
+		{"import of a directory", []string{"import", probeDir}, exitError, probeDir + " is a directory: give a result file"},
+		{"import of a steps.json", []string{"import", steps}, exitError, "planner: import: " + steps + " is a probe's steps.json"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

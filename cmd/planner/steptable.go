@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/plannerdev/planner/internal/analysis"
 	"github.com/plannerdev/planner/internal/importer"
 	"github.com/plannerdev/planner/internal/measure"
+	"github.com/plannerdev/planner/internal/probe"
 	"github.com/plannerdev/planner/internal/report"
 )
 
@@ -94,6 +96,10 @@ func readMeasurement(in io.Reader, name string) (importer.File, error) {
 			return importer.File{}, fmt.Errorf("read %s: %w", name, err)
 		}
 		defer f.Close()
+		if info, err := f.Stat(); err == nil && info.IsDir() {
+			return importer.File{}, fmt.Errorf("%s is a directory: give a result file (a probe's output directory holds its requests.csv, %s)",
+				name, filepath.Join(name, probe.RequestsFile))
+		}
 		r = f
 	}
 	data, err := io.ReadAll(io.LimitReader(r, maxMeasurementBytes+1))
@@ -107,6 +113,16 @@ func readMeasurement(in io.Reader, name string) (importer.File, error) {
 		name = "standard input"
 	}
 	return importer.File{Name: name, Data: data}, nil
+}
+
+// notStepsFile refuses a probe's steps.json, which holds the probe's
+// judgement rather than its requests, naming the requests.csv beside it.
+func notStepsFile(f importer.File) error {
+	if !isStepsFile(f.Data) {
+		return nil
+	}
+	return fmt.Errorf("%s is a probe's steps.json, its judgement already made: give its requests.csv (%s) to judge its requests",
+		f.Name, filepath.Join(filepath.Dir(f.Name), probe.RequestsFile))
 }
 
 // importDocument is the JSON and YAML form of an import: everything but
