@@ -31,6 +31,9 @@ const (
 func (ProbeRequest) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
 	p := s.Properties
 	p["steps"].MaxItems = ptr(probe.MaxSteps)
+	// Each step within the probe's bounds, so that a whole number no int
+	// holds (1e20) is refused at its element before it is decoded.
+	p["steps"].Items.Minimum, p["steps"].Items.Maximum = ptr(1.0), ptr(float64(probe.MaxConcurrency))
 	p["steps"].Description = fmt.Sprintf("Concurrency ladder, strictly ascending, each at most the server's "+
 		"probe.max_concurrency (%d unless configured). Default %s.", config.DefaultProbeMaxConcurrency, ints(probe.DefaultSteps))
 	requestsPerStep(p["requests_per_step"])

@@ -102,3 +102,30 @@ func TestProbeRulesInTheBody(t *testing.T) {
 		t.Errorf("a refused probe sent %d requests", n)
 	}
 }
+
+// TestProbeStepTooLargeForAnInteger: a step written as 1e20 or -1e20, a
+// whole number no integer holds, is one problem at its element, not one
+// at the body and a second that calls it concurrency 0.
+func TestProbeStepTooLargeForAnInteger(t *testing.T) {
+	env := newProbeEnv(t, Options{Probe: smallCaps()})
+	s := newSim(t, fastSim)
+	for _, tc := range []struct {
+		step float64
+		want string
+	}{{1e20, "expected number <= 10000"}, {-1e20, "expected number >= 1"}} {
+		body := probeBody(s.url, nil, 41)
+		body["steps"] = []any{1, 2, tc.step}
+		delete(body, "requests_per_step")
+		status, _, b := call(t, http.MethodPost, env.url+"/v1/probes", body)
+		if status != http.StatusUnprocessableEntity {
+			t.Fatalf("status %d: %s", status, b)
+		}
+		p := decode[problem](t, b)
+		if len(p.Errors) != 1 || p.Errors[0].Location != "body.steps[2]" || p.Errors[0].Message != tc.want {
+			t.Errorf("step %g: problems %s, want one at body.steps[2]: %s", tc.step, b, tc.want)
+		}
+	}
+	if n := s.chats.Load(); n != 0 {
+		t.Errorf("a refused probe sent %d requests", n)
+	}
+}
