@@ -57,6 +57,9 @@ func newCompareCmd(s streams) *cobra.Command {
 		if err := oneStdin(args); err != nil {
 			return err
 		}
+		if err := outNotRead(out.path, args); err != nil {
+			return err
+		}
 		var judged []string // the judgement flags given, which a probe's steps.json cannot take
 		for _, name := range []string{"deadline", "min-gain-pct", "max-p95-fraction", "collapse-tolerance-pct", "slo"} {
 			if cmd.Flags().Changed(name) {

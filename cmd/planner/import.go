@@ -57,6 +57,9 @@ func newImportCmd(s streams) *cobra.Command {
 			if err := oneStdin(args); err != nil {
 				return err
 			}
+			if err := outNotRead(out, args); err != nil {
+				return err
+			}
 			files := make([]importer.File, 0, len(args))
 			for _, name := range args {
 				f, err := readMeasurement(s.in, name)

@@ -40,6 +40,9 @@ func newKneeCmd(s streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := outNotRead(printAs.path, args); err != nil {
+				return err
+			}
 			f, err := readMeasurement(s.in, args[0])
 			if err != nil {
 				return err

@@ -170,3 +170,44 @@ func TestImportSLO(t *testing.T) {
 		}
 	}
 }
+
+// TestOutIsNotAnInput: --out naming a file the command reads (by another
+// spelling too) is refused before anything is written, so that a typo
+// does not replace a probe's requests.csv by a curve file or a table.
+func TestOutIsNotAnInput(t *testing.T) {
+	dir := t.TempDir()
+	ramp := []byte("step,idx,ok,code,ms,wall_s\n1,0,1,200,900,4\n2,0,1,200,950,4\n")
+	csvPath := filepath.Join(dir, "ramp.csv")
+	if err := os.WriteFile(csvPath, ramp, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	probeDir := writeSteps(t, filepath.Join(dir, "morning"), "gpt-4o", "2026-03-02T09:00:00Z", 8, 400, 2000, 4, 60, 3)
+	steps := filepath.Join(probeDir, "steps.json")
+	before, err := os.ReadFile(steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := dir + "/./ramp.csv"
+	for _, tc := range []struct {
+		name string
+		args []string
+		says string
+	}{
+		{"import", []string{"import", csvPath, "--out", other}, "--out " + other + " is " + csvPath + ", a file read: writing it would replace what was measured"},
+		{"knee", []string{"knee", csvPath, "--out", csvPath}, "--out " + csvPath + " is " + csvPath + ", a file read"},
+		{"compare of a directory", []string{"compare", probeDir, csvPath, "--out", steps}, "--out " + steps + " is " + steps + ", a file read"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, "", tc.args...)
+			if code != exitUsage || !strings.Contains(errOut, tc.says) || out != "" {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d saying %q", code, out, errOut, exitUsage, tc.says)
+			}
+			if b, _ := os.ReadFile(csvPath); string(b) != string(ramp) {
+				t.Errorf("the ramp was overwritten: %q", b)
+			}
+			if b, _ := os.ReadFile(steps); string(b) != string(before) {
+				t.Errorf("the steps.json was overwritten: %q", b)
+			}
+		})
+	}
+}

@@ -115,6 +115,40 @@ func readMeasurement(in io.Reader, name string) (importer.File, error) {
 	return importer.File{Name: name, Data: data}, nil
 }
 
+// outNotRead refuses an --out that names one of the files a command
+// reads (inputs; a directory stands for the steps.json it holds), however
+// it is spelled, before anything is read or written: writing it would
+// replace what was measured. An --out that does not exist yet, or "-",
+// reads nothing.
+func outNotRead(out string, inputs []string) error {
+	if out == "" || out == "-" {
+		return nil
+	}
+	oi, err := os.Stat(out)
+	if err != nil {
+		return nil
+	}
+	for _, in := range inputs {
+		if in == "-" {
+			continue
+		}
+		ii, err := os.Stat(in)
+		if err != nil {
+			continue
+		}
+		if ii.IsDir() {
+			in = filepath.Join(in, probe.StepsFile)
+			if ii, err = os.Stat(in); err != nil {
+				continue
+			}
+		}
+		if os.SameFile(oi, ii) {
+			return usageError{fmt.Errorf("--out %s is %s, a file read: writing it would replace what was measured; name another file", out, in)}
+		}
+	}
+	return nil
+}
+
 // notStepsFile refuses a probe's steps.json, which holds the probe's
 // judgement rather than its requests, naming the requests.csv beside it.
 func notStepsFile(f importer.File) error {
