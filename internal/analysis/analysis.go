@@ -647,7 +647,7 @@ func curveSteps(r measure.Result) []measure.Step {
 	var out []measure.Step
 	seen := map[int]bool{}
 	for _, s := range r.Steps {
-		if s.TooShort || s.Concurrency < 1 || seen[s.Concurrency] || (s.OK == 0 && !s.CountsUnknown) || s.TTFTP50Ms <= 0 || s.TPOTP50Ms <= 0 {
+		if s.TooShort || s.Concurrency < 1 || seen[s.Concurrency] || (s.OK == 0 && !s.CountsUnknown) || s.TTFTP50Ms <= 0 || s.TPOTP50Ms <= 0 || openAtCap(s) {
 			continue
 		}
 		seen[s.Concurrency] = true
@@ -677,6 +677,9 @@ func Latency(r measure.Result) (scenario.Latency, error) {
 	var l scenario.Latency
 	ss := curveSteps(r)
 	if len(ss) == 0 {
+		if len(r.Steps) > 0 && !slices.ContainsFunc(r.Steps, func(s measure.Step) bool { return !openAtCap(s) }) {
+			return l, fmt.Errorf("an open loop's steps are offered rates under a cap of %d in flight, not concurrencies a pool holds, so there is no curve: a ladder (--steps) or a search measures one", r.Steps[0].Concurrency)
+		}
 		if len(r.Steps) > 0 && !slices.ContainsFunc(r.Steps, func(s measure.Step) bool { return !s.TooShort }) {
 			return l, fmt.Errorf("every step is too short for a steady state, so there is no curve")
 		}
@@ -726,3 +729,12 @@ func ratio(a, b int) float64 {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// openAtCap reports whether a step is an open loop's at an offered rate
+// whose concurrency is its cap on requests in flight rather than what it
+// held: its throughput is the rate offered, not what that concurrency
+// carries, so it makes no curve point (a curve of it told a plan that 8
+// slots carry the 14.7 req/s a step at 20 req/s got, where they carry
+// 144.6). A step whose concurrency is estimated from what it held
+// (Little's law, an imported rate run) is a point like any other.
+func openAtCap(s measure.Step) bool { return s.RateRPS > 0 && !s.ConcurrencyEstimated }

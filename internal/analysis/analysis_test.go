@@ -413,6 +413,26 @@ func TestIsotonic(t *testing.T) {
 	}
 }
 
+// TestOpenLoopStepsMakeNoCurve: an open loop's steps at offered rates
+// under a cap of 8 in flight are not points of a curve by concurrency (a
+// step at 20 req/s carried 14.7, where 8 slots carry 144.6), so they make
+// none, and the error says why; an imported rate run whose concurrency is
+// estimated from what it held is a point as before.
+func TestOpenLoopStepsMakeNoCurve(t *testing.T) {
+	step := func(rate, x float64, estimated bool) measure.Step {
+		return measure.Step{Concurrency: 8, RateRPS: rate, ConcurrencyEstimated: estimated, OK: 40, Requests: 40, Answers: 40,
+			TTFTP50Ms: 25, TTFTP95Ms: 30, TPOTP50Ms: 2, TPOTP95Ms: 3, ThroughputRPS: x}
+	}
+	_, err := Latency(measure.Result{Steps: []measure.Step{step(20, 14.7, false), step(50, 49, false)}})
+	if err == nil || !strings.Contains(err.Error(), "an open loop's steps are offered rates under a cap of 8 in flight") {
+		t.Errorf("open loop at its cap: %v, want no curve and why", err)
+	}
+	l, err := Latency(measure.Result{Steps: []measure.Step{step(20, 14.7, true)}})
+	if err != nil || len(l.Curve) != 1 || l.Curve[0].ThroughputRPS != 14.7 {
+		t.Errorf("a rate run of estimated concurrency: %+v, %v; want its one point", l, err)
+	}
+}
+
 func TestLatencyBlock(t *testing.T) {
 	ss := []measure.Step{
 		{Concurrency: 1, OK: 10, Requests: 10, Answers: 10, TTFTP50Ms: 200, TTFTP95Ms: 210, TPOTP50Ms: 20, TPOTP95Ms: 30, ThroughputRPS: 1},

@@ -416,6 +416,12 @@ func TestOpenLoop(t *testing.T) {
 		if len(short) != 1 || short[0] != want {
 			t.Errorf("notes on short steps %q, want only %q", short, want)
 		}
+		// Its steps are at the cap's concurrency, not what they held:
+		// no curve.yaml, which a plan would read as what 4 slots carry.
+		files, err := WriteFiles(t.TempDir(), res)
+		if err != nil || slices.ContainsFunc(files, func(f string) bool { return strings.HasSuffix(f, CurveFile) }) {
+			t.Errorf("an open loop wrote %q (%v), want no %s", files, err, CurveFile)
+		}
 	})
 }
 

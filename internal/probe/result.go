@@ -264,6 +264,9 @@ func (r *runner) notes(recs []measure.Record, an *measure.Result, limits RateLim
 	if s := r.shed.Load(); s > 0 {
 		notes = append(notes, fmt.Sprintf("arrivals shed at the in-flight cap of %d: %d", r.cfg.Open.MaxInFlight, s))
 	}
+	if r.cfg.Open != nil {
+		notes = append(notes, fmt.Sprintf("no curve.yaml: an open loop's steps are offered rates under a cap of %d in flight, not concurrencies a pool holds; a ladder (--steps) or --search measures the curve", r.cfg.Open.MaxInFlight))
+	}
 	return notes
 }
 
