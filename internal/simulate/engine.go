@@ -143,7 +143,13 @@ type heap []entry
 
 func (h *heap) push(x entry) {
 	a := append(*h, x)
-	i := len(a) - 1
+	a.up(len(a)-1, x)
+	*h = a
+}
+
+// up puts x at the hole i, or above it where x is earlier than the
+// parents, each moved down into the hole it leaves.
+func (a heap) up(i int, x entry) {
 	for i > 0 {
 		p := (i - 1) / 2
 		if !x.before(&a[p]) {
@@ -153,7 +159,6 @@ func (h *heap) push(x entry) {
 		i = p
 	}
 	a[i] = x
-	*h = a
 }
 
 // pop removes and returns the earliest entry. The hole at the root moves
@@ -178,15 +183,7 @@ func (h *heap) pop() entry {
 			a[i] = a[c]
 			i = c
 		}
-		for i > 0 {
-			p := (i - 1) / 2
-			if !x.before(&a[p]) {
-				break
-			}
-			a[i] = a[p]
-			i = p
-		}
-		a[i] = x
+		a.up(i, x)
 	}
 	*h = a
 	return top
