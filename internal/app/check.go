@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/dustin/go-humanize"
@@ -283,7 +282,7 @@ func predictedMisses(spec scenario.Class, c plan.ClassPlan) []plan.Miss {
 	for _, t := range simulate.Targets(spec.SLO, at) {
 		if t.Got != nil && *t.Got > t.Bound {
 			out = append(out, plan.Miss{Metric: "predicted_" + t.Metric, Value: t.Got, Bound: t.Bound, OverPct: ptr(overPct(*t.Got, t.Bound)),
-				Detail: fmt.Sprintf("the predicted %s %s %s ms is over the SLO of %s ms", t.Name, t.At, num(*t.Got), num(t.Bound))})
+				Detail: fmt.Sprintf("the predicted %s %s %s ms is over the SLO of %s ms", t.Name, t.At, simulate.Num(*t.Got), simulate.Num(t.Bound))})
 		}
 	}
 	return out
@@ -446,11 +445,11 @@ func judge(spec scenario.Class, run simulate.ClassRun, start float64) (*plan.Cla
 			got := estimate(t.Got, t.CI95)
 			switch {
 			case got == nil:
-				missAt(t.Metric, nil, t.Bound, "no %s completed, so the %s SLO of %s ms is not met", one, t.Name, num(t.Bound))
+				missAt(t.Metric, nil, t.Bound, "no %s completed, so the %s SLO of %s ms is not met", one, t.Name, simulate.Num(t.Bound))
 			case !t.Met():
-				miss(t.Metric, got.Value, t.Bound, "%s %s %s%s ms is over the SLO of %s ms by %s %%", t.Name, t.At, num(got.Value), within(got), num(t.Bound), num(overPct(got.Value, t.Bound)))
+				miss(t.Metric, got.Value, t.Bound, "%s %s %s%s ms is over the SLO of %s ms by %s %%", t.Name, t.At, simulate.Num(got.Value), within(got), simulate.Num(t.Bound), simulate.Num(overPct(got.Value, t.Bound)))
 			case t.AtEdge():
-				edges = append(edges, fmt.Sprintf("%s %s %s%s ms is within the SLO of %s ms, but its 95 %% interval reaches %s ms", t.Name, t.At, num(got.Value), within(got), num(t.Bound), num(got.Value+*got.CI95)))
+				edges = append(edges, fmt.Sprintf("%s %s %s%s ms is within the SLO of %s ms, but its 95 %% interval reaches %s ms", t.Name, t.At, simulate.Num(got.Value), within(got), simulate.Num(t.Bound), simulate.Num(got.Value+*got.CI95)))
 			}
 		}
 	}
@@ -469,11 +468,11 @@ func judge(spec scenario.Class, run simulate.ClassRun, start float64) (*plan.Cla
 				if sm.ThroughputRPS > 0 {
 					hours = d.Requests / sm.ThroughputRPS / 3600
 				}
-				miss("batch_hours", math.Min(hours, 1e9), d.WithinHours, "at %s req/s the batch of %s requests takes %s h, over its %s h window", num(sm.ThroughputRPS), count(int(d.Requests)), num(math.Min(hours, 1e9)), num(d.WithinHours))
+				miss("batch_hours", math.Min(hours, 1e9), d.WithinHours, "at %s req/s the batch of %s requests takes %s h, over its %s h window", simulate.Num(sm.ThroughputRPS), count(int(d.Requests)), simulate.Num(math.Min(hours, 1e9)), simulate.Num(d.WithinHours))
 			}
 		} else if !keeps {
 			bound := math.Max(float64(run.Pool), 0.01*float64(sm.Requests))
-			miss("backlog", float64(sm.Backlog), bound, "fell behind: %s %s waiting at the end; it served %s %s of the %s %s that arrived", count(sm.Backlog), unit, num(sm.ThroughputRPS), rate, num(sm.OfferedRPS), rate)
+			miss("backlog", float64(sm.Backlog), bound, "fell behind: %s %s waiting at the end; it served %s %s of the %s %s that arrived", count(sm.Backlog), unit, simulate.Num(sm.ThroughputRPS), rate, simulate.Num(sm.OfferedRPS), rate)
 		}
 	}
 	cc.Holds = len(cc.Misses) == 0
@@ -499,7 +498,7 @@ func summary(cc *plan.ClassCheck, targets []simulate.Target) string {
 	}
 	for _, t := range targets {
 		if got := estimate(t.Got, t.CI95); got != nil {
-			parts = append(parts, fmt.Sprintf("%s %s %s%s ms within %s ms", t.Name, t.At, num(got.Value), within(got), num(t.Bound)))
+			parts = append(parts, fmt.Sprintf("%s %s %s%s ms within %s ms", t.Name, t.At, simulate.Num(got.Value), within(got), simulate.Num(t.Bound)))
 		}
 	}
 	parts = append(parts, fmt.Sprintf("%.1f %% of sends answered 429", 100*cc.RateLimitedShare))
@@ -521,7 +520,7 @@ func within(e *plan.Estimate) string {
 	if e.CI95 == nil {
 		return ""
 	}
-	return " ± " + num(*e.CI95)
+	return " ± " + simulate.Num(*e.CI95)
 }
 
 // overPct is how far v is over bound, in per cent, at most maxOverPct: a
@@ -539,28 +538,5 @@ func ptr[T any](v T) *T { return &v }
 
 // maxOverPct bounds a miss's over_pct: a billion per cent over.
 const maxOverPct = 1e9
-
-// num writes a number for people: grouped thousands, one decimal from 10
-// and two below, without trailing zeros; a number that two decimals would
-// round to 0 with two significant digits, as a target of 0.004 ms is not
-// one of 0, which is no target.
-func num(v float64) string {
-	digits := 2
-	switch a := math.Abs(v); {
-	case a >= 100:
-		digits = 0
-	case a >= 10:
-		digits = 1
-	case a > 0 && a < 0.005:
-		g, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 2, 64), 64)
-		return strconv.FormatFloat(g, 'f', -1, 64)
-	}
-	p := math.Pow(10, float64(digits))
-	s := humanize.CommafWithDigits(math.Round(v*p)/p, digits)
-	if strings.Contains(s, ".") {
-		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	}
-	return s
-}
 
 func count(n int) string { return humanize.Comma(int64(n)) }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/dustin/go-humanize"
@@ -266,7 +267,9 @@ func ratio(a, b int) float64 {
 // decimal from 10 and two below, without trailing zeros, halves rounded
 // away from zero on the digits shown (0.345 is 0.35). The reasons of a
 // verdict and every rendering of a simulation write their numbers with
-// it, so that a figure reads the same in a table and in the words.
+// it, and so do the plan's check's (internal/app), so that a figure
+// reads the same in a table and in the words. A number that two decimals
+// would write as 0 keeps two significant digits.
 func Num(v float64) string {
 	digits := 2
 	switch a := math.Abs(v); {
@@ -274,6 +277,11 @@ func Num(v float64) string {
 		digits = 0
 	case a >= 10:
 		digits = 1
+	case a > 0 && a < 0.005:
+		// Two decimals would write 0, which for a target means none: a
+		// target of 0.004 ms is written so, with two significant digits.
+		g, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 2, 64), 64)
+		return strconv.FormatFloat(g, 'f', -1, 64)
 	}
 	s := humanize.CommafWithDigits(signed.Round(v, digits), digits)
 	if strings.Contains(s, ".") {

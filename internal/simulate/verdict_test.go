@@ -176,3 +176,16 @@ func TestDailyLimitSpentBeforeTheDayEndsBreaksThePlan(t *testing.T) {
 		t.Errorf("verdict at the plan's pool: %s, want no daily limit named", res.Verdict.Summary)
 	}
 }
+
+// TestNum: a simulation's numbers, and its check's, read with grouped
+// thousands, fewer decimals the larger they are, halves away from zero,
+// and a number that two decimals would write as 0 with two significant
+// digits (a target of 0.004 ms is not one of 0, which is no target).
+func TestNum(t *testing.T) {
+	for v, want := range map[float64]string{0.004: "0.004", 0.0001234: "0.00012", -0.004: "-0.004", 0.3: "0.3", 0.345: "0.35",
+		12.34: "12.3", 1234.5: "1,235", 0: "0", -0.001: "-0.001"} {
+		if got := Num(v); got != want {
+			t.Errorf("Num(%g) = %q, want %q", v, got, want)
+		}
+	}
+}
