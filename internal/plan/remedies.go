@@ -767,6 +767,10 @@ func finite(v float64) bool { return !math.IsInf(v, 0) && !math.IsNaN(v) }
 // shedResolution is the precision of the sustainable rate, req/s.
 const shedResolution = 1e-4
 
+// floorShed is a sustainable rate v rounded down to shedResolution: a rate
+// a class is told it sustains is never above what it does.
+func floorShed(v float64) float64 { return math.Floor(v/shedResolution) / (1 / shedResolution) }
+
 // shedMaxRounds bounds the bisection of the sustainable rate: 128 halvings
 // take any interval narrower than 1e34 req/s to the resolution.
 const shedMaxRounds = 128
@@ -854,7 +858,7 @@ func (r *run) shed(ctx context.Context, i, pool int) (*Shed, error) {
 	if fail != nil {
 		return nil, fail
 	}
-	sustainable := math.Floor(lo/shedResolution) / (1 / shedResolution)
+	sustainable := floorShed(lo)
 	return &Shed{SustainableRPS: sustainable, ShedRPS: signed.Round(m.lambda-sustainable, 4)}, nil
 }
 
@@ -884,7 +888,7 @@ func (r *run) checkShed(ctx context.Context, in scenario.Scenario, i int, sh *Sh
 		if fits {
 			return &Shed{SustainableRPS: rate, ShedRPS: signed.Round(demand-rate, 4)}, nil
 		}
-		rate = math.Floor(rate*0.95/shedResolution) / (1 / shedResolution)
+		rate = floorShed(rate * 0.95)
 		if rate <= 0 {
 			break
 		}

@@ -303,7 +303,7 @@ func (b *BatchPlan) withinDaily(sh *Shed, lambda float64) *Shed {
 			share = math.Min(share, d.Available/d.Needed)
 		}
 	}
-	sustainable := math.Min(sh.SustainableRPS, math.Floor(lambda*share/shedResolution)/(1/shedResolution))
+	sustainable := math.Min(sh.SustainableRPS, floorShed(lambda*share))
 	return &Shed{SustainableRPS: sustainable, ShedRPS: signed.Round(lambda-sustainable, 4)}
 }
 
